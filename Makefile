@@ -1,0 +1,43 @@
+# htc — make targets. `make demo` and `make test` are the two a new user needs.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+GO ?= go
+BIN := bin/htc
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+export GOFLAGS ?= -buildvcs=false
+
+.PHONY: all build test unit race e2e bench lint generate demo haproxy clean help
+
+all: build
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+build: ## build bin/htc
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/htc
+
+haproxy: ## install haproxy with apt-get when it is missing
+	@command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || { \
+	  echo "installing haproxy with apt-get"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy >/dev/null; }
+	@PATH="$$PATH:/usr/sbin" haproxy -v | head -1
+
+test: haproxy lint ## everything: lint, unit, integration (real haproxy) and CLI tests, with -race
+	PATH="$$PATH:/usr/sbin" $(GO) test -race -count=1 -timeout 30m ./...
+
+bench: haproxy ## benchmarks (benchstat-friendly); BENCH=regexp, COUNT=n
+	PATH="$$PATH:/usr/sbin" $(GO) test -run '^$$' -bench '$(or $(BENCH),.)' -benchmem -count $(or $(COUNT),1) -benchtime $(or $(BENCHTIME),3x) -timeout 60m ./...
+
+lint: ## gofmt and go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+generate: ## regenerate deepcopy and the CRD from pkg/config
+	$(GO) tool controller-gen object paths=./pkg/config/... crd:crdVersions=v1 output:crd:dir=./charts/htc/crds
+
+demo: build haproxy ## render the example and show admission decisions offline
+	PATH="$$PATH:/usr/sbin" ./hack/demo.sh $(BIN)
+
+clean: ## remove build outputs
+	rm -rf bin

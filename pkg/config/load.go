@@ -1,0 +1,135 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// ErrWrongKind is returned when a document is not an HAProxyTemplateConfig.
+var ErrWrongKind = errors.New("not a " + Group + "/" + Version + " " + Kind)
+
+// LoadFile reads one HAProxyTemplateConfig from a YAML or JSON file. Unknown
+// fields are errors (they are almost always typos), and the result has
+// defaults applied. It does not validate; call validation.Validate for that.
+func LoadFile(path string) (*HAProxyTemplateConfig, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	cfg, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// Parse decodes one HAProxyTemplateConfig from YAML or JSON bytes, strictly
+// (unknown and duplicate fields are errors), and applies defaults.
+func Parse(data []byte) (*HAProxyTemplateConfig, error) {
+	js, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", Kind, err)
+	}
+	var cfg HAProxyTemplateConfig
+	strictErrs, err := kjson.UnmarshalStrict(js, &cfg)
+	if err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", Kind, err)
+	}
+	if len(strictErrs) > 0 {
+		return nil, fmt.Errorf("decoding %s: %w", Kind, errors.Join(strictErrs...))
+	}
+	if err := checkTypeMeta(cfg.APIVersion, cfg.Kind); err != nil {
+		return nil, err
+	}
+	cfg.Default()
+	return &cfg, nil
+}
+
+// FromUnstructured converts an object read from the cluster (or from an
+// AdmissionReview) into an HAProxyTemplateConfig, strictly, with defaults.
+func FromUnstructured(u *unstructured.Unstructured) (*HAProxyTemplateConfig, error) {
+	if err := checkTypeMeta(u.GetAPIVersion(), u.GetKind()); err != nil {
+		return nil, err
+	}
+	var cfg HAProxyTemplateConfig
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, &cfg, true); err != nil {
+		return nil, fmt.Errorf("decoding %s %s/%s: %w", Kind, u.GetNamespace(), u.GetName(), err)
+	}
+	cfg.Default()
+	return &cfg, nil
+}
+
+func checkTypeMeta(apiVersion, kind string) error {
+	if apiVersion != GroupVersion.String() || kind != Kind {
+		return fmt.Errorf("%w: apiVersion %q, kind %q", ErrWrongKind, apiVersion, kind)
+	}
+	return nil
+}
+
+// Default fills in defaults: an assertion without a target reads haproxy.cfg.
+func (c *HAProxyTemplateConfig) Default() {
+	for name, t := range c.Spec.ValidationTests {
+		for i := range t.Assertions {
+			if t.Assertions[i].Target == "" && needsTarget(t.Assertions[i].Type) {
+				t.Assertions[i].Target = "haproxy.cfg"
+			}
+		}
+		c.Spec.ValidationTests[name] = t
+	}
+}
+
+func needsTarget(t AssertionType) bool {
+	switch t {
+	case AssertContains, AssertNotContains, AssertEquals, AssertMatchCount, AssertMatchOrder:
+		return true
+	}
+	return false
+}
+
+// Hash is a stable digest of the spec. Embedded test results depend only on
+// the spec, so they can be cached under this key.
+func (s *HAProxyTemplateConfigSpec) Hash() string {
+	// encoding/json sorts map keys, so the encoding is canonical.
+	b, err := json.Marshal(s)
+	if err != nil {
+		// Every field is plain data; Marshal cannot fail on it.
+		panic(fmt.Sprintf("config: marshal spec: %v", err))
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// GroupVersionResource returns the GVR a watched resource names.
+func (w WatchedResource) GroupVersionResource() (schema.GroupVersionResource, error) {
+	gv, err := schema.ParseGroupVersion(w.APIVersion)
+	if err != nil {
+		return schema.GroupVersionResource{}, fmt.Errorf("apiVersion %q: %w", w.APIVersion, err)
+	}
+	return gv.WithResource(w.Resources), nil
+}
+
+// StoreKeysFor returns, sorted, the store keys of every watched resource
+// whose apiVersion and resources equal gvr (a config may watch one resource
+// twice, e.g. with different label selectors). It never guesses from a Kind.
+func (s *HAProxyTemplateConfigSpec) StoreKeysFor(gvr schema.GroupVersionResource) []string {
+	var keys []string
+	for key, w := range s.WatchedResources {
+		got, err := w.GroupVersionResource()
+		if err == nil && got == gvr {
+			keys = append(keys, key)
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
