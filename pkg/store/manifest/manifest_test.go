@@ -1,0 +1,90 @@
+package manifest_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/haproxy-template/htc/pkg/store/manifest"
+)
+
+func TestDecode(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc string
+		want      []string // kind/name of each object
+		err       string
+	}{
+		{"multi-document", "apiVersion: v1\nkind: Service\nmetadata: {name: a}\n---\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: b}\n", []string{"Service/a", "Secret/b"}, ""},
+		{"json", `{"apiVersion":"v1","kind":"Service","metadata":{"name":"a"}}`, []string{"Service/a"}, ""},
+		{"list", "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Service, metadata: {name: a}}\n- {apiVersion: v1, kind: Service, metadata: {name: b}}\n", []string{"Service/a", "Service/b"}, ""},
+		{"invalid yaml", "apiVersion: v1\nkind: [\n", nil, "f.yaml: document 1: invalid YAML"},
+		{"no kind", "apiVersion: v1\nmetadata: {name: a}\n", nil, "f.yaml: document 1: apiVersion and kind are required"},
+		{"no name", "apiVersion: v1\nkind: Service\n---\n", nil, "f.yaml: document 1: Service has no metadata.name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs, err := manifest.Decode("f.yaml", []byte(tc.doc))
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			var got []string
+			for _, o := range objs {
+				got = append(got, o.GetKind()+"/"+o.GetName())
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestLoadPathsDirectory(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "sub"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "b.yaml"), []byte("apiVersion: v1\nkind: Service\nmetadata: {name: b}\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sub", "a.yml"), []byte("apiVersion: v1\nkind: Service\nmetadata: {name: a}\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("not yaml"), 0o600))
+	objs, err := manifest.LoadPaths([]string{dir})
+	require.NoError(t, err)
+	require.Len(t, objs, 2)
+	assert.Equal(t, "b", objs[0].GetName(), "lexical order: b.yaml before sub/a.yml")
+	assert.Equal(t, filepath.Join(dir, "b.yaml")+"#1", objs[0].Source)
+
+	_, err = manifest.LoadPaths([]string{filepath.Join(dir, "missing")})
+	require.ErrorContains(t, err, "missing")
+}
+
+func TestRESTMapper(t *testing.T) {
+	crd, err := manifest.Decode("crd.yaml", []byte(`
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {kind: Widget, plural: widgetz, singular: widget}
+  versions: [{name: v1, served: true, storage: true}]
+`))
+	require.NoError(t, err)
+	m, err := manifest.NewRESTMapper(crd)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		gvk  schema.GroupVersionKind
+		want schema.GroupVersionResource
+	}{
+		{schema.GroupVersionKind{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress"}, schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"}},
+		{schema.GroupVersionKind{Version: "v1", Kind: "Service"}, schema.GroupVersionResource{Version: "v1", Resource: "services"}},
+		{schema.GroupVersionKind{Version: "v1", Kind: "Endpoints"}, schema.GroupVersionResource{Version: "v1", Resource: "endpoints"}},
+		{schema.GroupVersionKind{Group: "discovery.k8s.io", Version: "v1", Kind: "EndpointSlice"}, schema.GroupVersionResource{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"}},
+		{schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}, schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgetz"}},
+	} {
+		mapping, err := m.RESTMapping(tc.gvk.GroupKind(), tc.gvk.Version)
+		require.NoError(t, err, tc.gvk.String())
+		assert.Equal(t, tc.want, mapping.Resource)
+	}
+	_, err = m.RESTMapping(schema.GroupKind{Group: "example.com", Kind: "Gadget"}, "v1")
+	assert.Error(t, err)
+}
