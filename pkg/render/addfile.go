@@ -1,0 +1,88 @@
+package render
+
+import (
+	"bytes"
+	"fmt"
+	"text/template"
+)
+
+// maxIncludeDepth bounds nested include calls (a snippet including itself).
+const maxIncludeDepth = 64
+
+// include implements include NAME DATA: the output of the named template
+// (usually a snippet) as a string, so it can be captured in a variable,
+// compared or piped. A fail inside it stops the render as usual.
+func (s *renderState) include(name string, data any) (string, error) {
+	if err := contextErr(s.ctx); err != nil {
+		return "", err
+	}
+	if s.tmpl == nil || s.tmpl.Lookup(name) == nil {
+		return "", fmt.Errorf("include %q: no such template", name)
+	}
+	if s.depth >= maxIncludeDepth {
+		return "", fmt.Errorf("include %q: nested more than %d deep (a snippet including itself?)", name, maxIncludeDepth)
+	}
+	s.depth++
+	defer func() { s.depth-- }()
+	var buf bytes.Buffer
+	if err := s.tmpl.ExecuteTemplate(&buf, name, data); err != nil {
+		return "", err
+	}
+	return buf.String(), nil
+}
+
+// addFile implements addFile KIND NAME CONTENT: it adds a map, file or
+// certificate to the bundle during the render (e.g. one certificate per TLS
+// Secret) and returns the absolute path it will have, like pathFor. Adding
+// the same name again with the same content is allowed; with other content,
+// or with the name of a file the spec already renders, it is an error.
+// Files added while rendering haproxy.cfg are known to pathFor in the maps,
+// files and certificates rendered after it.
+func (s *renderState) addFile(kind, name string, content any) (string, error) {
+	k := Kind(kind)
+	switch k {
+	case KindMap, KindFile, KindCert:
+	default:
+		return "", fmt.Errorf("addFile %q %q: unknown kind %q; want \"map\", \"file\" or \"cert\"", kind, name, kind)
+	}
+	if err := checkName(name); err != nil {
+		return "", fmt.Errorf("addFile %s %q: %w", kind, name, err)
+	}
+	if _, static := s.engine.names[k][name]; static {
+		return "", fmt.Errorf("addFile %s %q: %s already renders a %s of that name", kind, name, specField(k), kind)
+	}
+	text, ok := content.(string)
+	if !ok {
+		return "", fmt.Errorf("addFile %s %q: content must be a string, not %T", kind, name, content)
+	}
+	if s.added == nil {
+		s.added = map[Kind]map[string]string{}
+	}
+	if s.added[k] == nil {
+		s.added[k] = map[string]string{}
+	}
+	if prev, dup := s.added[k][name]; dup && prev != text {
+		return "", fmt.Errorf("addFile %s %q: added twice with different content", kind, name)
+	}
+	s.added[k][name] = text
+	return Path(s.baseDir, k, name), nil
+}
+
+// addedTo copies the files added during the render into b.
+func (s *renderState) addedTo(b *Bundle) {
+	for k, files := range s.added {
+		dst := b.Maps
+		switch k {
+		case KindFile:
+			dst = b.Files
+		case KindCert:
+			dst = b.Certs
+		}
+		for name, content := range files {
+			dst[name] = content
+		}
+	}
+}
+
+// bindTemplate lets include execute templates of the render's own clone.
+func (s *renderState) bindTemplate(t *template.Template) { s.tmpl = t }

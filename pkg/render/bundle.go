@@ -1,0 +1,115 @@
+package render
+
+import (
+	"path/filepath"
+	"sort"
+)
+
+// Kind of a bundle file, as used by pathFor and assertion targets.
+type Kind string
+
+// The kinds of files a Bundle holds besides haproxy.cfg.
+const (
+	// KindMap is an HAProxy map file (target "map:<name>").
+	KindMap Kind = "map"
+	// KindFile is an auxiliary file such as an error page (target "file:<name>").
+	KindFile Kind = "file"
+	// KindCert is a PEM certificate bundle (target "cert:<name>").
+	KindCert Kind = "cert"
+)
+
+// ConfigFileName is the name of the main configuration file inside a bundle.
+const ConfigFileName = "haproxy.cfg"
+
+// Bundle is one complete rendered HAProxy configuration: haproxy.cfg plus the
+// maps, files and certificates it references. BaseDir is the directory the
+// bundle was rendered for: pathFor returned paths under it, and the bundle is
+// only valid when written there (see Path).
+type Bundle struct {
+	// BaseDir is the absolute directory that pathFor resolved paths against.
+	BaseDir string
+	// Config is the rendered haproxy.cfg.
+	Config string
+	// Maps are rendered map files by name.
+	Maps map[string]string
+	// Files are rendered auxiliary files by name.
+	Files map[string]string
+	// Certs are rendered PEM bundles by name.
+	Certs map[string]string
+}
+
+// Dir returns the sub-directory of a bundle that holds files of kind k.
+func Dir(k Kind) string {
+	switch k {
+	case KindMap:
+		return "maps"
+	case KindCert:
+		return "certs"
+	default:
+		return "files"
+	}
+}
+
+// Path is the absolute path a file of kind k named name has inside a bundle
+// rooted at baseDir. It is what the template function pathFor returns.
+func Path(baseDir string, k Kind, name string) string {
+	return filepath.Join(baseDir, Dir(k), filepath.FromSlash(name))
+}
+
+// File is one file of a bundle with its path relative to BaseDir.
+type File struct {
+	// RelPath is the slash-separated path relative to the bundle's BaseDir.
+	RelPath string
+	// Kind is empty for haproxy.cfg.
+	Kind Kind
+	// Name is the name the template used (the map, file or cert key).
+	Name string
+	// Content is the rendered text.
+	Content string
+}
+
+// AllFiles lists every file of the bundle, haproxy.cfg first, then maps, files
+// and certificates, each group sorted by name.
+func (b *Bundle) AllFiles() []File {
+	out := []File{{RelPath: ConfigFileName, Name: ConfigFileName, Content: b.Config}}
+	add := func(k Kind, m map[string]string) {
+		names := make([]string, 0, len(m))
+		for n := range m {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			out = append(out, File{RelPath: Dir(k) + "/" + n, Kind: k, Name: n, Content: m[n]})
+		}
+	}
+	add(KindMap, b.Maps)
+	add(KindFile, b.Files)
+	add(KindCert, b.Certs)
+	return out
+}
+
+// Target returns the content an assertion target names: "haproxy.cfg",
+// "map:<name>", "file:<name>" or "cert:<name>". ok is false when the bundle
+// has no such file.
+func (b *Bundle) Target(target string) (content string, ok bool) {
+	if target == "" || target == ConfigFileName {
+		return b.Config, true
+	}
+	for _, k := range []Kind{KindMap, KindFile, KindCert} {
+		prefix := string(k) + ":"
+		if len(target) > len(prefix) && target[:len(prefix)] == prefix {
+			var m map[string]string
+			switch k {
+			case KindMap:
+				m = b.Maps
+			case KindFile:
+				m = b.Files
+			default:
+				m = b.Certs
+			}
+			c, ok := m[target[len(prefix):]]
+			return c, ok
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,74 @@
+// Package render is htc's template engine: it turns an HAProxyTemplateConfig's
+// templates and the watched resources into a Bundle (haproxy.cfg plus maps,
+// files and certificates).
+//
+// # Templates
+//
+// New parses every template of a config once into one text/template set, so
+// {{ template "name" . }} reaches any snippet (or {{ define }}d template) from
+// any template. The names are the snippet keys, "haproxy.cfg", and
+// "map:<name>", "file:<name>", "cert:<name>" for the other outputs. Defining
+// the same name twice (in two sources) and referring to a template that does
+// not exist are parse errors.
+//
+// # The render context
+//
+// The dot of every template is a map with two keys:
+//
+//   - .resources.<key>: a *ResourceStore with the methods List, Get, Fetch and
+//     Len over the watched resources; objects are map[string]any and shared
+//     with the stores.
+//   - .extraContext: spec.extraContext decoded as a JSON object (empty map
+//     when unset).
+//
+// # Missing values
+//
+// Templates run with Option("missingkey=zero"): a missing map key yields nil,
+// which is false in if/with and "" for field and default, so optional fields
+// read naturally. Two mistakes fail loudly instead of rendering silently:
+// walking through a missing map (.metadata.annotations.foo without
+// annotations) is an execution error, and a mistyped store key
+// (.resources.ingress.List) is an error rather than an empty list (with the
+// default option, both would quietly evaluate to nothing). A nil value that is
+// printed appears as "<no value>"; text/template cannot report that itself,
+// so every rendered output is scanned and one containing "<no value>" fails
+// with the output line (a *NoValueError).
+//
+// # Functions
+//
+// All of sprig's text functions, except those that read the process
+// environment, the network or the clock, or produce random output: env,
+// expandenv, getHostByName; now, ago, date, dateInZone, date_in_zone,
+// dateModify, date_modify, htmlDate, htmlDateInZone; randAlpha, randAlphaNum,
+// randAscii, randNumeric, randBytes, randInt, shuffle, uuidv4; genPrivateKey,
+// genCA, genCAWithKey, genSelfSignedCert, genSelfSignedCertWithKey,
+// genSignedCert, genSignedCertWithKey, encryptAES, bcrypt, htpasswd. A
+// template using one of them fails to parse ("function "env" not defined").
+// keys and values return their results in key order (sprig's are random).
+//
+// Replaced: set, unset, merge, mergeOverwrite, mustMerge and
+// mustMergeOverwrite only modify maps created during the current render
+// (by dict, deepCopy, mustDeepCopy, fromJson, mustFromJson, pick, omit,
+// urlParse); the objects in the stores and .extraContext are shared by every
+// render and must never change. Modifying a map that would become part of a
+// cycle is refused too, since printing it would never end.
+//
+// Added:
+//
+//   - fail MESSAGE: stops rendering; MESSAGE alone is the reason.
+//   - pathFor KIND NAME: the absolute path the map, file or cert NAME has in
+//     the bundle (Path(Input.BaseDir, KIND, NAME)); NAME must be rendered by
+//     the config.
+//   - field OBJ PATH: the value at PATH (metadata.name,
+//     spec.rules[0].host, metadata.annotations['haproxy.org/timeout']) as a
+//     string, "" when missing.
+//   - safe VALUE [OBJ PATH]: VALUE as a string.
+//   - word VALUE [OBJ PATH]: VALUE as a string usable as one unquoted HAProxy
+//     word.
+//   - quoteValue VALUE [OBJ PATH]: VALUE as an HAProxy double-quoted string.
+//
+// field, safe, word and quoteValue are the sanctioned way to put resource
+// values into a configuration: they refuse control characters (newline,
+// carriage return, NUL, tab, ...) and word also whitespace, '#', quotes and
+// backslashes, naming the object and field in the message.
+package render

@@ -1,0 +1,398 @@
+package render
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/template"
+	"text/template/parse"
+	"unsafe"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/store"
+)
+
+// Engine renders one configuration's templates. It parses them once (New)
+// and is safe for concurrent use by any number of goroutines.
+type Engine struct {
+	// root holds every parsed template, with placeholder per-render
+	// functions; Render executes a pooled clone bound to its own state.
+	root *template.Template
+	// outputs lists what Render renders, in Bundle.AllFiles order.
+	outputs []output
+	// names holds the output names of each kind, for pathFor.
+	names map[Kind]map[string]struct{}
+	// extra is spec.extraContext decoded; shared, never modified.
+	extra map[string]any
+	// paths caches parsed field paths (string -> []fieldStep) for field;
+	// at most maxCachedPaths entries, counted by npaths.
+	paths  sync.Map
+	npaths atomic.Int64
+	// bound pools clones of root whose per-render functions are bound to a
+	// renderState (*boundSet), so a render does not pay for Clone and Funcs.
+	bound sync.Pool
+}
+
+// boundSet is a clone of the template set with its per-render functions
+// bound to st. One render at a time uses it.
+type boundSet struct {
+	tmpl *template.Template
+	st   *renderState
+}
+
+// acquire returns a boundSet prepared for one render.
+func (e *Engine) acquire(ctx context.Context, baseDir string) (*boundSet, error) {
+	if b, ok := e.bound.Get().(*boundSet); ok {
+		b.st.ctx, b.st.baseDir = ctx, baseDir
+		return b, nil
+	}
+	st := newRenderState(e, baseDir, ctx)
+	t, err := e.root.Clone()
+	if err != nil {
+		return nil, err
+	}
+	t.Funcs(dynamicFuncs(st))
+	st.bindTemplate(t)
+	return &boundSet{tmpl: t, st: st}, nil
+}
+
+// release forgets the render's state and returns b to the pool.
+func (e *Engine) release(b *boundSet) {
+	b.st.ctx, b.st.baseDir = nil, ""
+	b.st.added, b.st.depth = nil, 0
+	if len(b.st.owned) > 1024 {
+		b.st.owned = make(map[unsafe.Pointer]struct{})
+	} else {
+		clear(b.st.owned)
+	}
+	e.bound.Put(b)
+}
+
+// maxCachedPaths bounds the field path cache: paths built from resource
+// values at render time must not grow it without limit.
+const maxCachedPaths = 4096
+
+// fieldPath returns the parsed form of a field path, cached.
+func (e *Engine) fieldPath(path string) ([]fieldStep, error) {
+	if steps, ok := e.paths.Load(path); ok {
+		return steps.([]fieldStep), nil
+	}
+	steps, err := parseFieldPath(path)
+	if err != nil {
+		return nil, err
+	}
+	if e.npaths.Load() < maxCachedPaths {
+		if _, loaded := e.paths.LoadOrStore(path, steps); !loaded {
+			e.npaths.Add(1)
+		}
+	}
+	return steps, nil
+}
+
+// output is one rendered file: its kind ("" for haproxy.cfg), its name and
+// its template's name.
+type output struct {
+	kind Kind
+	name string
+	tmpl string
+}
+
+// source is one template source to parse.
+type source struct {
+	name string
+	text string
+}
+
+// Input is what one render reads.
+type Input struct {
+	// Stores are the stores templates see as .resources.<key>; a nil Reader
+	// counts as a missing store.
+	Stores store.Set
+	// BaseDir is the absolute directory the bundle will be written to;
+	// pathFor resolves names against it.
+	BaseDir string
+}
+
+// TemplateName returns the template name of an output: "haproxy.cfg" for
+// kind "", else "<kind>:<name>" (e.g. "map:host.map").
+func TemplateName(k Kind, name string) string {
+	if k == "" {
+		return ConfigFileName
+	}
+	return string(k) + ":" + name
+}
+
+// New parses every template of spec (snippets, haproxy.cfg, maps, files,
+// certificates) into one template set and decodes spec.extraContext. Errors
+// are *phase.Error values of phase render; for a template problem (a parse
+// error, an invalid output name, a name defined twice, a reference to a
+// template that does not exist) Err is a *TemplateError naming the template
+// and line.
+func New(spec *config.HAProxyTemplateConfigSpec) (*Engine, error) {
+	if spec == nil {
+		return nil, renderError("no configuration", errors.New("render.New: nil spec"))
+	}
+	e := &Engine{names: map[Kind]map[string]struct{}{KindMap: {}, KindFile: {}, KindCert: {}}}
+	extra, err := decodeExtraContext(spec.ExtraContext)
+	if err != nil {
+		return nil, renderError("spec.extraContext: "+err.Error(), err)
+	}
+	e.extra = extra
+
+	sources := []source{{name: ConfigFileName, text: spec.HAProxyConfig.Template}}
+	e.outputs = append(e.outputs, output{name: ConfigFileName, tmpl: ConfigFileName})
+	for _, g := range []struct {
+		kind Kind
+		m    map[string]config.Template
+	}{{KindMap, spec.Maps}, {KindFile, spec.Files}, {KindCert, spec.SSLCertificates}} {
+		for _, name := range sortedNames(g.m) {
+			tn := TemplateName(g.kind, name)
+			if err := checkName(name); err != nil {
+				return nil, templateError(tn, 0, "invalid name: "+err.Error())
+			}
+			e.names[g.kind][name] = struct{}{}
+			e.outputs = append(e.outputs, output{kind: g.kind, name: name, tmpl: tn})
+			sources = append(sources, source{name: tn, text: g.m[name].Template})
+		}
+	}
+	for _, name := range sortedNames(spec.TemplateSnippets) {
+		if strings.TrimSpace(name) == "" {
+			return nil, templateError(strconv.Quote(name), 0, "a snippet needs a name")
+		}
+		sources = append(sources, source{name: name, text: spec.TemplateSnippets[name].Template})
+	}
+
+	placeholder := newRenderState(e, "", context.Background())
+	newSet := func() *template.Template {
+		return template.New("").Option("missingkey=zero").Funcs(staticFuncs).Funcs(dynamicFuncs(placeholder))
+	}
+	proto, root := newSet(), newSet()
+	definedBy := map[string]string{}
+	for _, src := range sources {
+		set, err := proto.Clone()
+		if err != nil {
+			return nil, renderError("internal: "+err.Error(), err)
+		}
+		if _, err := set.New(src.name).Parse(src.text); err != nil {
+			return nil, parseError(src.name, err)
+		}
+		for _, t := range sortedTemplates(set) {
+			if t.Name() == "" || t.Tree == nil {
+				continue
+			}
+			if owner, dup := definedBy[t.Name()]; dup {
+				return nil, templateError(src.name, treeLine(t.Tree),
+					fmt.Sprintf("template %q is defined twice (also by %s)", t.Name(), owner))
+			}
+			definedBy[t.Name()] = src.name
+			if _, err := root.AddParseTree(t.Name(), t.Tree); err != nil {
+				return nil, templateError(src.name, 0, err.Error())
+			}
+		}
+	}
+	for _, t := range sortedTemplates(root) {
+		if t.Tree == nil {
+			continue
+		}
+		if err := checkTemplateRefs(root, t.Tree, t.Tree.Root); err != nil {
+			return nil, err
+		}
+	}
+	e.root = root
+	return e, nil
+}
+
+// Render renders haproxy.cfg, the maps, files and certificates over in.
+//
+// Errors are *phase.Error values of phase render whose Err is:
+//   - *FailError for fail (Reason is the message alone);
+//   - *ValueError for a value field, safe, word or quoteValue refused
+//     (Reason is the message alone when it names the object, else prefixed
+//     with "template <name> line <n>: ");
+//   - *NoValueError when an output contains "<no value>";
+//   - *TemplateError for any other execution error
+//     ("template <name> line <n>: <problem>");
+//   - ctx.Err() when ctx ends: checked between templates, in every store
+//     access (List, Get, Fetch, Len) and in set, unset and the merge
+//     functions, so a long template over the stores stops too.
+func (e *Engine) Render(ctx context.Context, in Input) (*Bundle, error) {
+	if err := contextErr(ctx); err != nil {
+		return nil, cancelled(err)
+	}
+	set, err := e.acquire(ctx, in.BaseDir)
+	if err != nil {
+		return nil, renderError("internal: "+err.Error(), err)
+	}
+	defer e.release(set)
+	data := e.context(in, ctx)
+	b := &Bundle{BaseDir: in.BaseDir, Maps: map[string]string{}, Files: map[string]string{}, Certs: map[string]string{}}
+	var buf bytes.Buffer
+	for _, o := range e.outputs {
+		if err := contextErr(ctx); err != nil {
+			return nil, cancelled(err)
+		}
+		buf.Reset()
+		if err := set.tmpl.ExecuteTemplate(&buf, o.tmpl, data); err != nil {
+			return nil, execError(o.tmpl, err)
+		}
+		out := buf.String()
+		if i := strings.Index(out, noValue); i >= 0 {
+			nv := &NoValueError{Template: o.tmpl, OutputLine: 1 + strings.Count(out[:i], "\n")}
+			return nil, renderError(nv.Error(), nv)
+		}
+		switch o.kind {
+		case "":
+			b.Config = out
+		case KindMap:
+			b.Maps[o.name] = out
+		case KindFile:
+			b.Files[o.name] = out
+		case KindCert:
+			b.Certs[o.name] = out
+		}
+	}
+	set.st.addedTo(b)
+	return b, nil
+}
+
+// Context returns the render context templates see as their dot:
+// "resources" (a map of *ResourceStore by store key) and "extraContext".
+// Objects and extraContext are shared with the stores and the Engine and
+// must not be modified.
+func (e *Engine) Context(in Input) map[string]any {
+	return e.context(in, nil)
+}
+
+func (e *Engine) context(in Input, ctx context.Context) map[string]any {
+	res := make(map[string]*ResourceStore, len(in.Stores))
+	for k, r := range in.Stores {
+		res[k] = &ResourceStore{key: k, r: r, ctx: ctx}
+	}
+	return map[string]any{"resources": res, "extraContext": e.extra}
+}
+
+// DataContext returns the render context as plain data for JSONPath (the
+// jsonpath assertion): .resources.<key>.List is the list of objects (as
+// []any of map[string]any) and .resources.<key>.Len their number;
+// .extraContext as in templates. Get and Fetch have no data form. Objects
+// are shared with the stores and must not be modified.
+func (e *Engine) DataContext(in Input) map[string]any {
+	res := make(map[string]any, len(in.Stores))
+	for k, r := range in.Stores {
+		if r == nil {
+			continue
+		}
+		objs := r.List()
+		list := make([]any, 0, len(objs))
+		for _, o := range objs {
+			if o != nil && o.Object != nil {
+				list = append(list, o.Object)
+			}
+		}
+		res[k] = map[string]any{"List": list, "Len": int64(len(list))}
+	}
+	return map[string]any{"resources": res, "extraContext": e.extra}
+}
+
+// decodeExtraContext decodes spec.extraContext as a JSON object; whole
+// numbers become int64 as in unstructured objects.
+func decodeExtraContext(raw *runtime.RawExtension) (map[string]any, error) {
+	m := map[string]any{}
+	if raw == nil {
+		return m, nil
+	}
+	data := raw.Raw
+	if len(bytes.TrimSpace(data)) == 0 && raw.Object != nil {
+		var err error
+		if data, err = json.Marshal(raw.Object); err != nil {
+			return nil, err
+		}
+	}
+	if t := bytes.TrimSpace(data); len(t) == 0 || string(t) == "null" {
+		return m, nil
+	}
+	if err := utiljson.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("must be a JSON object: %w", err)
+	}
+	if m == nil {
+		m = map[string]any{}
+	}
+	return m, nil
+}
+
+// checkTemplateRefs fails when a {{ template "x" }} in n names no template.
+func checkTemplateRefs(root *template.Template, tree *parse.Tree, n parse.Node) error {
+	switch x := n.(type) {
+	case *parse.ListNode:
+		if x == nil {
+			return nil
+		}
+		for _, c := range x.Nodes {
+			if err := checkTemplateRefs(root, tree, c); err != nil {
+				return err
+			}
+		}
+	case *parse.IfNode:
+		return checkBranch(root, tree, &x.BranchNode)
+	case *parse.RangeNode:
+		return checkBranch(root, tree, &x.BranchNode)
+	case *parse.WithNode:
+		return checkBranch(root, tree, &x.BranchNode)
+	case *parse.TemplateNode:
+		if root.Lookup(x.Name) == nil {
+			return templateError(tree.ParseName, x.Line,
+				fmt.Sprintf("{{ template %q }}: no such template (neither a snippet nor a define)", x.Name))
+		}
+	}
+	return nil
+}
+
+func checkBranch(root *template.Template, tree *parse.Tree, b *parse.BranchNode) error {
+	if err := checkTemplateRefs(root, tree, b.List); err != nil {
+		return err
+	}
+	return checkTemplateRefs(root, tree, b.ElseList)
+}
+
+// treeLine returns the line in its source where tree starts, 0 if unknown.
+func treeLine(tree *parse.Tree) int {
+	if tree == nil || tree.Root == nil {
+		return 0
+	}
+	loc, _ := tree.ErrorContext(tree.Root)
+	if i := strings.LastIndexByte(loc, ':'); i > 0 {
+		if j := strings.LastIndexByte(loc[:i], ':'); j >= 0 {
+			if n, err := strconv.Atoi(loc[j+1 : i]); err == nil {
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+// sortedNames returns the keys of m in order.
+func sortedNames(m map[string]config.Template) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// sortedTemplates returns the templates of t's set ordered by name.
+func sortedTemplates(t *template.Template) []*template.Template {
+	ts := t.Templates()
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Name() < ts[j].Name() })
+	return ts
+}

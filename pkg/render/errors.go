@@ -1,0 +1,240 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/template"
+
+	"github.com/haproxy-template/htc/pkg/phase"
+)
+
+// TemplateError is a problem located in a template source: a parse error, or
+// an execution error other than fail. Template is the name of the source
+// (a snippet key, "haproxy.cfg", "map:<name>", "file:<name>", "cert:<name>")
+// and Line its 1-based line, 0 when unknown.
+type TemplateError struct {
+	// Template names the template source the line belongs to.
+	Template string
+	// Line is the 1-based line in that source, 0 when unknown.
+	Line int
+	// Message is the problem, without location.
+	Message string
+}
+
+// Error returns "template <name> line <n>: <message>".
+func (e *TemplateError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("template %s line %d: %s", e.Template, e.Line, e.Message)
+	}
+	return fmt.Sprintf("template %s: %s", e.Template, e.Message)
+}
+
+// FailError is a template's call of fail. Message is exactly what the
+// template passed; Template and Line locate the call.
+type FailError struct {
+	// Template names the template source of the call.
+	Template string
+	// Line is the 1-based line of the call, 0 when unknown.
+	Line int
+	// Message is the template's message.
+	Message string
+}
+
+// Error returns the message alone: it is what the user reads.
+func (e *FailError) Error() string { return e.Message }
+
+// ValueError is a value that field, safe, word or quoteValue refused to put
+// into the configuration. Object ("Ingress default/web") and Field
+// ("spec.rules[0].host") are set when the template supplied them.
+type ValueError struct {
+	// Template names the template source of the call.
+	Template string
+	// Line is the 1-based line of the call, 0 when unknown.
+	Line int
+	// Object describes the resource the value came from, if known.
+	Object string
+	// Field is the path of the value in Object, if known.
+	Field string
+	// Message is the full description, naming Object and Field when known.
+	Message string
+}
+
+// Error returns the message.
+func (e *ValueError) Error() string { return e.Message }
+
+// NoValueError reports that a rendered output contains "<no value>", which
+// text/template prints for a missing (nil) value.
+type NoValueError struct {
+	// Template names the output template.
+	Template string
+	// OutputLine is the 1-based line of the rendered output.
+	OutputLine int
+}
+
+// Error describes the problem with the output line.
+func (e *NoValueError) Error() string {
+	return fmt.Sprintf("template %s: a missing value was rendered as %q at output line %d", e.Template, noValue, e.OutputLine)
+}
+
+// noValue is what text/template prints for a nil or invalid value.
+const noValue = "<no value>"
+
+// errNoStore is returned by the methods of a nil *ResourceStore, i.e. when a
+// template names a store key that does not exist.
+var errNoStore = errors.New("no such store in .resources (the stores are the keys of spec.watchedResources)")
+
+// renderError wraps a problem as a render-phase *phase.Error.
+func renderError(reason string, err error) *phase.Error {
+	return &phase.Error{Phase: phase.Render, Reason: reason, Err: err}
+}
+
+// templateError is a render-phase error for a TemplateError.
+func templateError(tmpl string, line int, msg string) *phase.Error {
+	te := &TemplateError{Template: tmpl, Line: line, Message: msg}
+	return renderError(te.Error(), te)
+}
+
+// cancelled is the error Render returns when its context ends.
+func cancelled(err error) *phase.Error {
+	return renderError("rendering did not finish: "+err.Error(), err)
+}
+
+// parseError turns a text/template parse error of source name into a
+// render-phase error. Parse errors read "template: <name>:<line>: <problem>".
+func parseError(name string, err error) *phase.Error {
+	msg := err.Error()
+	rest, ok := strings.CutPrefix(msg, "template: "+name+":")
+	if ok {
+		if i := strings.Index(rest, ": "); i > 0 {
+			if line, convErr := strconv.Atoi(rest[:i]); convErr == nil {
+				problem := strings.ReplaceAll(rest[i+2:], " at "+name+":", " at line ")
+				return templateError(name, line, problem)
+			}
+		}
+	}
+	return templateError(name, 0, strings.TrimPrefix(msg, "template: "))
+}
+
+// execLocation is what an execution error's text says about where it happened.
+type execLocation struct {
+	template string // the template source (tree.ParseName)
+	line     int
+	context  string // the node, e.g. ".resources.typo.List"
+	fn       string // the function whose error this is, if any
+	problem  string // the rest of the message
+}
+
+// locate digs the location out of a text/template execution error, whose
+// text reads:
+//
+//	template: <source>:<line>:<col>: executing "<name>" at <<node>>: <problem>
+//
+// where problem is "error calling <fn>: <err>" for a function's error.
+func locate(err error) execLocation {
+	var ee template.ExecError
+	if !errors.As(err, &ee) {
+		return execLocation{problem: err.Error()}
+	}
+	msg := ee.Err.Error()
+	loc := execLocation{template: ee.Name}
+	body := strings.TrimPrefix(msg, "template: ")
+	marker := ": executing " + strconv.Quote(ee.Name) + " at <"
+	i := strings.Index(body, marker)
+	if i < 0 {
+		loc.problem = strings.TrimPrefix(body, ee.Name+": ")
+		return loc
+	}
+	where := body[:i]
+	rest := body[i+len(marker):]
+	// where is "<source>:<line>:<col>"; the source may itself contain colons.
+	if c := strings.LastIndexByte(where, ':'); c > 0 {
+		if l := strings.LastIndexByte(where[:c], ':'); l > 0 {
+			if n, convErr := strconv.Atoi(where[l+1 : c]); convErr == nil {
+				loc.template, loc.line = where[:l], n
+			}
+		}
+	}
+	if inner := errors.Unwrap(ee.Err); inner != nil && strings.HasSuffix(rest, inner.Error()) {
+		head := rest[:len(rest)-len(inner.Error())]
+		if j := strings.LastIndex(head, ">: error calling "); j >= 0 {
+			loc.context = head[:j]
+			loc.fn = strings.TrimSuffix(head[j+len(">: error calling "):], ": ")
+			loc.problem = inner.Error()
+			return loc
+		}
+	}
+	if j := strings.Index(rest, ">: "); j >= 0 {
+		loc.context, loc.problem = rest[:j], rest[j+3:]
+	} else {
+		loc.problem = rest
+	}
+	return loc
+}
+
+// execError turns an error from executing template name into a render-phase
+// *phase.Error with a reason a user reads.
+func execError(name string, err error) *phase.Error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		if errors.Is(err, context.Canceled) {
+			return cancelled(context.Canceled)
+		}
+		return cancelled(context.DeadlineExceeded)
+	}
+	loc := locate(err)
+	if loc.template == "" {
+		loc.template = name
+	}
+	var fe *FailError
+	if errors.As(err, &fe) {
+		fe.Template, fe.Line = loc.template, loc.line
+		if strings.TrimSpace(fe.Message) == "" {
+			return renderError((&TemplateError{Template: loc.template, Line: loc.line,
+				Message: "fail was called without a message"}).Error(), fe)
+		}
+		return renderError(fe.Message, fe)
+	}
+	var ve *ValueError
+	if errors.As(err, &ve) {
+		ve.Template, ve.Line = loc.template, loc.line
+		if ve.Object != "" {
+			return renderError(ve.Message, ve)
+		}
+		return renderError((&TemplateError{Template: loc.template, Line: loc.line, Message: ve.Message}).Error(), ve)
+	}
+	return templateError(loc.template, loc.line, simplify(loc, err))
+}
+
+// simplify shortens a text/template execution problem to what a template
+// author needs.
+func simplify(loc execLocation, err error) string {
+	node := shorten(loc.context, 60)
+	switch {
+	case errors.Is(err, errNoStore):
+		return node + ": " + errNoStore.Error()
+	case loc.fn != "":
+		if strings.HasPrefix(loc.problem, loc.fn+" ") || strings.HasPrefix(loc.problem, loc.fn+":") ||
+			strings.HasPrefix(loc.problem, ".") {
+			return loc.problem
+		}
+		return loc.fn + ": " + loc.problem
+	case strings.HasPrefix(loc.problem, "nil pointer evaluating interface {}."):
+		field := strings.TrimPrefix(loc.problem, "nil pointer evaluating interface {}")
+		return fmt.Sprintf("%s: cannot read %s of a missing value (use with, dig or field for optional fields)", node, field)
+	case node != "":
+		return node + ": " + loc.problem
+	default:
+		return loc.problem
+	}
+}
+
+// shorten truncates s to at most n runes, marking the cut with "…".
+func shorten(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}

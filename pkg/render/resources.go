@@ -1,0 +1,100 @@
+package render
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/haproxy-template/htc/pkg/store"
+)
+
+// ResourceStore is what a template sees as .resources.<key>: read access to
+// one store. Objects are returned as their map[string]any content, shared
+// with the store: templates cannot modify them (see the mutation guard).
+//
+// A nil *ResourceStore stands for a store key that does not exist; its
+// methods return an error so that a typo fails rendering instead of
+// rendering nothing.
+type ResourceStore struct {
+	key string
+	r   store.Reader
+	ctx context.Context // nil outside Render
+}
+
+// check returns an error when s is nil or the render was cancelled.
+func (s *ResourceStore) check() error {
+	if s == nil || s.r == nil {
+		return errNoStore
+	}
+	if s.ctx != nil {
+		return contextErr(s.ctx)
+	}
+	return nil
+}
+
+// contents returns the content maps of objs.
+func contents(objs []*unstructured.Unstructured) []map[string]any {
+	out := make([]map[string]any, 0, len(objs))
+	for _, o := range objs {
+		if o != nil && o.Object != nil {
+			out = append(out, o.Object)
+		}
+	}
+	return out
+}
+
+// List returns every object of the store, in the store's deterministic order.
+func (s *ResourceStore) List() ([]map[string]any, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	return contents(s.r.List()), nil
+}
+
+// Get returns the one object whose index keys equal keys (one per indexBy
+// expression), or nil when there is none.
+func (s *ResourceStore) Get(keys ...string) (map[string]any, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if idx := s.r.IndexBy(); len(keys) != len(idx) {
+		return nil, fmt.Errorf(".resources.%s.Get: want %d keys (%s), got %d", s.key, len(idx), strings.Join(idx, ", "), len(keys))
+	}
+	obj, ok := s.r.Get(keys...)
+	if !ok || obj == nil {
+		return nil, nil
+	}
+	return obj.Object, nil
+}
+
+// Fetch returns every object whose leading index keys equal keys, in List
+// order; at most as many keys as indexBy expressions.
+func (s *ResourceStore) Fetch(keys ...string) ([]map[string]any, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if idx := s.r.IndexBy(); len(keys) > len(idx) {
+		return nil, fmt.Errorf(".resources.%s.Fetch: want at most %d keys (%s), got %d", s.key, len(idx), strings.Join(idx, ", "), len(keys))
+	}
+	return contents(s.r.Fetch(keys...)), nil
+}
+
+// Len returns the number of objects in the store.
+func (s *ResourceStore) Len() (int, error) {
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	return s.r.Len(), nil
+}
+
+// contextErr returns ctx's error once it is done, without blocking.
+func contextErr(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	default:
+		return nil
+	}
+}

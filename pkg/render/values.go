@@ -1,0 +1,314 @@
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// refuseSuffix ends the message of every refused value.
+const refuseSuffix = "; refusing to write it into the configuration"
+
+// valueOrigin says where a value came from, for messages. The object's
+// description is only built when a message needs it.
+type valueOrigin struct {
+	obj    map[string]any // the object, if known
+	object string         // its description ("Ingress default/web"), once built
+	field  string         // "spec.rules[0].host"
+}
+
+// named returns o with its object description built.
+func (o valueOrigin) named() valueOrigin {
+	if o.obj != nil && o.object == "" {
+		o.object = describeObject(o.obj)
+	}
+	return o
+}
+
+// describe returns how a message names the value v from o.
+func (o valueOrigin) describe(v string) string {
+	switch {
+	case o.object != "" && o.field != "":
+		return o.object + ": " + o.field
+	case o.object != "":
+		return o.object + ": value " + quoteForMessage(v)
+	case o.field != "":
+		return o.field
+	default:
+		return "value " + quoteForMessage(v)
+	}
+}
+
+// errorf builds the *ValueError for a value v from o: "<what> <problem>".
+func (o valueOrigin) errorf(v, problem string) *ValueError {
+	o = o.named()
+	return &ValueError{Object: o.object, Field: o.field, Message: o.describe(v) + " " + problem}
+}
+
+// quoteForMessage quotes v for an error message, escaped and truncated.
+func quoteForMessage(v string) string {
+	const max = 40
+	if utf8.RuneCountInString(v) > max {
+		return strconv.Quote(string([]rune(v)[:max])) + "…"
+	}
+	return strconv.Quote(v)
+}
+
+// describeObject names a Kubernetes object as "<Kind> <namespace>/<name>".
+func describeObject(obj map[string]any) string {
+	kind, _ := obj["kind"].(string)
+	if kind == "" {
+		kind = "object"
+	}
+	meta, _ := obj["metadata"].(map[string]any)
+	ns, _ := meta["namespace"].(string)
+	name, _ := meta["name"].(string)
+	switch {
+	case ns != "" && name != "":
+		return kind + " " + ns + "/" + name
+	case name != "":
+		return kind + " " + name
+	default:
+		return kind
+	}
+}
+
+// objectContent returns the content of obj, which a template passes as a
+// map (what the stores' accessors return) or an *unstructured.Unstructured.
+func objectContent(obj any) (map[string]any, bool) {
+	switch o := obj.(type) {
+	case map[string]any:
+		return o, o != nil
+	case *unstructured.Unstructured:
+		if o == nil || o.Object == nil {
+			return nil, false
+		}
+		return o.Object, true
+	default:
+		return nil, false
+	}
+}
+
+// scalarString formats a scalar value as a string; ok is false for maps,
+// lists and other compound values, whose kind is then returned in s.
+func scalarString(v any) (s string, ok bool) {
+	switch x := v.(type) {
+	case nil:
+		return "", true
+	case string:
+		return x, true
+	case bool:
+		return strconv.FormatBool(x), true
+	case int64:
+		return strconv.FormatInt(x, 10), true
+	case int:
+		return strconv.Itoa(x), true
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64), true
+	case json.Number:
+		return x.String(), true
+	case fmt.Stringer:
+		return x.String(), true
+	}
+	switch reflect.ValueOf(v).Kind() {
+	case reflect.Map, reflect.Struct:
+		return "a map", false
+	case reflect.Slice, reflect.Array:
+		return "a list", false
+	case reflect.Pointer, reflect.Interface, reflect.Func, reflect.Chan, reflect.UnsafePointer:
+		return "not a plain value", false
+	default:
+		return fmt.Sprint(v), true
+	}
+}
+
+// charName names the character r in a message.
+func charName(r rune) string {
+	switch r {
+	case '\n':
+		return "a newline"
+	case '\r':
+		return "a carriage return"
+	case 0:
+		return "a NUL byte"
+	case '\t':
+		return "a tab"
+	case ' ':
+		return "a space"
+	case '#':
+		return "a '#'"
+	case '"':
+		return "a double quote"
+	case '\'':
+		return "a single quote"
+	case '\\':
+		return "a backslash"
+	}
+	if unicode.IsControl(r) {
+		return fmt.Sprintf("a control character (%U)", r)
+	}
+	return fmt.Sprintf("whitespace (%U)", r)
+}
+
+// checkValue refuses control characters in s and, for a word, anything that
+// would end or alter one unquoted HAProxy word: whitespace, '#' (comment),
+// quotes and backslashes.
+func checkValue(s string, o valueOrigin, asWord bool) *ValueError {
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return o.errorf(s, "contains "+charName(r)+refuseSuffix)
+		}
+		if asWord && (unicode.IsSpace(r) || r == '#' || r == '"' || r == '\'' || r == '\\') {
+			return o.errorf(s, "contains "+charName(r)+", which cannot be part of a single HAProxy word"+refuseSuffix)
+		}
+	}
+	return nil
+}
+
+// valueArgs splits the arguments of safe, word and quoteValue: VALUE
+// [OBJ [PATH]] as called directly, or OBJ PATH VALUE as the end of a pipeline
+// ({{ $v | safe $ing "spec.rules[0].host" }}). OBJ is an object (whose kind
+// and name the message uses) or a string naming the value.
+func valueArgs(fn string, args []any) (v any, o valueOrigin, err error) {
+	describeCtx := func(ctx ...any) error {
+		for i, c := range ctx {
+			if obj, ok := objectContent(c); ok {
+				o.obj = obj
+				continue
+			}
+			s, isString := c.(string)
+			switch {
+			case isString && i == len(ctx)-1:
+				o.field = s
+			case c == nil:
+				// an absent object (e.g. a failed Get): no naming
+			default:
+				return fmt.Errorf("%s: argument %d must be an object or a field path, not %T", fn, i+2, c)
+			}
+		}
+		return nil
+	}
+	switch len(args) {
+	case 1:
+		return args[0], o, nil
+	case 2:
+		if _, isObj := objectContent(args[0]); isObj {
+			return args[1], o, describeCtx(args[0])
+		}
+		return args[0], o, describeCtx(args[1])
+	case 3:
+		if _, isObj := objectContent(args[0]); isObj {
+			return args[2], o, describeCtx(args[0], args[1])
+		}
+		return args[0], o, describeCtx(args[1], args[2])
+	default:
+		return nil, o, fmt.Errorf("%s: want VALUE [OBJECT FIELD], got %d arguments", fn, len(args))
+	}
+}
+
+// stringValue converts v to a string for fn and checks it.
+func stringValue(v any, o valueOrigin, asWord bool) (string, error) {
+	s, ok := scalarString(v)
+	if !ok {
+		o = o.named()
+		name := "value"
+		switch {
+		case o.object != "" && o.field != "":
+			name = o.object + ": " + o.field
+		case o.object != "":
+			name = o.object + ": value"
+		case o.field != "":
+			name = o.field
+		}
+		return "", &ValueError{Object: o.object, Field: o.field, Message: name + " is " + s + ", not a single value"}
+	}
+	if err := checkValue(s, o, asWord); err != nil {
+		return "", err
+	}
+	return s, nil
+}
+
+// fieldFunc implements field OBJ PATH, parsing PATH on every call (the
+// Engine binds a version that caches parsed paths).
+func fieldFunc(obj any, path string) (string, error) {
+	return fieldValue(obj, path, parseFieldPath)
+}
+
+// fieldValue returns the value at path in obj as a checked string; parse
+// compiles path.
+func fieldValue(obj any, path string, parse func(string) ([]fieldStep, error)) (string, error) {
+	content, ok := objectContent(obj)
+	if !ok {
+		if obj == nil || reflect.ValueOf(obj).IsZero() {
+			return "", fmt.Errorf("field %q: the object is missing (nil)", path)
+		}
+		return "", fmt.Errorf("field %q: want an object, got %T", path, obj)
+	}
+	steps, err := parse(path)
+	if err != nil {
+		return "", fmt.Errorf("field %q: %w", path, err)
+	}
+	v, found := lookupPath(content, steps)
+	if !found {
+		return "", nil
+	}
+	s, isScalar := scalarString(v)
+	if !isScalar {
+		object := describeObject(content)
+		return "", &ValueError{Object: object, Field: path,
+			Message: fmt.Sprintf("%s: %s is %s, not a single value", object, path, s)}
+	}
+	if verr := checkValue(s, valueOrigin{obj: content, field: path}, false); verr != nil {
+		return "", verr
+	}
+	return s, nil
+}
+
+// safeFunc implements safe VALUE [OBJ PATH].
+func safeFunc(args ...any) (string, error) {
+	v, o, err := valueArgs("safe", args)
+	if err != nil {
+		return "", err
+	}
+	return stringValue(v, o, false)
+}
+
+// wordFunc implements word VALUE [OBJ PATH].
+func wordFunc(args ...any) (string, error) {
+	v, o, err := valueArgs("word", args)
+	if err != nil {
+		return "", err
+	}
+	return stringValue(v, o, true)
+}
+
+// quoteValueFunc implements quoteValue VALUE [OBJ PATH]: an HAProxy
+// double-quoted string. Inside double quotes HAProxy still interprets '\'
+// escapes and expands environment variables ("$VAR", "${VAR}"), so '\', '"'
+// and '$' are escaped with a backslash.
+func quoteValueFunc(args ...any) (string, error) {
+	v, o, err := valueArgs("quoteValue", args)
+	if err != nil {
+		return "", err
+	}
+	s, err := stringValue(v, o, false)
+	if err != nil {
+		return "", err
+	}
+	return `"` + haproxyQuoteEscaper.Replace(s) + `"`, nil
+}
+
+// haproxyQuoteEscaper escapes the characters HAProxy interprets inside
+// double quotes. It is safe for concurrent use and never modified.
+var haproxyQuoteEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, `$`, `\$`)
+
+// field implements field OBJ PATH with the Engine's cache of parsed paths.
+func (s *renderState) field(obj any, path string) (string, error) {
+	return fieldValue(obj, path, s.engine.fieldPath)
+}

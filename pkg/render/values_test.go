@@ -1,0 +1,216 @@
+package render
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/haproxy-template/htc/pkg/store"
+)
+
+func TestParseFieldPath(t *testing.T) {
+	tests := []struct {
+		expr string
+		want []fieldStep
+		err  string
+	}{
+		{expr: "metadata.name", want: []fieldStep{{key: "metadata"}, {key: "name"}}},
+		{expr: ".metadata.name", want: []fieldStep{{key: "metadata"}, {key: "name"}}},
+		{expr: "{.metadata.name}", want: []fieldStep{{key: "metadata"}, {key: "name"}}},
+		{expr: "$.metadata.name", want: []fieldStep{{key: "metadata"}, {key: "name"}}},
+		{expr: "spec.rules[0].host", want: []fieldStep{{key: "spec"}, {key: "rules"}, {index: 0, isIndex: true}, {key: "host"}}},
+		{expr: "spec.rules[-1]", want: []fieldStep{{key: "spec"}, {key: "rules"}, {index: -1, isIndex: true}}},
+		{expr: "metadata.annotations['haproxy.org/timeout']", want: []fieldStep{{key: "metadata"}, {key: "annotations"}, {key: "haproxy.org/timeout"}}},
+		{expr: `metadata.labels["app.kubernetes.io/name"]`, want: []fieldStep{{key: "metadata"}, {key: "labels"}, {key: "app.kubernetes.io/name"}}},
+		{expr: `metadata.annotations.haproxy\.org/timeout`, want: []fieldStep{{key: "metadata"}, {key: "annotations"}, {key: "haproxy.org/timeout"}}},
+		{expr: "", err: "empty path"},
+		{expr: "a..b", err: "empty field name"},
+		{expr: "a.", err: "empty field name"},
+		{expr: "spec.rules[*]", err: "not a single list index"},
+		{expr: "spec.rules[0:2]", err: "not a single list index"},
+		{expr: "spec.rules[0", err: "missing ']'"},
+		{expr: "a['b", err: "unterminated quoted key"},
+		{expr: "a[0]b", err: "unexpected 'b'"},
+		{expr: "a.*", err: "unsupported field"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.expr, func(t *testing.T) {
+			got, err := parseFieldPath(tt.expr)
+			if tt.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestField(t *testing.T) {
+	ing := ingress("default", "web", "web.example.com", "api")
+	ing["metadata"].(map[string]any)["labels"] = map[string]any{"replicas": int64(3), "enabled": true, "ratio": 0.25}
+	tests := []struct {
+		path, want, err string
+	}{
+		{path: "metadata.name", want: "web"},
+		{path: "spec.rules[0].host", want: "web.example.com"},
+		{path: "spec.rules[-1].http.paths[0].backend.service.port.number", want: "80"},
+		{path: "metadata.annotations['haproxy.org/timeout']", want: "5s"},
+		{path: "metadata.labels.replicas", want: "3"},
+		{path: "metadata.labels.enabled", want: "true"},
+		{path: "metadata.labels.ratio", want: "0.25"},
+		{path: "metadata.annotations['missing']", want: ""},
+		{path: "spec.rules[5].host", want: ""},
+		{path: "spec.rules.host", want: ""},
+		{path: "spec.rules", err: "Ingress default/web: spec.rules is a list, not a single value"},
+		{path: "metadata", err: "Ingress default/web: metadata is a map, not a single value"},
+		{path: "spec.rules[*]", err: `field "spec.rules[*]": [*] is not a single list index; want [0] or ['key']`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			got, err := fieldFunc(ing, tt.path)
+			if tt.err != "" {
+				require.EqualError(t, err, tt.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+			// An *unstructured.Unstructured works the same.
+			got, err = fieldFunc(&unstructured.Unstructured{Object: ing}, tt.path)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+	_, err := fieldFunc(map[string]any(nil), "metadata.name")
+	require.EqualError(t, err, `field "metadata.name": the object is missing (nil)`)
+	_, err = fieldFunc("str", "metadata.name")
+	require.EqualError(t, err, `field "metadata.name": want an object, got string`)
+}
+
+// badChars are characters no value may carry into a configuration.
+var badChars = []struct {
+	char string
+	name string
+}{
+	{"\n", "a newline"},
+	{"\r", "a carriage return"},
+	{"\x00", "a NUL byte"},
+	{"\t", "a tab"},
+	{"\x1b", "a control character (U+001B)"},
+	{"\x7f", "a control character (U+007F)"},
+	{"\u0085", "a control character (U+0085)"},
+}
+
+func TestValueHelpersRefuseControlCharacters(t *testing.T) {
+	for _, bc := range badChars {
+		host := "evil.example.com" + bc.char + "  server x 10.0.0.1:80"
+		ing := ingress("default", "web", host, "api")
+		stores := map[string]store.Reader{"ingresses": newFakeReader(t, nsName, ing)}
+		withObject := fmt.Sprintf("Ingress default/web: spec.rules[0].host contains %s; refusing to write it into the configuration", bc.name)
+		without := fmt.Sprintf("template haproxy.cfg line 1: value %s contains %s; refusing to write it into the configuration",
+			quoteForMessage(host), bc.name)
+		tests := []struct {
+			name, tmpl, reason string
+			object, field      string
+		}{
+			{name: "field", tmpl: `{{ field . "spec.rules[0].host" }}`, reason: withObject, object: "Ingress default/web", field: "spec.rules[0].host"},
+			{name: "safe", tmpl: `{{ safe (index .spec.rules 0).host }}`, reason: without},
+			{name: "safe with context", tmpl: `{{ safe (index .spec.rules 0).host . "spec.rules[0].host" }}`, reason: withObject, object: "Ingress default/web", field: "spec.rules[0].host"},
+			{name: "safe in a pipeline with context", tmpl: `{{ (index .spec.rules 0).host | safe . "spec.rules[0].host" }}`, reason: withObject, object: "Ingress default/web", field: "spec.rules[0].host"},
+			{name: "word", tmpl: `{{ word (index .spec.rules 0).host }}`, reason: without},
+			{name: "word with context", tmpl: `{{ word (index .spec.rules 0).host . "spec.rules[0].host" }}`, reason: withObject, object: "Ingress default/web", field: "spec.rules[0].host"},
+			{name: "quoteValue", tmpl: `{{ quoteValue (index .spec.rules 0).host }}`, reason: without},
+			{name: "quoteValue with context", tmpl: `{{ quoteValue (index .spec.rules 0).host . "spec.rules[0].host" }}`, reason: withObject, object: "Ingress default/web", field: "spec.rules[0].host"},
+		}
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("%s/%q", tt.name, bc.char), func(t *testing.T) {
+				e := mustEngine(t, `{{ range .resources.ingresses.List }}`+tt.tmpl+`{{ end }}`)
+				_, err := e.Render(context.Background(), Input{Stores: stores})
+				pe := renderErr(t, err)
+				assert.Equal(t, tt.reason, pe.Reason)
+				ve, ok := pe.Err.(*ValueError)
+				require.True(t, ok, "Err is %T", pe.Err)
+				assert.Equal(t, tt.object, ve.Object)
+				assert.Equal(t, tt.field, ve.Field)
+				assert.Equal(t, "haproxy.cfg", ve.Template)
+				assert.Equal(t, 1, ve.Line)
+			})
+		}
+	}
+}
+
+func TestValueHelpers(t *testing.T) {
+	ing := ingress("default", "web", "web.example.com", "api")
+	tests := []struct {
+		name string
+		fn   func(...any) (string, error)
+		args []any
+		want string
+		err  string
+	}{
+		{name: "safe string", fn: safeFunc, args: []any{"a b#c"}, want: "a b#c"},
+		{name: "safe int", fn: safeFunc, args: []any{int64(42)}, want: "42"},
+		{name: "safe float", fn: safeFunc, args: []any{1e6}, want: "1000000"},
+		{name: "safe bool", fn: safeFunc, args: []any{false}, want: "false"},
+		{name: "safe nil", fn: safeFunc, args: []any{nil}, want: ""},
+		{name: "safe unicode", fn: safeFunc, args: []any{"héllo wörld"}, want: "héllo wörld"},
+		{name: "safe map", fn: safeFunc, args: []any{map[string]any{}}, err: "value is a map, not a single value"},
+		{name: "safe list with context", fn: safeFunc, args: []any{[]any{"a"}, ing, "spec.tls"}, err: "Ingress default/web: spec.tls is a list, not a single value"},
+		{name: "safe with a label", fn: safeFunc, args: []any{"a\nb", "annotation haproxy.org/x"}, err: "annotation haproxy.org/x contains a newline; refusing to write it into the configuration"},
+		{name: "safe with an object only", fn: safeFunc, args: []any{ing, "a\nb"}, err: `Ingress default/web: value "a\nb" contains a newline; refusing to write it into the configuration`},
+		{name: "safe long value is truncated", fn: safeFunc, args: []any{"0123456789012345678901234567890123456789012345\n"},
+			err: `value "0123456789012345678901234567890123456789"… contains a newline; refusing to write it into the configuration`},
+		{name: "safe too many args", fn: safeFunc, args: []any{"a", "b", "c", "d"}, err: "safe: want VALUE [OBJECT FIELD], got 4 arguments"},
+		{name: "word ok", fn: wordFunc, args: []any{"web.example.com/path_$1"}, want: "web.example.com/path_$1"},
+		{name: "word space", fn: wordFunc, args: []any{"a b", ing, "spec.rules[0].host"},
+			err: "Ingress default/web: spec.rules[0].host contains a space, which cannot be part of a single HAProxy word; refusing to write it into the configuration"},
+		{name: "word hash", fn: wordFunc, args: []any{"a#b"}, err: `value "a#b" contains a '#', which cannot be part of a single HAProxy word; refusing to write it into the configuration`},
+		{name: "word double quote", fn: wordFunc, args: []any{`a"b`}, err: "contains a double quote"},
+		{name: "word single quote", fn: wordFunc, args: []any{`a'b`}, err: "contains a single quote"},
+		{name: "word backslash", fn: wordFunc, args: []any{`a\b`}, err: "contains a backslash"},
+		{name: "word nbsp", fn: wordFunc, args: []any{"a\u00a0b"}, err: "contains whitespace (U+00A0)"},
+		{name: "quoteValue plain", fn: quoteValueFunc, args: []any{"hello world"}, want: `"hello world"`},
+		{name: "quoteValue escapes", fn: quoteValueFunc, args: []any{`a"b\c ${HOME} $PATH #x 'y'`}, want: `"a\"b\\c \${HOME} \$PATH #x 'y'"`},
+		{name: "quoteValue number", fn: quoteValueFunc, args: []any{int64(5)}, want: `"5"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.fn(tt.args...)
+			if tt.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestDescribeObject(t *testing.T) {
+	assert.Equal(t, "Ingress default/web", describeObject(ingress("default", "web", "h", "s")))
+	assert.Equal(t, "Namespace kube-system", describeObject(map[string]any{"kind": "Namespace", "metadata": map[string]any{"name": "kube-system"}}))
+	assert.Equal(t, "object a/b", describeObject(map[string]any{"metadata": map[string]any{"namespace": "a", "name": "b"}}))
+	assert.Equal(t, "object", describeObject(map[string]any{}))
+}
+
+func TestFieldPathCache(t *testing.T) {
+	e := mustEngine(t, `{{ range .resources.ingresses.List }}{{ field . "spec.rules[0].host" }} {{ field . "spec.rules[0].host" }} {{ field . "spec..x" }}{{ end }}`)
+	_, err := e.Render(context.Background(), Input{Stores: map[string]store.Reader{"ingresses": newFakeReader(t, nsName, ingress("a", "b", "h", "s"))}})
+	assert.Equal(t, `template haproxy.cfg line 1: field "spec..x": empty field name (a doubled or trailing '.')`, renderErr(t, err).Reason)
+	assert.Equal(t, int64(1), e.npaths.Load(), "only the valid path is cached")
+
+	for i := range maxCachedPaths + 100 {
+		_, err := e.fieldPath(fmt.Sprintf("metadata.labels.k%d", i))
+		require.NoError(t, err)
+	}
+	assert.Equal(t, int64(maxCachedPaths), e.npaths.Load())
+	steps, err := e.fieldPath("metadata.labels.k99999")
+	require.NoError(t, err)
+	assert.Equal(t, []fieldStep{{key: "metadata"}, {key: "labels"}, {key: "k99999"}}, steps)
+}
