@@ -1,0 +1,44 @@
+// Package webhook is htc's HTTPS admission server: it decodes AdmissionReview
+// v1 requests, runs the structural check, looks up the validator registered
+// for the object's GVK, and answers Allowed, Denied (with the simplified
+// reason) or Errored. It also extracts the webhook rules from the config and
+// resolves them to GVKs with a discovery-backed RESTMapper.
+//
+// The pieces, in the order a request meets them:
+//
+//   - Server (NewServer, Run, Serve): TLS 1.2+ on :9443, POST /validate and
+//     GET /healthz ("ok"), 10 s read/write timeouts, HTTP/2 off unless
+//     enabled, optional client-certificate verification, 30 s graceful
+//     shutdown when the context is cancelled. The certificate is fixed PEM
+//     or comes from a CertWatcher, which reloads files (polling) or takes PEM
+//     pushed from a Secret (Update), keeping the old certificate when a new
+//     one does not load.
+//   - Handler (NewHandler): POST only (405), Content-Type application/json
+//     (415), body at most 8 MiB (413), AdmissionReview admission.k8s.io/v1
+//     with a request and a uid (400). Then, for CREATE, UPDATE and DELETE:
+//     the structural check (the object, or the old object for DELETE, must
+//     be a JSON object with apiVersion, kind and metadata.name or
+//     metadata.generateName, else Denied without running a validator, even
+//     for a kind no validator is registered for); the Validator registered
+//     for the request's kind (request.kind) in the Registry, called with
+//     dryrun.Request{Resource: request.resource, ...} under a 5 s deadline.
+//     Other operations (CONNECT) are allowed. A request with dryRun: true is
+//     validated like any other. The response always carries the request's
+//     uid. A panic is answered 500 and the server keeps serving.
+//   - Fail-open: a kind not in the Registry is allowed (the API server only
+//     sends kinds the rules name, so this is a stale configuration); no
+//     Registry, a Registry never Set, or a registered kind without a
+//     Validator (DryRun(nil)) is allowed with a logged warning.
+//   - Registry: GVK string ("v1.Service", "networking.k8s.io/v1.Ingress",
+//     see GVKString) to Validator, replaced as a whole, atomically, when the
+//     configuration changes; lookups take no lock.
+//   - Rules and NewDiscoveryRESTMapper: the watched resources with
+//     webhookValidation: true, resolved from plural resource to Kind by the
+//     API server's discovery (never guessed), plus HAProxyTemplateConfig
+//     itself; CREATE and UPDATE are intercepted.
+//
+// Metrics are left to the caller: the Handler reports every request to an
+// Observer (in flight, and an Outcome with GVK, operation, result, phase and
+// duration), and CertWatcherOptions.OnChange reports the certificate's
+// expiry. Logging goes to an injected *slog.Logger: one line per admission.
+package webhook

@@ -1,0 +1,216 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/haproxy-template/htc/pkg/dryrun"
+	"github.com/haproxy-template/htc/pkg/store"
+)
+
+// DefaultValidationTimeout bounds one validator call: the ValidateDirect
+// deadline of 5 s.
+const DefaultValidationTimeout = dryrun.DefaultDirectTimeout
+
+// HandlerOptions configures NewHandler.
+type HandlerOptions struct {
+	// Registry maps GVK strings to validators. When nil or never Set, no
+	// validator is configured and every request is allowed with a warning.
+	Registry *Registry
+	// Timeout bounds one validation; zero means DefaultValidationTimeout.
+	Timeout time.Duration
+	// Logger receives one line per admission and the warnings; nil discards.
+	Logger *slog.Logger
+	// Observer receives metric events; nil means none.
+	Observer Observer
+}
+
+// Handler is the http.Handler of /validate: it decodes an AdmissionReview v1,
+// runs the structural check, calls the validator registered for the
+// request's kind under a deadline and answers with an AdmissionReview
+// carrying the request's uid. It is safe for concurrent use.
+type Handler struct {
+	registry *Registry
+	timeout  time.Duration
+	log      *slog.Logger
+	obs      Observer
+}
+
+// NewHandler returns a Handler configured by opts.
+func NewHandler(opts HandlerOptions) *Handler {
+	h := &Handler{registry: opts.Registry, timeout: opts.Timeout, log: opts.Logger, obs: opts.Observer}
+	if h.timeout <= 0 {
+		h.timeout = DefaultValidationTimeout
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.obs == nil {
+		h.obs = ObserverFuncs{}
+	}
+	return h
+}
+
+// ServeHTTP answers one admission request. A panic while handling is
+// recovered, logged and answered with HTTP 500.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	out := &Outcome{Result: ResultInvalid}
+	h.obs.InFlight(1)
+	defer func() {
+		if p := recover(); p != nil {
+			h.recovered(w, p, out)
+		}
+		out.Duration = time.Since(start)
+		h.obs.InFlight(-1)
+		h.obs.Observe(*out)
+		h.logOutcome(r.Context(), out)
+	}()
+
+	review, herr := decodeReview(w, r)
+	if herr != nil {
+		out.HTTPStatus, out.Reason = herr.status, herr.msg
+		http.Error(w, herr.msg, herr.status)
+		return
+	}
+	resp := h.admit(r.Context(), review.Request, out)
+	body, err := json.Marshal(Review(resp))
+	if err != nil {
+		panic(fmt.Errorf("encoding AdmissionReview: %w", err))
+	}
+	out.HTTPStatus = http.StatusOK
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(body)
+}
+
+// admit decides req and records what it learns in out.
+func (h *Handler) admit(ctx context.Context, req *admissionv1.AdmissionRequest, out *Outcome) *admissionv1.AdmissionResponse {
+	out.UID, out.Namespace, out.Name = req.UID, req.Namespace, req.Name
+	out.Operation, out.DryRun = string(req.Operation), req.DryRun != nil && *req.DryRun
+	out.GVK = GVKString(schema.GroupVersionKind(req.Kind))
+
+	switch req.Operation {
+	case admissionv1.Create, admissionv1.Update, admissionv1.Delete:
+	default:
+		out.Result, out.FailOpen = ResultAllowed, true
+		return Allowed(req.UID)
+	}
+	obj, old, reason := parseObjects(req)
+	if reason != "" {
+		out.Result, out.Reason = ResultDenied, reason
+		return Denied(req.UID, reason)
+	}
+	switch { // the API server leaves request.name empty for generateName
+	case out.Name != "":
+	case obj != nil:
+		out.Name = obj.GetName()
+	case old != nil:
+		out.Name = old.GetName()
+	}
+
+	v, registered := h.registry.Lookup(out.GVK)
+	if v == nil {
+		out.Result, out.FailOpen = ResultAllowed, true
+		switch {
+		case !h.registry.Configured():
+			h.log.WarnContext(ctx, "no dry-run validator configured, allowing the request (fail-open)", "gvk", out.GVK, "uid", req.UID)
+		case registered:
+			h.log.WarnContext(ctx, "no validator for a registered kind, allowing the request (fail-open)", "gvk", out.GVK, "uid", req.UID)
+		}
+		return Allowed(req.UID)
+	}
+
+	d := h.validate(ctx, v, dryrun.Request{
+		Resource:  schema.GroupVersionResource(req.Resource),
+		Operation: store.Operation(req.Operation),
+		Object:    obj,
+		OldObject: old,
+	})
+	if !d.Allowed && d.Reason == "" {
+		d.Reason = "the change was denied without a reason"
+	}
+	out.Result, out.Phase = ResultAllowed, string(d.Phase)
+	if !d.Allowed {
+		out.Result, out.Reason = ResultDenied, d.Reason
+	}
+	return FromDecision(req.UID, d)
+}
+
+// validate calls v under the handler's deadline. It answers when the
+// deadline passes even if v has not returned yet (v's goroutine finishes on
+// its own); a panic in v is carried back to ServeHTTP's recover.
+func (h *Handler) validate(ctx context.Context, v Validator, req dryrun.Request) dryrun.Decision {
+	ctx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	type result struct {
+		d dryrun.Decision
+		p *panicValue
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- result{p: &panicValue{value: p, stack: debug.Stack()}}
+			}
+		}()
+		done <- result{d: v.Validate(ctx, req)}
+	}()
+	var res result
+	select {
+	case res = <-done:
+	case <-ctx.Done():
+		select {
+		case res = <-done:
+		default:
+			return dryrun.Decision{Reason: fmt.Sprintf("validation timed out after %s", h.timeout), Err: ctx.Err()}
+		}
+	}
+	if res.p != nil {
+		panic(res.p)
+	}
+	return res.d
+}
+
+// panicValue is a panic recovered on another goroutine, with its stack.
+type panicValue struct {
+	value any
+	stack []byte
+}
+
+func (h *Handler) recovered(w http.ResponseWriter, p any, out *Outcome) {
+	stack := debug.Stack()
+	if pv, ok := p.(*panicValue); ok {
+		p, stack = pv.value, pv.stack
+	}
+	h.log.Error("panic while handling an admission request", "panic", fmt.Sprint(p), "uid", out.UID, "gvk", out.GVK)
+	h.log.Debug("panic stack", "stack", string(stack))
+	out.Result, out.HTTPStatus, out.Reason = ResultError, http.StatusInternalServerError, "internal error"
+	http.Error(w, "internal error", http.StatusInternalServerError)
+}
+
+func (h *Handler) logOutcome(ctx context.Context, o *Outcome) {
+	if o.Result == ResultInvalid {
+		h.log.WarnContext(ctx, "rejected a request that is not a valid AdmissionReview", "status", o.HTTPStatus, "error", o.Reason)
+		return
+	}
+	attrs := []any{
+		"gvk", o.GVK, "namespace", o.Namespace, "name", o.Name, "operation", o.Operation,
+		"uid", o.UID, "dryRun", o.DryRun, "allowed", o.Result == ResultAllowed,
+		"phase", o.Phase, "duration", o.Duration,
+	}
+	if o.Result == ResultDenied {
+		attrs = append(attrs, "reason", o.Reason)
+	}
+	if o.FailOpen {
+		attrs = append(attrs, "failOpen", true)
+	}
+	h.log.InfoContext(ctx, "admission", attrs...)
+}

@@ -1,0 +1,459 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/haproxy-template/htc/pkg/dryrun"
+	"github.com/haproxy-template/htc/pkg/phase"
+	"github.com/haproxy-template/htc/pkg/store"
+)
+
+// post sends body to h as a POST /validate with a JSON content type.
+func post(h http.Handler, body []byte) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, "/validate", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// newTestHandler returns a handler with v registered for Ingress.
+func newTestHandler(v Validator, opts ...func(*HandlerOptions)) (*Handler, *safeBuffer) {
+	log, buf := testLogger()
+	o := HandlerOptions{Registry: NewRegistry(map[string]Validator{ingressKey: v}), Logger: log}
+	for _, f := range opts {
+		f(&o)
+	}
+	return NewHandler(o), buf
+}
+
+func TestHandlerRejectsRequestsThatAreNotAdmissionReviews(t *testing.T) {
+	valid := review("u1", admissionv1.Create, "echo")
+	tests := []struct {
+		name        string
+		method      string
+		contentType string
+		body        io.Reader
+		chunked     bool
+		status      int
+		message     string
+	}{
+		{name: "GET", method: http.MethodGet, contentType: "application/json", body: bytes.NewReader(valid), status: http.StatusMethodNotAllowed, message: "method GET not allowed"},
+		{name: "PUT", method: http.MethodPut, contentType: "application/json", body: bytes.NewReader(valid), status: http.StatusMethodNotAllowed, message: "method PUT not allowed"},
+		{name: "text content type", method: http.MethodPost, contentType: "text/plain", body: bytes.NewReader(valid), status: http.StatusUnsupportedMediaType, message: "want application/json"},
+		{name: "no content type", method: http.MethodPost, body: bytes.NewReader(valid), status: http.StatusUnsupportedMediaType, message: "want application/json"},
+		{name: "yaml content type", method: http.MethodPost, contentType: "application/yaml", body: bytes.NewReader(valid), status: http.StatusUnsupportedMediaType, message: "want application/json"},
+		{name: "oversized body with length", method: http.MethodPost, contentType: "application/json", body: bytes.NewReader(make([]byte, MaxRequestBytes+1)), status: http.StatusRequestEntityTooLarge, message: "exceeds"},
+		{name: "oversized body chunked", method: http.MethodPost, contentType: "application/json", body: bytes.NewReader(make([]byte, MaxRequestBytes+1)), chunked: true, status: http.StatusRequestEntityTooLarge, message: "exceeds"},
+		{name: "not JSON", method: http.MethodPost, contentType: "application/json", body: strings.NewReader("{not json"), status: http.StatusBadRequest, message: "not an AdmissionReview"},
+		{name: "v1beta1", method: http.MethodPost, contentType: "application/json", body: strings.NewReader(`{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"u1"}}`), status: http.StatusBadRequest, message: `unsupported AdmissionReview apiVersion "admission.k8s.io/v1beta1"`},
+		{name: "wrong kind", method: http.MethodPost, contentType: "application/json", body: strings.NewReader(`{"apiVersion":"admission.k8s.io/v1","kind":"Ingress","request":{"uid":"u1"}}`), status: http.StatusBadRequest, message: `kind "Ingress"`},
+		{name: "missing request", method: http.MethodPost, contentType: "application/json", body: strings.NewReader(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`), status: http.StatusBadRequest, message: "AdmissionReview has no request"},
+		{name: "empty uid", method: http.MethodPost, contentType: "application/json", body: strings.NewReader(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"","operation":"CREATE"}}`), status: http.StatusBadRequest, message: "AdmissionReview request has no uid"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := &fakeValidator{}
+			var outcomes []Outcome
+			h, _ := newTestHandler(v, func(o *HandlerOptions) {
+				o.Observer = ObserverFuncs{OnObserve: func(o Outcome) { outcomes = append(outcomes, o) }}
+			})
+			req := httptest.NewRequest(tt.method, "/validate", tt.body)
+			if tt.contentType != "" {
+				req.Header.Set("Content-Type", tt.contentType)
+			}
+			if tt.chunked {
+				req.ContentLength = -1
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+
+			assert.Equal(t, tt.status, rec.Code)
+			assert.Contains(t, rec.Body.String(), tt.message)
+			if tt.status == http.StatusMethodNotAllowed {
+				assert.Equal(t, http.MethodPost, rec.Header().Get("Allow"))
+			}
+			assert.Empty(t, v.requests(), "the validator must not run")
+			require.Len(t, outcomes, 1)
+			assert.Equal(t, ResultInvalid, outcomes[0].Result)
+			assert.Equal(t, tt.status, outcomes[0].HTTPStatus)
+		})
+	}
+}
+
+func TestHandlerCreatePassesObjectOperationAndUID(t *testing.T) {
+	v := &fakeValidator{}
+	h, _ := newTestHandler(v)
+	req := httptest.NewRequest(http.MethodPost, "/validate", bytes.NewReader(review("uid-create", admissionv1.Create, "echo")))
+	req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	assert.Equal(t, "application/json", rec.Header().Get("Content-Type"))
+	resp := decodeResponse(t, rec.Body.Bytes())
+	assert.Equal(t, types.UID("uid-create"), resp.UID)
+	assert.True(t, resp.Allowed)
+
+	reqs := v.requests()
+	require.Len(t, reqs, 1)
+	got := reqs[0]
+	assert.Equal(t, store.Create, got.Operation)
+	assert.Equal(t, "CREATE", string(got.Operation))
+	assert.Equal(t, schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"}, got.Resource)
+	require.NotNil(t, got.Object)
+	assert.Equal(t, "echo", got.Object.GetName())
+	assert.Equal(t, "default", got.Object.GetNamespace())
+	assert.Equal(t, "Ingress", got.Object.GetKind())
+	assert.Equal(t, map[string]string{"app": "echo"}, got.Object.GetLabels())
+	rules := got.Object.Object["spec"].(map[string]any)["rules"].([]any)
+	port := rules[0].(map[string]any)["http"].(map[string]any)["paths"].([]any)[0].(map[string]any)["backend"].(map[string]any)["service"].(map[string]any)["port"].(map[string]any)["number"]
+	assert.Equal(t, int64(8080), port, "integers decode as int64, like informer objects")
+	assert.Nil(t, got.OldObject)
+}
+
+func TestHandlerUpdatePassesObjectAndOldObject(t *testing.T) {
+	v := &fakeValidator{}
+	h, _ := newTestHandler(v)
+	rec := post(h, review("uid-update", admissionv1.Update, "echo", withOld(ingress("echo", "old.example.com"))))
+
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	assert.Equal(t, types.UID("uid-update"), decodeResponse(t, rec.Body.Bytes()).UID)
+	reqs := v.requests()
+	require.Len(t, reqs, 1)
+	assert.Equal(t, store.Update, reqs[0].Operation)
+	require.NotNil(t, reqs[0].Object)
+	require.NotNil(t, reqs[0].OldObject)
+	host := func(o map[string]any) any {
+		return o["spec"].(map[string]any)["rules"].([]any)[0].(map[string]any)["host"]
+	}
+	assert.Equal(t, "echo.example.com", host(reqs[0].Object.Object))
+	assert.Equal(t, "old.example.com", host(reqs[0].OldObject.Object))
+}
+
+func TestHandlerDeletePassesOldObject(t *testing.T) {
+	v := &fakeValidator{}
+	h, _ := newTestHandler(v)
+	rec := post(h, review("uid-delete", admissionv1.Delete, "echo", withOld(ingress("echo", "old.example.com"))))
+
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	assert.True(t, decodeResponse(t, rec.Body.Bytes()).Allowed)
+	reqs := v.requests()
+	require.Len(t, reqs, 1)
+	assert.Equal(t, store.Delete, reqs[0].Operation)
+	assert.Nil(t, reqs[0].Object)
+	require.NotNil(t, reqs[0].OldObject)
+	assert.Equal(t, "echo", reqs[0].OldObject.GetName())
+}
+
+func TestHandlerStructuralCheck(t *testing.T) {
+	nameless := ingress("", "echo.example.com")
+	generateName := bytes.Replace(nameless, []byte(`"metadata":{`), []byte(`"metadata":{"generateName":"echo-",`), 1)
+	tests := []struct {
+		name    string
+		body    []byte
+		allowed bool
+		reason  string
+	}{
+		{name: "CREATE without name or generateName", body: review("u", admissionv1.Create, "", withObject(nameless)), reason: ReasonNameRequired},
+		{name: "UPDATE without name or generateName", body: review("u", admissionv1.Update, "", withObject(nameless), withOld(ingress("echo", "x"))), reason: ReasonNameRequired},
+		{name: "DELETE checks oldObject", body: review("u", admissionv1.Delete, "", withOld(nameless)), reason: ReasonNameRequired},
+		{name: "DELETE without oldObject", body: review("u", admissionv1.Delete, "echo"), reason: "oldObject is not a valid Kubernetes resource: it is missing"},
+		{name: "CREATE without object", body: review("u", admissionv1.Create, "echo", withObject(nil)), reason: "object is not a valid Kubernetes resource: it is missing"},
+		{name: "object not a JSON object", body: review("u", admissionv1.Create, "echo", withObject([]byte(`["a"]`))), reason: "object is not a valid Kubernetes resource: "},
+		{name: "object without kind", body: review("u", admissionv1.Create, "echo", withObject([]byte(`{"apiVersion":"v1","metadata":{"name":"a"}}`))), reason: "object is not a valid Kubernetes resource: kind is missing"},
+		{name: "object without apiVersion", body: review("u", admissionv1.Create, "echo", withObject([]byte(`{"kind":"Ingress","metadata":{"name":"a"}}`))), reason: "object is not a valid Kubernetes resource: apiVersion is missing"},
+		{name: "oldObject not valid", body: review("u", admissionv1.Update, "echo", withOld([]byte(`{"metadata":{"name":"a"}}`))), reason: "oldObject is not a valid Kubernetes resource: apiVersion is missing"},
+		{name: "DELETE with the name only in oldObject", body: review("u", admissionv1.Delete, "", withOld(ingress("echo", "x"))), allowed: true},
+		{name: "generateName only is enough", body: review("u", admissionv1.Create, "", withObject(generateName)), allowed: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := &fakeValidator{}
+			h, _ := newTestHandler(v)
+			rec := post(h, tt.body)
+			require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+			resp := decodeResponse(t, rec.Body.Bytes())
+			assert.Equal(t, types.UID("u"), resp.UID)
+			if tt.allowed {
+				assert.True(t, resp.Allowed)
+				assert.Len(t, v.requests(), 1)
+				return
+			}
+			assert.False(t, resp.Allowed)
+			require.NotNil(t, resp.Result)
+			assert.EqualValues(t, http.StatusForbidden, resp.Result.Code)
+			if tt.reason == ReasonNameRequired {
+				assert.Equal(t, "metadata.name or metadata.generateName is required", resp.Result.Message)
+			} else {
+				assert.Contains(t, resp.Result.Message, tt.reason)
+			}
+			assert.Empty(t, v.requests(), "a structural failure must not reach the validator")
+		})
+	}
+}
+
+func TestHandlerDenialCarriesReasonAndPhase(t *testing.T) {
+	v := &fakeValidator{decide: func(context.Context, dryrun.Request) dryrun.Decision {
+		return dryrun.Decision{Allowed: false, Reason: "Service 'api' not found", Phase: phase.Render}
+	}}
+	var outcomes []Outcome
+	h, logs := newTestHandler(v, func(o *HandlerOptions) {
+		o.Observer = ObserverFuncs{OnObserve: func(o Outcome) { outcomes = append(outcomes, o) }}
+	})
+	rec := post(h, review("uid-deny", admissionv1.Create, "echo"))
+
+	require.Equal(t, http.StatusOK, rec.Code)
+	resp := decodeResponse(t, rec.Body.Bytes())
+	assert.Equal(t, types.UID("uid-deny"), resp.UID)
+	assert.False(t, resp.Allowed)
+	require.NotNil(t, resp.Result)
+	assert.EqualValues(t, http.StatusForbidden, resp.Result.Code)
+	assert.Equal(t, "Service 'api' not found", resp.Result.Message)
+	require.Len(t, outcomes, 1)
+	assert.Equal(t, ResultDenied, outcomes[0].Result)
+	assert.Equal(t, "render", outcomes[0].Phase)
+	assert.Contains(t, logs.String(), "allowed=false phase=render")
+}
+
+func TestHandlerDenialWithoutReasonGetsOne(t *testing.T) {
+	v := &fakeValidator{decide: func(context.Context, dryrun.Request) dryrun.Decision { return dryrun.Decision{} }}
+	h, _ := newTestHandler(v)
+	resp := decodeResponse(t, post(h, review("u", admissionv1.Create, "echo")).Body.Bytes())
+	assert.False(t, resp.Allowed)
+	assert.Equal(t, "the change was denied without a reason", resp.Result.Message)
+}
+
+func TestHandlerWarningsPassThrough(t *testing.T) {
+	v := &fakeValidator{decide: func(context.Context, dryrun.Request) dryrun.Decision {
+		return dryrun.Decision{Allowed: true, Warnings: []string{"haproxy.cfg:12: a 'http-request' rule placed after a 'use_backend' rule will still be processed before."}}
+	}}
+	h, _ := newTestHandler(v)
+	resp := decodeResponse(t, post(h, review("u", admissionv1.Create, "echo")).Body.Bytes())
+	assert.True(t, resp.Allowed)
+	assert.Equal(t, []string{"haproxy.cfg:12: a 'http-request' rule placed after a 'use_backend' rule will still be processed before."}, resp.Warnings)
+}
+
+func TestHandlerDryRunRequestsAreValidatedTheSame(t *testing.T) {
+	for _, dryRun := range []bool{false, true} {
+		v := &fakeValidator{decide: func(context.Context, dryrun.Request) dryrun.Decision {
+			return dryrun.Decision{Reason: "Service 'api' not found", Phase: phase.Render}
+		}}
+		h, logs := newTestHandler(v)
+		var opts []reviewOpt
+		if dryRun {
+			opts = append(opts, withDryRun())
+		}
+		resp := decodeResponse(t, post(h, review("u", admissionv1.Create, "echo", opts...)).Body.Bytes())
+		assert.False(t, resp.Allowed, "dryRun=%v", dryRun)
+		assert.Equal(t, "Service 'api' not found", resp.Result.Message, "dryRun=%v", dryRun)
+		assert.Len(t, v.requests(), 1, "dryRun=%v", dryRun)
+		if dryRun {
+			assert.Contains(t, logs.String(), "dryRun=true")
+		}
+	}
+}
+
+func TestHandlerUnregisteredGVKIsAllowed(t *testing.T) {
+	v := &fakeValidator{}
+	var outcomes []Outcome
+	h, logs := newTestHandler(v, func(o *HandlerOptions) {
+		o.Observer = ObserverFuncs{OnObserve: func(o Outcome) { outcomes = append(outcomes, o) }}
+	})
+	svc := []byte(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"api","namespace":"default"}}`)
+	resp := decodeResponse(t, post(h, review("uid-svc", admissionv1.Create, "api", withKind(serviceGVK, serviceGVR), withObject(svc))).Body.Bytes())
+
+	assert.Equal(t, types.UID("uid-svc"), resp.UID)
+	assert.True(t, resp.Allowed)
+	assert.Nil(t, resp.Result)
+	assert.Empty(t, v.requests())
+	require.Len(t, outcomes, 1)
+	assert.Equal(t, "v1.Service", outcomes[0].GVK)
+	assert.True(t, outcomes[0].FailOpen)
+	assert.NotContains(t, logs.String(), "level=WARN")
+}
+
+func TestHandlerFailsOpenWithoutValidator(t *testing.T) {
+	tests := []struct {
+		name     string
+		registry *Registry
+	}{
+		{name: "no registry", registry: nil},
+		{name: "registry never set", registry: &Registry{}},
+		{name: "nil validator registered", registry: NewRegistry(map[string]Validator{ingressKey: nil})},
+		{name: "nil DryRunValidator registered", registry: NewRegistry(map[string]Validator{ingressKey: DryRun(nil)})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			log, logs := testLogger()
+			h := NewHandler(HandlerOptions{Registry: tt.registry, Logger: log})
+			rec := post(h, review("uid-open", admissionv1.Create, "echo"))
+			require.Equal(t, http.StatusOK, rec.Code)
+			resp := decodeResponse(t, rec.Body.Bytes())
+			assert.Equal(t, types.UID("uid-open"), resp.UID)
+			assert.True(t, resp.Allowed)
+			assert.Contains(t, logs.String(), "level=WARN")
+			assert.Contains(t, logs.String(), "fail-open")
+			assert.Contains(t, logs.String(), "gvk="+ingressKey)
+		})
+	}
+}
+
+func TestHandlerNotValidatedOperationIsAllowed(t *testing.T) {
+	v := &fakeValidator{}
+	h, _ := newTestHandler(v)
+	resp := decodeResponse(t, post(h, review("u", admissionv1.Connect, "echo", withObject([]byte(`{"kind":"PodExecOptions"}`)))).Body.Bytes())
+	assert.True(t, resp.Allowed)
+	assert.Empty(t, v.requests())
+}
+
+func TestHandlerCancelsValidationAtTheDeadline(t *testing.T) {
+	seen := make(chan error, 1)
+	v := &fakeValidator{decide: func(ctx context.Context, _ dryrun.Request) dryrun.Decision {
+		<-ctx.Done()
+		seen <- ctx.Err()
+		return dryrun.Decision{Reason: "validation timed out during rendering and checking the configuration"}
+	}}
+	h, _ := newTestHandler(v, func(o *HandlerOptions) { o.Timeout = 20 * time.Millisecond })
+	resp := decodeResponse(t, post(h, review("uid-slow", admissionv1.Create, "echo")).Body.Bytes())
+
+	assert.Equal(t, context.DeadlineExceeded, <-seen)
+	assert.Equal(t, types.UID("uid-slow"), resp.UID)
+	assert.False(t, resp.Allowed)
+	assert.Contains(t, resp.Result.Message, "timed out")
+}
+
+func TestHandlerAnswersAtTheDeadlineEvenIfTheValidatorIgnoresIt(t *testing.T) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	v := &fakeValidator{decide: func(context.Context, dryrun.Request) dryrun.Decision {
+		<-release // ignores ctx
+		return dryrun.Decision{Allowed: true}
+	}}
+	h, _ := newTestHandler(v, func(o *HandlerOptions) { o.Timeout = 20 * time.Millisecond })
+	resp := decodeResponse(t, post(h, review("uid-stuck", admissionv1.Create, "echo")).Body.Bytes())
+
+	assert.Equal(t, types.UID("uid-stuck"), resp.UID)
+	assert.False(t, resp.Allowed)
+	assert.Equal(t, "validation timed out after 20ms", resp.Result.Message)
+}
+
+func TestHandlerDefaultTimeoutIsFiveSeconds(t *testing.T) {
+	var deadline time.Time
+	var ok bool
+	v := &fakeValidator{decide: func(ctx context.Context, _ dryrun.Request) dryrun.Decision {
+		deadline, ok = ctx.Deadline()
+		return dryrun.Decision{Allowed: true}
+	}}
+	h, _ := newTestHandler(v)
+	before := time.Now()
+	post(h, review("u", admissionv1.Create, "echo"))
+
+	assert.Equal(t, 5*time.Second, h.timeout)
+	require.True(t, ok, "the validator must run under a deadline")
+	assert.WithinRange(t, deadline, before.Add(4*time.Second), time.Now().Add(5*time.Second))
+}
+
+func TestHandlerRecoversFromPanics(t *testing.T) {
+	var calls int
+	var mu sync.Mutex
+	v := &fakeValidator{decide: func(context.Context, dryrun.Request) dryrun.Decision {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		if calls == 1 {
+			panic("boom")
+		}
+		return dryrun.Decision{Allowed: true}
+	}}
+	var outcomes []Outcome
+	h, logs := newTestHandler(v, func(o *HandlerOptions) {
+		o.Observer = ObserverFuncs{OnObserve: func(o Outcome) { outcomes = append(outcomes, o) }}
+	})
+
+	rec := post(h, review("uid-panic", admissionv1.Create, "echo"))
+	assert.Equal(t, http.StatusInternalServerError, rec.Code)
+	assert.Contains(t, logs.String(), "level=ERROR")
+	assert.Contains(t, logs.String(), "panic=boom")
+	assert.Contains(t, logs.String(), "level=DEBUG msg=\"panic stack\"")
+	assert.Contains(t, logs.String(), "handler_test.go", "the stack is the validator's")
+
+	rec = post(h, review("uid-after", admissionv1.Create, "echo"))
+	require.Equal(t, http.StatusOK, rec.Code)
+	assert.Equal(t, types.UID("uid-after"), decodeResponse(t, rec.Body.Bytes()).UID)
+
+	require.Len(t, outcomes, 2)
+	assert.Equal(t, ResultError, outcomes[0].Result)
+	assert.Equal(t, http.StatusInternalServerError, outcomes[0].HTTPStatus)
+	assert.Equal(t, ResultAllowed, outcomes[1].Result)
+}
+
+func TestHandlerObserverAndLogLine(t *testing.T) {
+	var mu sync.Mutex
+	inFlight, maxInFlight := 0, 0
+	var outcomes []Outcome
+	obs := ObserverFuncs{
+		OnInFlight: func(d int) {
+			mu.Lock()
+			defer mu.Unlock()
+			inFlight += d
+			maxInFlight = max(maxInFlight, inFlight)
+		},
+		OnObserve: func(o Outcome) {
+			mu.Lock()
+			defer mu.Unlock()
+			outcomes = append(outcomes, o)
+		},
+	}
+	v := &fakeValidator{decide: func(_ context.Context, req dryrun.Request) dryrun.Decision {
+		if req.Object.GetName() == "bad" {
+			return dryrun.Decision{Reason: "haproxy.cfg:10: unknown keyword 'bogus'", Phase: phase.Semantic}
+		}
+		return dryrun.Decision{Allowed: true}
+	}}
+	h, logs := newTestHandler(v, func(o *HandlerOptions) { o.Observer = obs })
+
+	post(h, review("u1", admissionv1.Create, "good"))
+	post(h, review("u2", admissionv1.Update, "bad", withOld(ingress("bad", "x"))))
+
+	assert.Equal(t, 0, inFlight)
+	assert.Equal(t, 1, maxInFlight)
+	require.Len(t, outcomes, 2)
+	assert.Equal(t, Outcome{UID: "u1", GVK: ingressKey, Namespace: "default", Name: "good", Operation: "CREATE", Result: ResultAllowed, HTTPStatus: 200, Duration: outcomes[0].Duration}, outcomes[0])
+	assert.Equal(t, Outcome{UID: "u2", GVK: ingressKey, Namespace: "default", Name: "bad", Operation: "UPDATE", Result: ResultDenied, Phase: "semantic", Reason: "haproxy.cfg:10: unknown keyword 'bogus'", HTTPStatus: 200, Duration: outcomes[1].Duration}, outcomes[1])
+	assert.Positive(t, outcomes[0].Duration)
+
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	require.Len(t, lines, 2, "one line per admission")
+	for _, want := range []string{"msg=admission", "gvk=" + ingressKey, "namespace=default", "name=good", "operation=CREATE", "allowed=true", "phase=\"\"", "duration="} {
+		assert.Contains(t, lines[0], want)
+	}
+	for _, want := range []string{"name=bad", "operation=UPDATE", "allowed=false", "phase=semantic", "reason=\"haproxy.cfg:10: unknown keyword 'bogus'\""} {
+		assert.Contains(t, lines[1], want)
+	}
+}
+
+func TestHandlerNameFromObjectWhenRequestHasNone(t *testing.T) {
+	var outcomes []Outcome
+	h, _ := newTestHandler(&fakeValidator{}, func(o *HandlerOptions) {
+		o.Observer = ObserverFuncs{OnObserve: func(o Outcome) { outcomes = append(outcomes, o) }}
+	})
+	body := review("u", admissionv1.Create, "", withObject(ingress("from-object", "x")))
+	post(h, body)
+	require.Len(t, outcomes, 1)
+	assert.Equal(t, "from-object", outcomes[0].Name)
+}

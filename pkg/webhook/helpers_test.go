@@ -1,0 +1,215 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"log/slog"
+	"math/big"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/haproxy-template/htc/pkg/dryrun"
+)
+
+// testCert is a self-signed certificate (its own CA) and its key.
+type testCert struct {
+	certPEM, keyPEM []byte
+	leaf            *x509.Certificate
+}
+
+// pool returns a pool trusting c.
+func (c testCert) pool() *x509.CertPool {
+	p := x509.NewCertPool()
+	p.AddCert(c.leaf)
+	return p
+}
+
+// tlsCert returns c as a tls.Certificate (for client authentication).
+func (c testCert) tlsCert(t *testing.T) tls.Certificate {
+	t.Helper()
+	tc, err := tls.X509KeyPair(c.certPEM, c.keyPEM)
+	require.NoError(t, err)
+	return tc
+}
+
+// newCert returns a self-signed ECDSA certificate for 127.0.0.1 valid for
+// server and client authentication.
+func newCert(t *testing.T, cn string) testCert {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: cn},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour).Truncate(time.Second),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
+		DNSNames:              []string{"localhost"},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	leaf, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	return testCert{
+		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+		leaf:    leaf,
+	}
+}
+
+// safeBuffer is a bytes.Buffer safe for concurrent writes and reads.
+type safeBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *safeBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *safeBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// testLogger returns a debug-level text logger writing to a buffer.
+func testLogger() (*slog.Logger, *safeBuffer) {
+	buf := &safeBuffer{}
+	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})), buf
+}
+
+// fakeValidator records its requests and answers with decide (Allowed when nil).
+type fakeValidator struct {
+	mu     sync.Mutex
+	reqs   []dryrun.Request
+	decide func(ctx context.Context, req dryrun.Request) dryrun.Decision
+}
+
+func (f *fakeValidator) Validate(ctx context.Context, req dryrun.Request) dryrun.Decision {
+	f.mu.Lock()
+	f.reqs = append(f.reqs, req)
+	f.mu.Unlock()
+	if f.decide != nil {
+		return f.decide(ctx, req)
+	}
+	return dryrun.Decision{Allowed: true}
+}
+
+func (f *fakeValidator) requests() []dryrun.Request {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]dryrun.Request(nil), f.reqs...)
+}
+
+// Kinds and resources used in the tests.
+var (
+	ingressGVK = metav1.GroupVersionKind{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress"}
+	ingressGVR = metav1.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"}
+	serviceGVK = metav1.GroupVersionKind{Version: "v1", Kind: "Service"}
+	serviceGVR = metav1.GroupVersionResource{Version: "v1", Resource: "services"}
+)
+
+const ingressKey = "networking.k8s.io/v1.Ingress"
+
+// ingress returns an Ingress object as JSON; an empty name leaves
+// metadata.name out.
+func ingress(name, host string) []byte {
+	meta := map[string]any{"namespace": "default", "labels": map[string]any{"app": "echo"}}
+	if name != "" {
+		meta["name"] = name
+	}
+	obj := map[string]any{
+		"apiVersion": "networking.k8s.io/v1",
+		"kind":       "Ingress",
+		"metadata":   meta,
+		"spec": map[string]any{"rules": []any{map[string]any{
+			"host": host,
+			"http": map[string]any{"paths": []any{map[string]any{
+				"path": "/", "pathType": "Prefix",
+				"backend": map[string]any{"service": map[string]any{"name": "echo", "port": map[string]any{"number": 8080}}},
+			}}},
+		}}},
+	}
+	b, _ := json.Marshal(obj)
+	return b
+}
+
+// reviewOpt changes the AdmissionRequest a test sends.
+type reviewOpt func(*admissionv1.AdmissionRequest)
+
+func withOld(raw []byte) reviewOpt {
+	return func(r *admissionv1.AdmissionRequest) { r.OldObject = runtime.RawExtension{Raw: raw} }
+}
+
+func withObject(raw []byte) reviewOpt {
+	return func(r *admissionv1.AdmissionRequest) { r.Object = runtime.RawExtension{Raw: raw} }
+}
+
+func withDryRun() reviewOpt {
+	return func(r *admissionv1.AdmissionRequest) { t := true; r.DryRun = &t }
+}
+
+func withKind(gvk metav1.GroupVersionKind, gvr metav1.GroupVersionResource) reviewOpt {
+	return func(r *admissionv1.AdmissionRequest) { r.Kind, r.Resource = gvk, gvr }
+}
+
+// review returns an AdmissionReview v1 for an Ingress named name as JSON.
+func review(uid string, op admissionv1.Operation, name string, opts ...reviewOpt) []byte {
+	req := &admissionv1.AdmissionRequest{
+		UID:       types.UID(uid),
+		Kind:      ingressGVK,
+		Resource:  ingressGVR,
+		Name:      name,
+		Namespace: "default",
+		Operation: op,
+	}
+	if op != admissionv1.Delete {
+		req.Object = runtime.RawExtension{Raw: ingress(name, "echo.example.com")}
+	}
+	for _, o := range opts {
+		o(req)
+	}
+	b, _ := json.Marshal(&admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request:  req,
+	})
+	return b
+}
+
+// decodeResponse parses an AdmissionReview response body.
+func decodeResponse(t *testing.T, body []byte) *admissionv1.AdmissionResponse {
+	t.Helper()
+	var rev admissionv1.AdmissionReview
+	require.NoError(t, json.Unmarshal(body, &rev), string(body))
+	require.Equal(t, "admission.k8s.io/v1", rev.APIVersion)
+	require.Equal(t, "AdmissionReview", rev.Kind)
+	require.NotNil(t, rev.Response)
+	return rev.Response
+}

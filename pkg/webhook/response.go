@@ -1,0 +1,75 @@
+package webhook
+
+import (
+	"net/http"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/haproxy-template/htc/pkg/dryrun"
+)
+
+// maxWarningLen caps each admission warning; the API server truncates long
+// warnings anyway and kubectl prints them one per line.
+const maxWarningLen = 256
+
+// Allowed returns a response admitting the request, with warnings.
+func Allowed(uid types.UID, warnings ...string) *admissionv1.AdmissionResponse {
+	return &admissionv1.AdmissionResponse{UID: uid, Allowed: true, Warnings: shortWarnings(warnings)}
+}
+
+// Denied returns a response rejecting the request with reason, which kubectl
+// prints after "denied the request: ".
+func Denied(uid types.UID, reason string) *admissionv1.AdmissionResponse {
+	return &admissionv1.AdmissionResponse{
+		UID:     uid,
+		Allowed: false,
+		Result: &metav1.Status{
+			Status:  metav1.StatusFailure,
+			Code:    http.StatusForbidden,
+			Reason:  metav1.StatusReasonForbidden,
+			Message: reason,
+		},
+	}
+}
+
+// Errored returns a response rejecting a request the webhook could not
+// process (malformed input), with an HTTP-like code.
+func Errored(uid types.UID, code int32, msg string) *admissionv1.AdmissionResponse {
+	return &admissionv1.AdmissionResponse{
+		UID:     uid,
+		Allowed: false,
+		Result:  &metav1.Status{Status: metav1.StatusFailure, Code: code, Message: msg},
+	}
+}
+
+// FromDecision converts a dry-run Decision into a response.
+func FromDecision(uid types.UID, d dryrun.Decision) *admissionv1.AdmissionResponse {
+	if d.Allowed {
+		return Allowed(uid, d.Warnings...)
+	}
+	return Denied(uid, d.Reason)
+}
+
+// Review wraps a response in an AdmissionReview v1 envelope.
+func Review(resp *admissionv1.AdmissionResponse) *admissionv1.AdmissionReview {
+	return &admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "AdmissionReview"},
+		Response: resp,
+	}
+}
+
+func shortWarnings(ws []string) []string {
+	if len(ws) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(ws))
+	for _, w := range ws {
+		if len(w) > maxWarningLen {
+			w = w[:maxWarningLen-3] + "..."
+		}
+		out = append(out, w)
+	}
+	return out
+}

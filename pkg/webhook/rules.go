@@ -1,0 +1,110 @@
+package webhook
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/haproxy-template/htc/pkg/config"
+)
+
+// Rule is one kind the webhook intercepts: the resource as the API server
+// names it, its resolved kind, and the operations (CREATE, UPDATE).
+type Rule struct {
+	// StoreKey is the watched resource's store key; empty for the
+	// HAProxyTemplateConfig rule.
+	StoreKey string
+	// GVR is the group/version/resource from the config.
+	GVR schema.GroupVersionResource
+	// GVK is the kind the RESTMapper resolved GVR to.
+	GVK schema.GroupVersionKind
+	// GVKString is GVKString(GVK), the Registry key.
+	GVKString string
+	// Operations are the intercepted operations.
+	Operations []admissionregistrationv1.OperationType
+}
+
+// RuleWithOperations returns r as a ValidatingWebhookConfiguration rule:
+// API group, API version, resource and operations.
+func (r Rule) RuleWithOperations() admissionregistrationv1.RuleWithOperations {
+	return admissionregistrationv1.RuleWithOperations{
+		Operations: slices.Clone(r.Operations),
+		Rule: admissionregistrationv1.Rule{
+			APIGroups:   []string{r.GVR.Group},
+			APIVersions: []string{r.GVR.Version},
+			Resources:   []string{r.GVR.Resource},
+		},
+	}
+}
+
+// ConfigRule returns the rule for HAProxyTemplateConfig itself
+// (haproxy-template.io/v1alpha1 haproxytemplateconfigs), which is always
+// validated; its kind is known, so it needs no RESTMapper (and does not
+// depend on the CRD being installed yet).
+func ConfigRule() Rule {
+	gvk := config.GroupVersion.WithKind(config.Kind)
+	return Rule{
+		GVR:        config.GroupVersion.WithResource(config.Resource),
+		GVK:        gvk,
+		GVKString:  GVKString(gvk),
+		Operations: interceptedOperations(),
+	}
+}
+
+func interceptedOperations() []admissionregistrationv1.OperationType {
+	return []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
+}
+
+// Rules returns the webhook rules of spec: one per watched resource with
+// webhookValidation: true, in store-key order, its Kind resolved with mapper
+// (never guessed), then ConfigRule. A watched resource whose apiVersion does
+// not parse or whose resource the mapper does not know is left out and
+// reported in the errors; the caller logs them and registers the rest.
+// Several store keys may watch the same resource: their rules share a GVK.
+func Rules(spec *config.HAProxyTemplateConfigSpec, mapper meta.RESTMapper) ([]Rule, []error) {
+	var rules []Rule
+	var errs []error
+	if spec != nil {
+		for _, key := range slices.Sorted(maps.Keys(spec.WatchedResources)) {
+			w := spec.WatchedResources[key]
+			if !w.WebhookValidation {
+				continue
+			}
+			rule, err := resolve(key, w, mapper)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			rules = append(rules, rule)
+		}
+	}
+	return append(rules, ConfigRule()), errs
+}
+
+func resolve(key string, w config.WatchedResource, mapper meta.RESTMapper) (Rule, error) {
+	gv, err := schema.ParseGroupVersion(w.APIVersion)
+	if err != nil {
+		return Rule{}, fmt.Errorf("watchedResources[%s]: apiVersion %q: %w", key, w.APIVersion, err)
+	}
+	gvr := gv.WithResource(w.Resources)
+	if mapper == nil {
+		return Rule{}, fmt.Errorf("watchedResources[%s]: no RESTMapper to resolve %s", key, gvrString(gvr))
+	}
+	gvk, err := mapper.KindFor(gvr)
+	if err != nil {
+		return Rule{}, fmt.Errorf("watchedResources[%s]: resolving %s: %w", key, gvrString(gvr), err)
+	}
+	return Rule{StoreKey: key, GVR: gvr, GVK: gvk, GVKString: GVKString(gvk), Operations: interceptedOperations()}, nil
+}
+
+// gvrString is "resource.version.group" as kubectl spells it ("services.v1").
+func gvrString(gvr schema.GroupVersionResource) string {
+	if gvr.Group == "" {
+		return gvr.Resource + "." + gvr.Version
+	}
+	return gvr.Resource + "." + gvr.Version + "." + gvr.Group
+}

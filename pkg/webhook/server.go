@@ -1,0 +1,184 @@
+package webhook
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+)
+
+// Server defaults, as the requirements fix them.
+const (
+	// DefaultAddr is the webhook's listen address.
+	DefaultAddr = ":9443"
+	// DefaultReadTimeout bounds reading a request.
+	DefaultReadTimeout = 10 * time.Second
+	// DefaultWriteTimeout bounds writing a response.
+	DefaultWriteTimeout = 10 * time.Second
+	// DefaultShutdownTimeout bounds the graceful shutdown.
+	DefaultShutdownTimeout = 30 * time.Second
+)
+
+// ServerOptions configures NewServer. The certificate comes either from
+// CertPEM and KeyPEM (fixed) or from GetCertificate (e.g. a CertWatcher's,
+// to reload it), not both.
+type ServerOptions struct {
+	// Addr is the listen address of Run; empty means DefaultAddr (":9443").
+	Addr string
+	// Handler serves /validate (a *Handler); required.
+	Handler http.Handler
+	// CertPEM is the PEM serving certificate (chain).
+	CertPEM []byte
+	// KeyPEM is the PEM private key of CertPEM.
+	KeyPEM []byte
+	// GetCertificate returns the serving certificate per handshake.
+	GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	// ClientCAPEM, when set, makes the server require a client certificate
+	// signed by one of these CAs (the API server's client certificate).
+	ClientCAPEM []byte
+	// ReadTimeout bounds reading a request; zero means 10 s.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds writing a response; zero means 10 s.
+	WriteTimeout time.Duration
+	// ShutdownTimeout bounds the graceful shutdown; zero means 30 s.
+	ShutdownTimeout time.Duration
+	// EnableHTTP2 offers HTTP/2 in ALPN. Off by default: the admission
+	// traffic gains nothing from it, and it keeps the server out of reach of
+	// HTTP/2 stream-level attacks (CVE-2023-44487, rapid reset).
+	EnableHTTP2 bool
+	// Logger receives server errors (TLS handshakes, shutdown); nil discards.
+	Logger *slog.Logger
+}
+
+// Server is the webhook's HTTPS server: POST /validate and GET /healthz,
+// TLS 1.2 or later. A Server serves once: after Run or Serve returns it
+// cannot be started again.
+type Server struct {
+	srv             *http.Server
+	addr            string
+	shutdownTimeout time.Duration
+	log             *slog.Logger
+}
+
+// NewServer checks opts and returns a server ready to Run. It fails when no
+// certificate is configured, naming the empty PEM ("webhook: certificate PEM
+// is empty", "webhook: key PEM is empty"), when the PEM is invalid, or when
+// ClientCAPEM holds no certificate.
+func NewServer(opts ServerOptions) (*Server, error) {
+	if opts.Handler == nil {
+		return nil, errors.New("webhook: handler is nil")
+	}
+	tlsConfig, err := serverTLS(opts)
+	if err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/validate", opts.Handler)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok"))
+	})
+	srv := &http.Server{
+		Handler:           mux,
+		TLSConfig:         tlsConfig,
+		ReadTimeout:       orDefault(opts.ReadTimeout, DefaultReadTimeout),
+		ReadHeaderTimeout: orDefault(opts.ReadTimeout, DefaultReadTimeout),
+		WriteTimeout:      orDefault(opts.WriteTimeout, DefaultWriteTimeout),
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		Protocols:         new(http.Protocols),
+	}
+	srv.Protocols.SetHTTP1(true)
+	if opts.EnableHTTP2 {
+		srv.Protocols.SetHTTP2(true)
+	} else {
+		srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
+	}
+	addr := opts.Addr
+	if addr == "" {
+		addr = DefaultAddr
+	}
+	return &Server{srv: srv, addr: addr, shutdownTimeout: orDefault(opts.ShutdownTimeout, DefaultShutdownTimeout), log: log}, nil
+}
+
+func serverTLS(opts ServerOptions) (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	switch {
+	case opts.GetCertificate != nil && (len(opts.CertPEM) > 0 || len(opts.KeyPEM) > 0):
+		return nil, errors.New("webhook: set either CertPEM and KeyPEM or GetCertificate, not both")
+	case opts.GetCertificate != nil:
+		cfg.GetCertificate = opts.GetCertificate
+	case len(opts.CertPEM) == 0:
+		return nil, errors.New("webhook: certificate PEM is empty")
+	case len(opts.KeyPEM) == 0:
+		return nil, errors.New("webhook: key PEM is empty")
+	default:
+		cert, err := tls.X509KeyPair(opts.CertPEM, opts.KeyPEM)
+		if err != nil {
+			return nil, fmt.Errorf("webhook: loading the certificate and key: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	if len(opts.ClientCAPEM) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(opts.ClientCAPEM) {
+			return nil, errors.New("webhook: client CA PEM holds no certificate")
+		}
+		cfg.ClientCAs = pool
+		cfg.ClientAuth = tls.RequireAndVerifyClientCert
+	}
+	return cfg, nil
+}
+
+// Addr returns the address Run listens on.
+func (s *Server) Addr() string { return s.addr }
+
+// Run listens on the configured address and serves until ctx is cancelled,
+// then shuts down gracefully (see Serve).
+func (s *Server) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		return fmt.Errorf("webhook: %w", err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve serves HTTPS on ln until ctx is cancelled, then stops accepting,
+// lets in-flight requests finish within the shutdown timeout (30 s) and
+// returns nil, or the shutdown error when they did not finish in time. It
+// returns the serving error if serving fails first. Serve closes ln.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- s.srv.ServeTLS(ln, "", "") }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("webhook: serving: %w", err)
+	case <-ctx.Done():
+	}
+	s.log.Info("webhook server shutting down", "addr", ln.Addr().String(), "timeout", s.shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.shutdownTimeout)
+	defer cancel()
+	if err := s.srv.Shutdown(sctx); err != nil {
+		_ = s.srv.Close()
+		return fmt.Errorf("webhook: graceful shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("webhook: serving: %w", err)
+	}
+	return nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}

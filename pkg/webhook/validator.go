@@ -1,0 +1,113 @@
+package webhook
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/haproxy-template/htc/pkg/dryrun"
+)
+
+// Validator decides one proposed change. Implementations must honour ctx:
+// the Handler cancels it when the validation deadline (5 s by default)
+// passes, and answers with a denial without waiting any longer.
+//
+// The interface method is named Validate; wrap a *dryrun.DryRunValidator,
+// whose method is ValidateDirect, with DryRun.
+type Validator interface {
+	// Validate returns the decision for req.
+	Validate(ctx context.Context, req dryrun.Request) dryrun.Decision
+}
+
+// ValidatorFunc adapts a function to Validator, e.g. the controller's
+// validator for HAProxyTemplateConfig objects.
+type ValidatorFunc func(ctx context.Context, req dryrun.Request) dryrun.Decision
+
+// Validate calls f.
+func (f ValidatorFunc) Validate(ctx context.Context, req dryrun.Request) dryrun.Decision {
+	return f(ctx, req)
+}
+
+// DryRun adapts v's ValidateDirect to Validator. A nil v yields a nil
+// Validator, which the Handler treats as "no validator configured" (allow and
+// warn), never as a nil-pointer panic.
+func DryRun(v *dryrun.DryRunValidator) Validator {
+	if v == nil {
+		return nil
+	}
+	return dryRunValidator{v: v}
+}
+
+type dryRunValidator struct{ v *dryrun.DryRunValidator }
+
+func (d dryRunValidator) Validate(ctx context.Context, req dryrun.Request) dryrun.Decision {
+	return d.v.ValidateDirect(ctx, req)
+}
+
+// GVKString formats gvk as the registry key: "version.Kind" for the core
+// group ("v1.Service") and "group/version.Kind" otherwise
+// ("networking.k8s.io/v1.Ingress").
+func GVKString(gvk schema.GroupVersionKind) string {
+	return gvk.GroupVersion().String() + "." + gvk.Kind
+}
+
+// Registry maps GVK strings (see GVKString) to the Validator of that kind.
+// Readers never lock: the whole mapping is replaced atomically with Set when
+// the configuration changes, so a request sees either the old or the new
+// mapping, never a mix. The zero Registry is unconfigured; a nil *Registry
+// is also valid and unconfigured.
+type Registry struct {
+	m atomic.Pointer[map[string]Validator]
+}
+
+// NewRegistry returns a registry holding a copy of validators.
+func NewRegistry(validators map[string]Validator) *Registry {
+	r := &Registry{}
+	r.Set(validators)
+	return r
+}
+
+// Set atomically replaces the whole mapping with a copy of validators. A
+// GVK mapped to a nil Validator is registered but has no validator: its
+// requests are allowed with a warning (fail-open).
+func (r *Registry) Set(validators map[string]Validator) {
+	m := maps.Clone(validators)
+	if m == nil {
+		m = map[string]Validator{}
+	}
+	r.m.Store(&m)
+}
+
+// Configured reports whether Set has been called (even with an empty map).
+func (r *Registry) Configured() bool {
+	return r != nil && r.m.Load() != nil
+}
+
+// Lookup returns the validator registered for gvk and whether gvk is
+// registered at all. A registered gvk may map to a nil Validator.
+func (r *Registry) Lookup(gvk string) (Validator, bool) {
+	if r == nil {
+		return nil, false
+	}
+	m := r.m.Load()
+	if m == nil {
+		return nil, false
+	}
+	v, ok := (*m)[gvk]
+	return v, ok
+}
+
+// GVKs returns the registered GVK strings, sorted.
+func (r *Registry) GVKs() []string {
+	if r == nil {
+		return nil
+	}
+	m := r.m.Load()
+	if m == nil {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(*m))
+}
