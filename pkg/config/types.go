@@ -80,9 +80,12 @@ type HAProxyTemplateConfigSpec struct {
 	ValidationTests map[string]ValidationTest `json:"validationTests,omitempty"`
 
 	// AllowedDirectives lists dangerous HAProxy directives (lua-load,
-	// ssl-provider, setenv, program, "${...}" expansion written as "env-expansion",
-	// ...) that the rendered configuration may nevertheless contain. Empty by
-	// default: every dangerous directive is refused before haproxy runs.
+	// ssl-provider, setenv, program, .diag/.notice/.warning/.alert, and
+	// "env-expansion" for "${...}" expansion) that the rendered configuration
+	// may nevertheless contain, and "path:<dir>" entries that permit file
+	// references under an absolute directory outside the bundle (e.g.
+	// "path:/etc/ssl/certs"). Empty by default: every dangerous directive and
+	// every file outside the bundle is refused before haproxy runs.
 	// +optional
 	AllowedDirectives []string `json:"allowedDirectives,omitempty"`
 }

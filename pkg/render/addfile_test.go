@@ -70,11 +70,11 @@ func TestAddFile(t *testing.T) {
 
 	for tmpl, want := range map[string]string{
 		`{{ addFile "cert" "a.pem" "A" }}{{ addFile "cert" "a.pem" "B" }}`: "added twice with different content",
-		`{{ addFile "cert" "../x.pem" "A" }}`:                               `contains ".."`,
-		`{{ addFile "cert" "/etc/x.pem" "A" }}`:                             "absolute path",
-		`{{ addFile "lua" "x.lua" "A" }}`:                                   `unknown kind "lua"`,
-		`{{ addFile "map" "m.map" "A" }}`:                                   "spec.maps already renders a map of that name",
-		`{{ addFile "file" "x" 42 }}`:                                       "content must be a string",
+		`{{ addFile "cert" "../x.pem" "A" }}`:                              `contains ".."`,
+		`{{ addFile "cert" "/etc/x.pem" "A" }}`:                            "absolute path",
+		`{{ addFile "lua" "x.lua" "A" }}`:                                  `unknown kind "lua"`,
+		`{{ addFile "map" "m.map" "A" }}`:                                  "spec.maps already renders a map of that name",
+		`{{ addFile "file" "x" 42 }}`:                                      "content must be a string",
 	} {
 		spec.HAProxyConfig.Template = tmpl
 		e, err := New(spec)

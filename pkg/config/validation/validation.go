@@ -150,8 +150,14 @@ func validateAllowed(allowed []string, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	known := haproxy.DangerousDirectives()
 	for i, d := range allowed {
+		if dir, ok := strings.CutPrefix(d, haproxy.AllowPathPrefix); ok {
+			if !path.IsAbs(dir) || path.Clean(dir) != dir || dir == "/" {
+				errs = append(errs, field.Invalid(p.Index(i), d, `a "path:" entry needs a clean absolute directory other than "/", e.g. "path:/etc/ssl/certs"`))
+			}
+			continue
+		}
 		if !contains(known, d) {
-			errs = append(errs, field.NotSupported(p.Index(i), d, known))
+			errs = append(errs, field.NotSupported(p.Index(i), d, append(known, haproxy.AllowPathPrefix+"<dir>")))
 		}
 	}
 	return errs
@@ -231,15 +237,18 @@ func validateAssertion(spec *config.HAProxyTemplateConfigSpec, a config.Assertio
 		}
 	}
 	if a.Target != "" {
-		if msg := badTarget(spec, a.Target); msg != "" {
+		if msg := badTarget(a.Target); msg != "" {
 			errs = append(errs, field.Invalid(p.Child("target"), a.Target, msg))
 		}
 	}
 	return errs
 }
 
-// badTarget explains why target names nothing the config renders, or returns "".
-func badTarget(spec *config.HAProxyTemplateConfigSpec, target string) string {
+// badTarget explains why target cannot name a rendered file, or returns "".
+// A name the spec does not render statically is accepted when it is a valid
+// file name: templates may add it at render time with addFile, and a test
+// whose target was not rendered fails.
+func badTarget(target string) string {
 	if target == render.ConfigFileName {
 		return ""
 	}
@@ -247,20 +256,13 @@ func badTarget(spec *config.HAProxyTemplateConfigSpec, target string) string {
 	if !found {
 		return `must be "haproxy.cfg", "map:<name>", "file:<name>" or "cert:<name>"`
 	}
-	var m map[string]config.Template
-	var field string
 	switch render.Kind(kind) {
-	case render.KindMap:
-		m, field = spec.Maps, "spec.maps"
-	case render.KindFile:
-		m, field = spec.Files, "spec.files"
-	case render.KindCert:
-		m, field = spec.SSLCertificates, "spec.sslCertificates"
+	case render.KindMap, render.KindFile, render.KindCert:
 	default:
 		return fmt.Sprintf(`unknown target kind %q: must be "haproxy.cfg", "map:<name>", "file:<name>" or "cert:<name>"`, kind)
 	}
-	if _, ok := m[name]; !ok {
-		return fmt.Sprintf("no %s named %q in %s", kind, name, field)
+	if msg := badFileName(name); msg != "" {
+		return fmt.Sprintf("%s name %q: %s", kind, name, msg)
 	}
 	return ""
 }

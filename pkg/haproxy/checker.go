@@ -1,0 +1,210 @@
+package haproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	parser "github.com/haproxytech/config-parser/v5"
+
+	"github.com/haproxy-template/htc/pkg/phase"
+	"github.com/haproxy-template/htc/pkg/render"
+)
+
+// DefaultTimeout bounds one `haproxy -c` run when Options.Timeout is zero.
+const DefaultTimeout = 10 * time.Second
+
+// Options configure a Checker.
+type Options struct {
+	// HAProxyPath is the haproxy binary; a bare name is looked up in PATH
+	// once, by NewChecker. Default "haproxy".
+	HAProxyPath string
+	// Timeout bounds each `haproxy -c` run (not the wait for a free slot).
+	// Default DefaultTimeout.
+	Timeout time.Duration
+	// MaxParallel bounds how many haproxy processes run at once across all
+	// Checks of this Checker. Default runtime.NumCPU().
+	MaxParallel int
+	// SkipSyntax skips the config-parser phase (benchmarks, operations).
+	SkipSyntax bool
+	// SkipSchema skips the client-native models phase.
+	SkipSchema bool
+	// AllowedDirectives permits otherwise refused directives, environment
+	// expansion (EnvExpansionKey) and paths outside the bundle
+	// (AllowPathPrefix entries); see CheckPolicy.
+	AllowedDirectives []string
+}
+
+// Result is the outcome of a Check.
+type Result struct {
+	// Warnings are the simplified warnings of a passing `haproxy -c`.
+	Warnings []string
+	// Durations holds how long each phase that ran took.
+	Durations map[phase.Phase]time.Duration
+}
+
+// Checker validates rendered bundles. It is safe for concurrent use.
+type Checker struct {
+	haproxyPath string
+	timeout     time.Duration
+	sem         chan struct{}
+	skipSyntax  bool
+	skipSchema  bool
+	allowed     []string
+}
+
+// NewChecker resolves the haproxy binary and applies defaults.
+func NewChecker(opts Options) (*Checker, error) {
+	bin := opts.HAProxyPath
+	if bin == "" {
+		bin = "haproxy"
+	}
+	resolved, err := exec.LookPath(bin)
+	if err != nil {
+		return nil, fmt.Errorf("haproxy binary %q: %w", bin, err)
+	}
+	if resolved, err = filepath.Abs(resolved); err != nil {
+		return nil, fmt.Errorf("haproxy binary %q: %w", bin, err)
+	}
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	par := opts.MaxParallel
+	if par <= 0 {
+		par = runtime.NumCPU()
+	}
+	return &Checker{
+		haproxyPath: resolved,
+		timeout:     timeout,
+		sem:         make(chan struct{}, par),
+		skipSyntax:  opts.SkipSyntax,
+		skipSchema:  opts.SkipSchema,
+		allowed:     append([]string(nil), opts.AllowedDirectives...),
+	}, nil
+}
+
+// HAProxyPath is the absolute path of the haproxy binary the Checker runs.
+func (c *Checker) HAProxyPath() string { return c.haproxyPath }
+
+// Check runs the policy, syntax, schema and semantic phases on b, in that
+// order, and stops at the first that fails. b.BaseDir must be an existing
+// directory (normally a Workspace) that b was rendered for; after the policy
+// passes, the bundle is written there (WriteBundle) and `haproxy -c` runs in
+// it.
+//
+// A failing phase returns a *phase.Error whose Phase is that phase, whose
+// Reason is the simplified message, and which wraps a *PolicyError,
+// *SyntaxError, *SchemaError or *SemanticError. A `haproxy -c` that exceeds
+// the timeout or the context fails the semantic phase with an error for
+// which errors.Is(err, context.DeadlineExceeded) (or context.Canceled)
+// holds. Other errors (an unwritable directory, haproxy that cannot be
+// started) are returned as plain errors: they are the checker's fault, not
+// the configuration's. The Result is returned in every case, with the
+// durations of the phases that ran.
+func (c *Checker) Check(ctx context.Context, b *render.Bundle) (*Result, error) {
+	res := &Result{Durations: make(map[phase.Phase]time.Duration)}
+	if b == nil {
+		return res, errors.New("check: nil bundle")
+	}
+	dir := b.BaseDir
+	if !filepath.IsAbs(dir) {
+		return res, fmt.Errorf("check: bundle base directory %q is not absolute", dir)
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return res, fmt.Errorf("check: bundle base directory %q does not exist", dir)
+	}
+
+	start := time.Now()
+	err := CheckPolicy(b, c.allowed)
+	res.Durations[phase.Policy] = time.Since(start)
+	if err != nil {
+		return res, phaseError(phase.Policy, err)
+	}
+	if err := WriteBundle(dir, b); err != nil {
+		return res, fmt.Errorf("check: %w", err)
+	}
+
+	var (
+		p   parser.Parser
+		idx *configIndex
+	)
+	if !c.skipSyntax {
+		if err := ctx.Err(); err != nil {
+			return res, phaseError(phase.Syntax, err)
+		}
+		start = time.Now()
+		p, idx, err = checkSyntax(b.Config)
+		res.Durations[phase.Syntax] = time.Since(start)
+		if err != nil {
+			return res, phaseError(phase.Syntax, err)
+		}
+	}
+	if !c.skipSchema {
+		if err := ctx.Err(); err != nil {
+			return res, phaseError(phase.Schema, err)
+		}
+		start = time.Now()
+		if p == nil {
+			if p, err = parseConfig(b.Config); err != nil {
+				res.Durations[phase.Schema] = time.Since(start)
+				return res, phaseError(phase.Schema, err)
+			}
+			idx = indexConfig(b.Config)
+		}
+		err = checkSchema(ctx, p, idx)
+		res.Durations[phase.Schema] = time.Since(start)
+		if err != nil {
+			return res, phaseError(phase.Schema, err)
+		}
+	}
+
+	start = time.Now()
+	warnings, _, err := c.runHAProxy(ctx, dir)
+	res.Durations[phase.Semantic] = time.Since(start)
+	if err != nil {
+		var se *SemanticError
+		if errors.As(err, &se) {
+			return res, &phase.Error{Phase: phase.Semantic, Reason: c.semanticReason(ctx, se), Err: se}
+		}
+		return res, err
+	}
+	res.Warnings = warnings
+	return res, nil
+}
+
+// phaseError wraps err as a failure of ph with a capped reason.
+func phaseError(ph phase.Phase, err error) *phase.Error {
+	reason := err.Error()
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		reason = fmt.Sprintf("%s check timed out", ph)
+	case errors.Is(err, context.Canceled):
+		reason = fmt.Sprintf("%s check canceled", ph)
+	}
+	return &phase.Error{Phase: ph, Reason: capReason(reason), Err: err}
+}
+
+// semanticReason is the admission reason for a failed haproxy run.
+func (c *Checker) semanticReason(ctx context.Context, se *SemanticError) string {
+	switch {
+	case errors.As(se.Err, new(*slotWaitError)):
+		if errors.Is(se.Err, context.Canceled) {
+			return "haproxy -c canceled while waiting for a free checker slot"
+		}
+		return "haproxy -c timed out waiting for a free checker slot"
+	case errors.Is(se.Err, context.Canceled):
+		return "haproxy -c canceled"
+	case errors.Is(se.Err, context.DeadlineExceeded):
+		if ctx.Err() != nil {
+			return "haproxy -c timed out (request deadline exceeded)"
+		}
+		return fmt.Sprintf("haproxy -c timed out after %s", c.timeout)
+	}
+	return capReason(se.Error())
+}

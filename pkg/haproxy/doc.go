@@ -1,0 +1,21 @@
+// Package haproxy checks a rendered configuration bundle before HAProxy ever
+// loads it, and explains failures in one short line a user can act on.
+//
+// A Checker runs four phases in order and stops at the first that fails:
+//
+//   - policy: the rendered text is scanned, without parsing or executing
+//     anything, for directives that make HAProxy run code, load libraries,
+//     read the environment or touch files outside the bundle (see
+//     CheckPolicy for the exact rules);
+//   - syntax: client-native's config-parser must understand every line;
+//   - schema: the parsed sections are converted to client-native models and
+//     validated;
+//   - semantic: `haproxy -c` is run on the bundle written to a private
+//     directory, with a scrubbed environment, a deadline that kills the whole
+//     process group, and a bound on how many run at once.
+//
+// A failure is a *phase.Error whose Reason is a simplified message
+// (`haproxy.cfg:10: unknown keyword 'bogus' in 'defaults' section`) and whose
+// Err is one of PolicyError, SyntaxError, SchemaError or SemanticError with
+// the individual findings.
+package haproxy

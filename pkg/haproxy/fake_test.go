@@ -1,0 +1,208 @@
+package haproxy
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/haproxy-template/htc/pkg/phase"
+)
+
+// fakeHAProxy writes an executable shell script standing in for haproxy.
+func fakeHAProxy(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "fake-haproxy")
+	require.NoError(t, os.WriteFile(path, []byte("#!/bin/sh\n"+body), 0o700))
+	return path
+}
+
+// fakeChecker returns a Checker that runs only policy and the fake.
+func fakeChecker(t *testing.T, script string, opts Options) *Checker {
+	t.Helper()
+	opts.HAProxyPath = fakeHAProxy(t, script)
+	opts.SkipSyntax, opts.SkipSchema = true, true
+	c, err := NewChecker(opts)
+	require.NoError(t, err)
+	return c
+}
+
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	var data []byte
+	require.Eventually(t, func() bool {
+		var err error
+		data, err = os.ReadFile(path)
+		return err == nil && strings.HasSuffix(string(data), "\n")
+	}, 5*time.Second, 10*time.Millisecond)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	require.NoError(t, err)
+	return pid
+}
+
+func TestTimeoutKillsProcessGroup(t *testing.T) {
+	pids := t.TempDir()
+	script := `echo $$ > ` + pids + `/leader
+sleep 60 &
+echo $! > ` + pids + `/child
+wait
+`
+	c := fakeChecker(t, script, Options{Timeout: 300 * time.Millisecond})
+	ws := newTestWorkspace(t)
+
+	start := time.Now()
+	_, err := c.Check(context.Background(), bundleFor(ws.Dir(), testConfig(""), testMaps(), nil))
+	elapsed := time.Since(start)
+
+	require.Error(t, err)
+	var pe *phase.Error
+	require.True(t, errors.As(err, &pe))
+	assert.Equal(t, phase.Semantic, pe.Phase)
+	assert.Equal(t, "haproxy -c timed out after 300ms", pe.Reason)
+	assert.True(t, errors.Is(err, context.DeadlineExceeded))
+	assert.Less(t, elapsed, 5*time.Second)
+
+	leader, child := readPID(t, pids+"/leader"), readPID(t, pids+"/child")
+	assert.Eventually(t, func() bool { return !processAlive(leader) && !processAlive(child) },
+		2*time.Second, 10*time.Millisecond, "leader %d or child %d survived", leader, child)
+}
+
+func TestDefaultTimeoutReason(t *testing.T) {
+	c := fakeChecker(t, "exit 0\n", Options{})
+	assert.Equal(t, "haproxy -c timed out after 10s",
+		c.semanticReason(context.Background(), &SemanticError{Err: context.DeadlineExceeded}))
+}
+
+func TestParentContextCancel(t *testing.T) {
+	c := fakeChecker(t, "sleep 60\n", Options{Timeout: time.Minute})
+	ws := newTestWorkspace(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := c.Check(ctx, bundleFor(ws.Dir(), testConfig(""), testMaps(), nil))
+	var pe *phase.Error
+	require.True(t, errors.As(err, &pe))
+	assert.Equal(t, phase.Semantic, pe.Phase)
+	assert.True(t, errors.Is(err, context.DeadlineExceeded))
+	assert.Equal(t, "haproxy -c timed out (request deadline exceeded)", pe.Reason)
+}
+
+func TestEnvironmentIsScrubbed(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "env")
+	c := fakeChecker(t, `tr '\0' '\n' < /proc/$$/environ > `+out+"\npwd >> "+out+"\necho \"$@\" >> "+out+"\n", Options{})
+	t.Setenv("HTC_SECRET", "s3cr3t")
+	ws := newTestWorkspace(t)
+	_, err := c.Check(context.Background(), bundleFor(ws.Dir(), testConfig(""), testMaps(), nil))
+	require.NoError(t, err)
+	data, err := os.ReadFile(out)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	require.Len(t, lines, 3)
+	assert.Equal(t, "PATH=/usr/sbin:/usr/bin:/sbin:/bin", lines[0])
+	assert.Equal(t, ws.Dir(), lines[1])
+	assert.Equal(t, "-c -f "+ws.Dir()+"/haproxy.cfg", lines[2])
+}
+
+func TestParallelChecksBounded(t *testing.T) {
+	state := t.TempDir()
+	script := `touch ` + state + `/run.$$
+ls ` + state + ` | grep -c '^run\.' >> ` + state + `/counts
+sleep 0.4
+rm -f ` + state + `/run.$$
+`
+	const maxParallel = 2
+	c := fakeChecker(t, script, Options{MaxParallel: maxParallel})
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		ws := newTestWorkspace(t)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := c.Check(context.Background(), bundleFor(ws.Dir(), testConfig(""), testMaps(), nil))
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	data, err := os.ReadFile(filepath.Join(state, "counts"))
+	require.NoError(t, err)
+	peak := 0
+	counts := strings.Fields(string(data))
+	require.Len(t, counts, 8)
+	for _, s := range counts {
+		n, err := strconv.Atoi(s)
+		require.NoError(t, err)
+		peak = max(peak, n)
+	}
+	assert.LessOrEqual(t, peak, maxParallel, "more haproxy processes than MaxParallel")
+	assert.Equal(t, maxParallel, peak, "checks did not run in parallel (a global lock?)")
+}
+
+func TestSlotWaitRespectsContext(t *testing.T) {
+	c := fakeChecker(t, "sleep 2\n", Options{MaxParallel: 1})
+	ws1, ws2 := newTestWorkspace(t), newTestWorkspace(t)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = c.Check(context.Background(), bundleFor(ws1.Dir(), testConfig(""), testMaps(), nil))
+	}()
+	// Wait until the first run holds the only slot.
+	require.Eventually(t, func() bool { return len(c.sem) == 1 }, 5*time.Second, 5*time.Millisecond)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := c.Check(ctx, bundleFor(ws2.Dir(), testConfig(""), testMaps(), nil))
+	var pe *phase.Error
+	require.True(t, errors.As(err, &pe))
+	assert.Equal(t, phase.Semantic, pe.Phase)
+	assert.Equal(t, "haproxy -c timed out waiting for a free checker slot", pe.Reason)
+	assert.True(t, errors.Is(err, context.DeadlineExceeded))
+	<-done
+}
+
+func TestFakeFailureOutputIsSimplified(t *testing.T) {
+	script := `echo "[NOTICE]   (42) : haproxy version is 2.6.12" >&2
+echo "[ALERT]    (42) : config : parsing [$PWD/haproxy.cfg:3] : unknown keyword 'x' in 'global' section" >&2
+echo "[ALERT]    (42) : config : Fatal errors found in configuration." >&2
+exit 1
+`
+	c := fakeChecker(t, script, Options{})
+	ws := newTestWorkspace(t)
+	_, err := c.Check(context.Background(), bundleFor(ws.Dir(), testConfig(""), testMaps(), nil))
+	var pe *phase.Error
+	require.True(t, errors.As(err, &pe))
+	assert.Equal(t, "haproxy.cfg:3: unknown keyword 'x' in 'global' section", pe.Reason)
+	var se *SemanticError
+	require.True(t, errors.As(err, &se))
+	assert.Equal(t, 1, se.ExitCode)
+	assert.Contains(t, se.Output, ws.Dir(), "raw output is kept for operators")
+}
+
+func TestCheckRejectsBadBaseDir(t *testing.T) {
+	c := fakeChecker(t, "exit 0\n", Options{})
+	_, err := c.Check(context.Background(), bundleFor("relative/dir", testConfig(""), nil, nil))
+	require.Error(t, err)
+	_, ok := phase.Of(err)
+	assert.False(t, ok, "a checker misuse is not a configuration failure")
+	_, err = c.Check(context.Background(), bundleFor(filepath.Join(t.TempDir(), "missing"), testConfig(""), nil, nil))
+	require.Error(t, err)
+	_, err = c.Check(context.Background(), nil)
+	require.Error(t, err)
+}
+
+func TestNewCheckerUnknownBinary(t *testing.T) {
+	_, err := NewChecker(Options{HAProxyPath: "/nonexistent/haproxy"})
+	require.Error(t, err)
+}

@@ -1,0 +1,112 @@
+package haproxy
+
+import (
+	"strconv"
+	"strings"
+)
+
+// sectionSpan is one section of haproxy.cfg as HAProxy sees it.
+type sectionSpan struct {
+	kind  string // section keyword: "global", "backend", ...; "" before the first section
+	name  string // config-parser's name for it
+	start int    // line number of the header (0 for the leading pseudo-section)
+	lines []int  // line numbers of the section's non-empty lines, header excluded
+}
+
+// configIndex locates sections and lines of haproxy.cfg so findings from
+// config-parser and client-native, which carry no line numbers, can be
+// reported at a line.
+type configIndex struct {
+	text     []string // physical lines, index 0 = line 1
+	sections []*sectionSpan
+	byKey    map[string]*sectionSpan
+}
+
+// indexConfig builds the index. Unnamed defaults sections get the names
+// config-parser gives them ("unnamed_defaults_1", ...), "global" and the
+// leading comments get "data".
+func indexConfig(cfg string) *configIndex {
+	idx := &configIndex{text: strings.Split(cfg, "\n"), byKey: make(map[string]*sectionSpan)}
+	cur := &sectionSpan{kind: "#", name: "data"}
+	idx.add(cur)
+	unnamed := 0
+	for i, line := range idx.text {
+		n := i + 1
+		words := splitLine(line).words
+		if len(words) == 0 {
+			continue
+		}
+		if sectionKeyword(words[0]) {
+			name := ""
+			if len(words) > 1 {
+				name = words[1]
+			}
+			switch words[0] {
+			case "global":
+				name = "data"
+			case "defaults":
+				if name == "" {
+					unnamed++
+					name = "unnamed_defaults_" + strconv.Itoa(unnamed)
+				}
+			}
+			cur = &sectionSpan{kind: words[0], name: name, start: n}
+			idx.add(cur)
+			continue
+		}
+		cur.lines = append(cur.lines, n)
+	}
+	return idx
+}
+
+// add registers a section; a later section with the same key replaces the
+// earlier one, as in config-parser.
+func (idx *configIndex) add(s *sectionSpan) {
+	idx.sections = append(idx.sections, s)
+	idx.byKey[s.kind+"\x00"+s.name] = s
+}
+
+// section returns the span config-parser calls (kind, name), or nil.
+func (idx *configIndex) section(kind, name string) *sectionSpan {
+	return idx.byKey[kind+"\x00"+name]
+}
+
+// lineOf returns the first line of the section whose trimmed text is text
+// and that was not used before, marking it used; 0 when there is none.
+func (idx *configIndex) lineOf(s *sectionSpan, text string, used map[int]bool) int {
+	if s == nil {
+		return 0
+	}
+	for _, n := range s.lines {
+		if !used[n] && strings.TrimSpace(idx.text[n-1]) == text {
+			used[n] = true
+			return n
+		}
+	}
+	return 0
+}
+
+// lineStarting returns the first line of the section whose words begin with
+// prefix, or the section's header line when none does.
+func (idx *configIndex) lineStarting(s *sectionSpan, prefix ...string) int {
+	if s == nil {
+		return 0
+	}
+	for _, n := range s.lines {
+		words := splitLine(idx.text[n-1]).words
+		if len(words) < len(prefix) {
+			continue
+		}
+		match := true
+		for i, p := range prefix {
+			if words[i] != p {
+				match = false
+				break
+			}
+		}
+		if match {
+			return n
+		}
+	}
+	return s.start
+}

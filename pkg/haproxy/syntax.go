@@ -1,0 +1,125 @@
+package haproxy
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	parser "github.com/haproxytech/config-parser/v5"
+	parsererrors "github.com/haproxytech/config-parser/v5/errors"
+	"github.com/haproxytech/config-parser/v5/options"
+	"github.com/haproxytech/config-parser/v5/types"
+
+	"github.com/haproxy-template/htc/pkg/render"
+)
+
+// configParserMu serialises config-parser runs. config-parser v5.1.4 writes
+// its exported package variable parser.DefaultSectionName on every
+// "defaults" line, so two concurrent parses race. This lock guards that
+// third-party global; it is the package's only shared state and it never
+// covers an haproxy process.
+var configParserMu sync.Mutex
+
+// parsedSections is the section types the syntax and schema phases visit.
+func parsedSections() []parser.Section {
+	return []parser.Section{
+		parser.Comments, parser.Global, parser.Defaults, parser.Frontends,
+		parser.Backends, parser.Listen, parser.Resolvers, parser.UserList,
+		parser.Peers, parser.Mailers, parser.Cache, parser.Program,
+		parser.HTTPErrors, parser.Ring, parser.LogForward, parser.FCGIApp,
+	}
+}
+
+// parseConfig runs config-parser over cfg. A panic inside config-parser is
+// returned as an error rather than taking the controller down.
+func parseConfig(cfg string) (p parser.Parser, err error) {
+	configParserMu.Lock()
+	defer configParserMu.Unlock()
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = nil, fmt.Errorf("config-parser failed: %v", r)
+		}
+	}()
+	p, err = parser.New(options.String(cfg), options.UseListenSectionParsers)
+	if err != nil {
+		return nil, fmt.Errorf("config-parser: %w", err)
+	}
+	return p, nil
+}
+
+// checkSyntax parses cfg and reports the lines config-parser could not
+// process. A line is a syntax error when config-parser has a parser for its
+// keyword but rejected the line, or when neither config-parser nor HAProxy
+// 2.6 knows its first word. Lines whose keyword config-parser does not model
+// but HAProxy accepts (e.g. "capture request header", or "option" names it
+// does not know) are left to `haproxy -c`, as are conditional-block
+// directives (".if", ".notice", ...), so that valid configurations are not
+// refused here merely because config-parser lags behind HAProxy.
+func checkSyntax(cfg string) (parser.Parser, *configIndex, error) {
+	p, err := parseConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	idx := indexConfig(cfg)
+	var findings []Finding
+	used := make(map[int]bool)
+	for _, sec := range parsedSections() {
+		names, err := p.SectionsGet(sec)
+		if err != nil {
+			continue
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			data, err := p.Get(sec, name, "")
+			if err != nil {
+				if errors.Is(err, parsererrors.ErrFetch) {
+					continue
+				}
+				return nil, nil, fmt.Errorf("config-parser: %s %s: %w", sec, name, err)
+			}
+			lines, _ := data.([]types.UnProcessed)
+			span := idx.section(string(sec), name)
+			for _, u := range lines {
+				msg, bad := judgeUnprocessed(p, sec, u.Value)
+				n := idx.lineOf(span, u.Value, used)
+				if bad {
+					findings = append(findings, Finding{File: render.ConfigFileName, Line: n, Message: msg})
+				}
+			}
+		}
+	}
+	if len(findings) == 0 {
+		return p, idx, nil
+	}
+	sort.SliceStable(findings, func(i, j int) bool { return findings[i].Line < findings[j].Line })
+	return p, idx, &SyntaxError{Findings: findings}
+}
+
+// judgeUnprocessed decides whether an unprocessed line is a syntax error and
+// describes it. Only keywords are repeated, never argument values.
+func judgeUnprocessed(p parser.Parser, sec parser.Section, line string) (string, bool) {
+	words := splitLine(line).words
+	if len(words) == 0 || strings.HasPrefix(words[0], ".") {
+		return "", false
+	}
+	kw := words
+	if kw[0] == "no" && len(kw) > 1 {
+		kw = kw[1:]
+	}
+	for i := min(len(kw), 4); i >= 1; i-- {
+		name := strings.Join(kw[:i], " ")
+		if p.HasParser(sec, name) {
+			return fmt.Sprintf("invalid arguments to '%s'", shorten(name)), true
+		}
+	}
+	if isHAProxyKeyword(words[0]) {
+		return "", false
+	}
+	where := string(sec)
+	if sec == parser.Comments {
+		return fmt.Sprintf("unknown keyword '%s' out of section", shorten(words[0])), true
+	}
+	return fmt.Sprintf("unknown keyword '%s' in '%s' section", shorten(words[0]), where), true
+}
