@@ -1,0 +1,84 @@
+package dryrun
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/store"
+)
+
+// NewStores returns one empty store per watched resource, keyed by store key.
+func NewStores(spec *config.HAProxyTemplateConfigSpec) (map[string]*store.Store, error) {
+	stores := make(map[string]*store.Store, len(spec.WatchedResources))
+	for key, w := range spec.WatchedResources {
+		s, err := store.New(w.IndexBy)
+		if err != nil {
+			return nil, fmt.Errorf("spec.watchedResources[%s].indexBy: %w", key, err)
+		}
+		stores[key] = s
+	}
+	return stores, nil
+}
+
+// ReadOnly returns the stores as the Set templates read.
+func ReadOnly(stores map[string]*store.Store) store.Set {
+	set := make(store.Set, len(stores))
+	for k, s := range stores {
+		set[k] = s
+	}
+	return set
+}
+
+// fixtureStores builds the stores a validation test renders over: every
+// watched resource gets a store, filled with the test's fixtures for it.
+func fixtureStores(spec *config.HAProxyTemplateConfigSpec, test config.ValidationTest) (store.Set, error) {
+	stores, err := NewStores(spec)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, len(test.Fixtures))
+	for k := range test.Fixtures {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		s, ok := stores[key]
+		if !ok {
+			return nil, fmt.Errorf("fixtures[%s]: not a watched resource", key)
+		}
+		for i, raw := range test.Fixtures[key] {
+			obj, err := decodeFixture(raw.Raw, raw.Object)
+			if err != nil {
+				return nil, fmt.Errorf("fixtures[%s][%d]: %w", key, i, err)
+			}
+			if err := s.Add(obj); err != nil {
+				return nil, fmt.Errorf("fixtures[%s][%d]: %w", key, i, err)
+			}
+		}
+	}
+	return ReadOnly(stores), nil
+}
+
+func decodeFixture(raw []byte, obj any) (*unstructured.Unstructured, error) {
+	if raw == nil && obj != nil {
+		var err error
+		if raw, err = json.Marshal(obj); err != nil {
+			return nil, err
+		}
+	}
+	u := &unstructured.Unstructured{}
+	if err := json.Unmarshal(raw, &u.Object); err != nil {
+		return nil, fmt.Errorf("not a JSON object: %w", err)
+	}
+	if u.Object == nil {
+		return nil, fmt.Errorf("empty fixture")
+	}
+	if u.GetName() == "" {
+		return nil, fmt.Errorf("metadata.name is required")
+	}
+	return u, nil
+}
