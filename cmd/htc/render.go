@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/haproxy-template/htc/pkg/dryrun"
+	"github.com/haproxy-template/htc/pkg/haproxy"
+	"github.com/haproxy-template/htc/pkg/render"
+)
+
+func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("render", "htc render -f config.yaml --state PATH... [--out DIR]",
+		"Render an HAProxyTemplateConfig over the objects in the state manifests and print\nthe bundle (haproxy.cfg first, then maps, files and certificates), or write it to\n--out. Paths from pathFor point into --out (or /etc/haproxy when printing).", stdout)
+	var (
+		configPath string
+		state      stringList
+		outDir     string
+	)
+	fs.StringVar(&configPath, "f", "", "HAProxyTemplateConfig file (YAML or JSON)")
+	fs.StringVar(&configPath, "config", "", "same as -f")
+	fs.Var(&state, "state", "manifest file or directory of the cluster state (repeatable)")
+	fs.StringVar(&outDir, "out", "", "write the bundle into this directory instead of printing it")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	o, err := loadOffline(configPath, "haproxy")
+	if err != nil {
+		return err
+	}
+	if err := o.loadState(state); err != nil {
+		return err
+	}
+	base := "/etc/haproxy"
+	if outDir != "" {
+		if base, err = filepath.Abs(outDir); err != nil {
+			return usagef("--out: %v", err)
+		}
+	}
+	bundle, err := o.pipeline.Engine.Render(ctx, render.Input{Stores: dryrun.ReadOnly(o.stores), BaseDir: base})
+	if err != nil {
+		fmt.Fprintf(stderr, "rendering failed: %s\n", dryrun.Reason(err))
+		return rejectedError{}
+	}
+	if outDir != "" {
+		if err := os.MkdirAll(base, 0o755); err != nil {
+			return err
+		}
+		if err := haproxy.WriteBundle(base, bundle); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "wrote %d files to %s\n", len(bundle.AllFiles()), base)
+		return nil
+	}
+	for i, f := range bundle.AllFiles() {
+		if i > 0 {
+			fmt.Fprintf(stdout, "\n# ---- %s ----\n", f.RelPath)
+		} else {
+			fmt.Fprintf(stdout, "# ---- %s ----\n", f.RelPath)
+		}
+		fmt.Fprint(stdout, f.Content)
+	}
+	return nil
+}

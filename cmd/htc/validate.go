@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/haproxy-template/htc/pkg/dryrun"
+)
+
+func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("validate", "htc validate -f config.yaml [--test NAME]... [-o text|json]",
+		"Validate an HAProxyTemplateConfig and run its embedded validation tests.\nExits 0 only when every selected test ran and passed, 1 when one failed,\n2 when the config itself is invalid.", stdout)
+	var (
+		configPath string
+		tests      stringList
+		output     string
+		workers    int
+		timeout    time.Duration
+		haproxy    string
+	)
+	fs.StringVar(&configPath, "f", "", "HAProxyTemplateConfig file (YAML or JSON)")
+	fs.StringVar(&configPath, "config", "", "same as -f")
+	fs.Var(&tests, "test", "run only this test (repeatable, or comma-separated)")
+	fs.StringVar(&output, "o", "text", "output format: text or json")
+	fs.IntVar(&workers, "workers", 2, "tests run in parallel")
+	fs.DurationVar(&timeout, "timeout", dryrun.DefaultTestTimeout, "overall deadline for the test run; tests not finished count as failed")
+	fs.StringVar(&haproxy, "haproxy", envDefault("HTC_HAPROXY", "haproxy"), "haproxy binary used by haproxy_valid assertions (env HTC_HAPROXY)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := oneOf("o", output, "text", "json"); err != nil {
+		return err
+	}
+	o, err := loadOffline(configPath, haproxy)
+	if err != nil {
+		return err
+	}
+	report, err := o.pipeline.Tests.Run(ctx, dryrun.TestOptions{Workers: workers, Timeout: timeout, Only: tests})
+	if err != nil {
+		return usageError{err}
+	}
+	if output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(report); err != nil {
+			return err
+		}
+	} else {
+		printReport(stdout, report)
+	}
+	if !report.OK() {
+		return rejectedError{}
+	}
+	return nil
+}
+
+func printReport(w io.Writer, r *dryrun.TestReport) {
+	for _, res := range r.Results {
+		mark := "PASS"
+		if res.Status != dryrun.TestPassed {
+			mark = "FAIL"
+		}
+		fmt.Fprintf(w, "%s  %s (%s)\n", mark, res.Name, res.Duration.Round(time.Millisecond))
+		if p := res.Problem(); p != "" {
+			fmt.Fprintf(w, "      %s\n", p)
+		}
+	}
+	if len(r.Results) == 0 {
+		fmt.Fprintln(w, "no validation tests in spec.validationTests")
+	}
+	fmt.Fprintf(w, "%d/%d validation tests passed in %s\n", r.Passed, r.Total, r.Duration.Round(time.Millisecond))
+}
