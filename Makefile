@@ -20,7 +20,7 @@ haproxy: ## install haproxy with apt-get when it is missing
 	@command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || { \
 	  echo "installing haproxy with apt-get"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy >/dev/null; }
-	@PATH="$$PATH:/usr/sbin" haproxy -v | head -1
+	@PATH="$$PATH:/usr/sbin" haproxy -v | sed -n 1p
 
 test: haproxy lint ## everything: lint, unit, integration (real haproxy) and CLI tests, with -race
 	PATH="$$PATH:/usr/sbin" $(GO) test -race -count=1 -timeout 30m ./...

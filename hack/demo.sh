@@ -10,8 +10,8 @@ say() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
 say htc validate -f $EX/config.yaml
 "$HTC" validate -f $EX/config.yaml
 
-say "htc render -f $EX/config.yaml --state $EX/state | head -40"
-"$HTC" render -f $EX/config.yaml --state $EX/state | head -40
+say "htc render -f $EX/config.yaml --state $EX/state | sed -n 1,40p"
+"$HTC" render -f $EX/config.yaml --state $EX/state | sed -n 1,40p
 
 say htc check -f $EX/config.yaml --state $EX/state --object $EX/good-ingress.yaml
 "$HTC" check -f $EX/config.yaml --state $EX/state --object $EX/good-ingress.yaml
