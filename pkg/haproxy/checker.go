@@ -92,8 +92,10 @@ func NewChecker(opts Options) (*Checker, error) {
 // HAProxyPath is the absolute path of the haproxy binary the Checker runs.
 func (c *Checker) HAProxyPath() string { return c.haproxyPath }
 
-// Check runs the policy, syntax, schema and semantic phases on b, in that
-// order, and stops at the first that fails. b.BaseDir must be an existing
+// Check runs the policy, syntax, schema and semantic phases on b and
+// reports the first that fails, in that order. Policy runs first and alone;
+// `haproxy -c` (semantic) then runs concurrently with the syntax and schema
+// parsing, and is stopped when one of them fails. b.BaseDir must be an existing
 // directory (normally a Workspace) that b was rendered for; after the policy
 // passes, the bundle is written there (WriteBundle) and `haproxy -c` runs in
 // it.
@@ -130,43 +132,31 @@ func (c *Checker) Check(ctx context.Context, b *render.Bundle) (*Result, error) 
 		return res, fmt.Errorf("check: %w", err)
 	}
 
-	var (
-		p   parser.Parser
-		idx *configIndex
-	)
-	if !c.skipSyntax {
-		if err := ctx.Err(); err != nil {
-			return res, phaseError(phase.Syntax, err)
-		}
-		start = time.Now()
-		p, idx, err = checkSyntax(b.Config)
-		res.Durations[phase.Syntax] = time.Since(start)
-		if err != nil {
-			return res, phaseError(phase.Syntax, err)
-		}
+	// haproxy -c runs while the Go-side syntax and schema phases parse the
+	// same text: the check costs max(parse, haproxy -c), not their sum. The
+	// phases are still reported in order: a syntax or schema failure wins
+	// (and stops haproxy) even when haproxy finished first.
+	semCtx, stopSemantic := context.WithCancel(ctx)
+	defer stopSemantic()
+	type semanticResult struct {
+		warnings []string
+		err      error
+		took     time.Duration
 	}
-	if !c.skipSchema {
-		if err := ctx.Err(); err != nil {
-			return res, phaseError(phase.Schema, err)
-		}
-		start = time.Now()
-		if p == nil {
-			if p, err = parseConfig(b.Config); err != nil {
-				res.Durations[phase.Schema] = time.Since(start)
-				return res, phaseError(phase.Schema, err)
-			}
-			idx = indexConfig(b.Config)
-		}
-		err = checkSchema(ctx, p, idx)
-		res.Durations[phase.Schema] = time.Since(start)
-		if err != nil {
-			return res, phaseError(phase.Schema, err)
-		}
+	semantic := make(chan semanticResult, 1)
+	go func() {
+		start := time.Now()
+		warnings, _, err := c.runHAProxy(semCtx, dir)
+		semantic <- semanticResult{warnings, err, time.Since(start)}
+	}()
+	if err := c.parsePhases(ctx, b, res); err != nil {
+		stopSemantic()
+		<-semantic
+		return res, err
 	}
-
-	start = time.Now()
-	warnings, _, err := c.runHAProxy(ctx, dir)
-	res.Durations[phase.Semantic] = time.Since(start)
+	sr := <-semantic
+	res.Durations[phase.Semantic] = sr.took
+	warnings, err := sr.warnings, sr.err
 	if err != nil {
 		var se *SemanticError
 		if errors.As(err, &se) {
@@ -176,6 +166,47 @@ func (c *Checker) Check(ctx context.Context, b *render.Bundle) (*Result, error) 
 	}
 	res.Warnings = warnings
 	return res, nil
+}
+
+// parsePhases runs the syntax and schema phases (unless skipped), recording
+// their durations in res; it returns the first failure as a *phase.Error.
+func (c *Checker) parsePhases(ctx context.Context, b *render.Bundle, res *Result) error {
+	var err error
+	var (
+		p   parser.Parser
+		idx *configIndex
+	)
+	if !c.skipSyntax {
+		if err := ctx.Err(); err != nil {
+			return phaseError(phase.Syntax, err)
+		}
+		start := time.Now()
+		p, idx, err = checkSyntax(b.Config)
+		res.Durations[phase.Syntax] = time.Since(start)
+		if err != nil {
+			return phaseError(phase.Syntax, err)
+		}
+	}
+	if !c.skipSchema {
+		if err := ctx.Err(); err != nil {
+			return phaseError(phase.Schema, err)
+		}
+		start := time.Now()
+		if p == nil {
+			if p, err = parseConfig(b.Config); err != nil {
+				res.Durations[phase.Schema] = time.Since(start)
+				return phaseError(phase.Schema, err)
+			}
+			idx = indexConfig(b.Config)
+		}
+		err = checkSchema(ctx, p, idx)
+		res.Durations[phase.Schema] = time.Since(start)
+		if err != nil {
+			return phaseError(phase.Schema, err)
+		}
+	}
+
+	return nil
 }
 
 // phaseError wraps err as a failure of ph with a capped reason.
