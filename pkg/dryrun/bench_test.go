@@ -139,4 +139,3 @@ func BenchmarkAdmission(b *testing.B) {
 		})
 	}
 }
-
