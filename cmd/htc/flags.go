@@ -44,8 +44,7 @@ func newFlagSet(name, synopsis, description string, w io.Writer) *flag.FlagSet {
 func parse(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fs.Usage()
-			return errHelp
+			return errHelp // the flag package already printed the usage
 		}
 		return usageError{fmt.Errorf("%w (see 'htc %s --help')", err, fs.Name())}
 	}

@@ -7,7 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
+
+	"github.com/haproxy-template/htc/pkg/config"
 )
 
 // TestCRDIsCurrent regenerates the CRD from the Go types and fails when the
@@ -36,4 +40,32 @@ func moduleRoot(t *testing.T) string {
 	b, err := exec.Command("go", "env", "GOMOD").Output()
 	require.NoError(t, err)
 	return filepath.Dir(strings.TrimSpace(string(b)))
+}
+
+// TestCRDServesTheGoVersion guards the group, version and names the CRD
+// serves against the constants the code uses (controller-gen takes the
+// version from a marker, not from the constants).
+func TestCRDServesTheGoVersion(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(moduleRoot(t), "charts", "htc", "crds", "haproxy-template.io_haproxytemplateconfigs.yaml"))
+	require.NoError(t, err)
+	var crd struct {
+		Spec struct {
+			Group string
+			Names struct{ Kind, Plural string }
+			Scope string
+			Versions []struct {
+				Name            string
+				Served, Storage bool
+			}
+		}
+	}
+	require.NoError(t, yaml.Unmarshal(b, &crd))
+	assert.Equal(t, config.Group, crd.Spec.Group)
+	assert.Equal(t, config.Kind, crd.Spec.Names.Kind)
+	assert.Equal(t, config.Resource, crd.Spec.Names.Plural)
+	assert.Equal(t, "Namespaced", crd.Spec.Scope)
+	require.Len(t, crd.Spec.Versions, 1)
+	assert.Equal(t, config.Version, crd.Spec.Versions[0].Name)
+	assert.True(t, crd.Spec.Versions[0].Served)
+	assert.True(t, crd.Spec.Versions[0].Storage)
 }

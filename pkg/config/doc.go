@@ -4,4 +4,5 @@
 //
 // +kubebuilder:object:generate=true
 // +groupName=haproxy-template.io
+// +versionName=v1alpha1
 package config
