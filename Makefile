@@ -22,8 +22,11 @@ haproxy: ## install haproxy with apt-get when it is missing
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy >/dev/null; }
 	@PATH="$$PATH:/usr/sbin" haproxy -v | sed -n 1p
 
-test: haproxy lint ## everything: lint, unit, integration (real haproxy) and CLI tests, with -race
+test: haproxy lint ## everything: lint, unit, integration (real haproxy), CLI and e2e (test/e2e) tests, with -race
 	PATH="$$PATH:/usr/sbin" $(GO) test -race -count=1 -timeout 30m ./...
+
+e2e: haproxy ## only the end-to-end suite: kube-apiserver + etcd on 127.0.0.1, the controller, kubectl denials (assets build once, ~5 min)
+	PATH="$$PATH:/usr/sbin" $(GO) test -race -count=1 -v -timeout 20m ./test/e2e/
 
 bench: haproxy ## benchmarks (benchstat-friendly); BENCH=regexp, COUNT=n
 	PATH="$$PATH:/usr/sbin" $(GO) test -run '^$$' -bench '$(or $(BENCH),.)' -benchmem -count $(or $(COUNT),1) -benchtime $(or $(BENCHTIME),3x) -timeout 60m ./...

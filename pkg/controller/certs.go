@@ -1,0 +1,132 @@
+package controller
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/haproxy-template/htc/pkg/webhook"
+)
+
+var secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+
+// certSource is the webhook's serving certificate: a CertWatcher over files
+// (polled), or one fed from a watched Secret. Until a certificate is loaded,
+// TLS handshakes fail and /readyz says so.
+type certSource struct {
+	log *slog.Logger
+	w   atomic.Pointer[webhook.CertWatcher]
+	mu  sync.Mutex // serialises creating the watcher from a Secret
+}
+
+func (s *certSource) loaded() bool { return s.w.Load() != nil }
+
+func (s *certSource) notAfter() time.Time {
+	if w := s.w.Load(); w != nil {
+		return w.NotAfter()
+	}
+	return time.Time{}
+}
+
+func (s *certSource) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	w := s.w.Load()
+	if w == nil {
+		return nil, errors.New("no serving certificate loaded yet")
+	}
+	return w.GetCertificate(hello)
+}
+
+// start loads the certificate files (failing when they do not load) and
+// polls them, or starts watching the Secret.
+func (s *certSource) start(ctx context.Context, opts Options, dyn dynamic.Interface, spawn func(string, func() error)) error {
+	wopts := webhook.CertWatcherOptions{Logger: s.log}
+	if opts.CertFile != "" {
+		w, err := webhook.NewCertWatcher(opts.CertFile, opts.KeyFile, wopts)
+		if err != nil {
+			return err
+		}
+		s.w.Store(w)
+		spawn("certificate watcher", func() error { return w.Run(ctx) })
+		return nil
+	}
+	ns, name, err := splitSecret(opts.CertSecret)
+	if err != nil {
+		return err
+	}
+	log := s.log.With("secret", opts.CertSecret)
+	inf := dynamicinformer.NewFilteredDynamicInformer(dyn, secretsGVR, ns, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+	})
+	handle := func(obj any) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		certPEM, keyPEM, err := tlsData(u)
+		if err != nil {
+			log.Error("webhook certificate Secret unusable", "error", err)
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if w := s.w.Load(); w != nil {
+			_ = w.Update(certPEM, keyPEM) // logs its own error
+			return
+		}
+		w, err := webhook.NewCertWatcherFromPEM(certPEM, keyPEM, wopts)
+		if err != nil {
+			log.Error("webhook certificate Secret does not load", "error", err)
+			return
+		}
+		s.w.Store(w)
+	}
+	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    handle,
+		UpdateFunc: func(_, obj any) { handle(obj) },
+		DeleteFunc: func(any) { log.Warn("webhook certificate Secret deleted; keeping the current certificate") },
+	}); err != nil {
+		return err
+	}
+	log.Info("waiting for the webhook certificate Secret")
+	spawn("certificate secret informer", func() error { inf.Informer().RunWithContext(ctx); return nil })
+	return nil
+}
+
+// tlsData returns the PEM certificate and key of a kubernetes.io/tls Secret.
+func tlsData(u *unstructured.Unstructured) ([]byte, []byte, error) {
+	data, _, _ := unstructured.NestedStringMap(u.Object, "data")
+	get := func(k string) ([]byte, error) {
+		v, ok := data[k]
+		if !ok || v == "" {
+			return nil, fmt.Errorf("no %s", k)
+		}
+		b, err := base64.StdEncoding.DecodeString(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		return b, nil
+	}
+	certPEM, err := get("tls.crt")
+	if err != nil {
+		return nil, nil, err
+	}
+	keyPEM, err := get("tls.key")
+	if err != nil {
+		return nil, nil, err
+	}
+	return certPEM, keyPEM, nil
+}

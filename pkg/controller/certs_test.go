@@ -1,0 +1,97 @@
+package controller
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"log/slog"
+	"math/big"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func selfSigned(t *testing.T, notAfter time.Time) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: notAfter,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	kder, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+}
+
+func tlsSecret(certPEM, keyPEM []byte) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+		"metadata": map[string]any{"namespace": "htc-system", "name": "webhook-tls"},
+		"data": map[string]any{
+			"tls.crt": base64.StdEncoding.EncodeToString(certPEM),
+			"tls.key": base64.StdEncoding.EncodeToString(keyPEM),
+		},
+	}}
+}
+
+// TestCertSourceFromSecret loads the serving certificate from a Secret and
+// follows its rotation.
+func TestCertSourceFromSecret(t *testing.T) {
+	first := time.Now().Add(24 * time.Hour).Truncate(time.Second)
+	dyn := fakeClient(tlsSecret(selfSigned(t, first)))
+	s := &certSource{log: slog.New(slog.DiscardHandler)}
+	var wg sync.WaitGroup
+	spawn := func(_ string, f func() error) {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = f() }()
+	}
+	t.Cleanup(wg.Wait) // t.Context() is cancelled before cleanups run
+	ctx := t.Context()
+	require.False(t, s.loaded())
+	_, err := s.getCertificate(nil)
+	require.Error(t, err, "no certificate before the Secret is read")
+
+	require.NoError(t, s.start(ctx, Options{CertSecret: "htc-system/webhook-tls"}, dyn, spawn))
+	require.Eventually(t, s.loaded, 10*time.Second, 10*time.Millisecond)
+	assert.True(t, s.notAfter().Equal(first), "%s != %s", s.notAfter(), first)
+	c, err := s.getCertificate(nil)
+	require.NoError(t, err)
+	require.NotNil(t, c)
+
+	second := time.Now().Add(48 * time.Hour).Truncate(time.Second)
+	rotated := tlsSecret(selfSigned(t, second))
+	rotated.SetResourceVersion("2")
+	_, err = dyn.Resource(secretsGVR).Namespace("htc-system").Update(ctx, rotated, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return s.notAfter().Equal(second) }, 10*time.Second, 10*time.Millisecond, "rotation not picked up")
+
+	m := newMetrics(s.notAfter)
+	mf, err := m.reg.Gather()
+	require.NoError(t, err)
+	var expiry float64
+	for _, f := range mf {
+		if f.GetName() == "htc_webhook_certificate_expiry_seconds" {
+			expiry = f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	assert.InDelta(t, 48*3600, expiry, 120)
+}
+
+func TestTLSData(t *testing.T) {
+	_, _, err := tlsData(&unstructured.Unstructured{Object: map[string]any{"data": map[string]any{"tls.crt": "eA=="}}})
+	assert.ErrorContains(t, err, "no tls.key")
+	_, _, err = tlsData(&unstructured.Unstructured{Object: map[string]any{"data": map[string]any{"tls.crt": "!!", "tls.key": "eA=="}}})
+	assert.ErrorContains(t, err, "tls.crt")
+}

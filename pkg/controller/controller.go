@@ -1,0 +1,617 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/config/validation"
+	"github.com/haproxy-template/htc/pkg/dryrun"
+	"github.com/haproxy-template/htc/pkg/haproxy"
+	"github.com/haproxy-template/htc/pkg/phase"
+	"github.com/haproxy-template/htc/pkg/store"
+	"github.com/haproxy-template/htc/pkg/webhook"
+)
+
+// Defaults of Options.
+const (
+	DefaultWebhookAddr = webhook.DefaultAddr
+	DefaultMetricsAddr = ":9090"
+	DefaultHealthAddr  = ":8081"
+)
+
+// Options configure Run.
+type Options struct {
+	// Kubeconfig is the kubeconfig file; empty means in-cluster, then the
+	// default loading rules ($KUBECONFIG, ~/.kube/config).
+	Kubeconfig string
+	// ConfigNamespace and ConfigName name the HAProxyTemplateConfig; required.
+	ConfigNamespace, ConfigName string
+	// WebhookAddr is the HTTPS listen address of /validate; empty means ":9443".
+	WebhookAddr string
+	// CertFile and KeyFile are the serving certificate and key, reread when
+	// they change. Either these or CertSecret is required.
+	CertFile, KeyFile string
+	// CertSecret ("namespace/name") is a kubernetes.io/tls Secret holding the
+	// serving certificate (tls.crt, tls.key), watched for rotation.
+	CertSecret string
+	// ClientCAFile, when set, makes the webhook require a client certificate
+	// signed by one of its CAs.
+	ClientCAFile string
+	// MetricsAddr serves /metrics; empty disables the metrics server.
+	MetricsAddr string
+	// HealthAddr serves /healthz and /readyz; empty disables the health server.
+	HealthAddr string
+	// HAProxyPath is the haproxy binary (default "haproxy" from PATH).
+	HAProxyPath string
+	// Logger receives structured logs; nil discards.
+	Logger *slog.Logger
+	// RESTConfig, when set, is used instead of loading Kubeconfig (tests).
+	RESTConfig *rest.Config
+	// OnListening, when set, is called with the webhook's listen address once
+	// it accepts connections (tests that listen on port 0).
+	OnListening func(addr net.Addr)
+}
+
+// Validate checks the options that need no I/O.
+func (o *Options) Validate() error {
+	var problems []string
+	if o.ConfigNamespace == "" {
+		problems = append(problems, "the config namespace is required")
+	}
+	if o.ConfigName == "" {
+		problems = append(problems, "the config name is required")
+	}
+	files := o.CertFile != "" || o.KeyFile != ""
+	switch {
+	case files && o.CertSecret != "":
+		problems = append(problems, "set either a certificate and key file or a certificate Secret, not both")
+	case files && (o.CertFile == "" || o.KeyFile == ""):
+		problems = append(problems, "the certificate file and the key file must be set together")
+	case !files && o.CertSecret == "":
+		problems = append(problems, "a serving certificate is required (certificate and key files, or a Secret)")
+	}
+	if o.CertSecret != "" {
+		if _, _, err := splitSecret(o.CertSecret); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+func splitSecret(s string) (string, string, error) {
+	ns, name, ok := strings.Cut(s, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return "", "", fmt.Errorf("certificate Secret %q is not namespace/name", s)
+	}
+	return ns, name, nil
+}
+
+// controller is the state of one Run.
+type controller struct {
+	opts      Options
+	log       *slog.Logger
+	dyn       dynamic.Interface
+	mapper    meta.RESTMapper
+	validator *dryrun.DryRunValidator
+	registry  *webhook.Registry
+	metrics   *metrics
+	certs     *certSource
+	tempDir   string
+
+	synced atomic.Bool // the stores of a good config synced; admissions served
+
+	checkersMu sync.Mutex
+	checkers   map[string]*haproxy.Checker
+
+	// owned by the config loop
+	watchers map[watchSpec]*watcher
+	lastRV   string
+	applied  *config.HAProxyTemplateConfig
+}
+
+// Run runs the controller until ctx is cancelled: it serves the webhook,
+// health and metrics, watches its config and the resources the config
+// names. It returns nil after a clean shutdown, or the first fatal error
+// (bad options, an address already in use, an unreadable certificate).
+func Run(ctx context.Context, opts Options) error {
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	restCfg := opts.RESTConfig
+	if restCfg == nil {
+		var err error
+		if restCfg, err = clientcmd.BuildConfigFromFlags("", opts.Kubeconfig); err != nil {
+			return fmt.Errorf("loading the kubeconfig: %w", err)
+		}
+	}
+	restCfg = rest.CopyConfig(restCfg)
+	if restCfg.QPS == 0 {
+		restCfg.QPS, restCfg.Burst = 50, 100
+	}
+	restCfg.UserAgent = "htc-controller"
+	dyn, err := dynamic.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("creating the dynamic client: %w", err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("creating the discovery client: %w", err)
+	}
+	var clientCA []byte
+	if opts.ClientCAFile != "" {
+		if clientCA, err = os.ReadFile(opts.ClientCAFile); err != nil {
+			return fmt.Errorf("reading the client CA: %w", err)
+		}
+	}
+	tempDir, err := os.MkdirTemp("", "htc-controller-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tempDir)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	c := newController(opts, log, dyn, webhook.NewDiscoveryRESTMapper(dc), tempDir)
+
+	var wg sync.WaitGroup
+	errc := make(chan error, 8)
+	spawn := func(name string, f func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(); err != nil {
+				errc <- fmt.Errorf("%s: %w", name, err)
+				cancel()
+			}
+		}()
+	}
+	defer wg.Wait()
+	defer cancel()
+
+	if err := c.certs.start(ctx, opts, dyn, spawn); err != nil {
+		return err
+	}
+
+	handler := webhook.NewHandler(webhook.HandlerOptions{Registry: c.registry, Logger: log, Observer: c.metrics.observer()})
+	srv, err := webhook.NewServer(webhook.ServerOptions{
+		Addr:           orString(opts.WebhookAddr, DefaultWebhookAddr),
+		Handler:        &gate{ready: &c.synced, next: handler, obs: c.metrics.observer()},
+		GetCertificate: c.certs.getCertificate,
+		ClientCAPEM:    clientCA,
+		Logger:         log,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", srv.Addr())
+	if err != nil {
+		return fmt.Errorf("webhook: %w", err)
+	}
+	log.Info("webhook listening", "addr", ln.Addr().String())
+	spawn("webhook", func() error { return srv.Serve(ctx, ln) })
+	if opts.OnListening != nil {
+		opts.OnListening(ln.Addr())
+	}
+
+	if opts.HealthAddr != "" {
+		mux := http.NewServeMux()
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+		mux.HandleFunc("/readyz", c.readyz)
+		if err := serveHTTP(ctx, "health", opts.HealthAddr, mux, log, spawn); err != nil {
+			return err
+		}
+	}
+	if opts.MetricsAddr != "" {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(c.metrics.reg, promhttp.HandlerOpts{Registry: c.metrics.reg}))
+		if err := serveHTTP(ctx, "metrics", opts.MetricsAddr, mux, log, spawn); err != nil {
+			return err
+		}
+	}
+
+	spawn("config", func() error { c.configLoop(ctx); return nil })
+
+	<-ctx.Done()
+	log.Info("controller shutting down")
+	cancel()
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return err
+	default:
+		return nil
+	}
+}
+
+func newController(opts Options, log *slog.Logger, dyn dynamic.Interface, mapper meta.RESTMapper, tempDir string) *controller {
+	c := &controller{
+		opts:      opts,
+		log:       log,
+		dyn:       dyn,
+		mapper:    mapper,
+		validator: dryrun.NewDryRunValidator(nil),
+		registry:  &webhook.Registry{},
+		tempDir:   tempDir,
+		checkers:  map[string]*haproxy.Checker{},
+		watchers:  map[watchSpec]*watcher{},
+		certs:     &certSource{log: log},
+	}
+	c.metrics = newMetrics(c.certs.notAfter)
+	return c
+}
+
+// readyz answers 200 once the stores synced and a certificate is loaded.
+func (c *controller) readyz(w http.ResponseWriter, _ *http.Request) {
+	switch {
+	case !c.certs.loaded():
+		http.Error(w, "no serving certificate loaded yet", http.StatusServiceUnavailable)
+	case !c.synced.Load():
+		http.Error(w, "stores not synced yet", http.StatusServiceUnavailable)
+	default:
+		_, _ = w.Write([]byte("ok"))
+	}
+}
+
+// serveHTTP listens on addr and serves h until ctx is cancelled.
+func serveHTTP(ctx context.Context, name, addr string, h http.Handler, log *slog.Logger, spawn func(string, func() error)) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	log.Info(name+" server listening", "addr", ln.Addr().String())
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
+	spawn(name, func() error {
+		errc := make(chan error, 1)
+		go func() { errc <- srv.Serve(ln) }()
+		select {
+		case err := <-errc:
+			return err
+		case <-ctx.Done():
+		}
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		<-errc
+		return nil
+	})
+	return nil
+}
+
+func orString(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// checker returns a Checker allowing these directives, shared by every
+// pipeline with the same list (so its bound on parallel haproxy runs holds).
+func (c *controller) checker(allowed []string) (*haproxy.Checker, error) {
+	key := strings.Join(allowed, "\x00")
+	c.checkersMu.Lock()
+	defer c.checkersMu.Unlock()
+	if ch, ok := c.checkers[key]; ok {
+		return ch, nil
+	}
+	ch, err := haproxy.NewChecker(haproxy.Options{HAProxyPath: c.opts.HAProxyPath, AllowedDirectives: allowed})
+	if err != nil {
+		return nil, err
+	}
+	c.checkers[key] = ch
+	return ch, nil
+}
+
+// configLoop watches the HAProxyTemplateConfig and applies each new version.
+func (c *controller) configLoop(ctx context.Context) {
+	latest := &latestObject{ch: make(chan struct{}, 1)}
+	name := c.opts.ConfigName
+	inf := dynamicinformer.NewFilteredDynamicInformer(c.dyn, config.GroupVersion.WithResource(config.Resource),
+		c.opts.ConfigNamespace, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+		})
+	log := c.log.With("config", c.opts.ConfigNamespace+"/"+c.opts.ConfigName)
+	_, _ = inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { latest.set(obj) },
+		UpdateFunc: func(_, obj any) { latest.set(obj) },
+		DeleteFunc: func(any) {
+			log.Warn("the HAProxyTemplateConfig was deleted; keeping the last good configuration")
+		},
+	})
+	_ = inf.Informer().SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+		log.Warn("watching the HAProxyTemplateConfig failed, retrying", "error", err)
+	})
+	done := make(chan struct{})
+	go func() { defer close(done); inf.Informer().RunWithContext(ctx) }()
+	defer func() {
+		<-done
+		for _, w := range c.watchers {
+			w.stop()
+		}
+	}()
+	log.Info("waiting for the HAProxyTemplateConfig")
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-latest.ch:
+		}
+		if u := latest.take(); u != nil {
+			c.apply(ctx, u, latest, log)
+		}
+	}
+}
+
+// latestObject keeps only the newest object; ch signals that one is waiting.
+type latestObject struct {
+	mu  sync.Mutex
+	obj *unstructured.Unstructured
+	ch  chan struct{}
+}
+
+func (l *latestObject) set(obj any) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	l.obj = u
+	l.mu.Unlock()
+	select {
+	case l.ch <- struct{}{}:
+	default:
+	}
+}
+
+func (l *latestObject) take() *unstructured.Unstructured {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	u := l.obj
+	l.obj = nil
+	return u
+}
+
+func (l *latestObject) pending() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.obj != nil
+}
+
+// apply loads one version of the config. A config that does not decode,
+// validate or build is logged and the last good one keeps serving.
+func (c *controller) apply(ctx context.Context, u *unstructured.Unstructured, latest *latestObject, log *slog.Logger) {
+	rv := u.GetResourceVersion()
+	if rv != "" && rv == c.lastRV {
+		return
+	}
+	c.lastRV = rv
+	log = log.With("resourceVersion", rv)
+	fail := func(result, msg string, args ...any) {
+		c.metrics.reloads.WithLabelValues(result).Inc()
+		log.Error(msg, args...)
+		if c.applied != nil {
+			log.Warn("keeping the last good configuration", "resourceVersion", c.applied.ResourceVersion)
+		}
+	}
+	cfg, err := config.FromUnstructured(u)
+	if err != nil {
+		fail("invalid", "the HAProxyTemplateConfig does not decode", "error", err)
+		return
+	}
+	if errs := validation.Validate(cfg); len(errs) > 0 {
+		fail("invalid", "the HAProxyTemplateConfig is invalid", "error", errs.ToAggregate().Error())
+		return
+	}
+	if c.applied != nil && c.applied.Spec.Hash() == cfg.Spec.Hash() {
+		log.Debug("the HAProxyTemplateConfig changed outside its spec; nothing to reload")
+		c.applied = cfg
+		return
+	}
+	checker, err := c.checker(cfg.Spec.AllowedDirectives)
+	if err != nil {
+		fail("error", "creating the HAProxy checker", "error", err)
+		return
+	}
+	pipeline, err := dryrun.NewPipeline(cfg, checker, c.tempDir)
+	if err != nil {
+		fail("invalid", "building the pipeline", "error", err)
+		return
+	}
+	plan, err := watchPlan(&cfg.Spec)
+	if err != nil {
+		fail("invalid", "the watched resources are invalid", "error", err)
+		return
+	}
+	for key, spec := range plan {
+		if _, ok := c.watchers[spec]; ok {
+			continue
+		}
+		w, err := startWatcher(ctx, c.dyn, spec, cfg.Spec.WatchedResources[key].IndexBy, c.log)
+		if err != nil {
+			fail("error", "starting an informer", "store", key, "error", err)
+			return
+		}
+		log.Info("watching", "store", key, "resource", spec.String())
+		c.watchers[spec] = w
+	}
+	if !c.waitSynced(ctx, plan, latest, log) {
+		return
+	}
+	// Warm the test cache before the pipeline goes live, so no admission
+	// pays for the tests (they depend on the config only, not the stores).
+	start := time.Now()
+	report, _, err := c.validator.Tests.Run(ctx, pipeline, dryrun.TestOptions{Workers: 1})
+	switch {
+	case err != nil:
+		log.Warn("running the embedded validation tests failed", "error", err)
+	case report.Err() != nil:
+		log.Warn("the embedded validation tests of the live configuration fail; every admission will be denied", "reason", report.Err().Error())
+	default:
+		log.Info("embedded validation tests passed", "tests", report.Total, "duration", time.Since(start).Round(time.Millisecond))
+	}
+
+	state := &dryrun.State{Pipeline: pipeline, Stores: make(map[string]*store.Store, len(plan))}
+	for key, spec := range plan {
+		state.Stores[key] = c.watchers[spec].store
+	}
+	c.validator.SetState(state)
+
+	c.registry.Set(c.validators(&cfg.Spec, log))
+	for spec, w := range c.watchers {
+		if !inPlan(plan, spec) {
+			log.Info("no longer watching", "resource", spec.String())
+			w.stop()
+			delete(c.watchers, spec)
+		}
+	}
+	c.applied = cfg
+	c.metrics.reloads.WithLabelValues("applied").Inc()
+	if !c.synced.Swap(true) {
+		c.metrics.ready.Set(1)
+	}
+	counts := make([]any, 0, 2*len(state.Stores))
+	for key, s := range state.Stores {
+		counts = append(counts, "store."+key, s.Len())
+	}
+	log.Info("configuration applied; serving admissions", append(counts, "gvks", c.registry.GVKs())...)
+}
+
+func inPlan(plan map[string]watchSpec, spec watchSpec) bool {
+	for _, s := range plan {
+		if s == spec {
+			return true
+		}
+	}
+	return false
+}
+
+// waitSynced waits until every informer of plan synced. It gives up (false)
+// when ctx ends or a newer config is waiting, which is applied next.
+func (c *controller) waitSynced(ctx context.Context, plan map[string]watchSpec, latest *latestObject, log *slog.Logger) bool {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	start := time.Now()
+	nextLog := start.Add(10 * time.Second)
+	for {
+		var waiting []string
+		for key, spec := range plan {
+			if !c.watchers[spec].synced() {
+				waiting = append(waiting, key)
+			}
+		}
+		if len(waiting) == 0 {
+			log.Info("stores synced", "duration", time.Since(start).Round(time.Millisecond))
+			return true
+		}
+		if time.Now().After(nextLog) {
+			log.Warn("still waiting for stores to sync", "stores", waiting)
+			nextLog = time.Now().Add(10 * time.Second)
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+		if latest.pending() {
+			log.Info("a newer configuration arrived while waiting for stores to sync")
+			return false
+		}
+	}
+}
+
+// validators returns the webhook validators of spec's rules.
+func (c *controller) validators(spec *config.HAProxyTemplateConfigSpec, log *slog.Logger) map[string]webhook.Validator {
+	rules, errs := webhook.Rules(spec, c.mapper)
+	for _, err := range errs {
+		log.Error("webhook rule not registered", "error", err)
+	}
+	out := make(map[string]webhook.Validator, len(rules))
+	for _, r := range rules {
+		if r.StoreKey == "" {
+			out[r.GVKString] = webhook.ValidatorFunc(c.validateConfig)
+			continue
+		}
+		out[r.GVKString] = webhook.ValidatorFunc(c.validateResource)
+	}
+	return out
+}
+
+// validateResource is the validator of a watched resource.
+func (c *controller) validateResource(ctx context.Context, req dryrun.Request) dryrun.Decision {
+	start := time.Now()
+	d := c.validator.ValidateDirect(ctx, req)
+	c.observe(d, start)
+	return d
+}
+
+// validateConfig is the validator of HAProxyTemplateConfig objects: the
+// proposed config is decoded, validated (denied with its field errors),
+// built into a pipeline and rendered over the actual stores, checked and
+// its tests run (dryrun.DryRunValidator.ValidateConfig).
+func (c *controller) validateConfig(ctx context.Context, req dryrun.Request) dryrun.Decision {
+	start := time.Now()
+	d := c.decideConfig(ctx, req)
+	c.observe(d, start)
+	return d
+}
+
+const configPhase phase.Phase = "config"
+
+func (c *controller) decideConfig(ctx context.Context, req dryrun.Request) dryrun.Decision {
+	if req.Object == nil {
+		return dryrun.Decision{Allowed: true}
+	}
+	cfg, err := config.FromUnstructured(req.Object)
+	if err != nil {
+		return dryrun.Decision{Reason: err.Error(), Phase: configPhase, Err: err}
+	}
+	if errs := validation.Validate(cfg); len(errs) > 0 {
+		err := errs.ToAggregate()
+		return dryrun.Decision{Reason: err.Error(), Phase: configPhase, Err: err}
+	}
+	checker, err := c.checker(cfg.Spec.AllowedDirectives)
+	if err != nil {
+		return dryrun.Decision{Reason: "the controller cannot check configurations: " + err.Error(), Phase: phase.Semantic, Err: err}
+	}
+	pipeline, err := dryrun.NewPipeline(cfg, checker, c.tempDir)
+	if err != nil {
+		return dryrun.Decision{Reason: err.Error(), Phase: phase.Render, Err: err}
+	}
+	return c.validator.ValidateConfig(ctx, pipeline)
+}
+
+func (c *controller) observe(d dryrun.Decision, start time.Time) {
+	c.metrics.validation.WithLabelValues(phaseLabel(string(d.Phase))).Observe(time.Since(start).Seconds())
+	if d.TestsCached {
+		c.metrics.testHits.Inc()
+	}
+}

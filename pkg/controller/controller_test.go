@@ -1,0 +1,334 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/dryrun"
+	"github.com/haproxy-template/htc/pkg/store"
+	"github.com/haproxy-template/htc/pkg/webhook"
+)
+
+var (
+	servicesGVR  = schema.GroupVersionResource{Version: "v1", Resource: "services"}
+	ingressesGVR = schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"}
+	configGVR    = config.GroupVersion.WithResource(config.Resource)
+	cmGVR        = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+)
+
+func TestOptionsValidate(t *testing.T) {
+	ok := Options{ConfigNamespace: "ns", ConfigName: "n", CertFile: "c", KeyFile: "k"}
+	require.NoError(t, ok.Validate())
+	secret := Options{ConfigNamespace: "ns", ConfigName: "n", CertSecret: "ns/s"}
+	require.NoError(t, secret.Validate())
+
+	for name, tc := range map[string]struct {
+		opts Options
+		want string
+	}{
+		"no namespace":     {Options{ConfigName: "n", CertSecret: "a/b"}, "config namespace is required"},
+		"no name":          {Options{ConfigNamespace: "ns", CertSecret: "a/b"}, "config name is required"},
+		"no certificate":   {Options{ConfigNamespace: "ns", ConfigName: "n"}, "serving certificate is required"},
+		"cert without key": {Options{ConfigNamespace: "ns", ConfigName: "n", CertFile: "c"}, "must be set together"},
+		"both sources":     {Options{ConfigNamespace: "ns", ConfigName: "n", CertFile: "c", KeyFile: "k", CertSecret: "a/b"}, "not both"},
+		"bad secret":       {Options{ConfigNamespace: "ns", ConfigName: "n", CertSecret: "nope"}, "not namespace/name"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := tc.opts.Validate()
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func TestGateDeniesUntilReady(t *testing.T) {
+	var ready atomic.Bool
+	next := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) })
+	var observed []webhook.Outcome
+	g := &gate{ready: &ready, next: next, obs: webhook.ObserverFuncs{OnObserve: func(o webhook.Outcome) { observed = append(observed, o) }}}
+
+	review := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-1","kind":{"group":"networking.k8s.io","version":"v1","kind":"Ingress"},"operation":"CREATE","object":{}}}`
+	rec := httptest.NewRecorder()
+	g.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/validate", strings.NewReader(review)))
+	require.Equal(t, http.StatusOK, rec.Code)
+	var got admissionv1.AdmissionReview
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
+	require.NotNil(t, got.Response)
+	assert.Equal(t, "u-1", string(got.Response.UID))
+	assert.False(t, got.Response.Allowed)
+	assert.Equal(t, StartingReason, got.Response.Result.Message)
+	require.Len(t, observed, 1)
+	assert.Equal(t, webhook.ResultDenied, observed[0].Result)
+	assert.Equal(t, "networking.k8s.io/v1.Ingress", observed[0].GVK)
+
+	rec = httptest.NewRecorder()
+	g.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/validate", strings.NewReader(`{"request":{}}`)))
+	assert.Equal(t, http.StatusBadRequest, rec.Code)
+	rec = httptest.NewRecorder()
+	g.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/validate", nil))
+	assert.Equal(t, http.StatusMethodNotAllowed, rec.Code)
+
+	ready.Store(true)
+	rec = httptest.NewRecorder()
+	g.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/validate", strings.NewReader(review)))
+	assert.Equal(t, http.StatusTeapot, rec.Code, "once ready, requests go to the webhook handler")
+}
+
+func TestStoreSinkSkipsUnchangedResourceVersion(t *testing.T) {
+	st, err := store.New([]string{"metadata.namespace", "metadata.name"})
+	require.NoError(t, err)
+	sink := &storeSink{store: st, log: slog.New(slog.DiscardHandler)}
+	a := svc("default", "a", "1")
+	sink.add(a)
+	same := svc("default", "a", "1")
+	same.SetLabels(map[string]string{"changed": "but same resourceVersion"})
+	sink.update(a, same)
+	got, ok := st.ByName("default", "a")
+	require.True(t, ok)
+	assert.Empty(t, got.GetLabels(), "an update with the same resourceVersion is a resync and is skipped")
+
+	newer := svc("default", "a", "2")
+	newer.SetLabels(map[string]string{"v": "2"})
+	sink.update(a, newer)
+	got, _ = st.ByName("default", "a")
+	assert.Equal(t, "2", got.GetLabels()["v"])
+
+	sink.delete(newer)
+	assert.Equal(t, 0, st.Len())
+}
+
+func TestWatchSpecIncludesSelectorAndIndex(t *testing.T) {
+	base := config.WatchedResource{APIVersion: "v1", Resources: "services", IndexBy: []string{"metadata.namespace"}}
+	a, err := specFor(base)
+	require.NoError(t, err)
+	sel := base
+	sel.LabelSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}
+	b, err := specFor(sel)
+	require.NoError(t, err)
+	idx := base
+	idx.IndexBy = []string{"metadata.name"}
+	c, err := specFor(idx)
+	require.NoError(t, err)
+	assert.NotEqual(t, a, b)
+	assert.NotEqual(t, a, c)
+	assert.Equal(t, "app=x", b.selector)
+	_, err = specFor(config.WatchedResource{APIVersion: "a/b/c", Resources: "x"})
+	assert.Error(t, err)
+}
+
+func svc(ns, name, rv string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Service",
+		"metadata": map[string]any{"namespace": ns, "name": name, "resourceVersion": rv},
+		"spec":     map[string]any{"ports": []any{map[string]any{"name": "http", "port": int64(80)}}},
+	}}
+	return u
+}
+
+func ingressObj(name, service string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+		"metadata": map[string]any{"namespace": "default", "name": name},
+		"spec": map[string]any{"rules": []any{map[string]any{
+			"host": name + ".example.com",
+			"http": map[string]any{"paths": []any{map[string]any{
+				"path": "/", "pathType": "Prefix",
+				"backend": map[string]any{"service": map[string]any{"name": service, "port": map[string]any{"number": int64(80)}}},
+			}}},
+		}}},
+	}}
+}
+
+// smallConfig is a config over ingresses and services whose Ingress must
+// name an existing Service; with maintenance it also watches ConfigMaps.
+func smallConfig(t *testing.T, maintenance bool) *unstructured.Unstructured {
+	t.Helper()
+	tpl := `global
+  maxconn 100
+defaults
+  mode http
+  timeout connect 5s
+  timeout client 5s
+  timeout server 5s
+frontend f
+  bind :8080
+  default_backend none
+backend none
+{{- range $i := .resources.ingresses.List }}{{ range $r := $i.spec.rules }}{{ range $p := $r.http.paths }}
+{{- if not ($.resources.services.Get $i.metadata.namespace $p.backend.service.name) }}{{ fail (printf "Service '%s' not found" $p.backend.service.name) }}{{ end }}
+{{- end }}{{ end }}{{ end }}
+`
+	watched := map[string]any{
+		"ingresses": map[string]any{"apiVersion": "networking.k8s.io/v1", "resources": "ingresses", "indexBy": []any{"metadata.namespace", "metadata.name"}, "webhookValidation": true},
+		"services":  map[string]any{"apiVersion": "v1", "resources": "services", "indexBy": []any{"metadata.namespace", "metadata.name"}},
+	}
+	if maintenance {
+		watched["configmaps"] = map[string]any{"apiVersion": "v1", "resources": "configmaps", "indexBy": []any{"metadata.namespace", "metadata.name"}, "webhookValidation": true}
+		tpl = `{{ if .resources.configmaps.Get "default" "maintenance" }}{{ fail "maintenance" }}{{ end }}` + tpl
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": config.GroupVersion.String(), "kind": config.Kind,
+		"metadata": map[string]any{"namespace": "htc-system", "name": "htc"},
+		"spec": map[string]any{
+			"watchedResources": watched,
+			"haproxyConfig":    map[string]any{"template": tpl},
+			"validationTests": map[string]any{
+				"valid": map[string]any{"assertions": []any{map[string]any{"type": "haproxy_valid"}}},
+			},
+		},
+	}}
+}
+
+func restMapper() meta.RESTMapper {
+	m := meta.NewDefaultRESTMapper(nil)
+	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "Service"}, meta.RESTScopeNamespace)
+	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	m.Add(schema.GroupVersionKind{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress"}, meta.RESTScopeNamespace)
+	return m
+}
+
+func needHAProxy(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("haproxy"); err != nil {
+		if _, err := exec.LookPath("/usr/sbin/haproxy"); err != nil {
+			t.Skip("haproxy not installed (make haproxy)")
+		}
+		t.Setenv("PATH", os.Getenv("PATH")+":/usr/sbin")
+	}
+}
+
+func fakeClient(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
+	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		servicesGVR:  "ServiceList",
+		ingressesGVR: "IngressList",
+		cmGVR:        "ConfigMapList",
+		configGVR:    config.Kind + "List",
+		secretsGVR:   "SecretList",
+	}, objs...)
+}
+
+// TestConfigLoopWiring runs the config loop over a fake dynamic client:
+// config → informers → stores → validator state → registry, then a config
+// change that adds a watched resource and a template, applied live.
+func TestConfigLoopWiring(t *testing.T) {
+	needHAProxy(t)
+	logs := &lockedBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	dyn := fakeClient(svc("default", "echo", "1"), smallConfig(t, false))
+	c := newController(Options{ConfigNamespace: "htc-system", ConfigName: "htc"}, log, dyn, restMapper(), t.TempDir())
+
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); c.configLoop(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	require.Eventually(t, c.synced.Load, 20*time.Second, 20*time.Millisecond, "never synced")
+	assert.Equal(t, []string{"haproxy-template.io/v1alpha1.HAProxyTemplateConfig", "networking.k8s.io/v1.Ingress"}, c.registry.GVKs(),
+		"services have no webhookValidation, so only Ingress and the config are registered")
+
+	ing, _ := c.registry.Lookup("networking.k8s.io/v1.Ingress")
+	require.NotNil(t, ing)
+	d := ing.Validate(ctx, dryrun.Request{Resource: ingressesGVR, Operation: store.Create, Object: ingressObj("a", "missing")})
+	assert.False(t, d.Allowed)
+	assert.Equal(t, "Service 'missing' not found", d.Reason)
+	d = ing.Validate(ctx, dryrun.Request{Resource: ingressesGVR, Operation: store.Create, Object: ingressObj("a", "echo")})
+	assert.True(t, d.Allowed, "%+v", d)
+	assert.True(t, d.TestsCached, "the tests were warmed when the config was applied")
+
+	// A Service created later reaches the store through the informer.
+	_, err := dyn.Resource(servicesGVR).Namespace("default").Create(ctx, svc("default", "late", ""), metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		return ing.Validate(ctx, dryrun.Request{Resource: ingressesGVR, Operation: store.Create, Object: ingressObj("b", "late")}).Allowed
+	}, 10*time.Second, 20*time.Millisecond)
+
+	// The config validator denies a config whose tests fail and one that does not validate.
+	cv, _ := c.registry.Lookup("haproxy-template.io/v1alpha1.HAProxyTemplateConfig")
+	require.NotNil(t, cv)
+	broken := smallConfig(t, false)
+	require.NoError(t, unstructured.SetNestedField(broken.Object, "global\n  bogus-keyword\n", "spec", "haproxyConfig", "template"))
+	d = cv.Validate(ctx, dryrun.Request{Resource: configGVR, Operation: store.Update, Object: broken})
+	assert.False(t, d.Allowed)
+	assert.NotEmpty(t, d.Reason)
+	invalid := smallConfig(t, false)
+	unstructured.RemoveNestedField(invalid.Object, "spec", "watchedResources")
+	d = cv.Validate(ctx, dryrun.Request{Resource: configGVR, Operation: store.Update, Object: invalid})
+	assert.False(t, d.Allowed)
+	assert.Contains(t, d.Reason, "watchedResources")
+
+	// Reconfigure: watch ConfigMaps, deny while default/maintenance exists.
+	_, err = dyn.Resource(cmGVR).Namespace("default").Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"namespace": "default", "name": "maintenance"},
+	}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	next := smallConfig(t, true)
+	next.SetResourceVersion("2")
+	_, err = dyn.Resource(configGVR).Namespace("htc-system").Update(ctx, next, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		_, ok := c.registry.Lookup("v1.ConfigMap")
+		return ok
+	}, 20*time.Second, 20*time.Millisecond, "the new watched resource was not registered")
+	ing, _ = c.registry.Lookup("networking.k8s.io/v1.Ingress")
+	d = ing.Validate(ctx, dryrun.Request{Resource: ingressesGVR, Operation: store.Create, Object: ingressObj("c", "echo")})
+	assert.False(t, d.Allowed)
+	assert.Equal(t, "maintenance", d.Reason, "the new template and the new store are live")
+
+	// An invalid config is logged; the last good one keeps serving.
+	bad := smallConfig(t, true)
+	unstructured.RemoveNestedField(bad.Object, "spec", "haproxyConfig")
+	bad.SetResourceVersion("3")
+	_, err = dyn.Resource(configGVR).Namespace("htc-system").Update(ctx, bad, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "keeping the last good configuration") }, 10*time.Second, 20*time.Millisecond)
+	_, ok := c.registry.Lookup("v1.ConfigMap")
+	assert.True(t, ok)
+}
+
+func TestReadyz(t *testing.T) {
+	c := newController(Options{}, slog.New(slog.DiscardHandler), fakeClient(), restMapper(), t.TempDir())
+	rec := httptest.NewRecorder()
+	c.readyz(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	assert.Contains(t, rec.Body.String(), "certificate")
+}
+
+// lockedBuffer is a goroutine-safe log sink.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

@@ -1,0 +1,97 @@
+package controller
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/haproxy-template/htc/pkg/webhook"
+)
+
+// metrics are the controller's Prometheus metrics, on their own registry.
+type metrics struct {
+	reg        *prometheus.Registry
+	requests   *prometheus.CounterVec
+	duration   *prometheus.HistogramVec
+	validation *prometheus.HistogramVec
+	inFlight   prometheus.Gauge
+	testHits   prometheus.Counter
+	reloads    *prometheus.CounterVec
+	ready      prometheus.Gauge
+}
+
+// admissionBuckets cover a cached-test admission (a few ms) up to the 5 s
+// validation deadline.
+var admissionBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
+func newMetrics(certNotAfter func() time.Time) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "htc_admission_requests_total",
+			Help: "Admission requests to /validate by GVK and result (allowed, denied, invalid, error).",
+		}, []string{"gvk", "result"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "htc_admission_duration_seconds",
+			Help:    "Time to answer an admission request, by the phase that denied it (none when admitted).",
+			Buckets: admissionBuckets,
+		}, []string{"phase"}),
+		validation: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "htc_admission_validation_duration_seconds",
+			Help:    "Time of the dry run (overlay, render, check, tests) by the phase that denied (none when admitted).",
+			Buckets: admissionBuckets,
+		}, []string{"phase"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "htc_admission_in_flight",
+			Help: "Admission requests being handled.",
+		}),
+		testHits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "htc_test_cache_hits_total",
+			Help: "Admissions whose embedded test results came from the test cache.",
+		}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "htc_config_reloads_total",
+			Help: "HAProxyTemplateConfig loads by result (applied, invalid, error).",
+		}, []string{"result"}),
+		ready: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "htc_ready",
+			Help: "1 when the stores synced and a certificate is loaded, else 0.",
+		}),
+	}
+	expiry := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "htc_webhook_certificate_expiry_seconds",
+		Help: "Seconds until the serving certificate's NotAfter (0 when none is loaded).",
+	}, func() float64 {
+		t := certNotAfter()
+		if t.IsZero() {
+			return 0
+		}
+		return time.Until(t).Seconds()
+	})
+	m.reg.MustRegister(m.requests, m.duration, m.validation, m.inFlight, m.testHits, m.reloads, m.ready, expiry,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// observer adapts the metrics to webhook.Observer.
+func (m *metrics) observer() webhook.Observer {
+	return webhook.ObserverFuncs{
+		OnInFlight: func(d int) { m.inFlight.Add(float64(d)) },
+		OnObserve: func(o webhook.Outcome) {
+			gvk := o.GVK
+			if gvk == "" {
+				gvk = "unknown"
+			}
+			m.requests.WithLabelValues(gvk, string(o.Result)).Inc()
+			m.duration.WithLabelValues(phaseLabel(o.Phase)).Observe(o.Duration.Seconds())
+		},
+	}
+}
+
+func phaseLabel(p string) string {
+	if p == "" {
+		return "none"
+	}
+	return p
+}

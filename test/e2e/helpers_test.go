@@ -1,0 +1,273 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/haproxy-template/htc/pkg/controller"
+)
+
+// kubectlResult is one kubectl run.
+type kubectlResult struct {
+	stdout, stderr string
+	err            error
+}
+
+func (r kubectlResult) String() string {
+	return fmt.Sprintf("err=%v\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
+}
+
+// kubectl runs the built kubectl against the test apiserver, with stdin.
+func kubectl(t *testing.T, stdin string, args ...string) kubectlResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(env.assets, "kubectl"), append([]string{"--kubeconfig", env.kubeconfig, "--cache-dir", filepath.Join(env.dir, "kubectl-cache")}, args...)...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.kubeconfig)
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	return kubectlResult{stdout: stdout.String(), stderr: strings.TrimSpace(stderr.String()), err: err}
+}
+
+// mustKubectl runs kubectl and fails the test when it fails.
+func mustKubectl(t *testing.T, stdin string, args ...string) string {
+	t.Helper()
+	r := kubectl(t, stdin, args...)
+	require.NoError(t, r.err, "kubectl %s\n%s", strings.Join(args, " "), r)
+	return r.stdout
+}
+
+// eventually runs kubectl until ok accepts the result or timeout passes
+// (the controller's informers see a change a few milliseconds after the
+// API server committed it).
+func eventually(t *testing.T, timeout time.Duration, ok func(kubectlResult) bool, stdin string, args ...string) (kubectlResult, int) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for attempt := 1; ; attempt++ {
+		r := kubectl(t, stdin, args...)
+		if ok(r) || time.Now().After(deadline) {
+			return r, attempt
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// certs are a CA and a serving certificate for 127.0.0.1 signed by it.
+type certs struct {
+	caPEM              []byte
+	certFile, keyFile  string
+	servingCertExpires time.Time
+}
+
+func generateCerts(t *testing.T, dir string) certs {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	now := time.Now()
+	caTmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "htc-e2e-ca"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	require.NoError(t, err)
+	caCert, err := x509.ParseCertificate(caDER)
+	require.NoError(t, err)
+
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(12 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	require.NoError(t, err)
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+
+	c := certs{
+		caPEM:              pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		certFile:           filepath.Join(dir, "tls.crt"),
+		keyFile:            filepath.Join(dir, "tls.key"),
+		servingCertExpires: tmpl.NotAfter,
+	}
+	require.NoError(t, os.WriteFile(c.certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	require.NoError(t, os.WriteFile(c.keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600))
+	return c
+}
+
+// freeAddr returns a free 127.0.0.1 address.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// runningController is an in-process controller.Run.
+type runningController struct {
+	webhookAddr, healthAddr, metricsAddr string
+	logs                                 *syncBuffer
+}
+
+// startController runs the controller until the test ends; t.Cleanup stops
+// it and waits for Run to return.
+func startController(t *testing.T, c certs) *runningController {
+	t.Helper()
+	rc := &runningController{healthAddr: freeAddr(t), metricsAddr: freeAddr(t), logs: &syncBuffer{}}
+	listening := make(chan net.Addr, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- controller.Run(ctx, controller.Options{
+			Kubeconfig:      env.kubeconfig,
+			ConfigNamespace: "htc-system",
+			ConfigName:      "htc",
+			WebhookAddr:     "127.0.0.1:0",
+			CertFile:        c.certFile,
+			KeyFile:         c.keyFile,
+			MetricsAddr:     rc.metricsAddr,
+			HealthAddr:      rc.healthAddr,
+			Logger:          slog.New(slog.NewTextHandler(rc.logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
+			OnListening:     func(a net.Addr) { listening <- a },
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("controller.Run: %v", err)
+			}
+		case <-time.After(40 * time.Second):
+			t.Errorf("controller.Run did not return 40 s after cancellation")
+		}
+		if t.Failed() || testing.Verbose() {
+			t.Logf("controller logs:\n%s", tail(rc.logs.String(), 60))
+		}
+	})
+	select {
+	case a := <-listening:
+		rc.webhookAddr = a.String()
+	case err := <-done:
+		t.Fatalf("controller.Run returned early: %v\n%s", err, rc.logs)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the webhook did not listen within 30 s\n%s", rc.logs)
+	}
+	return rc
+}
+
+// get fetches a plain-HTTP URL of the controller.
+func get(url string) (int, string, error) {
+	client := &http.Client{Timeout: 2 * time.Second}
+	resp, err := client.Get(url)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), nil
+}
+
+// waitReady waits until /readyz answers 200.
+func (rc *runningController) waitReady(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		code, body, err := get("http://" + rc.healthAddr + "/readyz")
+		if err == nil && code == http.StatusOK {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz not 200 after %s: %d %q %v\n%s", timeout, code, body, err, tail(rc.logs.String(), 40))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// webhookConfiguration returns the ValidatingWebhookConfiguration of the
+// example's kinds plus ConfigMaps (which only the reconfiguration scenario
+// watches), in the namespaces default and htc-system, pointing at url with
+// caBundle.
+func webhookConfiguration(url string, caPEM []byte) string {
+	ca := base64.StdEncoding.EncodeToString(caPEM)
+	hook := func(name, group, version, resource string) string {
+		return fmt.Sprintf(`- name: %s
+  clientConfig:
+    url: %s
+    caBundle: %s
+  rules:
+  - apiGroups: [%q]
+    apiVersions: [%q]
+    resources: [%q]
+    operations: [CREATE, UPDATE]
+  failurePolicy: Fail
+  sideEffects: None
+  admissionReviewVersions: [v1]
+  timeoutSeconds: 10
+  namespaceSelector:
+    matchExpressions:
+    - {key: kubernetes.io/metadata.name, operator: In, values: [default, htc-system]}
+`, name, url, ca, group, version, resource)
+	}
+	return "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata:\n  name: htc\nwebhooks:\n" +
+		hook("ingresses.validate.htc", "networking.k8s.io", "v1", "ingresses") +
+		hook("services.validate.htc", "", "v1", "services") +
+		hook("haproxytemplateconfigs.validate.htc", "haproxy-template.io", "v1alpha1", "haproxytemplateconfigs") +
+		hook("configmaps.validate.htc", "", "v1", "configmaps")
+}
