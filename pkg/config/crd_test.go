@@ -50,9 +50,9 @@ func TestCRDServesTheGoVersion(t *testing.T) {
 	require.NoError(t, err)
 	var crd struct {
 		Spec struct {
-			Group string
-			Names struct{ Kind, Plural string }
-			Scope string
+			Group    string
+			Names    struct{ Kind, Plural string }
+			Scope    string
 			Versions []struct {
 				Name            string
 				Served, Storage bool

@@ -614,4 +614,7 @@ func (c *controller) observe(d dryrun.Decision, start time.Time) {
 	if d.TestsCached {
 		c.metrics.testHits.Inc()
 	}
+	for ph, took := range d.Durations {
+		c.metrics.phases.WithLabelValues(string(ph)).Observe(took.Seconds())
+	}
 }

@@ -16,6 +16,7 @@ type metrics struct {
 	duration   *prometheus.HistogramVec
 	validation *prometheus.HistogramVec
 	inFlight   prometheus.Gauge
+	phases     *prometheus.HistogramVec
 	testHits   prometheus.Counter
 	reloads    *prometheus.CounterVec
 	ready      prometheus.Gauge
@@ -40,6 +41,11 @@ func newMetrics(certNotAfter func() time.Time) *metrics {
 		validation: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "htc_admission_validation_duration_seconds",
 			Help:    "Time of the dry run (overlay, render, check, tests) by the phase that denied (none when admitted).",
+			Buckets: admissionBuckets,
+		}, []string{"phase"}),
+		phases: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "htc_check_phase_duration_seconds",
+			Help:    "Time of each render and check phase of a dry run; phase=semantic is the haproxy -c run.",
 			Buckets: admissionBuckets,
 		}, []string{"phase"}),
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -69,7 +75,7 @@ func newMetrics(certNotAfter func() time.Time) *metrics {
 		}
 		return time.Until(t).Seconds()
 	})
-	m.reg.MustRegister(m.requests, m.duration, m.validation, m.inFlight, m.testHits, m.reloads, m.ready, expiry,
+	m.reg.MustRegister(m.requests, m.duration, m.validation, m.phases, m.inFlight, m.testHits, m.reloads, m.ready, expiry,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

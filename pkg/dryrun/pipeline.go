@@ -7,6 +7,7 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/haproxy"
+	"github.com/haproxy-template/htc/pkg/phase"
 	"github.com/haproxy-template/htc/pkg/render"
 	"github.com/haproxy-template/htc/pkg/store"
 )
@@ -59,19 +60,24 @@ type ProposalValidator struct {
 	Timeout time.Duration
 }
 
-// ProposalResult is a proposal that rendered and passed every check.
+// ProposalResult is what Validate learned about a proposal.
 type ProposalResult struct {
-	// Bundle is the rendered configuration. Its BaseDir no longer exists
-	// once Validate returns.
+	// Bundle is the rendered configuration (nil when rendering failed). Its
+	// BaseDir no longer exists once Validate returns.
 	Bundle *render.Bundle
 	// Warnings are HAProxy's warnings, simplified.
 	Warnings []string
+	// Durations are the times of the phases that ran (render, policy,
+	// syntax, schema, semantic), also when one failed.
+	Durations map[phase.Phase]time.Duration
 }
 
 // Validate renders stores and checks the bundle. A failure is a
 // *phase.Error naming the phase (render, policy, syntax, schema, semantic);
-// a timeout wraps context.DeadlineExceeded.
+// a timeout wraps context.DeadlineExceeded. The result is never nil: on
+// failure it carries the durations of the phases that ran.
 func (p *ProposalValidator) Validate(ctx context.Context, stores store.Set) (*ProposalResult, error) {
+	out := &ProposalResult{Durations: map[phase.Phase]time.Duration{}}
 	timeout := p.Timeout
 	if timeout <= 0 {
 		timeout = DefaultProposalTimeout
@@ -81,17 +87,23 @@ func (p *ProposalValidator) Validate(ctx context.Context, stores store.Set) (*Pr
 
 	ws, err := haproxy.NewWorkspace(p.TempDir)
 	if err != nil {
-		return nil, err
+		return out, err
 	}
 	defer ws.Remove()
 
+	start := time.Now()
 	bundle, err := p.Engine.Render(ctx, render.Input{Stores: stores, BaseDir: ws.Dir()})
+	out.Durations[phase.Render] = time.Since(start)
 	if err != nil {
-		return nil, err
+		return out, err
 	}
+	out.Bundle = bundle
 	res, err := p.Checker.Check(ctx, bundle)
-	if err != nil {
-		return nil, err
+	if res != nil {
+		for ph, d := range res.Durations {
+			out.Durations[ph] = d
+		}
+		out.Warnings = res.Warnings
 	}
-	return &ProposalResult{Bundle: bundle, Warnings: res.Warnings}, nil
+	return out, err
 }

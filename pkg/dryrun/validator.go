@@ -47,6 +47,8 @@ type Decision struct {
 	Err error
 	// TestsCached reports that the embedded tests' result came from the cache.
 	TestsCached bool
+	// Durations are the times of the render and check phases that ran.
+	Durations map[phase.Phase]time.Duration
 }
 
 // State is what a dry run reads: the pipeline of the current config and the
@@ -104,18 +106,22 @@ func (v *DryRunValidator) ValidateDirect(ctx context.Context, req Request) Decis
 	}
 	res, err := st.Pipeline.Proposal.Validate(ctx, stores)
 	if err != nil {
-		return denyTimeout(ctx, err, "rendering and checking the configuration")
+		d := denyTimeout(ctx, err, "rendering and checking the configuration")
+		d.Durations = res.Durations
+		return d
 	}
 	report, cached, err := v.Tests.Run(ctx, st.Pipeline, TestOptions{Workers: 1, Timeout: orDefault(v.TestTimeout, DefaultTestTimeout)})
 	if err != nil {
-		return denyTimeout(ctx, err, "the embedded validation tests")
+		d := denyTimeout(ctx, err, "the embedded validation tests")
+		d.Durations = res.Durations
+		return d
 	}
 	if err := report.Err(); err != nil {
 		d := deny(err)
-		d.TestsCached = cached
+		d.TestsCached, d.Durations = cached, res.Durations
 		return d
 	}
-	return Decision{Allowed: true, Warnings: res.Warnings, TestsCached: cached}
+	return Decision{Allowed: true, Warnings: res.Warnings, TestsCached: cached, Durations: res.Durations}
 }
 
 // ValidateConfig decides a proposed HAProxyTemplateConfig: its templates
@@ -142,7 +148,9 @@ func (v *DryRunValidator) ValidateConfig(ctx context.Context, proposed *Pipeline
 	}
 	res, err := proposed.Proposal.Validate(ctx, stores)
 	if err != nil {
-		return denyTimeout(ctx, err, "rendering and checking the configuration")
+		d := denyTimeout(ctx, err, "rendering and checking the configuration")
+		d.Durations = res.Durations
+		return d
 	}
 	report, cached, err := v.Tests.Run(ctx, proposed, TestOptions{Workers: 1, Timeout: orDefault(v.TestTimeout, DefaultTestTimeout)})
 	if err != nil {
@@ -151,7 +159,7 @@ func (v *DryRunValidator) ValidateConfig(ctx context.Context, proposed *Pipeline
 	if err := report.Err(); err != nil {
 		return deny(err)
 	}
-	return Decision{Allowed: true, Warnings: res.Warnings, TestsCached: cached}
+	return Decision{Allowed: true, Warnings: res.Warnings, TestsCached: cached, Durations: res.Durations}
 }
 
 // overlayFor returns the stores with req applied to every watched resource

@@ -226,6 +226,8 @@ spec:
 			`htc_admission_requests_total{gvk="networking.k8s.io/v1.Ingress",result="allowed"}`,
 			`htc_admission_duration_seconds_bucket{phase="render"`,
 			`htc_admission_in_flight`,
+			`htc_check_phase_duration_seconds_bucket{phase="semantic"`,
+			`htc_check_phase_duration_seconds_bucket{phase="render"`,
 			`htc_test_cache_hits_total`,
 			`htc_webhook_certificate_expiry_seconds`,
 			`htc_ready 1`,
