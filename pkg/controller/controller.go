@@ -483,6 +483,15 @@ func (c *controller) apply(ctx context.Context, u *unstructured.Unstructured, la
 	for key, spec := range plan {
 		state.Stores[key] = c.watchers[spec].store
 	}
+	// Render and check the live configuration once: it says whether what is
+	// stored now is valid, and it fills the checker's per-section parse cache,
+	// so the first admission pays only for the section it changes.
+	start = time.Now()
+	if _, err := pipeline.Proposal.Validate(ctx, dryrun.ReadOnly(state.Stores)); err != nil {
+		log.Warn("the live configuration does not pass the checks", "reason", dryrun.Reason(err))
+	} else {
+		log.Info("live configuration checked", "duration", time.Since(start).Round(time.Millisecond))
+	}
 	c.validator.SetState(state)
 
 	c.registry.Set(c.validators(&cfg.Spec, log))

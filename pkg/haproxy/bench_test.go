@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/haproxy-template/htc/pkg/phase"
 	"github.com/haproxy-template/htc/pkg/render"
 )
 
@@ -108,6 +110,69 @@ func BenchmarkCheck(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
 					if _, err := c.Check(ctx, bundle); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkCheckCached measures the syntax and schema phases through the
+// Checker's per-section parse cache (parsePhases, no haproxy -c): "first" is
+// a cold cache (every section parsed), "one-change" re-checks after one
+// backend changed (the steady state of admissions), "uncached" is the same
+// change with the cache disabled.
+func BenchmarkCheckCached(b *testing.B) {
+	for _, n := range []int{100, 1000, 10000} {
+		b.Run(fmt.Sprintf("backends=%d", n), func(b *testing.B) {
+			ws := newTestWorkspace(b)
+			bundle := benchBundle(n, ws.Dir())
+			ctx := context.Background()
+			bin := realHAProxy(b)
+			parse := func(b *testing.B, c *Checker, bu *render.Bundle) {
+				res := &Result{Durations: make(map[phase.Phase]time.Duration)}
+				if err := c.parsePhases(ctx, bu, res); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.Run("check=first", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					c, err := NewChecker(Options{HAProxyPath: bin})
+					require.NoError(b, err)
+					parse(b, c, bundle)
+				}
+			})
+			variants := []*render.Bundle{bundle, {BaseDir: bundle.BaseDir, Maps: bundle.Maps,
+				Config: strings.Replace(bundle.Config, "check weight 10\n", "check weight 11\n", 1)}}
+			for _, cacheSize := range []int{0, -1} {
+				name := "check=one-change"
+				if cacheSize < 0 {
+					name = "check=one-change-uncached"
+				}
+				b.Run(name, func(b *testing.B) {
+					c, err := NewChecker(Options{HAProxyPath: bin, ParseCacheEntries: cacheSize})
+					require.NoError(b, err)
+					parse(b, c, bundle)
+					i := 0
+					b.ReportAllocs()
+					for b.Loop() {
+						i++
+						parse(b, c, variants[i%2])
+					}
+				})
+			}
+			b.Run("check=all-one-change", func(b *testing.B) {
+				c, err := NewChecker(Options{HAProxyPath: bin, Timeout: DefaultTimeout * 6})
+				require.NoError(b, err)
+				_, err = c.Check(ctx, bundle)
+				require.NoError(b, err)
+				i := 0
+				b.ReportAllocs()
+				for b.Loop() {
+					i++
+					if _, err := c.Check(ctx, variants[i%2]); err != nil {
 						b.Fatal(err)
 					}
 				}

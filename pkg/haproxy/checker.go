@@ -38,6 +38,12 @@ type Options struct {
 	// expansion (EnvExpansionKey) and paths outside the bundle
 	// (AllowPathPrefix entries); see CheckPolicy.
 	AllowedDirectives []string
+	// ParseCacheEntries bounds the per-section cache of syntax and schema
+	// findings (see Checker.ParseCacheStats): an admission changes a few
+	// sections out of thousands, and only sections whose text (in context)
+	// is not cached are parsed. Default DefaultParseCacheEntries; negative
+	// disables the cache.
+	ParseCacheEntries int
 }
 
 // Result is the outcome of a Check.
@@ -56,6 +62,7 @@ type Checker struct {
 	skipSyntax  bool
 	skipSchema  bool
 	allowed     []string
+	cache       *parseCache // nil when disabled
 }
 
 // NewChecker resolves the haproxy binary and applies defaults.
@@ -79,7 +86,15 @@ func NewChecker(opts Options) (*Checker, error) {
 	if par <= 0 {
 		par = runtime.NumCPU()
 	}
+	var cache *parseCache
+	switch n := opts.ParseCacheEntries; {
+	case n == 0:
+		cache = newParseCache(DefaultParseCacheEntries)
+	case n > 0:
+		cache = newParseCache(n)
+	}
 	return &Checker{
+		cache:       cache,
 		haproxyPath: resolved,
 		timeout:     timeout,
 		sem:         make(chan struct{}, par),
@@ -171,6 +186,13 @@ func (c *Checker) Check(ctx context.Context, b *render.Bundle) (*Result, error) 
 // parsePhases runs the syntax and schema phases (unless skipped), recording
 // their durations in res; it returns the first failure as a *phase.Error.
 func (c *Checker) parsePhases(ctx context.Context, b *render.Bundle, res *Result) error {
+	if c.cache != nil && (!c.skipSyntax || !c.skipSchema) {
+		if handled, err := c.parsePhasesCached(ctx, b, res); handled {
+			return err
+		}
+		delete(res.Durations, phase.Syntax)
+		delete(res.Durations, phase.Schema)
+	}
 	var err error
 	var (
 		p   parser.Parser

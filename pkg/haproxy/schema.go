@@ -44,18 +44,9 @@ func checkSchema(ctx context.Context, p parser.Parser, idx *configIndex) (err er
 		}
 	}()
 	r := &schemaRun{p: p, idx: idx}
-	if g, err := configuration.ParseGlobalSection(p); err == nil && g != nil {
-		r.validate(idx.section("global", "data"), "global", g)
-	}
+	r.global()
 	for _, name := range r.names(parser.Defaults) {
-		d := &models.Defaults{Name: name}
-		if configuration.ParseSection(d, parser.Defaults, name, p) == nil {
-			label := "defaults"
-			if !strings.HasPrefix(name, "unnamed_defaults_") {
-				label = fmt.Sprintf("defaults '%s'", shorten(name))
-			}
-			r.validate(idx.section("defaults", name), label, d)
-		}
+		r.defaults(name)
 	}
 	for _, name := range r.names(parser.Frontends) {
 		if err := ctx.Err(); err != nil {
@@ -86,6 +77,25 @@ func (r *schemaRun) names(sec parser.Section) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// global validates the global section.
+func (r *schemaRun) global() {
+	if g, err := configuration.ParseGlobalSection(r.p); err == nil && g != nil {
+		r.validate(r.idx.section("global", "data"), "global", g)
+	}
+}
+
+// defaults validates one defaults section.
+func (r *schemaRun) defaults(name string) {
+	d := &models.Defaults{Name: name}
+	if configuration.ParseSection(d, parser.Defaults, name, r.p) == nil {
+		label := "defaults"
+		if !strings.HasPrefix(name, "unnamed_defaults_") {
+			label = fmt.Sprintf("defaults '%s'", shorten(name))
+		}
+		r.validate(r.idx.section("defaults", name), label, d)
+	}
 }
 
 // frontend validates one frontend and what it contains.

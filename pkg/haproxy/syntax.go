@@ -72,22 +72,11 @@ func checkSyntax(cfg string) (parser.Parser, *configIndex, error) {
 		}
 		sort.Strings(names)
 		for _, name := range names {
-			data, err := p.Get(sec, name, "")
+			fs, err := syntaxSection(p, idx, sec, name, used)
 			if err != nil {
-				if errors.Is(err, parsererrors.ErrFetch) {
-					continue
-				}
-				return nil, nil, fmt.Errorf("config-parser: %s %s: %w", sec, name, err)
+				return nil, nil, err
 			}
-			lines, _ := data.([]types.UnProcessed)
-			span := idx.section(string(sec), name)
-			for _, u := range lines {
-				msg, bad := judgeUnprocessed(p, sec, u.Value)
-				n := idx.lineOf(span, u.Value, used)
-				if bad {
-					findings = append(findings, Finding{File: render.ConfigFileName, Line: n, Message: msg})
-				}
-			}
+			findings = append(findings, fs...)
 		}
 	}
 	if len(findings) == 0 {
@@ -95,6 +84,30 @@ func checkSyntax(cfg string) (parser.Parser, *configIndex, error) {
 	}
 	sort.SliceStable(findings, func(i, j int) bool { return findings[i].Line < findings[j].Line })
 	return p, idx, &SyntaxError{Findings: findings}
+}
+
+// syntaxSection reports the syntax findings of one section, in the order
+// config-parser lists its unprocessed lines. used marks the lines already
+// attributed (lines of one section only ever match inside its span).
+func syntaxSection(p parser.Parser, idx *configIndex, sec parser.Section, name string, used map[int]bool) ([]Finding, error) {
+	data, err := p.Get(sec, name, "")
+	if err != nil {
+		if errors.Is(err, parsererrors.ErrFetch) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("config-parser: %s %s: %w", sec, name, err)
+	}
+	lines, _ := data.([]types.UnProcessed)
+	span := idx.section(string(sec), name)
+	var findings []Finding
+	for _, u := range lines {
+		msg, bad := judgeUnprocessed(p, sec, u.Value)
+		n := idx.lineOf(span, u.Value, used)
+		if bad {
+			findings = append(findings, Finding{File: render.ConfigFileName, Line: n, Message: msg})
+		}
+	}
+	return findings, nil
 }
 
 // judgeUnprocessed decides whether an unprocessed line is a syntax error and

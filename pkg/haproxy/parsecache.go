@@ -1,0 +1,552 @@
+package haproxy
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	parser "github.com/haproxytech/config-parser/v5"
+
+	"github.com/haproxy-template/htc/pkg/phase"
+	"github.com/haproxy-template/htc/pkg/render"
+)
+
+// DefaultParseCacheEntries is the section capacity of a Checker's parse cache
+// when Options.ParseCacheEntries is zero.
+const DefaultParseCacheEntries = 50000
+
+// ParseCacheStats counts the lookups of a Checker's per-section parse cache.
+// Hits and Misses are monotonic counters (one per cacheable section looked up
+// per Check); Entries is the current number of cached sections.
+type ParseCacheStats struct {
+	Hits    uint64
+	Misses  uint64
+	Entries int
+}
+
+// relFinding is a finding relative to its section: line is the offset from
+// the section's header line, or -1 for a finding reported at line 0.
+type relFinding struct {
+	line int
+	msg  string
+}
+
+// sectionEntry is the cached syntax and schema findings of one section. An
+// entry is immutable once stored; a phase is cached only once computed.
+type sectionEntry struct {
+	syntax, schema       []relFinding
+	hasSyntax, hasSchema bool
+}
+
+// sectionKey identifies a section's text in its context.
+type sectionKey [sha256.Size]byte
+
+// parseCache is a bounded FIFO map of section findings. mu guards the map
+// and the counters only; parsing never happens under it.
+type parseCache struct {
+	mu      sync.Mutex
+	max     int
+	entries map[sectionKey]*sectionEntry
+	order   []sectionKey // insertion order, oldest first (a FIFO ring)
+	head    int          // index of the oldest key in order once full
+	hits    uint64
+	misses  uint64
+}
+
+func newParseCache(n int) *parseCache {
+	return &parseCache{max: n, entries: make(map[sectionKey]*sectionEntry)}
+}
+
+// lookup sets the cached entry of each cacheable section (nil when absent)
+// and counts hits and misses.
+func (pc *parseCache) lookup(secs []*cfgSection) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	for _, s := range secs {
+		if !s.cacheable {
+			continue
+		}
+		if e, ok := pc.entries[s.key]; ok {
+			s.entry = e
+			pc.hits++
+		} else {
+			pc.misses++
+		}
+	}
+}
+
+// store records entries, evicting the oldest when full.
+func (pc *parseCache) store(secs []*cfgSection, entries []*sectionEntry) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	for i, s := range secs {
+		if _, ok := pc.entries[s.key]; ok {
+			pc.entries[s.key] = entries[i]
+			continue
+		}
+		if len(pc.order) < pc.max {
+			pc.order = append(pc.order, s.key)
+		} else {
+			delete(pc.entries, pc.order[pc.head])
+			pc.order[pc.head] = s.key
+			pc.head = (pc.head + 1) % pc.max
+		}
+		pc.entries[s.key] = entries[i]
+	}
+}
+
+func (pc *parseCache) stats() ParseCacheStats {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	return ParseCacheStats{Hits: pc.hits, Misses: pc.misses, Entries: len(pc.entries)}
+}
+
+// ParseCacheStats reports the per-section parse cache counters; all zero when
+// the cache is disabled.
+func (c *Checker) ParseCacheStats() ParseCacheStats {
+	if c.cache == nil {
+		return ParseCacheStats{}
+	}
+	return c.cache.stats()
+}
+
+// cfgSection is one section of haproxy.cfg: the header line and every line up
+// to the next header, as indexConfig cuts them.
+type cfgSection struct {
+	kind      string // header keyword; "#" for the leading pseudo-section
+	name      string // config-parser's name (see indexConfig)
+	start     int    // header line in haproxy.cfg (0 for the pseudo-section)
+	text      string // exact text, terminators included
+	cacheable bool   // false for the pseudo-section, global and defaults: always parsed
+	ctx       []byte // hash of the defaults headers before it, for sections that take a "from"
+	key       sectionKey
+	entry     *sectionEntry // cached findings, from lookup
+
+	subStart int // header line in the partial configuration
+}
+
+// splitConfig cuts cfg into sections. ok is false when the cache cannot
+// reproduce the uncached result faithfully (two sections with the same kind
+// and name, which config-parser merges or replaces).
+func splitConfig(cfg string) (secs []*cfgSection, ok bool) {
+	cur := &cfgSection{kind: "#", name: "data"}
+	secs = append(secs, cur)
+	seen := make(map[string]bool)
+	unnamed := 0
+	// defaultsCtx hashes every defaults header seen so far: config-parser
+	// names unnamed defaults by counting them, and frontend, backend and
+	// listen sections take the last defaults name as their "from".
+	defaultsCtx := sha256.New()
+	var ctxSum []byte
+	lineNo, textStart := 0, 0
+	for pos := 0; pos < len(cfg); {
+		end := strings.IndexByte(cfg[pos:], '\n')
+		next := len(cfg)
+		if end >= 0 {
+			end += pos
+			next = end + 1
+		} else {
+			end = len(cfg)
+		}
+		lineNo++
+		line := cfg[pos:end]
+		if isHeaderCandidate(line) {
+			words := splitLine(line).words
+			if len(words) > 0 && sectionKeyword(words[0]) {
+				cur.text = cfg[textStart:pos]
+				textStart = pos
+				name := ""
+				if len(words) > 1 {
+					name = words[1]
+				}
+				switch words[0] {
+				case "global":
+					name = "data"
+				case "defaults":
+					if name == "" {
+						unnamed++
+						name = "unnamed_defaults_" + strconv.Itoa(unnamed)
+					}
+					defaultsCtx.Write([]byte(line))
+					defaultsCtx.Write([]byte{'\n'})
+					ctxSum = defaultsCtx.Sum(nil)
+				}
+				k := words[0] + "\x00" + name
+				if seen[k] {
+					return nil, false
+				}
+				seen[k] = true
+				cur = &cfgSection{kind: words[0], name: name, start: lineNo}
+				cur.cacheable = words[0] != "global" && words[0] != "defaults"
+				switch words[0] {
+				case "frontend", "backend", "listen":
+					cur.ctx = ctxSum
+				}
+				secs = append(secs, cur)
+			}
+		}
+		pos = next
+	}
+	cur.text = cfg[textStart:]
+	for _, s := range secs {
+		if s.cacheable {
+			h := sha256.New()
+			h.Write(s.ctx)
+			h.Write([]byte{0})
+			h.Write([]byte(s.text))
+			h.Sum(s.key[:0])
+		}
+	}
+	return secs, true
+}
+
+// isHeaderCandidate is a cheap pre-filter: a section header's first word
+// starts with a letter, possibly after quotes or escapes, so lines whose
+// first non-blank byte is '#' or that are blank cannot be headers.
+func isHeaderCandidate(line string) bool {
+	for i := 0; i < len(line); i++ {
+		switch c := line[i]; {
+		case isSpace(c):
+			continue
+		case c == '#':
+			return false
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// errNoCache makes the cached path fall back to the uncached one.
+type errNoCache struct{ why string }
+
+func (e *errNoCache) Error() string { return "parse cache: " + e.why }
+
+// partial is one config-parser run over a subset of the sections.
+type partial struct {
+	secs []*cfgSection // in haproxy.cfg order
+	p    parser.Parser
+	idx  *configIndex
+}
+
+// parsePartial parses the always-parsed sections plus those of want, in
+// haproxy.cfg order, and checks that config-parser sees the same sections.
+func parsePartial(all []*cfgSection, want func(*cfgSection) bool) (*partial, error) {
+	pt := &partial{}
+	var b strings.Builder
+	line := 1 // line number where the next section starts in the partial text
+	for _, s := range all {
+		if s.cacheable && !want(s) {
+			continue
+		}
+		if s.kind == "#" {
+			s.subStart = 0
+		} else {
+			s.subStart = line
+		}
+		b.WriteString(s.text)
+		line += strings.Count(s.text, "\n")
+		pt.secs = append(pt.secs, s)
+	}
+	text := b.String()
+	p, err := parseConfig(text)
+	if err != nil {
+		return nil, &errNoCache{err.Error()}
+	}
+	pt.p, pt.idx = p, indexConfig(text)
+	// config-parser must cut the text into exactly these sections.
+	expected := make(map[parser.Section]int)
+	for _, s := range pt.secs {
+		if s.kind == "#" {
+			continue
+		}
+		span := pt.idx.section(s.kind, s.name)
+		if span == nil || span.start != s.subStart {
+			return nil, &errNoCache{"section index mismatch"}
+		}
+		expected[parser.Section(s.kind)]++
+	}
+	for _, sec := range parsedSections() {
+		if sec == parser.Comments || sec == parser.Global {
+			// config-parser always has both, named "data", section or not.
+			delete(expected, sec)
+			continue
+		}
+		names, err := p.SectionsGet(sec)
+		if err != nil {
+			names = nil
+		}
+		if len(names) != expected[sec] {
+			return nil, &errNoCache{fmt.Sprintf("config-parser found %d %s sections, expected %d", len(names), sec, expected[sec])}
+		}
+		for _, n := range names {
+			if pt.idx.section(string(sec), n) == nil {
+				return nil, &errNoCache{"section name mismatch"}
+			}
+		}
+		delete(expected, sec)
+	}
+	if len(expected) != 0 {
+		return nil, &errNoCache{"section kind not parsed"}
+	}
+	return pt, nil
+}
+
+// hasGlobal reports whether the partial text has a global section.
+func (pt *partial) hasGlobal() bool {
+	for _, s := range pt.secs {
+		if s.kind == "global" {
+			return true
+		}
+	}
+	return false
+}
+
+// toRel converts findings of the partial text to section-relative ones.
+func (s *cfgSection) toRel(fs []Finding) []relFinding {
+	if len(fs) == 0 {
+		return nil
+	}
+	out := make([]relFinding, len(fs))
+	for i, f := range fs {
+		rel := -1
+		if f.Line != 0 {
+			rel = f.Line - s.subStart
+		}
+		out[i] = relFinding{line: rel, msg: f.Message}
+	}
+	return out
+}
+
+// fromRel converts section-relative findings to haproxy.cfg lines.
+func (s *cfgSection) fromRel(rs []relFinding) []Finding {
+	out := make([]Finding, len(rs))
+	for i, r := range rs {
+		line := 0
+		if r.line >= 0 {
+			line = s.start + r.line
+		}
+		out[i] = Finding{File: render.ConfigFileName, Line: line, Message: r.msg}
+	}
+	return out
+}
+
+// sectionOrder sorts sections the way checkSyntax and checkSchema visit them:
+// by kind in parsedSections order, then by name.
+func sectionOrder(secs []*cfgSection) []*cfgSection {
+	rank := make(map[string]int)
+	for i, sec := range parsedSections() {
+		rank[string(sec)] = i
+	}
+	out := append([]*cfgSection(nil), secs...)
+	sort.SliceStable(out, func(i, j int) bool {
+		ri, rj := rank[out[i].kind], rank[out[j].kind]
+		if ri != rj {
+			return ri < rj
+		}
+		return out[i].name < out[j].name
+	})
+	return out
+}
+
+// parsePhasesCached is parsePhases with the per-section cache. It returns
+// handled=false when the configuration must take the uncached path instead
+// (then res is left for parsePhases to fill).
+func (c *Checker) parsePhasesCached(ctx context.Context, b *render.Bundle, res *Result) (handled bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			handled, err = false, nil
+		}
+	}()
+	start := time.Now()
+	all, ok := splitConfig(b.Config)
+	if !ok {
+		return false, nil
+	}
+	cacheable := make([]*cfgSection, 0, len(all))
+	for _, s := range all {
+		if s.cacheable {
+			cacheable = append(cacheable, s)
+		}
+	}
+	c.cache.lookup(cacheable)
+	ordered := sectionOrder(all)
+	fresh := make(map[*cfgSection]*sectionEntry)
+	var (
+		pt     *partial
+		stored []*cfgSection
+	)
+	entryOf := func(s *cfgSection) *sectionEntry {
+		if e := fresh[s]; e != nil {
+			return e
+		}
+		if s.entry != nil {
+			return s.entry
+		}
+		return &sectionEntry{}
+	}
+	defer func() {
+		if !handled || len(stored) == 0 {
+			return
+		}
+		entries := make([]*sectionEntry, len(stored))
+		for i, s := range stored {
+			entries[i] = fresh[s]
+		}
+		c.cache.store(stored, entries)
+	}()
+	cloneEntry := func(s *cfgSection) *sectionEntry {
+		e := *entryOf(s)
+		ne := &e
+		if fresh[s] == nil && s.cacheable {
+			stored = append(stored, s)
+		}
+		fresh[s] = ne
+		return ne
+	}
+
+	if !c.skipSyntax {
+		if err := ctx.Err(); err != nil {
+			return true, phaseError(phase.Syntax, err)
+		}
+		pt, err = parsePartial(all, func(s *cfgSection) bool { return s.entry == nil || !s.entry.hasSyntax })
+		if err != nil {
+			return false, nil
+		}
+		used := make(map[int]bool)
+		for _, s := range pt.secs {
+			if !knownSection(s.kind) {
+				continue
+			}
+			fs, err := syntaxSection(pt.p, pt.idx, parser.Section(s.kind), s.name, used)
+			if err != nil {
+				return false, nil
+			}
+			if s.kind == "#" && !pt.hasGlobal() {
+				// checkSyntax also visits config-parser's implicit global.
+				gfs, err := syntaxSection(pt.p, pt.idx, parser.Global, "data", used)
+				if err != nil {
+					return false, nil
+				}
+				fs = append(fs, gfs...)
+			}
+			e := cloneEntry(s)
+			e.syntax, e.hasSyntax = s.toRel(fs), true
+		}
+		var findings []Finding
+		for _, s := range ordered {
+			findings = append(findings, s.fromRel(entryOf(s).syntax)...)
+		}
+		res.Durations[phase.Syntax] = time.Since(start)
+		if len(findings) > 0 {
+			sort.SliceStable(findings, func(i, j int) bool { return findings[i].Line < findings[j].Line })
+			return true, phaseError(phase.Syntax, &SyntaxError{Findings: findings})
+		}
+	}
+	if !c.skipSchema {
+		if err := ctx.Err(); err != nil {
+			return true, phaseError(phase.Schema, err)
+		}
+		start := time.Now()
+		needSchema := func(s *cfgSection) bool {
+			e := entryOf(s)
+			return !e.hasSchema
+		}
+		if pt == nil || !covers(pt, all, needSchema) {
+			if pt, err = parsePartial(all, needSchema); err != nil {
+				return false, nil
+			}
+		}
+		fs, err := schemaSections(ctx, pt)
+		if err != nil {
+			if ctx.Err() != nil {
+				res.Durations[phase.Schema] = time.Since(start)
+				return true, phaseError(phase.Schema, err)
+			}
+			return false, nil
+		}
+		for i, s := range pt.secs {
+			e := cloneEntry(s)
+			e.schema, e.hasSchema = s.toRel(fs[i]), true
+		}
+		var findings []Finding
+		for _, s := range ordered {
+			findings = append(findings, s.fromRel(entryOf(s).schema)...)
+		}
+		res.Durations[phase.Schema] = time.Since(start)
+		if len(findings) > 0 {
+			sort.SliceStable(findings, func(i, j int) bool { return findings[i].Line < findings[j].Line })
+			return true, phaseError(phase.Schema, &SchemaError{Findings: findings})
+		}
+	}
+	return true, nil
+}
+
+// covers reports whether the partial parse holds every section need selects.
+func covers(pt *partial, all []*cfgSection, need func(*cfgSection) bool) bool {
+	in := make(map[*cfgSection]bool, len(pt.secs))
+	for _, s := range pt.secs {
+		in[s] = true
+	}
+	for _, s := range all {
+		if need(s) && !in[s] {
+			return false
+		}
+	}
+	return true
+}
+
+// knownSection reports whether checkSyntax visits sections of kind.
+func knownSection(kind string) bool {
+	for _, sec := range parsedSections() {
+		if string(sec) == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// schemaSections runs the schema checks of checkSchema section by section
+// over a partial parse: fs[i] are the findings of pt.secs[i], in the order
+// checkSchema produces them. A panic inside client-native is returned as an
+// error.
+func schemaSections(ctx context.Context, pt *partial) (fs [][]Finding, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			fs, err = nil, fmt.Errorf("client-native failed: %v", r)
+		}
+	}()
+	fs = make([][]Finding, len(pt.secs))
+	hasGlobal := pt.hasGlobal()
+	for i, s := range pt.secs {
+		if i%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		r := &schemaRun{p: pt.p, idx: pt.idx}
+		switch s.kind {
+		case "#":
+			// checkSchema validates the global model even when there is
+			// no global section; its findings (at line 0) come first.
+			if !hasGlobal {
+				r.global()
+			}
+		case "global":
+			r.global()
+		case "defaults":
+			r.defaults(s.name)
+		case "frontend":
+			r.frontend(s.name)
+		case "backend":
+			r.backend(s.name)
+		}
+		fs[i] = r.findings
+	}
+	return fs, nil
+}
