@@ -28,6 +28,10 @@ test: haproxy lint ## everything: lint, unit, integration (real haproxy), CLI an
 e2e: haproxy ## only the end-to-end suite: kube-apiserver + etcd on 127.0.0.1, the controller, kubectl denials (assets build once, ~5 min)
 	PATH="$$PATH:/usr/sbin" $(GO) test -race -count=1 -v -timeout 20m ./test/e2e/
 
+.PHONY: chart-test
+chart-test: haproxy ## only the Helm chart: helm lint, golden templates, server dry-run, helm install e2e (helm builds once, ~2 min)
+	PATH="$$PATH:/usr/sbin" $(GO) test -race -count=1 -v -timeout 15m ./test/chart/...
+
 bench: haproxy ## benchmarks (benchstat-friendly); BENCH=regexp, COUNT=n
 	PATH="$$PATH:/usr/sbin" $(GO) test -run '^$$' -bench '$(or $(BENCH),.)' -benchmem -count $(or $(COUNT),1) -benchtime $(or $(BENCHTIME),3x) -timeout 60m ./...
 

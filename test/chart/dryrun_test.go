@@ -1,0 +1,63 @@
+package chart
+
+import (
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const crdName = "haproxytemplateconfigs.haproxy-template.io"
+
+// TestServerDryRun: a real kube-apiserver accepts every manifest of the chart
+// (`helm template | kubectl apply --dry-run=server -f -`). The CRD is
+// installed for real first, so the HAProxyTemplateConfig is validated against
+// its schema. cert-manager's CRDs are not installed, so the cert-manager
+// value set is not dry-run.
+func TestServerDryRun(t *testing.T) {
+	requireHelm(t)
+	kc, kubectl := requireAPIServer(t)
+	env := []string{"KUBECONFIG=" + kc}
+	k := func(stdin []byte, args ...string) string {
+		t.Helper()
+		out, err := run(repoRoot, env, stdin, kubectl, args...)
+		require.NoError(t, err)
+		return out
+	}
+	k(nil, "apply", "--server-side", "-f", filepath.Join(chartDir, "crds"))
+	k(nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/"+crdName)
+	if _, err := run(repoRoot, env, nil, kubectl, "get", "namespace", releaseNS); err != nil {
+		k(nil, "create", "namespace", releaseNS)
+	}
+
+	objLine := regexp.MustCompile(`(?m)^\S+ (created|configured|unchanged) \(server dry run\)$`)
+	for _, vs := range valueSets {
+		if vs.name == "cert-manager" {
+			continue
+		}
+		t.Run(vs.name, func(t *testing.T) {
+			manifest := render(t, vs.args...)
+			n := len(docs(t, manifest))
+			require.Greater(t, n, 5)
+			out := k([]byte(manifest), "apply", "--dry-run=server", "-f", "-")
+			got := objLine.FindAllString(out, -1)
+			assert.Len(t, got, n, "every object is accepted:\n%s", out)
+			for _, kind := range []string{"validatingwebhookconfiguration", "haproxytemplateconfig", "deployment", "networkpolicy", "clusterrole"} {
+				assert.Contains(t, out, kind+".", "output of the dry-run mentions a %s", kind)
+			}
+			assert.False(t, strings.Contains(out, "Warning"), "no warnings:\n%s", out)
+		})
+	}
+
+	// The dry-run reaches the CRD's schema: a validation test without
+	// assertions passes values.schema.json but the API server refuses it.
+	t.Run("crd-schema-is-enforced", func(t *testing.T) {
+		manifest := render(t, "--set", "config.validationTests.no-assertions.description=x")
+		out, err := run(repoRoot, env, []byte(manifest), kubectl, "apply", "--dry-run=server", "-f", "-")
+		require.Error(t, err, out)
+		assert.Contains(t, err.Error(), "assertions")
+	})
+}
