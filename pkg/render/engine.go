@@ -34,7 +34,7 @@ type Engine struct {
 	names map[Kind]map[string]struct{}
 	// extra is spec.extraContext decoded; shared, never modified.
 	extra map[string]any
-	// paths caches parsed field paths (string -> []fieldStep) for field;
+	// paths caches parsed field paths (string -> store.FieldPath) for field;
 	// at most maxCachedPaths entries, counted by npaths.
 	paths  sync.Map
 	npaths atomic.Int64
@@ -83,11 +83,11 @@ func (e *Engine) release(b *boundSet) {
 const maxCachedPaths = 4096
 
 // fieldPath returns the parsed form of a field path, cached.
-func (e *Engine) fieldPath(path string) ([]fieldStep, error) {
+func (e *Engine) fieldPath(path string) (store.FieldPath, error) {
 	if steps, ok := e.paths.Load(path); ok {
-		return steps.([]fieldStep), nil
+		return steps.(store.FieldPath), nil
 	}
-	steps, err := parseFieldPath(path)
+	steps, err := store.ParseFieldPath(path)
 	if err != nil {
 		return nil, err
 	}

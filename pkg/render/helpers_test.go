@@ -20,7 +20,7 @@ import (
 // namespace/name.
 type fakeReader struct {
 	indexBy []string
-	steps   [][]fieldStep
+	steps   []store.FieldPath
 	objs    []*unstructured.Unstructured
 	keys    [][]string
 	onList  func() // called by List, for cancellation tests
@@ -32,7 +32,7 @@ func newFakeReader(t testing.TB, indexBy []string, objs ...map[string]any) *fake
 	t.Helper()
 	r := &fakeReader{indexBy: indexBy}
 	for _, expr := range indexBy {
-		s, err := parseFieldPath(expr)
+		s, err := store.ParseFieldPath(expr)
 		require.NoError(t, err)
 		r.steps = append(r.steps, s)
 	}
@@ -46,7 +46,7 @@ func newFakeReader(t testing.TB, indexBy []string, objs ...map[string]any) *fake
 		u := &unstructured.Unstructured{Object: o}
 		var ks []string
 		for _, s := range r.steps {
-			v, _ := lookupPath(o, s)
+			v, _ := s.Lookup(o)
 			ks = append(ks, fmt.Sprint(v))
 		}
 		ps = append(ps, pair{u, ks, u.GetNamespace() + "/" + u.GetName()})

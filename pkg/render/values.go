@@ -1,6 +1,8 @@
 package render
 
 import (
+	"github.com/haproxy-template/htc/pkg/store"
+
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -237,12 +239,12 @@ func stringValue(v any, o valueOrigin, asWord bool) (string, error) {
 // fieldFunc implements field OBJ PATH, parsing PATH on every call (the
 // Engine binds a version that caches parsed paths).
 func fieldFunc(obj any, path string) (string, error) {
-	return fieldValue(obj, path, parseFieldPath)
+	return fieldValue(obj, path, store.ParseFieldPath)
 }
 
 // fieldValue returns the value at path in obj as a checked string; parse
 // compiles path.
-func fieldValue(obj any, path string, parse func(string) ([]fieldStep, error)) (string, error) {
+func fieldValue(obj any, path string, parse func(string) (store.FieldPath, error)) (string, error) {
 	content, ok := objectContent(obj)
 	if !ok {
 		if obj == nil || reflect.ValueOf(obj).IsZero() {
@@ -254,7 +256,7 @@ func fieldValue(obj any, path string, parse func(string) ([]fieldStep, error)) (
 	if err != nil {
 		return "", fmt.Errorf("field %q: %w", path, err)
 	}
-	v, found := lookupPath(content, steps)
+	v, found := steps.Lookup(content)
 	if !found {
 		return "", nil
 	}

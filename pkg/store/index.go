@@ -14,7 +14,7 @@ import (
 // indexBy). It is safe for concurrent use.
 type Index struct {
 	exprs []string
-	paths []path
+	paths []FieldPath
 }
 
 // ParseIndex parses index expressions such as "metadata.namespace",
@@ -28,10 +28,10 @@ type Index struct {
 // `indexBy[1] "metadata.labels[": unterminated array`.
 // An empty list is allowed: every object then has the same (empty) key.
 func ParseIndex(exprs []string) (*Index, error) {
-	idx := &Index{exprs: slices.Clone(exprs), paths: make([]path, len(exprs))}
+	idx := &Index{exprs: slices.Clone(exprs), paths: make([]FieldPath, len(exprs))}
 	var errs []error
 	for i, expr := range exprs {
-		p, err := parsePath(expr)
+		p, err := ParseFieldPath(expr)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("indexBy[%d] %q: %w", i, expr, err))
 			continue
@@ -61,7 +61,7 @@ func (x *Index) Keys(obj *unstructured.Unstructured) ([]string, error) {
 	}
 	keys := make([]string, len(x.paths))
 	for i, p := range x.paths {
-		v, ok := p.eval(obj.Object)
+		v, ok := p.Lookup(obj.Object)
 		if !ok {
 			continue
 		}

@@ -8,10 +8,11 @@ import (
 	"k8s.io/client-go/util/jsonpath"
 )
 
-// path is one compiled index expression: a chain of map-key and list-index
-// steps evaluated directly over unstructured content (no reflection, no
-// shared mutable parser state, so it is safe for concurrent use).
-type path []step
+// FieldPath is one compiled field path (an indexBy expression, or the path
+// of the template function field): a chain of map-key and list-index steps
+// evaluated directly over unstructured content (no reflection, no shared
+// mutable parser state, so it is safe for concurrent use).
+type FieldPath []step
 
 // step selects a map key (field) or, when isIndex, a list element.
 type step struct {
@@ -20,12 +21,12 @@ type step struct {
 	isIndex bool
 }
 
-// parsePath compiles one index expression such as `metadata.name` or
+// ParseFieldPath compiles one field path such as `metadata.name` or
 // `metadata.labels['kubernetes.io/service-name']` with client-go's JSONPath
 // parser. Only field names, quoted keys and single list indexes are
 // accepted: anything selecting several values (wildcards, slices, unions,
 // filters, recursive descent) cannot be an index key.
-func parsePath(expr string) (path, error) {
+func ParseFieldPath(expr string) (FieldPath, error) {
 	text := expr
 	if len(text) >= 2 && text[0] == '{' && text[len(text)-1] == '}' {
 		text = text[1 : len(text)-1] // accept kubectl's {.a.b} form too
@@ -43,7 +44,7 @@ func parsePath(expr string) (path, error) {
 	if !strings.HasPrefix(text, ".") && !strings.HasPrefix(text, "[") {
 		text = "." + text
 	}
-	parser, err := jsonpath.Parse("indexBy", "{"+text+"}")
+	parser, err := jsonpath.Parse("fieldpath", "{"+text+"}")
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +55,7 @@ func parsePath(expr string) (path, error) {
 	if !ok || len(list.Nodes) == 0 {
 		return nil, errors.New("not a field path")
 	}
-	p := make(path, 0, len(list.Nodes))
+	p := make(FieldPath, 0, len(list.Nodes))
 	for _, node := range list.Nodes {
 		s, err := compileNode(node)
 		if err != nil {
@@ -147,9 +148,9 @@ func writeEscapedField(b *strings.Builder, key string) {
 	}
 }
 
-// eval walks content along p. ok is false when a step is missing, or the
+// Lookup walks content along p. ok is false when a step is missing, or the
 // value at a step is not a map (field) or list (index).
-func (p path) eval(content map[string]any) (v any, ok bool) {
+func (p FieldPath) Lookup(content map[string]any) (v any, ok bool) {
 	var cur any = content
 	for _, s := range p {
 		if s.isIndex {
