@@ -19,12 +19,12 @@ func TestFieldPathForms(t *testing.T) {
 		"spec": map[string]any{"rules": []any{map[string]any{"host": "a"}, map[string]any{"host": "b"}}},
 	}
 	for expr, want := range map[string]any{
-		"metadata.name":                               "web",
-		".metadata.name":                              "web",
-		"{.metadata.name}":                            "web",
-		"$.metadata.name":                             "web",
-		"spec.rules[0].host":                          "a",
-		"spec.rules[-1].host":                         "b",
+		"metadata.name":       "web",
+		".metadata.name":      "web",
+		"{.metadata.name}":    "web",
+		"$.metadata.name":     "web",
+		"spec.rules[0].host":  "a",
+		"spec.rules[-1].host": "b",
 		"metadata.annotations['haproxy.org/timeout']": "5s",
 		`metadata.labels["app.kubernetes.io/name"]`:   "echo",
 		`metadata.annotations.haproxy\.org/timeout`:   "5s",
