@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -160,18 +159,8 @@ func splitConfig(cfg string) (secs []*cfgSection, ok bool) {
 			if len(words) > 0 && sectionKeyword(words[0]) {
 				cur.text = cfg[textStart:pos]
 				textStart = pos
-				name := ""
-				if len(words) > 1 {
-					name = words[1]
-				}
-				switch words[0] {
-				case "global":
-					name = "data"
-				case "defaults":
-					if name == "" {
-						unnamed++
-						name = "unnamed_defaults_" + strconv.Itoa(unnamed)
-					}
+				name := sectionName(words, &unnamed)
+				if words[0] == "defaults" {
 					defaultsCtx.Write([]byte(line))
 					defaultsCtx.Write([]byte{'\n'})
 					ctxSum = defaultsCtx.Sum(nil)

@@ -37,26 +37,33 @@ func indexConfig(cfg string) *configIndex {
 			continue
 		}
 		if sectionKeyword(words[0]) {
-			name := ""
-			if len(words) > 1 {
-				name = words[1]
-			}
-			switch words[0] {
-			case "global":
-				name = "data"
-			case "defaults":
-				if name == "" {
-					unnamed++
-					name = "unnamed_defaults_" + strconv.Itoa(unnamed)
-				}
-			}
-			cur = &sectionSpan{kind: words[0], name: name, start: n}
+			cur = &sectionSpan{kind: words[0], name: sectionName(words, &unnamed), start: n}
 			idx.add(cur)
 			continue
 		}
 		cur.lines = append(cur.lines, n)
 	}
 	return idx
+}
+
+// sectionName is the name config-parser gives the section whose header
+// words are words: "data" for global, "unnamed_defaults_N" for the Nth
+// defaults section without a name (unnamed counts them), else the second word.
+func sectionName(words []string, unnamed *int) string {
+	name := ""
+	if len(words) > 1 {
+		name = words[1]
+	}
+	switch words[0] {
+	case "global":
+		name = "data"
+	case "defaults":
+		if name == "" {
+			*unnamed++
+			name = "unnamed_defaults_" + strconv.Itoa(*unnamed)
+		}
+	}
+	return name
 }
 
 // add registers a section; a later section with the same key replaces the
