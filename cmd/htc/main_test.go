@@ -199,3 +199,19 @@ func TestHelpAndVersion(t *testing.T) {
 	assert.Equal(t, exitOK, code)
 	assert.Contains(t, out, "check")
 }
+
+// TestReadmeExample keeps the README's one-screen config honest: it is
+// examples/minimal/config.yaml, and its embedded tests pass.
+func TestReadmeExample(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	example, err := os.ReadFile("../../examples/minimal/config.yaml")
+	require.NoError(t, err)
+	body := string(example)
+	body = body[strings.Index(body, "apiVersion:"):]
+	assert.Contains(t, string(readme), "```yaml\n"+body+"```", "README's template example differs from examples/minimal/config.yaml")
+
+	code, out, stderr := htc(t, "validate", "-f", "../../examples/minimal/config.yaml")
+	assert.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, out, "2/2 validation tests passed")
+}
