@@ -1,15 +1,9 @@
 package controller
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
+	"github.com/haproxy-template/htc/internal/testutil"
 	"log/slog"
-	"math/big"
 	"sync"
 	"testing"
 	"time"
@@ -22,17 +16,8 @@ import (
 
 func selfSigned(t *testing.T, notAfter time.Time) (certPEM, keyPEM []byte) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: notAfter,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	kder, err := x509.MarshalECPrivateKey(key)
-	require.NoError(t, err)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+	c := testutil.SelfSigned(t, "test", notAfter)
+	return c.CertPEM, c.KeyPEM
 }
 
 func tlsSecret(certPEM, keyPEM []byte) *unstructured.Unstructured {

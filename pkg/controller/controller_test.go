@@ -1,16 +1,15 @@
 package controller
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/haproxy-template/htc/internal/testutil"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -316,19 +315,4 @@ func TestReadyz(t *testing.T) {
 }
 
 // lockedBuffer is a goroutine-safe log sink.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type lockedBuffer = testutil.SyncBuffer

@@ -3,15 +3,10 @@ package dryrun_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"math/big"
+	"github.com/haproxy-template/htc/internal/testutil"
 	"net"
 	"net/http"
 	"sort"
@@ -119,18 +114,8 @@ func post(b *testing.B, client *http.Client, url string, body []byte) bool {
 // startWebhook serves h on 127.0.0.1 over TLS with a fresh self-signed
 // certificate and returns the /validate URL and a client trusting it.
 func startWebhook(b *testing.B, h http.Handler) (string, *http.Client) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(b, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, BasicConstraintsValid: true, IsCA: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(b, err)
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	require.NoError(b, err)
-	srv, err := webhook.NewServer(webhook.ServerOptions{Handler: h,
-		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})})
+	cert := testutil.SelfSigned(b, "htc-bench", time.Now().Add(time.Hour))
+	srv, err := webhook.NewServer(webhook.ServerOptions{Handler: h, CertPEM: cert.CertPEM, KeyPEM: cert.KeyPEM})
 	require.NoError(b, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(b, err)
@@ -138,10 +123,7 @@ func startWebhook(b *testing.B, h http.Handler) (string, *http.Client) {
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
 	b.Cleanup(func() { cancel(); <-done })
-	leaf, err := x509.ParseCertificate(der)
-	require.NoError(b, err)
-	pool := x509.NewCertPool()
-	pool.AddCert(leaf)
+	pool := cert.Pool()
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, MaxIdleConnsPerHost: 32}}
 	return "https://" + ln.Addr().String() + "/validate", client

@@ -1,19 +1,11 @@
 package webhook
 
 import (
-	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"log/slog"
-	"math/big"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -24,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/haproxy-template/htc/internal/testutil"
 	"github.com/haproxy-template/htc/pkg/dryrun"
 )
 
@@ -52,52 +45,12 @@ func (c testCert) tlsCert(t *testing.T) tls.Certificate {
 // server and client authentication.
 func newCert(t *testing.T, cn string) testCert {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: cn},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour).Truncate(time.Second),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
-		DNSNames:              []string{"localhost"},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	leaf, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	require.NoError(t, err)
-	return testCert{
-		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-		leaf:    leaf,
-	}
+	c := testutil.SelfSigned(t, cn, time.Now().Add(24*time.Hour).Truncate(time.Second))
+	return testCert{certPEM: c.CertPEM, keyPEM: c.KeyPEM, leaf: c.Leaf}
 }
 
-// safeBuffer is a bytes.Buffer safe for concurrent writes and reads.
-type safeBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *safeBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *safeBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// safeBuffer is a goroutine-safe log sink.
+type safeBuffer = testutil.SyncBuffer
 
 // testLogger returns a debug-level text logger writing to a buffer.
 func testLogger() (*slog.Logger, *safeBuffer) {
