@@ -244,6 +244,8 @@ func TestConfigLoopWiring(t *testing.T) {
 	defer func() { cancel(); <-done }()
 
 	require.Eventually(t, c.synced.Load, 20*time.Second, 20*time.Millisecond, "never synced")
+	assert.Contains(t, logs.String(), "live configuration checked",
+		"the live configuration is checked on load, warming the parse cache before any admission")
 	assert.Equal(t, []string{"haproxy-template.io/v1alpha1.HAProxyTemplateConfig", "networking.k8s.io/v1.Ingress"}, c.registry.GVKs(),
 		"services have no webhookValidation, so only Ingress and the config are registered")
 
