@@ -3,6 +3,7 @@ package render
 import (
 	"path/filepath"
 	"sort"
+	"strings"
 )
 
 // Kind of a bundle file, as used by pathFor and assertion targets.
@@ -112,4 +113,61 @@ func (b *Bundle) Target(target string) (content string, ok bool) {
 		}
 	}
 	return "", false
+}
+
+// Relocated returns a copy of b rendered for baseDir instead of b.BaseDir:
+// BaseDir is baseDir, and in the content of every file (haproxy.cfg, maps,
+// files and certificates) each occurrence of the old BaseDir followed by a
+// path separator is replaced by baseDir followed by the separator, so
+// "/tmp/x/htc-check-1/maps/host.map" becomes "/etc/haproxy/maps/host.map".
+// An occurrence not followed by a separator (such as a longer directory name
+// "/tmp/x/htc-check-12") is left alone. When b.BaseDir is empty or already
+// baseDir (trailing separators aside) the result is a plain copy. b is not
+// modified.
+//
+// It exists because a bundle is rendered and checked in a private workspace
+// (haproxy.NewWorkspace), where pathFor returned paths under the workspace,
+// and the same checked bundle is then published into the directory HAProxy
+// reads. Rewriting the paths afterwards is safe because the workspace path is
+// random and created at check time: user-controlled content (templates,
+// resources) cannot predict it, so every occurrence is one pathFor produced.
+func (b *Bundle) Relocated(baseDir string) *Bundle {
+	out := &Bundle{
+		BaseDir: baseDir,
+		Config:  b.Config,
+		Maps:    copyContents(b.Maps),
+		Files:   copyContents(b.Files),
+		Certs:   copyContents(b.Certs),
+	}
+	oldPrefix, newPrefix := dirPrefix(b.BaseDir), dirPrefix(baseDir)
+	if b.BaseDir == "" || oldPrefix == newPrefix {
+		return out
+	}
+	r := strings.NewReplacer(oldPrefix, newPrefix)
+	out.Config = r.Replace(out.Config)
+	for _, m := range []map[string]string{out.Maps, out.Files, out.Certs} {
+		for name, content := range m {
+			m[name] = r.Replace(content)
+		}
+	}
+	return out
+}
+
+// copyContents copies a name-to-content map; nil stays nil.
+func copyContents(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// dirPrefix is dir without trailing path separators, followed by exactly one:
+// the text every path inside dir starts with ("/" for the file system root).
+func dirPrefix(dir string) string {
+	sep := string(filepath.Separator)
+	return strings.TrimRight(dir, sep) + sep
 }
