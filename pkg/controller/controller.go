@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -21,15 +22,21 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/config/validation"
 	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/haproxy"
+	"github.com/haproxy-template/htc/pkg/haproxy/master"
 	"github.com/haproxy-template/htc/pkg/phase"
+	"github.com/haproxy-template/htc/pkg/publish"
 	"github.com/haproxy-template/htc/pkg/store"
 	"github.com/haproxy-template/htc/pkg/webhook"
 )
@@ -72,6 +79,26 @@ type Options struct {
 	// OnListening, when set, is called with the webhook's listen address once
 	// it accepts connections (tests that listen on port 0).
 	OnListening func(addr net.Addr)
+
+	// OutputDir, when set, is where the live configuration is published
+	// after it passed every check: haproxy.cfg at its root, maps, files and
+	// certificates beside it at the paths pathFor gives, each file replaced
+	// atomically (see package publish). Empty: the controller only
+	// validates (admissions, the Valid condition); nothing is written.
+	OutputDir string
+	// MasterSocket is HAProxy's master CLI socket (haproxy -W -S PATH).
+	// When set, every publish that changed a file is followed by a reload
+	// through it, verified by the master's reload counter; a reload HAProxy
+	// refuses restores the previous files. Requires OutputDir.
+	MasterSocket string
+	// Debounce is the quiet period after a change of the stores or the
+	// config before the live configuration is rendered; zero means
+	// DefaultDebounce (100 ms).
+	Debounce time.Duration
+	// MaxDelay bounds how long a stream of changes postpones the render:
+	// a change is rendered at most MaxDelay after it arrived, plus the
+	// render, check and reload time. Zero means DefaultMaxDelay (1 s).
+	MaxDelay time.Duration
 }
 
 // Validate checks the options that need no I/O.
@@ -96,6 +123,12 @@ func (o *Options) Validate() error {
 		if _, _, err := splitSecret(o.CertSecret); err != nil {
 			problems = append(problems, err.Error())
 		}
+	}
+	if o.MasterSocket != "" && o.OutputDir == "" {
+		problems = append(problems, "the HAProxy master socket needs an output directory to publish to")
+	}
+	if o.Debounce < 0 || o.MaxDelay < 0 {
+		problems = append(problems, "the debounce and maximum delay must not be negative")
 	}
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "; "))
@@ -122,6 +155,8 @@ type controller struct {
 	metrics   *metrics
 	certs     *certSource
 	tempDir   string
+	status    *statusReporter
+	live      *live
 
 	synced atomic.Bool // the stores of a good config synced; admissions served
 
@@ -182,6 +217,25 @@ func Run(ctx context.Context, opts Options) error {
 	defer cancel()
 
 	c := newController(opts, log, dyn, webhook.NewDiscoveryRESTMapper(dc), tempDir)
+	if opts.OutputDir != "" {
+		out, err := publish.Open(opts.OutputDir)
+		if err != nil {
+			return fmt.Errorf("the output directory: %w", err)
+		}
+		c.live.out = out
+		log.Info("publishing the live configuration", "dir", out.Path(), "masterSocket", opts.MasterSocket)
+	}
+	if opts.MasterSocket != "" {
+		c.live.master = &master.Client{SocketPath: opts.MasterSocket}
+	}
+	clientset, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
+	events := record.NewBroadcaster(record.WithContext(ctx))
+	defer events.Shutdown()
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: clientset.CoreV1().Events("")})
+	c.status.recorder = events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "htc-controller"})
 
 	var wg sync.WaitGroup
 	errc := make(chan error, 8)
@@ -240,6 +294,10 @@ func Run(ctx context.Context, opts Options) error {
 	}
 
 	spawn("config", func() error { c.configLoop(ctx); return nil })
+	spawn("live", func() error {
+		c.live.run(ctx, newDebouncer(nil, opts.Debounce, orDuration(opts.MaxDelay, DefaultMaxDelay)))
+		return nil
+	})
 
 	<-ctx.Done()
 	log.Info("controller shutting down")
@@ -267,6 +325,8 @@ func newController(opts Options, log *slog.Logger, dyn dynamic.Interface, mapper
 		certs:     &certSource{log: log},
 	}
 	c.metrics = newMetrics(c.certs.notAfter)
+	c.status = newStatusReporter(dyn, nil, log)
+	c.live = newLive(c.validator, nil, nil, c.status, c.metrics, log)
 	return c
 }
 
@@ -312,6 +372,13 @@ func orString(s, def string) string {
 		return def
 	}
 	return s
+}
+
+func orDuration(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
 }
 
 // checker returns a Checker allowing these directives, shared by every
@@ -455,7 +522,7 @@ func (c *controller) apply(ctx context.Context, u *unstructured.Unstructured, la
 		if _, ok := c.watchers[spec]; ok {
 			continue
 		}
-		w, err := startWatcher(ctx, c.dyn, spec, cfg.Spec.WatchedResources[key].IndexBy, c.log)
+		w, err := startWatcher(ctx, c.dyn, spec, cfg.Spec.WatchedResources[key].IndexBy, c.live.trigger, c.log)
 		if err != nil {
 			fail("error", "starting an informer", "store", key, "error", err)
 			return
@@ -483,16 +550,12 @@ func (c *controller) apply(ctx context.Context, u *unstructured.Unstructured, la
 	for key, spec := range plan {
 		state.Stores[key] = c.watchers[spec].store
 	}
-	// Render and check the live configuration once: it says whether what is
-	// stored now is valid, and it fills the checker's per-section parse cache,
-	// so the first admission pays only for the section it changes.
-	start = time.Now()
-	if _, err := pipeline.Proposal.Validate(ctx, dryrun.ReadOnly(state.Stores)); err != nil {
-		log.Warn("the live configuration does not pass the checks", "reason", dryrun.Reason(err))
-	} else {
-		log.Info("live configuration checked", "duration", time.Since(start).Round(time.Millisecond))
-	}
 	c.validator.SetState(state)
+	// Render, check and publish the live configuration before admissions
+	// are served: it says whether what is stored now is valid, it fills the
+	// checker's per-section parse cache (so the first admission pays only
+	// for the section it changes), and HAProxy gets the new config's output.
+	c.live.sync(ctx)
 
 	c.registry.Set(c.validators(&cfg.Spec, log))
 	for spec, w := range c.watchers {

@@ -20,6 +20,13 @@ type metrics struct {
 	testHits   prometheus.Counter
 	reloads    *prometheus.CounterVec
 	ready      prometheus.Gauge
+
+	liveChecks     *prometheus.CounterVec
+	liveValid      prometheus.Gauge
+	liveDuration   prometheus.Histogram
+	publishes      *prometheus.CounterVec
+	reloadsHAProxy *prometheus.CounterVec
+	reloadDuration prometheus.Histogram
 }
 
 // admissionBuckets cover a cached-test admission (a few ms) up to the 5 s
@@ -64,6 +71,32 @@ func newMetrics(certNotAfter func() time.Time) *metrics {
 			Name: "htc_ready",
 			Help: "1 when the stores synced and a certificate is loaded, else 0.",
 		}),
+		liveChecks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "htc_live_checks_total",
+			Help: "Renders and checks of the live configuration (the actual stores) by result (valid, invalid).",
+		}, []string{"result"}),
+		liveValid: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "htc_live_config_valid",
+			Help: "1 when the last render of the live configuration passed every check, 0 when it failed (the last good one keeps serving).",
+		}),
+		liveDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "htc_live_check_duration_seconds",
+			Help:    "Time to render and check the live configuration, embedded tests included.",
+			Buckets: admissionBuckets,
+		}),
+		publishes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "htc_publish_total",
+			Help: "Writes of a checked configuration to the output directory by result (written, unchanged, error).",
+		}, []string{"result"}),
+		reloadsHAProxy: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "htc_haproxy_reloads_total",
+			Help: "HAProxy reloads through the master socket by result (success, failed: HAProxy refused, error: not reached, skipped: nothing changed).",
+		}, []string{"result"}),
+		reloadDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "htc_haproxy_reload_duration_seconds",
+			Help:    "Time from asking HAProxy to reload until the new worker was seen (or the failure).",
+			Buckets: admissionBuckets,
+		}),
 	}
 	expiry := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "htc_webhook_certificate_expiry_seconds",
@@ -76,6 +109,7 @@ func newMetrics(certNotAfter func() time.Time) *metrics {
 		return time.Until(t).Seconds()
 	})
 	m.reg.MustRegister(m.requests, m.duration, m.validation, m.phases, m.inFlight, m.testHits, m.reloads, m.ready, expiry,
+		m.liveChecks, m.liveValid, m.liveDuration, m.publishes, m.reloadsHAProxy, m.reloadDuration,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -65,8 +65,9 @@ type watcher struct {
 }
 
 // startWatcher starts an informer for spec (cluster-wide, filtered by the
-// label selector) that fills a new store indexed by indexBy.
-func startWatcher(ctx context.Context, client dynamic.Interface, spec watchSpec, indexBy []string, log *slog.Logger) (*watcher, error) {
+// label selector) that fills a new store indexed by indexBy. changed, when
+// set, is called after every change the store took (not for resyncs).
+func startWatcher(ctx context.Context, client dynamic.Interface, spec watchSpec, indexBy []string, changed func(), log *slog.Logger) (*watcher, error) {
 	st, err := store.New(indexBy)
 	if err != nil {
 		return nil, err
@@ -75,7 +76,7 @@ func startWatcher(ctx context.Context, client dynamic.Interface, spec watchSpec,
 	inf := dynamicinformer.NewFilteredDynamicInformer(client, spec.gvr, metav1.NamespaceAll, 0, cache.Indexers{},
 		func(o *metav1.ListOptions) { o.LabelSelector = selector })
 	log = log.With("resource", spec.String())
-	sink := &storeSink{store: st, log: log}
+	sink := &storeSink{store: st, log: log, changed: changed}
 	reg, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    sink.add,
 		UpdateFunc: sink.update,
@@ -103,10 +104,17 @@ func (w *watcher) stop() {
 	<-w.done
 }
 
-// storeSink applies informer events to a store.
+// storeSink applies informer events to a store and reports each change.
 type storeSink struct {
-	store *store.Store
-	log   *slog.Logger
+	store   *store.Store
+	log     *slog.Logger
+	changed func() // nil: nobody listens
+}
+
+func (s *storeSink) notify() {
+	if s.changed != nil {
+		s.changed()
+	}
 }
 
 func (s *storeSink) add(obj any) {
@@ -116,7 +124,9 @@ func (s *storeSink) add(obj any) {
 	}
 	if err := s.store.Add(u); err != nil {
 		s.log.Warn("object not stored", "namespace", u.GetNamespace(), "name", u.GetName(), "error", err)
+		return
 	}
+	s.notify()
 }
 
 func (s *storeSink) update(oldObj, newObj any) {
@@ -130,7 +140,9 @@ func (s *storeSink) update(oldObj, newObj any) {
 	}
 	if err := s.store.Update(u); err != nil {
 		s.log.Warn("object not stored", "namespace", u.GetNamespace(), "name", u.GetName(), "error", err)
+		return
 	}
+	s.notify()
 }
 
 func (s *storeSink) delete(obj any) {
@@ -139,6 +151,7 @@ func (s *storeSink) delete(obj any) {
 	}
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		_ = s.store.Delete(u)
+		s.notify()
 	}
 }
 

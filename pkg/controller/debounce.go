@@ -1,0 +1,86 @@
+package controller
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// Defaults of Options.Debounce and Options.MaxDelay.
+const (
+	// DefaultDebounce is the quiet period after a change before the live
+	// configuration is rendered: a burst of changes closer together than
+	// this is rendered once.
+	DefaultDebounce = 100 * time.Millisecond
+	// DefaultMaxDelay bounds how long a steady stream of changes can hold
+	// off rendering: the first change of a burst is rendered at most this
+	// long after it arrived (plus the render, check and reload time).
+	DefaultMaxDelay = time.Second
+)
+
+// debouncer turns a stream of change signals into render rounds: wait
+// returns after a signal once the signals paused for quiet, or once maxDelay
+// passed since the first signal of the round, whichever comes first.
+type debouncer struct {
+	clock    clock.Clock
+	quiet    time.Duration
+	maxDelay time.Duration
+	// absorbed, when set, is called after each signal is taken into the
+	// round's timers (tests step a fake clock only after it).
+	absorbed func()
+}
+
+func newDebouncer(clk clock.Clock, quiet, maxDelay time.Duration) *debouncer {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	if quiet <= 0 {
+		quiet = DefaultDebounce
+	}
+	if maxDelay < quiet {
+		maxDelay = quiet
+	}
+	return &debouncer{clock: clk, quiet: quiet, maxDelay: maxDelay}
+}
+
+// wait blocks until a round is due (true) or ctx ends (false). Signals on
+// changed that arrive during the round are absorbed into it.
+func (d *debouncer) wait(ctx context.Context, changed <-chan struct{}) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-changed:
+	}
+	deadline := d.clock.After(d.maxDelay)
+	quiet := d.clock.NewTimer(d.quiet)
+	defer quiet.Stop()
+	d.signalAbsorbed()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-deadline:
+			return true
+		case <-quiet.C():
+			return true
+		case <-changed:
+			if !quiet.Stop() {
+				// The timer fired concurrently; its value is still waiting
+				// (the channel has a buffer of one): drain it so Reset starts clean.
+				select {
+				case <-quiet.C():
+				default:
+				}
+			}
+			quiet.Reset(d.quiet)
+			d.signalAbsorbed()
+		}
+	}
+}
+
+func (d *debouncer) signalAbsorbed() {
+	if d.absorbed != nil {
+		d.absorbed()
+	}
+}

@@ -1,0 +1,107 @@
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+// TestDebouncer drives the debouncer with a fake clock: each step either
+// signals a change or advances the clock, and the test checks whether the
+// round is due after it.
+func TestDebouncer(t *testing.T) {
+	const quiet, maxDelay = 100 * time.Millisecond, time.Second
+	type step struct {
+		signal  bool
+		advance time.Duration
+		due     bool // the round returned after this step
+	}
+	for name, steps := range map[string][]step{
+		"one change is due after the quiet period": {
+			{signal: true},
+			{advance: 99 * time.Millisecond},
+			{advance: time.Millisecond, due: true},
+		},
+		"changes within the quiet period extend it": {
+			{signal: true},
+			{advance: 80 * time.Millisecond},
+			{signal: true},
+			{advance: 80 * time.Millisecond},
+			{signal: true},
+			{advance: 99 * time.Millisecond},
+			{advance: time.Millisecond, due: true},
+		},
+		"a steady stream is cut off at the maximum delay": {
+			{signal: true},
+			{advance: 90 * time.Millisecond}, {signal: true},
+			{advance: 90 * time.Millisecond}, {signal: true},
+			{advance: 90 * time.Millisecond}, {signal: true},
+			{advance: 90 * time.Millisecond}, {signal: true},
+			{advance: 90 * time.Millisecond}, {signal: true},
+			{advance: 90 * time.Millisecond}, {signal: true},
+			{advance: 90 * time.Millisecond}, {signal: true},
+			{advance: 90 * time.Millisecond}, {signal: true},
+			{advance: 90 * time.Millisecond}, {signal: true},
+			{advance: 90 * time.Millisecond}, {signal: true},
+			{advance: 90 * time.Millisecond}, {signal: true},
+			{advance: 10 * time.Millisecond, due: true}, // 1 s after the first change
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			clk := testingclock.NewFakeClock(time.Unix(0, 0))
+			d := newDebouncer(clk, quiet, maxDelay)
+			absorbed := make(chan struct{}, 1)
+			d.absorbed = func() { absorbed <- struct{}{} }
+			changed := make(chan struct{}, 1)
+			done := make(chan bool, 1)
+			go func() { done <- d.wait(t.Context(), changed) }()
+			for i, s := range steps {
+				if s.signal {
+					changed <- struct{}{}
+					select {
+					case <-absorbed:
+					case <-time.After(5 * time.Second):
+						t.Fatalf("step %d: the signal was not taken", i)
+					}
+				}
+				if s.advance > 0 {
+					clk.Step(s.advance)
+				}
+				if s.due {
+					select {
+					case ok := <-done:
+						assert.True(t, ok, "step %d", i)
+					case <-time.After(5 * time.Second):
+						t.Fatalf("step %d: the round is not due", i)
+					}
+					return
+				}
+				// Not due: wait returns only on a timer, and none has fired.
+				assert.Empty(t, done, "step %d: the round returned early", i)
+			}
+			t.Fatal("the steps never made the round due")
+		})
+	}
+}
+
+func TestDebouncerStopsWithContext(t *testing.T) {
+	d := newDebouncer(testingclock.NewFakeClock(time.Unix(0, 0)), 0, 0)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	assert.False(t, d.wait(ctx, make(chan struct{})), "no change, cancelled: not due")
+
+	ctx, cancel = context.WithCancel(t.Context())
+	changed := make(chan struct{}, 1)
+	changed <- struct{}{}
+	done := make(chan bool, 1)
+	go func() { done <- d.wait(ctx, changed) }()
+	require.Eventually(t, func() bool { return len(changed) == 0 }, 5*time.Second, time.Millisecond)
+	cancel()
+	assert.False(t, <-done, "cancelled during the quiet period: not due")
+	assert.Equal(t, DefaultDebounce, d.quiet, "zero means the default")
+	assert.Equal(t, DefaultDebounce, d.maxDelay, "the maximum delay is never shorter than the quiet period")
+}

@@ -1,0 +1,265 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/dryrun"
+	"github.com/haproxy-template/htc/pkg/haproxy/master"
+	"github.com/haproxy-template/htc/pkg/phase"
+	"github.com/haproxy-template/htc/pkg/publish"
+)
+
+// liveTimeout bounds one live round: render, check, tests, publish, reload.
+const liveTimeout = 2 * time.Minute
+
+// Reload retry back-off when HAProxy's master socket cannot be reached.
+const (
+	minReloadRetry = time.Second
+	maxReloadRetry = 30 * time.Second
+)
+
+// live keeps what runs in line with the actual stores: on every change
+// (debounced) it renders the live configuration with the same pipeline as
+// admission (dryrun.ProposalValidator and the embedded tests), reports the
+// outcome (log, metrics, the Valid condition and an Event), and, when
+// publishing, writes the checked bundle into the output directory and
+// reloads HAProxy through its master socket. A configuration that fails is
+// never written: the last good one keeps serving.
+//
+// One round runs at a time (mu); admissions never take mu.
+type live struct {
+	validator *dryrun.DryRunValidator
+	out       *publish.Dir   // nil: validate only
+	master    *master.Client // nil: publish without reloading
+	status    *statusReporter
+	metrics   *metrics
+	log       *slog.Logger
+
+	changes atomic.Uint64 // incremented by trigger
+	signal  chan struct{} // capacity 1: a round is wanted
+
+	mu            sync.Mutex
+	roundStart    uint64 // changes seen when the last round started
+	reloaded      bool   // HAProxy was reloaded once by this process
+	reloadPending bool   // the files are newer than what HAProxy runs
+	retryIn       time.Duration
+	retry         *time.Timer
+}
+
+func newLive(v *dryrun.DryRunValidator, out *publish.Dir, mc *master.Client, status *statusReporter, m *metrics, log *slog.Logger) *live {
+	return &live{validator: v, out: out, master: mc, status: status, metrics: m, log: log, signal: make(chan struct{}, 1)}
+}
+
+// trigger records a change of the stores or the config. It never blocks.
+func (l *live) trigger() {
+	l.changes.Add(1)
+	select {
+	case l.signal <- struct{}{}:
+	default:
+	}
+}
+
+// run renders a round after each debounced burst of changes until ctx ends.
+func (l *live) run(ctx context.Context, d *debouncer) {
+	defer l.stopRetry()
+	for d.wait(ctx, l.signal) {
+		l.mu.Lock()
+		stale := l.changes.Load() != l.roundStart
+		l.mu.Unlock()
+		if stale {
+			l.sync(ctx)
+		}
+	}
+}
+
+// sync runs one round over the validator's current state and reports
+// whether the live configuration passed.
+func (l *live) sync(ctx context.Context) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.roundStart = l.changes.Load()
+	st := l.validator.State()
+	if st == nil || st.Pipeline == nil {
+		return false
+	}
+	cfg := st.Pipeline.Config
+	ctx, cancel := context.WithTimeout(ctx, liveTimeout)
+	defer cancel()
+
+	start := time.Now()
+	res, err := st.Pipeline.Proposal.Validate(ctx, dryrun.ReadOnly(st.Stores))
+	if err == nil {
+		err = l.tests(ctx, st.Pipeline)
+	}
+	took := time.Since(start)
+	l.metrics.liveDuration.Observe(took.Seconds())
+	if err != nil {
+		reason := dryrun.Reason(err)
+		l.metrics.liveChecks.WithLabelValues("invalid").Inc()
+		l.metrics.liveValid.Set(0)
+		l.log.Error("the live configuration fails its checks; HAProxy keeps the last good configuration",
+			"phase", string(phaseOf(err)), "reason", reason)
+		l.status.set(ctx, cfg, metav1.Condition{Type: ConditionValid, Status: metav1.ConditionFalse, Reason: invalidReason(err), Message: reason})
+		return false
+	}
+	l.metrics.liveChecks.WithLabelValues("valid").Inc()
+	l.metrics.liveValid.Set(1)
+	l.log.Info("live configuration checked", "duration", took.Round(time.Millisecond), "warnings", len(res.Warnings))
+	l.status.set(ctx, cfg, metav1.Condition{Type: ConditionValid, Status: metav1.ConditionTrue, Reason: "Checked",
+		Message: "the configuration rendered from the current resources passes every check"})
+	if l.out != nil {
+		l.publish(ctx, st.Pipeline, res)
+	}
+	return true
+}
+
+// tests runs the config's embedded tests (cached by config hash, so only
+// the first round after a config change pays for them).
+func (l *live) tests(ctx context.Context, p *dryrun.Pipeline) error {
+	report, _, err := l.validator.Tests.Run(ctx, p, dryrun.TestOptions{Workers: 1})
+	if err != nil {
+		return err
+	}
+	return report.Err()
+}
+
+// publish writes the checked bundle into the output directory, moved from
+// the check workspace to the output directory's paths, then reloads.
+func (l *live) publish(ctx context.Context, p *dryrun.Pipeline, res *dryrun.ProposalResult) {
+	cfg := p.Config
+	bundle := res.Bundle.Relocated(l.out.Path())
+	pub, err := l.out.Publish(bundle)
+	if err != nil {
+		l.metrics.publishes.WithLabelValues("error").Inc()
+		l.log.Error("writing the configuration to the output directory failed", "dir", l.out.Path(), "error", err)
+		l.status.set(ctx, cfg, metav1.Condition{Type: ConditionPublished, Status: metav1.ConditionFalse, Reason: "WriteFailed", Message: err.Error()})
+		return
+	}
+	if pub.Changed {
+		l.metrics.publishes.WithLabelValues("written").Inc()
+		l.reloadPending = true
+		l.log.Info("configuration written", "dir", l.out.Path(), "written", pub.Written, "removed", pub.Removed)
+	} else {
+		l.metrics.publishes.WithLabelValues("unchanged").Inc()
+	}
+	if l.master == nil {
+		if pub.Changed {
+			l.status.set(ctx, cfg, metav1.Condition{Type: ConditionPublished, Status: metav1.ConditionTrue, Reason: "Written",
+				Message: "the configuration was written to the output directory (no HAProxy master socket to reload through)"})
+		}
+		return
+	}
+	// The first round of this process reloads even when the files did not
+	// change: HAProxy may still run what an earlier process wrote and
+	// never reloaded.
+	if !l.reloadPending && l.reloaded {
+		l.metrics.reloadsHAProxy.WithLabelValues("skipped").Inc()
+		return
+	}
+	l.reload(ctx, cfg, pub)
+}
+
+// reload asks HAProxy to load the published files and verifies it did. A
+// reload HAProxy refuses rolls the files back to what it still runs; a
+// master socket that cannot be reached is retried with back-off.
+func (l *live) reload(ctx context.Context, cfg *config.HAProxyTemplateConfig, pub *publish.Result) {
+	start := time.Now()
+	r, err := l.master.Reload(ctx)
+	l.metrics.reloadDuration.Observe(time.Since(start).Seconds())
+	var refused *master.ReloadError
+	switch {
+	case errors.As(err, &refused):
+		l.metrics.reloadsHAProxy.WithLabelValues("failed").Inc()
+		l.reloadPending = false
+		msg := refused.Error()
+		if rbErr := pub.Rollback(); rbErr != nil {
+			msg += "; restoring the previous files failed: " + rbErr.Error()
+		} else if pub.Changed {
+			msg += "; the previous files were restored"
+		}
+		l.log.Error("HAProxy refused to reload", "error", msg)
+		l.status.set(ctx, cfg, metav1.Condition{Type: ConditionPublished, Status: metav1.ConditionFalse, Reason: "ReloadFailed", Message: msg})
+	case err != nil:
+		l.metrics.reloadsHAProxy.WithLabelValues("error").Inc()
+		l.scheduleRetry()
+		l.log.Warn("reloading HAProxy failed; retrying", "in", l.retryIn, "error", err)
+		l.status.set(ctx, cfg, metav1.Condition{Type: ConditionPublished, Status: metav1.ConditionFalse, Reason: "ReloadPending",
+			Message: fmt.Sprintf("the configuration was written but HAProxy could not be reloaded yet: %v", err)})
+	default:
+		l.metrics.reloadsHAProxy.WithLabelValues("success").Inc()
+		l.reloaded, l.reloadPending = true, false
+		l.stopRetry()
+		workers := make([]int, 0, len(r.After.Workers))
+		for _, w := range r.After.Workers {
+			workers = append(workers, w.PID)
+		}
+		l.log.Info("HAProxy reloaded", "duration", r.Duration.Round(time.Millisecond), "reloads", r.After.Master.Reloads, "workers", workers)
+		l.status.set(ctx, cfg, metav1.Condition{Type: ConditionPublished, Status: metav1.ConditionTrue, Reason: "Reloaded",
+			Message: "HAProxy runs the current configuration"})
+	}
+}
+
+// scheduleRetry triggers another round after a growing delay.
+func (l *live) scheduleRetry() {
+	switch {
+	case l.retryIn == 0:
+		l.retryIn = minReloadRetry
+	case l.retryIn < maxReloadRetry:
+		l.retryIn = min(2*l.retryIn, maxReloadRetry)
+	}
+	if l.retry != nil {
+		l.retry.Stop()
+	}
+	l.retry = time.AfterFunc(l.retryIn, l.trigger)
+}
+
+func (l *live) stopRetry() {
+	if l.retry != nil {
+		l.retry.Stop()
+		l.retry = nil
+	}
+	l.retryIn = 0
+}
+
+// phaseTimeout labels a round that ran out of time.
+const phaseTimeout phase.Phase = "timeout"
+
+// phaseOf is the phase of a failed round.
+func phaseOf(err error) phase.Phase {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return phaseTimeout
+	}
+	if p, ok := phase.Of(err); ok {
+		return p
+	}
+	return phase.Tests // the test runner's own failure
+}
+
+// invalidReason is the Valid=False condition reason of err, by phase.
+func invalidReason(err error) string {
+	switch phaseOf(err) {
+	case phase.Render:
+		return "RenderFailed"
+	case phase.Policy:
+		return "PolicyViolation"
+	case phase.Syntax:
+		return "SyntaxError"
+	case phase.Schema:
+		return "SchemaError"
+	case phase.Semantic:
+		return "HAProxyCheckFailed"
+	case phaseTimeout:
+		return "Timeout"
+	default:
+		return "TestsFailed"
+	}
+}
