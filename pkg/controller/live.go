@@ -152,20 +152,26 @@ func (l *live) publish(ctx context.Context, p *dryrun.Pipeline, res *dryrun.Prop
 		l.metrics.publishes.WithLabelValues("unchanged").Inc()
 	}
 	if l.master == nil {
-		if pub.Changed {
-			l.status.set(ctx, cfg, metav1.Condition{Type: ConditionPublished, Status: metav1.ConditionTrue, Reason: "Written",
-				Message: "the configuration was written to the output directory (no HAProxy master socket to reload through)"})
-		}
+		l.status.set(ctx, cfg, metav1.Condition{Type: ConditionPublished, Status: metav1.ConditionTrue, Reason: "Written",
+			Message: "the configuration is in the output directory (no HAProxy master socket to reload through)"})
 		return
 	}
-	// The first round of this process reloads even when the files did not
-	// change: HAProxy may still run what an earlier process wrote and
-	// never reloaded.
+	// Every change written is either reloaded or rolled back, so without a
+	// pending reload HAProxy runs what the directory holds. The first round
+	// of this process reloads even when no file changed: HAProxy may still
+	// run what an earlier process wrote and never reloaded.
 	if !l.reloadPending && l.reloaded {
 		l.metrics.reloadsHAProxy.WithLabelValues("skipped").Inc()
+		l.status.set(ctx, cfg, runningCondition())
 		return
 	}
 	l.reload(ctx, cfg, pub)
+}
+
+// runningCondition is Published=True: HAProxy runs the files.
+func runningCondition() metav1.Condition {
+	return metav1.Condition{Type: ConditionPublished, Status: metav1.ConditionTrue, Reason: "Reloaded",
+		Message: "HAProxy runs the current configuration"}
 }
 
 // reload asks HAProxy to load the published files and verifies it did. A
@@ -179,12 +185,16 @@ func (l *live) reload(ctx context.Context, cfg *config.HAProxyTemplateConfig, pu
 	switch {
 	case errors.As(err, &refused):
 		l.metrics.reloadsHAProxy.WithLabelValues("failed").Inc()
-		l.reloadPending = false
 		msg := refused.Error()
 		if rbErr := pub.Rollback(); rbErr != nil {
+			// The directory holds what HAProxy refused: try again next round.
 			msg += "; restoring the previous files failed: " + rbErr.Error()
-		} else if pub.Changed {
-			msg += "; the previous files were restored"
+			l.reloadPending = true
+		} else {
+			if pub.Changed {
+				msg += "; the previous files were restored"
+			}
+			l.reloadPending = false
 		}
 		l.log.Error("HAProxy refused to reload", "error", msg)
 		l.status.set(ctx, cfg, metav1.Condition{Type: ConditionPublished, Status: metav1.ConditionFalse, Reason: "ReloadFailed", Message: msg})
@@ -198,13 +208,8 @@ func (l *live) reload(ctx context.Context, cfg *config.HAProxyTemplateConfig, pu
 		l.metrics.reloadsHAProxy.WithLabelValues("success").Inc()
 		l.reloaded, l.reloadPending = true, false
 		l.stopRetry()
-		workers := make([]int, 0, len(r.After.Workers))
-		for _, w := range r.After.Workers {
-			workers = append(workers, w.PID)
-		}
-		l.log.Info("HAProxy reloaded", "duration", r.Duration.Round(time.Millisecond), "reloads", r.After.Master.Reloads, "workers", workers)
-		l.status.set(ctx, cfg, metav1.Condition{Type: ConditionPublished, Status: metav1.ConditionTrue, Reason: "Reloaded",
-			Message: "HAProxy runs the current configuration"})
+		l.log.Info("HAProxy reloaded", "duration", r.Duration.Round(time.Millisecond), "reloads", r.After.Master.Reloads, "workers", r.After.WorkerPIDs())
+		l.status.set(ctx, cfg, runningCondition())
 	}
 }
 

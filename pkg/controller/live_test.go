@@ -1,0 +1,335 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/record"
+
+	htctestutil "github.com/haproxy-template/htc/internal/testutil"
+	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/dryrun"
+	"github.com/haproxy-template/htc/pkg/haproxy"
+	"github.com/haproxy-template/htc/pkg/haproxy/master"
+	"github.com/haproxy-template/htc/pkg/publish"
+	"github.com/haproxy-template/htc/pkg/store"
+)
+
+// liveTemplate serves the names of the Services on 127.0.0.1:PORT, looks
+// them up in a map (so haproxy.cfg references a bundle file by path), fails
+// rendering for a Service annotated broken, and adds a frontend on the port
+// of an extra-port annotation.
+const liveTemplate = `global
+  maxconn 100
+defaults
+  mode http
+  timeout connect 1s
+  timeout client 5s
+  timeout server 5s
+frontend main
+  bind 127.0.0.1:{{ .extraContext.port }}
+  http-request set-var(txn.known) path,map({{ pathFor "map" "names.map" }})
+  http-request return status 200 content-type text/plain string "{{ range .resources.services.List }}{{ word .metadata.name }} {{ end }}"
+{{- range $s := .resources.services.List }}
+{{- $a := default dict $s.metadata.annotations }}
+{{- if index $a "broken" }}{{ fail (printf "Service '%s' is broken" $s.metadata.name) }}{{ end }}
+{{- with index $a "extra-port" }}
+frontend extra_{{ word $s.metadata.name }}
+  bind 127.0.0.1:{{ word . }}
+  http-request return status 200
+{{- end }}
+{{- end }}
+`
+
+// liveFixture is one live loop over a real checker, a real output
+// directory and a fake API server holding the config (for its status).
+type liveFixture struct {
+	live     *live
+	services *store.Store
+	cfgFile  string
+	events   *record.FakeRecorder
+	status   func(typ string) *metav1.Condition
+	metrics  *metrics
+}
+
+func newLiveFixture(t *testing.T, outDir string, port int) *liveFixture {
+	t.Helper()
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": config.GroupVersion.String(), "kind": config.Kind,
+		"metadata": map[string]any{"namespace": "htc-system", "name": "htc", "generation": int64(3)},
+		"spec": map[string]any{
+			"watchedResources": map[string]any{
+				"services": map[string]any{"apiVersion": "v1", "resources": "services", "indexBy": []any{"metadata.namespace", "metadata.name"}},
+			},
+			"extraContext":  map[string]any{"port": int64(port)},
+			"haproxyConfig": map[string]any{"template": liveTemplate},
+			"maps": map[string]any{"names.map": map[string]any{
+				"template": "{{ range .resources.services.List }}/{{ word .metadata.name }} yes\n{{ end }}",
+			}},
+		},
+	}}
+	cfg, err := config.FromUnstructured(u)
+	require.NoError(t, err)
+	checker, err := haproxy.NewChecker(haproxy.Options{})
+	require.NoError(t, err)
+	pipeline, err := dryrun.NewPipeline(cfg, checker, t.TempDir())
+	require.NoError(t, err)
+	services, err := store.New([]string{"metadata.namespace", "metadata.name"})
+	require.NoError(t, err)
+
+	dyn := fakeClient(u)
+	events := record.NewFakeRecorder(100)
+	log := slog.New(slog.DiscardHandler)
+	m := newMetrics(func() time.Time { return time.Time{} })
+	out, err := publish.Open(outDir)
+	require.NoError(t, err)
+	v := dryrun.NewDryRunValidator(&dryrun.State{Pipeline: pipeline, Stores: map[string]*store.Store{"services": services}})
+	f := &liveFixture{
+		live:     newLive(v, out, nil, newStatusReporter(dyn, events, log), m, log),
+		services: services,
+		cfgFile:  filepath.Join(outDir, "haproxy.cfg"),
+		events:   events,
+		metrics:  m,
+	}
+	f.status = func(typ string) *metav1.Condition {
+		got, err := dyn.Resource(configGVR).Namespace("htc-system").Get(t.Context(), "htc", metav1.GetOptions{})
+		require.NoError(t, err)
+		raw, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+		var conds []metav1.Condition
+		for _, r := range raw {
+			m := r.(map[string]any)
+			gen, _ := m["observedGeneration"].(int64)
+			conds = append(conds, metav1.Condition{Type: m["type"].(string), Status: metav1.ConditionStatus(m["status"].(string)),
+				Reason: m["reason"].(string), Message: m["message"].(string), ObservedGeneration: gen})
+		}
+		return meta.FindStatusCondition(conds, typ)
+	}
+	return f
+}
+
+func (f *liveFixture) cfg(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(f.cfgFile)
+	require.NoError(t, err)
+	return string(b)
+}
+
+func (f *liveFixture) reloads(result string) float64 {
+	return testutil.ToFloat64(f.metrics.reloadsHAProxy.WithLabelValues(result))
+}
+
+// nextEvent returns the next recorded Event ("Type Reason Message").
+func (f *liveFixture) nextEvent(t *testing.T) string {
+	t.Helper()
+	select {
+	case e := <-f.events.Events:
+		return e
+	case <-time.After(5 * time.Second):
+		t.Fatal("no Event was recorded")
+		return ""
+	}
+}
+
+func service(name string, annotations map[string]any) *unstructured.Unstructured {
+	md := map[string]any{"namespace": "default", "name": name}
+	if annotations != nil {
+		md["annotations"] = annotations
+	}
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Service", "metadata": md}}
+}
+
+// TestLiveRounds walks the live loop through its outcomes against a real
+// HAProxy in master-worker mode: publish, first reload, an unchanged round
+// that skips the reload, a render failure that writes nothing, a reload
+// HAProxy refuses (its port is taken) that is rolled back, and recovery.
+func TestLiveRounds(t *testing.T) {
+	needHAProxy(t)
+	dir, err := os.MkdirTemp("", "htc-live-") // short: a unix socket path must fit 108 bytes
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	addr := htctestutil.FreeAddr(t)
+	_, portText, _ := net.SplitHostPort(addr)
+	var port int
+	_, err = fmt.Sscan(portText, &port)
+	require.NoError(t, err)
+	outDir := filepath.Join(dir, "out")
+	f := newLiveFixture(t, outDir, port)
+	ctx := t.Context()
+	require.NoError(t, f.services.Add(service("alpha", nil)))
+
+	// 1. A valid round publishes, with paths in the output directory.
+	require.True(t, f.live.sync(ctx))
+	cfg := f.cfg(t)
+	assert.Contains(t, cfg, "map("+filepath.Join(outDir, "maps", "names.map")+")", "pathFor points into the output directory")
+	assert.NotContains(t, cfg, "htc-check-", "no trace of the check workspace")
+	mapFile, err := os.ReadFile(filepath.Join(outDir, "maps", "names.map"))
+	require.NoError(t, err)
+	assert.Equal(t, "/alpha yes\n", string(mapFile))
+	valid := f.status(ConditionValid)
+	require.NotNil(t, valid)
+	assert.Equal(t, metav1.ConditionTrue, valid.Status)
+	assert.Equal(t, int64(3), valid.ObservedGeneration)
+	assert.Equal(t, "Normal Checked the configuration rendered from the current resources passes every check", f.nextEvent(t))
+	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.liveValid))
+
+	// 2. With HAProxy running, the first round of the process reloads it.
+	socket := filepath.Join(dir, "master.sock")
+	startMasterWorker(t, socket, f.cfgFile)
+	f.live.master = &master.Client{SocketPath: socket}
+	assert.Equal(t, "Normal Written the configuration is in the output directory (no HAProxy master socket to reload through)", f.nextEvent(t))
+	require.True(t, f.live.sync(ctx))
+	assert.Equal(t, 1.0, f.reloads("success"))
+	assert.Equal(t, "alpha ", get(t, addr))
+	pub := f.status(ConditionPublished)
+	require.NotNil(t, pub)
+	assert.Equal(t, "Reloaded", pub.Reason)
+
+	// 3. Nothing changed: no reload.
+	require.True(t, f.live.sync(ctx))
+	assert.Equal(t, 1.0, f.reloads("success"))
+	assert.Equal(t, 1.0, f.reloads("skipped"))
+
+	// 4. A render failure writes nothing and says why.
+	require.NoError(t, f.services.Add(service("beta", nil)))
+	require.True(t, f.live.sync(ctx))
+	assert.Equal(t, "alpha beta ", get(t, addr))
+	before := f.cfg(t)
+	for len(f.events.Events) > 0 {
+		<-f.events.Events
+	}
+	require.NoError(t, f.services.Add(service("broken", map[string]any{"broken": "yes"})))
+	assert.False(t, f.live.sync(ctx))
+	assert.Equal(t, before, f.cfg(t), "a configuration that fails is never written")
+	assert.Equal(t, "alpha beta ", get(t, addr), "HAProxy keeps the last good configuration")
+	valid = f.status(ConditionValid)
+	require.NotNil(t, valid)
+	assert.Equal(t, metav1.ConditionFalse, valid.Status)
+	assert.Equal(t, "RenderFailed", valid.Reason)
+	assert.Equal(t, "Service 'broken' is broken", valid.Message)
+	assert.Equal(t, "Warning RenderFailed Service 'broken' is broken", f.nextEvent(t))
+	assert.Equal(t, 0.0, testutil.ToFloat64(f.metrics.liveValid))
+	f.services.DeleteByName("default", "broken")
+
+	// 5. A configuration that passes `haproxy -c` but that HAProxy cannot
+	// load (its new port is taken) is rolled back.
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	takenPort := fmt.Sprint(taken.Addr().(*net.TCPAddr).Port)
+	require.NoError(t, f.services.Add(service("gamma", map[string]any{"extra-port": takenPort})))
+	require.True(t, f.live.sync(ctx), "the configuration itself is valid")
+	assert.Equal(t, 1.0, f.reloads("failed"))
+	pub = f.status(ConditionPublished)
+	require.NotNil(t, pub)
+	assert.Equal(t, metav1.ConditionFalse, pub.Status)
+	assert.Equal(t, "ReloadFailed", pub.Reason)
+	assert.Contains(t, pub.Message, "the previous files were restored")
+	assert.Equal(t, before, f.cfg(t), "the files HAProxy refused were rolled back")
+	assert.Equal(t, "alpha beta ", get(t, addr), "the old workers serve on")
+
+	// 6. Once the port is free the same configuration is published.
+	require.NoError(t, taken.Close())
+	f.services.DeleteByName("default", "gamma")
+	require.NoError(t, f.services.Add(service("gamma", map[string]any{"extra-port": takenPort, "retry": "1"})))
+	require.True(t, f.live.sync(ctx))
+	assert.Equal(t, 3.0, f.reloads("success"), "reloads: round 2, the beta round of step 4, this one")
+	assert.Equal(t, "alpha beta gamma ", get(t, addr))
+	assert.Contains(t, f.cfg(t), "frontend extra_gamma")
+	pub = f.status(ConditionPublished)
+	require.NotNil(t, pub)
+	assert.Equal(t, metav1.ConditionTrue, pub.Status)
+}
+
+// TestLiveSkipAfterRollbackIsPublished: after a refused reload was rolled
+// back, a round that renders what the directory holds (and HAProxy runs)
+// reports Published=True again.
+func TestLiveSkipAfterRollbackIsPublished(t *testing.T) {
+	needHAProxy(t)
+	dir, err := os.MkdirTemp("", "htc-live-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	addr := htctestutil.FreeAddr(t)
+	var port int
+	_, portText, _ := net.SplitHostPort(addr)
+	_, err = fmt.Sscan(portText, &port)
+	require.NoError(t, err)
+	f := newLiveFixture(t, filepath.Join(dir, "out"), port)
+	ctx := t.Context()
+	require.NoError(t, f.services.Add(service("alpha", nil)))
+	require.True(t, f.live.sync(ctx))
+	socket := filepath.Join(dir, "master.sock")
+	startMasterWorker(t, socket, f.cfgFile)
+	f.live.master = &master.Client{SocketPath: socket}
+	require.True(t, f.live.sync(ctx))
+
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	require.NoError(t, f.services.Add(service("gamma", map[string]any{"extra-port": fmt.Sprint(taken.Addr().(*net.TCPAddr).Port)})))
+	require.True(t, f.live.sync(ctx))
+	require.Equal(t, "ReloadFailed", f.status(ConditionPublished).Reason)
+
+	f.services.DeleteByName("default", "gamma")
+	require.True(t, f.live.sync(ctx))
+	assert.Equal(t, 1.0, f.reloads("skipped"), "the directory already holds this configuration")
+	pub := f.status(ConditionPublished)
+	assert.Equal(t, metav1.ConditionTrue, pub.Status, "HAProxy runs what the directory holds: %+v", pub)
+}
+
+// startMasterWorker runs `haproxy -W -S socket -f cfg` until the test ends.
+func startMasterWorker(t *testing.T, socket, cfg string) {
+	t.Helper()
+	cmd := exec.Command("haproxy", "-W", "-S", socket, "-f", cfg)
+	var logs lockedBuffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("haproxy:\n%s", logs.String())
+		}
+	})
+	c := &master.Client{SocketPath: socket}
+	require.Eventually(t, func() bool {
+		_, err := c.ShowProc(t.Context())
+		return err == nil
+	}, 10*time.Second, 20*time.Millisecond, "haproxy did not start:\n%s", &logs)
+}
+
+// get fetches http://addr/ on a new connection and returns the body, or
+// the error's text.
+func get(t *testing.T, addr string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/", nil)
+	require.NoError(t, err)
+	resp, err := (&http.Transport{DisableKeepAlives: true}).RoundTrip(req)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
+}
