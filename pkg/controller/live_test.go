@@ -293,7 +293,7 @@ func TestLiveSkipAfterRollbackIsPublished(t *testing.T) {
 }
 
 // startMasterWorker runs `haproxy -W -S socket -f cfg` until the test ends.
-func startMasterWorker(t *testing.T, socket, cfg string) {
+func startMasterWorker(t testing.TB, socket, cfg string) {
 	t.Helper()
 	cmd := exec.Command("haproxy", "-W", "-S", socket, "-f", cfg)
 	var logs lockedBuffer
@@ -309,7 +309,7 @@ func startMasterWorker(t *testing.T, socket, cfg string) {
 	})
 	c := &master.Client{SocketPath: socket}
 	require.Eventually(t, func() bool {
-		_, err := c.ShowProc(t.Context())
+		_, err := c.ShowProc(context.Background())
 		return err == nil
 	}, 10*time.Second, 20*time.Millisecond, "haproxy did not start:\n%s", &logs)
 }

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/haproxy-template/htc/internal/testutil"
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/haproxy"
@@ -38,35 +38,14 @@ func newBenchCluster(b *testing.B, n int) *benchCluster {
 	stores, err := dryrun.NewStores(&cfg.Spec)
 	require.NoError(b, err)
 	for i := range n {
-		ns, name := fmt.Sprintf("ns%d", i%50), fmt.Sprintf("app%d", i)
-		require.NoError(b, stores["services"].Add(u(map[string]any{"apiVersion": "v1", "kind": "Service",
-			"metadata": map[string]any{"name": name, "namespace": ns},
-			"spec":     map[string]any{"ports": []any{map[string]any{"name": "http", "port": int64(80), "targetPort": int64(8080)}}}})))
-		var eps []any
-		for j := range 3 {
-			eps = append(eps, map[string]any{"addresses": []any{fmt.Sprintf("10.%d.%d.%d", i/250%250, i%250, j+1)}, "conditions": map[string]any{"ready": true}})
-		}
-		require.NoError(b, stores["endpoints"].Add(u(map[string]any{"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-			"metadata":    map[string]any{"name": name + "-x", "namespace": ns, "labels": map[string]any{"kubernetes.io/service-name": name}},
-			"addressType": "IPv4", "ports": []any{map[string]any{"name": "http", "port": int64(8080)}}, "endpoints": eps})))
-		require.NoError(b, stores["ingresses"].Add(benchIngress(ns, name)))
+		svc, eps, ing := testutil.ClusterApp(i, false)
+		require.NoError(b, stores["services"].Add(svc))
+		require.NoError(b, stores["endpoints"].Add(eps))
+		require.NoError(b, stores["ingresses"].Add(ing))
 	}
 	return &benchCluster{pipeline: p, checker: checker, stores: stores,
-		proposal: store.Change{Operation: store.Create, Object: benchIngress("ns0", "app0-new")}}
+		proposal: store.Change{Operation: store.Create, Object: testutil.ClusterIngress("ns0", "app0-new", "app0")}}
 }
-
-func benchIngress(ns, name string) *unstructured.Unstructured {
-	svc := name
-	if len(svc) > 4 && svc[len(svc)-4:] == "-new" {
-		svc = svc[:len(svc)-4]
-	}
-	return u(map[string]any{"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-		"metadata": map[string]any{"name": name, "namespace": ns},
-		"spec": map[string]any{"ingressClassName": "htc", "rules": []any{map[string]any{"host": name + ".example.com", "http": map[string]any{"paths": []any{
-			map[string]any{"path": "/", "pathType": "Prefix", "backend": map[string]any{"service": map[string]any{"name": svc, "port": map[string]any{"name": "http"}}}}}}}}}})
-}
-
-func u(m map[string]any) *unstructured.Unstructured { return &unstructured.Unstructured{Object: m} }
 
 func (c *benchCluster) overlay(b *testing.B) store.Set {
 	set, err := dryrun.ReadOnly(c.stores).WithChange("ingresses", c.proposal)

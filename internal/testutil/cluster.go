@@ -1,0 +1,45 @@
+package testutil
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// ClusterApp is the i-th application of a generated benchmark cluster for
+// the example Ingress library: a Service (port "http" 80 → 8080), an
+// EndpointSlice with three ready addresses, and an Ingress of class htc
+// routing host app<i>.example.com to the Service. Apps are spread over 50
+// namespaces.
+//
+// The addresses are in 10.0.0.0/8, which only `haproxy -c` may see (it never
+// connects). A running HAProxy health-checks its servers: give it
+// loopback addresses (127.0.0.0/8) with loopback set, since tests may send
+// traffic to no other address.
+func ClusterApp(i int, loopback bool) (service, endpoints, ingress *unstructured.Unstructured) {
+	first := 10
+	if loopback {
+		first = 127
+	}
+	ns, name := fmt.Sprintf("ns%d", i%50), fmt.Sprintf("app%d", i)
+	service = &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Service",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec":     map[string]any{"ports": []any{map[string]any{"name": "http", "port": int64(80), "targetPort": int64(8080)}}}}}
+	var eps []any
+	for j := range 3 {
+		eps = append(eps, map[string]any{"addresses": []any{fmt.Sprintf("%d.%d.%d.%d", first, i/250%250, i%250, j+1)}, "conditions": map[string]any{"ready": true}})
+	}
+	endpoints = &unstructured.Unstructured{Object: map[string]any{"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+		"metadata":    map[string]any{"name": name + "-x", "namespace": ns, "labels": map[string]any{"kubernetes.io/service-name": name}},
+		"addressType": "IPv4", "ports": []any{map[string]any{"name": "http", "port": int64(8080)}}, "endpoints": eps}}
+	return service, endpoints, ClusterIngress(ns, name, name)
+}
+
+// ClusterIngress is an Ingress of class htc named name in ns, routing host
+// <name>.example.com, path / (Prefix), to port "http" of Service service.
+func ClusterIngress(ns, name, service string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec": map[string]any{"ingressClassName": "htc", "rules": []any{map[string]any{"host": name + ".example.com", "http": map[string]any{"paths": []any{
+			map[string]any{"path": "/", "pathType": "Prefix", "backend": map[string]any{"service": map[string]any{"name": service, "port": map[string]any{"name": "http"}}}}}}}}}}}
+}

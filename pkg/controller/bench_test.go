@@ -1,0 +1,119 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/haproxy-template/htc/internal/testutil"
+	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/dryrun"
+	"github.com/haproxy-template/htc/pkg/haproxy"
+	"github.com/haproxy-template/htc/pkg/haproxy/master"
+	"github.com/haproxy-template/htc/pkg/publish"
+	"github.com/haproxy-template/htc/pkg/store"
+)
+
+// BenchmarkLiveRound measures one live round after a change, the time from
+// the end of the debounce until the change is live: the example Ingress
+// library over n generated Ingresses is rendered, checked (embedded tests
+// cached), relocated and published (step=publish), and with a running
+// HAProxy in master-worker mode also reloaded and verified (step=reload).
+// Every iteration adds or removes one Ingress, so every round writes.
+func BenchmarkLiveRound(b *testing.B) {
+	if _, err := haproxy.NewChecker(haproxy.Options{}); err != nil {
+		b.Skip("haproxy not installed (make haproxy)")
+	}
+	for _, n := range []int{100, 1000, 10000} {
+		for _, step := range []string{"publish", "reload"} {
+			b.Run(fmt.Sprintf("step=%s/ingresses=%d", step, n), func(b *testing.B) {
+				l, ingresses, outDir, dir := benchLive(b, n)
+				ctx := context.Background()
+				if step == "reload" {
+					require.True(b, l.sync(ctx)) // the configuration HAProxy starts with
+					socket := filepath.Join(dir, "master.sock")
+					startMasterWorker(b, socket, filepath.Join(outDir, "haproxy.cfg"))
+					l.master = &master.Client{SocketPath: socket}
+					require.True(b, l.sync(ctx)) // the first reload of the process
+				}
+				extra := testutil.ClusterIngress("ns0", "app0-extra", "app0")
+				for i := 0; b.Loop(); i++ {
+					if i%2 == 0 {
+						require.NoError(b, ingresses.Add(extra))
+					} else {
+						ingresses.DeleteByName("ns0", "app0-extra")
+					}
+					require.True(b, l.sync(ctx))
+				}
+				b.StopTimer()
+				if step == "reload" {
+					require.Equal(b, float64(b.N+1), testutilCounter(l.metrics, "success"), "every round reloaded")
+				}
+			})
+		}
+	}
+}
+
+// benchLive is a live loop over the example library with n loopback apps,
+// listening on a free 127.0.0.1 port, publishing to a fresh directory.
+func benchLive(b *testing.B, n int) (l *live, ingresses *store.Store, outDir, dir string) {
+	b.Helper()
+	cfg, err := config.LoadFile("../../examples/ingress/config.yaml")
+	require.NoError(b, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(b, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(b, ln.Close())
+	cfg.Spec.ExtraContext = mergeExtra(b, cfg, map[string]any{"bindAddress": "127.0.0.1", "httpPort": port})
+	checker, err := haproxy.NewChecker(haproxy.Options{})
+	require.NoError(b, err)
+	p, err := dryrun.NewPipeline(cfg, checker, b.TempDir())
+	require.NoError(b, err)
+	stores, err := dryrun.NewStores(&cfg.Spec)
+	require.NoError(b, err)
+	for i := range n {
+		svc, eps, ing := testutil.ClusterApp(i, true)
+		require.NoError(b, stores["services"].Add(svc))
+		require.NoError(b, stores["endpoints"].Add(eps))
+		require.NoError(b, stores["ingresses"].Add(ing))
+	}
+	dir, err = os.MkdirTemp("", "htc-bench-") // short: the master socket path must fit 108 bytes
+	require.NoError(b, err)
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	outDir = filepath.Join(dir, "out")
+	out, err := publish.Open(outDir)
+	require.NoError(b, err)
+	log := slog.New(slog.DiscardHandler)
+	m := newMetrics(func() time.Time { return time.Time{} })
+	v := dryrun.NewDryRunValidator(&dryrun.State{Pipeline: p, Stores: stores})
+	status := newStatusReporter(fakeClient(), nil, log) // no Events; the status writes fail fast (no config object)
+	return newLive(v, out, nil, status, m, log), stores["ingresses"], outDir, dir
+}
+
+// mergeExtra returns cfg's extraContext with set's keys replaced.
+func mergeExtra(b *testing.B, cfg *config.HAProxyTemplateConfig, set map[string]any) *runtime.RawExtension {
+	b.Helper()
+	extra := map[string]any{}
+	if cfg.Spec.ExtraContext != nil {
+		require.NoError(b, json.Unmarshal(cfg.Spec.ExtraContext.Raw, &extra))
+	}
+	maps.Copy(extra, set)
+	raw, err := json.Marshal(extra)
+	require.NoError(b, err)
+	return &runtime.RawExtension{Raw: raw}
+}
+
+func testutilCounter(m *metrics, result string) float64 {
+	return promtestutil.ToFloat64(m.reloadsHAProxy.WithLabelValues(result))
+}
