@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/haproxy-template/htc/pkg/store"
 )
 
 // ClusterApp is the i-th application of a generated benchmark cluster for
@@ -42,4 +44,22 @@ func ClusterIngress(ns, name, service string) *unstructured.Unstructured {
 		"metadata": map[string]any{"name": name, "namespace": ns},
 		"spec": map[string]any{"ingressClassName": "htc", "rules": []any{map[string]any{"host": name + ".example.com", "http": map[string]any{"paths": []any{
 			map[string]any{"path": "/", "pathType": "Prefix", "backend": map[string]any{"service": map[string]any{"name": service, "port": map[string]any{"name": "http"}}}}}}}}}}}
+}
+
+// AddClusterApps adds apps 0..n-1 (ClusterApp) to the stores "services",
+// "endpoints" and "ingresses" of the example Ingress library.
+func AddClusterApps(stores map[string]*store.Store, n int, loopback bool) error {
+	for i := range n {
+		svc, eps, ing := ClusterApp(i, loopback)
+		for key, obj := range map[string]*unstructured.Unstructured{"services": svc, "endpoints": eps, "ingresses": ing} {
+			s, ok := stores[key]
+			if !ok {
+				return fmt.Errorf("no store %q", key)
+			}
+			if err := s.Add(obj); err != nil {
+				return fmt.Errorf("%s: %w", key, err)
+			}
+		}
+	}
+	return nil
 }

@@ -90,12 +90,7 @@ func benchLive(b *testing.B, n int) (l *live, ingresses *store.Store, outDir, di
 	require.NoError(b, err)
 	stores, err := dryrun.NewStores(&cfg.Spec)
 	require.NoError(b, err)
-	for i := range n {
-		svc, eps, ing := testutil.ClusterApp(i, true)
-		require.NoError(b, stores["services"].Add(svc))
-		require.NoError(b, stores["endpoints"].Add(eps))
-		require.NoError(b, stores["ingresses"].Add(ing))
-	}
+	require.NoError(b, testutil.AddClusterApps(stores, n, true))
 	dir, err = os.MkdirTemp("", "htc-bench-") // short: the master socket path must fit 108 bytes
 	require.NoError(b, err)
 	b.Cleanup(func() { os.RemoveAll(dir) })

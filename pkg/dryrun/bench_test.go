@@ -37,12 +37,7 @@ func newBenchCluster(b *testing.B, n int) *benchCluster {
 	require.NoError(b, err)
 	stores, err := dryrun.NewStores(&cfg.Spec)
 	require.NoError(b, err)
-	for i := range n {
-		svc, eps, ing := testutil.ClusterApp(i, false)
-		require.NoError(b, stores["services"].Add(svc))
-		require.NoError(b, stores["endpoints"].Add(eps))
-		require.NoError(b, stores["ingresses"].Add(ing))
-	}
+	require.NoError(b, testutil.AddClusterApps(stores, n, false))
 	return &benchCluster{pipeline: p, checker: checker, stores: stores,
 		proposal: store.Change{Operation: store.Create, Object: testutil.ClusterIngress("ns0", "app0-new", "app0")}}
 }
