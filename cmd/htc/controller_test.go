@@ -23,6 +23,11 @@ func TestControllerHelpDocumentsEveryFlag(t *testing.T) {
 		"webhook-client-ca-file": "HTC_WEBHOOK_CLIENT_CA_FILE",
 		"metrics-addr":           "HTC_METRICS_ADDR",
 		"health-addr":            "HTC_HEALTH_ADDR",
+		"webhook-bind-address":   "HTC_WEBHOOK_BIND_ADDRESS",
+		"output-dir":             "HTC_OUTPUT_DIR",
+		"haproxy-master-socket":  "HTC_HAPROXY_MASTER_SOCKET",
+		"debounce":               "HTC_DEBOUNCE",
+		"max-delay":              "HTC_MAX_DELAY",
 	} {
 		assert.Contains(t, stdout, "-"+flag+" string", flag)
 		assert.Contains(t, stdout, "(env "+env+")", flag)
@@ -30,11 +35,16 @@ func TestControllerHelpDocumentsEveryFlag(t *testing.T) {
 	assert.Contains(t, stdout, `(default "9443")`)
 	assert.Contains(t, stdout, `(default ":9090")`)
 	assert.Contains(t, stdout, `(default ":8081")`)
+	assert.Contains(t, stdout, `(default "100ms")`)
+	assert.Contains(t, stdout, `(default "1s")`)
 	assert.Contains(t, stdout, "htc is starting: stores not synced")
+	assert.Contains(t, stdout, "haproxy -W -S SOCKET -f DIR/haproxy.cfg", "--help says how HAProxy must run to be reloaded")
 }
 
 func TestControllerMissingInputExitsTwoWithOneLine(t *testing.T) {
-	unsetEnv(t, "HTC_CONFIG_NAMESPACE", "HTC_CONFIG_NAME", "HTC_WEBHOOK_PORT", "HTC_WEBHOOK_CERT_FILE", "HTC_WEBHOOK_KEY_FILE", "HTC_WEBHOOK_CERT_SECRET")
+	unsetEnv(t, "HTC_CONFIG_NAMESPACE", "HTC_CONFIG_NAME", "HTC_WEBHOOK_PORT", "HTC_WEBHOOK_CERT_FILE", "HTC_WEBHOOK_KEY_FILE", "HTC_WEBHOOK_CERT_SECRET",
+		"HTC_WEBHOOK_BIND_ADDRESS", "HTC_OUTPUT_DIR", "HTC_HAPROXY_MASTER_SOCKET", "HTC_DEBOUNCE", "HTC_MAX_DELAY")
+	valid := []string{"controller", "--config-namespace", "ns", "--config-name", "n", "--webhook-cert-secret", "a/b"}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -48,6 +58,11 @@ func TestControllerMissingInputExitsTwoWithOneLine(t *testing.T) {
 		{"bad secret", []string{"controller", "--config-namespace", "ns", "--config-name", "n", "--webhook-cert-secret", "nope"}, "not namespace/name"},
 		{"bad port", []string{"controller", "--webhook-port", "http"}, `--webhook-port: "http" is not a port number`},
 		{"positional", []string{"controller", "extra"}, `unexpected argument "extra"`},
+		{"bad bind address", append(valid, "--webhook-bind-address", "localhost"), `--webhook-bind-address: "localhost" is not an IP address`},
+		{"socket without output dir", append(valid, "--haproxy-master-socket", "/run/m.sock"), "--haproxy-master-socket needs --output-dir"},
+		{"bad debounce", append(valid, "--debounce", "soon"), `--debounce: "soon" is not a positive duration`},
+		{"zero max delay", append(valid, "--max-delay", "0s"), `--max-delay: "0s" is not a positive duration`},
+		{"max delay below debounce", append(valid, "--debounce", "2s", "--max-delay", "1s"), "--max-delay (1s) must not be shorter than --debounce (2s)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, stderr := htc(t, tc.args...)

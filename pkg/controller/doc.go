@@ -11,6 +11,22 @@
 //	    Registry is replaced with the validators of webhook.Rules (watched
 //	    resources with webhookValidation: true, plus HAProxyTemplateConfig).
 //
+// The live configuration (live.go) follows every change of a store or the
+// config, debounced (Options.Debounce, Options.MaxDelay; debounce.go): one
+// round at a time renders it over the actual stores with the admission
+// pipeline (dryrun.ProposalValidator, then the cached embedded tests) and
+// records the outcome on the config (status.go): condition Valid with the
+// simplified reason, an Event on every condition change, a log line and
+// metrics. With Options.OutputDir, a bundle that passed is moved from its
+// check workspace to the output directory's paths (render.Bundle.Relocated)
+// and written there (package publish); with Options.MasterSocket, HAProxy
+// is then reloaded through its master CLI and the reload verified (package
+// haproxy/master). A reload HAProxy refuses restores the previous files; an
+// unreachable socket is retried with back-off; a round that changed no file
+// does not reload. That is condition Published. A configuration that fails
+// is never written. The first round of a config runs when the config is
+// applied, before admissions are served.
+//
 // Every HAProxyTemplateConfig admitted through the webhook (CREATE, UPDATE;
 // any namespace/name) is decoded, validated (denied with its field errors),
 // rendered over the actual stores (stores it newly watches are empty),
@@ -44,8 +60,13 @@
 //	htc_webhook_certificate_expiry_seconds             gauge, seconds until NotAfter
 //	htc_config_reloads_total{result}                   counter
 //	htc_ready                                          gauge, 1 when serving
-//
-// The duration of `haproxy -c` alone is not exported: the dry-run pipeline
-// (dryrun.ProposalValidator) does not expose the checker's per-phase
-// durations to its caller.
+//	htc_check_phase_duration_seconds{phase}            histogram, each render and check
+//	                                                   phase of a dry run; semantic is haproxy -c
+//	htc_live_checks_total{result}                      counter, live rounds: valid, invalid
+//	htc_live_config_valid                              gauge, 1 when the last live round passed
+//	htc_live_check_duration_seconds                    histogram, a live render + check
+//	htc_publish_total{result}                          counter: written, unchanged, error
+//	htc_haproxy_reloads_total{result}                  counter: success, failed (HAProxy refused),
+//	                                                   error (socket not reached), skipped
+//	htc_haproxy_reload_duration_seconds                histogram, reload until the new worker
 package controller
