@@ -6,7 +6,7 @@ BIN := bin/htc
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build test unit race e2e bench lint generate demo haproxy clean help
+.PHONY: all build test unit race e2e bench lint generate demo demo-offline haproxy clean help
 
 all: build
 
@@ -43,8 +43,11 @@ lint: ## gofmt and go vet
 generate: ## regenerate deepcopy and the CRD from pkg/config
 	$(GO) tool controller-gen object paths=./pkg/config/... crd:crdVersions=v1 output:crd:dir=./charts/htc/crds
 
-demo: build haproxy ## render the example and show admission decisions offline
+demo: build haproxy ## htc end to end on loopback: test apiserver, controller + webhook, HAProxy, a backend; a request and a denial
 	PATH="$$PATH:/usr/sbin" ./hack/demo.sh $(BIN)
+
+demo-offline: build haproxy ## no cluster at all: render the example and show admission decisions with htc check
+	PATH="$$PATH:/usr/sbin" ./hack/demo-offline.sh $(BIN)
 
 clean: ## remove build outputs
 	rm -rf bin

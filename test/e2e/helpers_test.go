@@ -143,28 +143,31 @@ type runningController struct {
 	logs                                 *syncBuffer
 }
 
-// startController runs the controller until the test ends; t.Cleanup stops
-// it and waits for Run to return.
-func startController(t *testing.T, c certs) *runningController {
+// startController runs the controller for the example config
+// (htc-system/htc) until the test ends; t.Cleanup stops it and waits for Run
+// to return. Each edit, when given, changes the options before Run.
+func startController(t *testing.T, c certs, edits ...func(*controller.Options)) *runningController {
 	t.Helper()
 	rc := &runningController{healthAddr: freeAddr(t), metricsAddr: freeAddr(t), logs: &syncBuffer{}}
 	listening := make(chan net.Addr, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() {
-		done <- controller.Run(ctx, controller.Options{
-			Kubeconfig:      env.kubeconfig,
-			ConfigNamespace: "htc-system",
-			ConfigName:      "htc",
-			WebhookAddr:     "127.0.0.1:0",
-			CertFile:        c.certFile,
-			KeyFile:         c.keyFile,
-			MetricsAddr:     rc.metricsAddr,
-			HealthAddr:      rc.healthAddr,
-			Logger:          slog.New(slog.NewTextHandler(rc.logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
-			OnListening:     func(a net.Addr) { listening <- a },
-		})
-	}()
+	opts := controller.Options{
+		Kubeconfig:      env.kubeconfig,
+		ConfigNamespace: "htc-system",
+		ConfigName:      "htc",
+		WebhookAddr:     "127.0.0.1:0",
+		CertFile:        c.certFile,
+		KeyFile:         c.keyFile,
+		MetricsAddr:     rc.metricsAddr,
+		HealthAddr:      rc.healthAddr,
+		Logger:          slog.New(slog.NewTextHandler(rc.logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		OnListening:     func(a net.Addr) { listening <- a },
+	}
+	for _, edit := range edits {
+		edit(&opts)
+	}
+	go func() { done <- controller.Run(ctx, opts) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
