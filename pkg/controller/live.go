@@ -70,7 +70,11 @@ func (l *live) trigger() {
 
 // run renders a round after each debounced burst of changes until ctx ends.
 func (l *live) run(ctx context.Context, d *debouncer) {
-	defer l.stopRetry()
+	defer func() {
+		l.mu.Lock() // apply may run a round concurrently
+		defer l.mu.Unlock()
+		l.stopRetry()
+	}()
 	for d.wait(ctx, l.signal) {
 		l.mu.Lock()
 		stale := l.changes.Load() != l.roundStart
@@ -213,7 +217,7 @@ func (l *live) reload(ctx context.Context, cfg *config.HAProxyTemplateConfig, pu
 	}
 }
 
-// scheduleRetry triggers another round after a growing delay.
+// scheduleRetry triggers another round after a growing delay. mu is held.
 func (l *live) scheduleRetry() {
 	switch {
 	case l.retryIn == 0:
@@ -227,6 +231,7 @@ func (l *live) scheduleRetry() {
 	l.retry = time.AfterFunc(l.retryIn, l.trigger)
 }
 
+// stopRetry cancels a scheduled retry and resets the back-off. mu is held.
 func (l *live) stopRetry() {
 	if l.retry != nil {
 		l.retry.Stop()
