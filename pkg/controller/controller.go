@@ -550,13 +550,8 @@ func (c *controller) apply(ctx context.Context, u *unstructured.Unstructured, la
 	for key, spec := range plan {
 		state.Stores[key] = c.watchers[spec].store
 	}
+	// The new state, the validators and the informers change together.
 	c.validator.SetState(state)
-	// Render, check and publish the live configuration before admissions
-	// are served: it says whether what is stored now is valid, it fills the
-	// checker's per-section parse cache (so the first admission pays only
-	// for the section it changes), and HAProxy gets the new config's output.
-	c.live.sync(ctx)
-
 	c.registry.Set(c.validators(&cfg.Spec, log))
 	for spec, w := range c.watchers {
 		if !inPlan(plan, spec) {
@@ -567,6 +562,11 @@ func (c *controller) apply(ctx context.Context, u *unstructured.Unstructured, la
 	}
 	c.applied = cfg
 	c.metrics.reloads.WithLabelValues("applied").Inc()
+	// Render, check and publish the live configuration of the new config.
+	// For the first config this happens before admissions are served: it
+	// fills the checker's per-section parse cache, so the first admission
+	// pays only for the section it changes.
+	c.live.sync(ctx)
 	if !c.synced.Swap(true) {
 		c.metrics.ready.Set(1)
 	}

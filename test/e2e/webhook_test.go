@@ -214,7 +214,8 @@ spec:
 		r, attempts = eventually(t, 20*time.Second, succeeded, maintenance, "create", "--dry-run=server", "-f", "-")
 		t.Logf("after restoring the config (%d attempt(s)): kubectl stdout: %s", attempts, strings.TrimSpace(r.stdout))
 		require.NoError(t, r.err, "%s", r)
-		assert.Contains(t, rc.logs.String(), "no longer watching")
+		// The informer is stopped right after the new validators are in place.
+		assert.Eventually(t, func() bool { return strings.Contains(rc.logs.String(), "no longer watching") }, 5*time.Second, 20*time.Millisecond)
 	})
 
 	t.Run("metrics", func(t *testing.T) {
