@@ -48,8 +48,10 @@ func BenchmarkLiveRound(b *testing.B) {
 				}
 				l, ingresses, outDir, dir := benchLive(b, n)
 				ctx := context.Background()
+				// The first round runs the embedded tests (then cached by
+				// config hash), as the controller does when it applies a config.
+				require.True(b, l.sync(ctx))
 				if step == "reload" {
-					require.True(b, l.sync(ctx)) // the configuration HAProxy starts with
 					socket := filepath.Join(dir, "master.sock")
 					startMasterWorker(b, socket, filepath.Join(outDir, "haproxy.cfg"))
 					l.master = &master.Client{SocketPath: socket}
