@@ -153,6 +153,12 @@ func (c *Client) wrap(ctx context.Context, cmd string, err error) error {
 	if cmd != "" {
 		prefix += ": " + cmd
 	}
+	// A failed dial names the socket again ("dial unix PATH: connect: ...");
+	// keep its cause ("connect: no such file or directory"), which still
+	// matches fs.ErrNotExist or syscall.ECONNREFUSED with errors.Is.
+	if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" && op.Err != nil {
+		err = op.Err
+	}
 	cerr := ctx.Err()
 	if dl, ok := ctx.Deadline(); cerr == nil && ok && isTimeout(err) && !time.Now().Before(dl) {
 		// The connection's deadline (set to the context's) fired before
