@@ -8,6 +8,9 @@
 # Kubernetes version (.Capabilities.KubeVersion for `helm template`/`helm lint`),
 # which otherwise stays at v1.20.
 set -euo pipefail
+# An interrupted check must stop the script, not look like missing tools and start a build.
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 HELM_VERSION=v3.22.0
 TOOLS_DIR=${HTC_TOOLS_DIR:-$HOME/.cache/htc/tools}

@@ -10,6 +10,9 @@
 # several minutes (progress goes to stderr). Binaries are written under temporary
 # names and renamed at the end, so an interrupted build never leaves a partial cache.
 set -euo pipefail
+# An interrupted check must stop the script, not look like missing tools and start a build.
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 K8S_VERSION=v1.34.4
 K8S_STAGING_VERSION=v0.34.4
