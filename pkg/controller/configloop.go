@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -102,20 +103,23 @@ func (c *controller) apply(ctx context.Context, u *unstructured.Unstructured, la
 	}
 	c.lastRV = rv
 	log = log.With("resourceVersion", rv)
-	fail := func(result, msg string, args ...any) {
+	fail := func(result, msg string, err error, args ...any) {
 		c.metrics.reloads.WithLabelValues(result).Inc()
-		log.Error(msg, args...)
+		log.Error(msg, append(args, "error", err)...)
+		kept := "no configuration is served yet"
 		if c.applied != nil {
 			log.Warn("keeping the last good configuration", "resourceVersion", c.applied.ResourceVersion)
+			kept = "the last good configuration (resourceVersion " + c.applied.ResourceVersion + ") keeps serving"
 		}
+		c.status.warn(u, "ConfigNotApplied", fmt.Sprintf("%s: %v; %s", msg, err, kept))
 	}
 	cfg, err := config.FromUnstructured(u)
 	if err != nil {
-		fail("invalid", "the HAProxyTemplateConfig does not decode", "error", err)
+		fail("invalid", "the HAProxyTemplateConfig does not decode", err)
 		return
 	}
 	if errs := validation.Validate(cfg); len(errs) > 0 {
-		fail("invalid", "the HAProxyTemplateConfig is invalid", "error", errs.ToAggregate().Error())
+		fail("invalid", "the HAProxyTemplateConfig is invalid", errs.ToAggregate())
 		return
 	}
 	if c.applied != nil && c.applied.Spec.Hash() == cfg.Spec.Hash() {
@@ -125,17 +129,17 @@ func (c *controller) apply(ctx context.Context, u *unstructured.Unstructured, la
 	}
 	checker, err := c.checker(cfg.Spec.AllowedDirectives)
 	if err != nil {
-		fail("error", "creating the HAProxy checker", "error", err)
+		fail("error", "creating the HAProxy checker", err)
 		return
 	}
 	pipeline, err := dryrun.NewPipeline(cfg, checker, c.tempDir)
 	if err != nil {
-		fail("invalid", "building the pipeline", "error", err)
+		fail("invalid", "building the pipeline", err)
 		return
 	}
 	plan, err := watchPlan(&cfg.Spec)
 	if err != nil {
-		fail("invalid", "the watched resources are invalid", "error", err)
+		fail("invalid", "the watched resources are invalid", err)
 		return
 	}
 	for key, spec := range plan {
@@ -144,7 +148,7 @@ func (c *controller) apply(ctx context.Context, u *unstructured.Unstructured, la
 		}
 		w, err := startWatcher(ctx, c.dyn, spec, cfg.Spec.WatchedResources[key].IndexBy, c.live.trigger, c.log)
 		if err != nil {
-			fail("error", "starting an informer", "store", key, "error", err)
+			fail("error", "starting an informer", err, "store", key)
 			return
 		}
 		log.Info("watching", "store", key, "resource", spec.String())

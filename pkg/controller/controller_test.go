@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/dryrun"
@@ -237,6 +238,8 @@ func TestConfigLoopWiring(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	dyn := fakeClient(svc("default", "echo", "1"), smallConfig(t, false))
 	c := newController(Options{ConfigNamespace: "htc-system", ConfigName: "htc"}, log, dyn, restMapper(), t.TempDir())
+	events := record.NewFakeRecorder(1000)
+	c.status.recorder = events
 
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
@@ -306,6 +309,12 @@ func TestConfigLoopWiring(t *testing.T) {
 	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "keeping the last good configuration") }, 10*time.Second, 20*time.Millisecond)
 	_, ok := c.registry.Lookup("v1.ConfigMap")
 	assert.True(t, ok)
+	var warning string
+	for len(events.Events) > 0 && !strings.HasPrefix(warning, "Warning ConfigNotApplied") {
+		warning = <-events.Events
+	}
+	assert.Regexp(t, `^Warning ConfigNotApplied the HAProxyTemplateConfig is invalid: .*haproxyConfig.*; the last good configuration \(resourceVersion 2\) keeps serving$`, warning,
+		"an Event on the config says why it was not applied")
 }
 
 func TestReadyz(t *testing.T) {

@@ -80,6 +80,23 @@ func (s *statusReporter) set(ctx context.Context, cfg *config.HAProxyTemplateCon
 	}
 }
 
+// warn records a Warning Event on u without touching its status: for a
+// config that could not be applied, while the last good one keeps serving
+// (its conditions still describe what runs).
+func (s *statusReporter) warn(u *unstructured.Unstructured, reason, message string) {
+	if s.recorder == nil {
+		return
+	}
+	s.recorder.Event(&corev1.ObjectReference{
+		APIVersion:      u.GetAPIVersion(),
+		Kind:            u.GetKind(),
+		Namespace:       u.GetNamespace(),
+		Name:            u.GetName(),
+		UID:             u.GetUID(),
+		ResourceVersion: u.GetResourceVersion(),
+	}, corev1.EventTypeWarning, reason, message)
+}
+
 // write puts cond into the status subresource of cfg's object, retrying on
 // conflicts with a fresh read.
 func (s *statusReporter) write(ctx context.Context, cfg *config.HAProxyTemplateConfig, cond metav1.Condition) error {
