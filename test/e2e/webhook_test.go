@@ -131,6 +131,7 @@ spec:
 		// the basic-routing test asserts.
 		require.Contains(t, tpl, "htc_default_404")
 		hc["template"] = strings.ReplaceAll(tpl, "htc_default_404", "htc_fallback_404")
+		delete(obj["metadata"].(map[string]any), "resourceVersion") // the controller may have written the status since
 		changed, err := json.Marshal(obj)
 		require.NoError(t, err)
 		r := kubectl(t, string(changed), "replace", "-f", "-")
@@ -190,6 +191,9 @@ spec:
 		hc := spec["haproxyConfig"].(map[string]any)
 		original := hc["template"].(string)
 		hc["template"] = `{{- if .resources.configmaps.Get "default" "htc-maintenance" }}{{ fail "maintenance: ConfigMap default/htc-maintenance exists" }}{{ end }}` + original
+		// The controller writes the config's status at any time: replace the
+		// spec unconditionally (no resourceVersion) instead of racing it.
+		delete(obj["metadata"].(map[string]any), "resourceVersion")
 		changed, err := json.Marshal(obj)
 		require.NoError(t, err)
 		r := kubectl(t, string(changed), "replace", "-f", "-")
@@ -208,6 +212,7 @@ spec:
 		spec = obj["spec"].(map[string]any)
 		delete(spec["watchedResources"].(map[string]any), "configmaps")
 		spec["haproxyConfig"].(map[string]any)["template"] = original
+		delete(obj["metadata"].(map[string]any), "resourceVersion")
 		changed, err = json.Marshal(obj)
 		require.NoError(t, err)
 		mustKubectl(t, string(changed), "replace", "-f", "-")
