@@ -126,7 +126,7 @@ start etcd "$ASSETS/etcd" \
 deadline=$((SECONDS + 30))
 while :; do
 	alive "$DIR/etcd.pid" etcd || failed etcd "etcd exited"
-	curl -sf --max-time 1 "http://127.0.0.1:$ETCD_PORT/health" 2>/dev/null | grep -q '"health":"true"' && break
+	[[ "$(curl -sf --max-time 1 "http://127.0.0.1:$ETCD_PORT/health" 2>/dev/null)" == *'"health":"true"'* ]] && break
 	((SECONDS < deadline)) || failed etcd "etcd not healthy after 30 s"
 	sleep 0.2
 done

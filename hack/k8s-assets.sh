@@ -27,7 +27,12 @@ assets_ok() {
 	for b in "${BINARIES[@]}"; do
 		[[ -x "$ASSETS_DIR/$b" ]] || return 1
 	done
-	"$ASSETS_DIR/kubectl" version --client 2>/dev/null | grep -qF "$K8S_VERSION"
+	# Capture, then match: `| grep -q` exits at the first match, and under
+	# pipefail a kubectl still writing its next line dies of SIGPIPE, which
+	# made working binaries look broken (and rebuilt) on a busy machine.
+	local out
+	out=$("$ASSETS_DIR/kubectl" version --client 2>/dev/null) || return 1
+	[[ "$out" == *"$K8S_VERSION"* ]]
 }
 
 if assets_ok; then
