@@ -96,6 +96,7 @@ func (l *live) sync(ctx context.Context) bool {
 		return false
 	}
 	cfg := st.Pipeline.Config
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, liveTimeout)
 	defer cancel()
 
@@ -103,6 +104,12 @@ func (l *live) sync(ctx context.Context) bool {
 	res, err := st.Pipeline.Proposal.Validate(ctx, dryrun.ReadOnly(st.Stores))
 	if err == nil {
 		err = l.tests(ctx, st.Pipeline)
+	}
+	if parent.Err() != nil {
+		// Shutting down: a round cut short says nothing about the
+		// configuration, and nothing is published.
+		l.log.Info("live round stopped", "reason", context.Cause(parent))
+		return false
 	}
 	took := time.Since(start)
 	l.metrics.liveDuration.Observe(took.Seconds())

@@ -333,3 +333,19 @@ func get(t *testing.T, addr string) string {
 	}
 	return string(b)
 }
+
+// TestLiveCancelledRoundReportsNothing: a round cut short by shutdown is not
+// a verdict on the configuration: no condition, no Event, no metric.
+func TestLiveCancelledRoundReportsNothing(t *testing.T) {
+	needHAProxy(t)
+	f := newLiveFixture(t, filepath.Join(t.TempDir(), "out"), 8080)
+	require.NoError(t, f.services.Add(service("alpha", nil)))
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	assert.False(t, f.live.sync(ctx))
+	assert.Nil(t, f.status(ConditionValid), "no condition was written")
+	assert.Empty(t, f.events.Events, "no Event was recorded")
+	assert.Equal(t, 0.0, testutil.ToFloat64(f.metrics.liveChecks.WithLabelValues("invalid")))
+	_, err := os.Stat(f.cfgFile)
+	assert.ErrorIs(t, err, os.ErrNotExist, "nothing was published")
+}
