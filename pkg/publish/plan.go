@@ -35,7 +35,7 @@ type planned struct {
 // makePlan looks at the directory and decides, for every bundle file,
 // whether it must be written and what stands in its way.
 func makePlan(root *os.Root, files []render.File) (*plan, error) {
-	for _, top := range managedDirs {
+	for _, top := range managedDirs() {
 		st, err := root.Lstat(top)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -180,7 +180,7 @@ func (r *Result) apply(root *os.Root, p *plan, want map[string]bool) error {
 // directories that want does not have, then the directories left empty
 // under them, then leftover temporary files at the root.
 func (r *Result) removeStale(root *os.Root, want map[string]bool) error {
-	for _, top := range managedDirs {
+	for _, top := range managedDirs() {
 		if _, err := root.Lstat(top); errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

@@ -24,10 +24,12 @@ const (
 )
 
 // managedDirs are the sub-directories that belong to htc.
-var managedDirs = [...]string{
-	render.Dir(render.KindMap),
-	render.Dir(render.KindFile),
-	render.Dir(render.KindCert),
+func managedDirs() [3]string {
+	return [...]string{
+		render.Dir(render.KindMap),
+		render.Dir(render.KindFile),
+		render.Dir(render.KindCert),
+	}
 }
 
 // Dir is an output directory HAProxy reads: haproxy.cfg at its root, maps/,
@@ -150,7 +152,7 @@ func (d *Dir) Current(b *render.Bundle) (bool, error) {
 		return false, fmt.Errorf("publish: %w", err)
 	}
 	defer func() { _ = root.Close() }()
-	for _, top := range managedDirs {
+	for _, top := range managedDirs() {
 		st, err := root.Lstat(top)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
