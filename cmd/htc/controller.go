@@ -16,7 +16,8 @@ const controllerDescription = `Runs the controller out of or in a cluster: loads
 named by --config-namespace/--config-name, watches every resource it lists,
 and serves the dry-run validating admission webhook on https://:PORT/validate.
 A config change is applied without a restart; a config that does not
-validate is logged and the last good one keeps serving.
+validate is logged and reported as a Warning Event on it, and the last good
+one keeps serving.
 
 The live configuration (the config's templates over the current resources)
 is rendered and checked like an admission whenever a watched resource or
@@ -27,8 +28,9 @@ the htc_live_config_valid metric. With --output-dir, a configuration that
 passed is written there (haproxy.cfg, maps/, files/, certs/; each file
 replaced atomically) and, with --haproxy-master-socket, HAProxy (started as
 haproxy -W -S SOCKET -f DIR/haproxy.cfg) is reloaded through its master CLI
-and the reload verified; the reload is skipped when no file changed. A
-configuration that fails is never written: HAProxy keeps the last good one.
+and the reload verified (condition Published); the reload is skipped when
+no file changed, and a reload HAProxy refuses puts the previous files back.
+A configuration that fails is never written: HAProxy keeps the last good one.
 
 Until the stores of the first good config synced, /readyz answers 503 and
 every admission request is denied with "htc is starting: stores not synced
