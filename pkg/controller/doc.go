@@ -25,7 +25,7 @@
 // unreachable socket is retried with back-off; a round that changed no file
 // does not reload. That is condition Published. A configuration that fails
 // is never written. The first round of a config runs when the config is
-// applied, before admissions are served.
+// applied (for the first config, before admissions are served).
 //
 // Every HAProxyTemplateConfig admitted through the webhook (CREATE, UPDATE;
 // any namespace/name) is decoded, validated (denied with its field errors),

@@ -147,6 +147,9 @@ func (l *live) tests(ctx context.Context, p *dryrun.Pipeline) error {
 // the check workspace to the output directory's paths, then reloads.
 func (l *live) publish(ctx context.Context, p *dryrun.Pipeline, res *dryrun.ProposalResult) {
 	cfg := p.Config
+	// HAProxy runs what the directory holds: nothing is pending and this
+	// process has reloaded it at least once.
+	inSync := !l.reloadPending && l.reloaded
 	bundle := res.Bundle.Relocated(l.out.Path())
 	pub, err := l.out.Publish(bundle)
 	if err != nil {
@@ -167,16 +170,14 @@ func (l *live) publish(ctx context.Context, p *dryrun.Pipeline, res *dryrun.Prop
 			Message: "the configuration is in the output directory (no HAProxy master socket to reload through)"})
 		return
 	}
-	// Every change written is either reloaded or rolled back, so without a
-	// pending reload HAProxy runs what the directory holds. The first round
-	// of this process reloads even when no file changed: HAProxy may still
-	// run what an earlier process wrote and never reloaded.
-	if !l.reloadPending && l.reloaded {
+	// The first round of this process reloads even when no file changed:
+	// HAProxy may still run what an earlier process wrote and never loaded.
+	if inSync && !pub.Changed {
 		l.metrics.reloadsHAProxy.WithLabelValues("skipped").Inc()
 		l.status.set(ctx, cfg, runningCondition())
 		return
 	}
-	l.reload(ctx, cfg, pub)
+	l.reload(ctx, cfg, pub, inSync)
 }
 
 // runningCondition is Published=True: HAProxy runs the files.
@@ -186,9 +187,11 @@ func runningCondition() metav1.Condition {
 }
 
 // reload asks HAProxy to load the published files and verifies it did. A
-// reload HAProxy refuses rolls the files back to what it still runs; a
-// master socket that cannot be reached is retried with back-off.
-func (l *live) reload(ctx context.Context, cfg *config.HAProxyTemplateConfig, pub *publish.Result) {
+// reload HAProxy refuses rolls this round's write back; when HAProxy ran the
+// directory before it (inSync), the directory is then what HAProxy runs
+// again, otherwise the reload stays pending. A master socket that cannot be
+// reached is retried with back-off.
+func (l *live) reload(ctx context.Context, cfg *config.HAProxyTemplateConfig, pub *publish.Result, inSync bool) {
 	start := time.Now()
 	r, err := l.master.Reload(ctx)
 	l.metrics.reloadDuration.Observe(time.Since(start).Seconds())
@@ -197,16 +200,16 @@ func (l *live) reload(ctx context.Context, cfg *config.HAProxyTemplateConfig, pu
 	case errors.As(err, &refused):
 		l.metrics.reloadsHAProxy.WithLabelValues("failed").Inc()
 		msg := refused.Error()
-		if rbErr := pub.Rollback(); rbErr != nil {
-			// The directory holds what HAProxy refused: try again next round.
+		rbErr := pub.Rollback()
+		switch {
+		case rbErr != nil:
 			msg += "; restoring the previous files failed: " + rbErr.Error()
-			l.reloadPending = true
-		} else {
-			if pub.Changed {
-				msg += "; the previous files were restored"
-			}
-			l.reloadPending = false
+		case pub.Changed:
+			msg += "; the previous files were restored"
 		}
+		// Unless the directory is back to what HAProxy runs, the next
+		// round reloads again rather than skipping.
+		l.reloadPending = !(inSync && pub.Changed && rbErr == nil)
 		l.log.Error("HAProxy refused to reload", "error", msg)
 		l.status.set(ctx, cfg, metav1.Condition{Type: ConditionPublished, Status: metav1.ConditionFalse, Reason: "ReloadFailed", Message: msg})
 	case err != nil:

@@ -349,3 +349,51 @@ func TestLiveCancelledRoundReportsNothing(t *testing.T) {
 	_, err := os.Stat(f.cfgFile)
 	assert.ErrorIs(t, err, os.ErrNotExist, "nothing was published")
 }
+
+// TestLiveRefusedEarlierWriteStaysUnpublished: files written while HAProxy
+// could not be reached, then refused by it, cannot be rolled back by the
+// round that reloads them (it wrote nothing). HAProxy does not run what the
+// directory holds, so later rounds keep reloading instead of skipping, and
+// Published stays False.
+func TestLiveRefusedEarlierWriteStaysUnpublished(t *testing.T) {
+	needHAProxy(t)
+	dir, err := os.MkdirTemp("", "htc-live-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	addr := htctestutil.FreeAddr(t)
+	var port int
+	_, portText, _ := net.SplitHostPort(addr)
+	_, err = fmt.Sscan(portText, &port)
+	require.NoError(t, err)
+	f := newLiveFixture(t, filepath.Join(dir, "out"), port)
+	ctx := t.Context()
+	require.NoError(t, f.services.Add(service("alpha", nil)))
+	require.True(t, f.live.sync(ctx))
+	socket := filepath.Join(dir, "master.sock")
+	startMasterWorker(t, socket, f.cfgFile)
+	real := &master.Client{SocketPath: socket}
+	f.live.master = real
+	require.True(t, f.live.sync(ctx)) // HAProxy runs alpha
+	t.Cleanup(func() { f.live.mu.Lock(); f.live.stopRetry(); f.live.mu.Unlock() })
+
+	// Written while the socket cannot be reached: a frontend on a taken port.
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	f.live.master = &master.Client{SocketPath: filepath.Join(dir, "missing.sock")}
+	require.NoError(t, f.services.Add(service("gamma", map[string]any{"extra-port": fmt.Sprint(taken.Addr().(*net.TCPAddr).Port)})))
+	require.True(t, f.live.sync(ctx))
+	require.Equal(t, "ReloadPending", f.status(ConditionPublished).Reason)
+
+	// The socket is back; HAProxy refuses what the directory holds.
+	f.live.master = real
+	require.True(t, f.live.sync(ctx))
+	require.Equal(t, "ReloadFailed", f.status(ConditionPublished).Reason)
+	assert.Equal(t, "alpha ", get(t, addr), "the old workers serve on")
+
+	// Nothing changed since: HAProxy still runs alpha, not the directory.
+	require.True(t, f.live.sync(ctx))
+	assert.Equal(t, 0.0, f.reloads("skipped"), "the reload is retried, not skipped")
+	pub := f.status(ConditionPublished)
+	assert.Equal(t, metav1.ConditionFalse, pub.Status, "HAProxy does not run the directory's files: %+v", pub)
+}
