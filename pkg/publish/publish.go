@@ -138,61 +138,6 @@ func (d *Dir) Publish(b *render.Bundle) (*Result, error) {
 	return res, nil
 }
 
-// Current reports whether the directory already holds exactly b: every file
-// with the same content, and no stale regular file or symbolic link under
-// maps/, files/ or certs/. Modes and leftover temporary files are not
-// compared. b.BaseDir must equal d.Path().
-func (d *Dir) Current(b *render.Bundle) (bool, error) {
-	files, want, err := d.check(b)
-	if err != nil {
-		return false, err
-	}
-	root, err := os.OpenRoot(d.path)
-	if err != nil {
-		return false, fmt.Errorf("publish: %w", err)
-	}
-	defer func() { _ = root.Close() }()
-	for _, top := range managedDirs() {
-		st, err := root.Lstat(top)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			continue
-		case err != nil:
-			return false, fmt.Errorf("publish: %s: %w", top, err)
-		case !st.IsDir():
-			return false, nil
-		}
-		t, err := walk(root, top)
-		if err != nil {
-			return false, err
-		}
-		for _, rel := range t.files {
-			if !want[rel] && !isTemp(rel) {
-				return false, nil
-			}
-		}
-	}
-	for _, f := range files {
-		st, err := root.Lstat(filepath.FromSlash(f.RelPath))
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return false, nil
-		case err != nil:
-			return false, fmt.Errorf("publish: %s: %w", f.RelPath, err)
-		case !st.Mode().IsRegular():
-			return false, nil
-		}
-		data, err := root.ReadFile(filepath.FromSlash(f.RelPath))
-		if err != nil {
-			return false, fmt.Errorf("publish: %s: %w", f.RelPath, err)
-		}
-		if string(data) != f.Content {
-			return false, nil
-		}
-	}
-	return true, nil
-}
-
 // Rollback restores the directory to its state before Publish: previous
 // contents of changed files are written back, files that did not exist are
 // removed, removed files are restored, each again atomically. The previous

@@ -331,9 +331,9 @@ func TestRollback(t *testing.T) {
 			res, err := d.Publish(b)
 			require.NoError(t, err)
 			require.True(t, res.Changed)
-			current, err := d.Current(b)
+			again, err := d.Publish(b)
 			require.NoError(t, err)
-			require.True(t, current, "published")
+			require.False(t, again.Changed, "published")
 			assert.NotEqual(t, before, snapshot(t, d.Path()))
 
 			require.NoError(t, res.Rollback())
@@ -433,8 +433,6 @@ func TestPublishRefusesBadBundles(t *testing.T) {
 			assert.Nil(t, res)
 			assert.Contains(t, err.Error(), tt.errHas)
 			assert.Empty(t, snapshot(t, d.Path()), "nothing written")
-			_, err = d.Current(tt.bundle(d))
-			assert.Error(t, err, "Current refuses it too")
 		})
 	}
 }
@@ -530,59 +528,48 @@ func TestPublishAtomicReads(t *testing.T) {
 	assert.Zero(t, bad.Load(), "reads that saw a partial haproxy.cfg, out of %d", reads.Load())
 }
 
-func TestCurrent(t *testing.T) {
+// TestRepublishRepairs: a directory edited by hand is put back by the next
+// Publish of the same bundle, which reports what it wrote or removed; an
+// intact directory is reported unchanged.
+func TestRepublishRepairs(t *testing.T) {
 	d := openDir(t)
 	p := d.Path()
 	b := bundleFor(d, "cfg\n", map[string]string{"sub/a.map": "a"}, nil, map[string]string{"c.pem": "c"})
-
-	ok, err := d.Current(b)
+	_, err := d.Publish(b)
 	require.NoError(t, err)
-	assert.False(t, ok, "empty directory")
-
-	_, err = d.Publish(b)
-	require.NoError(t, err)
-	ok, err = d.Current(b)
-	require.NoError(t, err)
-	assert.True(t, ok)
 
 	tests := []struct {
-		name   string
-		change func(t *testing.T)
-		undo   func(t *testing.T)
+		name             string
+		change           func(t *testing.T)
+		written, removed []string
 	}{
-		{"edited map",
-			func(t *testing.T) { writeFile(t, p, "maps/sub/a.map", "edited") },
-			func(t *testing.T) { writeFile(t, p, "maps/sub/a.map", "a") }},
-		{"edited haproxy.cfg",
-			func(t *testing.T) { writeFile(t, p, "haproxy.cfg", "cfg\n#") },
-			func(t *testing.T) { writeFile(t, p, "haproxy.cfg", "cfg\n") }},
-		{"missing cert",
-			func(t *testing.T) { require.NoError(t, os.Remove(filepath.Join(p, "certs", "c.pem"))) },
-			func(t *testing.T) { writeFile(t, p, "certs/c.pem", "c") }},
-		{"stale file",
-			func(t *testing.T) { writeFile(t, p, "files/stale", "s") },
-			func(t *testing.T) { require.NoError(t, os.Remove(filepath.Join(p, "files", "stale"))) }},
-		{"stale link",
-			func(t *testing.T) { require.NoError(t, os.Symlink("a.map", filepath.Join(p, "maps", "sub", "l"))) },
-			func(t *testing.T) { require.NoError(t, os.Remove(filepath.Join(p, "maps", "sub", "l"))) }},
+		{"edited map", func(t *testing.T) { writeFile(t, p, "maps/sub/a.map", "edited") }, []string{"maps/sub/a.map"}, nil},
+		{"edited haproxy.cfg", func(t *testing.T) { writeFile(t, p, "haproxy.cfg", "cfg\n#") }, []string{"haproxy.cfg"}, nil},
+		{"missing cert", func(t *testing.T) { require.NoError(t, os.Remove(filepath.Join(p, "certs", "c.pem"))) }, []string{"certs/c.pem"}, nil},
+		{"stale file", func(t *testing.T) { writeFile(t, p, "files/stale", "s") }, nil, []string{"files/stale"}},
+		{"stale link", func(t *testing.T) { require.NoError(t, os.Symlink("a.map", filepath.Join(p, "maps", "sub", "l"))) }, nil, []string{"maps/sub/l"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.change(t)
-			ok, err := d.Current(b)
+			res, err := d.Publish(b)
 			require.NoError(t, err)
-			assert.False(t, ok)
-			tt.undo(t)
-			ok, err = d.Current(b)
+			assert.True(t, res.Changed)
+			assert.Equal(t, tt.written, res.Written)
+			assert.Equal(t, tt.removed, res.Removed)
+			res, err = d.Publish(b)
 			require.NoError(t, err)
-			assert.True(t, ok)
+			assert.False(t, res.Changed, "repaired")
 		})
 	}
 
-	// Files that are not htc's, and temporary leftovers, do not count.
+	// Files that are not htc's stay and do not count; temporary leftovers
+	// are cleaned up without counting as a change.
 	writeFile(t, p, "notes.txt", "n")
 	writeFile(t, p, "maps/.htc-tmp-x", "half")
-	ok, err = d.Current(b)
+	res, err := d.Publish(b)
 	require.NoError(t, err)
-	assert.True(t, ok)
+	assert.False(t, res.Changed)
+	assert.FileExists(t, filepath.Join(p, "notes.txt"))
+	assert.NoFileExists(t, filepath.Join(p, "maps", ".htc-tmp-x"))
 }
