@@ -7,8 +7,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/dryrun"
-	"github.com/haproxy-template/htc/pkg/haproxy"
 	"github.com/haproxy-template/htc/pkg/render"
 )
 
@@ -40,7 +40,7 @@ func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return usagef("--out: %v", err)
 		}
 	}
-	bundle, err := o.pipeline.Engine.Render(ctx, render.Input{Stores: dryrun.ReadOnly(o.stores), BaseDir: base})
+	b, err := o.pipeline.Engine.Render(ctx, render.Input{Stores: dryrun.ReadOnly(o.stores), BaseDir: base})
 	if err != nil {
 		fmt.Fprintf(stderr, "rendering failed: %s\n", dryrun.Reason(err))
 		return rejectedError{}
@@ -49,13 +49,13 @@ func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err := os.MkdirAll(base, 0o755); err != nil {
 			return err
 		}
-		if err := haproxy.WriteBundle(base, bundle); err != nil {
+		if err := bundle.Write(base, b); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "wrote %d files to %s\n", len(bundle.AllFiles()), base)
+		fmt.Fprintf(stdout, "wrote %d files to %s\n", len(b.AllFiles()), base)
 		return nil
 	}
-	for i, f := range bundle.AllFiles() {
+	for i, f := range b.AllFiles() {
 		if i > 0 {
 			fmt.Fprintf(stdout, "\n# ---- %s ----\n", f.RelPath)
 		} else {

@@ -2,11 +2,12 @@ package controller
 
 import (
 	"encoding/base64"
-	"github.com/haproxy-template/htc/internal/testutil"
 	"log/slog"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/haproxy-template/htc/internal/testutil"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

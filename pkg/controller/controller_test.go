@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"encoding/json"
-	"github.com/haproxy-template/htc/internal/testutil"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/haproxy-template/htc/internal/testutil"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

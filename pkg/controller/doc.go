@@ -18,7 +18,7 @@
 // records the outcome on the config (status.go): condition Valid with the
 // simplified reason, an Event on every condition change, a log line and
 // metrics. With Options.OutputDir, a bundle that passed is moved from its
-// check workspace to the output directory's paths (render.Bundle.Relocated)
+// check workspace to the output directory's paths (bundle.Bundle.Relocated)
 // and written there (package publish); with Options.MasterSocket, HAProxy
 // is then reloaded through its master CLI and the reload verified (package
 // haproxy/master). A reload HAProxy refuses restores the previous files; an

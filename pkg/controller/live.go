@@ -150,8 +150,8 @@ func (l *live) publish(ctx context.Context, p *dryrun.Pipeline, res *dryrun.Prop
 	// HAProxy runs what the directory holds: nothing is pending and this
 	// process has reloaded it at least once.
 	inSync := !l.reloadPending && l.reloaded
-	bundle := res.Bundle.Relocated(l.out.Path())
-	pub, err := l.out.Publish(bundle)
+	bdl := res.Bundle.Relocated(l.out.Path())
+	pub, err := l.out.Publish(bdl)
 	if err != nil {
 		l.metrics.publishes.WithLabelValues("error").Inc()
 		l.log.Error("writing the configuration to the output directory failed", "dir", l.out.Path(), "error", err)

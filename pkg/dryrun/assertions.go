@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/client-go/util/jsonpath"
 
+	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/render"
 )
@@ -18,7 +19,7 @@ type evaluator struct {
 	ctx       context.Context
 	runner    *TestRunner
 	in        render.Input
-	bundle    *render.Bundle
+	bundle    *bundle.Bundle
 	renderErr error
 }
 
@@ -140,7 +141,7 @@ func firstDifferentLine(a, b string) int {
 }
 
 // firstDifference names the first file in which two bundles differ, or "".
-func firstDifference(a, b *render.Bundle) string {
+func firstDifference(a, b *bundle.Bundle) string {
 	fa, fb := a.AllFiles(), b.AllFiles()
 	for i := 0; i < len(fa) && i < len(fb); i++ {
 		if fa[i].RelPath != fb[i].RelPath {

@@ -6,13 +6,14 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
-	"github.com/haproxy-template/htc/internal/testutil"
 	"net"
 	"net/http"
 	"sort"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/haproxy-template/htc/internal/testutil"
 
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/haproxy-template/htc/internal/testutil"
+	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/haproxy"
@@ -77,10 +78,10 @@ func BenchmarkAdmission(b *testing.B) {
 			for range b.N {
 				ws, err := haproxy.NewWorkspace(b.TempDir())
 				require.NoError(b, err)
-				bundle, err := c.pipeline.Engine.Render(ctx, render.Input{Stores: set, BaseDir: ws.Dir()})
+				bdl, err := c.pipeline.Engine.Render(ctx, render.Input{Stores: set, BaseDir: ws.Dir()})
 				require.NoError(b, err)
 				b.StartTimer()
-				_, err = c.checker.Check(ctx, bundle)
+				_, err = c.checker.Check(ctx, bdl)
 				b.StopTimer()
 				require.NoError(b, err)
 				require.NoError(b, ws.Remove())
@@ -89,9 +90,9 @@ func BenchmarkAdmission(b *testing.B) {
 		b.Run(fmt.Sprintf("step=haproxy-c/ingresses=%d", n), func(b *testing.B) {
 			ws, err := haproxy.NewWorkspace(b.TempDir())
 			require.NoError(b, err)
-			bundle, err := c.pipeline.Engine.Render(ctx, render.Input{Stores: c.overlay(b), BaseDir: ws.Dir()})
+			rendered, err := c.pipeline.Engine.Render(ctx, render.Input{Stores: c.overlay(b), BaseDir: ws.Dir()})
 			require.NoError(b, err)
-			require.NoError(b, haproxy.WriteBundle(ws.Dir(), bundle))
+			require.NoError(b, bundle.Write(ws.Dir(), rendered))
 			for b.Loop() {
 				cmd := exec.Command(c.checker.HAProxyPath(), "-c", "-f", ws.Dir()+"/haproxy.cfg")
 				cmd.Dir = ws.Dir()

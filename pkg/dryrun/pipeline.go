@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/haproxy"
 	"github.com/haproxy-template/htc/pkg/phase"
@@ -64,7 +65,7 @@ type ProposalValidator struct {
 type ProposalResult struct {
 	// Bundle is the rendered configuration (nil when rendering failed). Its
 	// BaseDir no longer exists once Validate returns.
-	Bundle *render.Bundle
+	Bundle *bundle.Bundle
 	// Warnings are HAProxy's warnings, simplified.
 	Warnings []string
 	// Durations are the times of the phases that ran (render, policy,
@@ -92,13 +93,13 @@ func (p *ProposalValidator) Validate(ctx context.Context, stores store.Set) (*Pr
 	defer ws.Remove()
 
 	start := time.Now()
-	bundle, err := p.Engine.Render(ctx, render.Input{Stores: stores, BaseDir: ws.Dir()})
+	bdl, err := p.Engine.Render(ctx, render.Input{Stores: stores, BaseDir: ws.Dir()})
 	out.Durations[phase.Render] = time.Since(start)
 	if err != nil {
 		return out, err
 	}
-	out.Bundle = bundle
-	res, err := p.Checker.Check(ctx, bundle)
+	out.Bundle = bdl
+	res, err := p.Checker.Check(ctx, bdl)
 	if res != nil {
 		for ph, d := range res.Durations {
 			out.Durations[ph] = d

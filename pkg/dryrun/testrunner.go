@@ -224,8 +224,8 @@ func (r *TestRunner) runOne(ctx context.Context, name, tempDir string) (res Test
 	defer ws.Remove()
 
 	in := render.Input{Stores: stores, BaseDir: ws.Dir()}
-	bundle, renderErr := r.engine.Render(ctx, in)
-	ev := &evaluator{ctx: ctx, runner: r, in: in, bundle: bundle, renderErr: renderErr}
+	bdl, renderErr := r.engine.Render(ctx, in)
+	ev := &evaluator{ctx: ctx, runner: r, in: in, bundle: bdl, renderErr: renderErr}
 	expectsRenderError := false
 	for _, a := range test.Assertions {
 		if a.Type == config.AssertRenderingError {

@@ -11,13 +11,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/phase"
-	"github.com/haproxy-template/htc/pkg/render"
 )
 
 // benchBundle generates n backends of 3 servers each at 127.0.x.y and one
 // frontend routing by a host map, rendered for dir.
-func benchBundle(n int, dir string) *render.Bundle {
+func benchBundle(n int, dir string) *bundle.Bundle {
 	var cfg, hosts strings.Builder
 	fmt.Fprintf(&cfg, `global
     log stdout format raw local0
@@ -34,7 +34,7 @@ frontend fe
     http-request set-header X-Forwarded-Proto http
     use_backend %%[req.hdr(host),lower,map(%s)]
     default_backend be0
-`, render.Path(dir, render.KindMap, "host.map"))
+`, bundle.Path(dir, bundle.KindMap, "host.map"))
 	for i := 0; i < n; i++ {
 		fmt.Fprintf(&cfg, "backend be%d\n    balance roundrobin\n    option httpchk GET /healthz\n", i)
 		for s := 0; s < 3; s++ {
@@ -42,7 +42,7 @@ frontend fe
 		}
 		fmt.Fprintf(&hosts, "host%d.example.com be%d\n", i, i)
 	}
-	return &render.Bundle{
+	return &bundle.Bundle{
 		BaseDir: dir,
 		Config:  cfg.String(),
 		Maps:    map[string]string{"host.map": hosts.String()},
@@ -55,14 +55,14 @@ func BenchmarkCheck(b *testing.B) {
 	for _, n := range []int{100, 1000, 10000} {
 		b.Run(fmt.Sprintf("backends=%d", n), func(b *testing.B) {
 			ws := newTestWorkspace(b)
-			bundle := benchBundle(n, ws.Dir())
-			require.NoError(b, WriteBundle(ws.Dir(), bundle))
+			bdl := benchBundle(n, ws.Dir())
+			require.NoError(b, bundle.Write(ws.Dir(), bdl))
 			ctx := context.Background()
 
 			b.Run("phase=policy", func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					if err := CheckPolicy(bundle, nil); err != nil {
+					if err := CheckPolicy(bdl, nil); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -70,13 +70,13 @@ func BenchmarkCheck(b *testing.B) {
 			b.Run("phase=syntax", func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					if _, _, err := checkSyntax(bundle.Config); err != nil {
+					if _, _, err := checkSyntax(bdl.Config); err != nil {
 						b.Fatal(err)
 					}
 				}
 			})
 			b.Run("phase=schema", func(b *testing.B) {
-				p, idx, err := checkSyntax(bundle.Config)
+				p, idx, err := checkSyntax(bdl.Config)
 				require.NoError(b, err)
 				b.ReportAllocs()
 				for b.Loop() {
@@ -99,7 +99,7 @@ func BenchmarkCheck(b *testing.B) {
 			b.Run("phase=haproxy-c", func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					cmd := exec.Command(bin, "-c", "-f", filepath.Join(ws.Dir(), render.ConfigFileName))
+					cmd := exec.Command(bin, "-c", "-f", filepath.Join(ws.Dir(), bundle.ConfigFileName))
 					cmd.Dir = ws.Dir()
 					if out, err := cmd.CombinedOutput(); err != nil {
 						b.Fatalf("%v: %s", err, out)
@@ -109,7 +109,7 @@ func BenchmarkCheck(b *testing.B) {
 			b.Run("phase=all", func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					if _, err := c.Check(ctx, bundle); err != nil {
+					if _, err := c.Check(ctx, bdl); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -127,10 +127,10 @@ func BenchmarkCheckCached(b *testing.B) {
 	for _, n := range []int{100, 1000, 10000} {
 		b.Run(fmt.Sprintf("backends=%d", n), func(b *testing.B) {
 			ws := newTestWorkspace(b)
-			bundle := benchBundle(n, ws.Dir())
+			bdl := benchBundle(n, ws.Dir())
 			ctx := context.Background()
 			bin := realHAProxy(b)
-			parse := func(b *testing.B, c *Checker, bu *render.Bundle) {
+			parse := func(b *testing.B, c *Checker, bu *bundle.Bundle) {
 				res := &Result{Durations: make(map[phase.Phase]time.Duration)}
 				if err := c.parsePhases(ctx, bu, res); err != nil {
 					b.Fatal(err)
@@ -141,11 +141,11 @@ func BenchmarkCheckCached(b *testing.B) {
 				for b.Loop() {
 					c, err := NewChecker(Options{HAProxyPath: bin})
 					require.NoError(b, err)
-					parse(b, c, bundle)
+					parse(b, c, bdl)
 				}
 			})
-			variants := []*render.Bundle{bundle, {BaseDir: bundle.BaseDir, Maps: bundle.Maps,
-				Config: strings.Replace(bundle.Config, "check weight 10\n", "check weight 11\n", 1)}}
+			variants := []*bundle.Bundle{bdl, {BaseDir: bdl.BaseDir, Maps: bdl.Maps,
+				Config: strings.Replace(bdl.Config, "check weight 10\n", "check weight 11\n", 1)}}
 			for _, cacheSize := range []int{0, -1} {
 				name := "check=one-change"
 				if cacheSize < 0 {
@@ -154,7 +154,7 @@ func BenchmarkCheckCached(b *testing.B) {
 				b.Run(name, func(b *testing.B) {
 					c, err := NewChecker(Options{HAProxyPath: bin, ParseCacheEntries: cacheSize})
 					require.NoError(b, err)
-					parse(b, c, bundle)
+					parse(b, c, bdl)
 					i := 0
 					b.ReportAllocs()
 					for b.Loop() {
@@ -166,7 +166,7 @@ func BenchmarkCheckCached(b *testing.B) {
 			b.Run("check=all-one-change", func(b *testing.B) {
 				c, err := NewChecker(Options{HAProxyPath: bin, Timeout: DefaultTimeout * 6})
 				require.NoError(b, err)
-				_, err = c.Check(ctx, bundle)
+				_, err = c.Check(ctx, bdl)
 				require.NoError(b, err)
 				i := 0
 				b.ReportAllocs()

@@ -12,8 +12,8 @@ import (
 
 	parser "github.com/haproxytech/config-parser/v5"
 
+	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/phase"
-	"github.com/haproxy-template/htc/pkg/render"
 )
 
 // DefaultTimeout bounds one `haproxy -c` run when Options.Timeout is zero.
@@ -124,7 +124,7 @@ func (c *Checker) HAProxyPath() string { return c.haproxyPath }
 // started) are returned as plain errors: they are the checker's fault, not
 // the configuration's. The Result is returned in every case, with the
 // durations of the phases that ran.
-func (c *Checker) Check(ctx context.Context, b *render.Bundle) (*Result, error) {
+func (c *Checker) Check(ctx context.Context, b *bundle.Bundle) (*Result, error) {
 	res := &Result{Durations: make(map[phase.Phase]time.Duration)}
 	if b == nil {
 		return res, errors.New("check: nil bundle")
@@ -143,7 +143,7 @@ func (c *Checker) Check(ctx context.Context, b *render.Bundle) (*Result, error) 
 	if err != nil {
 		return res, phaseError(phase.Policy, err)
 	}
-	if err := WriteBundle(dir, b); err != nil {
+	if err := bundle.Write(dir, b); err != nil {
 		return res, fmt.Errorf("check: %w", err)
 	}
 
@@ -185,7 +185,7 @@ func (c *Checker) Check(ctx context.Context, b *render.Bundle) (*Result, error) 
 
 // parsePhases runs the syntax and schema phases (unless skipped), recording
 // their durations in res; it returns the first failure as a *phase.Error.
-func (c *Checker) parsePhases(ctx context.Context, b *render.Bundle, res *Result) error {
+func (c *Checker) parsePhases(ctx context.Context, b *bundle.Bundle, res *Result) error {
 	if c.cache != nil && (!c.skipSyntax || !c.skipSchema) {
 		if handled, err := c.parsePhasesCached(ctx, b, res); handled {
 			return err

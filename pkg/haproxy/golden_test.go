@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/haproxy-template/htc/pkg/bundle"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite testdata/haproxy/*.raw and *.golden from the real haproxy")
@@ -63,7 +65,7 @@ func TestGoldenFromHAProxy(t *testing.T) {
 		t.Run(gc.name, func(t *testing.T) {
 			ws := newTestWorkspace(t)
 			b := bundleFor(ws.Dir(), testConfig(gc.extra), gc.maps, nil)
-			require.NoError(t, WriteBundle(ws.Dir(), b))
+			require.NoError(t, bundle.Write(ws.Dir(), b))
 			c, err := NewChecker(Options{HAProxyPath: bin})
 			require.NoError(t, err)
 			out, err := c.runHAProxyRaw(context.Background(), ws.Dir())

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/haproxy-template/htc/pkg/render"
+	"github.com/haproxy-template/htc/pkg/bundle"
 )
 
 // realHAProxy returns the haproxy binary for integration tests. It skips the
@@ -40,7 +40,7 @@ func newTestWorkspace(tb testing.TB) *Workspace {
 
 // bundleFor builds a bundle rendered for dir: "{{dir}}" in the config and
 // in file contents stands for dir.
-func bundleFor(dir, cfg string, maps, files map[string]string) *render.Bundle {
+func bundleFor(dir, cfg string, maps, files map[string]string) *bundle.Bundle {
 	sub := func(m map[string]string) map[string]string {
 		if m == nil {
 			return nil
@@ -51,7 +51,7 @@ func bundleFor(dir, cfg string, maps, files map[string]string) *render.Bundle {
 		}
 		return out
 	}
-	return &render.Bundle{
+	return &bundle.Bundle{
 		BaseDir: dir,
 		Config:  strings.ReplaceAll(cfg, "{{dir}}", dir),
 		Maps:    sub(maps),

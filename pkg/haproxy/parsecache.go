@@ -11,8 +11,8 @@ import (
 
 	parser "github.com/haproxytech/config-parser/v5"
 
+	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/phase"
-	"github.com/haproxy-template/htc/pkg/render"
 )
 
 // DefaultParseCacheEntries is the section capacity of a Checker's parse cache
@@ -320,7 +320,7 @@ func (s *cfgSection) fromRel(rs []relFinding) []Finding {
 		if r.line >= 0 {
 			line = s.start + r.line
 		}
-		out[i] = Finding{File: render.ConfigFileName, Line: line, Message: r.msg}
+		out[i] = Finding{File: bundle.ConfigFileName, Line: line, Message: r.msg}
 	}
 	return out
 }
@@ -346,7 +346,7 @@ func sectionOrder(secs []*cfgSection) []*cfgSection {
 // parsePhasesCached is parsePhases with the per-section cache. It returns
 // handled=false when the configuration must take the uncached path instead
 // (then res is left for parsePhases to fill).
-func (c *Checker) parsePhasesCached(ctx context.Context, b *render.Bundle, res *Result) (handled bool, err error) {
+func (c *Checker) parsePhasesCached(ctx context.Context, b *bundle.Bundle, res *Result) (handled bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			handled, err = false, nil

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/phase"
-	"github.com/haproxy-template/htc/pkg/render"
 )
 
 // cacheSections are the building blocks of the equivalence configurations.
@@ -215,7 +215,7 @@ func TestParseCacheConcurrent(t *testing.T) {
 	ref := realChecker(t, Options{ParseCacheEntries: -1})
 	ctx := context.Background()
 	want := make([]checkOutcome, len(cacheConfigs))
-	bundles := make([]*render.Bundle, len(cacheConfigs))
+	bundles := make([]*bundle.Bundle, len(cacheConfigs))
 	for i, cc := range cacheConfigs {
 		ws := newTestWorkspace(t)
 		bundles[i] = bundleFor(ws.Dir(), cacheConfig(cc.parts), testMaps(), nil)

@@ -2,11 +2,10 @@ package haproxy
 
 import (
 	"fmt"
-	"path"
 	"path/filepath"
 	"strings"
 
-	"github.com/haproxy-template/htc/pkg/render"
+	"github.com/haproxy-template/htc/pkg/bundle"
 )
 
 // EnvExpansionKey is the AllowedDirectives entry that permits environment
@@ -135,7 +134,7 @@ type policyScan struct {
 //     allowed "path:<dir>" entry is accepted. crt-list files of the bundle
 //     are scanned for their certificate and CA paths as well.
 //   - Bundle file names must be local, clean, slash-separated paths.
-func CheckPolicy(b *render.Bundle, allowed []string) error {
+func CheckPolicy(b *bundle.Bundle, allowed []string) error {
 	s := newPolicyScan(b, allowed)
 	s.checkNames(b)
 	s.scanConfig(b.Config)
@@ -146,7 +145,7 @@ func CheckPolicy(b *render.Bundle, allowed []string) error {
 }
 
 // newPolicyScan prepares a scan of b.
-func newPolicyScan(b *render.Bundle, allowed []string) *policyScan {
+func newPolicyScan(b *bundle.Bundle, allowed []string) *policyScan {
 	base := filepath.Clean(b.BaseDir)
 	s := &policyScan{
 		baseDir: base,
@@ -193,34 +192,17 @@ func (s *policyScan) refuseEnv(file string, line int) {
 }
 
 // checkNames refuses bundle file names that could escape the bundle.
-func (s *policyScan) checkNames(b *render.Bundle) {
+func (s *policyScan) checkNames(b *bundle.Bundle) {
 	for _, f := range b.AllFiles()[1:] {
-		if err := ValidateName(f.Name); err != nil {
+		if err := bundle.CheckName(f.Name); err != nil {
 			s.add(string(f.Kind)+":"+shorten(f.Name), 0, "", err.Error())
 		}
 	}
 }
 
-// ValidateName reports whether name is acceptable as the name of a map,
-// file or certificate: a non-empty, clean, relative, slash-separated path
-// that stays inside its directory.
-func ValidateName(name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("empty file name")
-	case strings.ContainsAny(name, "\\\x00\n\r"):
-		return fmt.Errorf("file name contains a backslash or control character")
-	case path.IsAbs(name) || !filepath.IsLocal(filepath.FromSlash(name)):
-		return fmt.Errorf("file name must stay inside the bundle")
-	case path.Clean(name) != name:
-		return fmt.Errorf("file name must be a clean relative path")
-	}
-	return nil
-}
-
 // scanConfig scans haproxy.cfg line by line.
 func (s *policyScan) scanConfig(cfg string) {
-	const file = render.ConfigFileName
+	const file = bundle.ConfigFileName
 	envLine := 0
 	physicalLines(cfg, func(n int, piece string) {
 		if strings.IndexByte(piece, 0) >= 0 {

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/haproxy-template/htc/pkg/render"
+	"github.com/haproxy-template/htc/pkg/bundle"
 )
 
 const testBase = "/work/htc-bundle"
@@ -31,7 +31,7 @@ func policyCfg(body string) string {
 
 func policyFindings(t *testing.T, cfg string, allowed []string, files map[string]string) []Finding {
 	t.Helper()
-	b := &render.Bundle{BaseDir: testBase, Config: cfg, Files: files}
+	b := &bundle.Bundle{BaseDir: testBase, Config: cfg, Files: files}
 	err := CheckPolicy(b, allowed)
 	if err == nil {
 		return nil
@@ -195,7 +195,7 @@ func TestPolicyFileReferences(t *testing.T) {
 
 func TestPolicyReasonExample(t *testing.T) {
 	cfg := policyCfg("    use_backend be0\nbackend be0\n    errorfile 503 /etc/passwd")
-	err := CheckPolicy(&render.Bundle{BaseDir: testBase, Config: cfg}, nil)
+	err := CheckPolicy(&bundle.Bundle{BaseDir: testBase, Config: cfg}, nil)
 	require.Error(t, err)
 	assert.Equal(t, "haproxy.cfg:12: file '/etc/passwd' is outside the configuration bundle", err.Error())
 }
@@ -214,11 +214,11 @@ func TestPolicyCrtList(t *testing.T) {
 
 func TestPolicyBundleNames(t *testing.T) {
 	for _, name := range []string{"../x", "/etc/x", "a/../../x", "a//b", "./a", "", "a\\b", "a/\x00"} {
-		b := &render.Bundle{BaseDir: testBase, Config: policyCfg(""), Maps: map[string]string{name: "x"}}
+		b := &bundle.Bundle{BaseDir: testBase, Config: policyCfg(""), Maps: map[string]string{name: "x"}}
 		assert.Error(t, CheckPolicy(b, nil), "name %q", name)
 	}
 	for _, name := range []string{"host.map", "errors/503.http", "a.b/c-d_e"} {
-		b := &render.Bundle{BaseDir: testBase, Config: policyCfg(""), Files: map[string]string{name: "x"}}
+		b := &bundle.Bundle{BaseDir: testBase, Config: policyCfg(""), Files: map[string]string{name: "x"}}
 		assert.NoError(t, CheckPolicy(b, nil), "name %q", name)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/haproxytech/client-native/v5/models"
 	parser "github.com/haproxytech/config-parser/v5"
 
-	"github.com/haproxy-template/htc/pkg/render"
+	"github.com/haproxy-template/htc/pkg/bundle"
 )
 
 // validatable is a client-native model.
@@ -209,7 +209,7 @@ func (r *schemaRun) validateList(span *sectionSpan, label, keyword string, valid
 // report turns a validation error into findings.
 func (r *schemaRun) report(line int, label string, err error) {
 	for _, msg := range flattenValidation(err) {
-		r.findings = append(r.findings, Finding{File: render.ConfigFileName, Line: line, Message: label + ": " + msg})
+		r.findings = append(r.findings, Finding{File: bundle.ConfigFileName, Line: line, Message: label + ": " + msg})
 	}
 }
 

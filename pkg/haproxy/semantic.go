@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/haproxy-template/htc/pkg/render"
+	"github.com/haproxy-template/htc/pkg/bundle"
 )
 
 // checkerEnv is the complete environment of `haproxy -c`.
@@ -65,7 +65,7 @@ func (c *Checker) runHAProxy(ctx context.Context, dir string) ([]string, string,
 	runCtx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 
-	cmd := exec.CommandContext(runCtx, c.haproxyPath, "-c", "-f", filepath.Join(dir, render.ConfigFileName))
+	cmd := exec.CommandContext(runCtx, c.haproxyPath, "-c", "-f", filepath.Join(dir, bundle.ConfigFileName))
 	cmd.Dir = dir
 	cmd.Env = []string{checkerEnv}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

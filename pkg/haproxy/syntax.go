@@ -12,7 +12,7 @@ import (
 	"github.com/haproxytech/config-parser/v5/options"
 	"github.com/haproxytech/config-parser/v5/types"
 
-	"github.com/haproxy-template/htc/pkg/render"
+	"github.com/haproxy-template/htc/pkg/bundle"
 )
 
 // configParserMu serialises config-parser runs. config-parser v5.1.4 writes
@@ -104,7 +104,7 @@ func syntaxSection(p parser.Parser, idx *configIndex, sec parser.Section, name s
 		msg, bad := judgeUnprocessed(p, sec, u.Value)
 		n := idx.lineOf(span, u.Value, used)
 		if bad {
-			findings = append(findings, Finding{File: render.ConfigFileName, Line: n, Message: msg})
+			findings = append(findings, Finding{File: bundle.ConfigFileName, Line: n, Message: msg})
 		}
 	}
 	return findings, nil

@@ -1,4 +1,4 @@
-// Package publish writes a checked render.Bundle into the output directory
+// Package publish writes a checked bundle.Bundle into the output directory
 // HAProxy reads: haproxy.cfg at its root, maps/, files/ and certs/ beside it.
 //
 // # What is atomic
@@ -30,7 +30,7 @@
 // directory only haproxy.cfg and leftover ".htc-tmp-…" files from an
 // interrupted run are touched; everything else there (a master socket, a
 // pid file, notes) stays. Names whose path segment starts with ".htc-tmp-"
-// are refused, as are names haproxy.ValidateName refuses, before anything is
+// are refused, as are names bundle.CheckName refuses, before anything is
 // written.
 //
 // # Modes

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/haproxy-template/htc/pkg/render"
+	"github.com/haproxy-template/htc/pkg/bundle"
 )
 
 // plan is what Publish will do, decided before anything is changed.
@@ -28,13 +28,13 @@ type plan struct {
 }
 
 type planned struct {
-	file  render.File
+	file  bundle.File
 	prior entry
 }
 
 // makePlan looks at the directory and decides, for every bundle file,
 // whether it must be written and what stands in its way.
-func makePlan(root *os.Root, files []render.File) (*plan, error) {
+func makePlan(root *os.Root, files []bundle.File) (*plan, error) {
 	for _, top := range managedDirs() {
 		st, err := root.Lstat(top)
 		switch {
@@ -105,7 +105,7 @@ func makePlan(root *os.Root, files []render.File) (*plan, error) {
 				return nil, fmt.Errorf("publish: %s: %w", rel, err)
 			}
 			prior = entry{rel: rel, existed: true, isLink: true, link: link}
-		case st.IsDir() && rel != render.ConfigFileName:
+		case st.IsDir() && rel != bundle.ConfigFileName:
 			// A stale directory where the bundle now has a file.
 			t, err := walk(root, rel)
 			if err != nil {
@@ -142,7 +142,7 @@ func (r *Result) apply(root *os.Root, p *plan, want map[string]bool) error {
 	touched := map[string]bool{}
 	for _, w := range p.writes {
 		rel := w.file.RelPath
-		if rel == render.ConfigFileName && !synced {
+		if rel == bundle.ConfigFileName && !synced {
 			// Everything haproxy.cfg references is durable before it is.
 			syncDirs(root, touched)
 			synced = true

@@ -9,8 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/haproxy-template/htc/pkg/haproxy"
-	"github.com/haproxy-template/htc/pkg/render"
+	"github.com/haproxy-template/htc/pkg/bundle"
 )
 
 const (
@@ -26,9 +25,9 @@ const (
 // managedDirs are the sub-directories that belong to htc.
 func managedDirs() [3]string {
 	return [...]string{
-		render.Dir(render.KindMap),
-		render.Dir(render.KindFile),
-		render.Dir(render.KindCert),
+		bundle.Dir(bundle.KindMap),
+		bundle.Dir(bundle.KindFile),
+		bundle.Dir(bundle.KindCert),
 	}
 }
 
@@ -102,10 +101,10 @@ type entry struct {
 // haproxy.cfg last, then it removes stale files under maps/, files/ and
 // certs/ (see the package documentation). b.BaseDir must equal d.Path(): the
 // files would reference another directory otherwise. Names refused by
-// haproxy.ValidateName, and any other problem found while looking at the
+// bundle.CheckName, and any other problem found while looking at the
 // directory, fail before anything is written. When a write or removal fails
 // midway, Publish rolls back what it had done and returns a nil Result.
-func (d *Dir) Publish(b *render.Bundle) (*Result, error) {
+func (d *Dir) Publish(b *bundle.Bundle) (*Result, error) {
 	files, want, err := d.check(b)
 	if err != nil {
 		return nil, err
@@ -164,7 +163,7 @@ func (r *Result) empty() bool {
 
 // check validates b for d and returns its files in write order (haproxy.cfg
 // last) and the set of their relative paths.
-func (d *Dir) check(b *render.Bundle) ([]render.File, map[string]bool, error) {
+func (d *Dir) check(b *bundle.Bundle) ([]bundle.File, map[string]bool, error) {
 	if b == nil {
 		return nil, nil, errors.New("publish: nil bundle")
 	}
@@ -178,7 +177,7 @@ func (d *Dir) check(b *render.Bundle) ([]render.File, map[string]bool, error) {
 		want[f.RelPath] = true
 	}
 	for _, f := range files[:len(files)-1] {
-		if err := haproxy.ValidateName(f.Name); err != nil {
+		if err := bundle.CheckName(f.Name); err != nil {
 			return nil, nil, fmt.Errorf("publish: %s %q: %w", f.Kind, f.Name, err)
 		}
 		parts := strings.Split(f.RelPath, "/")

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/haproxy-template/htc/pkg/render"
+	"github.com/haproxy-template/htc/pkg/bundle"
 )
 
 // openDir opens a fresh output directory.
@@ -25,8 +25,8 @@ func openDir(t *testing.T) *Dir {
 }
 
 // bundleFor is a bundle for d whose haproxy.cfg references its maps.
-func bundleFor(d *Dir, cfg string, maps, files, certs map[string]string) *render.Bundle {
-	return &render.Bundle{BaseDir: d.Path(), Config: cfg, Maps: maps, Files: files, Certs: certs}
+func bundleFor(d *Dir, cfg string, maps, files, certs map[string]string) *bundle.Bundle {
+	return &bundle.Bundle{BaseDir: d.Path(), Config: cfg, Maps: maps, Files: files, Certs: certs}
 }
 
 // node is one entry of a directory snapshot.
@@ -149,7 +149,7 @@ func TestPublishFirstThenIdentical(t *testing.T) {
 	assert.Equal(t, want, snapshot(t, p), "exactly the bundle, right modes, no temporary files")
 	for _, f := range b.AllFiles() {
 		if f.Kind != "" {
-			assert.Equal(t, f.Content, readFile(t, p, strings.TrimPrefix(render.Path(p, f.Kind, f.Name), p+"/")), "where pathFor points")
+			assert.Equal(t, f.Content, readFile(t, p, strings.TrimPrefix(bundle.Path(p, f.Kind, f.Name), p+"/")), "where pathFor points")
 		}
 	}
 
@@ -243,7 +243,7 @@ func TestPublishOrder(t *testing.T) {
 	var order []string
 	d.afterWrite = func(rel string) {
 		order = append(order, rel)
-		if rel != render.ConfigFileName {
+		if rel != bundle.ConfigFileName {
 			assert.Equal(t, "old\n", readFile(t, p, "haproxy.cfg"), "haproxy.cfg still old when %s is written", rel)
 			return
 		}
@@ -264,12 +264,12 @@ func TestRollback(t *testing.T) {
 	tests := []struct {
 		name  string
 		setup func(t *testing.T, d *Dir) // the state before Publish
-		next  func(d *Dir) *render.Bundle
+		next  func(d *Dir) *bundle.Bundle
 	}{
 		{
 			name:  "first publish into an empty directory",
 			setup: func(*testing.T, *Dir) {},
-			next: func(d *Dir) *render.Bundle {
+			next: func(d *Dir) *bundle.Bundle {
 				return bundleFor(d, "cfg\n", map[string]string{"a/b.map": "x"}, map[string]string{"f": "y"}, nil)
 			},
 		},
@@ -281,7 +281,7 @@ func TestRollback(t *testing.T) {
 				require.NoError(t, err)
 				writeFile(t, d.Path(), "notes.txt", "n")
 			},
-			next: func(d *Dir) *render.Bundle {
+			next: func(d *Dir) *bundle.Bundle {
 				return bundleFor(d, "cfg2\n",
 					map[string]string{"host.map": "h2", "new.map": "n"}, map[string]string{"x/y.http": "y"}, map[string]string{"a.pem": "A"})
 			},
@@ -292,7 +292,7 @@ func TestRollback(t *testing.T) {
 				_, err := d.Publish(bundleFor(d, "cfg1\n", map[string]string{"a": "file a", "k": "k"}, nil, nil))
 				require.NoError(t, err)
 			},
-			next: func(d *Dir) *render.Bundle {
+			next: func(d *Dir) *bundle.Bundle {
 				return bundleFor(d, "cfg2\n", map[string]string{"a/b": "file a/b", "k": "k"}, nil, nil)
 			},
 		},
@@ -303,7 +303,7 @@ func TestRollback(t *testing.T) {
 				require.NoError(t, err)
 				require.NoError(t, os.Mkdir(filepath.Join(d.Path(), "maps", "a", "empty"), 0o750))
 			},
-			next: func(d *Dir) *render.Bundle {
+			next: func(d *Dir) *bundle.Bundle {
 				return bundleFor(d, "cfg2\n", map[string]string{"a": "now a file"}, nil, nil)
 			},
 		},
@@ -316,7 +316,7 @@ func TestRollback(t *testing.T) {
 				require.NoError(t, os.Chmod(filepath.Join(d.Path(), "maps", "m"), 0o600))
 				require.NoError(t, os.Symlink("m", filepath.Join(d.Path(), "maps", "link")))
 			},
-			next: func(d *Dir) *render.Bundle {
+			next: func(d *Dir) *bundle.Bundle {
 				return bundleFor(d, "cfg2\n", map[string]string{"m": "m2"}, nil, nil)
 			},
 		},
@@ -393,37 +393,37 @@ func TestPublishFailureRollsBack(t *testing.T) {
 func TestPublishRefusesBadBundles(t *testing.T) {
 	tests := []struct {
 		name   string
-		bundle func(d *Dir) *render.Bundle
+		bundle func(d *Dir) *bundle.Bundle
 		errHas string
 	}{
-		{"parent directory", func(d *Dir) *render.Bundle {
+		{"parent directory", func(d *Dir) *bundle.Bundle {
 			return bundleFor(d, "c", map[string]string{"../x": "x"}, nil, nil)
 		}, `publish: map "../x"`},
-		{"absolute", func(d *Dir) *render.Bundle {
+		{"absolute", func(d *Dir) *bundle.Bundle {
 			return bundleFor(d, "c", nil, map[string]string{"/etc/passwd": "x"}, nil)
 		}, `publish: file "/etc/passwd"`},
-		{"escaping", func(d *Dir) *render.Bundle {
+		{"escaping", func(d *Dir) *bundle.Bundle {
 			return bundleFor(d, "c", nil, nil, map[string]string{"a/../../x": "x"})
 		}, `publish: cert "a/../../x"`},
-		{"dot dot", func(d *Dir) *render.Bundle {
+		{"dot dot", func(d *Dir) *bundle.Bundle {
 			return bundleFor(d, "c", map[string]string{"..": "x"}, nil, nil)
 		}, `publish: map ".."`},
-		{"empty name", func(d *Dir) *render.Bundle {
+		{"empty name", func(d *Dir) *bundle.Bundle {
 			return bundleFor(d, "c", map[string]string{"": "x"}, nil, nil)
 		}, `publish: map ""`},
-		{"temporary prefix", func(d *Dir) *render.Bundle {
+		{"temporary prefix", func(d *Dir) *bundle.Bundle {
 			return bundleFor(d, "c", map[string]string{"ok.map": "x", "sub/.htc-tmp-x": "x"}, nil, nil)
 		}, "reserved for temporary files"},
-		{"file and directory at once", func(d *Dir) *render.Bundle {
+		{"file and directory at once", func(d *Dir) *bundle.Bundle {
 			return bundleFor(d, "c", map[string]string{"a": "x", "a/b": "y"}, nil, nil)
 		}, "publish: maps/a/b: maps/a is also a file"},
-		{"other BaseDir", func(d *Dir) *render.Bundle {
-			return &render.Bundle{BaseDir: "/tmp/htc-check-1", Config: "c"}
+		{"other BaseDir", func(d *Dir) *bundle.Bundle {
+			return &bundle.Bundle{BaseDir: "/tmp/htc-check-1", Config: "c"}
 		}, "not for"},
-		{"empty BaseDir", func(d *Dir) *render.Bundle {
-			return &render.Bundle{Config: "c"}
+		{"empty BaseDir", func(d *Dir) *bundle.Bundle {
+			return &bundle.Bundle{Config: "c"}
 		}, "not for"},
-		{"nil", func(d *Dir) *render.Bundle { return nil }, "nil bundle"},
+		{"nil", func(d *Dir) *bundle.Bundle { return nil }, "nil bundle"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

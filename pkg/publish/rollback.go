@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/haproxy-template/htc/pkg/render"
+	"github.com/haproxy-template/htc/pkg/bundle"
 )
 
 // rollback undoes what r records; see Rollback.
@@ -38,7 +38,7 @@ func (r *Result) rollback(root *os.Root) error {
 	}
 	var cfg *entry
 	for i, w := range r.writes {
-		if w.rel == render.ConfigFileName {
+		if w.rel == bundle.ConfigFileName {
 			cfg = &r.writes[i]
 		} else if w.existed {
 			fail(w.rel, restore(root, w))
@@ -60,7 +60,7 @@ func (r *Result) rollback(root *os.Root) error {
 		}
 	}
 	for i := len(r.writes) - 1; i >= 0; i-- {
-		if w := r.writes[i]; !w.existed && w.rel != render.ConfigFileName {
+		if w := r.writes[i]; !w.existed && w.rel != bundle.ConfigFileName {
 			fail(w.rel, removeIfExists(root, w.rel))
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"text/template"
+
+	"github.com/haproxy-template/htc/pkg/bundle"
 )
 
 // maxIncludeDepth bounds nested include calls (a snippet including itself).
@@ -39,13 +41,13 @@ func (s *renderState) include(name string, data any) (string, error) {
 // Files added while rendering haproxy.cfg are known to pathFor in the maps,
 // files and certificates rendered after it.
 func (s *renderState) addFile(kind, name string, content any) (string, error) {
-	k := Kind(kind)
+	k := bundle.Kind(kind)
 	switch k {
-	case KindMap, KindFile, KindCert:
+	case bundle.KindMap, bundle.KindFile, bundle.KindCert:
 	default:
 		return "", fmt.Errorf("addFile %q %q: unknown kind %q; want \"map\", \"file\" or \"cert\"", kind, name, kind)
 	}
-	if err := checkName(name); err != nil {
+	if err := bundle.CheckName(name); err != nil {
 		return "", fmt.Errorf("addFile %s %q: %w", kind, name, err)
 	}
 	if _, static := s.engine.names[k][name]; static {
@@ -56,7 +58,7 @@ func (s *renderState) addFile(kind, name string, content any) (string, error) {
 		return "", fmt.Errorf("addFile %s %q: content must be a string, not %T", kind, name, content)
 	}
 	if s.added == nil {
-		s.added = map[Kind]map[string]string{}
+		s.added = map[bundle.Kind]map[string]string{}
 	}
 	if s.added[k] == nil {
 		s.added[k] = map[string]string{}
@@ -65,17 +67,17 @@ func (s *renderState) addFile(kind, name string, content any) (string, error) {
 		return "", fmt.Errorf("addFile %s %q: added twice with different content", kind, name)
 	}
 	s.added[k][name] = text
-	return Path(s.baseDir, k, name), nil
+	return bundle.Path(s.baseDir, k, name), nil
 }
 
 // addedTo copies the files added during the render into b.
-func (s *renderState) addedTo(b *Bundle) {
+func (s *renderState) addedTo(b *bundle.Bundle) {
 	for k, files := range s.added {
 		dst := b.Maps
 		switch k {
-		case KindFile:
+		case bundle.KindFile:
 			dst = b.Files
-		case KindCert:
+		case bundle.KindCert:
 			dst = b.Certs
 		}
 		for name, content := range files {

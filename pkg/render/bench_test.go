@@ -86,11 +86,11 @@ func BenchmarkRender(b *testing.B) {
 			b.ReportAllocs()
 			var size int
 			for b.Loop() {
-				bundle, err := e.Render(context.Background(), Input{Stores: stores, BaseDir: "/etc/haproxy"})
+				bdl, err := e.Render(context.Background(), Input{Stores: stores, BaseDir: "/etc/haproxy"})
 				if err != nil {
 					b.Fatal(err)
 				}
-				size = len(bundle.Config)
+				size = len(bdl.Config)
 			}
 			b.ReportMetric(float64(size), "cfg-bytes")
 		})

@@ -1,5 +1,5 @@
 // Package render is htc's template engine: it turns an HAProxyTemplateConfig's
-// templates and the watched resources into a Bundle (haproxy.cfg plus maps,
+// templates and the watched resources into a bundle.Bundle (haproxy.cfg plus maps,
 // files and certificates).
 //
 // # Templates
@@ -57,7 +57,7 @@
 //
 //   - fail MESSAGE: stops rendering; MESSAGE alone is the reason.
 //   - pathFor KIND NAME: the absolute path the map, file or cert NAME has in
-//     the bundle (Path(Input.BaseDir, KIND, NAME)); NAME must be rendered by
+//     the bundle (bundle.Path(Input.BaseDir, KIND, NAME)); NAME must be rendered by
 //     the config.
 //   - field OBJ PATH: the value at PATH (metadata.name,
 //     spec.rules[0].host, metadata.annotations['haproxy.org/timeout']) as a

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
+	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/store"
 )
@@ -28,10 +29,10 @@ type Engine struct {
 	// root holds every parsed template, with placeholder per-render
 	// functions; Render executes a pooled clone bound to its own state.
 	root *template.Template
-	// outputs lists what Render renders, in Bundle.AllFiles order.
+	// outputs lists what Render renders, in bundle.Bundle.AllFiles order.
 	outputs []output
 	// names holds the output names of each kind, for pathFor.
-	names map[Kind]map[string]struct{}
+	names map[bundle.Kind]map[string]struct{}
 	// extra is spec.extraContext decoded; shared, never modified.
 	extra map[string]any
 	// paths caches parsed field paths (string -> store.FieldPath) for field;
@@ -102,7 +103,7 @@ func (e *Engine) fieldPath(path string) (store.FieldPath, error) {
 // output is one rendered file: its kind ("" for haproxy.cfg), its name and
 // its template's name.
 type output struct {
-	kind Kind
+	kind bundle.Kind
 	name string
 	tmpl string
 }
@@ -125,9 +126,9 @@ type Input struct {
 
 // TemplateName returns the template name of an output: "haproxy.cfg" for
 // kind "", else "<kind>:<name>" (e.g. "map:host.map").
-func TemplateName(k Kind, name string) string {
+func TemplateName(k bundle.Kind, name string) string {
 	if k == "" {
-		return ConfigFileName
+		return bundle.ConfigFileName
 	}
 	return string(k) + ":" + name
 }
@@ -142,22 +143,22 @@ func New(spec *config.HAProxyTemplateConfigSpec) (*Engine, error) {
 	if spec == nil {
 		return nil, renderError("no configuration", errors.New("render.New: nil spec"))
 	}
-	e := &Engine{names: map[Kind]map[string]struct{}{KindMap: {}, KindFile: {}, KindCert: {}}}
+	e := &Engine{names: map[bundle.Kind]map[string]struct{}{bundle.KindMap: {}, bundle.KindFile: {}, bundle.KindCert: {}}}
 	extra, err := decodeExtraContext(spec.ExtraContext)
 	if err != nil {
 		return nil, renderError("spec.extraContext: "+err.Error(), err)
 	}
 	e.extra = extra
 
-	sources := []source{{name: ConfigFileName, text: spec.HAProxyConfig.Template}}
-	e.outputs = append(e.outputs, output{name: ConfigFileName, tmpl: ConfigFileName})
+	sources := []source{{name: bundle.ConfigFileName, text: spec.HAProxyConfig.Template}}
+	e.outputs = append(e.outputs, output{name: bundle.ConfigFileName, tmpl: bundle.ConfigFileName})
 	for _, g := range []struct {
-		kind Kind
+		kind bundle.Kind
 		m    map[string]config.Template
-	}{{KindMap, spec.Maps}, {KindFile, spec.Files}, {KindCert, spec.SSLCertificates}} {
+	}{{bundle.KindMap, spec.Maps}, {bundle.KindFile, spec.Files}, {bundle.KindCert, spec.SSLCertificates}} {
 		for _, name := range sortedNames(g.m) {
 			tn := TemplateName(g.kind, name)
-			if err := checkName(name); err != nil {
+			if err := bundle.CheckName(name); err != nil {
 				return nil, templateError(tn, 0, "invalid name: "+err.Error())
 			}
 			e.names[g.kind][name] = struct{}{}
@@ -225,7 +226,7 @@ func New(spec *config.HAProxyTemplateConfigSpec) (*Engine, error) {
 //   - ctx.Err() when ctx ends: checked between templates, in every store
 //     access (List, Get, Fetch, Len) and in set, unset and the merge
 //     functions, so a long template over the stores stops too.
-func (e *Engine) Render(ctx context.Context, in Input) (*Bundle, error) {
+func (e *Engine) Render(ctx context.Context, in Input) (*bundle.Bundle, error) {
 	if err := contextErr(ctx); err != nil {
 		return nil, cancelled(err)
 	}
@@ -235,7 +236,7 @@ func (e *Engine) Render(ctx context.Context, in Input) (*Bundle, error) {
 	}
 	defer e.release(set)
 	data := e.context(in, ctx)
-	b := &Bundle{BaseDir: in.BaseDir, Maps: map[string]string{}, Files: map[string]string{}, Certs: map[string]string{}}
+	b := &bundle.Bundle{BaseDir: in.BaseDir, Maps: map[string]string{}, Files: map[string]string{}, Certs: map[string]string{}}
 	var buf bytes.Buffer
 	for _, o := range e.outputs {
 		if err := contextErr(ctx); err != nil {
@@ -253,11 +254,11 @@ func (e *Engine) Render(ctx context.Context, in Input) (*Bundle, error) {
 		switch o.kind {
 		case "":
 			b.Config = out
-		case KindMap:
+		case bundle.KindMap:
 			b.Maps[o.name] = out
-		case KindFile:
+		case bundle.KindFile:
 			b.Files[o.name] = out
-		case KindCert:
+		case bundle.KindCert:
 			b.Certs[o.name] = out
 		}
 	}

@@ -10,6 +10,8 @@ import (
 
 	"dario.cat/mergo"
 	"github.com/mitchellh/copystructure"
+
+	"github.com/haproxy-template/htc/pkg/bundle"
 )
 
 // errModifyShared is the error of every attempt to modify a map the render
@@ -29,7 +31,7 @@ type renderState struct {
 	tmpl  *template.Template
 	depth int
 	// added holds the files addFile added during this render.
-	added map[Kind]map[string]string
+	added map[bundle.Kind]map[string]string
 }
 
 func newRenderState(e *Engine, baseDir string, ctx context.Context) *renderState {

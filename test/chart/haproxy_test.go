@@ -8,13 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/haproxy-template/htc/internal/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/haproxy-template/htc/internal/testutil"
 )
 
 // decodeAs re-encodes a rendered object into a typed API object.

@@ -11,7 +11,6 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
-	"github.com/haproxy-template/htc/internal/testutil"
 	"io"
 	"log/slog"
 	"math/big"
@@ -23,6 +22,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/haproxy-template/htc/internal/testutil"
 
 	"github.com/stretchr/testify/require"
 

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/util/jsonpath"
 
+	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/haproxy"
 	"github.com/haproxy-template/htc/pkg/render"
@@ -133,13 +134,13 @@ func badFileName(name string) string {
 func templateField(spec *field.Path, name string) *field.Path {
 	kind, key, found := strings.Cut(name, ":")
 	switch {
-	case name == render.ConfigFileName:
+	case name == bundle.ConfigFileName:
 		return spec.Child("haproxyConfig", "template")
-	case found && kind == string(render.KindMap):
+	case found && kind == string(bundle.KindMap):
 		return spec.Child("maps").Key(key).Child("template")
-	case found && kind == string(render.KindFile):
+	case found && kind == string(bundle.KindFile):
 		return spec.Child("files").Key(key).Child("template")
-	case found && kind == string(render.KindCert):
+	case found && kind == string(bundle.KindCert):
 		return spec.Child("sslCertificates").Key(key).Child("template")
 	default:
 		return spec.Child("templateSnippets").Key(name).Child("template")
@@ -249,15 +250,15 @@ func validateAssertion(spec *config.HAProxyTemplateConfigSpec, a config.Assertio
 // file name: templates may add it at render time with addFile, and a test
 // whose target was not rendered fails.
 func badTarget(target string) string {
-	if target == render.ConfigFileName {
+	if target == bundle.ConfigFileName {
 		return ""
 	}
 	kind, name, found := strings.Cut(target, ":")
 	if !found {
 		return `must be "haproxy.cfg", "map:<name>", "file:<name>" or "cert:<name>"`
 	}
-	switch render.Kind(kind) {
-	case render.KindMap, render.KindFile, render.KindCert:
+	switch bundle.Kind(kind) {
+	case bundle.KindMap, bundle.KindFile, bundle.KindCert:
 	default:
 		return fmt.Sprintf(`unknown target kind %q: must be "haproxy.cfg", "map:<name>", "file:<name>" or "cert:<name>"`, kind)
 	}

@@ -1,6 +1,15 @@
-package render
+// Package bundle is htc's rendered output: one complete HAProxy
+// configuration (haproxy.cfg plus the maps, files and certificates it
+// references), the rules for the names of its files, its content hash and
+// how it is written into a directory. The renderer produces a Bundle, the
+// checker checks it, the publisher writes it; none of them needs the others
+// to agree on what a Bundle is.
+package bundle
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -87,6 +96,23 @@ func (b *Bundle) AllFiles() []File {
 	add(KindFile, b.Files)
 	add(KindCert, b.Certs)
 	return out
+}
+
+// Hash is the SHA-256 of the bundle's files (each one's relative path and
+// content, in AllFiles order), hex-encoded. Two bundles with equal hashes
+// write identical directories. BaseDir enters only through the content (the
+// paths pathFor wrote into it).
+func (b *Bundle) Hash() string {
+	h := sha256.New()
+	var n [8]byte
+	for _, f := range b.AllFiles() {
+		for _, s := range []string{f.RelPath, f.Content} {
+			binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+			h.Write(n[:])
+			h.Write([]byte(s))
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Target returns the content an assertion target names: "haproxy.cfg",
