@@ -39,10 +39,41 @@ func TestCheckValidWithWarnings(t *testing.T) {
 		assert.Contains(t, res.Durations, ph)
 	}
 
-	// The bundle was written with private permissions.
-	st, err := os.Stat(filepath.Join(ws.Dir(), "maps", "host.map"))
+	// The checker works on a private copy: nothing is written where the
+	// bundle will be deployed.
+	assert.NoFileExists(t, filepath.Join(ws.Dir(), "maps", "host.map"))
+}
+
+// TestCheckRelocatesTheBundle: a bundle rendered for a directory that does
+// not exist here (where HAProxy will read it) is checked in a workspace,
+// with its paths moved there; its text, and so the parse cache, does not
+// depend on the workspace.
+func TestCheckRelocatesTheBundle(t *testing.T) {
+	parent := t.TempDir()
+	c := realChecker(t, Options{TempDir: parent})
+	const base = "/nonexistent/htc-deploy"
+	b := bundleFor(base, testConfig(""), testMaps(), nil)
+	require.Contains(t, b.Config, base+"/maps/host.map")
+
+	_, err := c.Check(context.Background(), b)
+	require.NoError(t, err, "the map is found in the workspace")
+	first := c.ParseCacheStats()
+	_, err = c.Check(context.Background(), bundleFor(base, testConfig(""), testMaps(), nil))
 	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+	second := c.ParseCacheStats()
+	assert.Zero(t, second.Misses-first.Misses, "an equal bundle parses from the cache in a new workspace")
+	assert.Positive(t, second.Hits-first.Hits)
+
+	entries, err := os.ReadDir(parent)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "every workspace was removed")
+
+	// A path under the base that is not a file of the bundle is not found.
+	_, err = c.Check(context.Background(), bundleFor(base, testConfig("    errorfile 503 {{dir}}/files/missing.http\n"), testMaps(), nil))
+	require.Error(t, err)
+	pe, ok := errors.AsType[*phase.Error](err)
+	require.True(t, ok)
+	assert.NotContains(t, pe.Reason, parent, "the reason never shows the workspace")
 }
 
 func TestCheckSkipPhases(t *testing.T) {

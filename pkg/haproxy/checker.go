@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -38,6 +37,9 @@ type Options struct {
 	// expansion (EnvExpansionKey) and paths outside the bundle
 	// (AllowPathPrefix entries); see CheckPolicy.
 	AllowedDirectives []string
+	// TempDir is the parent of the per-check workspaces ("" means
+	// os.TempDir()).
+	TempDir string
 	// ParseCacheEntries bounds the per-section cache of syntax and schema
 	// findings (see Checker.ParseCacheStats): an admission changes a few
 	// sections out of thousands, and only sections whose text (in context)
@@ -56,6 +58,7 @@ type Result struct {
 
 // Checker validates rendered bundles. It is safe for concurrent use.
 type Checker struct {
+	tempDir     string
 	haproxyPath string
 	timeout     time.Duration
 	sem         chan struct{}
@@ -94,6 +97,7 @@ func NewChecker(opts Options) (*Checker, error) {
 		cache = newParseCache(n)
 	}
 	return &Checker{
+		tempDir:     opts.TempDir,
 		cache:       cache,
 		haproxyPath: resolved,
 		timeout:     timeout,
@@ -104,23 +108,36 @@ func NewChecker(opts Options) (*Checker, error) {
 	}, nil
 }
 
+// Allowing returns a Checker that applies the policy with allowed instead
+// of the Options' AllowedDirectives, and shares everything else with c: the
+// bound on parallel haproxy runs (MaxParallel holds across both) and the
+// parse cache.
+func (c *Checker) Allowing(allowed []string) *Checker {
+	out := *c
+	out.allowed = append([]string(nil), allowed...)
+	return &out
+}
+
 // HAProxyPath is the absolute path of the haproxy binary the Checker runs.
 func (c *Checker) HAProxyPath() string { return c.haproxyPath }
 
 // Check runs the policy, syntax, schema and semantic phases on b and
-// reports the first that fails, in that order. Policy runs first and alone;
-// `haproxy -c` (semantic) then runs concurrently with the syntax and schema
-// parsing, and is stopped when one of them fails. b.BaseDir must be an existing
-// directory (normally a Workspace) that b was rendered for; after the policy
-// passes, the bundle is written there (WriteBundle) and `haproxy -c` runs in
-// it.
+// reports the first that fails, in that order. Policy runs first and alone,
+// on b as rendered: b.BaseDir is the directory HAProxy reads the bundle from
+// (pathFor's base), which need not exist here. After the policy passed, the
+// bundle is written into a fresh private workspace, relocated there
+// (bundle.Bundle.Relocated: every path under b.BaseDir points into the
+// workspace), and `haproxy -c` runs on that copy concurrently with the
+// syntax and schema parsing of b's own text, and is stopped when one of
+// them fails. Because b's text does not depend on the workspace, equal
+// bundles parse (and hash) alike from one check to the next.
 //
 // A failing phase returns a *phase.Error whose Phase is that phase, whose
 // Reason is the simplified message, and which wraps a *PolicyError,
 // *SyntaxError, *SchemaError or *SemanticError. A `haproxy -c` that exceeds
 // the timeout or the context fails the semantic phase with an error for
 // which errors.Is(err, context.DeadlineExceeded) (or context.Canceled)
-// holds. Other errors (an unwritable directory, haproxy that cannot be
+// holds. Other errors (an unwritable workspace, haproxy that cannot be
 // started) are returned as plain errors: they are the checker's fault, not
 // the configuration's. The Result is returned in every case, with the
 // durations of the phases that ran.
@@ -129,12 +146,8 @@ func (c *Checker) Check(ctx context.Context, b *bundle.Bundle) (*Result, error) 
 	if b == nil {
 		return res, errors.New("check: nil bundle")
 	}
-	dir := b.BaseDir
-	if !filepath.IsAbs(dir) {
-		return res, fmt.Errorf("check: bundle base directory %q is not absolute", dir)
-	}
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return res, fmt.Errorf("check: bundle base directory %q does not exist", dir)
+	if !filepath.IsAbs(b.BaseDir) {
+		return res, fmt.Errorf("check: bundle base directory %q is not absolute", b.BaseDir)
 	}
 
 	start := time.Now()
@@ -143,7 +156,13 @@ func (c *Checker) Check(ctx context.Context, b *bundle.Bundle) (*Result, error) 
 	if err != nil {
 		return res, phaseError(phase.Policy, err)
 	}
-	if err := bundle.Write(dir, b); err != nil {
+	ws, err := NewWorkspace(c.tempDir)
+	if err != nil {
+		return res, fmt.Errorf("check: %w", err)
+	}
+	defer func() { _ = ws.Remove() }()
+	dir := ws.Dir()
+	if err := bundle.Write(dir, b.Relocated(dir)); err != nil {
 		return res, fmt.Errorf("check: %w", err)
 	}
 
