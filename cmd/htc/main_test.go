@@ -215,3 +215,42 @@ func TestReadmeExample(t *testing.T) {
 	assert.Equal(t, exitOK, code, stderr)
 	assert.Contains(t, out, "2/2 validation tests passed")
 }
+
+// htc render runs no check, so it works without haproxy; the commands that
+// check say that haproxy is missing, in one line.
+func TestRenderWithoutHAProxy(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv("HTC_HAPROXY", "")
+	code, out, stderr := htc(t, "render", "-f", exampleConfig, "--state", exampleState)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, out, "backend default_echo_http")
+
+	code, _, stderr = htc(t, "check", "-f", exampleConfig, "--state", exampleState, "--object", goodIngress)
+	assert.NotEqual(t, exitOK, code)
+	assert.Contains(t, stderr, `haproxy binary "haproxy"`)
+	assert.Equal(t, 1, strings.Count(strings.TrimRight(stderr, "\n"), "\n")+1, "one line on stderr: %q", stderr)
+}
+
+// An HAProxyTemplateConfig given as --object is judged as the config
+// webhook judges a proposed config: rendered over the state, checked, its
+// tests run.
+func TestCheckProposedConfig(t *testing.T) {
+	example, err := os.ReadFile(exampleConfig)
+	require.NoError(t, err)
+	same := writeFile(t, "same.yaml", string(example))
+	code, out, stderr := htc(t, "check", "-f", exampleConfig, "--state", exampleState, "--object", same)
+	assert.Equal(t, exitOK, code, stderr)
+	assert.Equal(t, "allowed\n", out)
+
+	broken := strings.Replace(string(example), "      frontend http\n", "      frontend http\n        bogus-directive on\n", 1)
+	require.NotEqual(t, string(example), broken)
+	code, out, stderr = htc(t, "check", "-f", exampleConfig, "--state", exampleState, "--object", writeFile(t, "broken.yaml", broken))
+	assert.Equal(t, exitRejected, code, stderr)
+	assert.Regexp(t, `^denied: .*bogus-directive`, out)
+
+	invalid := strings.Replace(string(example), `indexBy: ["metadata.namespace", "metadata.name"]`, "indexBy: []", 1)
+	code, out, _ = htc(t, "check", "-f", exampleConfig, "--state", exampleState, "--object", writeFile(t, "invalid.yaml", invalid), "-o", "json")
+	assert.Equal(t, exitRejected, code)
+	assert.Contains(t, out, `"allowed": false`)
+	assert.Contains(t, out, "indexBy")
+}

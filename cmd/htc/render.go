@@ -9,7 +9,8 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/dryrun"
-	"github.com/haproxy-template/htc/pkg/render"
+	"github.com/haproxy-template/htc/pkg/phase"
+	"github.com/haproxy-template/htc/pkg/store"
 )
 
 func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -27,22 +28,25 @@ func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	o, err := loadOffline(configPath, "haproxy")
+	// Rendering needs no checker: htc render works without haproxy.
+	env := dryrun.Env{BaseDir: dryrun.DefaultBaseDir}
+	if outDir != "" {
+		var err error
+		if env.BaseDir, err = filepath.Abs(outDir); err != nil {
+			return usagef("--out: %v", err)
+		}
+	}
+	o, err := loadOffline(configPath, env)
 	if err != nil {
 		return err
 	}
 	if err := o.loadState(state); err != nil {
 		return err
 	}
-	base := "/etc/haproxy"
-	if outDir != "" {
-		if base, err = filepath.Abs(outDir); err != nil {
-			return usagef("--out: %v", err)
-		}
-	}
-	b, err := o.pipeline.Engine.Render(ctx, render.Input{Stores: dryrun.ReadOnly(o.stores), BaseDir: base})
+	base := env.BaseDir
+	b, err := o.pipeline.Render(ctx, store.ReadOnly(o.stores))
 	if err != nil {
-		fmt.Fprintf(stderr, "rendering failed: %s\n", dryrun.Reason(err))
+		fmt.Fprintf(stderr, "rendering failed: %s\n", phase.Reason(err))
 		return rejectedError{}
 	}
 	if outDir != "" {

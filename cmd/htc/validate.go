@@ -7,7 +7,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/haproxy-template/htc/pkg/dryrun"
+	"github.com/haproxy-template/htc/pkg/dryrun/testrun"
 )
 
 func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -26,7 +26,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.Var(&tests, "test", "run only this test (repeatable, or comma-separated)")
 	fs.StringVar(&output, "o", "text", "output format: text or json")
 	fs.IntVar(&workers, "workers", 2, "tests run in parallel")
-	fs.DurationVar(&timeout, "timeout", dryrun.DefaultTestTimeout, "overall deadline for the test run; tests not finished count as failed")
+	fs.DurationVar(&timeout, "timeout", testrun.DefaultTimeout, "overall deadline for the test run; tests not finished count as failed")
 	fs.StringVar(&haproxy, "haproxy", envDefault("HTC_HAPROXY", "haproxy"), "haproxy binary used by haproxy_valid assertions (env HTC_HAPROXY)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -34,11 +34,15 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := oneOf("o", output, "text", "json"); err != nil {
 		return err
 	}
-	o, err := loadOffline(configPath, haproxy)
+	env, err := checkingEnv(haproxy)
 	if err != nil {
 		return err
 	}
-	report, err := o.pipeline.Tests.Run(ctx, dryrun.TestOptions{Workers: workers, Timeout: timeout, Only: tests})
+	o, err := loadOffline(configPath, env)
+	if err != nil {
+		return err
+	}
+	report, err := o.pipeline.RunTests(ctx, testrun.Options{Workers: workers, Timeout: timeout, Only: tests})
 	if err != nil {
 		return usageError{err}
 	}
@@ -57,10 +61,10 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	return nil
 }
 
-func printReport(w io.Writer, r *dryrun.TestReport) {
+func printReport(w io.Writer, r *testrun.Report) {
 	for _, res := range r.Results {
 		mark := "PASS"
-		if res.Status != dryrun.TestPassed {
+		if res.Status != testrun.StatusPassed {
 			mark = "FAIL"
 		}
 		fmt.Fprintf(w, "%s  %s (%s)\n", mark, res.Name, res.Duration.Round(time.Millisecond))

@@ -7,11 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -108,28 +106,4 @@ func (s *HAProxyTemplateConfigSpec) Hash() string {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
-}
-
-// GroupVersionResource returns the GVR a watched resource names.
-func (w WatchedResource) GroupVersionResource() (schema.GroupVersionResource, error) {
-	gv, err := schema.ParseGroupVersion(w.APIVersion)
-	if err != nil {
-		return schema.GroupVersionResource{}, fmt.Errorf("apiVersion %q: %w", w.APIVersion, err)
-	}
-	return gv.WithResource(w.Resources), nil
-}
-
-// StoreKeysFor returns, sorted, the store keys of every watched resource
-// whose apiVersion and resources equal gvr (a config may watch one resource
-// twice, e.g. with different label selectors). It never guesses from a Kind.
-func (s *HAProxyTemplateConfigSpec) StoreKeysFor(gvr schema.GroupVersionResource) []string {
-	var keys []string
-	for key, w := range s.WatchedResources {
-		got, err := w.GroupVersionResource()
-		if err == nil && got == gvr {
-			keys = append(keys, key)
-		}
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	"github.com/haproxy-template/htc/pkg/config"
@@ -91,20 +90,4 @@ func TestHashStableAndSensitive(t *testing.T) {
 	assert.Equal(t, a.Spec.Hash(), b.Spec.Hash())
 	b.Spec.HAProxyConfig.Template = "global\n  maxconn 10\n"
 	assert.NotEqual(t, a.Spec.Hash(), b.Spec.Hash())
-}
-
-func TestStoreKeysFor(t *testing.T) {
-	cfg, err := config.Parse([]byte(minimal))
-	require.NoError(t, err)
-	for _, tc := range []struct {
-		gvr  schema.GroupVersionResource
-		want []string
-	}{
-		{schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"}, []string{"ingresses"}},
-		{schema.GroupVersionResource{Version: "v1", Resource: "services"}, []string{"services", "services-labelled"}},
-		{schema.GroupVersionResource{Group: "extensions", Version: "v1beta1", Resource: "ingresses"}, nil},
-		{schema.GroupVersionResource{Version: "v1", Resource: "service"}, nil},
-	} {
-		assert.Equal(t, tc.want, cfg.Spec.StoreKeysFor(tc.gvr), tc.gvr.String())
-	}
 }

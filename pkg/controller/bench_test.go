@@ -18,8 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/haproxy-template/htc/internal/testutil"
+	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/haproxy-template/htc/pkg/config"
-	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/haproxy"
 	"github.com/haproxy-template/htc/pkg/haproxy/master"
 	"github.com/haproxy-template/htc/pkg/publish"
@@ -79,31 +79,28 @@ func BenchmarkLiveRound(b *testing.B) {
 // listening on a free 127.0.0.1 port, publishing to a fresh directory.
 func benchLive(b *testing.B, n int) (l *live, ingresses *store.Store, outDir, dir string) {
 	b.Helper()
-	cfg, err := config.LoadFile("../../examples/ingress/config.yaml")
-	require.NoError(b, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(b, err)
 	port := ln.Addr().(*net.TCPAddr).Port
 	require.NoError(b, ln.Close())
-	cfg.Spec.ExtraContext = mergeExtra(b, cfg, map[string]any{"bindAddress": "127.0.0.1", "httpPort": port})
-	checker, err := haproxy.NewChecker(haproxy.Options{})
-	require.NoError(b, err)
-	p, err := dryrun.NewPipeline(cfg, checker, b.TempDir())
-	require.NoError(b, err)
-	stores, err := dryrun.NewStores(&cfg.Spec)
-	require.NoError(b, err)
-	require.NoError(b, testutil.AddClusterApps(stores, n, true))
 	dir, err = os.MkdirTemp("", "htc-bench-") // short: the master socket path must fit 108 bytes
 	require.NoError(b, err)
 	b.Cleanup(func() { os.RemoveAll(dir) })
 	outDir = filepath.Join(dir, "out")
 	out, err := publish.Open(outDir)
 	require.NoError(b, err)
+	ex := testutil.NewExample(b, "../../examples/ingress/config.yaml", testutil.ExampleOptions{
+		Apps: n, Loopback: true, BaseDir: out.Path(),
+		Edit: func(cfg *config.HAProxyTemplateConfig) {
+			cfg.Spec.ExtraContext = mergeExtra(b, cfg, map[string]any{"bindAddress": "127.0.0.1", "httpPort": port})
+		},
+	})
 	log := slog.New(slog.DiscardHandler)
 	m := newMetrics(func() time.Time { return time.Time{} })
-	v := dryrun.NewDryRunValidator(&dryrun.State{Pipeline: p, Stores: stores})
+	a := &admission.Admitter{}
+	a.SetState(&admission.State{Pipeline: ex.Pipeline, Stores: ex.Stores})
 	status := newStatusReporter(fakeClient(), nil, log) // no Events; the status writes fail fast (no config object)
-	return newLive(v, out, nil, status, m, log), stores["ingresses"], outDir, dir
+	return newLive(a, out, nil, status, m, log), ex.Stores["ingresses"], outDir, dir
 }
 
 // mergeExtra returns cfg's extraContext with set's keys replaced.

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -13,10 +14,11 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/haproxy-template/htc/pkg/config"
-	"github.com/haproxy-template/htc/pkg/config/validation"
 	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/store"
+	"github.com/haproxy-template/htc/pkg/watched"
 )
 
 // configLoop watches the HAProxyTemplateConfig and applies each new version.
@@ -103,23 +105,9 @@ func (c *controller) apply(ctx context.Context, u *unstructured.Unstructured, la
 	}
 	c.lastRV = rv
 	log = log.With("resourceVersion", rv)
-	fail := func(result, msg string, err error, args ...any) {
-		c.metrics.reloads.WithLabelValues(result).Inc()
-		log.Error(msg, append(args, "error", err)...)
-		kept := "no configuration is served yet"
-		if c.applied != nil {
-			log.Warn("keeping the last good configuration", "resourceVersion", c.applied.ResourceVersion)
-			kept = "the last good configuration (resourceVersion " + c.applied.ResourceVersion + ") keeps serving"
-		}
-		c.status.warn(u, "ConfigNotApplied", fmt.Sprintf("%s: %v; %s", msg, err, kept))
-	}
 	cfg, err := config.FromUnstructured(u)
 	if err != nil {
-		fail("invalid", "the HAProxyTemplateConfig does not decode", err)
-		return
-	}
-	if errs := validation.Validate(cfg); len(errs) > 0 {
-		fail("invalid", "the HAProxyTemplateConfig is invalid", errs.ToAggregate())
+		c.notApplied(u, log, "invalid", "the HAProxyTemplateConfig does not decode", err)
 		return
 	}
 	if c.applied != nil && c.applied.Spec.Hash() == cfg.Spec.Hash() {
@@ -127,40 +115,61 @@ func (c *controller) apply(ctx context.Context, u *unstructured.Unstructured, la
 		c.applied = cfg
 		return
 	}
-	checker, err := c.checker(cfg.Spec.AllowedDirectives)
+	pipeline, err := dryrun.Build(cfg, c.env)
 	if err != nil {
-		fail("error", "creating the HAProxy checker", err)
+		msg := "building the pipeline"
+		if _, ok := errors.AsType[*dryrun.InvalidConfigError](err); ok {
+			msg = "the HAProxyTemplateConfig is invalid"
+		}
+		c.notApplied(u, log, "invalid", msg, err)
 		return
 	}
-	pipeline, err := dryrun.NewPipeline(cfg, checker, c.tempDir)
-	if err != nil {
-		fail("invalid", "building the pipeline", err)
+	if err := c.startWatchers(ctx, pipeline.Model, log); err != nil {
+		c.notApplied(u, log, "error", "starting an informer", err)
 		return
 	}
-	plan, err := watchPlan(&cfg.Spec)
-	if err != nil {
-		fail("invalid", "the watched resources are invalid", err)
+	if !c.waitSynced(ctx, pipeline.Model, latest, log) {
 		return
 	}
-	for key, spec := range plan {
-		if _, ok := c.watchers[spec]; ok {
+	c.warmTests(ctx, pipeline, log)
+	c.switchTo(ctx, pipeline, log)
+}
+
+// notApplied reports a config version that cannot be applied: a log line,
+// the reload metric and a Warning Event saying what keeps serving.
+func (c *controller) notApplied(u *unstructured.Unstructured, log *slog.Logger, result, msg string, err error) {
+	c.metrics.reloads.WithLabelValues(result).Inc()
+	log.Error(msg, "error", err)
+	kept := "no configuration is served yet"
+	if c.applied != nil {
+		log.Warn("keeping the last good configuration", "resourceVersion", c.applied.ResourceVersion)
+		kept = "the last good configuration (resourceVersion " + c.applied.ResourceVersion + ") keeps serving"
+	}
+	c.status.warn(u, "ConfigNotApplied", fmt.Sprintf("%s: %v; %s", msg, err, kept))
+}
+
+// startWatchers starts an informer for every resource of model no running
+// informer serves yet.
+func (c *controller) startWatchers(ctx context.Context, model *watched.Model, log *slog.Logger) error {
+	for _, r := range model.All() {
+		if _, ok := c.watchers[r.WatchKey()]; ok {
 			continue
 		}
-		w, err := startWatcher(ctx, c.dyn, spec, cfg.Spec.WatchedResources[key].IndexBy, c.live.trigger, c.log)
+		w, err := startWatcher(ctx, c.dyn, r, c.live.trigger, c.log)
 		if err != nil {
-			fail("error", "starting an informer", err, "store", key)
-			return
+			return fmt.Errorf("store %s: %w", r.Key, err)
 		}
-		log.Info("watching", "store", key, "resource", spec.String())
-		c.watchers[spec] = w
+		log.Info("watching", "store", r.Key, "resource", r.WatchKey().String())
+		c.watchers[r.WatchKey()] = w
 	}
-	if !c.waitSynced(ctx, plan, latest, log) {
-		return
-	}
-	// Warm the test cache before the pipeline goes live, so no admission
-	// pays for the tests (they depend on the config only, not the stores).
+	return nil
+}
+
+// warmTests runs the embedded tests before the pipeline goes live, so no
+// admission pays for them (they depend on the config only, not the stores).
+func (c *controller) warmTests(ctx context.Context, p *dryrun.Pipeline, log *slog.Logger) {
 	start := time.Now()
-	report, _, err := c.validator.Tests.Run(ctx, pipeline, dryrun.TestOptions{Workers: 1})
+	report, _, err := p.Tests(ctx)
 	switch {
 	case err != nil:
 		log.Warn("running the embedded validation tests failed", "error", err)
@@ -169,27 +178,32 @@ func (c *controller) apply(ctx context.Context, u *unstructured.Unstructured, la
 	default:
 		log.Info("embedded validation tests passed", "tests", report.Total, "duration", time.Since(start).Round(time.Millisecond))
 	}
+}
 
-	state := &dryrun.State{Pipeline: pipeline, Stores: make(map[string]*store.Store, len(plan))}
-	for key, spec := range plan {
-		state.Stores[key] = c.watchers[spec].store
+// switchTo makes p the configuration in use: the admission state, the
+// webhook validators and the informers change together; informers the new
+// config does not use stop. Then the live configuration of the new config is
+// rendered, checked and published. For the first config this happens before
+// admissions are served: it fills the checker's per-section parse cache, so
+// the first admission pays only for the section it changes.
+func (c *controller) switchTo(ctx context.Context, p *dryrun.Pipeline, log *slog.Logger) {
+	state := &admission.State{Pipeline: p, Stores: make(map[string]*store.Store, len(p.Model.Keys()))}
+	used := map[watched.WatchKey]bool{}
+	for _, r := range p.Model.All() {
+		state.Stores[r.Key] = c.watchers[r.WatchKey()].store
+		used[r.WatchKey()] = true
 	}
-	// The new state, the validators and the informers change together.
-	c.validator.SetState(state)
-	c.registry.Set(c.validators(&cfg.Spec, log))
-	for spec, w := range c.watchers {
-		if !inPlan(plan, spec) {
-			log.Info("no longer watching", "resource", spec.String())
+	c.admitter.SetState(state)
+	c.registry.Set(c.validators(p.Model, log))
+	for key, w := range c.watchers {
+		if !used[key] {
+			log.Info("no longer watching", "resource", key.String())
 			w.stop()
-			delete(c.watchers, spec)
+			delete(c.watchers, key)
 		}
 	}
-	c.applied = cfg
+	c.applied = p.Config
 	c.metrics.reloads.WithLabelValues("applied").Inc()
-	// Render, check and publish the live configuration of the new config.
-	// For the first config this happens before admissions are served: it
-	// fills the checker's per-section parse cache, so the first admission
-	// pays only for the section it changes.
 	c.live.sync(ctx)
 	if !c.synced.Swap(true) {
 		c.metrics.ready.Set(1)
@@ -201,27 +215,18 @@ func (c *controller) apply(ctx context.Context, u *unstructured.Unstructured, la
 	log.Info("configuration applied; serving admissions", append(counts, "gvks", c.registry.GVKs())...)
 }
 
-func inPlan(plan map[string]watchSpec, spec watchSpec) bool {
-	for _, s := range plan {
-		if s == spec {
-			return true
-		}
-	}
-	return false
-}
-
 // waitSynced waits until every informer of plan synced. It gives up (false)
 // when ctx ends or a newer config is waiting, which is applied next.
-func (c *controller) waitSynced(ctx context.Context, plan map[string]watchSpec, latest *latestObject, log *slog.Logger) bool {
+func (c *controller) waitSynced(ctx context.Context, model *watched.Model, latest *latestObject, log *slog.Logger) bool {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	start := time.Now()
 	nextLog := start.Add(10 * time.Second)
 	for {
 		var waiting []string
-		for key, spec := range plan {
-			if !c.watchers[spec].synced() {
-				waiting = append(waiting, key)
+		for _, r := range model.All() {
+			if !c.watchers[r.WatchKey()].synced() {
+				waiting = append(waiting, r.Key)
 			}
 		}
 		if len(waiting) == 0 {

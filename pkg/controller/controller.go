@@ -25,11 +25,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/dryrun"
+	"github.com/haproxy-template/htc/pkg/dryrun/testrun"
 	"github.com/haproxy-template/htc/pkg/haproxy"
 	"github.com/haproxy-template/htc/pkg/haproxy/master"
 	"github.com/haproxy-template/htc/pkg/publish"
+	"github.com/haproxy-template/htc/pkg/watched"
 	"github.com/haproxy-template/htc/pkg/webhook"
 )
 
@@ -138,25 +141,22 @@ func splitSecret(s string) (string, string, error) {
 
 // controller is the state of one Run.
 type controller struct {
-	opts      Options
-	log       *slog.Logger
-	dyn       dynamic.Interface
-	mapper    meta.RESTMapper
-	validator *dryrun.DryRunValidator
-	registry  *webhook.Registry
-	metrics   *metrics
-	certs     *certSource
-	tempDir   string
-	status    *statusReporter
-	live      *live
+	opts     Options
+	log      *slog.Logger
+	dyn      dynamic.Interface
+	mapper   meta.RESTMapper
+	env      dryrun.Env // how pipelines are built
+	admitter *admission.Admitter
+	registry *webhook.Registry
+	metrics  *metrics
+	certs    *certSource
+	status   *statusReporter
+	live     *live
 
 	synced atomic.Bool // the stores of a good config synced; admissions served
 
-	checkersMu sync.Mutex
-	checkers   map[string]*haproxy.Checker
-
 	// owned by the config loop
-	watchers map[watchSpec]*watcher
+	watchers map[watched.WatchKey]*watcher
 	lastRV   string
 	applied  *config.HAProxyTemplateConfig
 }
@@ -204,17 +204,23 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer os.RemoveAll(tempDir)
+	checker, err := haproxy.NewChecker(haproxy.Options{HAProxyPath: opts.HAProxyPath, TempDir: tempDir})
+	if err != nil {
+		return fmt.Errorf("the controller cannot check configurations: %w", err)
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	c := newController(opts, log, dyn, webhook.NewDiscoveryRESTMapper(dc), tempDir)
+	c := newController(opts, log, dyn, webhook.NewDiscoveryRESTMapper(dc), checker)
 	if opts.OutputDir != "" {
 		out, err := publish.Open(opts.OutputDir)
 		if err != nil {
 			return fmt.Errorf("the output directory: %w", err)
 		}
 		c.live.out = out
+		c.env.BaseDir = out.Path()
+		c.admitter.Env = c.env
 		log.Info("publishing the live configuration", "dir", out.Path(), "masterSocket", opts.MasterSocket)
 	}
 	if opts.MasterSocket != "" {
@@ -248,10 +254,10 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 
-	handler := webhook.NewHandler(webhook.HandlerOptions{Registry: c.registry, Logger: log, Observer: c.metrics.observer()})
+	handler := webhook.NewHandler(webhook.HandlerOptions{Registry: c.registry, Logger: log, Observer: c.metrics.observer(), Ready: c.ready})
 	srv, err := webhook.NewServer(webhook.ServerOptions{
 		Addr:           orString(opts.WebhookAddr, DefaultWebhookAddr),
-		Handler:        &gate{ready: &c.synced, next: handler, obs: c.metrics.observer()},
+		Handler:        handler,
 		GetCertificate: c.certs.getCertificate,
 		ClientCAPEM:    clientCA,
 		Logger:         log,
@@ -303,23 +309,41 @@ func Run(ctx context.Context, opts Options) error {
 	}
 }
 
-func newController(opts Options, log *slog.Logger, dyn dynamic.Interface, mapper meta.RESTMapper, tempDir string) *controller {
+// newController returns a controller whose pipelines check with checker
+// (nil: they can render but not check).
+func newController(opts Options, log *slog.Logger, dyn dynamic.Interface, mapper meta.RESTMapper, checker *haproxy.Checker) *controller {
+	env := dryrun.Env{Tests: testrun.NewCache(16)}
+	if checker != nil {
+		env.CheckerFor = func(allowed []string) dryrun.Checker { return checker.Allowing(allowed) }
+	}
 	c := &controller{
-		opts:      opts,
-		log:       log,
-		dyn:       dyn,
-		mapper:    mapper,
-		validator: dryrun.NewDryRunValidator(nil),
-		registry:  &webhook.Registry{},
-		tempDir:   tempDir,
-		checkers:  map[string]*haproxy.Checker{},
-		watchers:  map[watchSpec]*watcher{},
-		certs:     &certSource{log: log},
+		opts:     opts,
+		log:      log,
+		dyn:      dyn,
+		mapper:   mapper,
+		env:      env,
+		admitter: &admission.Admitter{Env: env},
+		registry: &webhook.Registry{},
+		watchers: map[watched.WatchKey]*watcher{},
+		certs:    &certSource{log: log},
 	}
 	c.metrics = newMetrics(c.certs.notAfter)
 	c.status = newStatusReporter(dyn, nil, log)
-	c.live = newLive(c.validator, nil, nil, c.status, c.metrics, log)
+	c.live = newLive(c.admitter, nil, nil, c.status, c.metrics, log)
 	return c
+}
+
+// StartingReason is the denial reason of every admission request that
+// arrives before the controller's stores synced.
+const StartingReason = "htc is starting: stores not synced yet"
+
+// ready is the webhook's readiness gate: admissions are decided once the
+// stores of a good config synced, denied with StartingReason before.
+func (c *controller) ready() (bool, string) {
+	if c.synced.Load() {
+		return true, ""
+	}
+	return false, StartingReason
 }
 
 // readyz answers 200 once the stores synced and a certificate is loaded.

@@ -2,14 +2,12 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,7 +15,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,10 +23,11 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/haproxy-template/htc/pkg/config"
-	"github.com/haproxy-template/htc/pkg/dryrun"
+	"github.com/haproxy-template/htc/pkg/haproxy"
 	"github.com/haproxy-template/htc/pkg/store"
-	"github.com/haproxy-template/htc/pkg/webhook"
+	"github.com/haproxy-template/htc/pkg/watched"
 )
 
 var (
@@ -64,37 +62,16 @@ func TestOptionsValidate(t *testing.T) {
 	}
 }
 
-func TestGateDeniesUntilReady(t *testing.T) {
-	var ready atomic.Bool
-	next := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) })
-	var observed []webhook.Outcome
-	g := &gate{ready: &ready, next: next, obs: webhook.ObserverFuncs{OnObserve: func(o webhook.Outcome) { observed = append(observed, o) }}}
-
-	review := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-1","kind":{"group":"networking.k8s.io","version":"v1","kind":"Ingress"},"operation":"CREATE","object":{}}}`
-	rec := httptest.NewRecorder()
-	g.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/validate", strings.NewReader(review)))
-	require.Equal(t, http.StatusOK, rec.Code)
-	var got admissionv1.AdmissionReview
-	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
-	require.NotNil(t, got.Response)
-	assert.Equal(t, "u-1", string(got.Response.UID))
-	assert.False(t, got.Response.Allowed)
-	assert.Equal(t, StartingReason, got.Response.Result.Message)
-	require.Len(t, observed, 1)
-	assert.Equal(t, webhook.ResultDenied, observed[0].Result)
-	assert.Equal(t, "networking.k8s.io/v1.Ingress", observed[0].GVK)
-
-	rec = httptest.NewRecorder()
-	g.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/validate", strings.NewReader(`{"request":{}}`)))
-	assert.Equal(t, http.StatusBadRequest, rec.Code)
-	rec = httptest.NewRecorder()
-	g.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/validate", nil))
-	assert.Equal(t, http.StatusMethodNotAllowed, rec.Code)
-
-	ready.Store(true)
-	rec = httptest.NewRecorder()
-	g.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/validate", strings.NewReader(review)))
-	assert.Equal(t, http.StatusTeapot, rec.Code, "once ready, requests go to the webhook handler")
+// The webhook's readiness gate opens when the stores of a good config
+// synced (the handler side is TestHandlerDeniesUntilReady).
+func TestReadyGate(t *testing.T) {
+	c := newController(Options{}, slog.New(slog.DiscardHandler), fakeClient(), restMapper(), nil)
+	ok, reason := c.ready()
+	assert.False(t, ok)
+	assert.Equal(t, StartingReason, reason)
+	c.synced.Store(true)
+	ok, _ = c.ready()
+	assert.True(t, ok)
 }
 
 func TestStoreSinkSkipsUnchangedResourceVersion(t *testing.T) {
@@ -118,25 +95,6 @@ func TestStoreSinkSkipsUnchangedResourceVersion(t *testing.T) {
 
 	sink.delete(newer)
 	assert.Equal(t, 0, st.Len())
-}
-
-func TestWatchSpecIncludesSelectorAndIndex(t *testing.T) {
-	base := config.WatchedResource{APIVersion: "v1", Resources: "services", IndexBy: []string{"metadata.namespace"}}
-	a, err := specFor(base)
-	require.NoError(t, err)
-	sel := base
-	sel.LabelSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}
-	b, err := specFor(sel)
-	require.NoError(t, err)
-	idx := base
-	idx.IndexBy = []string{"metadata.name"}
-	c, err := specFor(idx)
-	require.NoError(t, err)
-	assert.NotEqual(t, a, b)
-	assert.NotEqual(t, a, c)
-	assert.Equal(t, "app=x", b.selector)
-	_, err = specFor(config.WatchedResource{APIVersion: "a/b/c", Resources: "x"})
-	assert.Error(t, err)
 }
 
 func svc(ns, name, rv string) *unstructured.Unstructured {
@@ -238,7 +196,7 @@ func TestConfigLoopWiring(t *testing.T) {
 	logs := &lockedBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	dyn := fakeClient(svc("default", "echo", "1"), smallConfig(t, false))
-	c := newController(Options{ConfigNamespace: "htc-system", ConfigName: "htc"}, log, dyn, restMapper(), t.TempDir())
+	c := newController(Options{ConfigNamespace: "htc-system", ConfigName: "htc"}, log, dyn, restMapper(), testChecker(t))
 	events := record.NewFakeRecorder(1000)
 	c.status.recorder = events
 
@@ -255,18 +213,18 @@ func TestConfigLoopWiring(t *testing.T) {
 
 	ing, _ := c.registry.Lookup("networking.k8s.io/v1.Ingress")
 	require.NotNil(t, ing)
-	d := ing.Validate(ctx, dryrun.Request{Resource: ingressesGVR, Operation: store.Create, Object: ingressObj("a", "missing")})
+	d := ing.Admit(ctx, ingressReq(ingressObj("a", "missing")))
 	assert.False(t, d.Allowed)
 	assert.Equal(t, "Service 'missing' not found", d.Reason)
-	d = ing.Validate(ctx, dryrun.Request{Resource: ingressesGVR, Operation: store.Create, Object: ingressObj("a", "echo")})
+	d = ing.Admit(ctx, ingressReq(ingressObj("a", "echo")))
 	assert.True(t, d.Allowed, "%+v", d)
-	assert.True(t, d.TestsCached, "the tests were warmed when the config was applied")
+	assert.True(t, d.Verdict.TestsCached, "the tests were warmed when the config was applied")
 
 	// A Service created later reaches the store through the informer.
 	_, err := dyn.Resource(servicesGVR).Namespace("default").Create(ctx, svc("default", "late", ""), metav1.CreateOptions{})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		return ing.Validate(ctx, dryrun.Request{Resource: ingressesGVR, Operation: store.Create, Object: ingressObj("b", "late")}).Allowed
+		return ing.Admit(ctx, ingressReq(ingressObj("b", "late"))).Allowed
 	}, 10*time.Second, 20*time.Millisecond)
 
 	// The config validator denies a config whose tests fail and one that does not validate.
@@ -274,12 +232,12 @@ func TestConfigLoopWiring(t *testing.T) {
 	require.NotNil(t, cv)
 	broken := smallConfig(t, false)
 	require.NoError(t, unstructured.SetNestedField(broken.Object, "global\n  bogus-keyword\n", "spec", "haproxyConfig", "template"))
-	d = cv.Validate(ctx, dryrun.Request{Resource: configGVR, Operation: store.Update, Object: broken})
+	d = cv.Admit(ctx, configReq(broken))
 	assert.False(t, d.Allowed)
 	assert.NotEmpty(t, d.Reason)
 	invalid := smallConfig(t, false)
 	unstructured.RemoveNestedField(invalid.Object, "spec", "watchedResources")
-	d = cv.Validate(ctx, dryrun.Request{Resource: configGVR, Operation: store.Update, Object: invalid})
+	d = cv.Admit(ctx, configReq(invalid))
 	assert.False(t, d.Allowed)
 	assert.Contains(t, d.Reason, "watchedResources")
 
@@ -297,7 +255,7 @@ func TestConfigLoopWiring(t *testing.T) {
 		return ok
 	}, 20*time.Second, 20*time.Millisecond, "the new watched resource was not registered")
 	ing, _ = c.registry.Lookup("networking.k8s.io/v1.Ingress")
-	d = ing.Validate(ctx, dryrun.Request{Resource: ingressesGVR, Operation: store.Create, Object: ingressObj("c", "echo")})
+	d = ing.Admit(ctx, ingressReq(ingressObj("c", "echo")))
 	assert.False(t, d.Allowed)
 	assert.Equal(t, "maintenance", d.Reason, "the new template and the new store are live")
 
@@ -319,7 +277,7 @@ func TestConfigLoopWiring(t *testing.T) {
 }
 
 func TestReadyz(t *testing.T) {
-	c := newController(Options{}, slog.New(slog.DiscardHandler), fakeClient(), restMapper(), t.TempDir())
+	c := newController(Options{}, slog.New(slog.DiscardHandler), fakeClient(), restMapper(), nil)
 	rec := httptest.NewRecorder()
 	c.readyz(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
@@ -328,3 +286,20 @@ func TestReadyz(t *testing.T) {
 
 // lockedBuffer is a goroutine-safe log sink.
 type lockedBuffer = testutil.SyncBuffer
+
+// testChecker is a checker with the real haproxy.
+func testChecker(t *testing.T) *haproxy.Checker {
+	t.Helper()
+	needHAProxy(t)
+	c, err := haproxy.NewChecker(haproxy.Options{TempDir: t.TempDir()})
+	require.NoError(t, err)
+	return c
+}
+
+func ingressReq(obj *unstructured.Unstructured) admission.Request {
+	return admission.Request{Change: watched.Change{Resource: ingressesGVR, Operation: store.Create, Object: obj}}
+}
+
+func configReq(obj *unstructured.Unstructured) admission.Request {
+	return admission.Request{Change: watched.Change{Resource: configGVR, Operation: store.Update, Object: obj}}
+}

@@ -1,25 +1,25 @@
 // Package controller wires htc together when it runs against a cluster:
 //
 //	HAProxyTemplateConfig (informer, one object by namespace/name)
-//	  → config.FromUnstructured → validation.Validate (a bad config is logged;
-//	    the last good one keeps serving)
-//	  → dryrun.NewPipeline (templates, checker, tests)
-//	  → one dynamic informer per watched resource (its labelSelector applied)
-//	    feeding a store.Store; unchanged resourceVersions are skipped
-//	  → after every informer synced: the DryRunValidator's State is swapped,
-//	    the embedded tests are warmed into the test cache, and the webhook
+//	  → config.FromUnstructured → dryrun.Build (validation, watched-resource
+//	    model, templates, checker, tests; a bad config is logged and the last
+//	    good one keeps serving)
+//	  → one dynamic informer per watched resource (watched.Resource: its
+//	    labelSelector applied) feeding a store.Store; unchanged
+//	    resourceVersions are skipped
+//	  → after every informer synced: the embedded tests are warmed into the
+//	    test cache, the admission.Admitter's State is swapped, and the webhook
 //	    Registry is replaced with the validators of webhook.Rules (watched
-//	    resources with webhookValidation: true, plus HAProxyTemplateConfig).
+//	    resources admission checks, plus HAProxyTemplateConfig).
 //
 // The live configuration (live.go) follows every change of a store or the
 // config, debounced (Options.Debounce, Options.MaxDelay; debounce.go): one
-// round at a time renders it over the actual stores with the admission
-// pipeline (dryrun.ProposalValidator, then the cached embedded tests) and
+// round at a time checks it over the actual stores on the one check path
+// (dryrun.Pipeline.Check: render, check, the cached embedded tests) and
 // records the outcome on the config (status.go): condition Valid with the
 // simplified reason, an Event on every condition change, a log line and
-// metrics. With Options.OutputDir, a bundle that passed is moved from its
-// check workspace to the output directory's paths (bundle.Bundle.Relocated)
-// and written there (package publish); with Options.MasterSocket, HAProxy
+// metrics. With Options.OutputDir, pipelines render for that directory, and
+// a bundle that passed is written there as checked (package publish); with Options.MasterSocket, HAProxy
 // is then reloaded through its master CLI and the reload verified (package
 // haproxy/master). A reload HAProxy refuses restores the previous files; an
 // unreachable socket is retried with back-off; a round that changed no file

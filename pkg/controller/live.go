@@ -11,11 +11,14 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/haproxy-template/htc/pkg/admission"
+	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/haproxy/master"
 	"github.com/haproxy-template/htc/pkg/phase"
 	"github.com/haproxy-template/htc/pkg/publish"
+	"github.com/haproxy-template/htc/pkg/store"
 )
 
 // liveTimeout bounds one live round: render, check, tests, publish, reload.
@@ -29,7 +32,7 @@ const (
 
 // live keeps what runs in line with the actual stores: on every change
 // (debounced) it renders the live configuration with the same pipeline as
-// admission (dryrun.ProposalValidator and the embedded tests), reports the
+// admission (dryrun.Pipeline.Check, embedded tests included), reports the
 // outcome (log, metrics, the Valid condition and an Event), and, when
 // publishing, writes the checked bundle into the output directory and
 // reloads HAProxy through its master socket. A configuration that fails is
@@ -37,12 +40,12 @@ const (
 //
 // One round runs at a time (mu); admissions never take mu.
 type live struct {
-	validator *dryrun.DryRunValidator
-	out       *publish.Dir   // nil: validate only
-	master    *master.Client // nil: publish without reloading
-	status    *statusReporter
-	metrics   *metrics
-	log       *slog.Logger
+	admitter *admission.Admitter // its State is the live state
+	out      *publish.Dir        // nil: validate only
+	master   *master.Client      // nil: publish without reloading
+	status   *statusReporter
+	metrics  *metrics
+	log      *slog.Logger
 
 	changes atomic.Uint64 // incremented by trigger
 	signal  chan struct{} // capacity 1: a round is wanted
@@ -55,8 +58,8 @@ type live struct {
 	retry         *time.Timer
 }
 
-func newLive(v *dryrun.DryRunValidator, out *publish.Dir, mc *master.Client, status *statusReporter, m *metrics, log *slog.Logger) *live {
-	return &live{validator: v, out: out, master: mc, status: status, metrics: m, log: log, signal: make(chan struct{}, 1)}
+func newLive(a *admission.Admitter, out *publish.Dir, mc *master.Client, status *statusReporter, m *metrics, log *slog.Logger) *live {
+	return &live{admitter: a, out: out, master: mc, status: status, metrics: m, log: log, signal: make(chan struct{}, 1)}
 }
 
 // trigger records a change of the stores or the config. It never blocks.
@@ -85,13 +88,13 @@ func (l *live) run(ctx context.Context, d *debouncer) {
 	}
 }
 
-// sync runs one round over the validator's current state and reports
+// sync runs one round over the admitter's current state and reports
 // whether the live configuration passed.
 func (l *live) sync(ctx context.Context) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.roundStart = l.changes.Load()
-	st := l.validator.State()
+	st := l.admitter.State()
 	if st == nil || st.Pipeline == nil {
 		return false
 	}
@@ -101,10 +104,7 @@ func (l *live) sync(ctx context.Context) bool {
 	defer cancel()
 
 	start := time.Now()
-	res, err := st.Pipeline.Proposal.Validate(ctx, dryrun.ReadOnly(st.Stores))
-	if err == nil {
-		err = l.tests(ctx, st.Pipeline)
-	}
+	v := st.Pipeline.Check(ctx, store.ReadOnly(st.Stores))
 	if parent.Err() != nil {
 		// Shutting down: a round cut short says nothing about the
 		// configuration, and nothing is published.
@@ -113,45 +113,32 @@ func (l *live) sync(ctx context.Context) bool {
 	}
 	took := time.Since(start)
 	l.metrics.liveDuration.Observe(took.Seconds())
-	if err != nil {
-		reason := dryrun.Reason(err)
+	if !v.Passed() {
 		l.metrics.liveChecks.WithLabelValues("invalid").Inc()
 		l.metrics.liveValid.Set(0)
 		l.log.Error("the live configuration fails its checks; HAProxy keeps the last good configuration",
-			"phase", string(phaseOf(err)), "reason", reason)
-		l.status.set(ctx, cfg, metav1.Condition{Type: ConditionValid, Status: metav1.ConditionFalse, Reason: invalidReason(err), Message: reason})
+			"phase", string(v.Phase), "reason", v.Reason)
+		l.status.set(ctx, cfg, metav1.Condition{Type: ConditionValid, Status: metav1.ConditionFalse, Reason: invalidReason(v), Message: v.Reason})
 		return false
 	}
 	l.metrics.liveChecks.WithLabelValues("valid").Inc()
 	l.metrics.liveValid.Set(1)
-	l.log.Info("live configuration checked", "duration", took.Round(time.Millisecond), "warnings", len(res.Warnings))
+	l.log.Info("live configuration checked", "duration", took.Round(time.Millisecond), "warnings", len(v.Warnings))
 	l.status.set(ctx, cfg, metav1.Condition{Type: ConditionValid, Status: metav1.ConditionTrue, Reason: "Checked",
 		Message: "the configuration rendered from the current resources passes every check"})
 	if l.out != nil {
-		l.publish(ctx, st.Pipeline, res)
+		l.publish(ctx, cfg, v.Bundle)
 	}
 	return true
 }
 
-// tests runs the config's embedded tests (cached by config hash, so only
-// the first round after a config change pays for them).
-func (l *live) tests(ctx context.Context, p *dryrun.Pipeline) error {
-	report, _, err := l.validator.Tests.Run(ctx, p, dryrun.TestOptions{Workers: 1})
-	if err != nil {
-		return err
-	}
-	return report.Err()
-}
-
-// publish writes the checked bundle into the output directory, moved from
-// the check workspace to the output directory's paths, then reloads.
-func (l *live) publish(ctx context.Context, p *dryrun.Pipeline, res *dryrun.ProposalResult) {
-	cfg := p.Config
+// publish writes the checked bundle (rendered for the output directory)
+// into the output directory, then reloads.
+func (l *live) publish(ctx context.Context, cfg *config.HAProxyTemplateConfig, b *bundle.Bundle) {
 	// HAProxy runs what the directory holds: nothing is pending and this
 	// process has reloaded it at least once.
 	inSync := !l.reloadPending && l.reloaded
-	bdl := res.Bundle.Relocated(l.out.Path())
-	pub, err := l.out.Publish(bdl)
+	pub, err := l.out.Publish(b)
 	if err != nil {
 		l.metrics.publishes.WithLabelValues("error").Inc()
 		l.log.Error("writing the configuration to the output directory failed", "dir", l.out.Path(), "error", err)
@@ -250,23 +237,13 @@ func (l *live) stopRetry() {
 	l.retryIn = 0
 }
 
-// phaseTimeout labels a round that ran out of time.
-const phaseTimeout phase.Phase = "timeout"
-
-// phaseOf is the phase of a failed round.
-func phaseOf(err error) phase.Phase {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return phaseTimeout
+// invalidReason is the Valid=False condition reason of a failed verdict,
+// by phase.
+func invalidReason(v *dryrun.Verdict) string {
+	if v.TimedOut {
+		return "Timeout"
 	}
-	if p, ok := phase.Of(err); ok {
-		return p
-	}
-	return phase.Tests // the test runner's own failure
-}
-
-// invalidReason is the Valid=False condition reason of err, by phase.
-func invalidReason(err error) string {
-	switch phaseOf(err) {
+	switch v.Phase {
 	case phase.Render:
 		return "RenderFailed"
 	case phase.Policy:
@@ -277,8 +254,6 @@ func invalidReason(err error) string {
 		return "SchemaError"
 	case phase.Semantic:
 		return "HAProxyCheckFailed"
-	case phaseTimeout:
-		return "Timeout"
 	default:
 		return "TestsFailed"
 	}

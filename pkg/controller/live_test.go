@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	htctestutil "github.com/haproxy-template/htc/internal/testutil"
+	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/haproxy"
@@ -86,9 +87,11 @@ func newLiveFixture(t *testing.T, outDir string, port int) *liveFixture {
 	}}
 	cfg, err := config.FromUnstructured(u)
 	require.NoError(t, err)
-	checker, err := haproxy.NewChecker(haproxy.Options{})
+	out, err := publish.Open(outDir)
 	require.NoError(t, err)
-	pipeline, err := dryrun.NewPipeline(cfg, checker, t.TempDir())
+	checker, err := haproxy.NewChecker(haproxy.Options{TempDir: t.TempDir()})
+	require.NoError(t, err)
+	pipeline, err := dryrun.Build(cfg, dryrun.Env{BaseDir: out.Path(), CheckerFor: func(a []string) dryrun.Checker { return checker.Allowing(a) }})
 	require.NoError(t, err)
 	services, err := store.New([]string{"metadata.namespace", "metadata.name"})
 	require.NoError(t, err)
@@ -97,11 +100,10 @@ func newLiveFixture(t *testing.T, outDir string, port int) *liveFixture {
 	events := record.NewFakeRecorder(100)
 	log := slog.New(slog.DiscardHandler)
 	m := newMetrics(func() time.Time { return time.Time{} })
-	out, err := publish.Open(outDir)
-	require.NoError(t, err)
-	v := dryrun.NewDryRunValidator(&dryrun.State{Pipeline: pipeline, Stores: map[string]*store.Store{"services": services}})
+	a := &admission.Admitter{}
+	a.SetState(&admission.State{Pipeline: pipeline, Stores: map[string]*store.Store{"services": services}})
 	f := &liveFixture{
-		live:     newLive(v, out, nil, newStatusReporter(dyn, events, log), m, log),
+		live:     newLive(a, out, nil, newStatusReporter(dyn, events, log), m, log),
 		services: services,
 		cfgFile:  filepath.Join(outDir, "haproxy.cfg"),
 		events:   events,

@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/webhook"
 )
 
@@ -33,8 +32,9 @@ import (
 func BenchmarkAdmissionHTTPS(b *testing.B) {
 	for _, n := range benchSizes {
 		c := newBenchCluster(b, n)
-		v := dryrun.NewDryRunValidator(&dryrun.State{Pipeline: c.pipeline, Stores: c.stores})
-		reg := webhook.NewRegistry(map[string]webhook.Validator{"networking.k8s.io/v1.Ingress": webhook.DryRun(v)})
+		a := c.admitter()
+		a.Timeout = 0 // the production deadline
+		reg := webhook.NewRegistry(map[string]webhook.Validator{"networking.k8s.io/v1.Ingress": webhook.ValidatorFunc(a.Resource)})
 		url, client := startWebhook(b, webhook.NewHandler(webhook.HandlerOptions{Registry: reg}))
 		body := reviewBody(b, c)
 		post(b, client, url, body) // warms the embedded test cache, as the controller does on load

@@ -9,44 +9,43 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/haproxy-template/htc/internal/testutil"
+	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/haproxy-template/htc/pkg/bundle"
-	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/haproxy"
-	"github.com/haproxy-template/htc/pkg/render"
 	"github.com/haproxy-template/htc/pkg/store"
+	"github.com/haproxy-template/htc/pkg/watched"
 )
 
 var benchSizes = []int{100, 1000, 10000}
 
 // benchCluster is the example Ingress library over n generated Ingresses,
-// each with its own Service and a 3-endpoint EndpointSlice.
+// each with its own Service and a 3-endpoint EndpointSlice, and a proposed
+// new Ingress.
 type benchCluster struct {
-	pipeline *dryrun.Pipeline
-	checker  *haproxy.Checker
-	stores   map[string]*store.Store
+	*testutil.Example
 	proposal store.Change
 }
 
 func newBenchCluster(b *testing.B, n int) *benchCluster {
 	b.Helper()
-	cfg, err := config.LoadFile("../../examples/ingress/config.yaml")
-	require.NoError(b, err)
-	checker, err := haproxy.NewChecker(haproxy.Options{})
-	require.NoError(b, err)
-	p, err := dryrun.NewPipeline(cfg, checker, b.TempDir())
-	require.NoError(b, err)
-	stores, err := dryrun.NewStores(&cfg.Spec)
-	require.NoError(b, err)
-	require.NoError(b, testutil.AddClusterApps(stores, n, false))
-	return &benchCluster{pipeline: p, checker: checker, stores: stores,
+	ex := testutil.NewExample(b, "../../examples/ingress/config.yaml", testutil.ExampleOptions{Apps: n})
+	return &benchCluster{Example: ex,
 		proposal: store.Change{Operation: store.Create, Object: testutil.ClusterIngress("ns0", "app0-new", "app0")}}
 }
 
 func (c *benchCluster) overlay(b *testing.B) store.Set {
-	set, err := dryrun.ReadOnly(c.stores).WithChange("ingresses", c.proposal)
+	set, err := store.ReadOnly(c.Stores).WithChange("ingresses", c.proposal)
 	require.NoError(b, err)
 	return set
+}
+
+// admitter is an Admitter over the cluster with a deadline long enough to
+// measure (not time out).
+func (c *benchCluster) admitter() *admission.Admitter {
+	a := &admission.Admitter{Timeout: dryrun.DefaultRenderCheckTimeout}
+	a.SetState(&admission.State{Pipeline: c.Pipeline, Stores: c.Stores})
+	return a
 }
 
 // BenchmarkAdmission measures each step of one admission of a new Ingress
@@ -67,48 +66,40 @@ func BenchmarkAdmission(b *testing.B) {
 			set := c.overlay(b)
 			b.ReportAllocs()
 			for b.Loop() {
-				_, err := c.pipeline.Engine.Render(ctx, render.Input{Stores: set, BaseDir: "/tmp/htc-bench"})
+				_, err := c.Pipeline.Render(ctx, set)
 				require.NoError(b, err)
 			}
 		})
 		b.Run(fmt.Sprintf("step=check/ingresses=%d", n), func(b *testing.B) {
-			set := c.overlay(b)
+			rendered, err := c.Pipeline.Render(ctx, c.overlay(b))
+			require.NoError(b, err)
 			b.ReportAllocs()
-			b.StopTimer()
-			for range b.N {
-				ws, err := haproxy.NewWorkspace(b.TempDir())
+			for b.Loop() {
+				_, err = c.Checker.Check(ctx, rendered)
 				require.NoError(b, err)
-				bdl, err := c.pipeline.Engine.Render(ctx, render.Input{Stores: set, BaseDir: ws.Dir()})
-				require.NoError(b, err)
-				b.StartTimer()
-				_, err = c.checker.Check(ctx, bdl)
-				b.StopTimer()
-				require.NoError(b, err)
-				require.NoError(b, ws.Remove())
 			}
 		})
 		b.Run(fmt.Sprintf("step=haproxy-c/ingresses=%d", n), func(b *testing.B) {
 			ws, err := haproxy.NewWorkspace(b.TempDir())
 			require.NoError(b, err)
-			rendered, err := c.pipeline.Engine.Render(ctx, render.Input{Stores: c.overlay(b), BaseDir: ws.Dir()})
+			rendered, err := c.Pipeline.Render(ctx, c.overlay(b))
 			require.NoError(b, err)
-			require.NoError(b, bundle.Write(ws.Dir(), rendered))
+			require.NoError(b, bundle.Write(ws.Dir(), rendered.Relocated(ws.Dir())))
 			for b.Loop() {
-				cmd := exec.Command(c.checker.HAProxyPath(), "-c", "-f", ws.Dir()+"/haproxy.cfg")
+				cmd := exec.Command(c.Checker.HAProxyPath(), "-c", "-f", ws.Dir()+"/haproxy.cfg")
 				cmd.Dir = ws.Dir()
 				out, err := cmd.CombinedOutput()
 				require.NoError(b, err, "%s", out)
 			}
 		})
 		b.Run(fmt.Sprintf("step=pipeline/ingresses=%d", n), func(b *testing.B) {
-			v := dryrun.NewDryRunValidator(&dryrun.State{Pipeline: c.pipeline, Stores: c.stores})
-			v.DirectTimeout = dryrun.DefaultProposalTimeout // measure, don't time out
-			req := dryrun.Request{Resource: ingressesGVR, Operation: store.Create, Object: c.proposal.Object}
-			d := v.ValidateDirect(ctx, req) // warms the embedded test cache, as the controller does on load
+			a := c.admitter()
+			req := admission.Request{Change: watched.Change{Resource: ingressesGVR, Operation: store.Create, Object: c.proposal.Object}}
+			d := a.Resource(ctx, req) // warms the embedded test cache, as the controller does on load
 			require.True(b, d.Allowed, d.Reason)
 			b.ReportAllocs()
 			for b.Loop() {
-				d := v.ValidateDirect(ctx, req)
+				d := a.Resource(ctx, req)
 				require.True(b, d.Allowed, d.Reason)
 			}
 		})

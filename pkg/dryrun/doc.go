@@ -1,12 +1,26 @@
-// Package dryrun decides whether a proposed change may be admitted.
+// Package dryrun is htc's one check path: it turns an HAProxyTemplateConfig
+// into a Pipeline (Build) and judges a state of the stores with it
+// (Pipeline.Check), returning a Verdict. Every consumer calls Check: the
+// admission of a watched resource or of a config (package admission, used
+// by the webhook and `htc check`), and the controller's live loop, which
+// publishes the verdict's bundle when it passed.
 //
-// The admission path reads top to bottom:
+// Check reads top to bottom (the requirements' "three-phase dry run"):
 //
-//	DryRunValidator.ValidateDirect (5 s)
-//	  → store.Set.WithChange (overlay of the actual stores + the proposed object)
-//	  → ProposalValidator.Validate (30 s): render.Engine.Render → haproxy.Checker.Check
-//	  → TestRunner.Run (Workers: 1, 60 s; results cached by config hash)
-//	  → Decision{Allowed, Reason, Phase, Warnings}
+//	Pipeline.Check(ctx, stores)
+//	  → render (templates over the stores, for Env.BaseDir)   ┐ render-check
+//	  → policy → syntax → schema ‖ `haproxy -c` (Checker)     ┘ timeout, 30 s
+//	  → the embedded tests (Workers: 1, 60 s; cached by config hash,
+//	    concurrent callers share one run; package dryrun/testrun)
+//	  → Verdict{Phase, Reason, Warnings, Durations, Bundle, BundleHash}
 //
-// The TestRunner is also what `htc validate` runs.
+// The pipeline depends on small interfaces, not on their implementations:
+// a Checker (a *haproxy.Checker, chosen per config by Env.CheckerFor) and
+// the test runner's Renderer. A pipeline built without a checker renders
+// (`htc render` needs no haproxy) but fails every check.
+//
+// The bundle's text depends only on Env.BaseDir, the directory HAProxy
+// reads it from: the checker relocates it into a private workspace for
+// `haproxy -c`. So equal states render byte-identical bundles with equal
+// hashes, and the bundle that passed is the one that is published.
 package dryrun

@@ -5,23 +5,31 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	"github.com/haproxy-template/htc/pkg/config"
-	"github.com/haproxy-template/htc/pkg/config/validation"
 	"github.com/haproxy-template/htc/pkg/dryrun"
+	"github.com/haproxy-template/htc/pkg/dryrun/testrun"
 	"github.com/haproxy-template/htc/pkg/haproxy"
 )
 
-// pipelineFor parses, validates and builds a pipeline with the real haproxy.
-func pipelineFor(t testing.TB, doc string) *dryrun.Pipeline {
+var ingressesGVR = schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"}
+
+// testEnv builds pipelines that check with the real haproxy.
+func testEnv(t testing.TB) dryrun.Env {
+	t.Helper()
+	checker, err := haproxy.NewChecker(haproxy.Options{TempDir: t.TempDir()})
+	require.NoError(t, err)
+	return dryrun.Env{CheckerFor: func(allowed []string) dryrun.Checker { return checker.Allowing(allowed) }}
+}
+
+// pipelineFor parses and builds a pipeline in env.
+func pipelineFor(t testing.TB, doc string, env dryrun.Env) *dryrun.Pipeline {
 	t.Helper()
 	cfg, err := config.Parse([]byte(doc))
 	require.NoError(t, err)
-	require.Empty(t, validation.Validate(cfg))
-	checker, err := haproxy.NewChecker(haproxy.Options{AllowedDirectives: cfg.Spec.AllowedDirectives})
-	require.NoError(t, err)
-	p, err := dryrun.NewPipeline(cfg, checker, t.TempDir())
+	p, err := dryrun.Build(cfg, env)
 	require.NoError(t, err)
 	return p
 }
@@ -32,3 +40,6 @@ func obj(t testing.TB, doc string) *unstructured.Unstructured {
 	require.NoError(t, yaml.Unmarshal([]byte(doc), &u.Object))
 	return u
 }
+
+// testrunOptions runs every test once, sequentially.
+func testrunOptions() testrun.Options { return testrun.Options{Workers: 1} }

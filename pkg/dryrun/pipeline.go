@@ -2,109 +2,146 @@ package dryrun
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/config/validation"
+	"github.com/haproxy-template/htc/pkg/dryrun/testrun"
 	"github.com/haproxy-template/htc/pkg/haproxy"
-	"github.com/haproxy-template/htc/pkg/phase"
 	"github.com/haproxy-template/htc/pkg/render"
 	"github.com/haproxy-template/htc/pkg/store"
+	"github.com/haproxy-template/htc/pkg/watched"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// DefaultProposalTimeout bounds render + check of one proposal.
-const DefaultProposalTimeout = 30 * time.Second
+// DefaultBaseDir is where HAProxy reads the bundle from when Env.BaseDir is
+// empty: the directory pathFor resolves names against.
+const DefaultBaseDir = "/etc/haproxy"
 
-// Pipeline is everything derived from one HAProxyTemplateConfig: the parsed
-// templates, the proposal validator and the embedded test runner. It is
-// immutable once built; a config change builds a new Pipeline.
+// DefaultRenderCheckTimeout bounds rendering and checking one proposal (the
+// requirements' ProposalValidator: 30 s).
+const DefaultRenderCheckTimeout = 30 * time.Second
+
+// Checker checks a rendered bundle (a *haproxy.Checker).
+type Checker interface {
+	// Check runs the check phases on b (see haproxy.Checker.Check).
+	Check(ctx context.Context, b *bundle.Bundle) (*haproxy.Result, error)
+}
+
+// Env is what a Pipeline needs besides its config. The zero Env builds a
+// pipeline that can render but not check (htc render).
+type Env struct {
+	// CheckerFor returns the checker for a config's allowed directives
+	// (e.g. (*haproxy.Checker).Allowing). Nil: the pipeline cannot check;
+	// Check then fails and haproxy_valid assertions fail.
+	CheckerFor func(allowed []string) Checker
+	// BaseDir is the absolute directory HAProxy reads the bundle from:
+	// pathFor's base, written into the rendered text. Empty means
+	// DefaultBaseDir.
+	BaseDir string
+	// Tests caches embedded test reports across pipelines by config hash;
+	// nil gives the pipeline a cache of its own.
+	Tests *testrun.Cache
+	// RenderCheckTimeout bounds render + check of one proposal; zero means
+	// DefaultRenderCheckTimeout.
+	RenderCheckTimeout time.Duration
+	// TestTimeout bounds one run of the embedded tests; zero means
+	// testrun.DefaultTimeout (60 s).
+	TestTimeout time.Duration
+}
+
+// Pipeline is everything derived from one HAProxyTemplateConfig: its
+// watched-resource model, its parsed templates, its checker and its
+// embedded tests. It is immutable once built and safe for concurrent use; a
+// config change builds a new Pipeline.
 type Pipeline struct {
 	// Config is the configuration the pipeline was built from.
 	Config *config.HAProxyTemplateConfig
-	// Engine renders the config's templates.
-	Engine *render.Engine
-	// Proposal renders and checks a set of stores.
-	Proposal *ProposalValidator
-	// Tests runs the config's embedded validation tests.
-	Tests *TestRunner
-	// Hash identifies the config's spec (embedded test results are cached by it).
+	// Model is the config's watched resources.
+	Model *watched.Model
+	// Hash identifies the config's spec (embedded test results are cached
+	// by it).
 	Hash string
+
+	engine  *render.Engine
+	checker Checker // nil: render only
+	tests   *testrun.Runner
+	cache   *testrun.Cache
+	env     Env
 }
 
-// NewPipeline parses cfg's templates and wires them to checker. cfg should
-// have passed validation.Validate.
-func NewPipeline(cfg *config.HAProxyTemplateConfig, checker *haproxy.Checker, tempDir string) (*Pipeline, error) {
+// InvalidConfigError is a config that fails validation: Errs name each
+// field and its problem.
+type InvalidConfigError struct {
+	// Errs are the validation errors.
+	Errs field.ErrorList
+}
+
+// Error joins the field errors.
+func (e *InvalidConfigError) Error() string { return e.Errs.ToAggregate().Error() }
+
+// Build validates cfg and builds its pipeline. A config that fails
+// validation is an *InvalidConfigError; a template that does not parse is a
+// *phase.Error of phase render (see render.New).
+func Build(cfg *config.HAProxyTemplateConfig, env Env) (*Pipeline, error) {
+	if cfg == nil {
+		return nil, errors.New("dryrun: nil config")
+	}
+	if errs := validation.Validate(cfg); len(errs) > 0 {
+		return nil, &InvalidConfigError{Errs: errs}
+	}
+	if env.BaseDir == "" {
+		env.BaseDir = DefaultBaseDir
+	}
+	model, err := watched.New(&cfg.Spec)
+	if err != nil {
+		return nil, err
+	}
 	engine, err := render.New(&cfg.Spec)
 	if err != nil {
 		return nil, fmt.Errorf("parsing templates of %s/%s: %w", cfg.Namespace, cfg.Name, err)
 	}
+	var checker Checker
+	var testChecker testrun.Checker
+	if env.CheckerFor != nil {
+		checker = env.CheckerFor(cfg.Spec.AllowedDirectives)
+		testChecker = checker
+	}
+	cache := env.Tests
+	if cache == nil {
+		cache = testrun.NewCache(1)
+	}
 	return &Pipeline{
-		Config:   cfg,
-		Engine:   engine,
-		Proposal: &ProposalValidator{Engine: engine, Checker: checker, TempDir: tempDir},
-		Tests:    NewTestRunner(&cfg.Spec, engine, checker),
-		Hash:     cfg.Spec.Hash(),
+		Config:  cfg,
+		Model:   model,
+		Hash:    cfg.Spec.Hash(),
+		engine:  engine,
+		checker: checker,
+		tests:   testrun.New(&cfg.Spec, model, engine, testChecker, env.BaseDir),
+		cache:   cache,
+		env:     env,
 	}, nil
 }
 
-// ProposalValidator renders a set of stores into a bundle in a fresh private
-// directory and checks it: the render-validate part of a dry run.
-type ProposalValidator struct {
-	// Engine renders the templates.
-	Engine *render.Engine
-	// Checker checks the rendered bundle.
-	Checker *haproxy.Checker
-	// TempDir is the parent of the per-proposal directories ("" = os.TempDir()).
-	TempDir string
-	// Timeout bounds one Validate call; zero means DefaultProposalTimeout.
-	Timeout time.Duration
+// BaseDir is the directory the pipeline renders bundles for.
+func (p *Pipeline) BaseDir() string { return p.env.BaseDir }
+
+// Render renders the bundle over stores, without checking it.
+func (p *Pipeline) Render(ctx context.Context, stores store.Set) (*bundle.Bundle, error) {
+	return p.engine.Render(ctx, render.Input{Stores: stores, BaseDir: p.env.BaseDir})
 }
 
-// ProposalResult is what Validate learned about a proposal.
-type ProposalResult struct {
-	// Bundle is the rendered configuration (nil when rendering failed). Its
-	// BaseDir no longer exists once Validate returns.
-	Bundle *bundle.Bundle
-	// Warnings are HAProxy's warnings, simplified.
-	Warnings []string
-	// Durations are the times of the phases that ran (render, policy,
-	// syntax, schema, semantic), also when one failed.
-	Durations map[phase.Phase]time.Duration
+// RunTests runs the embedded tests with opts (htc validate), uncached.
+func (p *Pipeline) RunTests(ctx context.Context, opts testrun.Options) (*testrun.Report, error) {
+	return p.tests.Run(ctx, opts)
 }
 
-// Validate renders stores and checks the bundle. A failure is a
-// *phase.Error naming the phase (render, policy, syntax, schema, semantic);
-// a timeout wraps context.DeadlineExceeded. The result is never nil: on
-// failure it carries the durations of the phases that ran.
-func (p *ProposalValidator) Validate(ctx context.Context, stores store.Set) (*ProposalResult, error) {
-	out := &ProposalResult{Durations: map[phase.Phase]time.Duration{}}
-	timeout := p.Timeout
-	if timeout <= 0 {
-		timeout = DefaultProposalTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-
-	ws, err := haproxy.NewWorkspace(p.TempDir)
-	if err != nil {
-		return out, err
-	}
-	defer ws.Remove()
-
-	start := time.Now()
-	bdl, err := p.Engine.Render(ctx, render.Input{Stores: stores, BaseDir: ws.Dir()})
-	out.Durations[phase.Render] = time.Since(start)
-	if err != nil {
-		return out, err
-	}
-	out.Bundle = bdl
-	res, err := p.Checker.Check(ctx, bdl)
-	if res != nil {
-		for ph, d := range res.Durations {
-			out.Durations[ph] = d
-		}
-		out.Warnings = res.Warnings
-	}
-	return out, err
+// Tests returns the report of every embedded test, from the cache when this
+// config's tests ran before (cached reports whether it did). Tests run one
+// at a time (Workers: 1), under the pipeline's test timeout.
+func (p *Pipeline) Tests(ctx context.Context) (report *testrun.Report, cached bool, err error) {
+	return p.cache.Run(ctx, p.Hash, p.tests, testrun.Options{Workers: 1, Timeout: p.env.TestTimeout})
 }

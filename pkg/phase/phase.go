@@ -6,6 +6,7 @@
 package phase
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -14,6 +15,9 @@ import (
 type Phase string
 
 const (
+	// Config is the decoding and validation of a proposed
+	// HAProxyTemplateConfig, before anything is rendered.
+	Config Phase = "config"
 	// Render is template rendering (text/template + sprig + htc helpers).
 	Render Phase = "render"
 	// Policy is the dangerous-directive and file-reference policy applied to
@@ -53,4 +57,18 @@ func Of(err error) (Phase, bool) {
 		return pe.Phase, true
 	}
 	return "", false
+}
+
+// Reason is the short, user-readable message of a pipeline error: the
+// Reason of the first *Error in err's chain when there is one, "timed out"
+// for a deadline, else the error's text.
+func Reason(err error) string {
+	var pe *Error
+	if errors.As(err, &pe) {
+		return pe.Reason
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "timed out"
+	}
+	return err.Error()
 }

@@ -39,3 +39,13 @@ func (s Set) WithChange(key string, change Change) (Set, error) {
 	out[key] = ov
 	return out, nil
 }
+
+// ReadOnly returns stores as the Set templates read (the same stores, not
+// copies).
+func ReadOnly(stores map[string]*Store) Set {
+	set := make(Set, len(stores))
+	for k, s := range stores {
+		set[k] = s
+	}
+	return set
+}

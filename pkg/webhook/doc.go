@@ -15,20 +15,23 @@
 //     one does not load.
 //   - Handler (NewHandler): POST only (405), Content-Type application/json
 //     (415), body at most 8 MiB (413), AdmissionReview admission.k8s.io/v1
-//     with a request and a uid (400). Then, for CREATE, UPDATE and DELETE:
+//     with a request and a uid (400). While HandlerOptions.Ready says the
+//     handler is not ready (the controller's stores have not synced), every
+//     such request is denied with Ready's reason. Then, for CREATE, UPDATE
+//     and DELETE:
 //     the structural check (the object, or the old object for DELETE, must
 //     be a JSON object with apiVersion, kind and metadata.name or
 //     metadata.generateName, else Denied without running a validator, even
 //     for a kind no validator is registered for); the Validator registered
 //     for the request's kind (request.kind) in the Registry, called with
-//     dryrun.Request{Resource: request.resource, ...} under a 5 s deadline.
+//     admission.Request{Resource: request.resource, ...} under a 5 s deadline.
 //     Other operations (CONNECT) are allowed. A request with dryRun: true is
 //     validated like any other. The response always carries the request's
 //     uid. A panic is answered 500 and the server keeps serving.
 //   - Fail-open: a kind not in the Registry is allowed (the API server only
 //     sends kinds the rules name, so this is a stale configuration); no
 //     Registry, a Registry never Set, or a registered kind without a
-//     Validator (DryRun(nil)) is allowed with a logged warning.
+//     Validator is allowed with a logged warning.
 //   - Registry: GVK string ("v1.Service", "networking.k8s.io/v1.Ingress",
 //     see GVKString) to Validator, replaced as a whole, atomically, when the
 //     configuration changes; lookups take no lock.

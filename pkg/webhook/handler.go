@@ -12,13 +12,13 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/haproxy-template/htc/pkg/dryrun"
+	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/haproxy-template/htc/pkg/store"
+	"github.com/haproxy-template/htc/pkg/watched"
 )
 
-// DefaultValidationTimeout bounds one validator call: the ValidateDirect
-// deadline of 5 s.
-const DefaultValidationTimeout = dryrun.DefaultDirectTimeout
+// DefaultValidationTimeout bounds one validator call (5 s).
+const DefaultValidationTimeout = admission.DefaultTimeout
 
 // HandlerOptions configures NewHandler.
 type HandlerOptions struct {
@@ -31,6 +31,11 @@ type HandlerOptions struct {
 	Logger *slog.Logger
 	// Observer receives metric events; nil means none.
 	Observer Observer
+	// Ready, when set, is asked before each well-formed request is decided:
+	// while it returns false, the request is denied with the reason it
+	// returns (e.g. the controller's stores are not synced yet) and no
+	// validator runs. Nil means always ready.
+	Ready func() (ready bool, reason string)
 }
 
 // Handler is the http.Handler of /validate: it decodes an AdmissionReview v1,
@@ -42,11 +47,12 @@ type Handler struct {
 	timeout  time.Duration
 	log      *slog.Logger
 	obs      Observer
+	ready    func() (bool, string)
 }
 
 // NewHandler returns a Handler configured by opts.
 func NewHandler(opts HandlerOptions) *Handler {
-	h := &Handler{registry: opts.Registry, timeout: opts.Timeout, log: opts.Logger, obs: opts.Observer}
+	h := &Handler{registry: opts.Registry, timeout: opts.Timeout, log: opts.Logger, obs: opts.Observer, ready: opts.Ready}
 	if h.timeout <= 0 {
 		h.timeout = DefaultValidationTimeout
 	}
@@ -97,6 +103,12 @@ func (h *Handler) admit(ctx context.Context, req *admissionv1.AdmissionRequest, 
 	out.Operation, out.DryRun = string(req.Operation), req.DryRun != nil && *req.DryRun
 	out.GVK = GVKString(schema.GroupVersionKind(req.Kind))
 
+	if h.ready != nil {
+		if ok, reason := h.ready(); !ok {
+			out.Result, out.Reason, out.Phase = ResultDenied, reason, PhaseNotReady
+			return Denied(req.UID, reason)
+		}
+	}
 	switch req.Operation {
 	case admissionv1.Create, admissionv1.Update, admissionv1.Delete:
 	default:
@@ -128,12 +140,12 @@ func (h *Handler) admit(ctx context.Context, req *admissionv1.AdmissionRequest, 
 		return Allowed(req.UID)
 	}
 
-	d := h.validate(ctx, v, dryrun.Request{
+	d := h.validate(ctx, v, admission.Request{Change: watched.Change{
 		Resource:  schema.GroupVersionResource(req.Resource),
 		Operation: store.Operation(req.Operation),
 		Object:    obj,
 		OldObject: old,
-	})
+	}})
 	if !d.Allowed && d.Reason == "" {
 		d.Reason = "the change was denied without a reason"
 	}
@@ -147,11 +159,11 @@ func (h *Handler) admit(ctx context.Context, req *admissionv1.AdmissionRequest, 
 // validate calls v under the handler's deadline. It answers when the
 // deadline passes even if v has not returned yet (v's goroutine finishes on
 // its own); a panic in v is carried back to ServeHTTP's recover.
-func (h *Handler) validate(ctx context.Context, v Validator, req dryrun.Request) dryrun.Decision {
+func (h *Handler) validate(ctx context.Context, v Validator, req admission.Request) admission.Decision {
 	ctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
 	type result struct {
-		d dryrun.Decision
+		d admission.Decision
 		p *panicValue
 	}
 	done := make(chan result, 1)
@@ -161,7 +173,7 @@ func (h *Handler) validate(ctx context.Context, v Validator, req dryrun.Request)
 				done <- result{p: &panicValue{value: p, stack: debug.Stack()}}
 			}
 		}()
-		done <- result{d: v.Validate(ctx, req)}
+		done <- result{d: v.Admit(ctx, req)}
 	}()
 	var res result
 	select {
@@ -170,7 +182,7 @@ func (h *Handler) validate(ctx context.Context, v Validator, req dryrun.Request)
 		select {
 		case res = <-done:
 		default:
-			return dryrun.Decision{Reason: fmt.Sprintf("validation timed out after %s", h.timeout), Err: ctx.Err()}
+			return admission.Deny("", fmt.Sprintf("validation timed out after %s", h.timeout))
 		}
 	}
 	if res.p != nil {

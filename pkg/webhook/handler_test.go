@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/haproxy-template/htc/pkg/dryrun"
+	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/haproxy-template/htc/pkg/phase"
 	"github.com/haproxy-template/htc/pkg/store"
 )
@@ -208,8 +209,8 @@ func TestHandlerStructuralCheck(t *testing.T) {
 }
 
 func TestHandlerDenialCarriesReasonAndPhase(t *testing.T) {
-	v := &fakeValidator{decide: func(context.Context, dryrun.Request) dryrun.Decision {
-		return dryrun.Decision{Allowed: false, Reason: "Service 'api' not found", Phase: phase.Render}
+	v := &fakeValidator{decide: func(context.Context, admission.Request) admission.Decision {
+		return admission.Decision{Allowed: false, Reason: "Service 'api' not found", Phase: phase.Render}
 	}}
 	var outcomes []Outcome
 	h, logs := newTestHandler(v, func(o *HandlerOptions) {
@@ -231,7 +232,7 @@ func TestHandlerDenialCarriesReasonAndPhase(t *testing.T) {
 }
 
 func TestHandlerDenialWithoutReasonGetsOne(t *testing.T) {
-	v := &fakeValidator{decide: func(context.Context, dryrun.Request) dryrun.Decision { return dryrun.Decision{} }}
+	v := &fakeValidator{decide: func(context.Context, admission.Request) admission.Decision { return admission.Decision{} }}
 	h, _ := newTestHandler(v)
 	resp := decodeResponse(t, post(h, review("u", admissionv1.Create, "echo")).Body.Bytes())
 	assert.False(t, resp.Allowed)
@@ -239,8 +240,8 @@ func TestHandlerDenialWithoutReasonGetsOne(t *testing.T) {
 }
 
 func TestHandlerWarningsPassThrough(t *testing.T) {
-	v := &fakeValidator{decide: func(context.Context, dryrun.Request) dryrun.Decision {
-		return dryrun.Decision{Allowed: true, Warnings: []string{"haproxy.cfg:12: a 'http-request' rule placed after a 'use_backend' rule will still be processed before."}}
+	v := &fakeValidator{decide: func(context.Context, admission.Request) admission.Decision {
+		return admission.Decision{Allowed: true, Warnings: []string{"haproxy.cfg:12: a 'http-request' rule placed after a 'use_backend' rule will still be processed before."}}
 	}}
 	h, _ := newTestHandler(v)
 	resp := decodeResponse(t, post(h, review("u", admissionv1.Create, "echo")).Body.Bytes())
@@ -250,8 +251,8 @@ func TestHandlerWarningsPassThrough(t *testing.T) {
 
 func TestHandlerDryRunRequestsAreValidatedTheSame(t *testing.T) {
 	for _, dryRun := range []bool{false, true} {
-		v := &fakeValidator{decide: func(context.Context, dryrun.Request) dryrun.Decision {
-			return dryrun.Decision{Reason: "Service 'api' not found", Phase: phase.Render}
+		v := &fakeValidator{decide: func(context.Context, admission.Request) admission.Decision {
+			return admission.Decision{Reason: "Service 'api' not found", Phase: phase.Render}
 		}}
 		h, logs := newTestHandler(v)
 		var opts []reviewOpt
@@ -295,7 +296,6 @@ func TestHandlerFailsOpenWithoutValidator(t *testing.T) {
 		{name: "no registry", registry: nil},
 		{name: "registry never set", registry: &Registry{}},
 		{name: "nil validator registered", registry: NewRegistry(map[string]Validator{ingressKey: nil})},
-		{name: "nil DryRunValidator registered", registry: NewRegistry(map[string]Validator{ingressKey: DryRun(nil)})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -323,10 +323,10 @@ func TestHandlerNotValidatedOperationIsAllowed(t *testing.T) {
 
 func TestHandlerCancelsValidationAtTheDeadline(t *testing.T) {
 	seen := make(chan error, 1)
-	v := &fakeValidator{decide: func(ctx context.Context, _ dryrun.Request) dryrun.Decision {
+	v := &fakeValidator{decide: func(ctx context.Context, _ admission.Request) admission.Decision {
 		<-ctx.Done()
 		seen <- ctx.Err()
-		return dryrun.Decision{Reason: "validation timed out during rendering and checking the configuration"}
+		return admission.Decision{Reason: "validation timed out during rendering and checking the configuration"}
 	}}
 	h, _ := newTestHandler(v, func(o *HandlerOptions) { o.Timeout = 20 * time.Millisecond })
 	resp := decodeResponse(t, post(h, review("uid-slow", admissionv1.Create, "echo")).Body.Bytes())
@@ -340,9 +340,9 @@ func TestHandlerCancelsValidationAtTheDeadline(t *testing.T) {
 func TestHandlerAnswersAtTheDeadlineEvenIfTheValidatorIgnoresIt(t *testing.T) {
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
-	v := &fakeValidator{decide: func(context.Context, dryrun.Request) dryrun.Decision {
+	v := &fakeValidator{decide: func(context.Context, admission.Request) admission.Decision {
 		<-release // ignores ctx
-		return dryrun.Decision{Allowed: true}
+		return admission.Decision{Allowed: true}
 	}}
 	h, _ := newTestHandler(v, func(o *HandlerOptions) { o.Timeout = 20 * time.Millisecond })
 	resp := decodeResponse(t, post(h, review("uid-stuck", admissionv1.Create, "echo")).Body.Bytes())
@@ -355,9 +355,9 @@ func TestHandlerAnswersAtTheDeadlineEvenIfTheValidatorIgnoresIt(t *testing.T) {
 func TestHandlerDefaultTimeoutIsFiveSeconds(t *testing.T) {
 	var deadline time.Time
 	var ok bool
-	v := &fakeValidator{decide: func(ctx context.Context, _ dryrun.Request) dryrun.Decision {
+	v := &fakeValidator{decide: func(ctx context.Context, _ admission.Request) admission.Decision {
 		deadline, ok = ctx.Deadline()
-		return dryrun.Decision{Allowed: true}
+		return admission.Decision{Allowed: true}
 	}}
 	h, _ := newTestHandler(v)
 	before := time.Now()
@@ -371,14 +371,14 @@ func TestHandlerDefaultTimeoutIsFiveSeconds(t *testing.T) {
 func TestHandlerRecoversFromPanics(t *testing.T) {
 	var calls int
 	var mu sync.Mutex
-	v := &fakeValidator{decide: func(context.Context, dryrun.Request) dryrun.Decision {
+	v := &fakeValidator{decide: func(context.Context, admission.Request) admission.Decision {
 		mu.Lock()
 		defer mu.Unlock()
 		calls++
 		if calls == 1 {
 			panic("boom")
 		}
-		return dryrun.Decision{Allowed: true}
+		return admission.Decision{Allowed: true}
 	}}
 	var outcomes []Outcome
 	h, logs := newTestHandler(v, func(o *HandlerOptions) {
@@ -419,11 +419,11 @@ func TestHandlerObserverAndLogLine(t *testing.T) {
 			outcomes = append(outcomes, o)
 		},
 	}
-	v := &fakeValidator{decide: func(_ context.Context, req dryrun.Request) dryrun.Decision {
+	v := &fakeValidator{decide: func(_ context.Context, req admission.Request) admission.Decision {
 		if req.Object.GetName() == "bad" {
-			return dryrun.Decision{Reason: "haproxy.cfg:10: unknown keyword 'bogus'", Phase: phase.Semantic}
+			return admission.Decision{Reason: "haproxy.cfg:10: unknown keyword 'bogus'", Phase: phase.Semantic}
 		}
-		return dryrun.Decision{Allowed: true}
+		return admission.Decision{Allowed: true}
 	}}
 	h, logs := newTestHandler(v, func(o *HandlerOptions) { o.Observer = obs })
 
@@ -456,4 +456,37 @@ func TestHandlerNameFromObjectWhenRequestHasNone(t *testing.T) {
 	post(h, body)
 	require.Len(t, outcomes, 1)
 	assert.Equal(t, "from-object", outcomes[0].Name)
+}
+
+// Until Ready says so, every well-formed request (even one whose object is
+// malformed) is denied with Ready's reason and no validator runs; requests
+// that are not AdmissionReviews get their HTTP errors as always.
+func TestHandlerDeniesUntilReady(t *testing.T) {
+	var ready atomic.Bool
+	v := &fakeValidator{}
+	var observed []Outcome
+	h, _ := newTestHandler(v, func(o *HandlerOptions) {
+		o.Ready = func() (bool, string) { return ready.Load(), "htc is starting" }
+		o.Observer = ObserverFuncs{OnObserve: func(out Outcome) { observed = append(observed, out) }}
+	})
+
+	resp := decodeResponse(t, post(h, review("u-1", admissionv1.Create, "echo", withObject([]byte(`{}`)))).Body.Bytes())
+	assert.Equal(t, types.UID("u-1"), resp.UID)
+	assert.False(t, resp.Allowed)
+	assert.Equal(t, "htc is starting", resp.Result.Message)
+	require.Len(t, observed, 1)
+	assert.Equal(t, ResultDenied, observed[0].Result)
+	assert.Equal(t, PhaseNotReady, observed[0].Phase)
+	assert.Equal(t, ingressKey, observed[0].GVK)
+	assert.Empty(t, v.requests())
+
+	assert.Equal(t, http.StatusBadRequest, post(h, []byte(`{"request":{}}`)).Code)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/validate", nil))
+	assert.Equal(t, http.StatusMethodNotAllowed, rec.Code)
+
+	ready.Store(true)
+	resp = decodeResponse(t, post(h, review("u-2", admissionv1.Create, "echo")).Body.Bytes())
+	assert.True(t, resp.Allowed, "once ready, requests reach the validator")
+	assert.Len(t, v.requests(), 1)
 }

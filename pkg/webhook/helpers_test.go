@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/haproxy-template/htc/internal/testutil"
-	"github.com/haproxy-template/htc/pkg/dryrun"
+	"github.com/haproxy-template/htc/pkg/admission"
 )
 
 // testCert is a self-signed certificate (its own CA) and its key.
@@ -61,24 +61,24 @@ func testLogger() (*slog.Logger, *safeBuffer) {
 // fakeValidator records its requests and answers with decide (Allowed when nil).
 type fakeValidator struct {
 	mu     sync.Mutex
-	reqs   []dryrun.Request
-	decide func(ctx context.Context, req dryrun.Request) dryrun.Decision
+	reqs   []admission.Request
+	decide func(ctx context.Context, req admission.Request) admission.Decision
 }
 
-func (f *fakeValidator) Validate(ctx context.Context, req dryrun.Request) dryrun.Decision {
+func (f *fakeValidator) Admit(ctx context.Context, req admission.Request) admission.Decision {
 	f.mu.Lock()
 	f.reqs = append(f.reqs, req)
 	f.mu.Unlock()
 	if f.decide != nil {
 		return f.decide(ctx, req)
 	}
-	return dryrun.Decision{Allowed: true}
+	return admission.Decision{Allowed: true}
 }
 
-func (f *fakeValidator) requests() []dryrun.Request {
+func (f *fakeValidator) requests() []admission.Request {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]dryrun.Request(nil), f.reqs...)
+	return append([]admission.Request(nil), f.reqs...)
 }
 
 // Kinds and resources used in the tests.

@@ -23,6 +23,10 @@ const (
 	ResultError Result = "error"
 )
 
+// PhaseNotReady is the Outcome phase of a request denied because the
+// handler was not ready (HandlerOptions.Ready).
+const PhaseNotReady = "not-ready"
+
 // Outcome describes one handled request; it is what the per-admission log
 // line prints and what an Observer receives. Fields the request did not get
 // far enough to know are empty.

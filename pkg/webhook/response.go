@@ -3,11 +3,10 @@ package webhook
 import (
 	"net/http"
 
+	"github.com/haproxy-template/htc/pkg/admission"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/haproxy-template/htc/pkg/dryrun"
 )
 
 // maxWarningLen caps each admission warning; the API server truncates long
@@ -44,8 +43,8 @@ func Errored(uid types.UID, code int32, msg string) *admissionv1.AdmissionRespon
 	}
 }
 
-// FromDecision converts a dry-run Decision into a response.
-func FromDecision(uid types.UID, d dryrun.Decision) *admissionv1.AdmissionResponse {
+// FromDecision converts an admission Decision into a response.
+func FromDecision(uid types.UID, d admission.Decision) *admissionv1.AdmissionResponse {
 	if d.Allowed {
 		return Allowed(uid, d.Warnings...)
 	}

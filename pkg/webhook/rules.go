@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -10,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/watched"
 )
 
 // Rule is one kind the webhook intercepts: the resource as the API server
@@ -59,22 +59,18 @@ func interceptedOperations() []admissionregistrationv1.OperationType {
 	return []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
 }
 
-// Rules returns the webhook rules of spec: one per watched resource with
-// webhookValidation: true, in store-key order, its Kind resolved with mapper
-// (never guessed), then ConfigRule. A watched resource whose apiVersion does
-// not parse or whose resource the mapper does not know is left out and
-// reported in the errors; the caller logs them and registers the rest.
-// Several store keys may watch the same resource: their rules share a GVK.
-func Rules(spec *config.HAProxyTemplateConfigSpec, mapper meta.RESTMapper) ([]Rule, []error) {
+// Rules returns the webhook rules of a config's watched resources: one per
+// resource admission checks (model.Checked), in store-key order, its Kind
+// resolved with mapper (never guessed), then ConfigRule. A resource the
+// mapper does not know is left out and reported in the errors; the caller
+// logs them and registers the rest. Several store keys may watch the same
+// resource: their rules share a GVK. A nil model yields ConfigRule alone.
+func Rules(model *watched.Model, mapper meta.RESTMapper) ([]Rule, []error) {
 	var rules []Rule
 	var errs []error
-	if spec != nil {
-		for _, key := range slices.Sorted(maps.Keys(spec.WatchedResources)) {
-			w := spec.WatchedResources[key]
-			if !w.WebhookValidation {
-				continue
-			}
-			rule, err := resolve(key, w, mapper)
+	if model != nil {
+		for _, r := range model.Checked() {
+			rule, err := resolve(r, mapper)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -85,26 +81,13 @@ func Rules(spec *config.HAProxyTemplateConfigSpec, mapper meta.RESTMapper) ([]Ru
 	return append(rules, ConfigRule()), errs
 }
 
-func resolve(key string, w config.WatchedResource, mapper meta.RESTMapper) (Rule, error) {
-	gv, err := schema.ParseGroupVersion(w.APIVersion)
-	if err != nil {
-		return Rule{}, fmt.Errorf("watchedResources[%s]: apiVersion %q: %w", key, w.APIVersion, err)
-	}
-	gvr := gv.WithResource(w.Resources)
+func resolve(r watched.Resource, mapper meta.RESTMapper) (Rule, error) {
 	if mapper == nil {
-		return Rule{}, fmt.Errorf("watchedResources[%s]: no RESTMapper to resolve %s", key, gvrString(gvr))
+		return Rule{}, fmt.Errorf("watchedResources[%s]: no RESTMapper to resolve %s", r.Key, watched.ResourceString(r.GVR))
 	}
-	gvk, err := mapper.KindFor(gvr)
+	gvk, err := mapper.KindFor(r.GVR)
 	if err != nil {
-		return Rule{}, fmt.Errorf("watchedResources[%s]: resolving %s: %w", key, gvrString(gvr), err)
+		return Rule{}, fmt.Errorf("watchedResources[%s]: resolving %s: %w", r.Key, watched.ResourceString(r.GVR), err)
 	}
-	return Rule{StoreKey: key, GVR: gvr, GVK: gvk, GVKString: GVKString(gvk), Operations: interceptedOperations()}, nil
-}
-
-// gvrString is "resource.version.group" as kubectl spells it ("services.v1").
-func gvrString(gvr schema.GroupVersionResource) string {
-	if gvr.Group == "" {
-		return gvr.Resource + "." + gvr.Version
-	}
-	return gvr.Resource + "." + gvr.Version + "." + gvr.Group
+	return Rule{StoreKey: r.Key, GVR: r.GVR, GVK: gvk, GVKString: GVKString(gvk), Operations: interceptedOperations()}, nil
 }

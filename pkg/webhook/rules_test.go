@@ -13,6 +13,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/watched"
 )
 
 // fakeDiscovery serves core v1 services and secrets, networking.k8s.io/v1
@@ -32,8 +33,16 @@ func fakeDiscovery() *fakediscovery.FakeDiscovery {
 	}}}
 }
 
-func watched(apiVersion, resources string, webhook bool) config.WatchedResource {
+func watchedResource(apiVersion, resources string, webhook bool) config.WatchedResource {
 	return config.WatchedResource{APIVersion: apiVersion, Resources: resources, IndexBy: []string{"metadata.namespace", "metadata.name"}, WebhookValidation: webhook}
+}
+
+// modelOf builds the watched-resource model of resources.
+func modelOf(t *testing.T, resources map[string]config.WatchedResource) *watched.Model {
+	t.Helper()
+	m, err := watched.New(&config.HAProxyTemplateConfigSpec{WatchedResources: resources})
+	require.NoError(t, err)
+	return m
 }
 
 func gvkStrings(rules []Rule) []string {
@@ -45,13 +54,13 @@ func gvkStrings(rules []Rule) []string {
 }
 
 func TestRules(t *testing.T) {
-	spec := &config.HAProxyTemplateConfigSpec{WatchedResources: map[string]config.WatchedResource{
-		"ingresses": watched("networking.k8s.io/v1", "ingresses", true),
-		"services":  watched("v1", "services", true),
-		"endpoints": watched("discovery.k8s.io/v1", "endpointslices", false),
-		"secrets":   watched("v1", "secrets", false),
-	}}
-	rules, errs := Rules(spec, NewDiscoveryRESTMapper(fakeDiscovery()))
+	model := modelOf(t, map[string]config.WatchedResource{
+		"ingresses": watchedResource("networking.k8s.io/v1", "ingresses", true),
+		"services":  watchedResource("v1", "services", true),
+		"endpoints": watchedResource("discovery.k8s.io/v1", "endpointslices", false),
+		"secrets":   watchedResource("v1", "secrets", false),
+	})
+	rules, errs := Rules(model, NewDiscoveryRESTMapper(fakeDiscovery()))
 	require.Empty(t, errs)
 	require.Len(t, rules, 3)
 
@@ -81,42 +90,40 @@ func TestRules(t *testing.T) {
 }
 
 func TestRulesReportUnresolvableResources(t *testing.T) {
-	spec := &config.HAProxyTemplateConfigSpec{WatchedResources: map[string]config.WatchedResource{
-		"ingresses": watched("networking.k8s.io/v1", "ingresses", true),
-		"gadgets":   watched("example.com/v1", "gadgets", true),
-		"typo":      watched("v1", "servics", true),
-		"bad":       watched("a/b/c", "things", true),
-	}}
-	rules, errs := Rules(spec, NewDiscoveryRESTMapper(fakeDiscovery()))
+	model := modelOf(t, map[string]config.WatchedResource{
+		"ingresses": watchedResource("networking.k8s.io/v1", "ingresses", true),
+		"gadgets":   watchedResource("example.com/v1", "gadgets", true),
+		"typo":      watchedResource("v1", "servics", true),
+	})
+	rules, errs := Rules(model, NewDiscoveryRESTMapper(fakeDiscovery()))
 
 	assert.Equal(t, []string{"networking.k8s.io/v1.Ingress", "haproxy-template.io/v1alpha1.HAProxyTemplateConfig"}, gvkStrings(rules))
-	require.Len(t, errs, 3)
-	assert.Contains(t, errs[0].Error(), `watchedResources[bad]: apiVersion "a/b/c"`)
-	assert.Contains(t, errs[1].Error(), "watchedResources[gadgets]: resolving gadgets.v1.example.com")
+	require.Len(t, errs, 2)
+	assert.Contains(t, errs[0].Error(), "watchedResources[gadgets]: resolving gadgets.v1.example.com")
+	assert.True(t, meta.IsNoMatchError(errs[0]))
+	assert.Contains(t, errs[1].Error(), "watchedResources[typo]: resolving servics.v1")
 	assert.True(t, meta.IsNoMatchError(errs[1]))
-	assert.Contains(t, errs[2].Error(), "watchedResources[typo]: resolving servics.v1")
-	assert.True(t, meta.IsNoMatchError(errs[2]))
 }
 
-func TestRulesWithoutSpecOrMapper(t *testing.T) {
+func TestRulesWithoutModelOrMapper(t *testing.T) {
 	rules, errs := Rules(nil, nil)
 	assert.Empty(t, errs)
 	assert.Equal(t, []Rule{ConfigRule()}, rules)
 
-	spec := &config.HAProxyTemplateConfigSpec{WatchedResources: map[string]config.WatchedResource{
-		"ingresses": watched("networking.k8s.io/v1", "ingresses", true),
-	}}
-	rules, errs = Rules(spec, nil)
+	model := modelOf(t, map[string]config.WatchedResource{
+		"ingresses": watchedResource("networking.k8s.io/v1", "ingresses", true),
+	})
+	rules, errs = Rules(model, nil)
 	assert.Equal(t, []Rule{ConfigRule()}, rules)
 	require.Len(t, errs, 1)
 	assert.Contains(t, errs[0].Error(), "no RESTMapper")
 }
 
 func TestRuleWithOperations(t *testing.T) {
-	rules, errs := Rules(&config.HAProxyTemplateConfigSpec{WatchedResources: map[string]config.WatchedResource{
-		"ingresses": watched("networking.k8s.io/v1", "ingresses", true),
-		"services":  watched("v1", "services", true),
-	}}, NewDiscoveryRESTMapper(fakeDiscovery()))
+	rules, errs := Rules(modelOf(t, map[string]config.WatchedResource{
+		"ingresses": watchedResource("networking.k8s.io/v1", "ingresses", true),
+		"services":  watchedResource("v1", "services", true),
+	}), NewDiscoveryRESTMapper(fakeDiscovery()))
 	require.Empty(t, errs)
 	ops := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
 	assert.Equal(t, admissionregistrationv1.RuleWithOperations{

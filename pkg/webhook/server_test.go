@@ -14,12 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/haproxy-template/htc/pkg/dryrun"
 )
 
 // failsafe bounds waits that only a bug would make long.
@@ -162,8 +161,8 @@ func TestServerHealthz(t *testing.T) {
 
 func TestServerValidate(t *testing.T) {
 	cert := newCert(t, "webhook")
-	v := &fakeValidator{decide: func(context.Context, dryrun.Request) dryrun.Decision {
-		return dryrun.Decision{Reason: "Service 'api' not found"}
+	v := &fakeValidator{decide: func(context.Context, admission.Request) admission.Decision {
+		return admission.Decision{Reason: "Service 'api' not found"}
 	}}
 	ts := startWith(t, cert, ServerOptions{Handler: NewHandler(HandlerOptions{Registry: NewRegistry(map[string]Validator{ingressKey: v})})})
 	c := client(t, cert, false)
@@ -245,10 +244,10 @@ func TestServerRequiresClientCertificateWhenCAConfigured(t *testing.T) {
 func TestServerGracefulShutdown(t *testing.T) {
 	cert := newCert(t, "webhook")
 	entered, release := make(chan struct{}), make(chan struct{})
-	v := &fakeValidator{decide: func(context.Context, dryrun.Request) dryrun.Decision {
+	v := &fakeValidator{decide: func(context.Context, admission.Request) admission.Decision {
 		close(entered)
 		<-release
-		return dryrun.Decision{Allowed: true}
+		return admission.Decision{Allowed: true}
 	}}
 	h := NewHandler(HandlerOptions{Registry: NewRegistry(map[string]Validator{ingressKey: v}), Timeout: failsafe})
 	s, err := NewServer(ServerOptions{Handler: h, CertPEM: cert.certPEM, KeyPEM: cert.keyPEM})
@@ -305,10 +304,10 @@ func TestServerShutdownTimeout(t *testing.T) {
 	cert := newCert(t, "webhook")
 	entered, release := make(chan struct{}), make(chan struct{})
 	t.Cleanup(func() { close(release) })
-	v := &fakeValidator{decide: func(context.Context, dryrun.Request) dryrun.Decision {
+	v := &fakeValidator{decide: func(context.Context, admission.Request) admission.Decision {
 		close(entered)
 		<-release
-		return dryrun.Decision{Allowed: true}
+		return admission.Decision{Allowed: true}
 	}}
 	h := NewHandler(HandlerOptions{Registry: NewRegistry(map[string]Validator{ingressKey: v}), Timeout: failsafe})
 	s, err := NewServer(ServerOptions{Handler: h, CertPEM: cert.certPEM, KeyPEM: cert.keyPEM, ShutdownTimeout: 20 * time.Millisecond})
@@ -373,8 +372,8 @@ func TestServerReadTimeoutClosesSlowConnections(t *testing.T) {
 
 func TestServerConcurrentRequestsGetTheirOwnUID(t *testing.T) {
 	cert := newCert(t, "webhook")
-	v := &fakeValidator{decide: func(_ context.Context, req dryrun.Request) dryrun.Decision {
-		return dryrun.Decision{Allowed: true, Warnings: []string{req.Object.GetName()}}
+	v := &fakeValidator{decide: func(_ context.Context, req admission.Request) admission.Decision {
+		return admission.Decision{Allowed: true, Warnings: []string{req.Object.GetName()}}
 	}}
 	ts := startWith(t, cert, ServerOptions{Handler: NewHandler(HandlerOptions{Registry: NewRegistry(map[string]Validator{ingressKey: v})})})
 	c := client(t, cert, false)

@@ -6,45 +6,25 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"github.com/haproxy-template/htc/pkg/admission"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/haproxy-template/htc/pkg/dryrun"
 )
 
 // Validator decides one proposed change. Implementations must honour ctx:
 // the Handler cancels it when the validation deadline (5 s by default)
 // passes, and answers with a denial without waiting any longer.
-//
-// The interface method is named Validate; wrap a *dryrun.DryRunValidator,
-// whose method is ValidateDirect, with DryRun.
 type Validator interface {
-	// Validate returns the decision for req.
-	Validate(ctx context.Context, req dryrun.Request) dryrun.Decision
+	// Admit returns the decision for req.
+	Admit(ctx context.Context, req admission.Request) admission.Decision
 }
 
-// ValidatorFunc adapts a function to Validator, e.g. the controller's
-// validator for HAProxyTemplateConfig objects.
-type ValidatorFunc func(ctx context.Context, req dryrun.Request) dryrun.Decision
+// ValidatorFunc adapts a function to Validator, e.g. an
+// admission.Admitter's Resource or Config method.
+type ValidatorFunc func(ctx context.Context, req admission.Request) admission.Decision
 
-// Validate calls f.
-func (f ValidatorFunc) Validate(ctx context.Context, req dryrun.Request) dryrun.Decision {
+// Admit calls f.
+func (f ValidatorFunc) Admit(ctx context.Context, req admission.Request) admission.Decision {
 	return f(ctx, req)
-}
-
-// DryRun adapts v's ValidateDirect to Validator. A nil v yields a nil
-// Validator, which the Handler treats as "no validator configured" (allow and
-// warn), never as a nil-pointer panic.
-func DryRun(v *dryrun.DryRunValidator) Validator {
-	if v == nil {
-		return nil
-	}
-	return dryRunValidator{v: v}
-}
-
-type dryRunValidator struct{ v *dryrun.DryRunValidator }
-
-func (d dryRunValidator) Validate(ctx context.Context, req dryrun.Request) dryrun.Decision {
-	return d.v.ValidateDirect(ctx, req)
 }
 
 // GVKString formats gvk as the registry key: "version.Kind" for the core

@@ -6,11 +6,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/haproxy-template/htc/pkg/dryrun"
+	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/haproxy-template/htc/pkg/store"
+	"github.com/haproxy-template/htc/pkg/watched"
 )
 
 func TestGVKString(t *testing.T) {
@@ -104,24 +104,13 @@ func TestRegistryConcurrentReadsDuringSwaps(t *testing.T) {
 	wg.Wait()
 }
 
-func TestDryRunAdapter(t *testing.T) {
-	assert.Nil(t, DryRun(nil), "a nil DryRunValidator is no validator")
-
-	// A DryRunValidator with no state denies: proof the adapter calls ValidateDirect.
-	v := DryRun(dryrun.NewDryRunValidator(nil))
-	require.NotNil(t, v)
-	d := v.Validate(context.Background(), dryrun.Request{Operation: store.Create})
-	assert.False(t, d.Allowed)
-	assert.Contains(t, d.Reason, "no valid configuration")
-}
-
 func TestValidatorFunc(t *testing.T) {
-	var got dryrun.Request
-	v := ValidatorFunc(func(_ context.Context, req dryrun.Request) dryrun.Decision {
+	var got admission.Request
+	v := ValidatorFunc(func(_ context.Context, req admission.Request) admission.Decision {
 		got = req
-		return dryrun.Decision{Allowed: true, Warnings: []string{"w"}}
+		return admission.Decision{Allowed: true, Warnings: []string{"w"}}
 	})
-	d := v.Validate(context.Background(), dryrun.Request{Operation: store.Update})
+	d := v.Admit(context.Background(), admission.Request{Change: watched.Change{Operation: store.Update}})
 	assert.Equal(t, store.Update, got.Operation)
 	assert.Equal(t, []string{"w"}, d.Warnings)
 }

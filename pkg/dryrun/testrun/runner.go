@@ -1,43 +1,44 @@
-package dryrun
+package testrun
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/haproxy"
 	"github.com/haproxy-template/htc/pkg/phase"
 	"github.com/haproxy-template/htc/pkg/render"
+	"github.com/haproxy-template/htc/pkg/watched"
 )
 
-// TestStatus is the outcome of one validation test.
-type TestStatus string
+// Status is the outcome of one validation test.
+type Status string
 
-// Test outcomes. Only TestPassed counts as passed.
+// Test outcomes. Only StatusPassed counts as passed.
 const (
-	// TestPassed means every assertion held.
-	TestPassed TestStatus = "passed"
-	// TestFailed means an assertion failed or rendering failed unexpectedly.
-	TestFailed TestStatus = "failed"
-	// TestTimedOut means the run's deadline passed while the test ran.
-	TestTimedOut TestStatus = "timed out"
-	// TestNotRun means the run ended (deadline or cancellation) before the test started.
-	TestNotRun TestStatus = "not run"
+	// StatusPassed means every assertion held.
+	StatusPassed Status = "passed"
+	// StatusFailed means an assertion failed or rendering failed unexpectedly.
+	StatusFailed Status = "failed"
+	// StatusTimedOut means the run's deadline passed while the test ran.
+	StatusTimedOut Status = "timed out"
+	// StatusNotRun means the run ended (deadline or cancellation) before the test started.
+	StatusNotRun Status = "not run"
 )
 
-// TestResult is the outcome of one validation test.
-type TestResult struct {
+// Result is the outcome of one validation test.
+type Result struct {
 	// Name is the test's key in spec.validationTests.
 	Name string `json:"name"`
 	// Description is the test's description.
 	Description string `json:"description,omitempty"`
 	// Status is the outcome.
-	Status TestStatus `json:"status"`
+	Status Status `json:"status"`
 	// RenderError is the simplified rendering error, when rendering failed
 	// and the test did not expect it.
 	RenderError string `json:"renderError,omitempty"`
@@ -47,10 +48,10 @@ type TestResult struct {
 	Duration time.Duration `json:"durationNanos"`
 }
 
-// TestReport is the outcome of a test run.
-type TestReport struct {
+// Report is the outcome of a test run.
+type Report struct {
 	// Results, sorted by test name.
-	Results []TestResult `json:"results"`
+	Results []Result `json:"results"`
 	// Passed and Total count tests; Total-Passed failed, timed out or did not run.
 	Passed int `json:"passed"`
 	Total  int `json:"total"`
@@ -59,17 +60,17 @@ type TestReport struct {
 }
 
 // OK reports whether every test ran and passed.
-func (r *TestReport) OK() bool { return r.Passed == r.Total }
+func (r *Report) OK() bool { return r.Passed == r.Total }
 
 // Err is nil when every test passed, else a *phase.Error with phase tests and
 // the reason "N/M validation tests failed: name: problem; …".
-func (r *TestReport) Err() error {
+func (r *Report) Err() error {
 	if r.OK() {
 		return nil
 	}
 	var parts []string
 	for _, res := range r.Results {
-		if res.Status == TestPassed {
+		if res.Status == StatusPassed {
 			continue
 		}
 		parts = append(parts, res.Name+": "+res.Problem())
@@ -79,11 +80,11 @@ func (r *TestReport) Err() error {
 }
 
 // Problem says in one line why a test did not pass ("" when it passed).
-func (t TestResult) Problem() string {
+func (t Result) Problem() string {
 	switch t.Status {
-	case TestPassed:
+	case StatusPassed:
 		return ""
-	case TestTimedOut, TestNotRun:
+	case StatusTimedOut, StatusNotRun:
 		return string(t.Status)
 	}
 	var p []string
@@ -94,8 +95,8 @@ func (t TestResult) Problem() string {
 	return strings.Join(p, ", ")
 }
 
-// TestOptions tune a test run.
-type TestOptions struct {
+// Options tune a test run.
+type Options struct {
 	// Workers is the number of tests run at once; 1 (the webhook's setting)
 	// runs them sequentially. Zero means 1.
 	Workers int
@@ -104,28 +105,46 @@ type TestOptions struct {
 	Timeout time.Duration
 	// Only restricts the run to these test names (all when empty).
 	Only []string
-	// TempDir is the parent of the per-test bundle directories ("" = os.TempDir()).
-	TempDir string
 }
 
-// DefaultTestTimeout bounds a test run when TestOptions.Timeout is zero.
-const DefaultTestTimeout = 60 * time.Second
+// DefaultTimeout bounds a test run when Options.Timeout is zero.
+const DefaultTimeout = 60 * time.Second
 
-// TestRunner runs a config's embedded validation tests.
-type TestRunner struct {
+// Renderer renders a config's templates (a *render.Engine).
+type Renderer interface {
+	// Render renders the bundle over in.
+	Render(ctx context.Context, in render.Input) (*bundle.Bundle, error)
+	// DataContext is the render context as plain data, for jsonpath.
+	DataContext(in render.Input) map[string]any
+}
+
+// Checker checks a rendered bundle (a *haproxy.Checker); the haproxy_valid
+// assertion calls it.
+type Checker interface {
+	// Check runs every check phase on b.
+	Check(ctx context.Context, b *bundle.Bundle) (*haproxy.Result, error)
+}
+
+// Runner runs a config's embedded validation tests.
+type Runner struct {
 	spec    *config.HAProxyTemplateConfigSpec
-	engine  *render.Engine
-	checker *haproxy.Checker
+	model   *watched.Model
+	engine  Renderer
+	checker Checker
+	baseDir string
 }
 
-// NewTestRunner returns a runner for spec's tests, rendering with engine
-// (built from the same spec) and checking with checker.
-func NewTestRunner(spec *config.HAProxyTemplateConfigSpec, engine *render.Engine, checker *haproxy.Checker) *TestRunner {
-	return &TestRunner{spec: spec, engine: engine, checker: checker}
+// New returns a runner for spec's tests: fixtures fill the stores model
+// describes, engine (built from the same spec) renders them for baseDir
+// (the directory pathFor resolves against), and checker serves the
+// haproxy_valid assertion. A nil checker fails every haproxy_valid
+// assertion with a message saying no checker is configured.
+func New(spec *config.HAProxyTemplateConfigSpec, model *watched.Model, engine Renderer, checker Checker, baseDir string) *Runner {
+	return &Runner{spec: spec, model: model, engine: engine, checker: checker, baseDir: baseDir}
 }
 
 // Names returns the test names, sorted.
-func (r *TestRunner) Names() []string {
+func (r *Runner) Names() []string {
 	names := make([]string, 0, len(r.spec.ValidationTests))
 	for n := range r.spec.ValidationTests {
 		names = append(names, n)
@@ -137,7 +156,7 @@ func (r *TestRunner) Names() []string {
 // Run runs the tests and reports every one of them: a test that timed out or
 // never ran is counted as failed, never as passed. An unknown name in
 // opts.Only is an error.
-func (r *TestRunner) Run(ctx context.Context, opts TestOptions) (*TestReport, error) {
+func (r *Runner) Run(ctx context.Context, opts Options) (*Report, error) {
 	names := r.Names()
 	if len(opts.Only) > 0 {
 		for _, n := range opts.Only {
@@ -151,13 +170,13 @@ func (r *TestRunner) Run(ctx context.Context, opts TestOptions) (*TestReport, er
 	workers := max(opts.Workers, 1)
 	timeout := opts.Timeout
 	if timeout <= 0 {
-		timeout = DefaultTestTimeout
+		timeout = DefaultTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
 	start := time.Now()
-	results := make([]TestResult, len(names))
+	results := make([]Result, len(names))
 	jobs := make(chan int)
 	var wg sync.WaitGroup
 	for range min(workers, len(names)) {
@@ -165,27 +184,27 @@ func (r *TestRunner) Run(ctx context.Context, opts TestOptions) (*TestReport, er
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				results[i] = r.runOne(ctx, names[i], opts.TempDir)
+				results[i] = r.runOne(ctx, names[i])
 			}
 		}()
 	}
 	for i, n := range names {
 		if ctx.Err() != nil {
-			results[i] = TestResult{Name: n, Description: r.spec.ValidationTests[n].Description, Status: TestNotRun}
+			results[i] = Result{Name: n, Description: r.spec.ValidationTests[n].Description, Status: StatusNotRun}
 			continue
 		}
 		select {
 		case jobs <- i:
 		case <-ctx.Done():
-			results[i] = TestResult{Name: n, Description: r.spec.ValidationTests[n].Description, Status: TestNotRun}
+			results[i] = Result{Name: n, Description: r.spec.ValidationTests[n].Description, Status: StatusNotRun}
 		}
 	}
 	close(jobs)
 	wg.Wait()
 
-	report := &TestReport{Results: results, Total: len(results), Duration: time.Since(start)}
+	report := &Report{Results: results, Total: len(results), Duration: time.Since(start)}
 	for _, res := range results {
-		if res.Status == TestPassed {
+		if res.Status == StatusPassed {
 			report.Passed++
 		}
 	}
@@ -193,37 +212,30 @@ func (r *TestRunner) Run(ctx context.Context, opts TestOptions) (*TestReport, er
 }
 
 // runOne renders one test's fixtures and evaluates its assertions.
-func (r *TestRunner) runOne(ctx context.Context, name, tempDir string) (res TestResult) {
+func (r *Runner) runOne(ctx context.Context, name string) (res Result) {
 	test := r.spec.ValidationTests[name]
 	start := time.Now()
-	res = TestResult{Name: name, Description: test.Description}
+	res = Result{Name: name, Description: test.Description}
 	defer func() {
 		res.Duration = time.Since(start)
 		switch {
-		case ctx.Err() != nil && res.Status != TestPassed:
-			res.Status = TestTimedOut
+		case ctx.Err() != nil && res.Status != StatusPassed:
+			res.Status = StatusTimedOut
 		case res.RenderError != "" || len(res.Failures) > 0:
-			res.Status = TestFailed
+			res.Status = StatusFailed
 		default:
-			res.Status = TestPassed
+			res.Status = StatusPassed
 		}
 	}()
 	if ctx.Err() != nil {
 		return res
 	}
-	stores, err := fixtureStores(r.spec, test)
+	stores, err := fixtureStores(r.model, test)
 	if err != nil {
 		res.Failures = append(res.Failures, err.Error())
 		return res
 	}
-	ws, err := haproxy.NewWorkspace(tempDir)
-	if err != nil {
-		res.Failures = append(res.Failures, err.Error())
-		return res
-	}
-	defer ws.Remove()
-
-	in := render.Input{Stores: stores, BaseDir: ws.Dir()}
+	in := render.Input{Stores: stores, BaseDir: r.baseDir}
 	bdl, renderErr := r.engine.Render(ctx, in)
 	ev := &evaluator{ctx: ctx, runner: r, in: in, bundle: bdl, renderErr: renderErr}
 	expectsRenderError := false
@@ -233,7 +245,7 @@ func (r *TestRunner) runOne(ctx context.Context, name, tempDir string) (res Test
 		}
 	}
 	if renderErr != nil && !expectsRenderError {
-		res.RenderError = Reason(renderErr)
+		res.RenderError = phase.Reason(renderErr)
 		return res
 	}
 	for _, a := range test.Assertions {
@@ -242,17 +254,4 @@ func (r *TestRunner) runOne(ctx context.Context, name, tempDir string) (res Test
 		}
 	}
 	return res
-}
-
-// Reason is the short, user-readable message of a pipeline error: the
-// *phase.Error's Reason when there is one, else the error text.
-func Reason(err error) string {
-	var pe *phase.Error
-	if errors.As(err, &pe) {
-		return pe.Reason
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return "timed out"
-	}
-	return err.Error()
 }

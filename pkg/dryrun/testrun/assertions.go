@@ -1,4 +1,4 @@
-package dryrun
+package testrun
 
 import (
 	"bytes"
@@ -11,13 +11,14 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/phase"
 	"github.com/haproxy-template/htc/pkg/render"
 )
 
 // evaluator evaluates the assertions of one test against one rendering.
 type evaluator struct {
 	ctx       context.Context
-	runner    *TestRunner
+	runner    *Runner
 	in        render.Input
 	bundle    *bundle.Bundle
 	renderErr error
@@ -37,25 +38,28 @@ func (e *evaluator) check(a config.Assertion) string {
 		if e.renderErr == nil {
 			return fmt.Sprintf("expected a rendering error matching /%s/, but rendering succeeded", a.Pattern)
 		}
-		reason := Reason(e.renderErr)
+		reason := phase.Reason(e.renderErr)
 		if !mustCompile(a.Pattern).MatchString(reason) {
 			return fmt.Sprintf("rendering error %q does not match /%s/", reason, a.Pattern)
 		}
 		return ""
 	}
 	if e.renderErr != nil {
-		return fmt.Sprintf("%s: rendering failed: %s", a.Type, Reason(e.renderErr))
+		return fmt.Sprintf("%s: rendering failed: %s", a.Type, phase.Reason(e.renderErr))
 	}
 	switch a.Type {
 	case config.AssertHAProxyValid:
+		if e.runner.checker == nil {
+			return "haproxy_valid: no checker is configured (render-only)"
+		}
 		if _, err := e.runner.checker.Check(e.ctx, e.bundle); err != nil {
-			return "haproxy_valid: " + Reason(err)
+			return "haproxy_valid: " + phase.Reason(err)
 		}
 		return ""
 	case config.AssertDeterministic:
 		again, err := e.runner.engine.Render(e.ctx, e.in)
 		if err != nil {
-			return "deterministic: second rendering failed: " + Reason(err)
+			return "deterministic: second rendering failed: " + phase.Reason(err)
 		}
 		if f := firstDifference(e.bundle, again); f != "" {
 			return "deterministic: two renderings differ in " + f

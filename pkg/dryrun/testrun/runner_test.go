@@ -1,4 +1,4 @@
-package dryrun_test
+package testrun_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/haproxy-template/htc/pkg/dryrun"
+	"github.com/haproxy-template/htc/pkg/dryrun/testrun"
 	"github.com/haproxy-template/htc/pkg/phase"
 )
 
@@ -73,18 +73,18 @@ spec:
 `
 
 func TestAssertions(t *testing.T) {
-	p := pipelineFor(t, assertionsConfig)
-	report, err := p.Tests.Run(context.Background(), dryrun.TestOptions{Workers: 2})
+	r := runnerFor(t, assertionsConfig)
+	report, err := r.Run(context.Background(), testrun.Options{Workers: 2})
 	require.NoError(t, err)
-	byName := map[string]dryrun.TestResult{}
+	byName := map[string]testrun.Result{}
 	for _, r := range report.Results {
 		byName[r.Name] = r
 	}
-	assert.Equal(t, dryrun.TestPassed, byName["all-pass"].Status, byName["all-pass"].Problem())
-	assert.Equal(t, dryrun.TestPassed, byName["expected-failure"].Status, byName["expected-failure"].Problem())
+	assert.Equal(t, testrun.StatusPassed, byName["all-pass"].Status, byName["all-pass"].Problem())
+	assert.Equal(t, testrun.StatusPassed, byName["expected-failure"].Status, byName["expected-failure"].Problem())
 
 	failed := byName["every-assertion-fails"]
-	assert.Equal(t, dryrun.TestFailed, failed.Status)
+	assert.Equal(t, testrun.StatusFailed, failed.Status)
 	assert.Equal(t, []string{
 		"contains: /backend z/ not found in haproxy.cfg",
 		"not_contains: /backend a/ found in haproxy.cfg at line 10",
@@ -110,10 +110,10 @@ func TestAssertions(t *testing.T) {
 }
 
 func TestWorkersGiveTheSameResults(t *testing.T) {
-	p := pipelineFor(t, assertionsConfig)
-	seq, err := p.Tests.Run(context.Background(), dryrun.TestOptions{Workers: 1})
+	r := runnerFor(t, assertionsConfig)
+	seq, err := r.Run(context.Background(), testrun.Options{Workers: 1})
 	require.NoError(t, err)
-	par, err := p.Tests.Run(context.Background(), dryrun.TestOptions{Workers: 4})
+	par, err := r.Run(context.Background(), testrun.Options{Workers: 4})
 	require.NoError(t, err)
 	require.Equal(t, len(seq.Results), len(par.Results))
 	for i := range seq.Results {
@@ -124,31 +124,31 @@ func TestWorkersGiveTheSameResults(t *testing.T) {
 }
 
 func TestOnly(t *testing.T) {
-	p := pipelineFor(t, assertionsConfig)
-	r, err := p.Tests.Run(context.Background(), dryrun.TestOptions{Only: []string{"expected-failure"}})
+	r := runnerFor(t, assertionsConfig)
+	rep, err := r.Run(context.Background(), testrun.Options{Only: []string{"expected-failure"}})
 	require.NoError(t, err)
-	assert.Equal(t, 1, r.Total)
-	assert.True(t, r.OK())
-	_, err = p.Tests.Run(context.Background(), dryrun.TestOptions{Only: []string{"nope"}})
+	assert.Equal(t, 1, rep.Total)
+	assert.True(t, rep.OK())
+	_, err = r.Run(context.Background(), testrun.Options{Only: []string{"nope"}})
 	assert.ErrorContains(t, err, `no validation test named "nope"`)
 }
 
 // A run whose deadline has passed reports every test as failed (timed out or
 // not run), never as passed.
 func TestTimeoutNeverPasses(t *testing.T) {
-	p := pipelineFor(t, assertionsConfig)
+	r := runnerFor(t, assertionsConfig)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	r, err := p.Tests.Run(ctx, dryrun.TestOptions{Workers: 1, Timeout: time.Minute})
+	rep, err := r.Run(ctx, testrun.Options{Workers: 1, Timeout: time.Minute})
 	require.NoError(t, err)
-	assert.Equal(t, 0, r.Passed)
-	assert.False(t, r.OK())
-	for _, res := range r.Results {
-		assert.Contains(t, []dryrun.TestStatus{dryrun.TestNotRun, dryrun.TestTimedOut}, res.Status, res.Name)
+	assert.Equal(t, 0, rep.Passed)
+	assert.False(t, rep.OK())
+	for _, res := range rep.Results {
+		assert.Contains(t, []testrun.Status{testrun.StatusNotRun, testrun.StatusTimedOut}, res.Status, res.Name)
 	}
-	assert.Contains(t, r.Err().Error(), "5/5 validation tests failed: all-pass: ")
+	assert.Contains(t, rep.Err().Error(), "5/5 validation tests failed: all-pass: ")
 
-	r, err = p.Tests.Run(context.Background(), dryrun.TestOptions{Workers: 1, Timeout: time.Nanosecond})
+	rep, err = r.Run(context.Background(), testrun.Options{Workers: 1, Timeout: time.Nanosecond})
 	require.NoError(t, err)
-	assert.Equal(t, 0, r.Passed, "a 1ns deadline passes nothing")
+	assert.Equal(t, 0, rep.Passed, "a 1ns deadline passes nothing")
 }

@@ -1,4 +1,4 @@
-package dryrun_test
+package admission_test
 
 import (
 	"context"
@@ -10,11 +10,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/haproxy-template/htc/pkg/dryrun"
+	"github.com/haproxy-template/htc/pkg/admission"
+	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/phase"
 	"github.com/haproxy-template/htc/pkg/store"
+	"github.com/haproxy-template/htc/pkg/watched"
 )
 
 var (
@@ -73,41 +76,53 @@ func service(name string, annotations string) string {
 	return `{apiVersion: v1, kind: Service, metadata: {name: ` + name + `, namespace: default, labels: {routed: "yes"}` + annotations + `}}`
 }
 
-func newValidator(t *testing.T) (*dryrun.DryRunValidator, map[string]*store.Store) {
+func newValidator(t *testing.T) (*admission.Admitter, map[string]*store.Store) {
 	t.Helper()
 	p := pipelineFor(t, strings.Replace(routingConfig, "{{- $svc := $.resources.services.Get $ing.metadata.namespace $ing.spec.rules0service }}\n", "", 1))
-	stores, err := dryrun.NewStores(&p.Config.Spec)
-	require.NoError(t, err)
+	stores := p.Model.NewStores()
 	require.NoError(t, stores["services"].Add(obj(t, service("echo", ""))))
 	require.NoError(t, stores["ingresses"].Add(obj(t, ingress(t, "echo", "echo.example.com", "echo"))))
-	return dryrun.NewDryRunValidator(&dryrun.State{Pipeline: p, Stores: stores}), stores
+	a := &admission.Admitter{Env: testEnv(t)}
+	a.SetState(&admission.State{Pipeline: p, Stores: stores})
+	return a, stores
 }
 
-func TestValidateDirectOperations(t *testing.T) {
+// req is an admission request of one change.
+func req(gvr schema.GroupVersionResource, op store.Operation, obj, old *unstructured.Unstructured) admission.Request {
+	return admission.Request{Change: watched.Change{Resource: gvr, Operation: op, Object: obj, OldObject: old}}
+}
+
+// configReq is the admission request of a proposed config given as YAML.
+func configReq(t *testing.T, doc string) admission.Request {
+	t.Helper()
+	return req(config.GroupVersion.WithResource(config.Resource), store.Update, obj(t, doc), nil)
+}
+
+func TestResourceOperations(t *testing.T) {
 	v, stores := newValidator(t)
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name   string
-		req    dryrun.Request
+		req    admission.Request
 		allow  bool
 		reason string
 		phase  phase.Phase
 	}{
-		{"CREATE of a routable Ingress", dryrun.Request{Resource: ingressesGVR, Operation: store.Create, Object: obj(t, ingress(t, "new", "new.example.com", "echo"))}, true, "", ""},
-		{"CREATE of an Ingress to a missing Service", dryrun.Request{Resource: ingressesGVR, Operation: store.Create, Object: obj(t, ingress(t, "api", "api.example.com", "api"))}, false, "Service 'api' not found", phase.Render},
-		{"UPDATE that breaks the existing Ingress", dryrun.Request{Resource: ingressesGVR, Operation: store.Update, Object: obj(t, ingress(t, "echo", "echo.example.com", "gone")), OldObject: obj(t, ingress(t, "echo", "echo.example.com", "echo"))}, false, "Service 'gone' not found", phase.Render},
-		{"DELETE of a Service an Ingress needs", dryrun.Request{Resource: servicesGVR, Operation: store.Delete, OldObject: obj(t, service("echo", ""))}, false, "Service 'echo' not found", phase.Render},
-		{"UPDATE moving a Service out of the label selector is a delete", dryrun.Request{Resource: servicesGVR, Operation: store.Update,
-			Object: obj(t, `{apiVersion: v1, kind: Service, metadata: {name: echo, namespace: default}}`), OldObject: obj(t, service("echo", ""))}, false, "Service 'echo' not found", phase.Render},
-		{"CREATE outside the label selector changes nothing", dryrun.Request{Resource: servicesGVR, Operation: store.Create,
-			Object: obj(t, `{apiVersion: v1, kind: Service, metadata: {name: other, namespace: default, annotations: {timeout: "bogus"}}}`)}, true, "", ""},
-		{"an invalid HAProxy value is a semantic denial", dryrun.Request{Resource: servicesGVR, Operation: store.Update,
-			Object: obj(t, service("echo", `, annotations: {timeout: "abc"}`)), OldObject: obj(t, service("echo", ""))}, false, "", phase.Semantic},
-		{"a resource nobody watches is allowed", dryrun.Request{Resource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Operation: store.Create,
-			Object: obj(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: default}}`)}, true, "", ""},
+		{"CREATE of a routable Ingress", req(ingressesGVR, store.Create, obj(t, ingress(t, "new", "new.example.com", "echo")), nil), true, "", ""},
+		{"CREATE of an Ingress to a missing Service", req(ingressesGVR, store.Create, obj(t, ingress(t, "api", "api.example.com", "api")), nil), false, "Service 'api' not found", phase.Render},
+		{"UPDATE that breaks the existing Ingress", req(ingressesGVR, store.Update, obj(t, ingress(t, "echo", "echo.example.com", "gone")), obj(t, ingress(t, "echo", "echo.example.com", "echo"))), false, "Service 'gone' not found", phase.Render},
+		{"DELETE of a Service an Ingress needs", req(servicesGVR, store.Delete, nil, obj(t, service("echo", ""))), false, "Service 'echo' not found", phase.Render},
+		{"UPDATE moving a Service out of the label selector is a delete", req(servicesGVR, store.Update,
+			obj(t, `{apiVersion: v1, kind: Service, metadata: {name: echo, namespace: default}}`), obj(t, service("echo", ""))), false, "Service 'echo' not found", phase.Render},
+		{"CREATE outside the label selector changes nothing", req(servicesGVR, store.Create,
+			obj(t, `{apiVersion: v1, kind: Service, metadata: {name: other, namespace: default, annotations: {timeout: "bogus"}}}`), nil), true, "", ""},
+		{"an invalid HAProxy value is a semantic denial", req(servicesGVR, store.Update,
+			obj(t, service("echo", `, annotations: {timeout: "abc"}`)), obj(t, service("echo", ""))), false, "", phase.Semantic},
+		{"a resource nobody watches is allowed", req(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, store.Create,
+			obj(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: default}}`), nil), true, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := v.ValidateDirect(ctx, tc.req)
+			d := v.Resource(ctx, tc.req)
 			assert.Equal(t, tc.allow, d.Allowed, d.Reason)
 			if tc.reason != "" {
 				assert.Equal(t, tc.reason, d.Reason)
@@ -144,7 +159,7 @@ func TestInjectedLuaLoadNeverRuns(t *testing.T) {
 	} {
 		svc := obj(t, service("echo", ""))
 		svc.SetAnnotations(map[string]string{"timeout": value})
-		d := v.ValidateDirect(context.Background(), dryrun.Request{Resource: servicesGVR, Operation: store.Update, Object: svc, OldObject: obj(t, service("echo", ""))})
+		d := v.Resource(context.Background(), req(servicesGVR, store.Update, svc, obj(t, service("echo", ""))))
 		assert.False(t, d.Allowed)
 		assert.Equal(t, phase.Policy, d.Phase, d.Reason)
 		assert.Contains(t, d.Reason, "lua-load")
@@ -156,46 +171,54 @@ func TestInjectedLuaLoadNeverRuns(t *testing.T) {
 
 func TestTestsAreCachedByConfigHash(t *testing.T) {
 	v, _ := newValidator(t)
-	req := dryrun.Request{Resource: ingressesGVR, Operation: store.Create, Object: obj(t, ingress(t, "new", "new.example.com", "echo"))}
-	first := v.ValidateDirect(context.Background(), req)
+	req := req(ingressesGVR, store.Create, obj(t, ingress(t, "new", "new.example.com", "echo")), nil)
+	first := v.Resource(context.Background(), req)
 	require.True(t, first.Allowed, first.Reason)
-	assert.False(t, first.TestsCached)
-	second := v.ValidateDirect(context.Background(), req)
+	assert.False(t, first.Verdict.TestsCached)
+	second := v.Resource(context.Background(), req)
 	require.True(t, second.Allowed)
-	assert.True(t, second.TestsCached)
+	assert.True(t, second.Verdict.TestsCached)
 }
 
 func TestFailingEmbeddedTestDenies(t *testing.T) {
 	cfg := strings.Replace(routingConfig, "assertions: [{type: haproxy_valid}]", "assertions: [{type: contains, pattern: 'maxconn 5000'}]", 1)
 	cfg = strings.Replace(cfg, "{{- $svc := $.resources.services.Get $ing.metadata.namespace $ing.spec.rules0service }}\n", "", 1)
 	p := pipelineFor(t, cfg)
-	stores, err := dryrun.NewStores(&p.Config.Spec)
-	require.NoError(t, err)
-	v := dryrun.NewDryRunValidator(&dryrun.State{Pipeline: p, Stores: stores})
-	d := v.ValidateDirect(context.Background(), dryrun.Request{Resource: servicesGVR, Operation: store.Create, Object: obj(t, service("echo", ""))})
+	v := &admission.Admitter{Env: testEnv(t)}
+	v.SetState(&admission.State{Pipeline: p, Stores: p.Model.NewStores()})
+	d := v.Resource(context.Background(), req(servicesGVR, store.Create, obj(t, service("echo", "")), nil))
 	assert.False(t, d.Allowed)
 	assert.Equal(t, phase.Tests, d.Phase)
 	assert.Equal(t, "1/1 validation tests failed: renders: contains: /maxconn 5000/ not found in haproxy.cfg", d.Reason)
 }
 
-func TestValidateConfig(t *testing.T) {
+func TestConfig(t *testing.T) {
 	v, _ := newValidator(t)
-	good := pipelineFor(t, strings.Replace(routingConfig, "{{- $svc := $.resources.services.Get $ing.metadata.namespace $ing.spec.rules0service }}\n", "", 1))
-	d := v.ValidateConfig(context.Background(), good)
+	good := configReq(t, strings.Replace(routingConfig, "{{- $svc := $.resources.services.Get $ing.metadata.namespace $ing.spec.rules0service }}\n", "", 1))
+	d := v.Config(context.Background(), good)
 	assert.True(t, d.Allowed, d.Reason)
 
 	// A template change that breaks rendering over the actual stores is denied.
-	broken := pipelineFor(t, strings.Replace(routingConfig, "{{- $svc := $.resources.services.Get $ing.metadata.namespace $ing.spec.rules0service }}\n",
+	broken := configReq(t, strings.Replace(routingConfig, "{{- $svc := $.resources.services.Get $ing.metadata.namespace $ing.spec.rules0service }}\n",
 		"{{- if $ing }}{{ fail \"no Ingress may exist\" }}{{ end }}\n", 1))
-	d = v.ValidateConfig(context.Background(), broken)
+	d = v.Config(context.Background(), broken)
 	assert.False(t, d.Allowed)
 	assert.Equal(t, "no Ingress may exist", d.Reason)
 }
 
-func TestDirectTimeoutDenies(t *testing.T) {
+func TestTimeoutDenies(t *testing.T) {
 	v, _ := newValidator(t)
-	v.DirectTimeout = time.Nanosecond
-	d := v.ValidateDirect(context.Background(), dryrun.Request{Resource: ingressesGVR, Operation: store.Create, Object: obj(t, ingress(t, "new", "new.example.com", "echo"))})
+	v.Timeout = time.Nanosecond
+	d := v.Resource(context.Background(), req(ingressesGVR, store.Create, obj(t, ingress(t, "new", "new.example.com", "echo")), nil))
 	assert.False(t, d.Allowed)
 	assert.Contains(t, d.Reason, "timed out")
+}
+
+// An Admitter with no configuration loaded denies every change.
+func TestNoStateDenies(t *testing.T) {
+	a := &admission.Admitter{}
+	d := a.Resource(context.Background(), req(ingressesGVR, store.Create, obj(t, ingress(t, "x", "x.example.com", "x")), nil))
+	assert.False(t, d.Allowed)
+	assert.Equal(t, admission.ReasonNoConfig, d.Reason)
+	assert.Nil(t, d.Verdict)
 }

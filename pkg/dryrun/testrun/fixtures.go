@@ -1,4 +1,4 @@
-package dryrun
+package testrun
 
 import (
 	"encoding/json"
@@ -9,37 +9,13 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/store"
+	"github.com/haproxy-template/htc/pkg/watched"
 )
-
-// NewStores returns one empty store per watched resource, keyed by store key.
-func NewStores(spec *config.HAProxyTemplateConfigSpec) (map[string]*store.Store, error) {
-	stores := make(map[string]*store.Store, len(spec.WatchedResources))
-	for key, w := range spec.WatchedResources {
-		s, err := store.New(w.IndexBy)
-		if err != nil {
-			return nil, fmt.Errorf("spec.watchedResources[%s].indexBy: %w", key, err)
-		}
-		stores[key] = s
-	}
-	return stores, nil
-}
-
-// ReadOnly returns the stores as the Set templates read.
-func ReadOnly(stores map[string]*store.Store) store.Set {
-	set := make(store.Set, len(stores))
-	for k, s := range stores {
-		set[k] = s
-	}
-	return set
-}
 
 // fixtureStores builds the stores a validation test renders over: every
 // watched resource gets a store, filled with the test's fixtures for it.
-func fixtureStores(spec *config.HAProxyTemplateConfigSpec, test config.ValidationTest) (store.Set, error) {
-	stores, err := NewStores(spec)
-	if err != nil {
-		return nil, err
-	}
+func fixtureStores(model *watched.Model, test config.ValidationTest) (store.Set, error) {
+	stores := model.NewStores()
 	keys := make([]string, 0, len(test.Fixtures))
 	for k := range test.Fixtures {
 		keys = append(keys, k)
@@ -60,7 +36,7 @@ func fixtureStores(spec *config.HAProxyTemplateConfigSpec, test config.Validatio
 			}
 		}
 	}
-	return ReadOnly(stores), nil
+	return store.ReadOnly(stores), nil
 }
 
 func decodeFixture(raw []byte, obj any) (*unstructured.Unstructured, error) {

@@ -1,0 +1,70 @@
+// Package admission decides admission requests: a proposed change of a
+// watched resource, or a proposed HAProxyTemplateConfig, is turned into the
+// state of the stores it would produce (or the pipeline it would build),
+// checked on the one check path (dryrun.Pipeline.Check), and answered with a
+// Decision. The webhook and `htc check` both call it, so the offline CLI
+// decides exactly as the webhook does.
+//
+// The path reads top to bottom:
+//
+//	Admitter.Resource(Request) (5 s)
+//	  → watched.Model.Overlay (the actual stores + the proposed change)
+//	  → dryrun.Pipeline.Check → *dryrun.Verdict
+//	  → Decision{Allowed, Reason, Phase, Warnings}
+//
+//	Admitter.Config(Request) (5 s)
+//	  → config.FromUnstructured → dryrun.Build (validation, templates)
+//	  → the actual stores the proposed config would watch
+//	  → dryrun.Pipeline.Check → Decision
+package admission
+
+import (
+	"github.com/haproxy-template/htc/pkg/dryrun"
+	"github.com/haproxy-template/htc/pkg/phase"
+	"github.com/haproxy-template/htc/pkg/watched"
+)
+
+// Request is one proposed change, as the webhook decoded it from an
+// AdmissionReview (or `htc check` from files).
+type Request struct {
+	watched.Change
+}
+
+// Decision is the answer to one Request.
+type Decision struct {
+	// Allowed is true when the change may be admitted.
+	Allowed bool
+	// Reason is the short, user-readable denial reason (empty when allowed).
+	Reason string
+	// Phase is the phase that denied (empty when allowed).
+	Phase phase.Phase
+	// Warnings are shown to the user with an allowed change.
+	Warnings []string
+	// Verdict is the check behind the decision; nil when none ran (the
+	// change touches no watched store, or was denied before rendering).
+	Verdict *dryrun.Verdict
+}
+
+// Allow admits a change, with warnings.
+func Allow(warnings ...string) Decision {
+	return Decision{Allowed: true, Warnings: warnings}
+}
+
+// Deny rejects a change for reason, found in phase ph.
+func Deny(ph phase.Phase, reason string) Decision {
+	if reason == "" {
+		reason = "the change was denied without a reason"
+	}
+	return Decision{Phase: ph, Reason: reason}
+}
+
+// fromVerdict admits a change whose configuration passed every check and
+// denies one whose configuration failed, with the verdict's reason.
+func fromVerdict(v *dryrun.Verdict) Decision {
+	d := Allow(v.Warnings...)
+	if !v.Passed() {
+		d = Deny(v.Phase, v.Reason)
+	}
+	d.Verdict = v
+	return d
+}

@@ -1,0 +1,118 @@
+package dryrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/phase"
+	"github.com/haproxy-template/htc/pkg/store"
+)
+
+// Verdict is what one check learned about one state of the stores: whether
+// the configuration rendered from it passes every phase, and if not, where
+// it failed and why.
+type Verdict struct {
+	// Phase is the phase that failed; empty when the configuration passed.
+	Phase phase.Phase
+	// Reason is the short, user-readable failure (empty when it passed).
+	Reason string
+	// Err is the underlying failure (nil when it passed).
+	Err error
+	// TimedOut reports that the check ran out of time (Phase is the phase
+	// it was in); the configuration itself may be fine.
+	TimedOut bool
+	// Warnings are HAProxy's simplified warnings of a passing check.
+	Warnings []string
+	// Durations are the times of the phases that ran (render, policy,
+	// syntax, schema, semantic, tests), also when one failed.
+	Durations map[phase.Phase]time.Duration
+	// Bundle is the rendered configuration (nil when rendering failed).
+	Bundle *bundle.Bundle
+	// BundleHash is Bundle.Hash() (empty when rendering failed).
+	BundleHash string
+	// TestsCached reports that the embedded tests' report came from the
+	// cache.
+	TestsCached bool
+}
+
+// Passed reports whether the configuration passed every phase.
+func (v *Verdict) Passed() bool { return v.Phase == "" && v.Err == nil }
+
+// Check renders the configuration over stores and checks it: render →
+// policy → syntax → schema → `haproxy -c` (render and check bounded by the
+// render-check timeout, 30 s by default) → the embedded tests (Workers: 1,
+// 60 s, cached by config hash). ctx bounds the whole check. It is the one
+// check path: admission of a watched resource or of a config, htc check and
+// the controller's live loop all call it.
+func (p *Pipeline) Check(ctx context.Context, stores store.Set) *Verdict {
+	v := &Verdict{Durations: map[phase.Phase]time.Duration{}}
+	if p.checker == nil {
+		return v.fail(ctx, &phase.Error{Phase: phase.Semantic, Reason: "no HAProxy checker is configured"})
+	}
+	if err := p.renderAndCheck(ctx, stores, v); err != nil {
+		return v.fail(ctx, err)
+	}
+	start := time.Now()
+	report, cached, err := p.Tests(ctx)
+	v.Durations[phase.Tests] = time.Since(start)
+	if err == nil {
+		err = report.Err()
+	}
+	if err != nil {
+		return v.fail(ctx, &phase.Error{Phase: phase.Tests, Reason: phase.Reason(err), Err: err})
+	}
+	v.TestsCached = cached
+	return v
+}
+
+// renderAndCheck renders and checks under the render-check timeout,
+// recording the bundle, its hash, the warnings and the durations in v.
+func (p *Pipeline) renderAndCheck(ctx context.Context, stores store.Set, v *Verdict) error {
+	ctx, cancel := context.WithTimeout(ctx, orDefault(p.env.RenderCheckTimeout, DefaultRenderCheckTimeout))
+	defer cancel()
+	start := time.Now()
+	b, err := p.Render(ctx, stores)
+	v.Durations[phase.Render] = time.Since(start)
+	if err != nil {
+		return err
+	}
+	v.Bundle, v.BundleHash = b, b.Hash()
+	res, err := p.checker.Check(ctx, b)
+	if res != nil {
+		for ph, d := range res.Durations {
+			v.Durations[ph] = d
+		}
+		v.Warnings = res.Warnings
+	}
+	return err
+}
+
+// fail records err in v and returns v. A deadline says which phase ran out
+// of time instead of the phase's own message.
+func (v *Verdict) fail(ctx context.Context, err error) *Verdict {
+	v.Err = err
+	v.Phase, _ = phase.Of(err)
+	if v.Phase == "" {
+		v.Phase = phase.Semantic // the checker's own failure (haproxy did not start)
+	}
+	v.Reason = phase.Reason(err)
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		v.TimedOut = true
+		what := "rendering and checking the configuration"
+		if v.Phase == phase.Tests {
+			what = "the embedded validation tests"
+		}
+		v.Reason = fmt.Sprintf("validation timed out during %s", what)
+	}
+	return v
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}

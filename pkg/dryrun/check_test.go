@@ -1,0 +1,176 @@
+package dryrun_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/dryrun"
+	"github.com/haproxy-template/htc/pkg/phase"
+	"github.com/haproxy-template/htc/pkg/store"
+)
+
+// checkConfig renders one backend per Service; a Service's "line"
+// annotation is written into its backend as is (no safe helper), so tests
+// can reach every phase; "fail" makes the template fail with its value.
+const checkConfig = `
+apiVersion: haproxy-template.io/v1alpha1
+kind: HAProxyTemplateConfig
+metadata: {name: t, namespace: x}
+spec:
+  watchedResources:
+    services: {apiVersion: v1, resources: services, indexBy: [metadata.namespace, metadata.name]}
+  haproxyConfig:
+    template: |
+      global
+        maxconn 100
+      defaults
+        mode http
+        timeout connect 1s
+        timeout client 1s
+        timeout server 1s
+      frontend f
+        bind 127.0.0.1:18080
+        http-request set-var(txn.x) req.hdr(host),map({{ pathFor "map" "names.map" }})
+      {{- range .resources.services.List }}
+      {{- with .metadata.annotations }}{{ with .fail }}{{ fail . }}{{ end }}{{ end }}
+      backend {{ word .metadata.name }}
+        http-request return status 200
+      {{- with .metadata.annotations }}{{ with .line }}
+        {{ . }}
+      {{- end }}{{ end }}
+      {{- end }}
+  maps:
+    names.map: {template: "{{ range .resources.services.List }}{{ .metadata.name }} 1\n{{ end }}"}
+  validationTests:
+    renders:
+      fixtures: {services: [{apiVersion: v1, kind: Service, metadata: {name: a, namespace: x}}]}
+      assertions: [{type: haproxy_valid}]
+`
+
+func svc(t testing.TB, name, annotations string) string {
+	return `{apiVersion: v1, kind: Service, metadata: {name: ` + name + `, namespace: x` + annotations + `}}`
+}
+
+// storesWith returns the pipeline's stores holding the given Services.
+func storesWith(t *testing.T, p *dryrun.Pipeline, services ...string) store.Set {
+	t.Helper()
+	stores := p.Model.NewStores()
+	for _, s := range services {
+		require.NoError(t, stores["services"].Add(obj(t, s)))
+	}
+	return store.ReadOnly(stores)
+}
+
+func TestCheckVerdicts(t *testing.T) {
+	p := pipelineFor(t, checkConfig, testEnv(t))
+	for _, tc := range []struct {
+		name   string
+		svc    string
+		phase  phase.Phase
+		reason string // a regular expression; "" when it passes
+	}{
+		{"passes", svc(t, "a", ""), "", ""},
+		{"template fail", svc(t, "a", `, annotations: {fail: "Service 'a' is broken"}`), phase.Render, `^Service 'a' is broken$`},
+		{"policy", svc(t, "a", `, annotations: {line: "lua-load /tmp/x.lua"}`), phase.Policy, `lua-load`},
+		{"syntax", svc(t, "a", `, annotations: {line: "bogus-keyword 1"}`), phase.Syntax, `bogus-keyword`},
+		{"semantic", svc(t, "a", `, annotations: {line: "timeout server abc"}`), phase.Semantic, `^haproxy\.cfg:\d+: .*timeout`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := p.Check(context.Background(), storesWith(t, p, tc.svc))
+			assert.Equal(t, tc.phase, v.Phase, v.Reason)
+			assert.Equal(t, tc.phase == "", v.Passed())
+			assert.Contains(t, v.Durations, phase.Render)
+			if tc.phase == "" {
+				require.NoError(t, v.Err)
+				require.NotNil(t, v.Bundle)
+				assert.Equal(t, v.Bundle.Hash(), v.BundleHash)
+				for _, ph := range []phase.Phase{phase.Policy, phase.Syntax, phase.Schema, phase.Semantic, phase.Tests} {
+					assert.Contains(t, v.Durations, ph)
+				}
+				return
+			}
+			require.Error(t, v.Err)
+			assert.Regexp(t, tc.reason, v.Reason)
+			assert.NotContains(t, v.Reason, "htc-check-", "no workspace path in a reason")
+			assert.False(t, v.TimedOut)
+		})
+	}
+}
+
+// The rendered text depends only on the base directory, never on where it
+// was checked: equal states hash alike, and paths point at the base.
+func TestCheckBundleIsStable(t *testing.T) {
+	env := testEnv(t)
+	env.BaseDir = "/srv/haproxy"
+	p := pipelineFor(t, checkConfig, env)
+	first := p.Check(context.Background(), storesWith(t, p, svc(t, "a", "")))
+	second := p.Check(context.Background(), storesWith(t, p, svc(t, "a", "")))
+	require.True(t, first.Passed(), first.Reason)
+	require.True(t, second.Passed(), second.Reason)
+	assert.Equal(t, first.BundleHash, second.BundleHash)
+	assert.Contains(t, first.Bundle.Config, "map(/srv/haproxy/maps/names.map)")
+	assert.Equal(t, "/srv/haproxy", p.BaseDir())
+	other := p.Check(context.Background(), storesWith(t, p, svc(t, "b", "")))
+	assert.NotEqual(t, first.BundleHash, other.BundleHash)
+}
+
+func TestCheckFailingEmbeddedTest(t *testing.T) {
+	cfg := strings.Replace(checkConfig, "assertions: [{type: haproxy_valid}]", "assertions: [{type: contains, pattern: 'maxconn 5000'}]", 1)
+	p := pipelineFor(t, cfg, testEnv(t))
+	v := p.Check(context.Background(), storesWith(t, p))
+	assert.Equal(t, phase.Tests, v.Phase)
+	assert.Equal(t, "1/1 validation tests failed: renders: contains: /maxconn 5000/ not found in haproxy.cfg", v.Reason)
+	assert.NotNil(t, v.Bundle, "the bundle rendered and passed its checks; the tests failed")
+}
+
+func TestCheckTimeout(t *testing.T) {
+	p := pipelineFor(t, checkConfig, testEnv(t))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+	defer cancel()
+	<-ctx.Done()
+	v := p.Check(ctx, storesWith(t, p, svc(t, "a", "")))
+	assert.False(t, v.Passed())
+	assert.True(t, v.TimedOut)
+	assert.Equal(t, "validation timed out during rendering and checking the configuration", v.Reason)
+}
+
+// A pipeline built without a checker renders (htc render needs no haproxy)
+// but cannot pass a check.
+func TestRenderOnlyPipeline(t *testing.T) {
+	p := pipelineFor(t, checkConfig, dryrun.Env{})
+	b, err := p.Render(context.Background(), storesWith(t, p, svc(t, "a", "")))
+	require.NoError(t, err)
+	assert.Contains(t, b.Config, "map("+dryrun.DefaultBaseDir+"/maps/names.map)")
+	v := p.Check(context.Background(), storesWith(t, p))
+	assert.False(t, v.Passed())
+	assert.Equal(t, "no HAProxy checker is configured", v.Reason)
+	report, err := p.RunTests(context.Background(), testrunOptions())
+	require.NoError(t, err)
+	assert.False(t, report.OK(), "haproxy_valid cannot pass without a checker")
+}
+
+func TestBuildErrors(t *testing.T) {
+	_, err := dryrun.Build(nil, dryrun.Env{})
+	require.Error(t, err)
+
+	invalid, err := config.Parse([]byte(strings.Replace(checkConfig, "indexBy: [metadata.namespace, metadata.name]", "indexBy: []", 1)))
+	require.NoError(t, err)
+	_, err = dryrun.Build(invalid, dryrun.Env{})
+	ic, ok := errors.AsType[*dryrun.InvalidConfigError](err)
+	require.True(t, ok, "%v", err)
+	assert.Contains(t, ic.Error(), "spec.watchedResources[services].indexBy")
+
+	// A template that does not parse fails validation, naming the template.
+	badTemplate, err := config.Parse([]byte(strings.Replace(checkConfig, "{{- range .resources.services.List }}", "{{- range", 1)))
+	require.NoError(t, err)
+	_, err = dryrun.Build(badTemplate, dryrun.Env{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "haproxyConfig")
+}

@@ -1,0 +1,66 @@
+package testrun
+
+import (
+	"context"
+
+	"golang.org/x/sync/singleflight"
+	"k8s.io/utils/lru"
+)
+
+// Cache remembers complete test reports by config hash: the tests depend
+// only on the config (their fixtures stand in for the stores), so the
+// admission of an Ingress does not rerun them. Concurrent runs for the same
+// hash share one run. A run cut short (a test timed out or never ran) is
+// not cached. It is safe for concurrent use.
+type Cache struct {
+	reports *lru.Cache
+	flight  singleflight.Group
+}
+
+// NewCache returns a cache holding the reports of at most size configs
+// (least recently used evicted).
+func NewCache(size int) *Cache {
+	return &Cache{reports: lru.New(max(size, 1))}
+}
+
+// Run returns the cached report for hash, or runs r's tests (all of them,
+// opts.Only is ignored) and caches the report when every test finished.
+// cached reports whether the report came from the cache.
+//
+// The run itself is shared by every caller asking for the same hash at the
+// same time, so it is not bound to any one caller's context: it runs to
+// completion under its own deadline (opts.Timeout), while each caller waits
+// at most until its ctx ends (then err is ctx's error) — a request that
+// gives up still leaves the report cached for the next one.
+func (c *Cache) Run(ctx context.Context, hash string, r *Runner, opts Options) (report *Report, cached bool, err error) {
+	if v, ok := c.reports.Get(hash); ok {
+		return v.(*Report), true, nil
+	}
+	opts.Only = nil
+	ch := c.flight.DoChan(hash, func() (any, error) {
+		rep, err := r.Run(context.WithoutCancel(ctx), opts)
+		if err == nil && rep.complete() {
+			c.reports.Add(hash, rep)
+		}
+		return rep, err
+	})
+	select {
+	case res := <-ch:
+		if res.Err != nil {
+			return nil, false, res.Err
+		}
+		return res.Val.(*Report), false, nil
+	case <-ctx.Done():
+		return nil, false, ctx.Err()
+	}
+}
+
+// complete reports whether every test of the report finished.
+func (r *Report) complete() bool {
+	for _, res := range r.Results {
+		if res.Status == StatusTimedOut || res.Status == StatusNotRun {
+			return false
+		}
+	}
+	return true
+}

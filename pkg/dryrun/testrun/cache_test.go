@@ -1,0 +1,111 @@
+package testrun_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/dryrun/testrun"
+	"github.com/haproxy-template/htc/pkg/render"
+)
+
+// gatedRenderer counts renders and holds each until gate is closed.
+type gatedRenderer struct {
+	testrun.Renderer
+	renders atomic.Int64
+	started chan struct{} // receives once per render
+	gate    chan struct{}
+}
+
+func (g *gatedRenderer) Render(ctx context.Context, in render.Input) (*bundle.Bundle, error) {
+	g.renders.Add(1)
+	g.started <- struct{}{}
+	<-g.gate
+	return g.Renderer.Render(ctx, in)
+}
+
+const oneTest = `
+apiVersion: haproxy-template.io/v1alpha1
+kind: HAProxyTemplateConfig
+metadata: {name: t}
+spec:
+  watchedResources:
+    services: {apiVersion: v1, resources: services, indexBy: [metadata.namespace, metadata.name]}
+  haproxyConfig: {template: "global\n  maxconn 10\n"}
+  validationTests:
+    only: {assertions: [{type: contains, pattern: maxconn}]}
+`
+
+func TestCacheSharesOneRunAndCachesIt(t *testing.T) {
+	g := &gatedRenderer{started: make(chan struct{}, 8), gate: make(chan struct{})}
+	r := runnerWith(t, oneTest, func(e testrun.Renderer) testrun.Renderer { g.Renderer = e; return g })
+	c := testrun.NewCache(4)
+
+	var wg sync.WaitGroup
+	results := make([]*testrun.Report, 3)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rep, cached, err := c.Run(context.Background(), "h1", r, testrun.Options{Workers: 1})
+			assert.NoError(t, err)
+			assert.False(t, cached)
+			results[i] = rep
+		}()
+	}
+	<-g.started // the shared run is rendering; the other callers wait for it
+	close(g.gate)
+	wg.Wait()
+	assert.Equal(t, int64(1), g.renders.Load(), "three concurrent callers, one run")
+	for _, rep := range results {
+		require.NotNil(t, rep)
+		assert.True(t, rep.OK())
+	}
+	rep, cached, err := c.Run(context.Background(), "h1", r, testrun.Options{})
+	require.NoError(t, err)
+	assert.True(t, cached)
+	assert.True(t, rep.OK())
+	assert.Equal(t, int64(1), g.renders.Load())
+}
+
+// A caller whose context ends stops waiting; the run goes on and its
+// report is cached for the next caller.
+func TestCacheCallerGivesUp(t *testing.T) {
+	g := &gatedRenderer{started: make(chan struct{}, 8), gate: make(chan struct{})}
+	r := runnerWith(t, oneTest, func(e testrun.Renderer) testrun.Renderer { g.Renderer = e; return g })
+	c := testrun.NewCache(4)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := c.Run(ctx, "h2", r, testrun.Options{})
+		done <- err
+	}()
+	<-g.started
+	cancel()
+	assert.ErrorIs(t, <-done, context.Canceled)
+	close(g.gate)
+	// The next caller joins the run still in flight or finds it cached:
+	// either way it gets the complete report, and nothing ran twice.
+	rep, _, err := c.Run(context.Background(), "h2", r, testrun.Options{})
+	require.NoError(t, err)
+	assert.True(t, rep.OK())
+	assert.Equal(t, int64(1), g.renders.Load())
+}
+
+// An incomplete run (deadline) is not cached.
+func TestCacheSkipsIncompleteRuns(t *testing.T) {
+	r := runnerFor(t, oneTest)
+	c := testrun.NewCache(4)
+	rep, _, err := c.Run(context.Background(), "h3", r, testrun.Options{Timeout: 1})
+	require.NoError(t, err)
+	require.False(t, rep.OK())
+	rep, cached, err := c.Run(context.Background(), "h3", r, testrun.Options{})
+	require.NoError(t, err)
+	assert.False(t, cached, "a timed-out run was not cached")
+	assert.True(t, rep.OK())
+}
