@@ -9,11 +9,11 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/discovery"
@@ -173,31 +173,9 @@ func Run(ctx context.Context, opts Options) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	restCfg := opts.RESTConfig
-	if restCfg == nil {
-		var err error
-		if restCfg, err = clientcmd.BuildConfigFromFlags("", opts.Kubeconfig); err != nil {
-			return fmt.Errorf("loading the kubeconfig: %w", err)
-		}
-	}
-	restCfg = rest.CopyConfig(restCfg)
-	if restCfg.QPS == 0 {
-		restCfg.QPS, restCfg.Burst = 50, 100
-	}
-	restCfg.UserAgent = "htc-controller"
-	dyn, err := dynamic.NewForConfig(restCfg)
+	cl, err := newClients(opts)
 	if err != nil {
-		return fmt.Errorf("creating the dynamic client: %w", err)
-	}
-	dc, err := discovery.NewDiscoveryClientForConfig(restCfg)
-	if err != nil {
-		return fmt.Errorf("creating the discovery client: %w", err)
-	}
-	var clientCA []byte
-	if opts.ClientCAFile != "" {
-		if clientCA, err = os.ReadFile(opts.ClientCAFile); err != nil {
-			return fmt.Errorf("reading the client CA: %w", err)
-		}
+		return err
 	}
 	tempDir, err := os.MkdirTemp("", "htc-controller-")
 	if err != nil {
@@ -208,59 +186,124 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("the controller cannot check configurations: %w", err)
 	}
+	c := newController(opts, log, cl.dyn, webhook.NewDiscoveryRESTMapper(cl.discovery), checker)
+	if err := c.setUpPublishing(); err != nil {
+		return err
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	g, ctx := errgroup.WithContext(ctx)
+	spawn := func(name string, f func() error) {
+		g.Go(func() error {
+			if err := f(); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			return nil
+		})
+	}
+	stopEvents := c.recordEvents(ctx, cl.kube)
+	defer stopEvents()
+	if err := c.serve(ctx, spawn); err != nil {
+		cancel()
+		_ = g.Wait()
+		return err
+	}
+	spawn("config", func() error { c.configLoop(ctx); return nil })
+	spawn("live", func() error {
+		c.live.run(ctx, newDebouncer(nil, opts.Debounce, orDuration(opts.MaxDelay, DefaultMaxDelay)))
+		return nil
+	})
+	<-ctx.Done()
+	log.Info("controller shutting down")
+	return g.Wait()
+}
 
-	c := newController(opts, log, dyn, webhook.NewDiscoveryRESTMapper(dc), checker)
-	if opts.OutputDir != "" {
-		out, err := publish.Open(opts.OutputDir)
+// clients are the API clients of one Run.
+type clients struct {
+	dyn       dynamic.Interface
+	discovery discovery.DiscoveryInterface
+	kube      kubernetes.Interface
+}
+
+// newClients loads the kubeconfig (or uses opts.RESTConfig) and creates
+// the dynamic, discovery and typed clients.
+func newClients(opts Options) (*clients, error) {
+	restCfg := opts.RESTConfig
+	if restCfg == nil {
+		var err error
+		if restCfg, err = clientcmd.BuildConfigFromFlags("", opts.Kubeconfig); err != nil {
+			return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+		}
+	}
+	restCfg = rest.CopyConfig(restCfg)
+	if restCfg.QPS == 0 {
+		restCfg.QPS, restCfg.Burst = 50, 100
+	}
+	restCfg.UserAgent = "htc-controller"
+	dyn, err := dynamic.NewForConfig(restCfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the dynamic client: %w", err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(restCfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the discovery client: %w", err)
+	}
+	kube, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
+	return &clients{dyn: dyn, discovery: dc, kube: kube}, nil
+}
+
+// setUpPublishing opens the output directory (pipelines then render for
+// it) and the master socket client, when the options name them.
+func (c *controller) setUpPublishing() error {
+	if c.opts.OutputDir != "" {
+		out, err := publish.Open(c.opts.OutputDir)
 		if err != nil {
 			return fmt.Errorf("the output directory: %w", err)
 		}
 		c.live.out = out
 		c.env.BaseDir = out.Path()
 		c.admitter.Env = c.env
-		log.Info("publishing the live configuration", "dir", out.Path(), "masterSocket", opts.MasterSocket)
+		c.log.Info("publishing the live configuration", "dir", out.Path(), "masterSocket", c.opts.MasterSocket)
 	}
-	if opts.MasterSocket != "" {
-		c.live.master = &master.Client{SocketPath: opts.MasterSocket}
+	if c.opts.MasterSocket != "" {
+		c.live.master = &master.Client{SocketPath: c.opts.MasterSocket}
 	}
-	clientset, err := kubernetes.NewForConfig(restCfg)
-	if err != nil {
-		return fmt.Errorf("creating the Kubernetes client: %w", err)
-	}
+	return nil
+}
+
+// recordEvents sends the status reporter's Events to the API server until
+// the returned function is called.
+func (c *controller) recordEvents(ctx context.Context, kube kubernetes.Interface) (stop func()) {
 	events := record.NewBroadcaster(record.WithContext(ctx))
-	defer events.Shutdown()
-	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: clientset.CoreV1().Events("")})
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	c.status.recorder = events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "htc-controller"})
+	return events.Shutdown
+}
 
-	var wg sync.WaitGroup
-	errc := make(chan error, 8)
-	spawn := func(name string, f func() error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := f(); err != nil {
-				errc <- fmt.Errorf("%s: %w", name, err)
-				cancel()
-			}
-		}()
+// serve starts the certificate source, the webhook, and the health and
+// metrics servers the options ask for.
+func (c *controller) serve(ctx context.Context, spawn func(string, func() error)) error {
+	var clientCA []byte
+	if c.opts.ClientCAFile != "" {
+		var err error
+		if clientCA, err = os.ReadFile(c.opts.ClientCAFile); err != nil {
+			return fmt.Errorf("reading the client CA: %w", err)
+		}
 	}
-	defer wg.Wait()
-	defer cancel()
-
-	if err := c.certs.start(ctx, opts, dyn, spawn); err != nil {
+	if err := c.certs.start(ctx, c.opts, c.dyn, spawn); err != nil {
 		return err
 	}
-
-	handler := webhook.NewHandler(webhook.HandlerOptions{Registry: c.registry, Logger: log, Observer: c.metrics.observer(), Ready: c.ready})
+	handler := webhook.NewHandler(webhook.HandlerOptions{Registry: c.registry, Logger: c.log, Observer: c.metrics.observer(), Ready: c.ready})
 	srv, err := webhook.NewServer(webhook.ServerOptions{
-		Addr:           orString(opts.WebhookAddr, DefaultWebhookAddr),
+		Addr:           orString(c.opts.WebhookAddr, DefaultWebhookAddr),
 		Handler:        handler,
 		GetCertificate: c.certs.getCertificate,
 		ClientCAPEM:    clientCA,
-		Logger:         log,
+		Logger:         c.log,
 	})
 	if err != nil {
 		return err
@@ -269,44 +312,33 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("webhook: %w", err)
 	}
-	log.Info("webhook listening", "addr", ln.Addr().String())
+	c.log.Info("webhook listening", "addr", ln.Addr().String())
 	spawn("webhook", func() error { return srv.Serve(ctx, ln) })
-	if opts.OnListening != nil {
-		opts.OnListening(ln.Addr())
+	if c.opts.OnListening != nil {
+		c.opts.OnListening(ln.Addr())
 	}
+	return c.serveProbesAndMetrics(ctx, spawn)
+}
 
-	if opts.HealthAddr != "" {
+// serveProbesAndMetrics serves /healthz and /readyz, and /metrics, on their
+// addresses when set.
+func (c *controller) serveProbesAndMetrics(ctx context.Context, spawn func(string, func() error)) error {
+	if c.opts.HealthAddr != "" {
 		mux := http.NewServeMux()
 		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 		mux.HandleFunc("/readyz", c.readyz)
-		if err := serveHTTP(ctx, "health", opts.HealthAddr, mux, log, spawn); err != nil {
+		if err := serveHTTP(ctx, "health", c.opts.HealthAddr, mux, c.log, spawn); err != nil {
 			return err
 		}
 	}
-	if opts.MetricsAddr != "" {
+	if c.opts.MetricsAddr != "" {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(c.metrics.reg, promhttp.HandlerOpts{Registry: c.metrics.reg}))
-		if err := serveHTTP(ctx, "metrics", opts.MetricsAddr, mux, log, spawn); err != nil {
+		if err := serveHTTP(ctx, "metrics", c.opts.MetricsAddr, mux, c.log, spawn); err != nil {
 			return err
 		}
 	}
-
-	spawn("config", func() error { c.configLoop(ctx); return nil })
-	spawn("live", func() error {
-		c.live.run(ctx, newDebouncer(nil, opts.Debounce, orDuration(opts.MaxDelay, DefaultMaxDelay)))
-		return nil
-	})
-
-	<-ctx.Done()
-	log.Info("controller shutting down")
-	cancel()
-	wg.Wait()
-	select {
-	case err := <-errc:
-		return err
-	default:
-		return nil
-	}
+	return nil
 }
 
 // newController returns a controller whose pipelines check with checker
