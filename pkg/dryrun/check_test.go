@@ -167,6 +167,17 @@ func TestBuildErrors(t *testing.T) {
 	require.True(t, ok, "%v", err)
 	assert.Contains(t, ic.Error(), "spec.watchedResources[services].indexBy")
 
+	// A config can only narrow what the operator grants.
+	asks, err := config.Parse([]byte(strings.Replace(checkConfig, "  haproxyConfig:", "  allowedDirectives: [lua-load, \"path:/etc/ssl/certs\"]\n  haproxyConfig:", 1)))
+	require.NoError(t, err)
+	_, err = dryrun.Build(asks, dryrun.Env{})
+	ic, ok = errors.AsType[*dryrun.InvalidConfigError](err)
+	require.True(t, ok, "%v", err)
+	assert.Contains(t, ic.Error(), `spec.allowedDirectives[0]: Forbidden: "lua-load" is not granted by the operator`)
+	assert.Contains(t, ic.Error(), `spec.allowedDirectives[1]: Forbidden: "path:/etc/ssl/certs" is not granted`)
+	_, err = dryrun.Build(asks, dryrun.Env{Grant: []string{"lua-load", "path:/etc/ssl"}})
+	assert.NoError(t, err, "granted: lua-load itself and a directory under a granted one")
+
 	// A template that does not parse fails validation, naming the template.
 	badTemplate, err := config.Parse([]byte(strings.Replace(checkConfig, "{{- range .resources.services.List }}", "{{- range", 1)))
 	require.NoError(t, err)

@@ -38,6 +38,12 @@ type Env struct {
 	// (e.g. (*haproxy.Checker).Allowing). Nil: the pipeline cannot check;
 	// Check then fails and haproxy_valid assertions fail.
 	CheckerFor func(allowed []string) Checker
+	// Grant is what the operator allows configs to ask for in
+	// spec.allowedDirectives (the controller's --allowed-directives):
+	// directive names, "env-expansion" and "path:<dir>" entries. A config
+	// can only narrow it: Build refuses a config that asks for more (see
+	// haproxy.Grants). Empty grants nothing.
+	Grant []string
 	// BaseDir is the absolute directory HAProxy reads the bundle from:
 	// pathFor's base, written into the rendered text. Empty means
 	// DefaultBaseDir.
@@ -90,7 +96,9 @@ func Build(cfg *config.HAProxyTemplateConfig, env Env) (*Pipeline, error) {
 	if cfg == nil {
 		return nil, errors.New("dryrun: nil config")
 	}
-	if errs := validation.Validate(cfg); len(errs) > 0 {
+	errs := validation.Validate(cfg)
+	errs = append(errs, ungranted(cfg.Spec.AllowedDirectives, env.Grant)...)
+	if len(errs) > 0 {
 		return nil, &InvalidConfigError{Errs: errs}
 	}
 	if env.BaseDir == "" {
@@ -124,6 +132,19 @@ func Build(cfg *config.HAProxyTemplateConfig, env Env) (*Pipeline, error) {
 		cache:   cache,
 		env:     env,
 	}, nil
+}
+
+// ungranted lists the spec.allowedDirectives entries the operator's grant
+// does not permit.
+func ungranted(allowed, grant []string) field.ErrorList {
+	var errs field.ErrorList
+	p := field.NewPath("spec", "allowedDirectives")
+	for i, a := range allowed {
+		if !haproxy.Grants(grant, a) {
+			errs = append(errs, field.Forbidden(p.Index(i), fmt.Sprintf("%q is not granted by the operator (the controller's --allowed-directives, Helm value controller.allowedDirectives); a config can only narrow what the operator allows", a)))
+		}
+	}
+	return errs
 }
 
 // BaseDir is the directory the pipeline renders bundles for.
