@@ -60,6 +60,14 @@ func (s *Store) Len() int {
 	return len(s.byID)
 }
 
+// Generation counts the writes that changed the store's contents: two
+// reads with the same Generation saw the same objects.
+func (s *Store) Generation() uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.gen
+}
+
 // IndexBy returns a copy of the index expressions.
 func (s *Store) IndexBy() []string {
 	return s.index.Exprs()
