@@ -13,6 +13,7 @@ import (
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/dryrun/testrun"
+	"github.com/haproxy-template/htc/pkg/redact"
 	"github.com/haproxy-template/htc/pkg/store"
 	"github.com/haproxy-template/htc/pkg/store/manifest"
 	"github.com/haproxy-template/htc/pkg/watched"
@@ -23,6 +24,7 @@ import (
 type checkFlags struct {
 	configPath, objectPath, oldPath, operation, output, haproxy string
 	state                                                       stringList
+	allowed                                                     *defaultedList
 }
 
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -30,7 +32,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	env, err := checkingEnv(f.haproxy)
+	env, err := checkingEnv(f.haproxy, f.allowed.stringList)
 	if err != nil {
 		return err
 	}
@@ -47,7 +49,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	// Offline there is no API server waiting: allow the full render-check
 	// and test budgets.
-	a := &admission.Admitter{Env: env, Timeout: dryrun.DefaultRenderCheckTimeout + testrun.DefaultTimeout}
+	// The state files are the requester's own: show every reason in full.
+	a := &admission.Admitter{Env: env, Timeout: dryrun.DefaultRenderCheckTimeout + testrun.DefaultTimeout, RevealLiveState: true,
+		Private: redact.ProcessValues()}
 	a.SetState(&admission.State{Pipeline: o.pipeline, Stores: o.stores})
 	var d admission.Decision
 	if isConfig(obj) {
@@ -74,6 +78,7 @@ func parseCheckFlags(args []string, stdout io.Writer) (*checkFlags, error) {
 	fs.StringVar(&f.operation, "operation", "", "CREATE, UPDATE or DELETE (default: UPDATE when the object exists in the state, else CREATE)")
 	fs.StringVar(&f.output, "o", "text", "output format: text or json (an AdmissionReview v1 response)")
 	fs.StringVar(&f.haproxy, "haproxy", envDefault("HTC_HAPROXY", "haproxy"), "haproxy binary (env HTC_HAPROXY)")
+	f.allowed = allowedDirectivesFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}

@@ -56,11 +56,13 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.StringVar(&opts.HealthAddr, "health-addr", envDefault("HTC_HEALTH_ADDR", controller.DefaultHealthAddr), "listen address of /healthz and /readyz (plain HTTP); empty disables it (env HTC_HEALTH_ADDR)")
 	fs.StringVar(&opts.OutputDir, "output-dir", envDefault("HTC_OUTPUT_DIR", ""), "publish the checked live configuration here: DIR/haproxy.cfg, with maps, files and certificates beside it; empty: only validate (env HTC_OUTPUT_DIR)")
 	fs.StringVar(&opts.MasterSocket, "haproxy-master-socket", envDefault("HTC_HAPROXY_MASTER_SOCKET", ""), "HAProxy master CLI socket (haproxy -W -S PATH) to reload through after a publish; needs --output-dir (env HTC_HAPROXY_MASTER_SOCKET)")
+	allowed := allowedDirectivesFlag(fs)
 	debounce := fs.String("debounce", envDefault("HTC_DEBOUNCE", controller.DefaultDebounce.String()), "quiet period after a change before the live configuration is rendered (env HTC_DEBOUNCE)")
 	maxDelay := fs.String("max-delay", envDefault("HTC_MAX_DELAY", controller.DefaultMaxDelay.String()), "longest a stream of changes can postpone rendering the live configuration (env HTC_MAX_DELAY)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	opts.AllowedDirectives = allowed.stringList
 	p, err := strconv.Atoi(*port)
 	if err != nil || p < 1 || p > 65535 {
 		return usagef("--webhook-port: %q is not a port number (1-65535)", *port)

@@ -26,6 +26,28 @@ func (s *stringList) Set(v string) error {
 	return nil
 }
 
+// defaultedList is a stringList whose default (e.g. from an environment
+// variable) is replaced, not extended, by the first value given on the
+// command line.
+type defaultedList struct {
+	stringList
+	given bool
+}
+
+// newDefaultedList returns a list holding the comma-separated def.
+func newDefaultedList(def string) *defaultedList {
+	l := &defaultedList{}
+	_ = l.stringList.Set(def)
+	return l
+}
+
+func (l *defaultedList) Set(v string) error {
+	if !l.given {
+		l.stringList, l.given = nil, true
+	}
+	return l.stringList.Set(v)
+}
+
 // newFlagSet returns a FlagSet whose usage prints synopsis, description and flags to w.
 func newFlagSet(name, synopsis, description string, w io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)

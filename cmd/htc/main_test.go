@@ -254,3 +254,35 @@ func TestCheckProposedConfig(t *testing.T) {
 	assert.Contains(t, out, `"allowed": false`)
 	assert.Contains(t, out, "indexBy")
 }
+
+// A config can ask in spec.allowedDirectives only for what the operator
+// grants with --allowed-directives (or HTC_ALLOWED_DIRECTIVES, which the
+// flag replaces).
+func TestAllowedDirectivesAreGrantedByTheOperator(t *testing.T) {
+	example, err := os.ReadFile("../../examples/minimal/config.yaml")
+	require.NoError(t, err)
+	asks := writeFile(t, "asks.yaml", strings.Replace(string(example), "  haproxyConfig:", "  allowedDirectives: [lua-load]\n  haproxyConfig:", 1))
+	require.NotEqual(t, string(example), string(mustRead(t, asks)))
+
+	code, _, stderr := htc(t, "validate", "-f", asks)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, `spec.allowedDirectives[0]: Forbidden: "lua-load" is not granted by the operator`)
+
+	code, out, stderr := htc(t, "validate", "-f", asks, "--allowed-directives", "lua-load,setenv")
+	assert.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, out, "validation tests passed")
+
+	t.Setenv("HTC_ALLOWED_DIRECTIVES", "lua-load")
+	code, _, _ = htc(t, "validate", "-f", asks)
+	assert.Equal(t, exitOK, code, "the environment grants")
+	code, _, stderr = htc(t, "validate", "-f", asks, "--allowed-directives", "setenv")
+	assert.Equal(t, exitUsage, code, "the flag replaces the environment's grant")
+	assert.Contains(t, stderr, "lua-load")
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return b
+}

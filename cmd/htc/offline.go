@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -24,14 +25,23 @@ type offline struct {
 	mapper   meta.RESTMapper
 }
 
-// checkingEnv returns the Env of commands that check: the haproxy binary is
-// resolved now, so a missing one is reported before any work.
-func checkingEnv(haproxyPath string) (dryrun.Env, error) {
+// allowedDirectivesFlag defines --allowed-directives, the operator's grant
+// (default from HTC_ALLOWED_DIRECTIVES).
+func allowedDirectivesFlag(fs *flag.FlagSet) *defaultedList {
+	l := newDefaultedList(envDefault("HTC_ALLOWED_DIRECTIVES", ""))
+	fs.Var(l, "allowed-directives", "what configs may ask for in spec.allowedDirectives: directives the policy refuses by default (lua-load, ssl-provider, ...), env-expansion, path:<dir>; comma-separated or repeated; a config asking for more is refused; empty grants nothing (env HTC_ALLOWED_DIRECTIVES)")
+	return l
+}
+
+// checkingEnv returns the Env of commands that check, with the operator's
+// grant: the haproxy binary is resolved now, so a missing one is reported
+// before any work.
+func checkingEnv(haproxyPath string, grant []string) (dryrun.Env, error) {
 	checker, err := haproxy.NewChecker(haproxy.Options{HAProxyPath: haproxyPath})
 	if err != nil {
 		return dryrun.Env{}, err
 	}
-	return dryrun.Env{CheckerFor: func(allowed []string) dryrun.Checker { return checker.Allowing(allowed) }}, nil
+	return dryrun.Env{Grant: grant, CheckerFor: func(allowed []string) dryrun.Checker { return checker.Allowing(allowed) }}, nil
 }
 
 // loadOffline loads the config file and builds its pipeline in env (the

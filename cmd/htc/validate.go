@@ -28,13 +28,14 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.IntVar(&workers, "workers", 2, "tests run in parallel")
 	fs.DurationVar(&timeout, "timeout", testrun.DefaultTimeout, "overall deadline for the test run; tests not finished count as failed")
 	fs.StringVar(&haproxy, "haproxy", envDefault("HTC_HAPROXY", "haproxy"), "haproxy binary used by haproxy_valid assertions (env HTC_HAPROXY)")
+	allowed := allowedDirectivesFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if err := oneOf("o", output, "text", "json"); err != nil {
 		return err
 	}
-	env, err := checkingEnv(haproxy)
+	env, err := checkingEnv(haproxy, allowed.stringList)
 	if err != nil {
 		return err
 	}

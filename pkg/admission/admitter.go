@@ -3,6 +3,8 @@ package admission
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/phase"
 	"github.com/haproxy-template/htc/pkg/store"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // DefaultTimeout bounds one decision (the requirements' ValidateDirect
@@ -37,6 +40,23 @@ type Admitter struct {
 	Env dryrun.Env
 	// Timeout bounds one decision; zero means DefaultTimeout.
 	Timeout time.Duration
+	// OwnConfig is the HAProxyTemplateConfig this controller uses. Config
+	// judges only that one; any other is allowed with a warning that no
+	// controller uses it. Zero judges every config (htc check).
+	OwnConfig types.NamespacedName
+	// Private are values that never leave in a decision besides the data of
+	// Secrets, which is always redacted: the controller's environment
+	// values, host name and temporary directories (see package redact).
+	Private []string
+	// Log receives the details a decision does not show (nil discards).
+	Log *slog.Logger
+	// RevealLiveState shows the full reason of a proposed config that fails
+	// over the current resources. Off in the webhook, where the requester
+	// may not be allowed to read those resources; on in htc check, where
+	// the requester supplied them.
+	RevealLiveState bool
+
+	redactors redactors
 }
 
 // SetState replaces the state decisions are made against.
@@ -51,6 +71,10 @@ func (a *Admitter) State() *State { return a.state.Load() }
 // allowed without a check.
 func (a *Admitter) Resource(ctx context.Context, req Request) Decision {
 	st := a.state.Load()
+	return a.redacted(st, req, a.resource(ctx, st, req))
+}
+
+func (a *Admitter) resource(ctx context.Context, st *State, req Request) Decision {
 	if st == nil || st.Pipeline == nil {
 		return Deny(phase.Render, ReasonNoConfig)
 	}
@@ -70,10 +94,21 @@ func (a *Admitter) Resource(ctx context.Context, req Request) Decision {
 // validated (denied with its field errors), built into a pipeline, rendered
 // over the actual stores it would watch (a resource the current config does
 // not watch the same way starts empty), checked and its embedded tests run.
-// A DELETE is allowed.
+// A DELETE is allowed, and so is a config this controller does not use
+// (with a warning). When the proposed config fails over the current
+// resources, the reason says where but not what (see hideLiveStateDetails);
+// the controller logs the details.
 func (a *Admitter) Config(ctx context.Context, req Request) Decision {
+	st := a.state.Load()
+	return a.redacted(st, req, a.config(ctx, req))
+}
+
+func (a *Admitter) config(ctx context.Context, req Request) Decision {
 	if req.Object == nil {
 		return Allow()
+	}
+	if name := (types.NamespacedName{Namespace: req.Object.GetNamespace(), Name: req.Object.GetName()}); a.OwnConfig.Name != "" && name != a.OwnConfig {
+		return Allow(fmt.Sprintf("HAProxyTemplateConfig %s is not checked: no htc controller uses it (this one uses %s)", name, a.OwnConfig))
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.timeout())
 	defer cancel()
@@ -88,7 +123,21 @@ func (a *Admitter) Config(ctx context.Context, req Request) Decision {
 		}
 		return Deny(phase.Render, phase.Reason(err))
 	}
-	return fromVerdict(p.Check(ctx, a.storesFor(p)))
+	d := fromVerdict(p.Check(ctx, a.storesFor(p)))
+	if hidden := hideLiveStateDetails(d); !a.RevealLiveState && hidden.Reason != d.Reason {
+		a.logger().Warn("a proposed HAProxyTemplateConfig fails over the current resources",
+			"namespace", req.Object.GetNamespace(), "name", req.Object.GetName(), "phase", string(d.Phase),
+			"reason", a.redacted(a.state.Load(), req, d).Reason)
+		d = hidden
+	}
+	return d
+}
+
+func (a *Admitter) logger() *slog.Logger {
+	if a.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return a.Log
 }
 
 // storesFor returns, for each resource p watches, the actual store of the

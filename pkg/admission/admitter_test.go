@@ -203,7 +203,12 @@ func TestConfig(t *testing.T) {
 		"{{- if $ing }}{{ fail \"no Ingress may exist\" }}{{ end }}\n", 1))
 	d = v.Config(context.Background(), broken)
 	assert.False(t, d.Allowed)
-	assert.Equal(t, "no Ingress may exist", d.Reason)
+	assert.Equal(t, phase.Render, d.Phase)
+	assert.Regexp(t, `^the proposed configuration fails over the current resources in the render phase at template haproxy\.cfg line \d+; the message is not shown`, d.Reason,
+		"the webhook does not show a message built from resources the requester may not read")
+	v.RevealLiveState = true
+	d = v.Config(context.Background(), broken)
+	assert.Equal(t, "no Ingress may exist", d.Reason, "htc check shows it: the requester supplied the state")
 }
 
 func TestTimeoutDenies(t *testing.T) {

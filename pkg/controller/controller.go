@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -32,6 +33,7 @@ import (
 	"github.com/haproxy-template/htc/pkg/haproxy"
 	"github.com/haproxy-template/htc/pkg/haproxy/master"
 	"github.com/haproxy-template/htc/pkg/publish"
+	"github.com/haproxy-template/htc/pkg/redact"
 	"github.com/haproxy-template/htc/pkg/watched"
 	"github.com/haproxy-template/htc/pkg/webhook"
 )
@@ -90,6 +92,11 @@ type Options struct {
 	// config before the live configuration is rendered; zero means
 	// DefaultDebounce (100 ms).
 	Debounce time.Duration
+	// AllowedDirectives is the operator's grant: what configs may ask for
+	// in spec.allowedDirectives (directive names, "env-expansion",
+	// "path:<dir>"). A config asking for more is not applied and is denied
+	// at admission; empty grants nothing.
+	AllowedDirectives []string
 	// MaxDelay bounds how long a stream of changes postpones the render:
 	// a change is rendered at most MaxDelay after it arrived, plus the
 	// render, check and reload time. Zero means DefaultMaxDelay (1 s).
@@ -187,6 +194,7 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("the controller cannot check configurations: %w", err)
 	}
 	c := newController(opts, log, cl.dyn, webhook.NewDiscoveryRESTMapper(cl.discovery), checker)
+	c.admitter.Private = redact.ProcessValues(tempDir)
 	if err := c.setUpPublishing(); err != nil {
 		return err
 	}
@@ -344,17 +352,18 @@ func (c *controller) serveProbesAndMetrics(ctx context.Context, spawn func(strin
 // newController returns a controller whose pipelines check with checker
 // (nil: they can render but not check).
 func newController(opts Options, log *slog.Logger, dyn dynamic.Interface, mapper meta.RESTMapper, checker *haproxy.Checker) *controller {
-	env := dryrun.Env{Tests: testrun.NewCache(16)}
+	env := dryrun.Env{Tests: testrun.NewCache(16), Grant: opts.AllowedDirectives}
 	if checker != nil {
 		env.CheckerFor = func(allowed []string) dryrun.Checker { return checker.Allowing(allowed) }
 	}
 	c := &controller{
-		opts:     opts,
-		log:      log,
-		dyn:      dyn,
-		mapper:   mapper,
-		env:      env,
-		admitter: &admission.Admitter{Env: env},
+		opts:   opts,
+		log:    log,
+		dyn:    dyn,
+		mapper: mapper,
+		env:    env,
+		admitter: &admission.Admitter{Env: env, Log: log,
+			OwnConfig: types.NamespacedName{Namespace: opts.ConfigNamespace, Name: opts.ConfigName}},
 		registry: &webhook.Registry{},
 		watchers: map[watched.WatchKey]*watcher{},
 		certs:    &certSource{log: log},

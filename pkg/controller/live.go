@@ -114,11 +114,12 @@ func (l *live) sync(ctx context.Context) bool {
 	took := time.Since(start)
 	l.metrics.liveDuration.Observe(took.Seconds())
 	if !v.Passed() {
+		reason := l.admitter.Redactor(st).String(v.Reason)
 		l.metrics.liveChecks.WithLabelValues("invalid").Inc()
 		l.metrics.liveValid.Set(0)
 		l.log.Error("the live configuration fails its checks; HAProxy keeps the last good configuration",
-			"phase", string(v.Phase), "reason", v.Reason)
-		l.status.set(ctx, cfg, metav1.Condition{Type: ConditionValid, Status: metav1.ConditionFalse, Reason: invalidReason(v), Message: v.Reason})
+			"phase", string(v.Phase), "reason", reason)
+		l.status.set(ctx, cfg, metav1.Condition{Type: ConditionValid, Status: metav1.ConditionFalse, Reason: invalidReason(v), Message: reason})
 		return false
 	}
 	l.metrics.liveChecks.WithLabelValues("valid").Inc()

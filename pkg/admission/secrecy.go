@@ -1,0 +1,156 @@
+package admission
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/haproxy-template/htc/pkg/haproxy"
+	"github.com/haproxy-template/htc/pkg/phase"
+	"github.com/haproxy-template/htc/pkg/redact"
+	"github.com/haproxy-template/htc/pkg/render"
+)
+
+// secretsGVR is the resource whose objects' data never leaves in a decision.
+var secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+
+// redactors caches the Redactor of a State's Secrets: it is rebuilt only
+// when the State or one of its Secret stores changed.
+type redactors struct {
+	mu      sync.Mutex
+	state   *State
+	gens    []uint64
+	private []string
+	r       *redact.Redactor
+}
+
+// of returns the Redactor of st's Secrets and the private values.
+func (c *redactors) of(st *State, private []string) *redact.Redactor {
+	var gens []uint64
+	var secretStores []string
+	if st != nil && st.Pipeline != nil {
+		for _, r := range st.Pipeline.Model.For(secretsGVR) {
+			if s := st.Stores[r.Key]; s != nil {
+				secretStores = append(secretStores, r.Key)
+				gens = append(gens, s.Generation())
+			}
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.r != nil && c.state == st && slices.Equal(c.gens, gens) && slices.Equal(c.private, private) {
+		return c.r
+	}
+	b := redact.NewBuilder().Add(private...)
+	for _, key := range secretStores {
+		for _, obj := range st.Stores[key].List() {
+			b.AddSecret(obj)
+		}
+	}
+	c.state, c.gens, c.private, c.r = st, gens, private, b.Build()
+	return c.r
+}
+
+// Redactor returns the Redactor of st's Secrets and the Private values, for
+// other text that leaves the controller (the live configuration's status
+// messages, Events and log lines).
+func (a *Admitter) Redactor(st *State) *redact.Redactor { return a.redactors.of(st, a.Private) }
+
+// redacted returns d with every secret value removed from its reason and
+// warnings: the data of the State's Secrets and of the request's own
+// objects (a Secret's admission never prints its data), and the private
+// values.
+func (a *Admitter) redacted(st *State, req Request, d Decision) Decision {
+	if d.Reason == "" && len(d.Warnings) == 0 {
+		return d
+	}
+	own := redact.NewBuilder().AddSecret(req.Object).AddSecret(req.OldObject).Build()
+	all := a.redactors.of(st, a.Private)
+	d.Reason = own.String(all.String(d.Reason))
+	d.Warnings = own.Strings(all.Strings(d.Warnings))
+	return d
+}
+
+// hideLiveStateDetails replaces the reason of a proposed config that fails
+// over the live state with its phase and location: the message is built
+// from objects the requester may not be allowed to read (a template can
+// fail with any object's data), so it never leaves in the response. A
+// config's own failures (validation, templates that do not parse, its
+// embedded tests over their fixtures) are shown in full.
+func hideLiveStateDetails(d Decision) Decision {
+	v := d.Verdict
+	if d.Allowed || v == nil || v.TimedOut || v.Phase == phase.Tests || v.Phase == phase.Config {
+		return d
+	}
+	msg := fmt.Sprintf("the proposed configuration fails over the current resources in the %s phase", v.Phase)
+	if loc := location(v.Err); loc != "" {
+		msg += " at " + loc
+	}
+	d.Reason = msg + "; the message is not shown because it can contain data of objects the requester may not read (the controller logs it; htc check prints it offline)"
+	return d
+}
+
+// fileLine is the location prefix of a simplified HAProxy message.
+var fileLine = regexp.MustCompile(`^([A-Za-z0-9._/-]+:\d+):`)
+
+// location is where a failure happened: "template NAME line N" for a
+// render failure, "FILE:LINE" for a check finding; "" when unknown.
+func location(err error) string {
+	var te *render.TemplateError
+	var fe *render.FailError
+	var ve *render.ValueError
+	var ne *render.NoValueError
+	switch {
+	case errors.As(err, &fe):
+		return templateLine(fe.Template, fe.Line)
+	case errors.As(err, &ve):
+		return templateLine(ve.Template, ve.Line)
+	case errors.As(err, &te):
+		return templateLine(te.Template, te.Line)
+	case errors.As(err, &ne):
+		return fmt.Sprintf("template %s output line %d", ne.Template, ne.OutputLine)
+	}
+	if fs := findings(err); len(fs) > 0 && fs[0].File != "" {
+		if fs[0].Line > 0 {
+			return fmt.Sprintf("%s:%d", fs[0].File, fs[0].Line)
+		}
+		return fs[0].File
+	}
+	var se *haproxy.SemanticError
+	if errors.As(err, &se) && len(se.Messages) > 0 {
+		if m := fileLine.FindStringSubmatch(se.Messages[0]); m != nil {
+			return m[1]
+		}
+	}
+	return ""
+}
+
+// findings are the located findings of a policy, syntax or schema failure.
+func findings(err error) []haproxy.Finding {
+	var pe *haproxy.PolicyError
+	var sy *haproxy.SyntaxError
+	var sc *haproxy.SchemaError
+	switch {
+	case errors.As(err, &pe):
+		return pe.Findings
+	case errors.As(err, &sy):
+		return sy.Findings
+	case errors.As(err, &sc):
+		return sc.Findings
+	}
+	return nil
+}
+
+func templateLine(name string, line int) string {
+	if name == "" {
+		return ""
+	}
+	if line > 0 {
+		return fmt.Sprintf("template %s line %d", name, line)
+	}
+	return "template " + name
+}
