@@ -46,6 +46,9 @@ type Bundle struct {
 	Files map[string]string
 	// Certs are rendered PEM bundles by name.
 	Certs map[string]string
+	// Sources says which objects produced which parts (nil when the
+	// renderer kept no source map). It is not part of Hash.
+	Sources *Sources
 }
 
 // Dir returns the sub-directory of a bundle that holds files of kind k.
@@ -164,6 +167,7 @@ func (b *Bundle) Relocated(baseDir string) *Bundle {
 		Maps:    copyContents(b.Maps),
 		Files:   copyContents(b.Files),
 		Certs:   copyContents(b.Certs),
+		Sources: b.Sources,
 	}
 	oldPrefix, newPrefix := dirPrefix(b.BaseDir), dirPrefix(baseDir)
 	if b.BaseDir == "" || oldPrefix == newPrefix {
