@@ -79,6 +79,14 @@ type HAProxyTemplateConfigSpec struct {
 	// +optional
 	ValidationTests map[string]ValidationTest `json:"validationTests,omitempty"`
 
+	// ConfigValidationAction is what the admission webhook does when a
+	// proposed change of this HAProxyTemplateConfig itself introduces a
+	// failure: Deny (the default) rejects it; Warn admits it with the reason
+	// as a warning, counts it in a metric and records an Event.
+	// +optional
+	// +kubebuilder:validation:Enum=Deny;Warn
+	ConfigValidationAction ValidationAction `json:"configValidationAction,omitempty"`
+
 	// AllowedDirectives lists dangerous HAProxy directives (lua-load,
 	// ssl-provider, setenv, program, .diag/.notice/.warning/.alert, and
 	// "env-expansion" for "${...}" expansion) that the rendered configuration
@@ -111,10 +119,31 @@ type WatchedResource struct {
 	// +optional
 	WebhookValidation bool `json:"webhookValidation,omitempty"`
 
+	// ValidationAction is what the admission webhook does with a change
+	// of this resource that introduces a failure (failures that were there
+	// before the change are only warned about): Deny (the default) rejects
+	// it; Warn admits it with the reason as a warning, counts it in a
+	// metric and records an Event on the config — to roll validation out
+	// safely. Only meaningful with webhookValidation: true.
+	// +optional
+	// +kubebuilder:validation:Enum=Deny;Warn
+	ValidationAction ValidationAction `json:"validationAction,omitempty"`
+
 	// LabelSelector restricts the watch to matching objects.
 	// +optional
 	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
 }
+
+// ValidationAction is what admission does with a change that introduces a
+// failure.
+type ValidationAction string
+
+const (
+	// ValidationDeny rejects the change (the default).
+	ValidationDeny ValidationAction = "Deny"
+	// ValidationWarn admits the change with the reason as a warning.
+	ValidationWarn ValidationAction = "Warn"
+)
 
 // Template is a Go text/template source.
 type Template struct {
@@ -201,11 +230,37 @@ type HAProxyTemplateConfigStatus struct {
 	// ObservedGeneration is the generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions: Valid (the live configuration renders and passes checks).
+	// Conditions: Valid (the live configuration renders and passes checks),
+	// Published (HAProxy runs it).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Failures are what is broken in the current resources (the baseline
+	// every admission is judged against): each failure with the objects it
+	// comes from. Admission denies only failures a change introduces;
+	// these are reported as warnings. At most MaxStatusFailures are listed.
+	// +optional
+	Failures []StatusFailure `json:"failures,omitempty"`
+	// FailureCount is the number of failures, also those not listed.
+	// +optional
+	FailureCount int `json:"failureCount,omitempty"`
+}
+
+// MaxStatusFailures bounds status.failures.
+const MaxStatusFailures = 50
+
+// StatusFailure is one failure of the current resources.
+type StatusFailure struct {
+	// Phase is the check phase that found it (render, policy, syntax,
+	// schema, semantic, tests).
+	Phase string `json:"phase"`
+	// Objects name the objects it comes from ("Ingress team-a/web"); empty
+	// when no object can be named.
+	// +optional
+	Objects []string `json:"objects,omitempty"`
+	// Reason is the simplified problem.
+	Reason string `json:"reason"`
 }
 
 // HAProxyTemplateConfigList is a list of HAProxyTemplateConfig.

@@ -50,9 +50,13 @@ type Admission string
 const (
 	// AdmissionOff: changes are not sent to the webhook.
 	AdmissionOff Admission = ""
-	// AdmissionDeny: a change that breaks the configuration is denied
+	// AdmissionDeny: a change that introduces a failure is denied
 	// (webhookValidation: true).
 	AdmissionDeny Admission = "Deny"
+	// AdmissionWarn: a change that introduces a failure is admitted with
+	// the failure as a warning (webhookValidation: true, validationAction:
+	// Warn).
+	AdmissionWarn Admission = "Warn"
 )
 
 // Checked reports whether admission checks changes of r.
@@ -139,7 +143,10 @@ func resource(key string, w config.WatchedResource) (Resource, error) {
 		}
 	}
 	adm := AdmissionOff
-	if w.WebhookValidation {
+	switch {
+	case w.WebhookValidation && w.ValidationAction == config.ValidationWarn:
+		adm = AdmissionWarn
+	case w.WebhookValidation:
 		adm = AdmissionDeny
 	}
 	return Resource{

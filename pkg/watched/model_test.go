@@ -71,6 +71,13 @@ func TestModelAnswers(t *testing.T) {
 	assert.False(t, r.Selects(nil))
 	s, _ := m.Get("services")
 	assert.False(t, s.Checked())
+	warn := watchedResource("v1", "secrets", true)
+	warn.ValidationAction = config.ValidationWarn
+	wm, err := New(&config.HAProxyTemplateConfigSpec{WatchedResources: map[string]config.WatchedResource{"secrets": warn}})
+	require.NoError(t, err)
+	ws, _ := wm.Get("secrets")
+	assert.Equal(t, AdmissionWarn, ws.Admission)
+	assert.True(t, ws.Checked())
 	assert.True(t, s.Selects(object("v1", "Service", "a", nil)), "no selector selects everything")
 
 	stores := m.NewStores()

@@ -70,6 +70,9 @@ func validateWatched(spec *config.HAProxyTemplateConfigSpec, p *field.Path) fiel
 				errs = append(errs, field.Invalid(wp.Child("indexBy").Index(i), expr, unwrapIndexError(err)))
 			}
 		}
+		if w.ValidationAction != "" && !w.WebhookValidation {
+			errs = append(errs, field.Invalid(wp.Child("validationAction"), w.ValidationAction, "has no effect without webhookValidation: true"))
+		}
 		if w.LabelSelector != nil {
 			if _, err := metav1.LabelSelectorAsSelector(w.LabelSelector); err != nil {
 				errs = append(errs, field.Invalid(wp.Child("labelSelector"), w.LabelSelector.String(), err.Error()))
