@@ -12,6 +12,7 @@ import (
 	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/phase"
 	"github.com/haproxy-template/htc/pkg/store"
+	"github.com/haproxy-template/htc/pkg/watched"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -57,6 +58,7 @@ type Admitter struct {
 	RevealLiveState bool
 
 	redactors redactors
+	baseline  atomic.Pointer[Baseline]
 }
 
 // SetState replaces the state decisions are made against.
@@ -87,7 +89,11 @@ func (a *Admitter) resource(ctx context.Context, st *State, req Request) Decisio
 	if len(changed) == 0 {
 		return Allow()
 	}
-	return fromVerdict(st.Pipeline.Check(ctx, stores))
+	refs := changedRefs(req, changed)
+	return a.judge(ctx, a.Baseline(st), proposal{
+		pipeline: st.Pipeline, stores: stores, changed: refs, deleted: deletedRef(req, refs),
+		action: resourceAdmission(st.Pipeline.Model, changed),
+	})
 }
 
 // Config decides a proposed HAProxyTemplateConfig: it is decoded and
@@ -123,14 +129,36 @@ func (a *Admitter) config(ctx context.Context, req Request) Decision {
 		}
 		return Deny(phase.Render, phase.Reason(err))
 	}
-	d := fromVerdict(p.Check(ctx, a.storesFor(p)))
-	if hidden := hideLiveStateDetails(d); !a.RevealLiveState && hidden.Reason != d.Reason {
+	st := a.state.Load()
+	base := a.Baseline(st)
+	if base != nil {
+		base = base.movedTo(p.Model)
+	}
+	d := a.judge(ctx, base, proposal{pipeline: p, stores: a.storesFor(p), action: configAdmission(st, cfg)})
+	if a.RevealLiveState {
+		return d
+	}
+	hidden := hideLiveStateDetails(d)
+	if hidden.Reason != d.Reason {
 		a.logger().Warn("a proposed HAProxyTemplateConfig fails over the current resources",
 			"namespace", req.Object.GetNamespace(), "name", req.Object.GetName(), "phase", string(d.Phase),
-			"reason", a.redacted(a.state.Load(), req, d).Reason)
-		d = hidden
+			"reason", a.redacted(st, req, d).Reason)
 	}
-	return d
+	return hidden
+}
+
+// configAdmission is how changes of the config are admitted: as the
+// config in use says (a proposed config cannot choose to be only warned
+// about), or, before any config is in use, as the proposed one says.
+func configAdmission(st *State, proposed *config.HAProxyTemplateConfig) watched.Admission {
+	action := proposed.Spec.ConfigValidationAction
+	if st != nil && st.Pipeline != nil {
+		action = st.Pipeline.Config.Spec.ConfigValidationAction
+	}
+	if action == config.ValidationWarn {
+		return watched.AdmissionWarn
+	}
+	return watched.AdmissionDeny
 }
 
 func (a *Admitter) logger() *slog.Logger {

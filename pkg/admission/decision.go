@@ -43,6 +43,15 @@ type Decision struct {
 	// Verdict is the check behind the decision; nil when none ran (the
 	// change touches no watched store, or was denied before rendering).
 	Verdict *dryrun.Verdict
+	// Introduced are the failures the change introduces (it is denied for
+	// them, or admitted with a warning in Warn mode).
+	Introduced []dryrun.Failure
+	// Existing are failures of the current resources the change leaves as
+	// they were (each is a warning).
+	Existing []dryrun.Failure
+	// Warned reports a change admitted despite introduced failures
+	// (validationAction: Warn).
+	Warned bool
 }
 
 // Allow admits a change, with warnings.

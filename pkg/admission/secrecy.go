@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/haproxy"
 	"github.com/haproxy-template/htc/pkg/phase"
 	"github.com/haproxy-template/htc/pkg/redact"
@@ -75,23 +77,58 @@ func (a *Admitter) redacted(st *State, req Request, d Decision) Decision {
 	return d
 }
 
-// hideLiveStateDetails replaces the reason of a proposed config that fails
-// over the live state with its phase and location: the message is built
-// from objects the requester may not be allowed to read (a template can
-// fail with any object's data), so it never leaves in the response. A
-// config's own failures (validation, templates that do not parse, its
-// embedded tests over their fixtures) are shown in full.
+// hideLiveStateDetails replaces what a proposed config's decision says
+// about the current resources with where, never what: a failure's reason
+// is built from objects the requester may not be allowed to read (a
+// template can fail with, or write into a line HAProxy quotes, any
+// object's data), so it never leaves in the response. A config's own
+// failures (validation, templates that do not parse, its embedded tests
+// over their fixtures) are shown in full.
 func hideLiveStateDetails(d Decision) Decision {
 	v := d.Verdict
-	if d.Allowed || v == nil || v.TimedOut || v.Phase == phase.Tests || v.Phase == phase.Config {
+	if v == nil {
 		return d
 	}
-	msg := fmt.Sprintf("the proposed configuration fails over the current resources in the %s phase", v.Phase)
-	if loc := location(v.Err); loc != "" {
+	if !d.Allowed && !v.TimedOut && v.Phase != phase.Tests && v.Phase != phase.Config {
+		d.Reason = hiddenReason(d.Phase, v.Err) + "; the message is not shown because it can contain data of objects the requester may not read (the controller logs it; htc check prints it offline)"
+	}
+	if !d.Allowed {
+		return d
+	}
+	var ws []string
+	if d.Warned && len(d.Introduced) > 0 {
+		ws = append(ws, "would be denied (validationAction: Warn): "+hiddenReason(d.Introduced[0].Phase, v.Err))
+	}
+	for _, f := range d.Existing {
+		ws = append(ws, "failing before this change (not denied): "+objectNames(f))
+	}
+	if n := len(v.Warnings); n > 0 {
+		ws = append(ws, fmt.Sprintf("haproxy -c reported %d warnings over the current resources (not shown: they can contain data of objects the requester may not read)", n))
+	}
+	d.Warnings = ws
+	return d
+}
+
+// hiddenReason says in which phase and where a proposed config fails over
+// the current resources.
+func hiddenReason(ph phase.Phase, err error) string {
+	msg := fmt.Sprintf("the proposed configuration fails over the current resources in the %s phase", ph)
+	if loc := location(err); loc != "" {
 		msg += " at " + loc
 	}
-	d.Reason = msg + "; the message is not shown because it can contain data of objects the requester may not read (the controller logs it; htc check prints it offline)"
-	return d
+	return msg
+}
+
+// objectNames names a failure's objects, or its phase when it names none.
+func objectNames(f dryrun.Failure) string {
+	if len(f.Objects) == 0 {
+		return fmt.Sprintf("a failure in the %s phase", f.Phase)
+	}
+	names := make([]string, len(f.Objects))
+	for i, o := range f.Objects {
+		names[i] = o.String()
+	}
+	return strings.Join(names, ", ")
 }
 
 // fileLine is the location prefix of a simplified HAProxy message.

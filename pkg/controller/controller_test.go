@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/haproxy-template/htc/internal/testutil"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -188,9 +189,11 @@ func fakeClient(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
 	}, objs...)
 }
 
-// TestConfigLoopWiring runs the config loop over a fake dynamic client:
-// config → informers → stores → validator state → registry, then a config
-// change that adds a watched resource and a template, applied live.
+// TestConfigLoopWiring runs the config loop and the live loop over a fake
+// dynamic client: config → informers → stores → admission state →
+// registry, then a config change that adds a watched resource and a
+// template, applied live, and a failure of the live state that becomes the
+// baseline admissions are judged against.
 func TestConfigLoopWiring(t *testing.T) {
 	needHAProxy(t)
 	logs := &lockedBuffer{}
@@ -201,9 +204,13 @@ func TestConfigLoopWiring(t *testing.T) {
 	c.status.recorder = events
 
 	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
+	done, liveDone := make(chan struct{}), make(chan struct{})
 	go func() { defer close(done); c.configLoop(ctx) }()
-	defer func() { cancel(); <-done }()
+	go func() {
+		defer close(liveDone)
+		c.live.run(ctx, newDebouncer(nil, 10*time.Millisecond, 100*time.Millisecond))
+	}()
+	defer func() { cancel(); <-done; <-liveDone }()
 
 	require.Eventually(t, c.synced.Load, 20*time.Second, 20*time.Millisecond, "never synced")
 	assert.Contains(t, logs.String(), "live configuration checked",
@@ -241,11 +248,10 @@ func TestConfigLoopWiring(t *testing.T) {
 	assert.False(t, d.Allowed)
 	assert.Contains(t, d.Reason, "watchedResources")
 
-	// Reconfigure: watch ConfigMaps, deny while default/maintenance exists.
-	_, err = dyn.Resource(cmGVR).Namespace("default").Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+	// Reconfigure: watch ConfigMaps, fail while default/maintenance exists.
+	maintenance := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"namespace": "default", "name": "maintenance"},
-	}}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	}}
 	next := smallConfig(t, true)
 	next.SetResourceVersion("2")
 	_, err = dyn.Resource(configGVR).Namespace("htc-system").Update(ctx, next, metav1.UpdateOptions{})
@@ -254,10 +260,29 @@ func TestConfigLoopWiring(t *testing.T) {
 		_, ok := c.registry.Lookup("v1.ConfigMap")
 		return ok
 	}, 20*time.Second, 20*time.Millisecond, "the new watched resource was not registered")
-	ing, _ = c.registry.Lookup("networking.k8s.io/v1.Ingress")
-	d = ing.Admit(ctx, ingressReq(ingressObj("c", "echo")))
+	cm, _ := c.registry.Lookup("v1.ConfigMap")
+	d = cm.Admit(ctx, admission.Request{Change: watched.Change{Resource: cmGVR, Operation: store.Create, Object: maintenance}})
 	assert.False(t, d.Allowed)
 	assert.Equal(t, "maintenance", d.Reason, "the new template and the new store are live")
+
+	// Made outside admission, the ConfigMap breaks the live configuration:
+	// the baseline knows, and an unrelated Ingress is admitted with a
+	// warning instead of being denied for it.
+	_, err = dyn.Resource(cmGVR).Namespace("default").Create(ctx, maintenance, metav1.CreateOptions{})
+	require.NoError(t, err)
+	ing, _ = c.registry.Lookup("networking.k8s.io/v1.Ingress")
+	require.Eventually(t, func() bool {
+		return promtestutil.ToFloat64(c.metrics.liveFailures) == 1
+	}, 20*time.Second, 20*time.Millisecond, "the live loop never reported the failure")
+	d = ing.Admit(ctx, ingressReq(ingressObj("c", "echo")))
+	assert.True(t, d.Allowed, d.Reason)
+	assert.Equal(t, []string{"failing before this change (not denied): maintenance"}, d.Warnings)
+	got, err := dyn.Resource(configGVR).Namespace("htc-system").Get(ctx, "htc", metav1.GetOptions{})
+	require.NoError(t, err)
+	failures, _, _ := unstructured.NestedSlice(got.Object, "status", "failures")
+	assert.Equal(t, []any{map[string]any{"phase": "render", "reason": "maintenance"}}, failures, "the status lists what is broken")
+	count, _, _ := unstructured.NestedInt64(got.Object, "status", "failureCount")
+	assert.Equal(t, int64(1), count)
 
 	// An invalid config is logged; the last good one keeps serving.
 	bad := smallConfig(t, true)

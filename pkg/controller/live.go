@@ -56,6 +56,7 @@ type live struct {
 	reloadPending bool   // the files are newer than what HAProxy runs
 	retryIn       time.Duration
 	retry         *time.Timer
+	last          *lastDiagnosis // the last live diagnosis (mu)
 }
 
 func newLive(a *admission.Admitter, out *publish.Dir, mc *master.Client, status *statusReporter, m *metrics, log *slog.Logger) *live {
@@ -104,7 +105,8 @@ func (l *live) sync(ctx context.Context) bool {
 	defer cancel()
 
 	start := time.Now()
-	v := st.Pipeline.Check(ctx, store.ReadOnly(st.Stores))
+	d := l.diagnose(ctx, st)
+	v := d.First
 	if parent.Err() != nil {
 		// Shutting down: a round cut short says nothing about the
 		// configuration, and nothing is published.
@@ -113,6 +115,7 @@ func (l *live) sync(ctx context.Context) bool {
 	}
 	took := time.Since(start)
 	l.metrics.liveDuration.Observe(took.Seconds())
+	l.reportFailures(ctx, st, d)
 	if !v.Passed() {
 		reason := l.admitter.Redactor(st).String(v.Reason)
 		l.metrics.liveChecks.WithLabelValues("invalid").Inc()
@@ -131,6 +134,64 @@ func (l *live) sync(ctx context.Context) bool {
 		l.publish(ctx, cfg, v.Bundle)
 	}
 	return true
+}
+
+// diagnose finds the failures of the live state: a check, and while it
+// fails, more rounds without the objects found broken (dryrun.Diagnose).
+// A state that renders the same bundle as the last one diagnosed keeps that
+// diagnosis. The diagnosis becomes the baseline admissions are judged
+// against.
+func (l *live) diagnose(ctx context.Context, st *admission.State) *dryrun.Diagnosis {
+	stores := store.ReadOnly(st.Stores)
+	if prev := l.last; prev != nil && prev.pipeline == st.Pipeline && prev.diagnosis.First.BundleHash != "" {
+		first := st.Pipeline.Check(ctx, stores)
+		if first.BundleHash == prev.diagnosis.First.BundleHash && !first.TimedOut {
+			d := *prev.diagnosis
+			d.First = first
+			return &d
+		}
+		if first.Passed() {
+			return l.remember(st, &dryrun.Diagnosis{First: first, Passing: first, Complete: true})
+		}
+	}
+	return l.remember(st, st.Pipeline.Diagnose(ctx, stores, dryrun.DiagnoseOptions{MaxRounds: liveDiagnoseRounds}))
+}
+
+// liveDiagnoseRounds bounds the checks of one live diagnosis.
+const liveDiagnoseRounds = 8
+
+// lastDiagnosis is the live loop's last diagnosis and its pipeline.
+type lastDiagnosis struct {
+	pipeline  *dryrun.Pipeline
+	diagnosis *dryrun.Diagnosis
+}
+
+// remember keeps d as the last diagnosis unless it timed out.
+func (l *live) remember(st *admission.State, d *dryrun.Diagnosis) *dryrun.Diagnosis {
+	if d.First != nil && !d.First.TimedOut {
+		l.last = &lastDiagnosis{pipeline: st.Pipeline, diagnosis: d}
+	}
+	return d
+}
+
+// reportFailures makes d the admission baseline and records its failures
+// on the config's status and in the htc_live_failures metric.
+func (l *live) reportFailures(ctx context.Context, st *admission.State, d *dryrun.Diagnosis) {
+	if d.First == nil || d.First.TimedOut {
+		return
+	}
+	l.admitter.SetBaseline(&admission.Baseline{Pipeline: st.Pipeline, Diagnosis: d})
+	red := l.admitter.Redactor(st)
+	out := make([]config.StatusFailure, 0, len(d.Failures))
+	for _, f := range d.Failures {
+		sf := config.StatusFailure{Phase: string(f.Phase), Reason: red.String(f.Reason)}
+		for _, o := range f.Objects {
+			sf.Objects = append(sf.Objects, o.String())
+		}
+		out = append(out, sf)
+	}
+	l.status.setFailures(ctx, st.Pipeline.Config, out)
+	l.metrics.liveFailures.Set(float64(len(out))) // last: the metric says the report is complete
 }
 
 // publish writes the checked bundle (rendered for the output directory)

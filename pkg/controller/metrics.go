@@ -23,6 +23,8 @@ type metrics struct {
 
 	liveChecks     *prometheus.CounterVec
 	liveValid      prometheus.Gauge
+	liveFailures   prometheus.Gauge
+	warned         *prometheus.CounterVec
 	liveDuration   prometheus.Histogram
 	publishes      *prometheus.CounterVec
 	reloadsHAProxy *prometheus.CounterVec
@@ -79,6 +81,14 @@ func newMetrics(certNotAfter func() time.Time) *metrics {
 			Name: "htc_live_config_valid",
 			Help: "1 when the last render of the live configuration passed every check, 0 when it failed (the last good one keeps serving).",
 		}),
+		liveFailures: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "htc_live_failures",
+			Help: "Failures found in the current resources (the baseline admissions are judged against; see the config's status.failures).",
+		}),
+		warned: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "htc_admission_warned_total",
+			Help: "Changes admitted with a warning although they introduce a failure (validationAction: Warn), by GVK.",
+		}, []string{"gvk"}),
 		liveDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "htc_live_check_duration_seconds",
 			Help:    "Time to render and check the live configuration, embedded tests included.",
@@ -109,7 +119,7 @@ func newMetrics(certNotAfter func() time.Time) *metrics {
 		return time.Until(t).Seconds()
 	})
 	m.reg.MustRegister(m.requests, m.duration, m.validation, m.phases, m.inFlight, m.testHits, m.reloads, m.ready, expiry,
-		m.liveChecks, m.liveValid, m.liveDuration, m.publishes, m.reloadsHAProxy, m.reloadDuration,
+		m.liveChecks, m.liveValid, m.liveFailures, m.warned, m.liveDuration, m.publishes, m.reloadsHAProxy, m.reloadDuration,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

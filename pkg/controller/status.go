@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -43,8 +44,10 @@ type statusReporter struct {
 	recorder record.EventRecorder
 	log      *slog.Logger
 
-	mu   sync.Mutex
-	last map[string]metav1.Condition // by type, as last written
+	mu           sync.Mutex
+	last         map[string]metav1.Condition // by type, as last written
+	lastFailures []config.StatusFailure      // as last written (nil: not yet)
+	failuresSet  bool
 }
 
 func newStatusReporter(dyn dynamic.Interface, recorder record.EventRecorder, log *slog.Logger) *statusReporter {
@@ -72,11 +75,24 @@ func (s *statusReporter) set(ctx context.Context, cfg *config.HAProxyTemplateCon
 	if s.recorder != nil {
 		s.recorder.Event(objectReference(cfg), eventType, cond.Reason, cond.Message)
 	}
-	if err := s.write(ctx, cfg, cond); err != nil {
+	if err := s.write(ctx, cfg, func(st *config.HAProxyTemplateConfigStatus) bool {
+		changed := meta.SetStatusCondition(&st.Conditions, cond)
+		if cond.ObservedGeneration > st.ObservedGeneration {
+			st.ObservedGeneration, changed = cond.ObservedGeneration, true
+		}
+		return changed
+	}); err != nil {
 		s.log.Warn("updating the HAProxyTemplateConfig status failed", "condition", cond.Type, "error", err)
 		s.mu.Lock()
 		delete(s.last, cond.Type) // write it again next time
 		s.mu.Unlock()
+	}
+}
+
+// event records an Event on cfg.
+func (s *statusReporter) event(cfg *config.HAProxyTemplateConfig, eventType, reason, message string) {
+	if s.recorder != nil {
+		s.recorder.Event(objectReference(cfg), eventType, reason, message)
 	}
 }
 
@@ -97,9 +113,46 @@ func (s *statusReporter) warn(u *unstructured.Unstructured, reason, message stri
 	}, corev1.EventTypeWarning, reason, message)
 }
 
-// write puts cond into the status subresource of cfg's object, retrying on
-// conflicts with a fresh read.
-func (s *statusReporter) write(ctx context.Context, cfg *config.HAProxyTemplateConfig, cond metav1.Condition) error {
+// setFailures records the failures of the current resources on cfg's
+// status (at most config.MaxStatusFailures, and their count). Nothing is
+// written when they did not change.
+func (s *statusReporter) setFailures(ctx context.Context, cfg *config.HAProxyTemplateConfig, failures []config.StatusFailure) {
+	count := len(failures)
+	if len(failures) > config.MaxStatusFailures {
+		failures = failures[:config.MaxStatusFailures]
+	}
+	s.mu.Lock()
+	if s.failuresSet && equalFailures(s.lastFailures, failures) {
+		s.mu.Unlock()
+		return
+	}
+	s.lastFailures, s.failuresSet = failures, true
+	s.mu.Unlock()
+	err := s.write(ctx, cfg, func(st *config.HAProxyTemplateConfigStatus) bool {
+		if equalFailures(st.Failures, failures) && st.FailureCount == count {
+			return false
+		}
+		st.Failures, st.FailureCount = failures, count
+		return true
+	})
+	if err != nil {
+		s.log.Warn("updating the HAProxyTemplateConfig status failed", "field", "failures", "error", err)
+		s.mu.Lock()
+		s.failuresSet = false // write them again next time
+		s.mu.Unlock()
+	}
+}
+
+func equalFailures(a, b []config.StatusFailure) bool {
+	return slices.EqualFunc(a, b, func(x, y config.StatusFailure) bool {
+		return x.Phase == y.Phase && x.Reason == y.Reason && slices.Equal(x.Objects, y.Objects)
+	})
+}
+
+// write applies mutate to the status subresource of cfg's object and
+// writes it when mutate reports a change, retrying on conflicts with a
+// fresh read.
+func (s *statusReporter) write(ctx context.Context, cfg *config.HAProxyTemplateConfig, mutate func(*config.HAProxyTemplateConfigStatus) bool) error {
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
 	client := s.dyn.Resource(config.GroupVersion.WithResource(config.Resource)).Namespace(cfg.Namespace)
@@ -114,11 +167,8 @@ func (s *statusReporter) write(ctx context.Context, cfg *config.HAProxyTemplateC
 				return fmt.Errorf("decoding the current status: %w", err)
 			}
 		}
-		if !meta.SetStatusCondition(&status.Conditions, cond) && status.ObservedGeneration >= cond.ObservedGeneration {
+		if !mutate(&status) {
 			return nil
-		}
-		if cond.ObservedGeneration > status.ObservedGeneration {
-			status.ObservedGeneration = cond.ObservedGeneration
 		}
 		raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&status)
 		if err != nil {

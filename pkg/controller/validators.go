@@ -2,12 +2,15 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/haproxy-template/htc/pkg/admission"
+	"github.com/haproxy-template/htc/pkg/store"
 	"github.com/haproxy-template/htc/pkg/watched"
 	"github.com/haproxy-template/htc/pkg/webhook"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // validators returns the webhook validators of a config's rules: the
@@ -21,21 +24,25 @@ func (c *controller) validators(model *watched.Model, log *slog.Logger) map[stri
 	out := make(map[string]webhook.Validator, len(rules))
 	for _, r := range rules {
 		if r.StoreKey == "" {
-			out[r.GVKString] = c.observed(c.admitter.Config)
+			out[r.GVKString] = c.observed(r.GVKString, c.admitter.Config)
 			continue
 		}
-		out[r.GVKString] = c.observed(c.admitter.Resource)
+		out[r.GVKString] = c.observed(r.GVKString, c.admitter.Resource)
 	}
 	return out
 }
 
 // observed wraps an admission function with the validation metrics: the
 // decision's latency by phase, the per-phase check durations and test
-// cache hits.
-func (c *controller) observed(admit func(context.Context, admission.Request) admission.Decision) webhook.Validator {
+// cache hits; a change admitted only because of validationAction: Warn is
+// counted and recorded as an Event on the config.
+func (c *controller) observed(gvk string, admit func(context.Context, admission.Request) admission.Decision) webhook.Validator {
 	return webhook.ValidatorFunc(func(ctx context.Context, req admission.Request) admission.Decision {
 		start := time.Now()
 		d := admit(ctx, req)
+		if d.Warned {
+			c.warned(gvk, req, d)
+		}
 		c.metrics.validation.WithLabelValues(phaseLabel(string(d.Phase))).Observe(time.Since(start).Seconds())
 		if v := d.Verdict; v != nil {
 			if v.TestsCached {
@@ -47,4 +54,24 @@ func (c *controller) observed(admit func(context.Context, admission.Request) adm
 		}
 		return d
 	})
+}
+
+// warned counts a change admitted with validationAction: Warn and records
+// it as a Warning Event on the config in use.
+func (c *controller) warned(gvk string, req admission.Request, d admission.Decision) {
+	c.metrics.warned.WithLabelValues(gvk).Inc()
+	st := c.admitter.State()
+	if st == nil || st.Pipeline == nil || len(d.Warnings) == 0 {
+		return
+	}
+	obj := req.Object
+	if obj == nil {
+		obj = req.OldObject
+	}
+	what := gvk
+	if obj != nil {
+		what = fmt.Sprintf("%s %s", obj.GetKind(), store.NameOf(obj))
+	}
+	c.status.event(st.Pipeline.Config, corev1.EventTypeWarning, "AdmittedWithWarning",
+		fmt.Sprintf("%s %s was admitted (validationAction: Warn): %s", req.Operation, what, d.Warnings[0]))
 }

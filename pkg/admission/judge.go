@@ -1,0 +1,130 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/dryrun"
+	"github.com/haproxy-template/htc/pkg/store"
+	"github.com/haproxy-template/htc/pkg/watched"
+)
+
+// maxJudgeRounds bounds the checks of one judgement: the first, and a
+// few more when failures that were there before the change resurface.
+const maxJudgeRounds = 4
+
+// proposal is what one judgement needs to know about a change.
+type proposal struct {
+	pipeline *dryrun.Pipeline
+	stores   store.Set
+	// changed names the changed object in every store the change touches.
+	changed []bundle.ObjectRef
+	// deleted is the object a DELETE removes (zero otherwise).
+	deleted bundle.ObjectRef
+	// action is Deny or Warn.
+	action watched.Admission
+}
+
+// judge checks a proposal against the baseline: the objects the baseline
+// already knows are broken are left out (unless the change touches them),
+// the rest is checked, and only failures the baseline does not have deny
+// (or, in Warn mode, warn). Failures that were there before are warnings.
+func (a *Admitter) judge(ctx context.Context, base *Baseline, pr proposal) Decision {
+	known := base.keys()
+	diag := pr.pipeline.Diagnose(ctx, pr.stores, dryrun.DiagnoseOptions{
+		Hidden:    base.quarantine(pr.changed),
+		MaxRounds: maxJudgeRounds,
+		Stop:      func(f dryrun.Failure) bool { return !known[f.Key()] },
+	})
+	last := lastVerdict(diag)
+	if last.TimedOut {
+		d := Deny(last.Phase, last.Reason)
+		d.Verdict = last
+		return d
+	}
+	var introduced []dryrun.Failure
+	for _, f := range diag.Failures {
+		if !known[f.Key()] {
+			introduced = append(introduced, f)
+		}
+	}
+	existing := stillFailing(base, pr.changed, diag)
+	var d Decision
+	switch {
+	case len(introduced) > 0 && pr.action == watched.AdmissionWarn:
+		d = Allow(append([]string{"would be denied (validationAction: Warn): " + a.introducedReason(base, pr, introduced)}, existingWarnings(existing)...)...)
+		d.Warned = true
+	case len(introduced) > 0:
+		d = Deny(introduced[0].Phase, a.introducedReason(base, pr, introduced))
+	case !diag.Complete:
+		d = Deny(last.Phase, "the change could not be judged: failures kept appearing in objects it does not touch; "+last.Reason)
+	default:
+		d = Allow(append(existingWarnings(existing), last.Warnings...)...)
+	}
+	d.Introduced, d.Existing, d.Verdict = introduced, existing, last
+	return d
+}
+
+// lastVerdict is the verdict of the diagnosis's last round.
+func lastVerdict(d *dryrun.Diagnosis) *dryrun.Verdict {
+	if d.Passing != nil {
+		return d.Passing
+	}
+	return d.First
+}
+
+// stillFailing returns the baseline's failures the change did not fix: a
+// failure of an object the change touches is fixed unless the diagnosis
+// found it again.
+func stillFailing(base *Baseline, changed []bundle.ObjectRef, diag *dryrun.Diagnosis) []dryrun.Failure {
+	found := diag.Keys()
+	var out []dryrun.Failure
+	for _, f := range base.failures() {
+		touched := slices.ContainsFunc(f.Objects, func(o bundle.ObjectRef) bool { return slices.Contains(changed, o) })
+		if !touched || found[f.Key()] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// introducedReason is the denial reason of failures a change introduced:
+// the first failure (and how many more), and for a DELETE the objects that
+// still need what it removes.
+func (a *Admitter) introducedReason(base *Baseline, pr proposal, fs []dryrun.Failure) string {
+	reason := fs[0].String()
+	if len(fs) > 1 {
+		reason += fmt.Sprintf(" (and %d more)", len(fs)-1)
+	}
+	if pr.deleted.Name == "" {
+		return reason
+	}
+	var users []string
+	for _, r := range base.readers(pr.deleted) {
+		users = append(users, r.String())
+	}
+	if len(users) == 0 {
+		for _, f := range fs {
+			for _, o := range f.Objects {
+				if o != pr.deleted {
+					users = append(users, o.String())
+				}
+			}
+		}
+	}
+	if len(users) == 0 {
+		return reason
+	}
+	return fmt.Sprintf("%s is still needed by %s: %s", pr.deleted, strings.Join(users, ", "), reason)
+}
+
+// deletedRef names the object a DELETE removes, in its first store.
+func deletedRef(req Request, changed []bundle.ObjectRef) bundle.ObjectRef {
+	if req.Operation != store.Delete || len(changed) == 0 {
+		return bundle.ObjectRef{}
+	}
+	return changed[0]
+}
