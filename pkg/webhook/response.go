@@ -2,7 +2,9 @@ package webhook
 
 import (
 	"net/http"
+	"strings"
 
+	"github.com/haproxy-template/htc/internal/textutil"
 	"github.com/haproxy-template/htc/pkg/admission"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,12 +45,36 @@ func Errored(uid types.UID, code int32, msg string) *admissionv1.AdmissionRespon
 	}
 }
 
-// FromDecision converts an admission Decision into a response.
+// CausePrefix starts the type of every status cause a denial carries:
+// "htc/<phase>" (e.g. "htc/render"), so tools need not parse the reason.
+const CausePrefix = "htc/"
+
+// FromDecision converts an admission Decision into a response. A denial
+// carries, in status.details.causes, one cause per failure the change
+// introduced: its phase as the type ("htc/render"), the objects it comes
+// from as the field ("Ingress team-a/web"), and its reason.
 func FromDecision(uid types.UID, d admission.Decision) *admissionv1.AdmissionResponse {
 	if d.Allowed {
 		return Allowed(uid, d.Warnings...)
 	}
-	return Denied(uid, d.Reason)
+	resp := Denied(uid, d.Reason)
+	var causes []metav1.StatusCause
+	for _, f := range d.Introduced {
+		c := metav1.StatusCause{Type: metav1.CauseType(CausePrefix + string(f.Phase)), Message: f.Reason}
+		names := make([]string, len(f.Objects))
+		for i, o := range f.Objects {
+			names[i] = o.String()
+		}
+		c.Field = strings.Join(names, ", ")
+		causes = append(causes, c)
+	}
+	if len(causes) == 0 && d.Phase != "" {
+		causes = append(causes, metav1.StatusCause{Type: metav1.CauseType(CausePrefix + string(d.Phase)), Message: d.Reason})
+	}
+	if len(causes) > 0 {
+		resp.Result.Details = &metav1.StatusDetails{Causes: causes}
+	}
+	return resp
 }
 
 // Review wraps a response in an AdmissionReview v1 envelope.
@@ -65,10 +91,7 @@ func shortWarnings(ws []string) []string {
 	}
 	out := make([]string, 0, len(ws))
 	for _, w := range ws {
-		if len(w) > maxWarningLen {
-			w = w[:maxWarningLen-3] + "..."
-		}
-		out = append(out, w)
+		out = append(out, textutil.Truncate(w, maxWarningLen))
 	}
 	return out
 }
