@@ -25,6 +25,7 @@ type checkFlags struct {
 	configPath, objectPath, oldPath, operation, output, haproxy string
 	state                                                       stringList
 	allowed                                                     *defaultedList
+	baseline                                                    bool
 }
 
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -43,16 +44,24 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := o.loadState(f.state); err != nil {
 		return err
 	}
+	// Offline there is no API server waiting: allow the full render-check
+	// and test budgets. The state files are the requester's own: show
+	// every reason in full.
+	a := &admission.Admitter{Env: env, Timeout: dryrun.DefaultRenderCheckTimeout + testrun.DefaultTimeout, RevealLiveState: true,
+		Private: redact.ProcessValues()}
+	st := &admission.State{Pipeline: o.pipeline, Stores: o.stores}
+	a.SetState(st)
+	// The embedded tests depend on the config alone: the proposal's own
+	// check runs them; the baseline (unless it is what is asked for) need not.
+	base := o.pipeline.Diagnose(ctx, store.ReadOnly(o.stores), dryrun.DiagnoseOptions{SkipTests: !f.baseline})
+	a.SetBaseline(&admission.Baseline{Pipeline: o.pipeline, Diagnosis: base})
+	if f.baseline {
+		return printBaseline(stdout, f.output, base, a.Redactor(st))
+	}
 	obj, err := loadOne("object", f.objectPath)
 	if err != nil {
 		return err
 	}
-	// Offline there is no API server waiting: allow the full render-check
-	// and test budgets.
-	// The state files are the requester's own: show every reason in full.
-	a := &admission.Admitter{Env: env, Timeout: dryrun.DefaultRenderCheckTimeout + testrun.DefaultTimeout, RevealLiveState: true,
-		Private: redact.ProcessValues()}
-	a.SetState(&admission.State{Pipeline: o.pipeline, Stores: o.stores})
 	var d admission.Decision
 	if isConfig(obj) {
 		d = a.Config(ctx, admission.Request{Change: watched.Change{Resource: config.GroupVersion.WithResource(config.Resource), Operation: store.Update, Object: obj.Unstructured}})
@@ -79,6 +88,7 @@ func parseCheckFlags(args []string, stdout io.Writer) (*checkFlags, error) {
 	fs.StringVar(&f.output, "o", "text", "output format: text or json (an AdmissionReview v1 response)")
 	fs.StringVar(&f.haproxy, "haproxy", envDefault("HTC_HAPROXY", "haproxy"), "haproxy binary (env HTC_HAPROXY)")
 	f.allowed = allowedDirectivesFlag(fs)
+	fs.BoolVar(&f.baseline, "baseline", false, "print what is broken in the state (the failures every change is judged against: only failures a change introduces deny it) and exit 1 when anything is, instead of judging --object")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -91,8 +101,8 @@ func parseCheckFlags(args []string, stdout io.Writer) (*checkFlags, error) {
 			return nil, err
 		}
 	}
-	if f.objectPath == "" {
-		return nil, usagef("--object is required")
+	if f.objectPath == "" && !f.baseline {
+		return nil, usagef("--object is required (or --baseline)")
 	}
 	return f, nil
 }
@@ -141,6 +151,52 @@ func (o *offline) request(obj manifest.Object, f *checkFlags) (admission.Request
 		req.Object = nil
 	}
 	return req, nil
+}
+
+// printBaseline prints the state's failures, one line each, or as JSON;
+// any failure is a rejectedError (exit 1).
+func printBaseline(stdout io.Writer, output string, d *dryrun.Diagnosis, red *redact.Redactor) error {
+	type failure struct {
+		Phase   string   `json:"phase"`
+		Objects []string `json:"objects,omitempty"`
+		Reason  string   `json:"reason"`
+	}
+	list := struct {
+		Failures []failure `json:"failures"`
+		Complete bool      `json:"complete"`
+	}{Failures: []failure{}, Complete: d.Complete}
+	for _, f := range d.Failures {
+		out := failure{Phase: string(f.Phase), Reason: red.String(f.Reason)}
+		for _, o := range f.Objects {
+			out.Objects = append(out.Objects, o.String())
+		}
+		list.Failures = append(list.Failures, out)
+	}
+	if output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(list); err != nil {
+			return err
+		}
+	} else {
+		for _, f := range list.Failures {
+			objs := ""
+			if len(f.Objects) > 0 {
+				objs = strings.Join(f.Objects, ", ") + ": "
+			}
+			fmt.Fprintf(stdout, "%s: %s%s\n", f.Phase, objs, f.Reason)
+		}
+		if !d.Complete {
+			fmt.Fprintln(stdout, "(the diagnosis stopped before every failure was found)")
+		}
+		if len(list.Failures) == 0 && d.Complete {
+			fmt.Fprintln(stdout, "no failures")
+		}
+	}
+	if len(list.Failures) > 0 || !d.Complete {
+		return rejectedError{}
+	}
+	return nil
 }
 
 // printDecision prints d as text or as an AdmissionReview; a denial is a

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/dryrun"
@@ -45,13 +46,13 @@ func (a *Admitter) judge(ctx context.Context, base *Baseline, pr proposal) Decis
 		d.Verdict = last
 		return d
 	}
+	existing := a.existing(ctx, base, pr, diag, known)
 	var introduced []dryrun.Failure
 	for _, f := range diag.Failures {
 		if !known[f.Key()] {
 			introduced = append(introduced, f)
 		}
 	}
-	existing := stillFailing(base, pr.changed, diag)
 	var d Decision
 	switch {
 	case len(introduced) > 0 && pr.action == watched.AdmissionWarn:
@@ -74,6 +75,49 @@ func lastVerdict(d *dryrun.Diagnosis) *dryrun.Verdict {
 		return d.Passing
 	}
 	return d.First
+}
+
+// existing returns the baseline's failures that are still there with the
+// change. Once the change passed without the quarantined objects, those
+// are the only ones that can fail; a change can fix them without touching
+// them (e.g. by creating the Service a broken Ingress needs), so, time
+// permitting, they are checked again with the change; failures found then
+// with a key the baseline does not have were introduced after all (the
+// change broke them differently). Without the time, the baseline's list
+// stands (stillFailing).
+func (a *Admitter) existing(ctx context.Context, base *Baseline, pr proposal, diag *dryrun.Diagnosis, known map[string]bool) []dryrun.Failure {
+	hidden := base.quarantine(pr.changed)
+	if len(hidden) == 0 || diag.Passing == nil || !timeFor(ctx, 2*roundTime(diag.Passing)) {
+		return stillFailing(base, pr.changed, diag)
+	}
+	again := pr.pipeline.Diagnose(ctx, pr.stores, dryrun.DiagnoseOptions{MaxRounds: len(hidden) + 1, SkipTests: true})
+	if !again.Complete {
+		return stillFailing(base, pr.changed, diag)
+	}
+	var out []dryrun.Failure
+	for _, f := range again.Failures {
+		if known[f.Key()] {
+			out = append(out, f)
+		} else {
+			diag.Failures = append(diag.Failures, f) // introduced: the judge denies
+		}
+	}
+	return out
+}
+
+// roundTime is how long one check took (render and check phases).
+func roundTime(v *dryrun.Verdict) time.Duration {
+	var d time.Duration
+	for _, t := range v.Durations {
+		d += t
+	}
+	return d
+}
+
+// timeFor reports whether ctx leaves at least d.
+func timeFor(ctx context.Context, d time.Duration) bool {
+	deadline, ok := ctx.Deadline()
+	return !ok || time.Until(deadline) > d
 }
 
 // stillFailing returns the baseline's failures the change did not fix: a

@@ -48,12 +48,20 @@ func (v *Verdict) Passed() bool { return v.Phase == "" && v.Err == nil }
 // check path: admission of a watched resource or of a config, htc check and
 // the controller's live loop all call it.
 func (p *Pipeline) Check(ctx context.Context, stores store.Set) *Verdict {
+	return p.check(ctx, stores, true)
+}
+
+// check is Check, with the embedded tests only when tests is set.
+func (p *Pipeline) check(ctx context.Context, stores store.Set, tests bool) *Verdict {
 	v := &Verdict{Durations: map[phase.Phase]time.Duration{}}
 	if p.checker == nil {
 		return v.fail(ctx, &phase.Error{Phase: phase.Semantic, Reason: "no HAProxy checker is configured"})
 	}
 	if err := p.renderAndCheck(ctx, stores, v); err != nil {
 		return v.fail(ctx, err)
+	}
+	if !tests {
+		return v
 	}
 	start := time.Now()
 	report, cached, err := p.Tests(ctx)

@@ -52,6 +52,9 @@ type DiagnoseOptions struct {
 	// Stop, when set, ends the diagnosis after a round that found a
 	// failure for which it returns true (e.g. one a change introduced).
 	Stop func(Failure) bool
+	// SkipTests leaves the embedded tests out: they depend on the config
+	// alone, so a diagnosis of objects can do without them.
+	SkipTests bool
 }
 
 // Diagnose checks stores; while the check fails with failures it can
@@ -66,7 +69,7 @@ func (p *Pipeline) Diagnose(ctx context.Context, stores store.Set, opts Diagnose
 		rounds = DefaultMaxRounds
 	}
 	for range rounds {
-		v := p.Check(ctx, stores.WithoutNames(byStore(d.Hidden)))
+		v := p.check(ctx, stores.WithoutNames(byStore(d.Hidden)), !opts.SkipTests)
 		if d.First == nil {
 			d.First = v
 		}
