@@ -25,6 +25,7 @@ type metrics struct {
 	liveValid      prometheus.Gauge
 	liveFailures   prometheus.Gauge
 	warned         *prometheus.CounterVec
+	overruled      *prometheus.CounterVec
 	liveDuration   prometheus.Histogram
 	publishes      *prometheus.CounterVec
 	reloadsHAProxy *prometheus.CounterVec
@@ -89,6 +90,10 @@ func newMetrics(certNotAfter func() time.Time) *metrics {
 			Name: "htc_admission_warned_total",
 			Help: "Changes admitted with a warning although they introduce a failure (validationAction: Warn), by GVK.",
 		}, []string{"gvk"}),
+		overruled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "htc_check_findings_overruled_total",
+			Help: "Syntax and schema findings haproxy -c did not confirm (they became warnings), by phase.",
+		}, []string{"phase"}),
 		liveDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "htc_live_check_duration_seconds",
 			Help:    "Time to render and check the live configuration, embedded tests included.",
@@ -119,7 +124,7 @@ func newMetrics(certNotAfter func() time.Time) *metrics {
 		return time.Until(t).Seconds()
 	})
 	m.reg.MustRegister(m.requests, m.duration, m.validation, m.phases, m.inFlight, m.testHits, m.reloads, m.ready, expiry,
-		m.liveChecks, m.liveValid, m.liveFailures, m.warned, m.liveDuration, m.publishes, m.reloadsHAProxy, m.reloadDuration,
+		m.liveChecks, m.liveValid, m.liveFailures, m.warned, m.overruled, m.liveDuration, m.publishes, m.reloadsHAProxy, m.reloadDuration,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

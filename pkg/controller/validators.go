@@ -51,6 +51,9 @@ func (c *controller) observed(gvk string, admit func(context.Context, admission.
 			for ph, took := range v.Durations {
 				c.metrics.phases.WithLabelValues(string(ph)).Observe(took.Seconds())
 			}
+			for _, o := range v.Overruled {
+				c.metrics.overruled.WithLabelValues(string(o.Phase)).Inc()
+			}
 		}
 		return d
 	})

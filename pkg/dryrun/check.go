@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/haproxy"
 	"github.com/haproxy-template/htc/pkg/phase"
 	"github.com/haproxy-template/htc/pkg/store"
 )
@@ -24,8 +25,12 @@ type Verdict struct {
 	// TimedOut reports that the check ran out of time (Phase is the phase
 	// it was in); the configuration itself may be fine.
 	TimedOut bool
-	// Warnings are HAProxy's simplified warnings of a passing check.
+	// Warnings are HAProxy's simplified warnings of a passing check (and
+	// the syntax and schema findings haproxy -c did not confirm).
 	Warnings []string
+	// Overruled are the syntax and schema findings haproxy -c did not
+	// confirm: they did not fail the check.
+	Overruled []haproxy.Overruled
 	// Durations are the times of the phases that ran (render, policy,
 	// syntax, schema, semantic, tests), also when one failed.
 	Durations map[phase.Phase]time.Duration
@@ -93,7 +98,7 @@ func (p *Pipeline) renderAndCheck(ctx context.Context, stores store.Set, v *Verd
 		for ph, d := range res.Durations {
 			v.Durations[ph] = d
 		}
-		v.Warnings = res.Warnings
+		v.Warnings, v.Overruled = res.Warnings, res.Overruled
 	}
 	return err
 }

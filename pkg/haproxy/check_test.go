@@ -204,3 +204,29 @@ func TestConcurrentChecks(t *testing.T) {
 		assert.NoError(t, <-errs)
 	}
 }
+
+// The syntax and schema phases never refuse more than haproxy -c: a
+// finding haproxy -c accepts is a warning (Result.Overruled); one it
+// refuses too is the reason, in its own phase.
+func TestParsePhasesNeverStricterThanHAProxy(t *testing.T) {
+	c := realChecker(t, Options{})
+	ctx := context.Background()
+	accepted := bundleFor("/etc/haproxy", cacheConfig([]string{"global", "defNamedBad", "fe", "be0", "be1", "be2"}), testMaps(), nil)
+	res, err := c.Check(ctx, accepted)
+	require.NoError(t, err, "haproxy -c accepts a defaults name with '@'")
+	require.Len(t, res.Overruled, 1)
+	assert.Equal(t, phase.Schema, res.Overruled[0].Phase)
+	assert.Contains(t, res.Overruled[0].Reason, "bad@defs")
+	assert.Contains(t, strings.Join(res.Warnings, "\n"), "schema check: haproxy.cfg:")
+	assert.Contains(t, strings.Join(res.Warnings, "\n"), "(haproxy -c accepts it)")
+
+	// The same finding beside an error haproxy -c refuses on another line:
+	// haproxy's message is the reason.
+	refused := bundleFor("/etc/haproxy", cacheConfig([]string{"global", "defNamedBad", "fe", "be0", "be1", "be2"})+"backend broken\n    timeout server abc\n", testMaps(), nil)
+	_, err = c.Check(ctx, refused)
+	pe, ok := errors.AsType[*phase.Error](err)
+	require.True(t, ok, "%v", err)
+	assert.Equal(t, phase.Semantic, pe.Phase)
+	assert.Contains(t, pe.Reason, "timeout")
+	assert.NotContains(t, pe.Reason, "bad@defs")
+}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	parser "github.com/haproxytech/config-parser/v5"
@@ -48,10 +49,22 @@ type Options struct {
 	ParseCacheEntries int
 }
 
+// Overruled is a syntax or schema finding that haproxy -c did not confirm.
+type Overruled struct {
+	// Phase is phase.Syntax or phase.Schema.
+	Phase phase.Phase
+	// Reason is the finding's simplified reason.
+	Reason string
+}
+
 // Result is the outcome of a Check.
 type Result struct {
-	// Warnings are the simplified warnings of a passing `haproxy -c`.
+	// Warnings are the simplified warnings of a passing `haproxy -c`, and
+	// the syntax and schema findings it did not confirm.
 	Warnings []string
+	// Overruled are the syntax and schema findings haproxy -c did not
+	// confirm (the check passed; each is also a warning).
+	Overruled []Overruled
 	// Durations holds how long each phase that ran took.
 	Durations map[phase.Phase]time.Duration
 }
@@ -183,23 +196,70 @@ func (c *Checker) Check(ctx context.Context, b *bundle.Bundle) (*Result, error) 
 		warnings, _, err := c.runHAProxy(semCtx, dir)
 		semantic <- semanticResult{warnings, err, time.Since(start)}
 	}()
-	if err := c.parsePhases(ctx, b, res); err != nil {
-		stopSemantic()
+	parseErr := c.parsePhases(ctx, b, res)
+	if parseErr != nil && !isFinding(parseErr) {
+		stopSemantic() // the parse phases ran out of time: so does the check
 		<-semantic
-		return res, err
+		return res, parseErr
 	}
 	sr := <-semantic
 	res.Durations[phase.Semantic] = sr.took
-	warnings, err := sr.warnings, sr.err
+	return c.combine(ctx, res, parseErr, sr.warnings, sr.err)
+}
+
+// combine decides a check from the parse phases' finding (nil when they
+// passed) and the haproxy -c outcome. The syntax and schema phases exist to
+// give earlier, clearer reasons for what haproxy -c refuses, never to
+// refuse more: their finding fails the check only when haproxy -c fails on
+// the same bundle too, and is the reason only when it points at a line
+// haproxy -c refused (else haproxy's message is); when haproxy -c accepts
+// the bundle, the finding becomes a warning and is listed in
+// Result.Overruled.
+func (c *Checker) combine(ctx context.Context, res *Result, parseErr error, warnings []string, err error) (*Result, error) {
 	if err != nil {
-		var se *SemanticError
-		if errors.As(err, &se) {
-			return res, &phase.Error{Phase: phase.Semantic, Reason: c.semanticReason(ctx, se), Err: se}
+		se, ok := errors.AsType[*SemanticError](err)
+		switch {
+		case !ok:
+			return res, err
+		case parseErr != nil && se.Err == nil && sameLines(parseErr, se):
+			return res, parseErr
 		}
-		return res, err
+		return res, &phase.Error{Phase: phase.Semantic, Reason: c.semanticReason(ctx, se), Err: se}
 	}
 	res.Warnings = warnings
+	if pe, ok := errors.AsType[*phase.Error](parseErr); ok {
+		res.Overruled = append(res.Overruled, Overruled{Phase: pe.Phase, Reason: pe.Reason})
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%s check: %s (haproxy -c accepts it)", pe.Phase, pe.Reason))
+	}
 	return res, nil
+}
+
+// sameLines reports whether a syntax or schema finding points at a line of
+// haproxy.cfg that haproxy -c refused.
+func sameLines(parseErr error, se *SemanticError) bool {
+	var fs []Finding
+	if e, ok := errors.AsType[*SyntaxError](parseErr); ok {
+		fs = e.Findings
+	} else if e, ok := errors.AsType[*SchemaError](parseErr); ok {
+		fs = e.Findings
+	}
+	for _, f := range fs {
+		prefix := fmt.Sprintf("%s:%d:", f.File, f.Line)
+		for _, m := range se.Messages {
+			if f.Line > 0 && strings.HasPrefix(m, prefix) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isFinding reports whether err is a syntax or schema finding about the
+// configuration (not a deadline or cancellation).
+func isFinding(err error) bool {
+	pe, ok := errors.AsType[*phase.Error](err)
+	return ok && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) &&
+		(pe.Phase == phase.Syntax || pe.Phase == phase.Schema)
 }
 
 // parsePhases runs the syntax and schema phases (unless skipped), recording
