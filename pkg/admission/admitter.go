@@ -57,8 +57,15 @@ type Admitter struct {
 	// the requester supplied them.
 	RevealLiveState bool
 
+	// MaxInFlight bounds the checks that run at once (each renders and
+	// checks the whole configuration); zero means the number of CPUs. A
+	// request that cannot start its check in time to finish before its
+	// deadline is denied at once with ReasonBusy.
+	MaxInFlight int
+
 	redactors redactors
 	baseline  atomic.Pointer[Baseline]
+	slots     slots
 }
 
 // SetState replaces the state decisions are made against.
@@ -89,6 +96,11 @@ func (a *Admitter) resource(ctx context.Context, st *State, req Request) Decisio
 	if len(changed) == 0 {
 		return Allow()
 	}
+	release, ok := a.slot(ctx)
+	if !ok {
+		return busy()
+	}
+	defer release()
 	refs := changedRefs(req, changed)
 	return a.judge(ctx, a.Baseline(st), proposal{
 		pipeline: st.Pipeline, stores: stores, changed: refs, deleted: deletedRef(req, refs),
@@ -129,6 +141,11 @@ func (a *Admitter) config(ctx context.Context, req Request) Decision {
 		}
 		return Deny(phase.Render, phase.Reason(err))
 	}
+	release, ok := a.slot(ctx)
+	if !ok {
+		return busy()
+	}
+	defer release()
 	st := a.state.Load()
 	base := a.Baseline(st)
 	if base != nil {
@@ -190,6 +207,25 @@ func (a *Admitter) storesFor(p *dryrun.Pipeline) store.Set {
 		}
 	}
 	return out
+}
+
+// slot takes one of the MaxInFlight check slots (see slots.acquire); the
+// returned release also records how long the check took.
+func (a *Admitter) slot(ctx context.Context) (release func(), ok bool) {
+	a.slots.init(a.MaxInFlight)
+	free, ok := a.slots.acquire(ctx)
+	if !ok {
+		return nil, false
+	}
+	start := time.Now()
+	return func() { a.slots.observe(time.Since(start)); free() }, true
+}
+
+// busy denies a change the controller could not check in time.
+func busy() Decision {
+	d := Deny("", ReasonBusy)
+	d.Busy = true
+	return d
 }
 
 func (a *Admitter) timeout() time.Duration {

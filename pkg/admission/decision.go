@@ -52,6 +52,9 @@ type Decision struct {
 	// Warned reports a change admitted despite introduced failures
 	// (validationAction: Warn).
 	Warned bool
+	// Busy reports a change denied because it could not be checked in
+	// time (ReasonBusy).
+	Busy bool
 }
 
 // Allow admits a change, with warnings.

@@ -43,7 +43,11 @@ func (c *controller) observed(gvk string, admit func(context.Context, admission.
 		if d.Warned {
 			c.warned(gvk, req, d)
 		}
-		c.metrics.validation.WithLabelValues(phaseLabel(string(d.Phase))).Observe(time.Since(start).Seconds())
+		label := phaseLabel(string(d.Phase))
+		if d.Busy {
+			label = webhook.PhaseBusy
+		}
+		c.metrics.validation.WithLabelValues(label).Observe(time.Since(start).Seconds())
 		if v := d.Verdict; v != nil {
 			if v.TestsCached {
 				c.metrics.testHits.Inc()

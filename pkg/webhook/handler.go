@@ -150,6 +150,9 @@ func (h *Handler) admit(ctx context.Context, req *admissionv1.AdmissionRequest, 
 		d.Reason = "the change was denied without a reason"
 	}
 	out.Result, out.Phase = ResultAllowed, string(d.Phase)
+	if d.Busy {
+		out.Phase = PhaseBusy
+	}
 	if !d.Allowed {
 		out.Result, out.Reason = ResultDenied, d.Reason
 	}

@@ -27,6 +27,10 @@ const (
 // handler was not ready (HandlerOptions.Ready).
 const PhaseNotReady = "not-ready"
 
+// PhaseBusy is the Outcome phase of a request denied because the
+// controller could not check it before its deadline (admission.ReasonBusy).
+const PhaseBusy = "busy"
+
 // Outcome describes one handled request; it is what the per-admission log
 // line prints and what an Observer receives. Fields the request did not get
 // far enough to know are empty.

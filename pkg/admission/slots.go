@@ -1,0 +1,76 @@
+package admission
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ReasonBusy denies a change the controller could not start checking in
+// time: too many checks run at once for the deadline to be met.
+const ReasonBusy = "htc is busy: too many changes are being checked at once to check this one before the deadline; try again in a moment"
+
+// slots bounds the checks that run at once and estimates how long one
+// takes, so that a request that cannot finish before its deadline is
+// turned away early (busy) instead of queueing until the API server gives
+// up on it.
+type slots struct {
+	once     sync.Once
+	sem      chan struct{}
+	estimate atomic.Int64 // nanoseconds, an exponential moving average
+}
+
+// init sizes the slots (n <= 0: the number of CPUs).
+func (s *slots) init(n int) {
+	s.once.Do(func() {
+		if n <= 0 {
+			n = runtime.NumCPU()
+		}
+		s.sem = make(chan struct{}, n)
+	})
+}
+
+// acquire takes a slot, waiting while ctx leaves time for one check after
+// the wait. It returns a release function, or false when the request
+// should be turned away.
+func (s *slots) acquire(ctx context.Context) (release func(), ok bool) {
+	select {
+	case s.sem <- struct{}{}:
+		return s.release, true
+	default:
+	}
+	wait := ctx
+	if deadline, has := ctx.Deadline(); has {
+		est := time.Duration(s.estimate.Load())
+		if time.Until(deadline) <= est {
+			return nil, false
+		}
+		var cancel context.CancelFunc
+		wait, cancel = context.WithDeadline(ctx, deadline.Add(-est))
+		defer cancel()
+	}
+	select {
+	case s.sem <- struct{}{}:
+		return s.release, true
+	case <-wait.Done():
+		return nil, false
+	}
+}
+
+func (s *slots) release() { <-s.sem }
+
+// observe folds one check's duration into the estimate.
+func (s *slots) observe(d time.Duration) {
+	for {
+		old := s.estimate.Load()
+		next := int64(d)
+		if old > 0 {
+			next = old + (int64(d)-old)/4
+		}
+		if s.estimate.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}

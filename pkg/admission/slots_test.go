@@ -1,0 +1,82 @@
+package admission
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestSlotsTurnAwayWhatCannotFinish(t *testing.T) {
+	var s slots
+	s.init(1)
+	s.observe(time.Hour) // one check takes an hour
+	release, ok := s.acquire(context.Background())
+	require.True(t, ok, "a free slot is taken at once")
+
+	// Every slot is busy and no deadline leaves time for a check: turned
+	// away at once, without waiting.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, ok = s.acquire(ctx)
+	assert.False(t, ok)
+
+	// Without a deadline it waits for the slot.
+	got := make(chan bool)
+	go func() {
+		r, ok := s.acquire(context.Background())
+		if ok {
+			r()
+		}
+		got <- ok
+	}()
+	release()
+	assert.True(t, <-got)
+}
+
+func TestSlotsWaitWhileTimeRemains(t *testing.T) {
+	var s slots
+	s.init(1)
+	s.observe(time.Millisecond)
+	release, ok := s.acquire(context.Background())
+	require.True(t, ok)
+	got := make(chan bool)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		r, ok := s.acquire(ctx)
+		if ok {
+			r()
+		}
+		got <- ok
+	}()
+	release()
+	assert.True(t, <-got, "a queued request with time left gets the slot")
+}
+
+func TestSlotsEstimate(t *testing.T) {
+	var s slots
+	s.observe(100 * time.Millisecond)
+	assert.Equal(t, int64(100*time.Millisecond), s.estimate.Load(), "the first observation is the estimate")
+	s.observe(500 * time.Millisecond)
+	assert.Equal(t, int64(200*time.Millisecond), s.estimate.Load(), "then a moving average")
+}
+
+func TestBusyDecision(t *testing.T) {
+	a := &Admitter{MaxInFlight: 1}
+	a.slots.init(1)
+	a.slots.observe(time.Hour)
+	hold, ok := a.slot(context.Background())
+	require.True(t, ok)
+	defer hold()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, ok = a.slot(ctx)
+	assert.False(t, ok)
+	d := busy()
+	assert.False(t, d.Allowed)
+	assert.True(t, d.Busy)
+	assert.Equal(t, ReasonBusy, d.Reason)
+}
