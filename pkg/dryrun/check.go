@@ -41,6 +41,10 @@ type Verdict struct {
 	// TestsCached reports that the embedded tests' report came from the
 	// cache.
 	TestsCached bool
+	// CheckCached reports that the check phases' outcome came from the
+	// cache of an equal bundle checked before (Durations then hold only
+	// the render's).
+	CheckCached bool
 }
 
 // Passed reports whether the configuration passed every phase.
@@ -93,10 +97,13 @@ func (p *Pipeline) renderAndCheck(ctx context.Context, stores store.Set, v *Verd
 		return err
 	}
 	v.Bundle, v.BundleHash = b, b.Hash()
-	res, err := p.checker.Check(ctx, b)
+	res, cached, err := p.checks.check(ctx, p.checker, b, v.BundleHash)
+	v.CheckCached = cached
 	if res != nil {
-		for ph, d := range res.Durations {
-			v.Durations[ph] = d
+		if !cached { // a cached outcome's durations are an earlier check's
+			for ph, d := range res.Durations {
+				v.Durations[ph] = d
+			}
 		}
 		v.Warnings, v.Overruled = res.Warnings, res.Overruled
 	}

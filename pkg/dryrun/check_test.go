@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/dryrun"
+	"github.com/haproxy-template/htc/pkg/haproxy"
 	"github.com/haproxy-template/htc/pkg/phase"
 	"github.com/haproxy-template/htc/pkg/store"
 )
@@ -184,4 +188,78 @@ func TestBuildErrors(t *testing.T) {
 	_, err = dryrun.Build(badTemplate, dryrun.Env{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "haproxyConfig")
+}
+
+// countingChecker counts the checks that really run.
+type countingChecker struct {
+	dryrun.Checker
+	runs atomic.Int64
+	gate chan struct{} // when set, each run waits for it
+}
+
+func (c *countingChecker) Check(ctx context.Context, b *bundle.Bundle) (*haproxy.Result, error) {
+	c.runs.Add(1)
+	if c.gate != nil {
+		<-c.gate
+	}
+	return c.Checker.Check(ctx, b)
+}
+
+func countingEnv(t *testing.T, gate chan struct{}) (dryrun.Env, *countingChecker) {
+	real := testEnv(t)
+	cc := &countingChecker{gate: gate}
+	return dryrun.Env{CheckerFor: func(allowed []string) dryrun.Checker {
+		cc.Checker = real.CheckerFor(allowed)
+		return cc
+	}}, cc
+}
+
+// noHAProxyTests is checkConfig whose embedded test runs no check of its
+// own, so that countingChecker counts only the checks of Check.
+var noHAProxyTests = strings.Replace(checkConfig, "assertions: [{type: haproxy_valid}]", "assertions: [{type: contains, pattern: maxconn}]", 1)
+
+// An equal bundle is checked once: the outcome, passing or failing, is
+// remembered by the bundle's hash.
+func TestCheckCache(t *testing.T) {
+	env, cc := countingEnv(t, nil)
+	p := pipelineFor(t, noHAProxyTests, env)
+	first := p.Check(context.Background(), storesWith(t, p, svc(t, "a", "")))
+	require.True(t, first.Passed(), first.Reason)
+	assert.False(t, first.CheckCached)
+	again := p.Check(context.Background(), storesWith(t, p, svc(t, "a", `, labels: {x: "y"}`)))
+	assert.True(t, again.CheckCached, "a label does not change the bundle")
+	assert.True(t, again.Passed())
+	assert.NotContains(t, again.Durations, phase.Semantic, "no haproxy -c ran")
+	assert.Equal(t, int64(1), cc.runs.Load())
+
+	bad := svc(t, "a", `, annotations: {line: "timeout server abc"}`)
+	v1 := p.Check(context.Background(), storesWith(t, p, bad))
+	v2 := p.Check(context.Background(), storesWith(t, p, bad))
+	assert.Equal(t, phase.Semantic, v1.Phase)
+	assert.Equal(t, v1.Reason, v2.Reason)
+	assert.True(t, v2.CheckCached, "a failing outcome is remembered too")
+	assert.Equal(t, int64(2), cc.runs.Load())
+}
+
+// Concurrent checks of equal bundles share one run.
+func TestCheckCacheSharesConcurrentChecks(t *testing.T) {
+	gate := make(chan struct{})
+	env, cc := countingEnv(t, gate)
+	p := pipelineFor(t, noHAProxyTests, env)
+	var wg sync.WaitGroup
+	verdicts := make([]*dryrun.Verdict, 4)
+	for i := range verdicts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			verdicts[i] = p.Check(context.Background(), storesWith(t, p, svc(t, "a", "")))
+		}()
+	}
+	require.Eventually(t, func() bool { return cc.runs.Load() == 1 }, 10*time.Second, time.Millisecond, "the shared run started")
+	close(gate)
+	wg.Wait()
+	for _, v := range verdicts {
+		assert.True(t, v.Passed(), v.Reason)
+	}
+	assert.Equal(t, int64(1), cc.runs.Load(), "four concurrent checks, one haproxy -c")
 }

@@ -54,6 +54,9 @@ type Env struct {
 	// RenderCheckTimeout bounds render + check of one proposal; zero means
 	// DefaultRenderCheckTimeout.
 	RenderCheckTimeout time.Duration
+	// CheckCacheEntries bounds the pipeline's cache of check results by
+	// bundle hash; zero means DefaultCheckCacheEntries.
+	CheckCacheEntries int
 	// TestTimeout bounds one run of the embedded tests; zero means
 	// testrun.DefaultTimeout (60 s).
 	TestTimeout time.Duration
@@ -76,6 +79,7 @@ type Pipeline struct {
 	checker Checker // nil: render only
 	tests   *testrun.Runner
 	cache   *testrun.Cache
+	checks  *checkCache
 	env     Env
 }
 
@@ -130,6 +134,7 @@ func Build(cfg *config.HAProxyTemplateConfig, env Env) (*Pipeline, error) {
 		checker: checker,
 		tests:   testrun.New(&cfg.Spec, model, engine, testChecker, env.BaseDir),
 		cache:   cache,
+		checks:  newCheckCache(env.CheckCacheEntries),
 		env:     env,
 	}, nil
 }

@@ -1,0 +1,78 @@
+package dryrun
+
+import (
+	"context"
+	"errors"
+
+	"golang.org/x/sync/singleflight"
+	"k8s.io/utils/lru"
+
+	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/haproxy"
+	"github.com/haproxy-template/htc/pkg/phase"
+)
+
+// DefaultCheckCacheEntries bounds a pipeline's cache of check results.
+const DefaultCheckCacheEntries = 64
+
+// checkCache remembers the outcome of checking a bundle by its hash:
+// equal bundles (a label-only change, an admission of what is already
+// live, the same proposal sent again) are checked once. Concurrent checks
+// of equal bundles share one run. Outcomes that say nothing about the
+// bundle (a deadline, a cancellation, a checker that could not run) are
+// not kept.
+type checkCache struct {
+	results *lru.Cache
+	flight  singleflight.Group
+}
+
+// checkOutcome is a cached check result.
+type checkOutcome struct {
+	res *haproxy.Result
+	err error
+}
+
+func newCheckCache(size int) *checkCache {
+	if size <= 0 {
+		size = DefaultCheckCacheEntries
+	}
+	return &checkCache{results: lru.New(size)}
+}
+
+// check returns the outcome of checking b with c, from the cache or shared
+// with a concurrent check of an equal bundle. The shared run is not bound
+// to one caller's context: it runs under the checker's own deadlines while
+// each caller waits at most until its ctx ends.
+func (cc *checkCache) check(ctx context.Context, c Checker, b *bundle.Bundle, hash string) (*haproxy.Result, bool, error) {
+	if v, ok := cc.results.Get(hash); ok {
+		o := v.(checkOutcome)
+		return o.res, true, o.err
+	}
+	ch := cc.flight.DoChan(hash, func() (any, error) {
+		res, err := c.Check(context.WithoutCancel(ctx), b)
+		if definite(err) {
+			cc.results.Add(hash, checkOutcome{res: res, err: err})
+		}
+		return checkOutcome{res: res, err: err}, nil
+	})
+	select {
+	case r := <-ch:
+		o := r.Val.(checkOutcome)
+		return o.res, false, o.err
+	case <-ctx.Done():
+		return &haproxy.Result{}, false, &phase.Error{Phase: phase.Semantic, Reason: "check canceled", Err: ctx.Err()}
+	}
+}
+
+// definite reports whether a check's error (or success) is a statement
+// about the bundle worth remembering.
+func definite(err error) bool {
+	if err == nil {
+		return true
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	_, ok := phase.Of(err)
+	return ok
+}
