@@ -287,8 +287,16 @@ func startController(t *testing.T, config string) *controllerProc {
 		if t.Failed() && testing.Verbose() {
 			t.Logf("controller %s logs:\n%s", config, tail(cp.logs.String(), 40))
 		}
-		// Whatever it logged, no planted secret may be in it.
-		for _, f := range env.scan.scanLogLines("controller "+config+" log", cp.logs.String(), scanOpts{noDetails: true}) {
+		// No planted secret may be in what it logged outside the
+		// corpus's requests (start-up, config loading, live rounds); the
+		// lines of each request were scanned with its case.
+		var other []string
+		for _, line := range strings.Split(cp.logs.String(), "\n") {
+			if !strings.Contains(line, `"uid":"attacks-`) {
+				other = append(other, line)
+			}
+		}
+		for _, f := range env.scan.scanLogLines("controller "+config+" log", strings.Join(other, "\n"), scanOpts{noDetails: true}) {
 			t.Errorf("%s", f)
 		}
 	})
