@@ -43,6 +43,11 @@ type Case struct {
 	// HAProxyTemplateConfig instead.
 	Object   map[string]any `json:"object,omitempty"`
 	Proposed *Proposed      `json:"proposed,omitempty"`
+	// State are objects added to the state for this case only. The API
+	// server would refuse most of them (that is why a case needs them: a
+	// namespace or name it does not accept), so such a case runs offline
+	// only and must say so with paths: [offline].
+	State []map[string]any `json:"state,omitempty"`
 	// OldObject is the object as it is (UPDATE/DELETE); by default the
 	// state's object of the same kind, namespace and name, if any.
 	OldObject map[string]any `json:"oldObject,omitempty"`
@@ -272,6 +277,9 @@ func loadCase(file string) (*Case, error) {
 		if p != "offline" && p != "https" {
 			return nil, fmt.Errorf("paths: %q is not offline or https", p)
 		}
+	}
+	if len(c.State) > 0 && (len(c.Paths) != 1 || c.Paths[0] != "offline") {
+		return nil, fmt.Errorf("a case with its own state objects runs offline only: add paths: [offline]")
 	}
 	if c.Reason != "" {
 		if c.reason, err = regexp.Compile(c.Reason); err != nil {

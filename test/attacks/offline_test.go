@@ -32,13 +32,17 @@ type checkResult struct {
 
 // htcCheck runs `htc check` on config and the state with the given object
 // files, with the planted environment and a private TMPDIR.
-func htcCheck(name, config string, objectFile, oldFile, op string) checkResult {
+func htcCheck(name, config string, objectFile, oldFile, op string, extraState ...string) checkResult {
 	tmp := filepath.Join(env.tmp, "offline-"+name)
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return checkResult{err: err}
 	}
 	defer os.RemoveAll(tmp)
-	args := []string{"check", "-f", config, "--state", env.state, "--object", objectFile, "-o", "json"}
+	args := []string{"check", "-f", config, "--state", env.state}
+	for _, s := range extraState {
+		args = append(args, "--state", s)
+	}
+	args = append(args, "--object", objectFile, "-o", "json")
 	if oldFile != "" {
 		args = append(args, "--old", oldFile)
 	}
@@ -149,7 +153,15 @@ func runOffline(t *testing.T, c *Case) {
 	if c.op == "DELETE" && c.old != nil {
 		objFile = oldFile
 	}
-	r := htcCheck(c.ID, env.configs[c.Config], objFile, oldFile, c.op)
+	var extra []string
+	for i, obj := range c.State {
+		f, err := writeJSON(dir, fmt.Sprintf("state-%d.json", i), obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		extra = append(extra, f)
+	}
+	r := htcCheck(c.ID, env.configs[c.Config], objFile, oldFile, c.op, extra...)
 	var problems []string
 	v := verdict{}
 	switch {
