@@ -230,6 +230,14 @@ func TestIntegrationReload(t *testing.T) {
 		assert.Eventually(t, func() bool {
 			return strings.Contains(h.out.String(), "unknown keyword 'bogus'")
 		}, 2*time.Second, 20*time.Millisecond, "haproxy logs why it refused the configuration")
+		// HAProxy 3.0 also says why to the caller: the reload's answer
+		// carries the startup logs, and `show startup-logs` keeps them.
+		assert.Contains(t, re.Output, "unknown keyword 'bogus' in 'frontend' section")
+		assert.Regexp(t, `keep serving: parsing \[[^]]*haproxy\.cfg:\d+\] : unknown keyword 'bogus' in 'frontend' section$`, err.Error())
+		logs, err := c.Command(ctx, "show startup-logs")
+		require.NoError(t, err)
+		assert.Contains(t, logs, "unknown keyword 'bogus' in 'frontend' section")
+		assert.Contains(t, logs, "Loading failure!")
 
 		// A second failure in a row is counted as such.
 		res, err = c.Reload(ctx)

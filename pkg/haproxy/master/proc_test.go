@@ -176,7 +176,21 @@ func TestReloadErrorMessage(t *testing.T) {
 		{"two", ReloadError{Failed: 2},
 			"haproxy rejected the new configuration (2 failed reloads since the last success); the previous workers keep serving"},
 		{"with alerts", ReloadError{Failed: 1, Output: "[NOTICE] x\n[ALERT] a\n\n[ALERT] b\n[WARNING] Loading failure!\n"},
-			"haproxy rejected the new configuration (1 failed reload since the last success); the previous workers keep serving: [ALERT] a; [ALERT] b"},
+			"haproxy rejected the new configuration (1 failed reload since the last success); the previous workers keep serving: a; b"},
+		{"HAProxy 3.0 startup logs", ReloadError{Failed: 1, Output: "[NOTICE]   (482886) : haproxy version is 3.0.11-1+deb13u5\n" +
+			"[NOTICE]   (482886) : path to executable is /usr/sbin/haproxy\n" +
+			"[ALERT]    (482886) : config : parsing [/etc/haproxy/htc/haproxy.cfg:14] : unknown keyword 'bogus' in 'frontend' section\n" +
+			"[ALERT]    (482886) : config : Error(s) found in configuration file : /etc/haproxy/htc/haproxy.cfg\n" +
+			"[ALERT]    (482886) : config : Fatal errors found in configuration.\n" +
+			"[WARNING]  (482886) : Loading failure!\n"},
+			"haproxy rejected the new configuration (1 failed reload since the last success); the previous workers keep serving: " +
+				"parsing [/etc/haproxy/htc/haproxy.cfg:14] : unknown keyword 'bogus' in 'frontend' section"},
+		{"a bind failure (HAProxy 3.0)", ReloadError{Failed: 1, Output: "[NOTICE]   (30551) : haproxy version is 3.0.11-1+deb13u5\n" +
+			"[ALERT]    (30551) : Binding [h.cfg:12] for frontend extra: protocol tcpv4: cannot bind socket (Address already in use) for [127.0.0.1:37939].\n" +
+			"[ALERT]    (30551) : [/usr/sbin/haproxy.main()] Some protocols failed to start their listeners! Exiting.\n" +
+			"[WARNING]  (30551) : Loading failure!\n"},
+			"haproxy rejected the new configuration (1 failed reload since the last success); the previous workers keep serving: " +
+				"Binding [h.cfg:12] for frontend extra: protocol tcpv4: cannot bind socket (Address already in use) for [127.0.0.1:37939]."},
 		{"without alerts", ReloadError{Failed: 1, Output: "something\nwent wrong\n"},
 			"haproxy rejected the new configuration (1 failed reload since the last success); the previous workers keep serving: something; went wrong"},
 	}
