@@ -4,17 +4,33 @@ SHELL := /bin/bash
 GO ?= go
 BIN := bin/htc
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The version ldflags of every htc build (bin/htc, the image, the Dockerfile's).
+LDFLAGS := -X main.version=$(VERSION)
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build test unit race e2e bench lint generate demo demo-offline haproxy clean help
+# make image: the htc image as an OCI archive (hack/image.sh; see the README).
+IMAGE ?= haproxy-template/htc
+IMAGE_TAG ?= $(patsubst v%,%,$(VERSION))
+IMAGE_ARCHIVE ?= bin/htc-image.oci.tar
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# The commit time, so that an unchanged tree builds an identical image.
+CREATED ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null || echo 1970-01-01T00:00:00Z)
+
+.PHONY: all build test unit race e2e bench lint generate demo demo-offline haproxy image clean help
 
 all: build
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 build: ## build bin/htc
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/htc
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/htc
+
+image: ## the htc image (HAProxy 3.0 inside) as an OCI archive, bin/htc-image.oci.tar, without a Docker daemon (cached by its inputs)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o bin/htc-static ./cmd/htc
+	@IMAGE=$(IMAGE) TAG=$(IMAGE_TAG) VERSION=$(VERSION) REVISION=$(REVISION) CREATED=$(CREATED) \
+	  hack/image.sh bin/htc-static $(IMAGE_ARCHIVE) >/dev/null
+	@echo "$(IMAGE):$(IMAGE_TAG) in $(IMAGE_ARCHIVE) ($$(du -h $(IMAGE_ARCHIVE) | cut -f1); haproxy $$(cat $$(hack/haproxy-rootfs.sh | tail -1)/haproxy.version))"
 
 # The HAProxy of the htc image (Debian trixie, HAProxy 3.0 LTS), runnable on this
 # machine: hack/haproxy-rootfs.sh builds the image's root filesystem once into
