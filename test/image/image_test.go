@@ -182,6 +182,22 @@ func buildImage(t *testing.T) (*image, error) {
 	if err := img.unpack(); err != nil {
 		return nil, err
 	}
+	// What a container runtime provides: /dev, of which Go's exec (stdin)
+	// and HAProxy's workers need /dev/null, and /dev/shm, where HAProxy keeps
+	// the startup logs that tell why a reload failed (shm_open).
+	devNull := filepath.Join(img.root, "dev", "null")
+	if err := os.MkdirAll(filepath.Join(img.root, "dev", "shm"), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(filepath.Join(img.root, "dev", "shm"), 0o1777); err != nil {
+		return nil, err
+	}
+	if err := syscall.Mknod(devNull, syscall.S_IFCHR|0o666, int(1<<8|3)); err != nil {
+		return nil, fmt.Errorf("mknod /dev/null: %w", err)
+	}
+	if err := os.Chmod(devNull, 0o666); err != nil {
+		return nil, err
+	}
 	return img, nil
 }
 
@@ -404,13 +420,6 @@ func resolveDir(root, p string, hops int) (string, error) {
 // user, with the image's environment and working directory.
 func (img *image) run(t *testing.T, argv ...string) (string, error) {
 	t.Helper()
-	// The runtime provides /dev; Go's exec needs /dev/null for stdin.
-	devNull := filepath.Join(img.root, "dev", "null")
-	if _, err := os.Stat(devNull); err != nil {
-		require.NoError(t, os.MkdirAll(filepath.Dir(devNull), 0o755))
-		require.NoError(t, syscall.Mknod(devNull, syscall.S_IFCHR|0o666, int(1<<8|3)))
-		require.NoError(t, os.Chmod(devNull, 0o666))
-	}
 	uid, gid := imageUser(t, img)
 	cmd := &exec.Cmd{
 		Path: argv[0],
@@ -525,7 +534,8 @@ func TestImageValidates(t *testing.T) {
 		}
 		return nil
 	}))
-	assert.ElementsMatch(t, []string{"/tmp", "/var/tmp", "/run/lock"}, writable, "directories the image's user can write")
+	assert.ElementsMatch(t, []string{"/tmp", "/var/tmp", "/run/lock", "/dev/shm"}, writable,
+		"directories the image's user can write (/dev/shm is the runtime's, made by the test)")
 }
 
 // TestImageDockerArchive converts the archive with skopeo, as the README
