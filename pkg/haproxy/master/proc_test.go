@@ -7,8 +7,23 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Outputs captured from HAProxy 2.6.12 (trailing spaces of the header kept).
+// Outputs captured from HAProxy 3.0.11 (the version htc ships) and 2.6.12
+// (trailing spaces of the header kept).
 const (
+	showProc30Old = "#<PID>          <type>          <reloads>       <uptime>        <version>      \n" +
+		"10685           master          1 [failed: 0]   0d00h00m03s     3.0.11-1+deb13u5\n" +
+		"# workers\n" +
+		"10715           worker          0               0d00h00m01s     3.0.11-1+deb13u5\n" +
+		"# old workers\n" +
+		"10690           worker          1               0d00h00m03s     3.0.11-1+deb13u5\n" +
+		"# programs\n" +
+		"\n"
+	showProc30Wide = "#<PID>          <type>          <reloads>       <uptime>        <version>      \n" +
+		"17854           master          20 [failed: 0]  0d00h00m05s     3.0.11-1+deb13u5\n" +
+		"# workers\n" +
+		"18030           worker          0               0d00h00m00s     3.0.11-1+deb13u5\n" +
+		"# programs\n" +
+		"\n"
 	showProc26 = "#<PID>          <type>          <reloads>       <uptime>        <version>      \n" +
 		"2207            master          1 [failed: 0]   0d00h10m06s     2.6.12-1+deb12u4\n" +
 		"# workers\n" +
@@ -37,6 +52,23 @@ func TestParseShowProc(t *testing.T) {
 		in   string
 		want *Status
 	}{
+		{
+			name: "3.0 with old workers",
+			in:   showProc30Old,
+			want: &Status{
+				Master:     Process{PID: 10685, Type: "master", Reloads: 1, Uptime: "0d00h00m03s", Version: "3.0.11-1+deb13u5"},
+				Workers:    []Process{{PID: 10715, Type: "worker", Reloads: 0, Uptime: "0d00h00m01s", Version: "3.0.11-1+deb13u5"}},
+				OldWorkers: []Process{{PID: 10690, Type: "worker", Reloads: 1, Uptime: "0d00h00m03s", Version: "3.0.11-1+deb13u5"}},
+			},
+		},
+		{
+			name: "3.0 with a two-digit reload count",
+			in:   showProc30Wide,
+			want: &Status{
+				Master:  Process{PID: 17854, Type: "master", Reloads: 20, Uptime: "0d00h00m05s", Version: "3.0.11-1+deb13u5"},
+				Workers: []Process{{PID: 18030, Type: "worker", Reloads: 0, Uptime: "0d00h00m00s", Version: "3.0.11-1+deb13u5"}},
+			},
+		},
 		{
 			name: "2.6",
 			in:   showProc26,
