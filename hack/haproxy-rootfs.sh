@@ -35,7 +35,8 @@
 # whatever "haproxy" PATH finds first — measured here: the host's
 # /usr/sbin/haproxy 2.6 took over silently. Through the wrapper the master
 # always re-executes the wrapper, i.e. the same 3.0 binary (checked by
-# TestIntegrationReload* in pkg/haproxy/master, which run it).
+# TestIntegrationReloadKeepsTheBinary in pkg/haproxy/master, which fails with
+# the patchelf'ed copy).
 set -euo pipefail
 # An interrupted check must stop the script, not look like a missing cache and start a build.
 trap 'exit 130' INT
