@@ -4,36 +4,73 @@ SHELL := /bin/bash
 GO ?= go
 BIN := bin/htc
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The version ldflags of every htc build (bin/htc, the image, the Dockerfile's).
+LDFLAGS := -X main.version=$(VERSION)
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build test unit race e2e bench lint generate demo demo-offline haproxy clean help
+# make image: the htc image as an OCI archive (hack/image.sh; see the README).
+IMAGE ?= haproxy-template/htc
+IMAGE_TAG ?= $(patsubst v%,%,$(VERSION))
+IMAGE_ARCHIVE ?= bin/htc-image.oci.tar
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# The commit time, so that an unchanged tree builds an identical image.
+CREATED ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null || echo 1970-01-01T00:00:00Z)
+
+.PHONY: all build test unit race e2e bench lint generate demo demo-offline haproxy image clean help
 
 all: build
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 build: ## build bin/htc
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/htc
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/htc
 
-haproxy: ## install haproxy with apt-get when it is missing
-	@command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || { \
-	  echo "installing haproxy with apt-get"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy >/dev/null; }
-	@PATH="$$PATH:/usr/sbin" haproxy -v | sed -n 1p
+image: ## the htc image (HAProxy 3.0 inside) as an OCI archive, bin/htc-image.oci.tar, without a Docker daemon (cached by its inputs)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o bin/htc-static ./cmd/htc
+	@IMAGE=$(IMAGE) TAG=$(IMAGE_TAG) VERSION=$(VERSION) REVISION=$(REVISION) CREATED=$(CREATED) \
+	  hack/image.sh bin/htc-static $(IMAGE_ARCHIVE) >/dev/null
+	@echo "$(IMAGE):$(IMAGE_TAG) in $(IMAGE_ARCHIVE) ($$(du -h $(IMAGE_ARCHIVE) | cut -f1); haproxy $$(cat $$(hack/haproxy-rootfs.sh | tail -1)/haproxy.version))"
+
+# The HAProxy of the htc image (Debian trixie, HAProxy 3.0 LTS), runnable on this
+# machine: hack/haproxy-rootfs.sh builds the image's root filesystem once into
+# ~/.cache/htc/rootfs/ and $(HAPROXY_DIR)/haproxy runs its haproxy. Every target
+# that runs haproxy puts $(HAPROXY_DIR) first in PATH, so tests check with the
+# same binary the image carries. Only when the package mirror is unreachable
+# or the machine cannot build it (not root), and nothing is cached, does it
+# fall back, loudly, to this machine's haproxy.
+HAPROXY_DIR := $(CURDIR)/bin/image-haproxy
+WITH_HAPROXY := PATH="$(HAPROXY_DIR):$$PATH:/usr/sbin"
+
+haproxy: ## the image's HAProxy 3.0 for tests: bin/image-haproxy/haproxy (root filesystem cached in ~/.cache/htc)
+	@mkdir -p $(HAPROXY_DIR)
+	@rc=0; dir=$$(hack/haproxy-rootfs.sh | tail -1) || rc=$$?; \
+	if [ $$rc -eq 0 ]; then ln -sfn "$$dir/bin/haproxy" $(HAPROXY_DIR)/haproxy; \
+	elif [ $$rc -eq 3 ] || [ $$rc -eq 4 ]; then \
+	  echo "########################################################################"; \
+	  echo "## FALLBACK: no HAProxy 3.0 from the image (see the message above)."; \
+	  echo "## Using this machine's haproxy instead: tests that expect HAProxy 3.0"; \
+	  echo "## behaviour MAY FAIL, and no image can be built."; \
+	  echo "########################################################################"; \
+	  command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || { \
+	    echo "installing haproxy with apt-get"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy >/dev/null; }; \
+	  ln -sfn "$$(PATH="$$PATH:/usr/sbin" command -v haproxy)" $(HAPROXY_DIR)/haproxy; \
+	else exit $$rc; fi
+	@$(HAPROXY_DIR)/haproxy -v | sed -n 1p
 
 test: haproxy lint ## everything: lint, unit, integration (real haproxy), CLI and e2e (test/e2e) tests, with -race
-	PATH="$$PATH:/usr/sbin" $(GO) test -race -count=1 -timeout 30m ./...
+	$(WITH_HAPROXY) $(GO) test -race -count=1 -timeout 30m ./...
 
 e2e: haproxy ## only the end-to-end suite: kube-apiserver + etcd on 127.0.0.1, the controller, kubectl denials (assets build once, ~5 min)
-	PATH="$$PATH:/usr/sbin" $(GO) test -race -count=1 -v -timeout 20m ./test/e2e/
+	$(WITH_HAPROXY) $(GO) test -race -count=1 -v -timeout 20m ./test/e2e/
 
 .PHONY: chart-test
 chart-test: haproxy ## only the Helm chart: helm lint, golden templates, server dry-run, helm install e2e (helm builds once, ~2 min)
-	PATH="$$PATH:/usr/sbin" $(GO) test -race -count=1 -v -timeout 15m ./test/chart/...
+	$(WITH_HAPROXY) $(GO) test -race -count=1 -v -timeout 15m ./test/chart/...
 
 bench: haproxy ## benchmarks (benchstat-friendly); BENCH=regexp, COUNT=n
-	PATH="$$PATH:/usr/sbin" $(GO) test -run '^$$' -bench '$(or $(BENCH),.)' -benchmem -count $(or $(COUNT),1) -benchtime $(or $(BENCHTIME),3x) -timeout 60m ./...
+	$(WITH_HAPROXY) $(GO) test -run '^$$' -bench '$(or $(BENCH),.)' -benchmem -count $(or $(COUNT),1) -benchtime $(or $(BENCHTIME),3x) -timeout 60m ./...
 
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -44,10 +81,10 @@ generate: ## regenerate deepcopy and the CRD from pkg/config
 	$(GO) tool controller-gen object paths=./pkg/config/... crd:crdVersions=v1 output:crd:dir=./charts/htc/crds
 
 demo: build haproxy ## htc end to end on loopback: test apiserver, controller + webhook, HAProxy, a backend; a request and a denial
-	PATH="$$PATH:/usr/sbin" ./hack/demo.sh $(BIN)
+	$(WITH_HAPROXY) ./hack/demo.sh $(BIN)
 
 demo-offline: build haproxy ## no cluster at all: render the example and show admission decisions with htc check
-	PATH="$$PATH:/usr/sbin" ./hack/demo-offline.sh $(BIN)
+	$(WITH_HAPROXY) ./hack/demo-offline.sh $(BIN)
 
 clean: ## remove build outputs
 	rm -rf bin

@@ -12,12 +12,13 @@ import (
 	"github.com/haproxy-template/htc/pkg/bundle"
 )
 
-// realHAProxy returns the haproxy binary for integration tests. It skips the
-// test when haproxy is absent, unless CI is set: there a missing haproxy
-// fails the test.
+// realHAProxy returns the haproxy binary for integration tests: the first in
+// PATH (make test puts the image's HAProxy 3.0 there), else the Debian
+// package's /usr/sbin/haproxy. It skips the test when haproxy is absent,
+// unless CI is set: there a missing haproxy fails the test.
 func realHAProxy(tb testing.TB) string {
 	tb.Helper()
-	for _, p := range []string{"/usr/sbin/haproxy", "haproxy"} {
+	for _, p := range []string{"haproxy", "/usr/sbin/haproxy"} {
 		if bin, err := exec.LookPath(p); err == nil {
 			return bin
 		}

@@ -300,3 +300,43 @@ func TestHAProxyScript(t *testing.T) {
 	assert.Equal(t, []string{"-W", "-db", "-S", filepath.Join(runDir, "master.sock"), "-f", cfgFile}, strings.Fields(string(b)))
 	assert.Contains(t, out.String(), "waiting for the controller to publish "+cfgFile)
 }
+
+// TestImage: both containers run the htc image, whose tag defaults to the
+// chart's appVersion; HAProxy therefore always runs the HAProxy that
+// checked the configuration. The removed haproxy.image is refused, not
+// silently ignored.
+func TestImage(t *testing.T) {
+	chartYAML, err := os.ReadFile(filepath.Join(chartDir, "Chart.yaml"))
+	require.NoError(t, err)
+	var chart struct {
+		AppVersion string `json:"appVersion"`
+	}
+	require.NoError(t, yaml.Unmarshal(chartYAML, &chart))
+	require.NotEmpty(t, chart.AppVersion)
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"default tag is the appVersion", nil, "haproxy-template/htc:" + chart.AppVersion},
+		{"tag and repository set", []string{"--set", "image.tag=0.2.0-dev", "--set", "image.repository=registry.example/htc"}, "registry.example/htc:0.2.0-dev"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := renderTyped(t, append([]string{"-f", "testdata/values-haproxy.yaml", "--set", "image.pullPolicy=Never"}, tc.args...)...)
+			ctl, hap := r.container(t, "controller"), r.container(t, "haproxy")
+			assert.Equal(t, tc.want, ctl.Image)
+			assert.Equal(t, ctl.Image, hap.Image, "HAProxy runs the controller's image")
+			assert.Equal(t, corev1.PullNever, ctl.ImagePullPolicy)
+			assert.Equal(t, corev1.PullNever, hap.ImagePullPolicy)
+		})
+	}
+
+	t.Run("haproxy.image is refused", func(t *testing.T) {
+		helm := requireHelm(t)
+		_, err := run(repoRoot, nil, nil, helm, "template", releaseName, chartDir, "--namespace", releaseNS, "--kube-version", kubeVersion,
+			"--set", "haproxy.enabled=true", "--set", "haproxy.image.repository=haproxy", "--set", "haproxy.image.tag=2.6")
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "haproxy.image was removed: HAProxy runs from the htc image")
+	})
+}

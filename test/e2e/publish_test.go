@@ -92,14 +92,20 @@ func TestPublishToHAProxy(t *testing.T) {
 		"Published never turned True\n%s", tail(rc.logs.String(), 20))
 
 	// Changing the Ingress path changes routing.
+	reloads := metric(t, rc, `htc_haproxy_reloads_total{result="success"}`)
 	mustKubectl(t, publishIngress("/v2", backendPort), "apply", "-f", "-")
 	status, body = waitRoute(t, proxy, "/v2/x", http.StatusOK)
 	require.Equal(t, http.StatusOK, status, "the new path routes; got %q\n%s", body, tail(rc.logs.String(), 40))
 	status, _ = request(t, proxy, "/app/hello")
 	assert.Equal(t, http.StatusNotFound, status, "the old path no longer routes")
+	// The new worker serves before the controller has seen the reload
+	// finish (HAProxy 3.0 answers "Success=1" once the worker is up): wait
+	// for the controller to count it before taking the count below.
+	require.Eventually(t, func() bool { return metric(t, rc, `htc_haproxy_reloads_total{result="success"}`) > reloads },
+		30*time.Second, 50*time.Millisecond, "the reload for the path change was never counted\n%s", tail(rc.logs.String(), 20))
 
 	// A change that renders the same configuration does not reload HAProxy.
-	reloads := metric(t, rc, `htc_haproxy_reloads_total{result="success"}`)
+	reloads = metric(t, rc, `htc_haproxy_reloads_total{result="success"}`)
 	skipped := metric(t, rc, `htc_haproxy_reloads_total{result="skipped"}`)
 	cfgBefore, err := os.ReadFile(cfgFile)
 	require.NoError(t, err)

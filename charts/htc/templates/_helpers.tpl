@@ -33,6 +33,11 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
+{{/* The htc image; the HAProxy container runs it too. */}}
+{{- define "htc.image" -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- end }}
+
 {{- define "htc.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create }}
 {{- default (include "htc.fullname" .) .Values.serviceAccount.name }}

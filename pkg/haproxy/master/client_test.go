@@ -353,6 +353,28 @@ func TestReloadFake(t *testing.T) {
 			},
 		},
 		{
+			name: "failure seen by polling takes the reason from show startup-logs",
+			handle: func() func(string) reply {
+				next := scripted(before, reply{text: ""}, reply{text: procText(10, 4, 1, 100)})
+				return func(cmd string) reply {
+					if cmd == "show startup-logs" {
+						return reply{text: alert + "\n[WARNING]  (10) : Loading failure!\n"}
+					}
+					return next(cmd)
+				}
+			}(),
+			check: func(t *testing.T, f *fakeMaster, res *ReloadResult, err error, _ time.Duration) {
+				var re *ReloadError
+				require.ErrorAs(t, err, &re)
+				assert.Equal(t, 1, re.Failed)
+				assert.Contains(t, re.Output, "unknown keyword 'bogus'")
+				assert.Contains(t, err.Error(), "keep serving: parsing [/etc/haproxy/haproxy.cfg:11] : unknown keyword 'bogus' in 'frontend' section")
+				assert.Equal(t, 1, f.count("show startup-logs"))
+				require.NotNil(t, res)
+				assert.Equal(t, []int{100}, res.After.WorkerPIDs())
+			},
+		},
+		{
 			name:   "second failure in a row",
 			handle: scripted(procText(10, 4, 1, 100), reply{}, reply{text: procText(10, 5, 2, 100)}),
 			check: func(t *testing.T, _ *fakeMaster, _ *ReloadResult, err error, _ time.Duration) {
@@ -392,7 +414,8 @@ func TestReloadFake(t *testing.T) {
 				assert.Equal(t, 1, re.Failed)
 				assert.Contains(t, re.Output, "unknown keyword 'bogus'")
 				assert.Contains(t, re.Output, "Loading failure!")
-				assert.Contains(t, err.Error(), "the previous workers keep serving: "+alert)
+				assert.Contains(t, err.Error(), "the previous workers keep serving: parsing [/etc/haproxy/haproxy.cfg:11] : unknown keyword 'bogus' in 'frontend' section")
+				assert.NotContains(t, err.Error(), "(10)", "no PID in the message")
 				require.NotNil(t, res)
 				assert.Equal(t, []int{100}, res.After.WorkerPIDs())
 				assert.Less(t, elapsed, 3*time.Second)

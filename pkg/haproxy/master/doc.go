@@ -6,6 +6,10 @@
 // The controller uses it to reload HAProxy after it has published a new
 // configuration, and to find out whether HAProxy accepted it.
 //
+// htc ships and tests HAProxy 3.0 (the htc image's Debian package); the
+// notes on 2.6 below describe what the client still copes with, but 2.6 is
+// no longer tested.
+//
 // # Talking to the socket
 //
 // Every command is sent on a fresh connection as "<command>\nquit\n" and the
@@ -17,10 +21,13 @@
 //
 // # Verifying a reload
 //
-// The master's "reload" command only asks for a reload. HAProxy 2.6 answers
-// nothing at all and re-executes itself asynchronously; HAProxy 2.7 and later
-// answer "Success=1" or "Success=0", followed by a "--" line and the startup
-// logs. Reload therefore does not trust the answer alone; it compares two
+// HAProxy 3.0 (like 2.7 and later) reloads synchronously: the answer to
+// "reload" comes once the new configuration was loaded or refused, as
+// "Success=1" or "Success=0", then a "--" line and the startup logs of that
+// load (the alerts saying why it was refused; then the master closes the
+// connection). The new worker may already serve when the answer arrives.
+// HAProxy 2.6 answered nothing and re-executed itself asynchronously.
+// Reload therefore does not trust the answer alone; it compares two
 // "show proc" outputs:
 //
 //   - before sending "reload" it records the master's reload counter (the
@@ -39,9 +46,20 @@
 //     last successful one and is reset to 0 by a success. Reload returns a
 //     *ReloadError. (In prompt mode the master's prompt then reads
 //     "master[ReloadFailed]> ".) An answer of "Success=0" means the same and
-//     is reported at once, with the text after "--" as ReloadError.Output;
+//     is reported at once, with the startup logs after "--" as
+//     ReloadError.Output; when the answer was lost, Output comes from
+//     "show startup-logs", which keeps the messages of the latest load,
+//     failed or not (HAProxy built with USE_SHM_OPEN, as Debian's is);
 //   - a counter past the old value with no failure is a success once a worker
 //     that did not exist before the reload is listed under "# workers".
+//
+// ReloadError's message keeps the alert lines of the startup logs, without
+// their level and PID prefix, e.g. "parsing [/etc/haproxy/htc/haproxy.cfg:14]
+// : unknown keyword 'bogus' in 'frontend' section" or "Binding
+// [/etc/haproxy/htc/haproxy.cfg:12] for frontend extra: protocol tcpv4:
+// cannot bind socket (Address already in use) for [0.0.0.0:8080]." (a
+// configuration that passes `haproxy -c` can still fail to load); HAProxy's
+// closing lines ("Fatal errors found in configuration.") are left out.
 //
 // If the reload is not seen to finish within Client.ReloadTimeout (or before
 // the context ends), Reload returns an error that wraps
@@ -50,14 +68,14 @@
 //
 // # "show proc"
 //
-// HAProxy 2.6 prints:
+// HAProxy 3.0 (and 2.6) print:
 //
 //	#<PID>          <type>          <reloads>       <uptime>        <version>
-//	2207            master          1 [failed: 0]   0d00h10m06s     2.6.12-1+deb12u4
+//	17854           master          20 [failed: 0]  0d00h00m05s     3.0.11-1+deb13u5
 //	# workers
-//	2656            worker          0               0d00h10m03s     2.6.12-1+deb12u4
+//	18030           worker          0               0d00h00m00s     3.0.11-1+deb13u5
 //	# old workers
-//	2300            worker          1               0d00h10m05s     2.6.12-1+deb12u4
+//	17990           worker          1               0d00h00m01s     3.0.11-1+deb13u5
 //	# programs
 //
 // "# old workers" lists workers of previous generations that are still

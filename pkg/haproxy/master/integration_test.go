@@ -66,8 +66,8 @@ type haproxyProc struct {
 
 // startHAProxy runs `haproxy -W -S <sock> -f <cfg>` in its own process group,
 // killed (and waited for) when the test ends, and waits until its master
-// CLI answers.
-func startHAProxy(t *testing.T, bin string) *haproxyProc {
+// CLI answers. opts may adjust the command before it starts.
+func startHAProxy(t *testing.T, bin string, opts ...func(*exec.Cmd)) *haproxyProc {
 	t.Helper()
 	dir := t.TempDir()
 	if len(filepath.Join(dir, "master.sock")) >= 100 {
@@ -86,6 +86,9 @@ func startHAProxy(t *testing.T, bin string) *haproxyProc {
 	cmd.Stdout, cmd.Stderr = h.out, h.out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = 2 * time.Second
+	for _, o := range opts {
+		o(cmd)
+	}
 	require.NoError(t, cmd.Start())
 	pgid := cmd.Process.Pid
 	waited := make(chan error, 1)
@@ -230,6 +233,14 @@ func TestIntegrationReload(t *testing.T) {
 		assert.Eventually(t, func() bool {
 			return strings.Contains(h.out.String(), "unknown keyword 'bogus'")
 		}, 2*time.Second, 20*time.Millisecond, "haproxy logs why it refused the configuration")
+		// HAProxy 3.0 also says why to the caller: the reload's answer
+		// carries the startup logs, and `show startup-logs` keeps them.
+		assert.Contains(t, re.Output, "unknown keyword 'bogus' in 'frontend' section")
+		assert.Regexp(t, `keep serving: parsing \[[^]]*haproxy\.cfg:\d+\] : unknown keyword 'bogus' in 'frontend' section$`, err.Error())
+		logs, err := c.Command(ctx, "show startup-logs")
+		require.NoError(t, err)
+		assert.Contains(t, logs, "unknown keyword 'bogus' in 'frontend' section")
+		assert.Contains(t, logs, "Loading failure!")
 
 		// A second failure in a row is counted as such.
 		res, err = c.Reload(ctx)
@@ -278,4 +289,39 @@ func TestIntegrationCommandAfterReload(t *testing.T) {
 	out, err := c.Command(ctx, "no such command")
 	require.NoError(t, err)
 	assert.Contains(t, out, "Unknown command")
+}
+
+// TestIntegrationReloadKeepsTheBinary: the master re-executes its argv[0]
+// after starting and on every reload. Started as plain "haproxy" with a PATH
+// that does not lead to the binary under test (a scrubbed environment, or a
+// different haproxy in /usr/sbin such as the host's Debian package), the
+// master must still be the same HAProxy afterwards. make test's haproxy (the
+// image's, run through a loader wrapper) passes --argv0 for this; a patched
+// copy of the binary started this way was measured to turn into the host's
+// HAProxy 2.6.
+func TestIntegrationReloadKeepsTheBinary(t *testing.T) {
+	bin := haproxyBinary(t)
+	out, err := exec.Command(bin, "-v").Output()
+	require.NoError(t, err)
+	fields := strings.Fields(string(out))
+	require.GreaterOrEqual(t, len(fields), 3, "haproxy -v: %q", out)
+	version := fields[2] // "HAProxy version 3.0.11-1+deb13u5 ..."
+
+	h := startHAProxy(t, bin, func(cmd *exec.Cmd) {
+		cmd.Args[0] = "haproxy"
+		cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+	})
+	c := h.client()
+	ctx := context.Background()
+	st, err := c.ShowProc(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, version, st.Master.Version, "after starting, the master runs %s", bin)
+
+	h.writeConfig(t, "v2", false)
+	res, err := c.Reload(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, version, res.After.Master.Version, "after a reload, the master runs %s", bin)
+	require.Len(t, res.After.Workers, 1)
+	assert.Equal(t, version, res.After.Workers[0].Version)
+	h.getEventually(t, "v2")
 }

@@ -7,8 +7,23 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Outputs captured from HAProxy 2.6.12 (trailing spaces of the header kept).
+// Outputs captured from HAProxy 3.0.11 (the version htc ships) and 2.6.12
+// (trailing spaces of the header kept).
 const (
+	showProc30Old = "#<PID>          <type>          <reloads>       <uptime>        <version>      \n" +
+		"10685           master          1 [failed: 0]   0d00h00m03s     3.0.11-1+deb13u5\n" +
+		"# workers\n" +
+		"10715           worker          0               0d00h00m01s     3.0.11-1+deb13u5\n" +
+		"# old workers\n" +
+		"10690           worker          1               0d00h00m03s     3.0.11-1+deb13u5\n" +
+		"# programs\n" +
+		"\n"
+	showProc30Wide = "#<PID>          <type>          <reloads>       <uptime>        <version>      \n" +
+		"17854           master          20 [failed: 0]  0d00h00m05s     3.0.11-1+deb13u5\n" +
+		"# workers\n" +
+		"18030           worker          0               0d00h00m00s     3.0.11-1+deb13u5\n" +
+		"# programs\n" +
+		"\n"
 	showProc26 = "#<PID>          <type>          <reloads>       <uptime>        <version>      \n" +
 		"2207            master          1 [failed: 0]   0d00h10m06s     2.6.12-1+deb12u4\n" +
 		"# workers\n" +
@@ -37,6 +52,23 @@ func TestParseShowProc(t *testing.T) {
 		in   string
 		want *Status
 	}{
+		{
+			name: "3.0 with old workers",
+			in:   showProc30Old,
+			want: &Status{
+				Master:     Process{PID: 10685, Type: "master", Reloads: 1, Uptime: "0d00h00m03s", Version: "3.0.11-1+deb13u5"},
+				Workers:    []Process{{PID: 10715, Type: "worker", Reloads: 0, Uptime: "0d00h00m01s", Version: "3.0.11-1+deb13u5"}},
+				OldWorkers: []Process{{PID: 10690, Type: "worker", Reloads: 1, Uptime: "0d00h00m03s", Version: "3.0.11-1+deb13u5"}},
+			},
+		},
+		{
+			name: "3.0 with a two-digit reload count",
+			in:   showProc30Wide,
+			want: &Status{
+				Master:  Process{PID: 17854, Type: "master", Reloads: 20, Uptime: "0d00h00m05s", Version: "3.0.11-1+deb13u5"},
+				Workers: []Process{{PID: 18030, Type: "worker", Reloads: 0, Uptime: "0d00h00m00s", Version: "3.0.11-1+deb13u5"}},
+			},
+		},
 		{
 			name: "2.6",
 			in:   showProc26,
@@ -176,7 +208,21 @@ func TestReloadErrorMessage(t *testing.T) {
 		{"two", ReloadError{Failed: 2},
 			"haproxy rejected the new configuration (2 failed reloads since the last success); the previous workers keep serving"},
 		{"with alerts", ReloadError{Failed: 1, Output: "[NOTICE] x\n[ALERT] a\n\n[ALERT] b\n[WARNING] Loading failure!\n"},
-			"haproxy rejected the new configuration (1 failed reload since the last success); the previous workers keep serving: [ALERT] a; [ALERT] b"},
+			"haproxy rejected the new configuration (1 failed reload since the last success); the previous workers keep serving: a; b"},
+		{"HAProxy 3.0 startup logs", ReloadError{Failed: 1, Output: "[NOTICE]   (482886) : haproxy version is 3.0.11-1+deb13u5\n" +
+			"[NOTICE]   (482886) : path to executable is /usr/sbin/haproxy\n" +
+			"[ALERT]    (482886) : config : parsing [/etc/haproxy/htc/haproxy.cfg:14] : unknown keyword 'bogus' in 'frontend' section\n" +
+			"[ALERT]    (482886) : config : Error(s) found in configuration file : /etc/haproxy/htc/haproxy.cfg\n" +
+			"[ALERT]    (482886) : config : Fatal errors found in configuration.\n" +
+			"[WARNING]  (482886) : Loading failure!\n"},
+			"haproxy rejected the new configuration (1 failed reload since the last success); the previous workers keep serving: " +
+				"parsing [/etc/haproxy/htc/haproxy.cfg:14] : unknown keyword 'bogus' in 'frontend' section"},
+		{"a bind failure (HAProxy 3.0)", ReloadError{Failed: 1, Output: "[NOTICE]   (30551) : haproxy version is 3.0.11-1+deb13u5\n" +
+			"[ALERT]    (30551) : Binding [h.cfg:12] for frontend extra: protocol tcpv4: cannot bind socket (Address already in use) for [127.0.0.1:37939].\n" +
+			"[ALERT]    (30551) : [/usr/sbin/haproxy.main()] Some protocols failed to start their listeners! Exiting.\n" +
+			"[WARNING]  (30551) : Loading failure!\n"},
+			"haproxy rejected the new configuration (1 failed reload since the last success); the previous workers keep serving: " +
+				"Binding [h.cfg:12] for frontend extra: protocol tcpv4: cannot bind socket (Address already in use) for [127.0.0.1:37939]."},
 		{"without alerts", ReloadError{Failed: 1, Output: "something\nwent wrong\n"},
 			"haproxy rejected the new configuration (1 failed reload since the last success); the previous workers keep serving: something; went wrong"},
 	}

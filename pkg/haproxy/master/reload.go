@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -26,14 +27,17 @@ type ReloadError struct {
 	// successful one ("[failed: N]"); at least 1.
 	Failed int
 	// Output is what HAProxy said about the failure: the startup logs after
-	// "--" in a "Success=0" answer (HAProxy 2.7 and later). HAProxy 2.6
-	// answers nothing; its reasons are only on its own stderr.
+	// "--" in a "Success=0" answer (HAProxy 2.7 and later), or, when that
+	// answer was lost, `show startup-logs`. HAProxy 2.6 answers nothing;
+	// its reasons are then only on its own stderr.
 	Output string
 }
 
 // Error says that the configuration was rejected and, when HAProxy gave
 // them, why, e.g. "haproxy rejected the new configuration (1 failed reload
-// since the last success); the previous workers keep serving".
+// since the last success); the previous workers keep serving: parsing
+// [/etc/haproxy/htc/haproxy.cfg:14] : unknown keyword 'bogus' in 'frontend'
+// section" (the alert lines of Output, without level and PID).
 func (e *ReloadError) Error() string {
 	var b strings.Builder
 	b.WriteString("haproxy rejected the new configuration")
@@ -124,6 +128,12 @@ func (c *Client) Reload(ctx context.Context) (*ReloadResult, error) {
 		default:
 			res := &ReloadResult{Before: before, After: st, Duration: time.Since(start)}
 			if st.FailedReloads > 0 {
+				if output == "" {
+					// The answer to "reload" was lost (or the master
+					// predates it): ask for the startup logs of the
+					// failed load instead.
+					output = c.startupLogs(ctx)
+				}
 				return res, &ReloadError{Failed: st.FailedReloads, Output: output}
 			}
 			if hasNewWorker(before, st) {
@@ -147,6 +157,19 @@ func (c *Client) Reload(ctx context.Context) (*ReloadResult, error) {
 		case <-timer.C:
 		}
 	}
+}
+
+// startupLogs returns the master's `show startup-logs`: the messages of the
+// latest startup or reload, including a failed one (HAProxy 2.7 and later
+// built with USE_SHM_OPEN, as Debian's 3.0 is). It returns "" when the
+// command fails or is unknown.
+func (c *Client) startupLogs(ctx context.Context) string {
+	out, err := c.Command(ctx, "show startup-logs")
+	out = strings.TrimSpace(out)
+	if err != nil || strings.HasPrefix(out, "Unknown command") {
+		return ""
+	}
+	return out
 }
 
 // hasNewWorker reports whether after lists a current worker that before did
@@ -211,6 +234,8 @@ func parseReloadAnswer(answer string) (reloadOutcome, string) {
 
 // summarizeOutput turns startup logs into one line for an error message:
 // the alert lines if there are any, else all non-empty lines, shortened.
+// The level and PID prefix ("[ALERT]    (1234) : ") and HAProxy's closing
+// lines that only say that there were errors are left out.
 func summarizeOutput(out string) string {
 	var all, alerts []string
 	for _, l := range strings.Split(out, "\n") {
@@ -218,8 +243,15 @@ func summarizeOutput(out string) string {
 		if l == "" {
 			continue
 		}
+		m := logPrefix.FindStringSubmatch(l)
+		if m != nil {
+			l = strings.TrimPrefix(l[len(m[0]):], "config : ")
+			if l == "" || isClosingLine(l) {
+				continue
+			}
+		}
 		all = append(all, l)
-		if strings.Contains(l, "[ALERT]") {
+		if m != nil && m[1] == "ALERT" {
 			alerts = append(alerts, l)
 		}
 	}
@@ -232,4 +264,18 @@ func summarizeOutput(out string) string {
 		lines = append(lines[:maxLines:maxLines], fmt.Sprintf("(%d more lines)", len(lines)-maxLines))
 	}
 	return strings.Join(lines, "; ")
+}
+
+// logPrefix matches the start of an HAProxy startup log line:
+// "[ALERT]    (1234) : ", with the level as the first group.
+var logPrefix = regexp.MustCompile(`^\[([A-Z]+)\]\s*(?:\(\d+\)\s*)?(?::\s*)?`)
+
+// isClosingLine reports whether a startup log line (without its prefix)
+// only concludes that there were errors, e.g. "Fatal errors found in
+// configuration." (it would also show the binary's path).
+func isClosingLine(l string) bool {
+	return strings.HasPrefix(l, "Fatal errors found in configuration") ||
+		strings.HasPrefix(l, "Error(s) found in configuration file") ||
+		strings.HasPrefix(l, "Loading failure") ||
+		strings.HasSuffix(l, ".main()] Some protocols failed to start their listeners! Exiting.")
 }
