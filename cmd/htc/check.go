@@ -48,7 +48,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// and test budgets. The state files are the requester's own: show
 	// every reason in full.
 	a := &admission.Admitter{Env: env, Timeout: dryrun.DefaultRenderCheckTimeout + testrun.DefaultTimeout, RevealLiveState: true,
-		Private: redact.ProcessValues()}
+		Private: redact.ProcessValues(), PrivateWords: redact.ProcessWords()}
 	st := &admission.State{Pipeline: o.pipeline, Stores: o.stores}
 	a.SetState(st)
 	// The embedded tests depend on the config alone: the proposal's own

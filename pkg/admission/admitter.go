@@ -49,6 +49,9 @@ type Admitter struct {
 	// Secrets, which is always redacted: the controller's environment
 	// values, host name and temporary directories (see package redact).
 	Private []string
+	// PrivateWords are private values redacted only as whole words (the
+	// host name, which may be short).
+	PrivateWords []string
 	// Log receives the details a decision does not show (nil discards).
 	Log *slog.Logger
 	// RevealLiveState shows the full reason of a proposed config that fails

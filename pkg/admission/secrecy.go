@@ -31,7 +31,7 @@ type redactors struct {
 }
 
 // of returns the Redactor of st's Secrets and the private values.
-func (c *redactors) of(st *State, private []string) *redact.Redactor {
+func (c *redactors) of(st *State, private, words []string) *redact.Redactor {
 	var gens []uint64
 	var secretStores []string
 	if st != nil && st.Pipeline != nil {
@@ -47,7 +47,7 @@ func (c *redactors) of(st *State, private []string) *redact.Redactor {
 	if c.r != nil && c.state == st && slices.Equal(c.gens, gens) && slices.Equal(c.private, private) {
 		return c.r
 	}
-	b := redact.NewBuilder().Add(private...)
+	b := redact.NewBuilder().Add(private...).AddWord(words...)
 	for _, key := range secretStores {
 		for _, obj := range st.Stores[key].List() {
 			b.AddSecret(obj)
@@ -60,7 +60,9 @@ func (c *redactors) of(st *State, private []string) *redact.Redactor {
 // Redactor returns the Redactor of st's Secrets and the Private values, for
 // other text that leaves the controller (the live configuration's status
 // messages, Events and log lines).
-func (a *Admitter) Redactor(st *State) *redact.Redactor { return a.redactors.of(st, a.Private) }
+func (a *Admitter) Redactor(st *State) *redact.Redactor {
+	return a.redactors.of(st, a.Private, a.PrivateWords)
+}
 
 // redacted returns d with every secret value removed from its reason and
 // warnings: the data of the State's Secrets and of the request's own
@@ -71,7 +73,7 @@ func (a *Admitter) redacted(st *State, req Request, d Decision) Decision {
 		return d
 	}
 	own := redact.NewBuilder().AddSecret(req.Object).AddSecret(req.OldObject).Build()
-	all := a.redactors.of(st, a.Private)
+	all := a.redactors.of(st, a.Private, a.PrivateWords)
 	d.Reason = own.String(all.String(d.Reason))
 	d.Warnings = own.Strings(all.Strings(d.Warnings))
 	return d

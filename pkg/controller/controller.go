@@ -194,7 +194,7 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("the controller cannot check configurations: %w", err)
 	}
 	c := newController(opts, log, cl.dyn, webhook.NewDiscoveryRESTMapper(cl.discovery), checker)
-	c.admitter.Private = redact.ProcessValues(tempDir)
+	c.admitter.Private, c.admitter.PrivateWords = redact.ProcessValues(tempDir), redact.ProcessWords()
 	if err := c.setUpPublishing(); err != nil {
 		return err
 	}

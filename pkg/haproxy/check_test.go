@@ -3,6 +3,7 @@ package haproxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -229,4 +230,20 @@ func TestParsePhasesNeverStricterThanHAProxy(t *testing.T) {
 	assert.Equal(t, phase.Semantic, pe.Phase)
 	assert.Contains(t, pe.Reason, "timeout")
 	assert.NotContains(t, pe.Reason, "bad@defs")
+}
+
+// The host name never reaches a reason: haproxy -c runs with a fixed local
+// peer name instead of the host name, which HAProxy repeats in messages.
+func TestCheckDoesNotUseTheHostName(t *testing.T) {
+	host, err := os.Hostname()
+	require.NoError(t, err)
+	c := realChecker(t, Options{})
+	b := bundleFor("/etc/haproxy", testConfig("peers p\n    peer other 127.0.0.1:10000\n"), testMaps(), nil)
+	res, err := c.Check(context.Background(), b)
+	out := fmt.Sprint(err)
+	if res != nil {
+		out += strings.Join(res.Warnings, "\n")
+	}
+	assert.Contains(t, out, "'"+LocalPeerName+"'", "HAProxy names the local peer it was given")
+	assert.NotContains(t, out, "'"+host+"'")
 }

@@ -108,7 +108,7 @@ func TestEnvironmentIsScrubbed(t *testing.T) {
 	assert.Equal(t, "PATH=/usr/sbin:/usr/bin:/sbin:/bin", lines[0])
 	ws := lines[1]
 	assert.Equal(t, parent, filepath.Dir(ws), "haproxy runs in a fresh workspace under Options.TempDir")
-	assert.Equal(t, "-c -f "+ws+"/haproxy.cfg", lines[2])
+	assert.Equal(t, "-c -L "+LocalPeerName+" -f "+ws+"/haproxy.cfg", lines[2])
 	assert.NoDirExists(t, ws, "the workspace is removed after the check")
 }
 

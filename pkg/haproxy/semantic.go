@@ -17,6 +17,12 @@ import (
 // checkerEnv is the complete environment of `haproxy -c`.
 const checkerEnv = "PATH=/usr/sbin:/usr/bin:/sbin:/bin"
 
+// LocalPeerName is the local peer name `haproxy -c` runs with (-L). Without
+// it HAProxy takes the machine's host name, and repeats it in messages
+// ("no peer named '<host>'") and in HAPROXY_LOCALPEER: the host name must
+// not reach a reason.
+const LocalPeerName = "htc-check"
+
 // maxOutput caps how much haproxy output is kept.
 const maxOutput = 1 << 20
 
@@ -65,7 +71,7 @@ func (c *Checker) runHAProxy(ctx context.Context, dir string) ([]string, string,
 	runCtx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 
-	cmd := exec.CommandContext(runCtx, c.haproxyPath, "-c", "-f", filepath.Join(dir, bundle.ConfigFileName))
+	cmd := exec.CommandContext(runCtx, c.haproxyPath, "-c", "-L", LocalPeerName, "-f", filepath.Join(dir, bundle.ConfigFileName))
 	cmd.Dir = dir
 	cmd.Env = []string{checkerEnv}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -15,8 +15,8 @@ var harmlessEnv = map[string]bool{
 
 // ProcessValues returns this process's values that must never leave it:
 // its environment values (all but the controller's own HTC_* settings and
-// the shell basics above), its host name, and dirs (e.g. its temporary
-// directories).
+// the shell basics above) and dirs (e.g. its temporary directories). The
+// host name is in ProcessWords.
 func ProcessValues(dirs ...string) []string {
 	var out []string
 	for _, kv := range os.Environ() {
@@ -26,8 +26,14 @@ func ProcessValues(dirs ...string) []string {
 		}
 		out = append(out, v)
 	}
-	if h, err := os.Hostname(); err == nil {
-		out = append(out, h)
-	}
 	return append(out, dirs...)
+}
+
+// ProcessWords returns this process's values that must never leave it but
+// are redacted only as whole words: its host name, which may be short.
+func ProcessWords() []string {
+	if h, err := os.Hostname(); err == nil {
+		return []string{h}
+	}
+	return nil
 }

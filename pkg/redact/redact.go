@@ -39,15 +39,33 @@ type Redactor struct {
 	// byPrefix maps the first MinLen bytes of each value to the values
 	// that start with them, longest first.
 	byPrefix map[string][]string
+	// words are redacted only as whole words, whatever their length.
+	words []string
 }
 
 // Builder collects secret values for a Redactor.
 type Builder struct {
 	values map[string]struct{}
+	words  map[string]struct{}
 }
 
 // NewBuilder returns an empty Builder.
-func NewBuilder() *Builder { return &Builder{values: map[string]struct{}{}} }
+func NewBuilder() *Builder {
+	return &Builder{values: map[string]struct{}{}, words: map[string]struct{}{}}
+}
+
+// AddWord adds a value redacted only where it stands as a whole word
+// (between characters that are not letters, digits, '-', '_' or '.'),
+// whatever its length: a short host name such as "vm" is redacted in
+// "no peer named 'vm'" but not inside "vmware".
+func (b *Builder) AddWord(words ...string) *Builder {
+	for _, w := range words {
+		if w = strings.TrimSpace(w); w != "" {
+			b.words[w] = struct{}{}
+		}
+	}
+	return b
+}
 
 // Add adds values (and, for a multi-line value, each of its lines).
 func (b *Builder) Add(values ...string) *Builder {
@@ -98,6 +116,10 @@ func (b *Builder) AddSecret(obj *unstructured.Unstructured) *Builder {
 // Build returns the Redactor of the values added so far.
 func (b *Builder) Build() *Redactor {
 	r := &Redactor{byPrefix: make(map[string][]string, len(b.values))}
+	for w := range b.words {
+		r.words = append(r.words, w)
+	}
+	sortLongestFirst(r.words)
 	for v := range b.values {
 		p := v[:MinLen]
 		r.byPrefix[p] = append(r.byPrefix[p], v)
@@ -119,11 +141,17 @@ func sortLongestFirst(vs []string) {
 }
 
 // Empty reports whether r redacts nothing.
-func (r *Redactor) Empty() bool { return r == nil || len(r.byPrefix) == 0 }
+func (r *Redactor) Empty() bool { return r == nil || len(r.byPrefix) == 0 && len(r.words) == 0 }
 
 // String returns s with every known value replaced by Mask.
 func (r *Redactor) String(s string) string {
-	if r.Empty() || len(s) < MinLen {
+	if r.Empty() {
+		return s
+	}
+	for _, w := range r.words {
+		s = replaceWord(s, w)
+	}
+	if len(s) < MinLen || len(r.byPrefix) == 0 {
 		return s
 	}
 	var out strings.Builder
@@ -168,4 +196,37 @@ func (r *Redactor) matchAt(s string, i int) int {
 		}
 	}
 	return 0
+}
+
+// replaceWord replaces the whole-word occurrences of w in s by Mask.
+func replaceWord(s, w string) string {
+	var out strings.Builder
+	last := 0
+	for i := 0; i+len(w) <= len(s); {
+		j := strings.Index(s[i:], w)
+		if j < 0 {
+			break
+		}
+		j += i
+		end := j + len(w)
+		if (j == 0 || !wordByte(s[j-1])) && (end == len(s) || !wordByte(s[end])) {
+			out.WriteString(s[last:j])
+			out.WriteString(Mask)
+			last = end
+		}
+		i = j + 1
+		if last > i {
+			i = last
+		}
+	}
+	if last == 0 {
+		return s
+	}
+	out.WriteString(s[last:])
+	return out.String()
+}
+
+// wordByte reports whether c continues a word (a host name's characters).
+func wordByte(c byte) bool {
+	return c == '-' || c == '_' || c == '.' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }

@@ -88,8 +88,16 @@ func TestProcessValues(t *testing.T) {
 	assert.NotContains(t, vals, "htc-system", "the controller's own settings are not secrets")
 	host, err := os.Hostname()
 	if err == nil {
-		assert.Contains(t, vals, host)
+		assert.Equal(t, []string{host}, ProcessWords())
 	}
 	r := NewBuilder().Add(vals...).Build()
 	assert.Equal(t, "token "+Mask, r.String("token tok-9f8e7d6c5b"))
+}
+
+func TestWordsAreRedactedWhole(t *testing.T) {
+	r := NewBuilder().AddWord("vm").Build()
+	assert.Equal(t, "no peer named '"+Mask+"'", r.String("no peer named 'vm'"))
+	assert.Equal(t, Mask+" and "+Mask, r.String("vm and vm"))
+	assert.Equal(t, "vmware vm-1 a.vm", r.String("vmware vm-1 a.vm"), "only whole words")
+	assert.False(t, r.Empty())
 }
