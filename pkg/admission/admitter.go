@@ -117,8 +117,8 @@ func (a *Admitter) resource(ctx context.Context, st *State, req Request) Decisio
 // not watch the same way starts empty), checked and its embedded tests run.
 // A DELETE is allowed, and so is a config this controller does not use
 // (with a warning). When the proposed config fails over the current
-// resources, the reason says where but not what (see hideLiveStateDetails);
-// the controller logs the details.
+// resources, the reason says where but not what (see hideLiveStateDetails),
+// and so does the log: htc check over the same state shows the details.
 func (a *Admitter) Config(ctx context.Context, req Request) Decision {
 	st := a.state.Load()
 	return a.redacted(st, req, a.config(ctx, req))
@@ -160,9 +160,11 @@ func (a *Admitter) config(ctx context.Context, req Request) Decision {
 	}
 	hidden := hideLiveStateDetails(d)
 	if hidden.Reason != d.Reason {
+		// The details stay out of the log too: a template can slice any
+		// object's data into them, past what redaction recognises.
 		a.logger().Warn("a proposed HAProxyTemplateConfig fails over the current resources",
 			"namespace", req.Object.GetNamespace(), "name", req.Object.GetName(), "phase", string(d.Phase),
-			"reason", a.redacted(st, req, d).Reason)
+			"reason", hidden.Reason)
 	}
 	return hidden
 }

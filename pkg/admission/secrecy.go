@@ -91,8 +91,8 @@ func hideLiveStateDetails(d Decision) Decision {
 	if v == nil {
 		return d
 	}
-	if !d.Allowed && !v.TimedOut && v.Phase != phase.Tests && v.Phase != phase.Config {
-		d.Reason = hiddenReason(d.Phase, v.Err) + "; the message is not shown because it can contain data of objects the requester may not read (the controller logs it; htc check prints it offline)"
+	if !d.Allowed && !v.TimedOut && v.Phase != phase.Tests && v.Phase != phase.Config && !vocabularyOnly(v.Err) {
+		d.Reason = hiddenReason(d.Phase, v.Err) + "; the message is not shown because it can contain data of objects the requester may not read (htc check over the same state prints it)"
 	}
 	if !d.Allowed {
 		return d
@@ -109,6 +109,23 @@ func hideLiveStateDetails(d Decision) Decision {
 	}
 	d.Warnings = ws
 	return d
+}
+
+// vocabularyOnly reports whether a failure's reason is made of HAProxy's
+// fixed vocabulary alone: policy findings that refuse a directive by name
+// (each has the AllowedDirectives key that would permit it) repeat no
+// rendered text, so they can be shown.
+func vocabularyOnly(err error) bool {
+	pe, ok := errors.AsType[*haproxy.PolicyError](err)
+	if !ok || len(pe.Findings) == 0 {
+		return false
+	}
+	for _, f := range pe.Findings {
+		if f.Key == "" {
+			return false
+		}
+	}
+	return true
 }
 
 // hiddenReason says in which phase and where a proposed config fails over
