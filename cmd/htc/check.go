@@ -26,6 +26,7 @@ type checkFlags struct {
 	state                                                       stringList
 	allowed                                                     *defaultedList
 	baseline                                                    bool
+	testCache                                                   string
 }
 
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -36,6 +37,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	env, err := checkingEnv(f.haproxy, f.allowed.stringList)
 	if err != nil {
 		return err
+	}
+	if f.testCache != "" {
+		env.Tests = testrun.NewCacheWithStore(4, testrun.DirStore{Dir: f.testCache, Salt: testCacheSalt(ctx, f.haproxy, f.allowed.stringList)})
 	}
 	o, err := loadOffline(f.configPath, env)
 	if err != nil {
@@ -88,6 +92,7 @@ func parseCheckFlags(args []string, stdout io.Writer) (*checkFlags, error) {
 	fs.StringVar(&f.output, "o", "text", "output format: text or json (an AdmissionReview v1 response)")
 	fs.StringVar(&f.haproxy, "haproxy", envDefault("HTC_HAPROXY", "haproxy"), "haproxy binary (env HTC_HAPROXY)")
 	f.allowed = allowedDirectivesFlag(fs)
+	fs.StringVar(&f.testCache, "test-cache", envDefault("HTC_TEST_CACHE", defaultTestCache()), "directory keeping the reports of the config's embedded tests (by config, htc build, haproxy version and --allowed-directives), so repeated checks of one config run them once; empty disables it (env HTC_TEST_CACHE)")
 	fs.BoolVar(&f.baseline, "baseline", false, "print what is broken in the state (the failures every change is judged against: only failures a change introduces deny it) and exit 1 when anything is, instead of judging --object")
 	if err := parse(fs, args); err != nil {
 		return nil, err

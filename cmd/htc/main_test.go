@@ -286,3 +286,31 @@ func mustRead(t *testing.T, path string) []byte {
 	require.NoError(t, err)
 	return b
 }
+
+// htc check keeps the reports of the config's embedded tests: a second
+// check of the same config does not run them again.
+func TestCheckTestCache(t *testing.T) {
+	dir := t.TempDir()
+	code, out, stderr := htc(t, "check", "-f", exampleConfig, "--state", exampleState, "--object", goodIngress, "--test-cache", dir)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Equal(t, "allowed\n", out)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "one report kept")
+	// A broken report on disk: the tests run again, and the decision
+	// stands.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, entries[0].Name()), []byte(`{"results":[],"passed":0,"total":1}`), 0o600))
+	code, out, _ = htc(t, "check", "-f", exampleConfig, "--state", exampleState, "--object", goodIngress, "--test-cache", dir)
+	assert.Equal(t, exitOK, code)
+	assert.Equal(t, "allowed\n", out)
+
+	// A cached failing report denies like a fresh one.
+	failing := strings.Replace(string(mustRead(t, exampleConfig)), "pattern: 'backend default_echo", "pattern: 'backend nowhere_echo", 1)
+	require.NotEqual(t, string(mustRead(t, exampleConfig)), failing)
+	cfg := writeFile(t, "failing.yaml", failing)
+	for range 2 {
+		code, out, _ = htc(t, "check", "-f", cfg, "--state", exampleState, "--object", goodIngress, "--test-cache", dir)
+		assert.Equal(t, exitRejected, code)
+		assert.Contains(t, out, "validation tests failed")
+	}
+}

@@ -15,12 +15,22 @@ import (
 type Cache struct {
 	reports *lru.Cache
 	flight  singleflight.Group
+	// Store, when set, keeps complete reports beyond this process too
+	// (e.g. DirStore, for htc check and htc validate).
+	Store Store
 }
 
 // NewCache returns a cache holding the reports of at most size configs
 // (least recently used evicted).
 func NewCache(size int) *Cache {
 	return &Cache{reports: lru.New(max(size, 1))}
+}
+
+// NewCacheWithStore returns NewCache(size) keeping reports in s as well.
+func NewCacheWithStore(size int, s Store) *Cache {
+	c := NewCache(size)
+	c.Store = s
+	return c
 }
 
 // Run returns the cached report for hash, or runs r's tests (all of them,
@@ -36,11 +46,20 @@ func (c *Cache) Run(ctx context.Context, hash string, r *Runner, opts Options) (
 	if v, ok := c.reports.Get(hash); ok {
 		return v.(*Report), true, nil
 	}
+	if c.Store != nil {
+		if r, ok := c.Store.Load(hash); ok {
+			c.reports.Add(hash, r)
+			return r, true, nil
+		}
+	}
 	opts.Only = nil
 	ch := c.flight.DoChan(hash, func() (any, error) {
 		rep, err := r.Run(context.WithoutCancel(ctx), opts)
 		if err == nil && rep.complete() {
 			c.reports.Add(hash, rep)
+			if c.Store != nil {
+				c.Store.Save(hash, rep)
+			}
 		}
 		return rep, err
 	})

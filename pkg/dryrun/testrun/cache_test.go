@@ -2,6 +2,8 @@ package testrun_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -108,4 +110,43 @@ func TestCacheSkipsIncompleteRuns(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, cached, "a timed-out run was not cached")
 	assert.True(t, rep.OK())
+}
+
+// A DirStore keeps complete reports across caches (processes); the salt
+// separates what else they depend on.
+func TestCacheStore(t *testing.T) {
+	dir := t.TempDir()
+	g := &gatedRenderer{started: make(chan struct{}, 8), gate: make(chan struct{})}
+	close(g.gate)
+	r := runnerWith(t, oneTest, func(e testrun.Renderer) testrun.Renderer { g.Renderer = e; return g })
+	first := testrun.NewCache(4)
+	first.Store = testrun.DirStore{Dir: dir, Salt: "htc v1 haproxy 3.0"}
+	rep, cached, err := first.Run(context.Background(), "h", r, testrun.Options{})
+	require.NoError(t, err)
+	require.False(t, cached)
+	require.True(t, rep.OK())
+
+	second := testrun.NewCache(4)
+	second.Store = testrun.DirStore{Dir: dir, Salt: "htc v1 haproxy 3.0"}
+	again, cached, err := second.Run(context.Background(), "h", r, testrun.Options{})
+	require.NoError(t, err)
+	assert.True(t, cached, "a new process finds the report on disk")
+	assert.Equal(t, rep.Total, again.Total)
+	assert.Equal(t, int64(1), g.renders.Load())
+
+	other := testrun.NewCache(4)
+	other.Store = testrun.DirStore{Dir: dir, Salt: "htc v2 haproxy 3.0"}
+	_, cached, err = other.Run(context.Background(), "h", r, testrun.Options{})
+	require.NoError(t, err)
+	assert.False(t, cached, "another htc build or haproxy runs the tests again")
+
+	// A corrupt file is a miss, not an error.
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), []byte("{not json"), 0o600))
+	}
+	_, cached, err = testrun.NewCacheWithStore(4, testrun.DirStore{Dir: dir, Salt: "htc v1 haproxy 3.0"}).Run(context.Background(), "h", r, testrun.Options{})
+	require.NoError(t, err)
+	assert.False(t, cached)
 }
