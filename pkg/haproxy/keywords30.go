@@ -195,20 +195,20 @@ var httpActions = map[string]string{
 		"add-acl* add-header allow auth cache-use capture del-acl* del-header del-map* " +
 		"deny disable-l7-retry do-resolve* early-hint normalize-uri ot-group redirect " +
 		"reject replace-header replace-path replace-pathq replace-uri replace-value " +
-		"return sc-add-gpc* sc-inc-gpc* sc-inc-gpc0* sc-inc-gpc1* sc-set-gpt* sc-set- " +
-		"gpt0* send-spoe-group set-bandwidth-limit set-bc-mark set-bc-tos set-dst set- " +
-		"dst-port set-fc-mark set-fc-tos set-header set-log-level set-map* set-mark set- " +
-		"method set-nice set-path set-pathq set-priority-class set-priority-offset set- " +
-		"query set-src set-src-port set-timeout set-tos set-uri set-var* set-var-fmt* " +
+		"return sc-add-gpc* sc-inc-gpc* sc-inc-gpc0* sc-inc-gpc1* sc-set-gpt* " +
+		"sc-set-gpt0* send-spoe-group set-bandwidth-limit set-bc-mark set-bc-tos set-dst " +
+		"set-dst-port set-fc-mark set-fc-tos set-header set-log-level set-map* set-mark " +
+		"set-method set-nice set-path set-pathq set-priority-class set-priority-offset " +
+		"set-query set-src set-src-port set-timeout set-tos set-uri set-var* set-var-fmt* " +
 		"silent-drop strict-mode tarpit track-sc* unset-var* use-service wait-for-body " +
 		"wait-for-handshake",
 	"http-response": "" +
 		"add-acl* add-header allow cache-store capture del-acl* del-header del-map* deny " +
 		"ot-group redirect replace-header replace-value return sc-add-gpc* sc-inc-gpc* " +
-		"sc-inc-gpc0* sc-inc-gpc1* sc-set-gpt* sc-set-gpt0* send-spoe-group set- " +
-		"bandwidth-limit set-fc-mark set-fc-tos set-header set-log-level set-map* set- " +
-		"mark set-nice set-status set-timeout set-tos set-var* set-var-fmt* silent-drop " +
-		"strict-mode track-sc* unset-var* wait-for-body",
+		"sc-inc-gpc0* sc-inc-gpc1* sc-set-gpt* sc-set-gpt0* send-spoe-group " +
+		"set-bandwidth-limit set-fc-mark set-fc-tos set-header set-log-level set-map* " +
+		"set-mark set-nice set-status set-timeout set-tos set-var* set-var-fmt* " +
+		"silent-drop strict-mode track-sc* unset-var* wait-for-body",
 }
 
 // wordSet is a set of keyword names.
