@@ -1,6 +1,13 @@
 package haproxy
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
+
+// maxCallsPerWord bounds the file and environment function calls checked
+// in one word; real configurations have a handful.
+const maxCallsPerWord = 64
 
 // scanArgs applies the rules that hold for every argument of every line,
 // wherever sample expressions and ACLs may appear: the file of ACL "-f"
@@ -35,6 +42,7 @@ func isIDChar(c byte) bool {
 // (HAProxy is case-sensitive, so this only denies more).
 func (s *policyScan) scanFunctions(at loc, w cfgWord) {
 	t := w.text
+	calls := 0
 	for i := 0; i < len(t); i++ {
 		if t[i] != '(' {
 			continue
@@ -44,6 +52,14 @@ func (s *policyScan) scanFunctions(at loc, w cfgWord) {
 			j--
 		}
 		name := strings.ToLower(t[j:i])
+		if name == "env" || name == "jwt_verify" || fileFunction(name) {
+			// Each call's arguments are read to their end: bound the
+			// calls per word so that the scan stays linear.
+			if calls++; calls > maxCallsPerWord {
+				s.add(at, "", "more than "+strconv.Itoa(maxCallsPerWord)+" file or environment functions in one word")
+				return
+			}
+		}
 		switch {
 		case name == "env":
 			s.refuseEnv(at)
@@ -99,6 +115,11 @@ func isVarName(a string) bool {
 	return false
 }
 
+// maxArgLen is the longest argument make_arg_list() copies (the trash
+// buffer, 16384 bytes less the final NUL); a longer one is an error, and
+// HAProxy then opens nothing.
+const maxArgLen = 16383
+
 // makeArgList reads the arguments of a function call as HAProxy 3.0's
 // make_arg_list() (src/arg.c) does; s starts with '('. Arguments end at
 // ',' or ')' outside quotes; single and double quotes are removed; '\'
@@ -112,6 +133,9 @@ func makeArgList(s string) []string {
 		var sq, dq bool
 	arg:
 		for i < len(s) {
+			if b.Len() >= maxArgLen {
+				return nil
+			}
 			c := s[i]
 			switch {
 			case c == '"' && !sq:

@@ -58,18 +58,41 @@ func (s *policyScan) httpRule(at loc, kw string, args []cfgWord) {
 	s.replyOptions(at, kw, args[1:])
 }
 
+// actionSet is one rule set's actions: exact names (prefix actions
+// included) and prefix actions.
+type actionSet struct {
+	exact    map[string]bool
+	prefixes []string
+}
+
+// actionSets is httpActions parsed once.
+var actionSets = func() map[string]actionSet {
+	m := make(map[string]actionSet, len(httpActions))
+	for kw, list := range httpActions {
+		set := actionSet{exact: map[string]bool{}}
+		for _, a := range strings.Fields(list) {
+			if p, ok := strings.CutSuffix(a, "*"); ok {
+				set.prefixes = append(set.prefixes, p)
+				a = p
+			}
+			set.exact[a] = true
+		}
+		m[kw] = set
+	}
+	return m
+}()
+
 // lookupAction finds the action of word w as action_lookup does: an exact
 // name, else the longest prefix action. Lua actions ("lua.<name>") exist
 // only after lua-load, which the policy refuses on its own.
 func lookupAction(kw, w string) (string, bool) {
+	acts := actionSets[kw]
+	if acts.exact[w] {
+		return w, true
+	}
 	best := ""
-	for _, a := range strings.Fields(httpActions[kw]) {
-		prefix := strings.HasSuffix(a, "*")
-		a = strings.TrimSuffix(a, "*")
-		if a == w {
-			return a, true
-		}
-		if prefix && strings.HasPrefix(w, a) && len(a) > len(best) {
+	for _, a := range acts.prefixes {
+		if strings.HasPrefix(w, a) && len(a) > len(best) {
 			best = a
 		}
 	}

@@ -48,6 +48,8 @@ type policyScan struct {
 	pending []pendingFile
 	scanned map[string]bool
 	kinds   map[string]bundle.Kind // absolute path -> kind of bundle file
+	dropped int                    // findings beyond maxFindings
+	unknown map[unknownKey]bool    // unknown keywords already reported
 }
 
 // CheckPolicy applies the safety policy to a rendered bundle without
@@ -102,6 +104,9 @@ func CheckPolicy(b *bundle.Bundle, allowed []string) error {
 	if len(s.findings) == 0 {
 		return nil
 	}
+	if s.dropped > 0 {
+		s.findings = append(s.findings, Finding{Message: fmt.Sprintf("and up to %d more findings", s.dropped)})
+	}
 	return &PolicyError{Findings: s.findings}
 }
 
@@ -117,6 +122,7 @@ func newPolicyScan(b *bundle.Bundle, allowed []string) *policyScan {
 		mapUse:  make(map[string]*mapUse),
 		scanned: make(map[string]bool),
 		kinds:   make(map[string]bundle.Kind),
+		unknown: make(map[unknownKey]bool),
 	}
 	s.bases.rel = base
 	for _, a := range allowed {
@@ -140,14 +146,33 @@ func newPolicyScan(b *bundle.Bundle, allowed []string) *policyScan {
 	return s
 }
 
+// maxFindings caps the findings of one scan; the reason shows only the
+// first few anyway.
+const maxFindings = 100
+
 // add records a finding once.
 func (s *policyScan) add(at loc, key, msg string) {
+	if s.full() {
+		return
+	}
 	f := Finding{File: at.file, Line: at.line, Key: key, Message: msg}
 	if s.seen[f] {
 		return
 	}
 	s.seen[f] = true
 	s.findings = append(s.findings, f)
+}
+
+// full reports (and counts) a finding that is not recorded because the
+// scan has maxFindings already: callers check it before building a
+// message, so that a configuration with a million bad lines costs no more
+// than one with a hundred.
+func (s *policyScan) full() bool {
+	if len(s.findings) < maxFindings {
+		return false
+	}
+	s.dropped++
+	return true
 }
 
 // refuse records msg under key unless key is allowed.

@@ -89,6 +89,9 @@ func (s *policyScan) checkRef(at loc, r fileRef) (string, bool) {
 		s.add(at, "", r.directive+": empty file name")
 		return "", false
 	}
+	if s.full() {
+		return "", false
+	}
 	abs := s.resolve(r.path, r.base)
 	switch {
 	case r.mode == refRead && abs == "/dev/null":

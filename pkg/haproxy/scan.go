@@ -6,10 +6,6 @@ import (
 	"github.com/haproxy-template/htc/pkg/bundle"
 )
 
-// leakingVars hold a host name or a path while `haproxy -c` runs; no grant
-// lets a configuration expand them into a message.
-var leakingVars = map[string]bool{".FILE": true, "HAPROXY_LOCALPEER": true, "HAPROXY_CFGFILES": true}
-
 // scanConfig scans haproxy.cfg.
 func (s *policyScan) scanConfig(cfg string) {
 	s.scanCfgText(bundle.ConfigFileName, cfg, sectionHeaders)
@@ -144,7 +140,10 @@ func (s *policyScan) directive(at loc, kw string, args []cfgWord) {
 			s.refuseDirective(at, key)
 			return
 		}
-		s.add(at, "", "unknown keyword '"+shortText(kw)+"' in '"+s.sectionName+"' section")
+		if k := (unknownKey{at, kw}); !s.unknown[k] && !s.full() {
+			s.unknown[k] = true
+			s.add(at, "", "unknown keyword '"+shortText(kw)+"' in '"+s.sectionName+"' section")
+		}
 		return
 	}
 	if e, ok := lookupEntry(s.section, kw); ok && e.key != "" {
@@ -156,14 +155,28 @@ func (s *policyScan) directive(at loc, kw string, args []cfgWord) {
 	s.scanArgs(at, kw, args)
 }
 
-// dangerousKey is the AllowedDirectives key of a directive that loads
-// code, touches the environment or needs a privilege in any section, "" for
-// any other keyword.
-func dangerousKey(kw string) string {
+// unknownKey identifies an unknown keyword reported at a line.
+type unknownKey struct {
+	at loc
+	kw string
+}
+
+// dangerousKeys maps the directives that load code, touch the environment
+// or need a privilege, in any section, to their AllowedDirectives key.
+var dangerousKeys = func() map[string]string {
+	m := map[string]string{}
 	for _, e := range inventory {
-		if e.name == kw && e.key != "" && e.where != "bind" && e.where != "server" && e.where != "filter" && e.where != "fetch" {
-			return e.key
+		switch e.where {
+		case "bind", "server", "filter", "fetch":
+		default:
+			if e.key != "" {
+				m[e.name] = e.key
+			}
 		}
 	}
-	return ""
-}
+	return m
+}()
+
+// dangerousKey is the AllowedDirectives key of a dangerous directive, ""
+// for any other keyword.
+func dangerousKey(kw string) string { return dangerousKeys[kw] }

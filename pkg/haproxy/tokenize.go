@@ -87,10 +87,19 @@ type expansion struct {
 	glued bool
 }
 
+// maxKeptExpansions bounds the expansions a lineTokens keeps (a line may
+// hold millions); one of each special kind (leaking name, list, glued) is
+// always kept.
+const maxKeptExpansions = 64
+
 // lineTokens is one configuration line cut into words.
 type lineTokens struct {
 	words []cfgWord
-	exps  []expansion
+	// exps are the line's first expansions and the first of each special
+	// kind; nexp counts them all.
+	exps []expansion
+	nexp int
+	kept [3]bool // a leaking, a list and a glued expansion are in exps
 	// err is why HAProxy rejects the line, errNone when it accepts it.
 	err parseErr
 	// rest is what follows a NUL or '\r' that ended the line: HAProxy
@@ -99,6 +108,10 @@ type lineTokens struct {
 	// scope is true for a "[name]" scope declaration line.
 	scope bool
 }
+
+// leakingVars hold a host name or a path while `haproxy -c` runs; no grant
+// lets a configuration expand them into a message.
+var leakingVars = map[string]bool{".FILE": true, "HAPROXY_LOCALPEER": true, "HAPROXY_CFGFILES": true}
 
 // checkerSetVars are the environment variables set while `haproxy -c`
 // parses: the checker's own (see checkerEnv) and those HAProxy 3.0 sets
@@ -148,6 +161,11 @@ type tokenizer struct {
 	squote bool
 	dquote bool
 	env    map[string]string // envExact only
+	// mixed is true when the current word is not a plain substring of the
+	// line starting at wstart (an escape, an expansion or a quote broke
+	// it); a plain word is taken from the line without a copy.
+	mixed  bool
+	wstart int
 }
 
 // tokenizeLine cuts one physical line (without its '\n') into words as
@@ -199,6 +217,11 @@ func (t *tokenizer) run() {
 		case c == '$' && t.dquote:
 			t.expand()
 		default:
+			if len(t.cur) == 0 {
+				t.wstart = t.i
+			} else if t.wstart+len(t.cur) != t.i {
+				t.mixed = true
+			}
 			t.cur = append(t.cur, c)
 			t.i++
 		}
@@ -242,6 +265,7 @@ func (t *tokenizer) escape() {
 		send, skip = hi<<4|lo, 4
 	}
 	t.cur = append(t.cur, send)
+	t.mixed = true
 	t.i += skip
 }
 
@@ -255,16 +279,23 @@ func (t *tokenizer) endWord() {
 
 // push appends the current word, even when empty.
 func (t *tokenizer) push() {
-	w := t.cur
-	for i, c := range w {
-		if c == 0 {
-			w = w[:i]
-			break
+	var text string
+	if !t.mixed {
+		text = t.s[t.wstart : t.wstart+len(t.cur)]
+	} else {
+		w := t.cur
+		for i, c := range w {
+			if c == 0 {
+				w = w[:i]
+				break
+			}
 		}
+		text = string(w)
 	}
-	t.out.words = append(t.out.words, cfgWord{text: string(w), env: t.curEnv})
+	t.out.words = append(t.out.words, cfgWord{text: text, env: t.curEnv})
 	t.cur = t.cur[:0]
 	t.curEnv = false
+	t.mixed = false
 }
 
 // finish ends the line: the last word counts only when it has characters,
@@ -321,6 +352,7 @@ func (t *tokenizer) expand() {
 		set = set || hasDefault
 	}
 	t.curEnv = true
+	t.mixed = true
 	if set || pseudo {
 		t.emitValue(start, exp, valueAt)
 	} else if t.i < len(t.s) && t.s[t.i] == '"' {
@@ -333,7 +365,27 @@ func (t *tokenizer) expand() {
 		t.dquote = false
 		exp.glued = t.i < len(t.s) && t.s[t.i] != 0 && t.s[t.i] != '#'
 	}
-	t.out.exps = append(t.out.exps, exp)
+	t.keep(exp)
+}
+
+// keep records an expansion within the bounds of maxKeptExpansions.
+func (t *tokenizer) keep(e expansion) {
+	t.out.nexp++
+	kind := -1
+	switch {
+	case leakingVars[e.name]:
+		kind = 0
+	case e.list:
+		kind = 1
+	case e.glued:
+		kind = 2
+	}
+	if len(t.out.exps) < maxKeptExpansions || (kind >= 0 && !t.out.kept[kind]) {
+		t.out.exps = append(t.out.exps, e)
+		if kind >= 0 {
+			t.out.kept[kind] = true
+		}
+	}
 }
 
 // varSet reports whether the variable name is set in the tokenizer's mode.
@@ -405,6 +457,7 @@ func (t *tokenizer) emitExact(v string, list bool) {
 	for i := 0; i < len(v); i++ {
 		if !list || !isCSpace(v[i]) {
 			t.cur = append(t.cur, v[i])
+			t.mixed = true
 			continue
 		}
 		t.endWord()

@@ -39,6 +39,7 @@ var tokenCases = []struct {
 	{`k "\'" '"'`, []string{"k", "'", `"`}, errNone},
 	{`k "" x`, []string{"k", "", "x"}, errNone},
 	{`k x ""`, []string{"k", "x"}, errNone},
+	{`k x "" `, []string{"k", "x", ""}, errNone},
 	{`k a"b"'c'd`, []string{"k", "abcd"}, errNone},
 	{`k "a`, nil, errQuote},
 	{`k 'a`, nil, errQuote},
