@@ -137,7 +137,7 @@ func (s *policyScan) checkAddress(at loc, what string, w cfgWord, role addrRole,
 		}
 		s.refuse(at, KeyFD, what+": inherited file descriptors ("+pa.prefix+") are not allowed")
 	case famUnknown:
-		s.add(at, "", what+": unknown address prefix '"+shortText(pa.prefix)+"'")
+		s.add(at, "", what+": unknown address prefix '"+s.short(pa.prefix)+"'")
 	}
 }
 

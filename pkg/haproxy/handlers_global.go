@@ -116,7 +116,7 @@ func (s *policyScan) crtStoreLoad(at loc, kw string, args []cfgWord) {
 	for i := 0; i < len(args); i += 2 {
 		name := args[i].text
 		if _, ok := crtListOptions[name]; !ok || args[i].env {
-			s.add(at, "", "load: unknown option '"+shortText(name)+"'")
+			s.add(at, "", "load: unknown option '"+s.short(name)+"'")
 			return
 		}
 		if i+1 >= len(args) {

@@ -41,7 +41,7 @@ func (s *policyScan) httpRule(at loc, kw string, args []cfgWord) {
 	}
 	name, ok := lookupAction(kw, act.text)
 	if !ok {
-		s.add(at, "", kw+": unknown action '"+shortText(act.text)+"'")
+		s.add(at, "", kw+": unknown action '"+s.short(act.text)+"'")
 		return
 	}
 	switch name {
@@ -147,7 +147,7 @@ func (s *policyScan) externalCheck(at loc, kw string, args []cfgWord) {
 func (s *policyScan) filter(at loc, kw string, args []cfgWord) {
 	name := arg(args, 0)
 	if name.env || !filterNames[name.text] {
-		s.add(at, "", "unknown filter '"+shortText(name.text)+"'")
+		s.add(at, "", "unknown filter '"+s.short(name.text)+"'")
 		return
 	}
 	e, ok := entries["filter "+name.text]

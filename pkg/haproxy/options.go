@@ -37,7 +37,7 @@ func (s *policyScan) bindOptions(at loc, kw string, opts []cfgWord) {
 		name := optionName(o.text)
 		n, ok := bindOptions[name]
 		if o.env || !ok {
-			s.add(at, "", kw+": unknown option '"+shortText(o.text)+"'")
+			s.add(at, "", kw+": unknown option '"+s.short(o.text)+"'")
 			return
 		}
 		if n == 1 && i+1 < len(opts) {
@@ -86,7 +86,7 @@ func (s *policyScan) serverOptions(at loc, kw string, opts []cfgWord) {
 		name := optionName(o.text)
 		n, ok := serverOptions[name]
 		if o.env || !ok {
-			s.add(at, "", kw+": unknown option '"+shortText(o.text)+"'")
+			s.add(at, "", kw+": unknown option '"+s.short(o.text)+"'")
 			return
 		}
 		if n < 0 {

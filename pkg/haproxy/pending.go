@@ -112,7 +112,7 @@ func (s *policyScan) crtListOptions(at loc, opts []string) {
 	for i := 0; i < len(opts); i++ {
 		n, ok := crtListOptions[opts[i]]
 		if !ok {
-			s.add(at, "", "crt-list: unknown option '"+shortText(opts[i])+"'")
+			s.add(at, "", "crt-list: unknown option '"+s.short(opts[i])+"'")
 			return
 		}
 		if e, isFile := entries["crt-list "+opts[i]]; isFile && i+1 < len(opts) {

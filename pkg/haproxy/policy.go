@@ -155,7 +155,7 @@ func (s *policyScan) add(at loc, key, msg string) {
 	if s.full() {
 		return
 	}
-	f := Finding{File: at.file, Line: at.line, Key: key, Message: msg}
+	f := Finding{File: at.file, Line: at.line, Key: key, Message: s.hideBase(msg)}
 	if s.seen[f] {
 		return
 	}
@@ -232,16 +232,23 @@ func shortText(v string) string {
 	return b.String()
 }
 
-// showPath is a path for a reason: the bundle directory is never shown
-// (it is a temporary path), a path under it reads "<bundle>/...".
+// short is user text for a reason: the bundle directory (a temporary
+// path) reads "<bundle>", then shortText applies.
+func (s *policyScan) short(v string) string {
+	return shortText(s.hideBase(v))
+}
+
+// hideBase replaces every occurrence of the bundle directory in v.
+func (s *policyScan) hideBase(v string) string {
+	if s.baseDir == "" || s.baseDir == "/" || !strings.Contains(v, s.baseDir) {
+		return v
+	}
+	return strings.ReplaceAll(v, s.baseDir, "<bundle>")
+}
+
+// showPath is a path for a reason (see short).
 func (s *policyScan) showPath(p string) string {
-	if p == s.baseDir {
-		return "<bundle>"
-	}
-	if rest, ok := strings.CutPrefix(p, s.baseDir+"/"); ok {
-		return shortText("<bundle>/" + rest)
-	}
-	return shortText(p)
+	return s.short(p)
 }
 
 // DangerousDirectives lists every AllowedDirectives entry the policy

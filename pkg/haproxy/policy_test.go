@@ -365,3 +365,19 @@ func TestPolicyLongTextIsCapped(t *testing.T) {
 	assert.Less(t, len(fs[0].Message), 160)
 	assert.NotContains(t, fs[0].Message, "\x1b")
 }
+
+func TestPolicyReasonsNeverShowTheBundleDirectory(t *testing.T) {
+	for _, line := range []string{
+		"    bind :80 " + testBase + "/x",
+		"    " + testBase + " x",
+		"    http-request " + testBase,
+		"    filter " + testBase,
+		"    bind " + testBase + "@x",
+		"    use_backend %[path,map(" + testBase + "/../x)]",
+	} {
+		err := CheckPolicy(&bundle.Bundle{BaseDir: testBase, Config: policyCfg(line)}, nil)
+		require.Error(t, err, line)
+		assert.NotContains(t, err.Error(), testBase, line)
+		assert.Contains(t, err.Error(), "<bundle>", line)
+	}
+}

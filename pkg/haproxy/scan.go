@@ -54,9 +54,9 @@ func (s *policyScan) checkExpansions(at loc, lt lineTokens) {
 		case leakingVars[e.name]:
 			s.add(at, "", "'"+e.name+"' expands to a host name or a path, which must not reach a message")
 		case e.list:
-			s.add(at, "", "the word list expansion ${"+shortText(e.name)+"[*]} makes words the policy cannot check")
+			s.add(at, "", "the word list expansion ${"+s.short(e.name)+"[*]} makes words the policy cannot check")
 		case e.glued && s.envAllowed():
-			s.add(at, "", "HAProxy joins the next word to \"$"+shortText(e.name)+"\" when the variable is unset; give it a default (${"+shortText(e.name)+"-})")
+			s.add(at, "", "HAProxy joins the next word to \"$"+s.short(e.name)+"\" when the variable is unset; give it a default (${"+s.short(e.name)+"-})")
 		}
 	}
 }
@@ -108,7 +108,7 @@ func (s *policyScan) dotDirective(at loc, kw string, words []cfgWord, exp bool) 
 		}
 	case ".else", ".endif":
 	default:
-		s.add(at, "", "unknown directive '"+shortText(kw)+"'")
+		s.add(at, "", "unknown directive '"+s.short(kw)+"'")
 	}
 }
 
@@ -142,7 +142,7 @@ func (s *policyScan) directive(at loc, kw string, args []cfgWord) {
 		}
 		if k := (unknownKey{at, kw}); !s.unknown[k] && !s.full() {
 			s.unknown[k] = true
-			s.add(at, "", "unknown keyword '"+shortText(kw)+"' in '"+s.sectionName+"' section")
+			s.add(at, "", "unknown keyword '"+s.short(kw)+"' in '"+s.sectionName+"' section")
 		}
 		return
 	}
