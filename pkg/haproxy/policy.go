@@ -40,6 +40,8 @@ type policyScan struct {
 	bases       bases
 	section     string // keyword list of the current section ("" outside)
 	sectionName string // its header keyword, for messages
+	condDepth   int    // open .if blocks
+	rejected    bool   // HAProxy rejects the current line (parse error)
 	// mapUse records how HAProxy reads each bundle file used as a map or
 	// pattern file (see mapcheck.go).
 	mapUse map[string]*mapUse

@@ -381,3 +381,17 @@ func TestPolicyReasonsNeverShowTheBundleDirectory(t *testing.T) {
 		assert.Contains(t, err.Error(), "<bundle>", line)
 	}
 }
+
+// TestPolicySectionConfusion: the policy never believes a section changed
+// where HAProxy's did not.
+func TestPolicySectionConfusion(t *testing.T) {
+	for _, cfg := range []string{
+		"global\n.if 0\nfrontend f\n.endif\n    stats socket /run/evil.sock\n",
+		"global\n.if version_atleast(9.9)\nfrontend f\n.else\nbackend b\n.endif\n",
+		"global\nfrontend \"f\n    stats socket /run/evil.sock\n",
+		"global\nfrontend f \\xZZ\n    ssl-dh-param-file /etc/dh\n",
+	} {
+		assert.NotEmpty(t, policyFindings(t, cfg, nil, nil), cfg)
+	}
+	assert.Empty(t, policyFindings(t, "global\n.if version_atleast(2.4)\n    maxconn 10\n.endif\nfrontend f\n    bind :80\n", nil, nil))
+}

@@ -14,7 +14,7 @@ func (s *policyScan) scanConfig(cfg string) {
 // scanCfgText scans a file HAProxy reads with readcfgfile(): haproxy.cfg,
 // or a SPOE configuration with its own section headers.
 func (s *policyScan) scanCfgText(file, text string, headers map[string]string) {
-	s.section, s.sectionName = "", ""
+	s.section, s.sectionName, s.condDepth = "", "", 0
 	physicalLines(text, func(n int, line string) {
 		at := loc{file: file, line: n}
 		if strings.IndexByte(line, 0) >= 0 {
@@ -37,6 +37,7 @@ func (s *policyScan) scanCfgText(file, text string, headers map[string]string) {
 // expansions is scanned twice: as HAProxy under the checker's environment
 // tokenizes it, and with every variable set.
 func (s *policyScan) scanTokens(at loc, raw string, lt lineTokens, headers map[string]string) {
+	s.rejected = lt.err != errNone
 	if len(lt.exps) == 0 {
 		s.scanWords(at, lt.words, headers, false)
 		return
@@ -93,6 +94,14 @@ func (s *policyScan) scanWords(at loc, words []cfgWord, headers map[string]strin
 // (src/cfgparse.c readcfgfile).
 func (s *policyScan) dotDirective(at loc, kw string, words []cfgWord, exp bool) {
 	switch kw {
+	case ".if":
+		s.condDepth++
+	case ".endif":
+		if s.condDepth > 0 {
+			s.condDepth--
+		}
+	}
+	switch kw {
 	case ".if", ".elif":
 		// HAProxy joins the words with spaces before parsing the condition.
 		var cond strings.Builder
@@ -112,9 +121,17 @@ func (s *policyScan) dotDirective(at loc, kw string, words []cfgWord, exp bool) 
 	}
 }
 
-// enterSection starts a section.
+// enterSection starts a section, unless HAProxy rejects the line (then it
+// stays in the current one). A section started inside a conditional block
+// is refused: which section the next lines belong to would depend on a
+// condition the policy does not evaluate.
 func (s *policyScan) enterSection(at loc, kw, list string, args []cfgWord) {
-	s.section, s.sectionName = list, kw
+	if s.condDepth > 0 {
+		s.add(at, "", "section '"+kw+"' starts inside a .if block; the policy cannot tell which section the next lines belong to")
+	}
+	if !s.rejected {
+		s.section, s.sectionName = list, kw
+	}
 	for _, e := range inventory {
 		if e.where == kw && e.name == kw && e.key != "" {
 			s.refuseDirective(at, e.key)
