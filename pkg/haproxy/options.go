@@ -60,6 +60,11 @@ func (s *policyScan) serverLine(at loc, kw string, args []cfgWord) {
 			s.serverOptions(at, kw, args[1:])
 		}
 	}
+	if kw == "peer" {
+		// The local peer's line also binds its address (cfg_parse_peers ->
+		// str2listener); which peer is local depends on the host name.
+		s.checkAddress(at, kw, args[1], roleListen, s.bases.unixPrefix)
+	}
 	s.checkAddress(at, kw, args[1], roleConnect, "")
 	s.serverOptions(at, kw, args[2:])
 }

@@ -395,3 +395,12 @@ func TestPolicySectionConfusion(t *testing.T) {
 	}
 	assert.Empty(t, policyFindings(t, "global\n.if version_atleast(2.4)\n    maxconn 10\n.endif\nfrontend f\n    bind :80\n", nil, nil))
 }
+
+func TestPolicyPeerAddressIsAListener(t *testing.T) {
+	b := &bundle.Bundle{BaseDir: testBase, Config: "peers p\n    peer me " + testBase + "/maps/host.map\n", Maps: map[string]string{"host.map": "a b\n"}}
+	pe := new(PolicyError)
+	require.ErrorAs(t, CheckPolicy(b, nil), &pe)
+	fs := pe.Findings
+	require.NotEmpty(t, fs)
+	assert.Contains(t, fs[0].Message, "would overwrite a file of the configuration bundle")
+}
