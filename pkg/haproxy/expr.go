@@ -71,7 +71,7 @@ func (s *policyScan) scanFunctions(at loc, w cfgWord) {
 		case fileFunction(name):
 			args := makeArgList(t[i:])
 			if len(args) > 0 {
-				s.funcPath(at, name, args[0], w.env, true, name != "add-acl" && name != "del-acl")
+				s.funcPath(at, name, args[0], w.env, true, true)
 			}
 		}
 	}
@@ -91,16 +91,12 @@ func (s *policyScan) funcPath(at loc, name, p string, env, isMap, asMap bool) {
 	s.checkRef(at, fileRef{directive: what, path: p, mode: refRead})
 }
 
-// fileFunction reports whether a converter or action named name takes a
-// map or pattern file as its first argument: every map converter (map,
-// map_<match>[_<output>], src/map.c) and the set-map, del-map, add-acl and
-// del-acl actions.
+// fileFunction reports whether a converter named name takes a map file as
+// its first argument: every map converter (map, map_<match>[_<output>],
+// src/map.c). The set-map, del-map, add-acl and del-acl actions are
+// http-request/response words, handled with the rule (httpRule).
 func fileFunction(name string) bool {
-	switch name {
-	case "map", "set-map", "del-map", "add-acl", "del-acl":
-		return true
-	}
-	return strings.HasPrefix(name, "map_")
+	return name == "map" || strings.HasPrefix(name, "map_")
 }
 
 // isVarName reports whether a converter argument names a variable, which

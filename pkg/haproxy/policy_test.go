@@ -291,7 +291,7 @@ func TestPolicyReasonExample(t *testing.T) {
 	cfg := policyCfg("    use_backend be0\nbackend be0\n    errorfile 503 /etc/passwd")
 	err := CheckPolicy(&bundle.Bundle{BaseDir: testBase, Config: cfg}, nil)
 	require.Error(t, err)
-	assert.Equal(t, "haproxy.cfg:12: file '/etc/passwd' is outside the configuration bundle", err.Error())
+	assert.Equal(t, "haproxy.cfg:12: errorfile: file '/etc/passwd' is outside the configuration bundle", err.Error())
 }
 
 func TestPolicyReasonsHideBundlePath(t *testing.T) {
@@ -312,8 +312,8 @@ func TestPolicyCrtList(t *testing.T) {
 	bad := map[string]string{"certs.lst": testBase + "/certs/a.pem\n/etc/ssl/private/x.pem [ca-file /etc/ca.pem] x.com\n"}
 	fs := policyFindings(t, cfg, nil, bad)
 	require.Len(t, fs, 2)
-	assert.Equal(t, "files/certs.lst:2: file '/etc/ssl/private/x.pem' is outside the configuration bundle", fs[0].String())
-	assert.Equal(t, "files/certs.lst:2: file '/etc/ca.pem' is outside the configuration bundle", fs[1].String())
+	assert.Equal(t, "files/certs.lst:2: crt-list certificate: file '/etc/ssl/private/x.pem' is outside the configuration bundle", fs[0].String())
+	assert.Equal(t, "files/certs.lst:2: crt-list ca-file: file '/etc/ca.pem' is outside the configuration bundle", fs[1].String())
 
 	for _, line := range []string{
 		"a.pem [key /etc/k.pem]", "a.pem [ocsp /etc/o]", "a.pem [crl-file /etc/c]",

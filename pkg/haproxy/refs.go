@@ -105,7 +105,7 @@ func (s *policyScan) checkRef(at loc, r fileRef) (string, bool) {
 	case s.pathAllowed(abs):
 		return abs, true
 	}
-	s.add(at, "", "file '"+s.showPath(r.path)+"' is outside the configuration bundle")
+	s.add(at, "", r.directive+": file '"+s.showPath(r.path)+"' is outside the configuration bundle")
 	return abs, false
 }
 
