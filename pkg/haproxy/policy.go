@@ -52,6 +52,9 @@ type policyScan struct {
 	kinds   map[string]bundle.Kind // absolute path -> kind of bundle file
 	dropped int                    // findings beyond maxFindings
 	unknown map[unknownKey]bool    // unknown keywords already reported
+	// tok and tokAll are reused for every line (the checker's view and
+	// the every-variable-set view).
+	tok, tokAll tokenizer
 }
 
 // CheckPolicy applies the safety policy to a rendered bundle without

@@ -21,7 +21,7 @@ func (s *policyScan) scanCfgText(file, text string, headers map[string]string) {
 			s.add(at, "", "NUL byte in configuration")
 		}
 		for piece := line; ; {
-			lt := tokenizeLine(piece, envChecker)
+			lt := s.tok.tokenize(piece, envChecker, nil)
 			if !lt.scope {
 				s.scanTokens(at, piece, lt, headers)
 			}
@@ -44,7 +44,7 @@ func (s *policyScan) scanTokens(at loc, raw string, lt lineTokens, headers map[s
 	}
 	s.checkExpansions(at, lt)
 	s.scanWords(at, lt.words, headers, true)
-	s.scanWords(at, tokenizeLine(raw, envAllSet).words, headers, true)
+	s.scanWords(at, s.tokAll.tokenize(raw, envAllSet, nil).words, headers, true)
 }
 
 // checkExpansions applies the environment rules to a line's expansions.

@@ -159,7 +159,14 @@ func tokenizeLine(line string, mode envMode) lineTokens {
 
 // tokenizeLineEnv is tokenizeLine with the environment env for envExact.
 func tokenizeLineEnv(line string, mode envMode, env map[string]string) lineTokens {
-	t := &tokenizer{s: line, mode: mode, env: env}
+	return (&tokenizer{}).tokenize(line, mode, env)
+}
+
+// tokenize cuts line into words reusing t's buffers: the result's words
+// are valid until the next call on t.
+func (t *tokenizer) tokenize(line string, mode envMode, env map[string]string) lineTokens {
+	*t = tokenizer{s: line, mode: mode, env: env, cur: t.cur[:0],
+		out: lineTokens{words: t.out.words[:0], exps: t.out.exps[:0]}}
 	for t.i < len(line) && isCSpace(line[t.i]) {
 		t.i++
 	}
