@@ -103,10 +103,17 @@ func TestCheckFailingPhases(t *testing.T) {
 			detail: &PolicyError{},
 		},
 		{
-			name:   "syntax",
+			name:   "policy unknown keyword",
 			extra:  "backend be1\n    frobnicate yes\n",
-			phase:  phase.Syntax,
+			phase:  phase.Policy,
 			reason: "haproxy.cfg:18: unknown keyword 'frobnicate' in 'backend' section",
+			detail: &PolicyError{},
+		},
+		{
+			name:   "syntax",
+			extra:  "backend be1\n    retries frobnicate\n",
+			phase:  phase.Syntax,
+			reason: "haproxy.cfg:18: invalid arguments to 'retries'",
 			detail: &SyntaxError{},
 		},
 		{

@@ -5,8 +5,12 @@
 //
 //   - policy: the rendered text is scanned, without parsing or executing
 //     anything, for directives that make HAProxy run code, load libraries,
-//     read the environment or touch files outside the bundle (see
-//     CheckPolicy for the exact rules);
+//     read the environment or touch files outside the bundle, and for map
+//     lines HAProxy would misread. The words are HAProxy 3.0's own
+//     (tokenize.go); every keyword, option, action, converter, filter and
+//     address prefix that names a file, an address or code is classified in
+//     inventory_table.go, and what the policy cannot classify is denied (see
+//     CheckPolicy and docs/policy-inventory.md for the method and counts);
 //   - syntax: client-native's config-parser must understand every line;
 //   - schema: the parsed sections are converted to client-native models and
 //     validated;

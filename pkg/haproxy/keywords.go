@@ -1,261 +1,34 @@
 package haproxy
 
-import "strings"
-
-// haproxyKeywords lists the first words HAProxy 2.6.12 accepts at the start
-// of a configuration line in any section: the keywords it registers
-// (`haproxy -dKcfg -q -c -f /dev/null`) plus those its section parsers still
-// match with strcmp (common_kw_list in src/cfgparse-global.c and
-// src/cfgparse-listen.c). The syntax phase uses it only to tell a keyword
-// that config-parser does not model (deferred to haproxy -c) from one that
-// nothing knows (a syntax error).
-const haproxyKeywords = " " +
-	"acl " +
-	"appsession " +
-	"backend " +
-	"backlog " +
-	"balance " +
-	"bind " +
-	"block " +
-	"busy-polling " +
-	"ca-base " +
-	"cache " +
-	"capture " +
-	"chroot " +
-	"clitcpka-cnt " +
-	"clitcpka-idle " +
-	"clitcpka-intvl " +
-	"clitimeout " +
-	"close-spread-time " +
-	"compression " +
-	"contimeout " +
-	"cookie " +
-	"cpu-map " +
-	"crt-base " +
-	"daemon " +
-	"declare " +
-	"default " +
-	"default-path " +
-	"default-server " +
-	"default_backend " +
-	"defaults " +
-	"description " +
-	"disabled " +
-	"dispatch " +
-	"dynamic-cookie-key " +
-	"email-alert " +
-	"enabled " +
-	"error-log-format " +
-	"errorfile " +
-	"errorfiles " +
-	"errorloc " +
-	"errorloc302 " +
-	"errorloc303 " +
-	"expose-experimental-directives " +
-	"external-check " +
-	"fcgi-app " +
-	"filter " +
-	"force-persist " +
-	"frontend " +
-	"fullconn " +
-	"gid " +
-	"global " +
-	"grace " +
-	"group " +
-	"h1-accept-payload-with-any-method " +
-	"h1-case-adjust " +
-	"h1-case-adjust-file " +
-	"hard-stop-after " +
-	"hash-balance-factor " +
-	"hash-type " +
-	"http-after-response " +
-	"http-check " +
-	"http-error " +
-	"http-errors " +
-	"http-request " +
-	"http-response " +
-	"http-reuse " +
-	"http-send-name-header " +
-	"httpclient.resolvers.id " +
-	"httpclient.resolvers.prefer " +
-	"httpclient.ssl.ca-file " +
-	"httpclient.ssl.verify " +
-	"id " +
-	"ignore-persist " +
-	"insecure-fork-wanted " +
-	"insecure-setuid-wanted " +
-	"issuers-chain-path " +
-	"listen " +
-	"load-server-state-from-file " +
-	"localpeer " +
-	"log " +
-	"log-format " +
-	"log-format-sd " +
-	"log-forward " +
-	"log-send-hostname " +
-	"log-tag " +
-	"lua-load " +
-	"lua-load-per-thread " +
-	"lua-prepend-path " +
-	"mailers " +
-	"master-worker " +
-	"max-keep-alive-queue " +
-	"max-session-srv-conns " +
-	"max-spread-checks " +
-	"maxcompcpuusage " +
-	"maxcomprate " +
-	"maxconn " +
-	"maxconnrate " +
-	"maxpipes " +
-	"maxsessrate " +
-	"maxsslconn " +
-	"maxsslrate " +
-	"maxzlibmem " +
-	"mode " +
-	"monitor " +
-	"monitor-net " +
-	"monitor-uri " +
-	"mworker-max-reloads " +
-	"nbproc " +
-	"nbthread " +
-	"no " +
-	"no-memory-trimming " +
-	"node " +
-	"noepoll " +
-	"noevports " +
-	"nogetaddrinfo " +
-	"nokqueue " +
-	"nopoll " +
-	"noreuseport " +
-	"nosplice " +
-	"numa-cpu-mapping " +
-	"option " +
-	"peers " +
-	"persist " +
-	"pidfile " +
-	"pp2-never-send-local " +
-	"presetenv " +
-	"profiling.tasks " +
-	"program " +
-	"quiet " +
-	"rate-limit " +
-	"redirect " +
-	"resetenv " +
-	"resolvers " +
-	"retries " +
-	"retry-on " +
-	"ring " +
-	"server " +
-	"server-state-base " +
-	"server-state-file " +
-	"server-state-file-name " +
-	"server-template " +
-	"set-dumpable " +
-	"set-var " +
-	"set-var-fmt " +
-	"setenv " +
-	"source " +
-	"spread-checks " +
-	"srvtcpka-cnt " +
-	"srvtcpka-idle " +
-	"srvtcpka-intvl " +
-	"srvtimeout " +
-	"ssl-default-bind-ciphers " +
-	"ssl-default-bind-ciphersuites " +
-	"ssl-default-bind-curves " +
-	"ssl-default-bind-options " +
-	"ssl-default-server-ciphers " +
-	"ssl-default-server-ciphersuites " +
-	"ssl-default-server-options " +
-	"ssl-dh-param-file " +
-	"ssl-load-extra-del-ext " +
-	"ssl-load-extra-files " +
-	"ssl-mode-async " +
-	"ssl-propquery " +
-	"ssl-provider " +
-	"ssl-provider-path " +
-	"ssl-server-verify " +
-	"ssl-skip-self-issued-ca " +
-	"stats " +
-	"stick " +
-	"stick-table " +
-	"strict-limits " +
-	"tcp-check " +
-	"tcp-request " +
-	"tcp-response " +
-	"thread-group " +
-	"thread-groups " +
-	"timeout " +
-	"transparent " +
-	"tune.buffers.limit " +
-	"tune.buffers.reserve " +
-	"tune.bufsize " +
-	"tune.chksize " +
-	"tune.comp.maxlevel " +
-	"tune.fail-alloc " +
-	"tune.fd.edge-triggered " +
-	"tune.h2.header-table-size " +
-	"tune.h2.initial-window-size " +
-	"tune.h2.max-concurrent-streams " +
-	"tune.h2.max-frame-size " +
-	"tune.http.cookielen " +
-	"tune.http.logurilen " +
-	"tune.http.maxhdr " +
-	"tune.idle-pool.shared " +
-	"tune.idletimer " +
-	"tune.listener.multi-queue " +
-	"tune.lua.forced-yield " +
-	"tune.lua.maxmem " +
-	"tune.lua.service-timeout " +
-	"tune.lua.session-timeout " +
-	"tune.lua.task-timeout " +
-	"tune.maxaccept " +
-	"tune.maxpollevents " +
-	"tune.maxrewrite " +
-	"tune.pattern.cache-size " +
-	"tune.peers.max-updates-at-once " +
-	"tune.pipesize " +
-	"tune.pool-high-fd-ratio " +
-	"tune.pool-low-fd-ratio " +
-	"tune.rcvbuf.client " +
-	"tune.rcvbuf.server " +
-	"tune.recv_enough " +
-	"tune.runqueue-depth " +
-	"tune.sched.low-latency " +
-	"tune.sndbuf.client " +
-	"tune.sndbuf.server " +
-	"tune.ssl.cachesize " +
-	"tune.ssl.capture-buffer-size " +
-	"tune.ssl.capture-cipherlist-size " +
-	"tune.ssl.default-dh-param " +
-	"tune.ssl.force-private-cache " +
-	"tune.ssl.hard-maxrecord " +
-	"tune.ssl.keylog " +
-	"tune.ssl.lifetime " +
-	"tune.ssl.maxrecord " +
-	"tune.ssl.ssl-ctx-cache-size " +
-	"tune.vars.check-max-size " +
-	"tune.vars.global-max-size " +
-	"tune.vars.proc-max-size " +
-	"tune.vars.reqres-max-size " +
-	"tune.vars.sess-max-size " +
-	"tune.vars.txn-max-size " +
-	"uid " +
-	"ulimit-n " +
-	"unique-id-format " +
-	"unique-id-header " +
-	"unix-bind " +
-	"unsetenv " +
-	"use-fcgi-app " +
-	"use-server " +
-	"use_backend " +
-	"user " +
-	"userlist " +
-	"usesrc " +
-	"zero-warning " +
-	""
-
-// isHAProxyKeyword reports whether kw starts a line HAProxy 2.6 may accept.
+// isHAProxyKeyword reports whether kw can start a line HAProxy 3.0 accepts
+// in some section: a keyword of any section list (keywords30.go), a
+// section header, or the "no"/"default" modifiers. The syntax phase uses
+// it only to tell a keyword that config-parser does not model (deferred to
+// haproxy -c) from one that nothing knows (a syntax error).
 func isHAProxyKeyword(kw string) bool {
-	return kw != "" && !strings.ContainsAny(kw, " \t") && strings.Contains(haproxyKeywords, " "+kw+" ")
+	if kw == "" {
+		return false
+	}
+	if kw == "no" || kw == "default" || sectionHeaders[kw] != "" {
+		return true
+	}
+	for _, set := range sectionKeywords {
+		if set[kw] {
+			return true
+		}
+	}
+	return false
+}
+
+// sectionKeyword reports whether kw starts a new configuration section as
+// config-parser models sections (the section index of the syntax phase and
+// the parse cache use it).
+func sectionKeyword(kw string) bool {
+	switch kw {
+	case "global", "defaults", "frontend", "backend", "listen", "peers",
+		"resolvers", "userlist", "mailers", "program", "http-errors", "ring",
+		"cache", "fcgi-app", "log-forward":
+		return true
+	}
+	return false
 }

@@ -9,8 +9,8 @@ import (
 )
 
 // EnvExpansionKey is the AllowedDirectives entry that permits environment
-// variable expansion ("${VAR}", "$VAR" inside double quotes) and `.if
-// defined(VAR)` conditions.
+// access: expansion ("${VAR}", "$VAR" inside double quotes, '$' in an
+// address), `.if defined(VAR)` and the env() sample fetch.
 const EnvExpansionKey = "env-expansion"
 
 // AllowPathPrefix starts an AllowedDirectives entry that permits file
@@ -18,74 +18,13 @@ const EnvExpansionKey = "env-expansion"
 // "path:/etc/ssl/certs" or "path:/var/run/haproxy".
 const AllowPathPrefix = "path:"
 
-// maxShownPath caps how much of a refused path a reason repeats.
-const maxShownPath = 128
+// maxShown caps how much of a user-supplied string a reason repeats.
+const maxShown = 64
 
-// dangerousDirective reports whether kw (lower-cased) is a directive the
-// policy refuses unless allowed: it runs code, loads libraries, changes the
-// environment or lets HAProxy fork or change its identity.
-func dangerousDirective(kw string) bool {
-	switch kw {
-	case "lua-load", "lua-load-per-thread", "lua-prepend-path",
-		"ssl-provider", "ssl-provider-path", "ssl-engine",
-		"setenv", "presetenv", "resetenv", "unsetenv",
-		"external-check", "insecure-fork-wanted", "insecure-setuid-wanted",
-		"program":
-		return true
-	}
-	return false
-}
-
-// messageDirective reports whether kw is a conditional-block message
-// directive, which prints its argument while the configuration is parsed.
-func messageDirective(kw string) bool {
-	switch kw {
-	case ".diag", ".notice", ".warning", ".alert":
-		return true
-	}
-	return false
-}
-
-// sectionKeyword reports whether kw starts a new configuration section.
-func sectionKeyword(kw string) bool {
-	switch kw {
-	case "global", "defaults", "frontend", "backend", "listen", "peers",
-		"resolvers", "userlist", "mailers", "program", "http-errors", "ring",
-		"cache", "fcgi-app", "log-forward":
-		return true
-	}
-	return false
-}
-
-// refMode says how HAProxy uses a referenced path.
-type refMode int
-
-const (
-	// refRead is a file or directory HAProxy reads (while checking or at
-	// start-up) or a unix socket it connects to.
-	refRead refMode = iota
-	// refWrite is a path HAProxy creates, replaces or changes into at run
-	// time (pid file, listening unix socket, chroot).
-	refWrite
-)
-
-// baseKind says which *-base directive applies to a relative path.
-type baseKind int
-
-const (
-	baseNone baseKind = iota
-	baseCA
-	baseCrt
-	baseServerState
-)
-
-// fileRef is one path argument found in the configuration.
-type fileRef struct {
-	directive string
-	path      string
-	mode      refMode
-	base      baseKind
-	crtList   bool
+// loc is a place in a bundle file.
+type loc struct {
+	file string
+	line int
 }
 
 // policyScan is the state of one policy scan over a bundle.
@@ -93,53 +32,85 @@ type policyScan struct {
 	baseDir  string
 	allowed  map[string]bool
 	paths    []string
-	files    map[string]string
+	files    map[string]string // absolute path -> content
+	dirs     map[string]bool   // absolute directories of the bundle
 	findings []Finding
+	seen     map[Finding]bool
 
-	relBase         string
-	caBase, crtBase string
-	stateBase       string
+	bases       bases
+	section     string // keyword list of the current section ("" outside)
+	sectionName string // its header keyword, for messages
+	condDepth   int    // open .if blocks
+	rejected    bool   // HAProxy rejects the current line (parse error)
+	// mapUse records how HAProxy reads each bundle file used as a map or
+	// pattern file (see mapcheck.go).
+	mapUse map[string]*mapUse
+	// pending are bundle files HAProxy parses on the configuration's
+	// behalf (crt-lists, SPOE files), scanned after haproxy.cfg.
+	pending []pendingFile
+	scanned map[string]bool
+	kinds   map[string]bundle.Kind // absolute path -> kind of bundle file
+	dropped int                    // findings beyond maxFindings
+	unknown map[unknownKey]bool    // unknown keywords already reported
+	// tok and tokAll are reused for every line (the checker's view and
+	// the every-variable-set view).
+	tok, tokAll tokenizer
 }
 
 // CheckPolicy applies the safety policy to a rendered bundle without
 // parsing it with anything that could execute code. It returns nil or a
 // *PolicyError listing every violation. allowed holds directive names
-// ("lua-load", "setenv", "program", ...), EnvExpansionKey, and
-// AllowPathPrefix entries; names match case-insensitively.
+// ("lua-load", "setenv", "program", ...), EnvExpansionKey, the other Key*
+// constants and AllowPathPrefix entries; names match case-insensitively.
 //
-// Rules (HAProxy 2.6 semantics, verified against haproxy 2.6.12):
+// The rules follow HAProxy 3.0 (verified against haproxy 3.0.11):
 //
-//   - Each line is cut into words as HAProxy does (quotes removed and
-//     concatenated, \xNN and other escapes decoded, a decoded NUL ends the
-//     word, '#' outside quotes starts a comment). HAProxy has no line
-//     continuation; it ends a line at '\r' and at a NUL byte and ignores the
-//     rest, but the policy scans those remainders too. A NUL byte anywhere
-//     is refused.
-//   - The first word (after "no"/"default", and the option name after
-//     "option") is compared case-insensitively (HAProxy itself is
-//     case-sensitive) with the dangerous directives. Words elsewhere on a
-//     line, comments and names such as a backend "setenv-api" do not match.
-//   - "${" anywhere in haproxy.cfg, and "$" followed by a name, "{" or "."
-//     inside double quotes (what HAProxy expands), are refused under
-//     EnvExpansionKey, as is ".if"/".elif" with defined(): the checker's
-//     environment is scrubbed, so such a config would be checked under
-//     different conditions than it runs with.
-//   - .diag/.notice/.warning/.alert containing "$" are refused under their
-//     own name (they print what they expand).
-//   - Every path argument of a directive that reads or writes files (see
-//     refsOf) must lie inside the bundle directory after relative paths are
-//     resolved against it (honouring ca-base, crt-base, server-state-base
-//     and default-path) and cleaned. /dev/null is accepted for reads (the
-//     common `errorfile 408 /dev/null`), never for writes. A path under an
-//     allowed "path:<dir>" entry is accepted. crt-list files of the bundle
-//     are scanned for their certificate and CA paths as well.
+//   - Lines are cut into words exactly as HAProxy does (tokenize.go); text
+//     HAProxy ignores (after a NUL or a line-ending '\r') is scanned too,
+//     and a NUL byte is refused.
+//   - Every keyword must be one HAProxy 3.0 accepts in its section
+//     (keywords30.go), every bind and server option, http action, filter
+//     and address prefix must be known: what the policy cannot classify is
+//     denied. Keywords are case-sensitive, as in HAProxy.
+//   - Directives, options and filters that load code, change the
+//     environment or need privileges (inventory_table.go) are refused
+//     unless allowed.
+//   - Environment access is refused unless EnvExpansionKey is allowed:
+//     "$NAME"/"${NAME}" inside double quotes, any '$' in an address (HAProxy
+//     expands those whatever the quoting), `.if defined()` and env(). Even
+//     when allowed, expansions are refused where the policy could no longer
+//     classify the line (a keyword, file or address built from one, a
+//     ${NAME[*]} list, an unset variable gluing words) and for the values
+//     that hold a host name or a path (HAPROXY_LOCALPEER, HAPROXY_CFGFILES,
+//     .FILE). .diag/.notice/.warning/.alert with an expansion are refused
+//     under their own name (they print it).
+//   - Every path HAProxy reads or writes (inventory_table.go: directive
+//     and option arguments, map and jwt_verify converter arguments, ACL -f
+//     files, action and reply files, unix socket addresses) must lie inside
+//     the bundle once relative paths are resolved as HAProxy does
+//     (default-path, ca-base, crt-base, key-base, server-state-base,
+//     unix-bind prefix) and cleaned. /dev/null is accepted for reads, never
+//     for writes; a write may not replace a bundle file. A path under an
+//     allowed "path:<dir>" entry is accepted.
+//   - Files HAProxy parses for the configuration (crt-lists, SPOE
+//     configurations) are scanned with the same rules, and every line of
+//     the map and pattern files is checked against HAProxy's reader
+//     (mapcheck.go).
 //   - Bundle file names must be local, clean, slash-separated paths.
+//
+// A reason names the file and line, repeats at most a short prefix of
+// user text and never an absolute bundle path.
 func CheckPolicy(b *bundle.Bundle, allowed []string) error {
 	s := newPolicyScan(b, allowed)
 	s.checkNames(b)
 	s.scanConfig(b.Config)
+	s.scanPending()
+	s.checkMapFiles()
 	if len(s.findings) == 0 {
 		return nil
+	}
+	if s.dropped > 0 {
+		s.findings = append(s.findings, Finding{Message: fmt.Sprintf("and up to %d more findings", s.dropped)})
 	}
 	return &PolicyError{Findings: s.findings}
 }
@@ -149,15 +120,20 @@ func newPolicyScan(b *bundle.Bundle, allowed []string) *policyScan {
 	base := filepath.Clean(b.BaseDir)
 	s := &policyScan{
 		baseDir: base,
-		relBase: base,
 		allowed: make(map[string]bool, len(allowed)),
 		files:   make(map[string]string),
+		dirs:    map[string]bool{base: true},
+		seen:    make(map[Finding]bool),
+		mapUse:  make(map[string]*mapUse),
+		scanned: make(map[string]bool),
+		kinds:   make(map[string]bundle.Kind),
+		unknown: make(map[unknownKey]bool),
 	}
+	s.bases.rel = base
 	for _, a := range allowed {
 		a = strings.TrimSpace(a)
-		if strings.HasPrefix(a, AllowPathPrefix) {
-			p := strings.TrimSpace(strings.TrimPrefix(a, AllowPathPrefix))
-			if filepath.IsAbs(p) {
+		if p, ok := strings.CutPrefix(a, AllowPathPrefix); ok {
+			if p = strings.TrimSpace(p); filepath.IsAbs(p) {
 				s.paths = append(s.paths, filepath.Clean(p))
 			}
 			continue
@@ -165,198 +141,151 @@ func newPolicyScan(b *bundle.Bundle, allowed []string) *policyScan {
 		s.allowed[strings.ToLower(a)] = true
 	}
 	for _, f := range b.AllFiles() {
-		s.files[filepath.Join(base, filepath.FromSlash(f.RelPath))] = f.Content
+		abs := filepath.Join(base, filepath.FromSlash(f.RelPath))
+		s.files[abs] = f.Content
+		s.kinds[abs] = f.Kind
+		for d := filepath.Dir(abs); len(d) > len(base); d = filepath.Dir(d) {
+			s.dirs[d] = true
+		}
 	}
 	return s
 }
 
-// add records a finding.
-func (s *policyScan) add(file string, line int, key, msg string) {
-	s.findings = append(s.findings, Finding{File: file, Line: line, Key: key, Message: msg})
+// maxFindings caps the findings of one scan; the reason shows only the
+// first few anyway.
+const maxFindings = 100
+
+// add records a finding once.
+func (s *policyScan) add(at loc, key, msg string) {
+	if s.full() {
+		return
+	}
+	f := Finding{File: at.file, Line: at.line, Key: key, Message: s.hideBase(msg)}
+	if s.seen[f] {
+		return
+	}
+	s.seen[f] = true
+	s.findings = append(s.findings, f)
 }
 
-// refuse records a refused directive unless it is allowed.
-func (s *policyScan) refuse(file string, line int, key string) {
+// full reports (and counts) a finding that is not recorded because the
+// scan has maxFindings already: callers check it before building a
+// message, so that a configuration with a million bad lines costs no more
+// than one with a hundred.
+func (s *policyScan) full() bool {
+	if len(s.findings) < maxFindings {
+		return false
+	}
+	s.dropped++
+	return true
+}
+
+// refuse records msg under key unless key is allowed.
+func (s *policyScan) refuse(at loc, key, msg string) {
 	if s.allowed[key] {
 		return
 	}
-	s.add(file, line, key, fmt.Sprintf("directive '%s' is not allowed (add it to spec.allowedDirectives to permit it)", key))
+	s.add(at, key, fmt.Sprintf("%s (add '%s' to spec.allowedDirectives to permit it)", msg, key))
 }
 
-// refuseEnv records an environment expansion unless it is allowed.
-func (s *policyScan) refuseEnv(file string, line int) {
+// refuseDirective records a refused directive unless it is allowed.
+func (s *policyScan) refuseDirective(at loc, key string) {
+	if s.allowed[key] {
+		return
+	}
+	s.add(at, key, fmt.Sprintf("directive '%s' is not allowed (add it to spec.allowedDirectives to permit it)", key))
+}
+
+// refuseEnv records an environment access unless it is allowed.
+func (s *policyScan) refuseEnv(at loc) {
 	if s.allowed[EnvExpansionKey] {
 		return
 	}
-	s.add(file, line, EnvExpansionKey, fmt.Sprintf("environment variable expansion is not allowed (add '%s' to spec.allowedDirectives to permit it)", EnvExpansionKey))
+	s.add(at, EnvExpansionKey, fmt.Sprintf("environment variable expansion is not allowed (add '%s' to spec.allowedDirectives to permit it)", EnvExpansionKey))
 }
+
+// envAllowed reports whether environment access is permitted.
+func (s *policyScan) envAllowed() bool { return s.allowed[EnvExpansionKey] }
 
 // checkNames refuses bundle file names that could escape the bundle.
 func (s *policyScan) checkNames(b *bundle.Bundle) {
 	for _, f := range b.AllFiles()[1:] {
 		if err := bundle.CheckName(f.Name); err != nil {
-			s.add(string(f.Kind)+":"+shorten(f.Name), 0, "", err.Error())
+			s.add(loc{file: string(f.Kind) + ":" + shortText(f.Name)}, "", err.Error())
 		}
 	}
 }
 
-// scanConfig scans haproxy.cfg line by line.
-func (s *policyScan) scanConfig(cfg string) {
-	const file = bundle.ConfigFileName
-	envLine := 0
-	physicalLines(cfg, func(n int, piece string) {
-		if strings.IndexByte(piece, 0) >= 0 {
-			return // cannot happen: physicalLines cuts at NUL
+// shortText makes user text safe to repeat in a reason: control bytes and
+// invalid UTF-8 escaped, at most maxShown bytes kept.
+func shortText(v string) string {
+	var b strings.Builder
+	for i, r := range v {
+		if b.Len() >= maxShown {
+			b.WriteString("…")
+			break
 		}
-		lw := splitLine(piece)
-		if (lw.envExpansion || strings.Contains(piece, "${")) && envLine != n {
-			envLine = n
-			s.refuseEnv(file, n)
-		}
-		s.scanWords(file, n, piece, lw.words)
-	})
-	if i := strings.IndexByte(cfg, 0); i >= 0 {
-		s.add(file, 1+strings.Count(cfg[:i], "\n"), "", "NUL byte in configuration")
-	}
-}
-
-// scanWords applies the directive and file rules to one line's words.
-func (s *policyScan) scanWords(file string, n int, raw string, words []string) {
-	if len(words) == 0 {
-		return
-	}
-	kw := strings.ToLower(words[0])
-	args := words[1:]
-	if (kw == "no" || kw == "default") && len(args) > 0 {
-		kw, args = strings.ToLower(args[0]), args[1:]
-	}
-	if kw == "option" && len(args) > 0 && strings.ToLower(args[0]) == "external-check" {
-		s.refuse(file, n, "external-check")
-	}
-	if dangerousDirective(kw) {
-		s.refuse(file, n, kw)
-	}
-	switch {
-	case kw == ".if" || kw == ".elif":
-		if strings.Contains(strings.ToLower(strings.Join(args, " ")), "defined(") {
-			s.refuseEnv(file, n)
-		}
-	case messageDirective(kw):
-		if strings.Contains(raw, "$") {
-			s.refuse(file, n, kw)
-		}
-	}
-	for _, r := range refsOf(kw, args) {
-		s.checkRef(file, n, r)
-	}
-}
-
-// checkRef resolves one reference and refuses it when it leaves the bundle.
-// Base directives update the scan state once they are accepted.
-func (s *policyScan) checkRef(file string, n int, r fileRef) {
-	abs, ok := s.resolve(r)
-	if !ok {
-		s.add(file, n, "", fmt.Sprintf("file '%s' is outside the configuration bundle", shorten(r.path)))
-		return
-	}
-	inside := abs == s.baseDir || strings.HasPrefix(abs, s.baseDir+string(filepath.Separator))
-	if !inside && !s.pathAllowed(abs) && !(r.mode == refRead && abs == "/dev/null") {
-		s.add(file, n, "", fmt.Sprintf("file '%s' is outside the configuration bundle", shorten(r.path)))
-		return
-	}
-	switch r.directive {
-	case "ca-base":
-		s.caBase = abs
-	case "crt-base":
-		s.crtBase = abs
-	case "server-state-base":
-		s.stateBase = abs
-	case "default-path":
-		s.relBase = abs
-	}
-	if r.crtList {
-		if content, ok := s.files[abs]; ok {
-			s.scanCrtList(relName(s.baseDir, abs), content)
-		}
-	}
-}
-
-// resolve turns a referenced path into a clean absolute path the way HAProxy
-// would look it up. ok is false for paths the policy cannot place (empty).
-func (s *policyScan) resolve(r fileRef) (string, bool) {
-	p := r.path
-	if p == "" {
-		return "", false
-	}
-	if !filepath.IsAbs(p) {
 		switch {
-		case r.base == baseCA && s.caBase != "":
-			p = filepath.Join(s.caBase, p)
-		case r.base == baseCrt && s.crtBase != "":
-			p = filepath.Join(s.crtBase, p)
-		case r.base == baseServerState && s.stateBase != "":
-			p = filepath.Join(s.stateBase, p)
+		case r == 0xFFFD && !strings.HasPrefix(v[i:], "\uFFFD"):
+			fmt.Fprintf(&b, "\\x%02x", v[i])
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			fmt.Fprintf(&b, "\\x%02x", r)
+		default:
+			b.WriteRune(r)
 		}
 	}
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(s.relBase, p)
-	}
-	return filepath.Clean(p), true
+	return b.String()
 }
 
-// pathAllowed reports whether abs is under an allowed "path:" directory.
-func (s *policyScan) pathAllowed(abs string) bool {
-	for _, p := range s.paths {
-		if abs == p || strings.HasPrefix(abs, p+string(filepath.Separator)) || p == "/" {
-			return true
+// short is user text for a reason: the bundle directory (a temporary
+// path) reads "<bundle>", then shortText applies.
+func (s *policyScan) short(v string) string {
+	return shortText(s.hideBase(v))
+}
+
+// hideBase replaces every occurrence of the bundle directory in v.
+func (s *policyScan) hideBase(v string) string {
+	if s.baseDir == "" || s.baseDir == "/" || !strings.Contains(v, s.baseDir) {
+		return v
+	}
+	return strings.ReplaceAll(v, s.baseDir, "<bundle>")
+}
+
+// showPath is a path for a reason (see short).
+func (s *policyScan) showPath(p string) string {
+	return s.short(p)
+}
+
+// DangerousDirectives lists every AllowedDirectives entry the policy
+// understands, besides the "path:<dir>" form: the refused directives,
+// options and filters, the conditional-block message directives,
+// EnvExpansionKey and the address keys.
+func DangerousDirectives() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, e := range inventory {
+		if e.key != "" && !seen[e.key] {
+			seen[e.key] = true
+			out = append(out, e.key)
 		}
 	}
-	return false
-}
-
-// scanCrtList checks the certificate and CA paths of a crt-list file. Each
-// line is "<crtfile> [ssl options] [sni filters]".
-func (s *policyScan) scanCrtList(name, content string) {
-	physicalLines(content, func(n int, piece string) {
-		words := splitLine(piece).words
-		if len(words) == 0 {
-			return
+	for _, k := range []string{".diag", ".notice", ".warning", ".alert", EnvExpansionKey, KeyAbstractSocket, KeyFD} {
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
 		}
-		s.checkRef(name, n, fileRef{directive: "crt-list", path: words[0], base: baseCrt})
-		for i := 1; i+1 < len(words); i++ {
-			w := strings.Trim(words[i], "[]")
-			if base, ok := sslFileOption(w); ok {
-				s.checkRef(name, n, fileRef{directive: w, path: strings.TrimSuffix(words[i+1], "]"), base: base})
-			}
-		}
-	})
-}
-
-// relName is abs relative to base, slash-separated, for finding locations.
-func relName(base, abs string) string {
-	if r, err := filepath.Rel(base, abs); err == nil {
-		return filepath.ToSlash(r)
 	}
-	return filepath.Base(abs)
+	return out
 }
 
-// shorten caps a user-supplied string repeated in a reason.
+// maxShownPath caps how much of a name the syntax and schema phases repeat.
+const maxShownPath = 128
+
+// shorten caps a user-supplied string repeated in a reason (syntax and
+// schema phases).
 func shorten(s string) string {
 	if len(s) <= maxShownPath {
 		return s
 	}
 	return s[:maxShownPath] + "…"
-}
-
-// DangerousDirectives lists every AllowedDirectives entry the policy
-// understands, besides the "path:<dir>" form: the refused directives, the
-// conditional-block message directives, and EnvExpansionKey.
-func DangerousDirectives() []string {
-	return []string{
-		"lua-load", "lua-load-per-thread", "lua-prepend-path",
-		"ssl-provider", "ssl-provider-path", "ssl-engine",
-		"setenv", "presetenv", "resetenv", "unsetenv",
-		"external-check", "insecure-fork-wanted", "insecure-setuid-wanted",
-		"program", ".diag", ".notice", ".warning", ".alert", EnvExpansionKey,
-	}
 }

@@ -1,219 +1,131 @@
 package haproxy
 
 import (
+	"path/filepath"
 	"strings"
 )
 
-// refsOf lists the path arguments of one configuration line whose first
-// keyword (lower-cased, after "no"/"default") is kw and whose remaining words
-// are args.
-//
-// Covered: global file and directory directives (lua-*, ssl-dh-param-file,
-// h1-case-adjust-file, 51degrees/wurfl/deviceatlas data files,
-// httpclient.ssl.ca-file, issuers-chain-path, ca-base, crt-base, key-base,
-// server-state-base, server-state-file, chroot, pidfile, default-path,
-// stats socket, unix-bind prefix), proxy directives (errorfile,
-// server-state-file-name), bind/server/default-server/server-template
-// addresses that are unix socket paths and their crt, crt-list, ca-file,
-// ca-verify-file, crl-file, ca-sign-file and tls-ticket-keys options, the
-// file/lf-file/errorfile arguments of http-request/http-response/
-// http-after-response return and http-error, `filter ... config <file>`,
-// ACL pattern files (`-f <file>` anywhere on a line) and the file argument of
-// the map*() converters and set-map/del-map/add-acl/del-acl actions.
-//
-// Not covered, on purpose: `log` targets (syslog destinations, commonly
-// /dev/log; HAProxy only sends datagrams to them at run time), "abns@"
-// abstract sockets and "fd@"/"sockpair@" inherited descriptors.
-func refsOf(kw string, args []string) []fileRef {
-	var refs []fileRef
-	arg := func(i int) string {
-		if i < len(args) {
-			return args[i]
-		}
-		return ""
-	}
-	one := func(mode refMode, base baseKind) {
-		if p := arg(0); p != "" {
-			refs = append(refs, fileRef{directive: kw, path: p, mode: mode, base: base})
-		}
-	}
-	switch kw {
-	case "lua-load", "lua-load-per-thread", "ssl-dh-param-file", "h1-case-adjust-file",
-		"51degrees-data-file", "wurfl-data-file", "deviceatlas-json-file",
-		"httpclient.ssl.ca-file", "issuers-chain-path", "ssl-provider-path":
-		one(refRead, baseNone)
-	case "lua-prepend-path":
-		// The argument is a search pattern such as /etc/haproxy/lua/?.lua.
-		if p := arg(0); p != "" {
-			refs = append(refs, fileRef{directive: kw, path: dirOfPattern(p), mode: refRead})
-		}
-	case "ca-base", "crt-base", "key-base", "server-state-base":
-		one(refRead, baseNone)
-	case "server-state-file":
-		one(refRead, baseServerState)
-	case "chroot", "pidfile":
-		one(refWrite, baseNone)
-	case "default-path":
-		switch arg(0) {
-		case "origin":
-			if p := arg(1); p != "" {
-				refs = append(refs, fileRef{directive: kw, path: p, mode: refRead})
-			}
-		case "parent":
-			refs = append(refs, fileRef{directive: kw, path: "..", mode: refRead})
-		}
-	case "unix-bind":
-		for i := 0; i+1 < len(args); i++ {
-			if args[i] == "prefix" {
-				refs = append(refs, fileRef{directive: kw, path: args[i+1], mode: refWrite})
-			}
-		}
-	case "stats":
-		if strings.ToLower(arg(0)) == "socket" && len(args) > 1 {
-			refs = append(refs, addressRefs("stats socket", args[1], refWrite)...)
-			refs = append(refs, sslOptionRefs(args[2:])...)
-		}
-	case "errorfile":
-		if p := arg(1); p != "" {
-			refs = append(refs, fileRef{directive: kw, path: p, mode: refRead})
-		}
-	case "server-state-file-name":
-		if p := arg(0); p != "" && p != "use-backend-name" {
-			refs = append(refs, fileRef{directive: kw, path: p, mode: refRead, base: baseServerState})
-		}
-	case "bind":
-		if len(args) > 0 {
-			refs = append(refs, addressRefs(kw, args[0], refWrite)...)
-			refs = append(refs, sslOptionRefs(args[1:])...)
-		}
-	case "server":
-		if len(args) > 1 {
-			refs = append(refs, addressRefs(kw, args[1], refRead)...)
-			refs = append(refs, sslOptionRefs(args[2:])...)
-		}
-	case "server-template":
-		if len(args) > 2 {
-			refs = append(refs, addressRefs(kw, args[2], refRead)...)
-			refs = append(refs, sslOptionRefs(args[3:])...)
-		}
-	case "default-server":
-		refs = append(refs, sslOptionRefs(args)...)
-	case "http-request", "http-response", "http-after-response", "http-error":
-		for i := 0; i+1 < len(args); i++ {
-			switch args[i] {
-			case "file", "lf-file", "errorfile":
-				refs = append(refs, fileRef{directive: kw + " " + args[i], path: args[i+1], mode: refRead})
-				i++
-			}
-		}
-	case "filter":
-		for i := 1; i+1 < len(args); i++ {
-			if args[i] == "config" {
-				refs = append(refs, fileRef{directive: "filter config", path: args[i+1], mode: refRead})
-			}
-		}
-	}
-	for i, a := range args {
-		if a == "-f" && i+1 < len(args) {
-			refs = append(refs, fileRef{directive: "-f", path: args[i+1], mode: refRead})
-		}
-		refs = append(refs, converterRefs(a)...)
-	}
-	return refs
+// refMode says how HAProxy uses a referenced path.
+type refMode int
+
+const (
+	// refRead is a file or directory HAProxy reads (while checking or at
+	// start-up) or a unix socket it connects to.
+	refRead refMode = iota
+	// refWrite is a path HAProxy creates, replaces, removes or binds at
+	// run time (pid file, listening unix socket, ring backing file, chroot).
+	refWrite
+)
+
+// fileRef is one path argument found in the configuration.
+type fileRef struct {
+	directive string
+	path      string
+	mode      refMode
+	base      baseKind
 }
 
-// sslFileOption reports whether a bind/server/crt-list option takes a file
-// path as its value, and which base directory applies to it.
-func sslFileOption(opt string) (baseKind, bool) {
-	switch opt {
-	case "crt", "crt-list":
-		return baseCrt, true
-	case "ca-file", "ca-verify-file", "crl-file", "ca-sign-file":
-		return baseCA, true
-	case "tls-ticket-keys":
-		return baseNone, true
-	}
-	return baseNone, false
+// bases are the directories HAProxy resolves relative paths against.
+type bases struct {
+	// rel is the current directory (default-path; the bundle directory by
+	// default, where the checker runs haproxy).
+	rel                 string
+	ca, crt, key, state string
+	storeCrt, storeKey  string // the current crt-store section's own
+	unixPrefix          string // unix-bind prefix, prepended as a string
 }
 
-// sslOptionRefs lists the file options among bind or server options.
-func sslOptionRefs(opts []string) []fileRef {
-	var refs []fileRef
-	for i := 0; i+1 < len(opts); i++ {
-		if base, ok := sslFileOption(opts[i]); ok {
-			refs = append(refs, fileRef{directive: opts[i], path: opts[i+1], mode: refRead, base: base, crtList: opts[i] == "crt-list"})
-			i++
-		}
+// baseDir returns the directory a relative path of kind k is joined to,
+// or "" when HAProxy uses the current directory.
+func (b *bases) baseDir(k baseKind) string {
+	switch k {
+	case baseCA:
+		return b.ca
+	case baseCrt:
+		return b.crt
+	case baseKey:
+		return b.key
+	case baseServerState:
+		return b.state
 	}
-	return refs
+	return ""
 }
 
-// addressRefs lists the unix socket paths among a comma-separated list of
-// addresses ("/path", "unix@path"); network addresses yield nothing.
-func addressRefs(directive, addrs string, mode refMode) []fileRef {
-	var refs []fileRef
-	for _, a := range strings.Split(addrs, ",") {
-		switch {
-		case strings.HasPrefix(a, "unix@"):
-			refs = append(refs, fileRef{directive: directive, path: strings.TrimPrefix(a, "unix@"), mode: mode})
-		case strings.HasPrefix(a, "/"):
-			refs = append(refs, fileRef{directive: directive, path: a, mode: mode})
+// resolve turns a referenced path into a clean absolute path the way HAProxy
+// would look it up: "<base>/<path>" for a relative path that does not start
+// with '@' when a base applies, else relative to the current directory.
+func (s *policyScan) resolve(p string, base baseKind) string {
+	if !filepath.IsAbs(p) {
+		if b := s.bases.baseDir(base); b != "" && !strings.HasPrefix(p, "@") {
+			p = b + "/" + p
 		}
 	}
-	return refs
-}
-
-// converterRefs finds the file argument of map*() converters and of the
-// set-map/del-map/add-acl/del-acl actions inside one word, e.g.
-// %[req.hdr(host),lower,map_beg(/x/host.map,default)].
-func converterRefs(word string) []fileRef {
-	var refs []fileRef
-	for i := 0; i < len(word); i++ {
-		if word[i] != '(' {
-			continue
-		}
-		j := i
-		for j > 0 && isIdentByte(word[j-1]) {
-			j--
-		}
-		name := strings.ToLower(word[j:i])
-		if !fileFunction(name) {
-			continue
-		}
-		end := i + 1
-		var quote byte
-		for end < len(word) {
-			c := word[end]
-			if quote != 0 {
-				if c == quote {
-					quote = 0
-				}
-			} else if c == '"' || c == '\'' {
-				quote = c
-			} else if c == ',' || c == ')' {
-				break
-			}
-			end++
-		}
-		p := strings.Trim(word[i+1:end], "\"'")
-		refs = append(refs, fileRef{directive: name + "()", path: p, mode: refRead})
+	if !filepath.IsAbs(p) {
+		p = s.bases.rel + "/" + p
 	}
-	return refs
+	return filepath.Clean(p)
 }
 
-// isIdentByte reports whether c can be part of a converter or action name.
-func isIdentByte(c byte) bool {
-	return c == '_' || c == '-' || c == '.' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+// inside reports whether abs lies in the bundle directory.
+func (s *policyScan) inside(abs string) bool {
+	return abs == s.baseDir || strings.HasPrefix(abs, s.baseDir+"/")
 }
 
-// fileFunction reports whether a converter or action named name takes a
-// pattern file as its first argument.
-func fileFunction(name string) bool {
-	switch name {
-	case "map", "set-map", "del-map", "add-acl", "del-acl":
-		return true
+// pathAllowed reports whether abs is under an allowed "path:" directory.
+func (s *policyScan) pathAllowed(abs string) bool {
+	for _, p := range s.paths {
+		if p == "/" || abs == p || strings.HasPrefix(abs, p+"/") {
+			return true
+		}
 	}
-	return strings.HasPrefix(name, "map_")
+	return false
+}
+
+// checkRef resolves one reference and refuses it when it leaves the
+// bundle, reading /dev/null aside; a write must not replace a bundle file.
+// It returns the resolved path and whether it was accepted.
+func (s *policyScan) checkRef(at loc, r fileRef) (string, bool) {
+	if r.path == "" {
+		s.add(at, "", r.directive+": empty file name")
+		return "", false
+	}
+	if s.full() {
+		return "", false
+	}
+	abs := s.resolve(r.path, r.base)
+	switch {
+	case r.mode == refRead && abs == "/dev/null":
+		return abs, true
+	case s.inside(abs):
+		if r.mode == refWrite && s.isBundleFile(abs) {
+			s.add(at, "", r.directive+": '"+s.showPath(r.path)+"' would overwrite a file of the configuration bundle")
+			return abs, false
+		}
+		return abs, true
+	case s.pathAllowed(abs):
+		return abs, true
+	}
+	s.add(at, "", r.directive+": file '"+s.showPath(r.path)+"' is outside the configuration bundle")
+	return abs, false
+}
+
+// isBundleFile reports whether abs is a file of the bundle.
+func (s *policyScan) isBundleFile(abs string) bool {
+	_, ok := s.files[abs]
+	return ok
+}
+
+// checkPath checks a path argument of kind e (read, write or directory).
+func (s *policyScan) checkPath(at loc, what string, w cfgWord, e entry) (string, bool) {
+	if w.env {
+		s.add(at, "", what+": a path built from an environment variable cannot be checked")
+		return "", false
+	}
+	mode := refRead
+	if e.class == clsWrite {
+		mode = refWrite
+	}
+	return s.checkRef(at, fileRef{directive: what, path: w.text, mode: mode, base: e.base})
 }
 
 // dirOfPattern returns the directory part of a Lua search pattern.

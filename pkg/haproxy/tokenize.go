@@ -1,32 +1,124 @@
 package haproxy
 
-// This file mirrors how HAProxy 2.6 cuts one configuration line into words
-// (parse_line in src/tools.c), so that the policy sees the same keyword
-// HAProxy will: quotes are removed and concatenated ("lua"-load), escapes are
-// decoded (\x6cua-load), a NUL produced by \x00 ends the C string, '#'
-// outside quotes starts a comment, and spaces, tabs, \v and \f separate
-// words. Verified against haproxy 2.6.12 (see policy_test.go).
+import "strings"
 
-// lineWords is one configuration line cut into words.
-type lineWords struct {
-	// words are the decoded words, each truncated at its first NUL byte.
-	words []string
-	// envExpansion reports a '$' inside double quotes followed by a
-	// character that starts a variable name, "{" or ".": HAProxy expands it.
-	envExpansion bool
+// This file mirrors how HAProxy 3.0 reads its configuration: readcfgfile()
+// in src/cfgparse.c cuts the text into lines and parse_line() in
+// src/tools.c cuts one line into words. The policy must see the words
+// HAProxy will see, so every rule below is HAProxy's, verified against
+// haproxy 3.0.11 (see tokenize_test.go):
+//
+//   - Lines end at '\n' (fgets; no length limit, no continuation). Leading
+//     C isspace() characters (' ', \t, \v, \f, \r) are skipped. A line whose
+//     first other character is '[' is a scope declaration, never tokenized.
+//   - A word ends at unquoted, unescaped isspace(); a run of them is one
+//     separator, and a '\r' inside that run does not end the line. The line
+//     ends at NUL, '\n' or a '\r' met anywhere else, and at '#' outside
+//     quotes.
+//   - '"' and '\'' toggle quoting (each only outside the other); quotes are
+//     removed and adjacent pieces concatenated.
+//   - Backslash, outside single quotes: \\ and "\ " give the character,
+//     \t \n \r control characters, \xHH a byte (two hex digits required:
+//     else the line is rejected), \# a '#', \' and \" the quote, \$ a '$'
+//     only inside double quotes; any other backslash stays as it is.
+//   - Inside double quotes only, '$' starts an environment expansion:
+//     $NAME or ${NAME}, NAME = [A-Za-z_][A-Za-z0-9_]* or the pseudo
+//     variables .LINE .FILE .SECTION; ${NAME-default} takes the raw text up
+//     to '}' when NAME is unset; ${NAME[*]} splits the value into words at
+//     spaces. An unset $NAME directly followed by '"' makes HAProxy drop
+//     that quote and the spaces after it, gluing the next word to this one.
+//   - A NUL produced by \x00 ends the word as a C string.
+//   - At most 64 words; more and the line is rejected.
+
+// maxLineWords is MAX_LINE_ARGS of HAProxy 3.0 (include/haproxy/defaults.h).
+const maxLineWords = 64
+
+// envMode says how tokenizeLine treats environment expansions, whose values
+// the policy cannot know.
+type envMode uint8
+
+const (
+	// envLiteral keeps an expansion's text ("$NAME", "${NAME}") in the word,
+	// for callers that only need keywords and section names.
+	envLiteral envMode = iota
+	// envChecker behaves as HAProxy under the checker's scrubbed environment:
+	// the variables HAProxy or the checker set (checkerSetVars) and the
+	// pseudo variables expand to an unknown value, every other variable is
+	// unset, with HAProxy's quote-dropping quirk.
+	envChecker
+	// envAllSet expands every variable to an unknown, non-empty value.
+	envAllSet
+	// envExact expands variables from tokenizer.env exactly as HAProxy
+	// would (tests compare it with haproxy itself).
+	envExact
+)
+
+// parseErr is a reason HAProxy rejects a line without executing it.
+type parseErr uint8
+
+const (
+	errNone parseErr = iota
+	errQuote
+	errBrace
+	errVarName
+	errHex
+	errWordExpand
+	errTooMany
+)
+
+// cfgWord is one word of a configuration line.
+type cfgWord struct {
+	// text is the decoded word, cut at its first NUL byte. An expansion
+	// whose value is unknown stands as a single '$'.
+	text string
+	// env is true when an environment expansion contributed to the word.
+	env bool
 }
 
-// isSpace reports whether c separates words (C isspace minus the line
-// terminators, which never reach here).
-func isSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\v' || c == '\f'
+// expansion is one environment expansion found on a line.
+type expansion struct {
+	// name is the variable name (".FILE" for a pseudo variable).
+	name string
+	// list is true for the ${NAME[*]} word-splitting form.
+	list bool
+	// glued is true when, under envChecker, the variable is unset and
+	// HAProxy dropped the closing quote and the spaces after it, so that
+	// the next word was glued to this one.
+	glued bool
 }
 
-// isVarStart reports whether c after a '$' inside double quotes makes
-// HAProxy expand an environment variable or pseudo-variable.
-func isVarStart(c byte) bool {
-	return c == '_' || c == '{' || c == '.' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+// maxKeptExpansions bounds the expansions a lineTokens keeps (a line may
+// hold millions); one of each special kind (leaking name, list, glued) is
+// always kept.
+const maxKeptExpansions = 64
+
+// lineTokens is one configuration line cut into words.
+type lineTokens struct {
+	words []cfgWord
+	// exps are the line's first expansions and the first of each special
+	// kind; nexp counts them all.
+	exps []expansion
+	nexp int
+	kept [3]bool // a leaking, a list and a glued expansion are in exps
+	// err is why HAProxy rejects the line, errNone when it accepts it.
+	err parseErr
+	// rest is what follows a NUL or '\r' that ended the line: HAProxy
+	// ignores it, the policy scans it too.
+	rest string
+	// scope is true for a "[name]" scope declaration line.
+	scope bool
 }
+
+// isCSpace is C isspace() in the C locale.
+func isCSpace(c byte) bool {
+	return c == ' ' || (c >= '\t' && c <= '\r')
+}
+
+// isAlpha is C isalpha() in the C locale.
+func isAlpha(c byte) bool { return (c|0x20) >= 'a' && (c|0x20) <= 'z' }
+
+// isAlnum is C isalnum() in the C locale.
+func isAlnum(c byte) bool { return isAlpha(c) || (c >= '0' && c <= '9') }
 
 // unhex decodes one hexadecimal digit.
 func unhex(c byte) (byte, bool) {
@@ -41,117 +133,209 @@ func unhex(c byte) (byte, bool) {
 	return 0, false
 }
 
-// splitLine cuts one line (without its terminator) into words.
-func splitLine(s string) lineWords {
-	var (
-		out            lineWords
-		cur            []byte
-		inWord         bool
-		squote, dquote bool
-	)
-	flush := func() {
-		if inWord {
-			w := cur
-			for i, c := range w {
-				if c == 0 {
-					w = w[:i]
-					break
-				}
-			}
-			out.words = append(out.words, string(w))
-		}
-		cur = cur[:0]
-		inWord = false
+// tokenizer is the state of one parse_line run.
+type tokenizer struct {
+	s      string
+	i      int
+	mode   envMode
+	out    lineTokens
+	cur    []byte
+	curEnv bool
+	squote bool
+	dquote bool
+	env    map[string]string // envExact only
+	// mixed is true when the current word is not a plain substring of the
+	// line starting at wstart (an escape, an expansion or a quote broke
+	// it); a plain word is taken from the line without a copy.
+	mixed  bool
+	wstart int
+}
+
+// tokenizeLine cuts one physical line (without its '\n') into words as
+// HAProxy 3.0 does.
+func tokenizeLine(line string, mode envMode) lineTokens {
+	return tokenizeLineEnv(line, mode, nil)
+}
+
+// tokenizeLineEnv is tokenizeLine with the environment env for envExact.
+func tokenizeLineEnv(line string, mode envMode, env map[string]string) lineTokens {
+	return (&tokenizer{}).tokenize(line, mode, env)
+}
+
+// tokenize cuts line into words reusing t's buffers: the result's words
+// are valid until the next call on t.
+func (t *tokenizer) tokenize(line string, mode envMode, env map[string]string) lineTokens {
+	*t = tokenizer{s: line, mode: mode, env: env, cur: t.cur[:0],
+		out: lineTokens{words: t.out.words[:0], exps: t.out.exps[:0]}}
+	for t.i < len(line) && isCSpace(line[t.i]) {
+		t.i++
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
+	if t.i < len(line) && line[t.i] == '[' {
+		t.out.scope = true
+		t.out.rest = line[t.i:]
+		return t.out
+	}
+	t.run()
+	return t.out
+}
+
+// run is the main loop of parse_line.
+func (t *tokenizer) run() {
+	for t.i < len(t.s) && t.out.err == errNone {
+		c := t.s[t.i]
 		switch {
-		case squote:
-			if c == '\'' {
-				squote = false
-			} else {
-				cur = append(cur, c)
+		case c == 0 || c == '\n' || c == '\r':
+			t.out.rest = t.s[t.i+1:]
+			t.finish()
+			return
+		case c == '#' && !t.squote && !t.dquote:
+			t.finish()
+			return
+		case c == '"' && !t.squote:
+			t.dquote = !t.dquote
+			t.i++
+		case c == '\'' && !t.dquote:
+			t.squote = !t.squote
+			t.i++
+		case c == '\\' && !t.squote:
+			t.escape()
+		case isCSpace(c) && !t.squote && !t.dquote:
+			for t.i < len(t.s) && isCSpace(t.s[t.i]) {
+				t.i++
 			}
-			inWord = true
-		case c == '#' && !dquote:
-			flush()
-			return out
-		case c == '\\' && i+1 < len(s):
-			inWord = true
-			n := s[i+1]
-			switch n {
-			case ' ', '\t', '\\', '#', '"', '\'', '$':
-				cur = append(cur, n)
-				i++
-			case 'n':
-				cur = append(cur, '\n')
-				i++
-			case 'r':
-				cur = append(cur, '\r')
-				i++
-			case 't':
-				cur = append(cur, '\t')
-				i++
-			case 'x':
-				if i+3 < len(s) {
-					hi, ok1 := unhex(s[i+2])
-					lo, ok2 := unhex(s[i+3])
-					if ok1 && ok2 {
-						cur = append(cur, hi<<4|lo)
-						i += 3
-						continue
-					}
-				}
-				cur = append(cur, c)
-			default:
-				cur = append(cur, c)
-			}
-		case c == '"':
-			dquote = !dquote
-			inWord = true
-		case c == '\'' && !dquote:
-			squote = true
-			inWord = true
-		case c == '$' && dquote && i+1 < len(s) && isVarStart(s[i+1]):
-			out.envExpansion = true
-			cur = append(cur, c)
-			inWord = true
-		case isSpace(c) && !dquote:
-			flush()
+			t.endWord()
+		case c == '$' && t.dquote:
+			t.expand()
 		default:
-			cur = append(cur, c)
-			inWord = true
+			if len(t.cur) == 0 {
+				t.wstart = t.i
+			} else if t.wstart+len(t.cur) != t.i {
+				t.mixed = true
+			}
+			t.cur = append(t.cur, c)
+			t.i++
 		}
 	}
-	flush()
+	t.finish()
+}
+
+// escape handles a backslash outside single quotes.
+func (t *tokenizer) escape() {
+	var next byte
+	if t.i+1 < len(t.s) {
+		next = t.s[t.i+1]
+	}
+	send, skip := byte('\\'), 1
+	switch next {
+	case ' ', '\\', '#', '\'', '"':
+		send, skip = next, 2
+	case 't':
+		send, skip = '\t', 2
+	case 'n':
+		send, skip = '\n', 2
+	case 'r':
+		send, skip = '\r', 2
+	case '$':
+		if t.dquote {
+			send, skip = '$', 2
+		}
+	case 'x':
+		var hi, lo byte
+		ok := t.i+3 < len(t.s)
+		if ok {
+			var ok1, ok2 bool
+			hi, ok1 = unhex(t.s[t.i+2])
+			lo, ok2 = unhex(t.s[t.i+3])
+			ok = ok1 && ok2
+		}
+		if !ok {
+			t.out.err = errHex
+			return
+		}
+		send, skip = hi<<4|lo, 4
+	}
+	t.cur = append(t.cur, send)
+	t.mixed = true
+	t.i += skip
+}
+
+// endWord closes the current word at a separator.
+func (t *tokenizer) endWord() {
+	t.push()
+	if len(t.out.words) >= maxLineWords {
+		t.out.err = errTooMany
+	}
+}
+
+// push appends the current word, even when empty.
+func (t *tokenizer) push() {
+	var text string
+	if !t.mixed {
+		text = t.s[t.wstart : t.wstart+len(t.cur)]
+	} else {
+		w := t.cur
+		for i, c := range w {
+			if c == 0 {
+				w = w[:i]
+				break
+			}
+		}
+		text = string(w)
+	}
+	t.out.words = append(t.out.words, cfgWord{text: text, env: t.curEnv})
+	t.cur = t.cur[:0]
+	t.curEnv = false
+	t.mixed = false
+}
+
+// finish ends the line: the last word counts only when it has characters,
+// and an open quote rejects the line.
+func (t *tokenizer) finish() {
+	if len(t.cur) > 0 {
+		t.push()
+	}
+	if t.out.err == errNone && (t.squote || t.dquote) {
+		t.out.err = errQuote
+	}
+}
+
+// lineWords is a line's words for callers that only need keywords and
+// names (the syntax phase and the section index): expansions are kept as
+// written.
+type lineWords struct {
+	words []string
+}
+
+// splitLine cuts one line into words as HAProxy 3.0 does, keeping
+// environment expansions as written.
+func splitLine(s string) lineWords {
+	lt := tokenizeLine(s, envLiteral)
+	out := lineWords{words: make([]string, len(lt.words))}
+	for i, w := range lt.words {
+		out.words[i] = w.text
+	}
 	return out
 }
 
-// physicalLines splits text the way HAProxy reads it: on '\n'. Each returned
-// line keeps its 1-based number. A line is further cut at '\r' and NUL into
-// pieces: HAProxy ignores what follows them, but the policy scans every piece
-// so nothing hides behind them.
-func physicalLines(text string, fn func(lineNo int, piece string)) {
+// physicalLines calls fn for each line of text as HAProxy's fgets loop
+// reads it: split at '\n' only, numbered from 1. A final line without '\n'
+// is a line too.
+func physicalLines(text string, fn func(lineNo int, line string)) {
 	lineNo := 1
-	start := 0
-	emit := func(line string) {
-		ps := 0
-		for j := 0; j < len(line); j++ {
-			if line[j] == '\r' || line[j] == 0 {
-				fn(lineNo, line[ps:j])
-				ps = j + 1
-			}
+	for len(text) > 0 {
+		i := strings.IndexByte(text, '\n')
+		if i < 0 {
+			fn(lineNo, text)
+			return
 		}
-		fn(lineNo, line[ps:])
+		fn(lineNo, text[:i])
+		text = text[i+1:]
+		lineNo++
 	}
-	for i := 0; i < len(text); i++ {
-		if text[i] == '\n' {
-			emit(text[start:i])
-			lineNo++
-			start = i + 1
-		}
-	}
-	if start < len(text) {
-		emit(text[start:])
-	}
+}
+
+// isSpace reports whether c separates words within a line (C isspace minus
+// the line terminators).
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\v' || c == '\f'
 }

@@ -69,6 +69,10 @@
 //
 // field, safe, word and quoteValue are the sanctioned way to put resource
 // values into a configuration: they refuse control characters (newline,
-// carriage return, NUL, tab, ...) and word also whitespace, '#', quotes and
-// backslashes, naming the object and field in the message.
+// carriage return, NUL, tab, ...); field, safe and word also leading or
+// trailing whitespace (HAProxy drops it) and environment references
+// ("$NAME", "${...}", "$.FILE": HAProxy expands them); word also an empty
+// value (it would vanish and shift the next arguments), any whitespace,
+// '#', quotes, backslashes and any '$' (HAProxy expands every '$' of an
+// address). Messages name the object and field.
 package render

@@ -151,6 +151,8 @@ func charName(r rune) string {
 		return "a single quote"
 	case '\\':
 		return "a backslash"
+	case '$':
+		return "a '$'"
 	}
 	if unicode.IsControl(r) {
 		return fmt.Sprintf("a control character (%U)", r)
@@ -158,19 +160,66 @@ func charName(r rune) string {
 	return fmt.Sprintf("whitespace (%U)", r)
 }
 
-// checkValue refuses control characters in s and, for a word, anything that
-// would end or alter one unquoted HAProxy word: whitespace, '#' (comment),
-// quotes and backslashes.
-func checkValue(s string, o valueOrigin, asWord bool) *ValueError {
+// valueUse is how a helper's result is placed in the configuration.
+type valueUse uint8
+
+const (
+	// useText: safe and field, text placed as the template wrote it.
+	useText valueUse = iota
+	// useWord: word, one unquoted HAProxy word.
+	useWord
+	// useQuoted: quoteValue, escaped inside double quotes.
+	useQuoted
+)
+
+// checkValue refuses in s what HAProxy would not read as written: control
+// characters always; for text and words also leading or trailing
+// whitespace (HAProxy drops it) and an environment reference ("$NAME",
+// "${", "$." expand inside double quotes); for a word also an empty value
+// (it vanishes and shifts the following arguments), any whitespace, '#'
+// (comment), quotes, backslashes and any '$' (addresses expand every '$').
+func checkValue(s string, o valueOrigin, use valueUse) *ValueError {
 	for _, r := range s {
 		if unicode.IsControl(r) {
 			return o.errorf(s, "contains "+charName(r)+refuseSuffix)
 		}
-		if asWord && (unicode.IsSpace(r) || r == '#' || r == '"' || r == '\'' || r == '\\') {
+		if use == useWord && (unicode.IsSpace(r) || r == '#' || r == '"' || r == '\'' || r == '\\' || r == '$') {
 			return o.errorf(s, "contains "+charName(r)+", which cannot be part of a single HAProxy word"+refuseSuffix)
 		}
 	}
+	switch {
+	case use == useQuoted:
+		return nil
+	case use == useWord && s == "":
+		return o.errorf(s, "is empty, which is no HAProxy word"+refuseSuffix)
+	case edgeSpace(s):
+		return o.errorf(s, "starts or ends with whitespace, which HAProxy drops"+refuseSuffix)
+	case envReference(s):
+		return o.errorf(s, "contains an environment variable reference ($NAME, ${...}), which HAProxy expands"+refuseSuffix)
+	}
 	return nil
+}
+
+// edgeSpace reports whether s starts or ends with whitespace.
+func edgeSpace(s string) bool {
+	first, _ := utf8.DecodeRuneInString(s)
+	last, _ := utf8.DecodeLastRuneInString(s)
+	return s != "" && (unicode.IsSpace(first) || unicode.IsSpace(last))
+}
+
+// envReference reports whether s holds '$' followed by what HAProxy
+// expands inside double quotes: a name, '{' or '.' (pseudo variables).
+func envReference(s string) bool {
+	for i := 0; i+1 < len(s); i++ {
+		if s[i] != '$' {
+			continue
+		}
+		c := s[i+1]
+		if c == '{' || c == '.' || c == '_' || (c|0x20 >= 'a' && c|0x20 <= 'z') {
+			return true
+		}
+	}
+	return false
 }
 
 // valueArgs splits the arguments of safe, word and quoteValue: VALUE
@@ -214,8 +263,8 @@ func valueArgs(fn string, args []any) (v any, o valueOrigin, err error) {
 	}
 }
 
-// stringValue converts v to a string for fn and checks it.
-func stringValue(v any, o valueOrigin, asWord bool) (string, error) {
+// stringValue converts v to a string and checks it for use.
+func stringValue(v any, o valueOrigin, use valueUse) (string, error) {
 	s, ok := scalarString(v)
 	if !ok {
 		o = o.named()
@@ -230,7 +279,7 @@ func stringValue(v any, o valueOrigin, asWord bool) (string, error) {
 		}
 		return "", &ValueError{Object: o.object, Field: o.field, Message: name + " is " + s + ", not a single value"}
 	}
-	if err := checkValue(s, o, asWord); err != nil {
+	if err := checkValue(s, o, use); err != nil {
 		return "", err
 	}
 	return s, nil
@@ -266,7 +315,7 @@ func fieldValue(obj any, path string, parse func(string) (store.FieldPath, error
 		return "", &ValueError{Object: object, Field: path,
 			Message: fmt.Sprintf("%s: %s is %s, not a single value", object, path, s)}
 	}
-	if verr := checkValue(s, valueOrigin{obj: content, field: path}, false); verr != nil {
+	if verr := checkValue(s, valueOrigin{obj: content, field: path}, useText); verr != nil {
 		return "", verr
 	}
 	return s, nil
@@ -278,7 +327,7 @@ func safeFunc(args ...any) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return stringValue(v, o, false)
+	return stringValue(v, o, useText)
 }
 
 // wordFunc implements word VALUE [OBJ PATH].
@@ -287,7 +336,7 @@ func wordFunc(args ...any) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return stringValue(v, o, true)
+	return stringValue(v, o, useWord)
 }
 
 // quoteValueFunc implements quoteValue VALUE [OBJ PATH]: an HAProxy
@@ -299,7 +348,7 @@ func quoteValueFunc(args ...any) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	s, err := stringValue(v, o, false)
+	s, err := stringValue(v, o, useQuoted)
 	if err != nil {
 		return "", err
 	}

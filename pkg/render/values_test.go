@@ -15,6 +15,8 @@ import (
 func TestField(t *testing.T) {
 	ing := ingress("default", "web", "web.example.com", "api")
 	ing["metadata"].(map[string]any)["labels"] = map[string]any{"replicas": int64(3), "enabled": true, "ratio": 0.25}
+	ing["metadata"].(map[string]any)["annotations"].(map[string]any)["env"] = `"${HOSTNAME}"`
+	ing["metadata"].(map[string]any)["annotations"].(map[string]any)["pad"] = "x "
 	tests := []struct {
 		path, want, err string
 	}{
@@ -30,6 +32,8 @@ func TestField(t *testing.T) {
 		{path: "spec.rules.host", want: ""},
 		{path: "spec.rules", err: "Ingress default/web: spec.rules is a list, not a single value"},
 		{path: "metadata", err: "Ingress default/web: metadata is a map, not a single value"},
+		{path: "metadata.annotations['env']", err: "Ingress default/web: metadata.annotations['env'] contains an environment variable reference ($NAME, ${...}), which HAProxy expands; refusing to write it into the configuration"},
+		{path: "metadata.annotations['pad']", err: "Ingress default/web: metadata.annotations['pad'] starts or ends with whitespace, which HAProxy drops; refusing to write it into the configuration"},
 		{path: "spec.rules[*]", err: `field "spec.rules[*]": slices and [*] select several values; use a single index such as [0]`},
 	}
 	for _, tt := range tests {
@@ -127,7 +131,23 @@ func TestValueHelpers(t *testing.T) {
 		{name: "safe long value is truncated", fn: safeFunc, args: []any{"0123456789012345678901234567890123456789012345\n"},
 			err: `value "0123456789012345678901234567890123456789"… contains a newline; refusing to write it into the configuration`},
 		{name: "safe too many args", fn: safeFunc, args: []any{"a", "b", "c", "d"}, err: "safe: want VALUE [OBJECT FIELD], got 4 arguments"},
-		{name: "word ok", fn: wordFunc, args: []any{"web.example.com/path_$1"}, want: "web.example.com/path_$1"},
+		{name: "word ok", fn: wordFunc, args: []any{"web.example.com/path_1,2%20"}, want: "web.example.com/path_1,2%20"},
+		{name: "word empty", fn: wordFunc, args: []any{"", ing, "spec.rules[0].host"},
+			err: "Ingress default/web: spec.rules[0].host is empty, which is no HAProxy word; refusing to write it into the configuration"},
+		{name: "word nil", fn: wordFunc, args: []any{nil}, err: `value "" is empty`},
+		{name: "word dollar", fn: wordFunc, args: []any{"path_$1"}, err: `value "path_$1" contains a '$', which cannot be part of a single HAProxy word`},
+		{name: "word env", fn: wordFunc, args: []any{"${HOME}"}, err: "contains a '$'"},
+		{name: "word comment marker", fn: wordFunc, args: []any{"#"}, err: "contains a '#'"},
+		{name: "safe regex dollar", fn: safeFunc, args: []any{"^/api$"}, want: "^/api$"},
+		{name: "safe dollar digit", fn: safeFunc, args: []any{"$1"}, want: "$1"},
+		{name: "safe env name", fn: safeFunc, args: []any{"x$HOME"}, err: `value "x$HOME" contains an environment variable reference`},
+		{name: "safe env braces", fn: safeFunc, args: []any{"${X}"}, err: "environment variable reference"},
+		{name: "safe pseudo variable", fn: safeFunc, args: []any{"$.FILE"}, err: "environment variable reference"},
+		{name: "safe leading space", fn: safeFunc, args: []any{" a", ing, "metadata.name"},
+			err: "Ingress default/web: metadata.name starts or ends with whitespace, which HAProxy drops; refusing to write it into the configuration"},
+		{name: "safe trailing nbsp", fn: safeFunc, args: []any{"a\u00a0"}, err: "starts or ends with whitespace"},
+		{name: "quoteValue keeps spaces", fn: quoteValueFunc, args: []any{" a "}, want: `" a "`},
+		{name: "quoteValue empty", fn: quoteValueFunc, args: []any{""}, want: `""`},
 		{name: "word space", fn: wordFunc, args: []any{"a b", ing, "spec.rules[0].host"},
 			err: "Ingress default/web: spec.rules[0].host contains a space, which cannot be part of a single HAProxy word; refusing to write it into the configuration"},
 		{name: "word hash", fn: wordFunc, args: []any{"a#b"}, err: `value "a#b" contains a '#', which cannot be part of a single HAProxy word; refusing to write it into the configuration`},

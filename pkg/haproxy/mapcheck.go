@@ -1,0 +1,150 @@
+package haproxy
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/haproxy-template/htc/pkg/bundle"
+)
+
+// mapLineMax is the longest line HAProxy 3.0 reads from a map or pattern
+// file as one entry: pat_ref_read_from_file[_smp]() (src/pattern.c) read
+// with fgets() into the trash buffer, allocated early with the default
+// BUFSIZE of 16384 bytes whatever tune.bufsize says (verified with 3.0.11),
+// so 16383 bytes per read; the rest of a longer line becomes a new entry.
+const mapLineMax = 16383
+
+// maxMapFindings caps the findings reported per map or pattern file.
+const maxMapFindings = 5
+
+// mapUse is how HAProxy reads one bundle file.
+type mapUse struct {
+	// asMap: two columns, "key value" (map converters, set-map, -M).
+	asMap bool
+	// asPattern: one pattern per line (ACL -f, add-acl, del-acl).
+	asPattern bool
+}
+
+// useMapFile checks a map or pattern file reference and records how
+// HAProxy will read it.
+func (s *policyScan) useMapFile(at loc, what string, w cfgWord, asMap bool) {
+	abs, ok := s.checkPath(at, what, w, entry{class: clsRead})
+	if !ok || !s.isBundleFile(abs) {
+		return
+	}
+	u := s.mapUse[abs]
+	if u == nil {
+		u = &mapUse{}
+		s.mapUse[abs] = u
+	}
+	if asMap {
+		u.asMap = true
+	} else {
+		u.asPattern = true
+	}
+}
+
+// checkMapFiles checks every line of every map (all bundle maps, and every
+// bundle file used as a map or pattern file), in bundle order.
+func (s *policyScan) checkMapFiles() {
+	for abs, k := range s.kinds {
+		if k == bundle.KindMap && s.mapUse[abs] == nil {
+			s.mapUse[abs] = &mapUse{asMap: true}
+		}
+	}
+	for _, abs := range sortedKeys(s.mapUse) {
+		name := filepath.ToSlash(relName(s.baseDir, abs))
+		s.checkMapContent(name, s.files[abs], *s.mapUse[abs])
+	}
+}
+
+// checkMapContent checks the lines of one map or pattern file in one pass.
+func (s *policyScan) checkMapContent(name, content string, u mapUse) {
+	n, shown, more := 0, 0, 0
+	for len(content) > 0 {
+		n++
+		line := content
+		if i := indexNL(content); i >= 0 {
+			line, content = content[:i], content[i+1:]
+		} else {
+			content = ""
+		}
+		problem := mapLineProblem(line, u)
+		if problem == "" {
+			continue
+		}
+		if shown == maxMapFindings {
+			more++
+			continue
+		}
+		shown++
+		s.add(loc{file: name, line: n}, "", problem)
+	}
+	if more > 0 {
+		s.add(loc{file: name}, "", fmt.Sprintf("%d more lines HAProxy would misread", more))
+	}
+}
+
+// mapLineProblem says how HAProxy would misread one line, "" when it reads
+// it as written: a comment ('#' in the first column), an empty line, or
+// "key value" (maps) / "pattern" (pattern files) without surrounding
+// whitespace and control characters. A final '\r' (CRLF) is accepted.
+func mapLineProblem(line string, u mapUse) string {
+	if len(line) > mapLineMax {
+		return fmt.Sprintf("the line is %d bytes; HAProxy reads at most %d bytes per line and makes the rest another entry", len(line), mapLineMax)
+	}
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		line = line[:len(line)-1]
+	}
+	if line == "" || line[0] == '#' {
+		return ""
+	}
+	for i := 0; i < len(line); i++ {
+		switch c := line[i]; {
+		case c == 0:
+			return "NUL byte: HAProxy ignores the rest of the line"
+		case c == '\r':
+			return "carriage return inside the line: HAProxy ends the entry there"
+		case (c < 0x20 && c != '\t') || c == 0x7f:
+			return fmt.Sprintf("control character \\x%02x in an entry", c)
+		}
+	}
+	blank := func(c byte) bool { return c == ' ' || c == '\t' }
+	switch {
+	case blank(line[0]) && onlyBlanks(line):
+		return ""
+	case blank(line[0]):
+		return "the entry starts with whitespace, which HAProxy strips (an empty key?)"
+	case blank(line[len(line)-1]):
+		return "the entry ends with whitespace, which HAProxy " + map[bool]string{true: "strips (an empty value?)", false: "keeps in the pattern"}[u.asMap]
+	}
+	return ""
+}
+
+// onlyBlanks reports whether s holds only spaces and tabs.
+func onlyBlanks(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] != ' ' && s[i] != '\t' {
+			return false
+		}
+	}
+	return true
+}
+
+// indexNL is the index of the first '\n' in s, -1 when none.
+func indexNL(s string) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			return i
+		}
+	}
+	return -1
+}
+
+// relName is abs relative to base, for finding locations.
+func relName(base, abs string) string {
+	if r, err := filepath.Rel(base, abs); err == nil {
+		return r
+	}
+	return filepath.Base(abs)
+}

@@ -1,0 +1,116 @@
+package haproxy
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/haproxy-template/htc/pkg/bundle"
+)
+
+func TestMapLineProblem(t *testing.T) {
+	m, p := mapUse{asMap: true}, mapUse{asPattern: true}
+	tests := []struct {
+		line string
+		u    mapUse
+		want string // substring; "" = read as written
+	}{
+		{"example.com be_web", m, ""},
+		{"example.com be web", m, ""},
+		{"example.com\tbe_web", m, ""},
+		{"example.com be_web\r", m, ""},
+		{"# comment  ", m, ""},
+		{"", m, ""},
+		{"   \t", m, ""},
+		{"key", m, ""},
+		{strings.Repeat("k", mapLineMax-3) + " be", m, ""},
+		{strings.Repeat("k", mapLineMax-2) + " be", m, "HAProxy reads at most 16383 bytes"},
+		{" be_other", m, "starts with whitespace"},
+		{"\texample.com be", m, "starts with whitespace"},
+		{" #x be", m, "starts with whitespace"},
+		{"example.com be ", m, "strips (an empty value?)"},
+		{"example.com ", m, "ends with whitespace"},
+		{"a\x00b c", m, "NUL byte"},
+		{"a b\rc d", m, "carriage return"},
+		{"a\x0bb c", m, "control character \\x0b"},
+		{"a b\x7f", m, "control character \\x7f"},
+		{"10.0.0.0/8", p, ""},
+		{"10.0.0.0/8 ", p, "keeps in the pattern"},
+		{" 10.0.0.0/8", p, "starts with whitespace"},
+	}
+	for _, tt := range tests {
+		got := mapLineProblem(tt.line, tt.u)
+		if tt.want == "" {
+			assert.Empty(t, got, "%q", tt.line)
+		} else {
+			assert.Contains(t, got, tt.want, "%q", tt.line)
+		}
+	}
+}
+
+func TestPolicyMapFiles(t *testing.T) {
+	long := "/" + strings.Repeat("a", 16*1024) + " be_victim"
+	b := &bundle.Bundle{
+		BaseDir: testBase,
+		Config: policyCfg("    use_backend %[path,map_beg(" + testBase + "/files/paths.lst)]\n" +
+			"    acl blocked src -f " + testBase + "/files/blocked.lst\n" +
+			"    acl hosts req.hdr(host) -M -f " + testBase + "/files/hosts.map"),
+		Maps:  map[string]string{"host.map": "a.example be_a\n" + long + "\n \n"},
+		Files: map[string]string{"paths.lst": "/api be_api\n be_x\n", "blocked.lst": "10.0.0.1\n10.0.0.2 \n", "hosts.map": "h be \n"},
+	}
+	err := CheckPolicy(b, nil)
+	require.Error(t, err)
+	var pe *PolicyError
+	require.ErrorAs(t, err, &pe)
+	got := map[string]bool{}
+	for _, f := range pe.Findings {
+		got[f.File+":"+strconv.Itoa(f.Line)] = true
+		assert.NotContains(t, f.Message, testBase)
+	}
+	assert.Equal(t, map[string]bool{
+		"maps/host.map:2": true, "files/paths.lst:2": true, "files/blocked.lst:2": true, "files/hosts.map:1": true,
+	}, got)
+}
+
+func TestPolicyMapFindingsCapped(t *testing.T) {
+	b := &bundle.Bundle{BaseDir: testBase, Config: policyCfg(""), Maps: map[string]string{"m": strings.Repeat(" bad\n", 1000)}}
+	err := CheckPolicy(b, nil)
+	var pe *PolicyError
+	require.ErrorAs(t, err, &pe)
+	assert.Len(t, pe.Findings, maxMapFindings+1)
+	assert.Equal(t, "maps/m: 995 more lines HAProxy would misread", pe.Findings[maxMapFindings].String())
+}
+
+// TestMapReaderAgainstHAProxy30 checks the line limit with the 3.0 binary:
+// a pattern file whose first line is a comment of exactly mapLineMax bytes
+// is read as one line; one byte more and the rest becomes an entry of its
+// own (reported at line 2), whatever tune.bufsize says.
+func TestMapReaderAgainstHAProxy30(t *testing.T) {
+	bin := haproxy30(t)
+	dir := t.TempDir()
+	run := func(first string, global string) string {
+		lst := filepath.Join(dir, "p.lst")
+		require.NoError(t, os.WriteFile(lst, []byte(first+"1.2.3.4x\n"), 0o600))
+		cfg := filepath.Join(dir, "c.cfg")
+		require.NoError(t, os.WriteFile(cfg, []byte("global\n"+global+"\nfrontend f\n    mode http\n    bind 127.0.0.1:1\n    acl a src -f "+lst+"\n    http-request deny if a\n"), 0o600))
+		out, _ := exec.Command(bin, "-c", "-f", cfg).CombinedOutput()
+		return string(out)
+	}
+	for _, global := range []string{"", "    tune.bufsize 1024"} {
+		comment := "#" + strings.Repeat("A", mapLineMax-1)
+		assert.NotContains(t, run(comment[:mapLineMax-8], global), "not a valid", "a line of %d bytes is one entry", mapLineMax)
+		assert.Contains(t, run(comment, global), "'1.2.3.4x' is not a valid IPv4 or IPv6 address at line 2")
+		// A leading space is stripped, a trailing one kept.
+		assert.Contains(t, run(" 1.2.3.4 \n", global), "'1.2.3.4 ' is not a valid")
+		// A NUL or a carriage return ends the entry: the rest is ignored.
+		assert.NotContains(t, run("1.2.3.4\x00garbage\n", global), "at line 1 ")
+		assert.NotContains(t, run("1.2.3.4\rgarbage\n", global), "at line 1 ")
+		assert.Contains(t, run("1.2.3.4garbage\n", global), "at line 1 ")
+	}
+}
