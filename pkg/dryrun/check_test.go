@@ -83,7 +83,8 @@ func TestCheckVerdicts(t *testing.T) {
 		{"passes", svc(t, "a", ""), "", ""},
 		{"template fail", svc(t, "a", `, annotations: {fail: "Service 'a' is broken"}`), phase.Render, `^Service 'a' is broken$`},
 		{"policy", svc(t, "a", `, annotations: {line: "lua-load /tmp/x.lua"}`), phase.Policy, `lua-load`},
-		{"syntax", svc(t, "a", `, annotations: {line: "bogus-keyword 1"}`), phase.Syntax, `bogus-keyword`},
+		{"policy: an unknown keyword", svc(t, "a", `, annotations: {line: "bogus-keyword 1"}`), phase.Policy, `unknown keyword .bogus-keyword.`},
+		{"syntax", svc(t, "a", `, annotations: {line: "mode wibble"}`), phase.Syntax, `invalid arguments to .mode.`},
 		{"semantic", svc(t, "a", `, annotations: {line: "timeout server abc"}`), phase.Semantic, `^haproxy\.cfg:\d+: .*timeout`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

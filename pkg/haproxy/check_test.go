@@ -111,9 +111,9 @@ func TestCheckFailingPhases(t *testing.T) {
 		},
 		{
 			name:   "syntax",
-			extra:  "backend be1\n    retries frobnicate\n",
+			extra:  "backend be1\n    mode wibble\n",
 			phase:  phase.Syntax,
-			reason: "haproxy.cfg:18: invalid arguments to 'retries'",
+			reason: "haproxy.cfg:18: invalid arguments to 'mode'",
 			detail: &SyntaxError{},
 		},
 		{

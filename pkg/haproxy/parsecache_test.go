@@ -31,14 +31,14 @@ var cacheSections = map[string]string{
 	"res":      "resolvers dns\n    nameserver ns1 127.0.0.1:53\n    hold valid 10s\n",
 
 	// syntax errors
-	"synUnknown":   "backend bad1\n    retries frobnicate\n    server s1 127.0.0.1:8121\n",
+	"synUnknown":   "backend bad1\n    mode wibble\n    server s1 127.0.0.1:8121\n",
 	"synArgs":      "backend bad2\n    server s1 127.0.0.1:8131\n    balance nonsense\n    timeout server\n",
 	"synTwo":       "backend bad3\n    retries x\n    server s1 127.0.0.1:8141\n    retries x\n",
 	"synFrontend":  "frontend badfe\n    bind 127.0.0.1:18082\n    mode wibble\n",
 	"synListen":    "listen badlisten\n    bind 127.0.0.1:18083\n    mode wobble\n",
 	"synResolvers": "resolvers badres\n    nameserver ns1 127.0.0.1:53\n    hold valid\n",
 	"synGlobal":    "global\n    log stdout format raw local0\n    nbthread frobnicate\n",
-	"synDefaults":  "defaults\n    mode http\n    retries frobnicate\n    timeout connect 5s\n    timeout client 30s\n    timeout server 30s\n",
+	"synDefaults":  "defaults\n    mode http\n    mode wibble\n    timeout connect 5s\n    timeout client 30s\n    timeout server 30s\n",
 	"synPre":       "frobnicate\n",
 
 	// schema errors
@@ -192,7 +192,7 @@ func TestParseCacheOneChange(t *testing.T) {
 	assert.Equal(t, uint64(51), st.Misses) // 50 backends + the frontend
 	assert.Equal(t, 51, st.Entries)
 
-	b.Config = strings.Replace(b.Config, "backend be7\n", "backend be7\n    retries frobnicate\n", 1)
+	b.Config = strings.Replace(b.Config, "backend be7\n", "backend be7\n    mode wibble\n", 1)
 	_, err = c.Check(ctx, b)
 	var pe *phase.Error
 	require.True(t, errors.As(err, &pe))
