@@ -25,7 +25,7 @@ type checkFlags struct {
 	configPath, objectPath, oldPath, operation, output, haproxy string
 	state                                                       stringList
 	allowed                                                     *defaultedList
-	baseline                                                    bool
+	baseline, showDetails                                       bool
 	testCache                                                   string
 }
 
@@ -49,9 +49,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	// Offline there is no API server waiting: allow the full render-check
-	// and test budgets. The state files are the requester's own: show
-	// every reason in full.
-	a := &admission.Admitter{Env: env, Timeout: dryrun.DefaultRenderCheckTimeout + testrun.DefaultTimeout, RevealLiveState: true,
+	// and test budgets.
+	a := &admission.Admitter{Env: env, Timeout: dryrun.DefaultRenderCheckTimeout + testrun.DefaultTimeout, RevealLiveState: f.showDetails,
 		Private: redact.ProcessValues(), PrivateWords: redact.ProcessWords()}
 	st := &admission.State{Pipeline: o.pipeline, Stores: o.stores}
 	a.SetState(st)
@@ -93,6 +92,7 @@ func parseCheckFlags(args []string, stdout io.Writer) (*checkFlags, error) {
 	fs.StringVar(&f.haproxy, "haproxy", envDefault("HTC_HAPROXY", "haproxy"), "haproxy binary (env HTC_HAPROXY)")
 	f.allowed = allowedDirectivesFlag(fs)
 	fs.StringVar(&f.testCache, "test-cache", envDefault("HTC_TEST_CACHE", defaultTestCache()), "directory keeping the reports of the config's embedded tests (by config, htc build, haproxy version and --allowed-directives), so repeated checks of one config run them once; empty disables it (env HTC_TEST_CACHE)")
+	fs.BoolVar(&f.showDetails, "show-details", false, "when --object is an HAProxyTemplateConfig that fails over the state, print the failure's message; without it htc check says only where, like the webhook (a message built from the state can carry data of objects, Secrets included, that whoever reads the output may not be allowed to see)")
 	fs.BoolVar(&f.baseline, "baseline", false, "print what is broken in the state (the failures every change is judged against: only failures a change introduces deny it) and exit 1 when anything is, instead of judging --object")
 	if err := parse(fs, args); err != nil {
 		return nil, err

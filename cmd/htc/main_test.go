@@ -244,9 +244,14 @@ func TestCheckProposedConfig(t *testing.T) {
 
 	broken := strings.Replace(string(example), "      frontend http\n", "      frontend http\n        bogus-directive on\n", 1)
 	require.NotEqual(t, string(example), broken)
-	code, out, stderr = htc(t, "check", "-f", exampleConfig, "--state", exampleState, "--object", writeFile(t, "broken.yaml", broken))
+	brokenFile := writeFile(t, "broken.yaml", broken)
+	code, out, stderr = htc(t, "check", "-f", exampleConfig, "--state", exampleState, "--object", brokenFile)
 	assert.Equal(t, exitRejected, code, stderr)
-	assert.Regexp(t, `^denied: .*bogus-directive`, out)
+	assert.Regexp(t, `^denied: the proposed configuration fails over the current resources in the policy phase at haproxy\.cfg:\d+;`, out,
+		"like the webhook, htc check says where, not what")
+	code, out, _ = htc(t, "check", "-f", exampleConfig, "--state", exampleState, "--object", brokenFile, "--show-details")
+	assert.Equal(t, exitRejected, code)
+	assert.Regexp(t, `^denied: .*bogus-directive`, out, "--show-details prints the message")
 
 	invalid := strings.Replace(string(example), `indexBy: ["metadata.namespace", "metadata.name"]`, "indexBy: []", 1)
 	code, out, _ = htc(t, "check", "-f", exampleConfig, "--state", exampleState, "--object", writeFile(t, "invalid.yaml", invalid), "-o", "json")

@@ -128,6 +128,12 @@ func (s *policyScan) checkAddress(at loc, what string, w cfgWord, role addrRole,
 		if role == roleLog && pa.rest == "/dev/log" && !strings.HasPrefix(text, "stream+") {
 			return
 		}
+		if !strings.HasPrefix(p, "/") {
+			// HAProxy resolves it against its working directory, which is
+			// not the bundle's everywhere the bundle runs.
+			s.add(at, "", what+": the unix socket path '"+s.showPath(p)+"' is relative; use an absolute path inside the configuration bundle (pathFor)")
+			return
+		}
 		s.checkRef(at, fileRef{directive: what, path: p, mode: mode})
 	case famAbstract:
 		s.refuse(at, KeyAbstractSocket, what+": abstract unix sockets (abns@) are not allowed")

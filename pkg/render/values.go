@@ -154,7 +154,7 @@ func charName(r rune) string {
 	case '$':
 		return "a '$'"
 	}
-	if unicode.IsControl(r) {
+	if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
 		return fmt.Sprintf("a control character (%U)", r)
 	}
 	return fmt.Sprintf("whitespace (%U)", r)
@@ -180,7 +180,7 @@ const (
 // (comment), quotes, backslashes and any '$' (addresses expand every '$').
 func checkValue(s string, o valueOrigin, use valueUse) *ValueError {
 	for _, r := range s {
-		if unicode.IsControl(r) {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
 			return o.errorf(s, "contains "+charName(r)+refuseSuffix)
 		}
 		if use == useWord && (unicode.IsSpace(r) || r == '#' || r == '"' || r == '\'' || r == '\\' || r == '$') {
@@ -194,9 +194,10 @@ func checkValue(s string, o valueOrigin, use valueUse) *ValueError {
 		return o.errorf(s, "is empty, which is no HAProxy word"+refuseSuffix)
 	case edgeSpace(s):
 		return o.errorf(s, "starts or ends with whitespace, which HAProxy drops"+refuseSuffix)
-	case envReference(s):
-		return o.errorf(s, "contains an environment variable reference ($NAME, ${...}), which HAProxy expands"+refuseSuffix)
 	}
+	// An environment reference in a safe or field value is judged where it
+	// lands: the policy's tokenizer knows the quoting around it (HAProxy
+	// expands "$NAME" but not '$NAME'), and refuses the expansion.
 	return nil
 }
 
@@ -205,21 +206,6 @@ func edgeSpace(s string) bool {
 	first, _ := utf8.DecodeRuneInString(s)
 	last, _ := utf8.DecodeLastRuneInString(s)
 	return s != "" && (unicode.IsSpace(first) || unicode.IsSpace(last))
-}
-
-// envReference reports whether s holds '$' followed by what HAProxy
-// expands inside double quotes: a name, '{' or '.' (pseudo variables).
-func envReference(s string) bool {
-	for i := 0; i+1 < len(s); i++ {
-		if s[i] != '$' {
-			continue
-		}
-		c := s[i+1]
-		if c == '{' || c == '.' || c == '_' || (c|0x20 >= 'a' && c|0x20 <= 'z') {
-			return true
-		}
-	}
-	return false
 }
 
 // valueArgs splits the arguments of safe, word and quoteValue: VALUE

@@ -32,7 +32,9 @@ func TestField(t *testing.T) {
 		{path: "spec.rules.host", want: ""},
 		{path: "spec.rules", err: "Ingress default/web: spec.rules is a list, not a single value"},
 		{path: "metadata", err: "Ingress default/web: metadata is a map, not a single value"},
-		{path: "metadata.annotations['env']", err: "Ingress default/web: metadata.annotations['env'] contains an environment variable reference ($NAME, ${...}), which HAProxy expands; refusing to write it into the configuration"},
+		// An environment reference is judged by the policy, which knows the
+		// quoting it lands in.
+		{path: "metadata.annotations['env']", want: `"${HOSTNAME}"`},
 		{path: "metadata.annotations['pad']", err: "Ingress default/web: metadata.annotations['pad'] starts or ends with whitespace, which HAProxy drops; refusing to write it into the configuration"},
 		{path: "spec.rules[*]", err: `field "spec.rules[*]": slices and [*] select several values; use a single index such as [0]`},
 	}
@@ -140,9 +142,13 @@ func TestValueHelpers(t *testing.T) {
 		{name: "word comment marker", fn: wordFunc, args: []any{"#"}, err: "contains a '#'"},
 		{name: "safe regex dollar", fn: safeFunc, args: []any{"^/api$"}, want: "^/api$"},
 		{name: "safe dollar digit", fn: safeFunc, args: []any{"$1"}, want: "$1"},
-		{name: "safe env name", fn: safeFunc, args: []any{"x$HOME"}, err: `value "x$HOME" contains an environment variable reference`},
-		{name: "safe env braces", fn: safeFunc, args: []any{"${X}"}, err: "environment variable reference"},
-		{name: "safe pseudo variable", fn: safeFunc, args: []any{"$.FILE"}, err: "environment variable reference"},
+		// safe leaves environment references to the policy, which knows
+		// whether the quoting around them makes HAProxy expand them.
+		{name: "safe env name", fn: safeFunc, args: []any{"x$HOME"}, want: "x$HOME"},
+		{name: "safe env braces", fn: safeFunc, args: []any{"${X}"}, want: "${X}"},
+		{name: "safe line separator", fn: safeFunc, args: []any{"a\u2028b"}, err: "contains a control character (U+2028)"},
+		{name: "safe paragraph separator", fn: safeFunc, args: []any{"a\u2029b"}, err: "contains a control character (U+2029)"},
+		{name: "quoteValue line separator", fn: quoteValueFunc, args: []any{"a\u2028b"}, err: "(U+2028)"},
 		{name: "safe leading space", fn: safeFunc, args: []any{" a", ing, "metadata.name"},
 			err: "Ingress default/web: metadata.name starts or ends with whitespace, which HAProxy drops; refusing to write it into the configuration"},
 		{name: "safe trailing nbsp", fn: safeFunc, args: []any{"a\u00a0"}, err: "starts or ends with whitespace"},
