@@ -222,7 +222,7 @@ func (c *Checker) parsePhases(ctx context.Context, b *bundle.Bundle, res *Result
 			return phaseError(phase.Syntax, err)
 		}
 		start := time.Now()
-		p, idx, err = checkSyntax(b.Config)
+		p, idx, err = checkSyntax(ctx, b.Config)
 		res.Durations[phase.Syntax] = time.Since(start)
 		if err != nil {
 			return phaseError(phase.Syntax, err)
@@ -234,7 +234,7 @@ func (c *Checker) parsePhases(ctx context.Context, b *bundle.Bundle, res *Result
 		}
 		start := time.Now()
 		if p == nil {
-			if p, err = parseConfig(b.Config); err != nil {
+			if p, err = parseConfig(ctx, b.Config); err != nil {
 				res.Durations[phase.Schema] = time.Since(start)
 				return phaseError(phase.Schema, err)
 			}
