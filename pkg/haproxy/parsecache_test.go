@@ -54,9 +54,9 @@ var cacheSections = map[string]string{
 	"dupBe0": "backend be0\n    server s9 127.0.0.1:8099\n",
 
 	// many servers in one backend: findings located by the section index
-	"beMany":  manyServers("beMany", 400, nil, nil),
-	"schMany": manyServers("schMany", 400, map[int]string{37: "127.0.0.1:70000", 250: "127.0.0.1:70001", 399: "127.0.0.1:80000"}, nil),
-	"synMany": manyServers("synMany", 400, nil, map[int]string{10: "frobnicate yes", 200: "frobnicate yes", 300: "balance nonsense", 350: "frobnicate yes"}),
+	"beMany":     manyServers("beMany", 400, nil, nil),
+	"schMany":    manyServers("schMany", 400, map[int]string{37: "127.0.0.1:70000", 250: "127.0.0.1:70001", 399: "127.0.0.1:80000"}, nil),
+	"synMany":    manyServers("synMany", 400, nil, map[int]string{10: "frobnicate yes", 200: "frobnicate yes", 300: "balance nonsense", 350: "frobnicate yes"}),
 	"schDupName": "backend schDupName\n    server s1 127.0.0.1:8151\n    server s1 127.0.0.1:70003\n    server s2 127.0.0.1:8152\n",
 }
 
