@@ -59,6 +59,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		d = a.Resource(ctx, req)
 	}
+	if ctx.Err() != nil {
+		return errInterrupted // the decision is about the signal, not the change
+	}
 	return printDecision(stdout, f.output, d)
 }
 
