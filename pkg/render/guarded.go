@@ -48,8 +48,10 @@ var (
 // concat, printf, print, cat, join, include), those whose result can be
 // far larger than their arguments (until, untilStep, seq, repeat, indent,
 // nindent, replace, splitList, regexReplaceAll...) and uniq, which sprig
-// implements in quadratic time. They return what sprig (or text/template's
-// print functions) return for the same arguments.
+// implements in quadratic time; and htc's stateless helpers (fail, field,
+// safe, word, quoteValue, keys, values) with a deadline check. They return
+// what sprig, text/template's print functions or the helpers return for the
+// same arguments.
 func guardedFuncs(s *renderState) template.FuncMap {
 	m := template.FuncMap{
 		"list": s.list, "tuple": s.list,
@@ -61,7 +63,7 @@ func guardedFuncs(s *renderState) template.FuncMap {
 		"printf": s.printf, "print": s.print, "println": s.println, "cat": s.cat,
 		"repeat": s.repeat, "join": s.join, "indent": s.indent, "nindent": s.nindent,
 		"replace": s.replace, "splitList": s.splitList,
-		"field": s.checkedField,
+		"field": s.checkedField, "fail": s.fail,
 	}
 	for name, f := range sprigRegexRepl {
 		literal := name != "regexReplaceAll"
@@ -72,6 +74,22 @@ func guardedFuncs(s *renderState) template.FuncMap {
 	for _, name := range []string{"safe", "word", "quoteValue"} {
 		if f, ok := staticFuncs[name].(func(...any) (string, error)); ok {
 			m[name] = s.checked(f)
+		}
+	}
+	if f, ok := staticFuncs["keys"].(func(...map[string]any) []string); ok {
+		m["keys"] = func(dicts ...map[string]any) ([]string, error) {
+			if err := s.interrupted(); err != nil {
+				return nil, err
+			}
+			return f(dicts...), nil
+		}
+	}
+	if f, ok := staticFuncs["values"].(func(map[string]any) []any); ok {
+		m["values"] = func(dict map[string]any) ([]any, error) {
+			if err := s.interrupted(); err != nil {
+				return nil, err
+			}
+			return f(dict), nil
 		}
 	}
 	return m
@@ -85,6 +103,15 @@ func (s *renderState) checked(f func(...any) (string, error)) func(...any) (stri
 		}
 		return f(args...)
 	}
+}
+
+// fail is fail with a deadline check: a render stopped by its deadline
+// reports the deadline, whatever the template would have failed with.
+func (s *renderState) fail(msg string) (string, error) {
+	if err := s.interrupted(); err != nil {
+		return "", err
+	}
+	return failFunc(msg)
 }
 
 // checkedField is field with a deadline check.

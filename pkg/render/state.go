@@ -195,6 +195,9 @@ func (s *renderState) dict(v ...any) (map[string]any, error) {
 }
 
 func (s *renderState) mustDeepCopy(v any) (any, error) {
+	if err := s.interrupted(); err != nil {
+		return nil, err
+	}
 	c, err := copystructure.Copy(v)
 	if err != nil {
 		return nil, err
@@ -211,6 +214,9 @@ func (s *renderState) deepCopy(v any) (any, error) {
 }
 
 func (s *renderState) mustFromJSON(v string) (any, error) {
+	if err := s.interrupted(); err != nil {
+		return nil, err
+	}
 	f := staticFuncs["mustFromJson"].(func(string) (any, error))
 	out, err := f(v)
 	if err != nil {
@@ -224,16 +230,25 @@ func (s *renderState) fromJSON(v string) any {
 	return out
 }
 
-func (s *renderState) pick(d map[string]any, keys ...string) map[string]any {
-	return s.own(staticFuncs["pick"].(func(map[string]any, ...string) map[string]any)(d, keys...))
+func (s *renderState) pick(d map[string]any, keys ...string) (map[string]any, error) {
+	if err := s.charge("pick", int64(len(keys))*entrySize); err != nil {
+		return nil, err
+	}
+	return s.own(staticFuncs["pick"].(func(map[string]any, ...string) map[string]any)(d, keys...)), nil
 }
 
-func (s *renderState) omit(d map[string]any, keys ...string) map[string]any {
-	return s.own(staticFuncs["omit"].(func(map[string]any, ...string) map[string]any)(d, keys...))
+func (s *renderState) omit(d map[string]any, keys ...string) (map[string]any, error) {
+	if err := s.charge("omit", int64(len(d))*entrySize); err != nil {
+		return nil, err
+	}
+	return s.own(staticFuncs["omit"].(func(map[string]any, ...string) map[string]any)(d, keys...)), nil
 }
 
-func (s *renderState) urlParse(v string) map[string]any {
-	return s.own(staticFuncs["urlParse"].(func(string) map[string]any)(v))
+func (s *renderState) urlParse(v string) (map[string]any, error) {
+	if err := s.charge("urlParse", 8*entrySize+int64(len(v))); err != nil {
+		return nil, err
+	}
+	return s.own(staticFuncs["urlParse"].(func(string) map[string]any)(v)), nil
 }
 
 func (s *renderState) set(d map[string]any, key string, value any) (map[string]any, error) {
