@@ -8,12 +8,10 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	parser "github.com/haproxytech/config-parser/v5"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
-	"github.com/haproxy-template/htc/pkg/phase"
 )
 
 // DefaultParseCacheEntries is the section capacity of a Checker's parse cache
@@ -364,198 +362,6 @@ func sectionOrder(secs []*cfgSection) []*cfgSection {
 	return out
 }
 
-// parsePhasesCached is parsePhases with the per-section cache. It returns
-// handled=false when the configuration must take the uncached path instead
-// (then res is left for parsePhases to fill).
-func (c *Checker) parsePhasesCached(ctx context.Context, b *bundle.Bundle, res *Result) (handled bool, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			handled, err = false, nil
-		}
-	}()
-	start := time.Now()
-	all, ok := splitConfig(b.Config)
-	if !ok {
-		return false, nil
-	}
-	run := &cachedRun{ctx: ctx, all: all, ordered: sectionOrder(all), fresh: make(map[*cfgSection]*sectionEntry)}
-	cacheable := make([]*cfgSection, 0, len(all))
-	for _, s := range all {
-		if s.cacheable {
-			cacheable = append(cacheable, s)
-		}
-	}
-	c.cache.lookup(cacheable)
-	defer func() {
-		if handled {
-			run.storeIn(c.cache)
-		}
-	}()
-	if !c.skipSyntax {
-		handled, err := run.syntax()
-		res.Durations[phase.Syntax] = time.Since(start)
-		if !handled || err != nil {
-			return handled, err
-		}
-	}
-	if !c.skipSchema {
-		start := time.Now()
-		handled, err := run.schema()
-		res.Durations[phase.Schema] = time.Since(start)
-		if !handled || err != nil {
-			return handled, err
-		}
-	}
-	return true, nil
-}
-
-// cachedRun is one parsePhasesCached: the sections, the entries computed
-// so far, and the partial parse they came from.
-type cachedRun struct {
-	ctx     context.Context
-	all     []*cfgSection // in haproxy.cfg order
-	ordered []*cfgSection // in the order checkSyntax and checkSchema visit them
-	fresh   map[*cfgSection]*sectionEntry
-	stored  []*cfgSection // cacheable sections with a fresh entry, to store
-	pt      *partial
-}
-
-// entryOf returns the findings known for s: fresh, cached or none.
-func (r *cachedRun) entryOf(s *cfgSection) *sectionEntry {
-	if e := r.fresh[s]; e != nil {
-		return e
-	}
-	if s.entry != nil {
-		return s.entry
-	}
-	return &sectionEntry{}
-}
-
-// update returns a fresh copy of s's entry to fill in (cached entries are
-// immutable).
-func (r *cachedRun) update(s *cfgSection) *sectionEntry {
-	e := *r.entryOf(s)
-	if r.fresh[s] == nil && s.cacheable {
-		r.stored = append(r.stored, s)
-	}
-	r.fresh[s] = &e
-	return &e
-}
-
-// storeIn stores the fresh entries of cacheable sections in pc.
-func (r *cachedRun) storeIn(pc *parseCache) {
-	if len(r.stored) == 0 {
-		return
-	}
-	entries := make([]*sectionEntry, len(r.stored))
-	for i, s := range r.stored {
-		entries[i] = r.fresh[s]
-	}
-	pc.store(r.stored, entries)
-}
-
-// findings collects one phase's findings of every section, sorted by line.
-func (r *cachedRun) findings(of func(*sectionEntry) []relFinding) []Finding {
-	var out []Finding
-	for _, s := range r.ordered {
-		out = append(out, s.fromRel(of(r.entryOf(s)))...)
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Line < out[j].Line })
-	return out
-}
-
-// syntax runs the syntax phase over the sections without cached syntax
-// findings; handled is false when the uncached path must run instead.
-func (r *cachedRun) syntax() (handled bool, err error) {
-	if err := ctxDone(r.ctx); err != nil {
-		return true, phaseError(phase.Syntax, err)
-	}
-	pt, err := parsePartial(r.ctx, r.all, func(s *cfgSection) bool { return s.entry == nil || !s.entry.hasSyntax })
-	if err != nil {
-		if ctxErr := ctxDone(r.ctx); ctxErr != nil {
-			return true, phaseError(phase.Syntax, ctxErr)
-		}
-		return false, nil
-	}
-	r.pt = pt
-	used := lineCursor{}
-	for _, s := range pt.secs {
-		if !knownSection(s.kind) {
-			continue
-		}
-		if err := ctxDone(r.ctx); err != nil {
-			return true, phaseError(phase.Syntax, err)
-		}
-		fs, err := syntaxSection(pt.p, pt.idx, parser.Section(s.kind), s.name, used)
-		if err != nil {
-			return false, nil
-		}
-		if s.kind == "#" && !pt.hasGlobal() {
-			// checkSyntax also visits config-parser's implicit global.
-			gfs, err := syntaxSection(pt.p, pt.idx, parser.Global, "data", used)
-			if err != nil {
-				return false, nil
-			}
-			fs = append(fs, gfs...)
-		}
-		e := r.update(s)
-		e.syntax, e.hasSyntax = s.toRel(fs), true
-	}
-	if findings := r.findings(func(e *sectionEntry) []relFinding { return e.syntax }); len(findings) > 0 {
-		return true, phaseError(phase.Syntax, &SyntaxError{Findings: findings})
-	}
-	return true, nil
-}
-
-// schema runs the schema phase over the sections without cached schema
-// findings, reusing the syntax phase's parse when it holds them all;
-// handled is false when the uncached path must run instead.
-func (r *cachedRun) schema() (handled bool, err error) {
-	if err := ctxDone(r.ctx); err != nil {
-		return true, phaseError(phase.Schema, err)
-	}
-	need := func(s *cfgSection) bool { return !r.entryOf(s).hasSchema }
-	if r.pt == nil || !covers(r.pt, r.all, need) {
-		pt, err := parsePartial(r.ctx, r.all, need)
-		if err != nil {
-			if ctxErr := ctxDone(r.ctx); ctxErr != nil {
-				return true, phaseError(phase.Schema, ctxErr)
-			}
-			return false, nil
-		}
-		r.pt = pt
-	}
-	fs, err := schemaSections(r.ctx, r.pt)
-	if err != nil {
-		if ctxErr := ctxDone(r.ctx); ctxErr != nil {
-			return true, phaseError(phase.Schema, ctxErr)
-		}
-		return false, nil
-	}
-	for i, s := range r.pt.secs {
-		e := r.update(s)
-		e.schema, e.hasSchema = s.toRel(fs[i]), true
-	}
-	if findings := r.findings(func(e *sectionEntry) []relFinding { return e.schema }); len(findings) > 0 {
-		return true, phaseError(phase.Schema, &SchemaError{Findings: findings})
-	}
-	return true, nil
-}
-
-// covers reports whether the partial parse holds every section need selects.
-func covers(pt *partial, all []*cfgSection, need func(*cfgSection) bool) bool {
-	in := make(map[*cfgSection]bool, len(pt.secs))
-	for _, s := range pt.secs {
-		in[s] = true
-	}
-	for _, s := range all {
-		if need(s) && !in[s] {
-			return false
-		}
-	}
-	return true
-}
-
 // knownSection reports whether checkSyntax visits sections of kind.
 func knownSection(kind string) bool {
 	for _, sec := range parsedSections() {
@@ -567,10 +373,11 @@ func knownSection(kind string) bool {
 }
 
 // schemaSections runs the schema checks of checkSchema section by section
-// over a partial parse: fs[i] are the findings of pt.secs[i], in the order
-// checkSchema produces them, checking ctx before each section and each
-// server. A panic inside client-native is returned as an error.
-func schemaSections(ctx context.Context, pt *partial) (fs [][]Finding, err error) {
+// over a partial parse, for the sections want selects: fs[i] are the
+// findings of pt.secs[i], in the order checkSchema produces them, checking
+// ctx before each section and each server. A panic inside client-native is
+// returned as an error.
+func schemaSections(ctx context.Context, pt *partial, want func(*cfgSection) bool) (fs [][]Finding, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			fs, err = nil, fmt.Errorf("client-native failed: %v", r)
@@ -582,6 +389,9 @@ func schemaSections(ctx context.Context, pt *partial) (fs [][]Finding, err error
 		r := &schemaRun{ctx: ctx, p: pt.p, idx: pt.idx}
 		if r.stopped() {
 			return nil, r.err
+		}
+		if !want(s) {
+			continue
 		}
 		switch s.kind {
 		case "#":

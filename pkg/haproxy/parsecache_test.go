@@ -173,13 +173,15 @@ func TestParseCacheEquivalence(t *testing.T) {
 			tiny.ParseCacheEntries = 3
 			cached := realChecker(t, base)
 			small := realChecker(t, tiny)
+			chunked := realChecker(t, base) // parses a few sections at a time
+			chunked.chunkBytes = 300
 			ctx := context.Background()
 			for _, cc := range cacheConfigs {
 				ws := newTestWorkspace(t)
 				b := bundleFor(ws.Dir(), cacheConfig(cc.parts), testMaps(), nil)
 				_, err := realChecker(t, noCache).Check(ctx, b)
 				want := outcomeOf(err)
-				for _, c := range []*Checker{cached, small} {
+				for _, c := range []*Checker{cached, small, chunked} {
 					for pass := 1; pass <= 2; pass++ {
 						before := c.ParseCacheStats()
 						_, err := c.Check(ctx, b)
