@@ -19,11 +19,12 @@ const DefaultMaxBytes = 64 << 20
 const scratchFactor = 4
 
 // LimitError reports that a render stopped because it would exceed a size
-// limit: the bundle limit (Input.MaxBytes) on everything rendered, or the
-// scratch budget (scratchFactor times that limit) on the values the
-// templates build while rendering (strings made by printf, include, repeat,
-// join, ..., list elements and map entries), which keeps a template from
-// exhausting the controller's memory before its output grows.
+// limit: the bundle limit (Input.MaxBytes) on everything rendered and on
+// any one value a function builds, or the scratch budget (scratchFactor
+// times that limit) on all the values the templates build while rendering
+// (strings made by printf, include, repeat, join, ..., list elements and
+// map entries), which keeps a template from exhausting the controller's
+// memory before its output grows.
 type LimitError struct {
 	// Func is the template function that would exceed the limit; empty when
 	// it is the output itself.
@@ -31,6 +32,9 @@ type LimitError struct {
 	// Scratch reports that the scratch budget, not the bundle limit, was
 	// exceeded.
 	Scratch bool
+	// Value reports that one value Func would build is larger than the
+	// bundle limit (it could never be part of the bundle).
+	Value bool
 	// Limit is the limit in bytes.
 	Limit int64
 }
@@ -39,6 +43,8 @@ type LimitError struct {
 func (e *LimitError) Error() string {
 	size := formatBytes(e.Limit)
 	switch {
+	case e.Value:
+		return fmt.Sprintf("%s: the value would be larger than the bundle size limit of %s", e.Func, size)
 	case e.Scratch && e.Func != "":
 		return fmt.Sprintf("%s: the values this render builds would exceed %s (%d times the bundle size limit)", e.Func, size, scratchFactor)
 	case e.Scratch:
@@ -116,13 +122,17 @@ func (b *budget) ctxErr() error {
 	return context.Canceled
 }
 
-// charge counts n bytes of values built by fn against the scratch budget.
+// charge counts n bytes of a value fn builds against the scratch budget;
+// one value may not be larger than the bundle limit.
 func (b *budget) charge(fn string, n int64) error {
 	if err := b.interrupted(); err != nil {
 		return err
 	}
 	if b.done == nil { // outside a render (Context, tests of helpers)
 		return nil
+	}
+	if n > b.limit {
+		return &LimitError{Func: fn, Value: true, Limit: b.limit}
 	}
 	if n > b.scratch || n < 0 {
 		b.scratch = -1

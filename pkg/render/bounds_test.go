@@ -109,12 +109,12 @@ func TestBundleSizeLimit(t *testing.T) {
 		max        int64
 		reason     string
 	}{
-		{name: "haproxy.cfg alone", tmpl: `{{ range until 200 }}0123456789{{ end }}`, max: 1 << 10,
+		{name: "haproxy.cfg alone", tmpl: `{{ range 200 }}0123456789{{ end }}`, max: 1 << 10,
 			reason: "template haproxy.cfg: the rendered bundle would exceed its size limit of 1 KiB"},
-		{name: "over every output", tmpl: `{{ range until 60 }}0123456789{{ end }}`, max: 1 << 10,
-			opts:   []specOpt{withMap("a.map", `{{ range until 60 }}0123456789{{ end }}`)},
+		{name: "over every output", tmpl: `{{ range 60 }}0123456789{{ end }}`, max: 1 << 10,
+			opts:   []specOpt{withMap("a.map", `{{ range 60 }}0123456789{{ end }}`)},
 			reason: "template map:a.map: the rendered bundle would exceed its size limit of 1 KiB"},
-		{name: "addFile", tmpl: `{{ range until 60 }}0123456789{{ end }}{{ addFile "file" "x" (repeat 500 "y") }}`, max: 1 << 10,
+		{name: "addFile", tmpl: `{{ range 60 }}0123456789{{ end }}{{ addFile "file" "x" (repeat 500 "y") }}`, max: 1 << 10,
 			reason: "template haproxy.cfg line 1: addFile: the rendered bundle would exceed its size limit of 1 KiB"},
 		{name: "the default limit", tmpl: `{{ $s := repeat 16777216 "x" }}{{ $s }}{{ $s }}{{ $s }}{{ $s }}{{ $s }}`,
 			reason: "template haproxy.cfg: the rendered bundle would exceed its size limit of 64 MiB"},
@@ -135,34 +135,41 @@ func TestBundleSizeLimit(t *testing.T) {
 }
 
 // TestScratchBudget renders templates whose values would exhaust memory
-// long before their output grows: each is refused before it allocates.
+// long before their output grows: a function whose one result would be
+// larger than the bundle limit is refused before it allocates; many values
+// kept together are refused once they exceed the scratch budget.
 func TestScratchBudget(t *testing.T) {
-	for _, tc := range []struct{ name, tmpl, fn string }{
-		{"repeat", `{{ $x := repeat 200000000 "xxxxxxxxxx" }}`, "repeat"},
-		{"until", `{{ range until 1000000000000 }}{{ end }}`, "until"},
-		{"untilStep", `{{ range untilStep 0 1000000000000 3 }}{{ end }}`, "untilStep"},
-		{"seq", `{{ $x := seq 1000000000000 }}`, "seq"},
-		{"indent", `{{ $x := indent 1000000 (repeat 10000 "\n") }}`, "indent"},
-		{"nindent", `{{ $x := nindent 1000000 (repeat 10000 "\n") }}`, "indent"},
-		{"replace", `{{ $x := replace "" (repeat 100000 "y") (repeat 100000 "x") }}`, "replace"},
-		{"printf widths", `{{ $x := printf (repeat 1000 "%1000000d") }}`, "printf"},
-		{"regexReplaceAll", `{{ $x := regexReplaceAll "" (repeat 100000 "x") (repeat 100000 "y") }}`, "regexReplaceAll"},
-		{"mustRegexReplaceAllLiteral", `{{ $x := mustRegexReplaceAllLiteral "x" (repeat 100000 "x") (repeat 100000 "y") }}`, "mustRegexReplaceAllLiteral"},
-		{"splitList", `{{ $s := repeat 600000 "x" }}{{ $x := splitList "" $s }}`, "splitList"},
-		{"doubling with printf", `{{ $s := "x" }}{{ range until 64 }}{{ $s = printf "%s%s" $s $s }}{{ end }}`, "printf"},
-		{"doubling with concat", `{{ $l := list 1 }}{{ range until 64 }}{{ $l = concat $l $l }}{{ end }}`, "concat"},
-		{"big strings kept in a map", `{{ $d := dict }}{{ range $i := until 100 }}{{ $_ := set $d (toString $i) (b64enc (repeat 300000 "x")) }}{{ end }}`, "set"},
-		{"big strings kept in a list", `{{ $l := list }}{{ $s := repeat 300000 "x" }}{{ range until 100 }}{{ $l = append $l (upper $s) }}{{ end }}`, "append"},
-		{"include", `{{ $s := repeat 100000 "x" }}{{ range until 100 }}{{ $x := include "big" $s }}{{ end }}`, "include"},
+	const (
+		value   = "the value would be larger than the bundle size limit of 1 MiB"
+		scratch = "the values this render builds would exceed 4 MiB (4 times the bundle size limit)"
+	)
+	for _, tc := range []struct{ name, tmpl, fn, want string }{
+		{"repeat", `{{ $x := repeat 200000000 "xxxxxxxxxx" }}`, "repeat", value},
+		{"until", `{{ range until 1000000000000 }}{{ end }}`, "until", value},
+		{"untilStep", `{{ range untilStep 0 1000000000000 3 }}{{ end }}`, "untilStep", value},
+		{"seq", `{{ $x := seq 1000000000000 }}`, "seq", value},
+		{"indent", `{{ $x := indent 1000000 (repeat 10000 "\n") }}`, "indent", value},
+		{"nindent", `{{ $x := nindent 1000000 (repeat 10000 "\n") }}`, "indent", value},
+		{"replace", `{{ $x := replace "" (repeat 100000 "y") (repeat 100000 "x") }}`, "replace", value},
+		{"printf widths", `{{ $x := printf (repeat 1000 "%1000000d") }}`, "printf", value},
+		{"regexReplaceAll", `{{ $x := regexReplaceAll "" (repeat 100000 "x") (repeat 100000 "y") }}`, "regexReplaceAll", value},
+		{"mustRegexReplaceAllLiteral", `{{ $x := mustRegexReplaceAllLiteral "x" (repeat 100000 "x") (repeat 100000 "y") }}`, "mustRegexReplaceAllLiteral", value},
+		{"splitList", `{{ $s := repeat 600000 "x" }}{{ $x := splitList "" $s }}`, "splitList", value},
+		{"doubling with printf", `{{ $s := "x" }}{{ range 64 }}{{ $s = printf "%s%s" $s $s }}{{ end }}`, "printf", value},
+		{"doubling with concat", `{{ $l := list 1 }}{{ range 64 }}{{ $l = concat $l $l }}{{ end }}`, "concat", value},
+		{"big strings kept in a map", `{{ $d := dict }}{{ range $i := until 100 }}{{ $_ := set $d (toString $i) (b64enc (repeat 300000 "x")) }}{{ end }}`, "set", scratch},
+		{"big strings kept in a list", `{{ $l := list }}{{ $s := repeat 300000 "x" }}{{ range 100 }}{{ $l = append $l (upper $s) }}{{ end }}`, "append", scratch},
+		{"include", `{{ $s := repeat 100000 "x" }}{{ range 100 }}{{ $x := include "big" $s }}{{ end }}`, "include", scratch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := mustEngine(t, tc.tmpl, withSnippet("big", `{{ $s := . }}{{ range 10 }}{{ $s }}{{ end }}`))
 			_, err := e.Render(context.Background(), Input{MaxBytes: 1 << 20})
 			var le *LimitError
 			require.True(t, errors.As(err, &le), "want a *LimitError, got %v", err)
-			assert.True(t, le.Scratch)
+			assert.Equal(t, tc.want == scratch, le.Scratch)
+			assert.Equal(t, tc.want == value, le.Value)
 			assert.Equal(t, tc.fn, le.Func)
-			assert.Contains(t, renderErr(t, err).Reason, tc.fn+": the values this render builds would exceed 4 MiB (4 times the bundle size limit)")
+			assert.Contains(t, renderErr(t, err).Reason, tc.fn+": "+tc.want)
 		})
 	}
 }

@@ -82,10 +82,11 @@
 // printf, print, println, cat, join, include, repeat, indent, nindent,
 // replace and regexReplaceAll; the elements of lists made by list, append,
 // prepend, concat, until, untilStep, seq, splitList and uniq; the entries
-// and string values dict and set store. Functions whose result can be far
-// larger than their arguments (repeat, until, seq, indent, replace, printf
-// widths, ...) are refused before they allocate. Exceeding either limit
-// fails the render with a *LimitError that names the limit.
+// and string values dict and set store. One value may not be larger than
+// the bundle limit: functions whose result can be far larger than their
+// arguments (repeat, until, seq, indent, replace, printf widths, ...) are
+// refused before they allocate. Exceeding a limit fails the render with a
+// *LimitError that names it.
 //
 // append adds to the longest list of a backing array in place (the lists
 // it returns expose no spare capacity), so building a list with

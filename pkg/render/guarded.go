@@ -381,10 +381,13 @@ func (s *renderState) cat(args ...any) (string, error) {
 }
 
 // fits refuses a result that could be n bytes long when n exceeds the
-// scratch budget left, without charging it.
+// bundle limit or the scratch budget left, without charging it.
 func (s *renderState) fits(fn string, n int64) error {
 	if err := s.interrupted(); err != nil {
 		return err
+	}
+	if s.done != nil && n > s.limit {
+		return &LimitError{Func: fn, Value: true, Limit: s.limit}
 	}
 	if s.done != nil && n > s.scratch {
 		return &LimitError{Func: fn, Scratch: true, Limit: satMul(s.limit, scratchFactor)}
