@@ -39,7 +39,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if f.testCache != "" {
-		env.Tests = testrun.NewCacheWithStore(4, testrun.DirStore{Dir: f.testCache, Salt: testCacheSalt(ctx, f.haproxy, f.allowed.stringList)})
+		env.Tests = testrun.NewCacheWithStore(4, testrun.DirStore{Dir: f.testCache, Salt: testCacheSalt(f.haproxy, f.allowed.stringList)})
 	}
 	o, err := loadOffline(f.configPath, env)
 	if err != nil {
@@ -74,6 +74,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		d = a.Resource(ctx, req)
+	}
+	if ctx.Err() != nil {
+		return errInterrupted // the decision is about the signal, not the change
 	}
 	return printDecision(stdout, f.output, d)
 }

@@ -26,10 +26,15 @@ var version = "dev"
 
 // Exit codes shared by every subcommand.
 const (
-	exitOK       = 0 // allowed / all tests passed / success
-	exitRejected = 1 // denied / a test failed
-	exitUsage    = 2 // bad input: flags, files, YAML, config
+	exitOK          = 0   // allowed / all tests passed / success
+	exitRejected    = 1   // denied / a test failed
+	exitUsage       = 2   // bad input: flags, files, YAML, config
+	exitInterrupted = 130 // SIGINT or SIGTERM stopped a command before its answer
 )
+
+// errInterrupted is returned by a command that a signal stopped before it
+// had an answer; it printed nothing of a result.
+var errInterrupted = errors.New("interrupted")
 
 // usageError marks errors caused by the caller's input (exit code 2).
 type usageError struct{ err error }
@@ -61,6 +66,10 @@ func commands() []command {
 	}
 }
 
+// main runs a command under a context that SIGINT and SIGTERM end: every
+// command stops its work (a running haproxy -c is killed with its process
+// group) and exits; the controller shuts down cleanly (exit 0), the other
+// commands exit 130 with one line on stderr.
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
@@ -88,6 +97,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitOK
 		case errors.Is(err, errHelp):
 			return exitOK
+		case errors.Is(err, errInterrupted):
+			fmt.Fprintf(stderr, "htc %s: stopped before finishing: %v\n", c.name, context.Cause(ctx))
+			return exitInterrupted
 		case errors.As(err, &rejected):
 			return exitRejected
 		default:
@@ -108,7 +120,7 @@ func topUsage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintf(w, "\nRun 'htc <command> --help' for the flags of a command.\nExit codes: 0 success/allowed, 1 denied or tests failed, 2 bad input.\n")
+	fmt.Fprintf(w, "\nRun 'htc <command> --help' for the flags of a command.\nExit codes: 0 success/allowed, 1 denied or tests failed, 2 bad input,\n130 stopped by SIGINT or SIGTERM.\n")
 }
 
 func runVersion(_ context.Context, args []string, stdout, _ io.Writer) error {

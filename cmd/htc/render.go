@@ -45,6 +45,9 @@ func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	base := env.BaseDir
 	b, err := o.pipeline.Render(ctx, store.ReadOnly(o.stores))
+	if ctx.Err() != nil {
+		return errInterrupted
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "rendering failed: %s\n", phase.Reason(err))
 		return rejectedError{}

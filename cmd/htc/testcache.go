@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,17 +20,20 @@ func defaultTestCache() string {
 }
 
 // testCacheSalt names everything besides the config that an embedded test
-// report depends on: this htc build, the haproxy binary's version line and
-// the operator's grant.
-func testCacheSalt(ctx context.Context, haproxyPath string, grant []string) string {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, haproxyPath, "-v").Output()
-	first, _, _ := strings.Cut(string(out), "\n")
-	if err != nil {
-		first = "unknown haproxy " + haproxyPath
+// report depends on: this htc build, the haproxy binary (its resolved path,
+// size and modification time; it is not run for this) and the operator's
+// grant.
+func testCacheSalt(haproxyPath string, grant []string) string {
+	id := "haproxy " + haproxyPath
+	if path, err := exec.LookPath(haproxyPath); err == nil {
+		if real, err := filepath.EvalSymlinks(path); err == nil {
+			path = real
+		}
+		if st, err := os.Stat(path); err == nil {
+			id = "haproxy " + path + " " + st.ModTime().UTC().Format(time.RFC3339Nano) + " " + strconv.FormatInt(st.Size(), 10)
+		}
 	}
-	return strings.Join([]string{"htc " + buildVersion(), first, "grant " + strings.Join(grant, ",")}, "\x00")
+	return strings.Join([]string{"htc " + buildVersion(), id, "grant " + strings.Join(grant, ",")}, "\x00")
 }
 
 // buildVersion identifies this htc build: the version and the executable

@@ -44,6 +44,9 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	report, err := o.pipeline.RunTests(ctx, testrun.Options{Workers: workers, Timeout: timeout, Only: tests})
+	if ctx.Err() != nil {
+		return errInterrupted // unfinished tests failed because of the signal
+	}
 	if err != nil {
 		return usageError{err}
 	}

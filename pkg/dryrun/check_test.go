@@ -3,6 +3,7 @@ package dryrun_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/haproxy"
 	"github.com/haproxy-template/htc/pkg/phase"
+	"github.com/haproxy-template/htc/pkg/render"
 	"github.com/haproxy-template/htc/pkg/store"
 )
 
@@ -263,4 +265,41 @@ func TestCheckCacheSharesConcurrentChecks(t *testing.T) {
 		assert.True(t, v.Passed(), v.Reason)
 	}
 	assert.Equal(t, int64(1), cc.runs.Load(), "four concurrent checks, one haproxy -c")
+}
+
+// A bundle over Env.MaxBundleBytes fails the render phase with a reason
+// naming the limit; the same state renders under the default limit.
+func TestCheckBundleSizeLimit(t *testing.T) {
+	env := testEnv(t)
+	env.MaxBundleBytes = 1 << 10
+	p := pipelineFor(t, checkConfig, env)
+	var services []string
+	for i := range 40 {
+		services = append(services, svc(t, fmt.Sprintf("service-%02d", i), ""))
+	}
+	v := p.Check(context.Background(), storesWith(t, p, services...))
+	assert.Equal(t, phase.Render, v.Phase)
+	assert.Equal(t, "template haproxy.cfg: the rendered bundle would exceed its size limit of 1 KiB", v.Reason)
+	_, ok := errors.AsType[*render.LimitError](v.Err)
+	assert.True(t, ok, "%v", v.Err)
+	assert.False(t, v.TimedOut)
+
+	p = pipelineFor(t, checkConfig, testEnv(t))
+	b, err := p.Render(context.Background(), storesWith(t, p, services...))
+	require.NoError(t, err)
+	assert.Greater(t, len(b.Config), 1<<10)
+}
+
+// A template that loops for minutes stops at the render-check timeout:
+// the verdict says it timed out while rendering.
+func TestCheckRenderTimeout(t *testing.T) {
+	env := testEnv(t)
+	env.RenderCheckTimeout = 50 * time.Millisecond
+	cfg := strings.Replace(checkConfig, "  maps:\n", "      {{- range 1000000000000 }}{{ end }}\n  maps:\n", 1)
+	p := pipelineFor(t, cfg, env)
+	v := p.Check(context.Background(), storesWith(t, p))
+	assert.Equal(t, phase.Render, v.Phase)
+	assert.True(t, v.TimedOut)
+	assert.ErrorIs(t, v.Err, context.DeadlineExceeded)
+	assert.Equal(t, "validation timed out during rendering and checking the configuration", v.Reason)
 }

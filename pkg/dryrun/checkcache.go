@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 
-	"golang.org/x/sync/singleflight"
 	"k8s.io/utils/lru"
 
+	"github.com/haproxy-template/htc/internal/flight"
 	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/haproxy"
 	"github.com/haproxy-template/htc/pkg/phase"
@@ -23,7 +23,7 @@ const DefaultCheckCacheEntries = 64
 // not kept.
 type checkCache struct {
 	results *lru.Cache
-	flight  singleflight.Group
+	flight  flight.Group[checkOutcome]
 }
 
 // checkOutcome is a cached check result.
@@ -40,28 +40,25 @@ func newCheckCache(size int) *checkCache {
 }
 
 // check returns the outcome of checking b with c, from the cache or shared
-// with a concurrent check of an equal bundle. The shared run is not bound
-// to one caller's context: it runs under the checker's own deadlines while
-// each caller waits at most until its ctx ends.
+// with a concurrent check of an equal bundle. The shared run goes on while
+// any caller waits for it and stops (haproxy's process group killed) when
+// the last one gives up; a caller waits at most until its ctx ends.
 func (cc *checkCache) check(ctx context.Context, c Checker, b *bundle.Bundle, hash string) (*haproxy.Result, bool, error) {
 	if v, ok := cc.results.Get(hash); ok {
 		o := v.(checkOutcome)
 		return o.res, true, o.err
 	}
-	ch := cc.flight.DoChan(hash, func() (any, error) {
-		res, err := c.Check(context.WithoutCancel(ctx), b)
+	o, _, err := cc.flight.Do(ctx, hash, func(runCtx context.Context) (checkOutcome, error) {
+		res, err := c.Check(runCtx, b)
 		if definite(err) {
 			cc.results.Add(hash, checkOutcome{res: res, err: err})
 		}
 		return checkOutcome{res: res, err: err}, nil
 	})
-	select {
-	case r := <-ch:
-		o := r.Val.(checkOutcome)
-		return o.res, false, o.err
-	case <-ctx.Done():
-		return &haproxy.Result{}, false, &phase.Error{Phase: phase.Semantic, Reason: "check canceled", Err: ctx.Err()}
+	if err != nil {
+		return &haproxy.Result{}, false, &phase.Error{Phase: phase.Semantic, Reason: "check canceled", Err: err}
 	}
+	return o.res, false, o.err
 }
 
 // definite reports whether a check's error (or success) is a statement

@@ -60,6 +60,11 @@ type Env struct {
 	// TestTimeout bounds one run of the embedded tests; zero means
 	// testrun.DefaultTimeout (60 s).
 	TestTimeout time.Duration
+	// MaxBundleBytes caps the size of a rendered bundle (every output and
+	// every file addFile adds); zero means render.DefaultMaxBytes (64 MiB).
+	// A render that would exceed it fails the render phase with a
+	// *render.LimitError naming the limit.
+	MaxBundleBytes int64
 }
 
 // Pipeline is everything derived from one HAProxyTemplateConfig: its
@@ -157,7 +162,7 @@ func (p *Pipeline) BaseDir() string { return p.env.BaseDir }
 
 // Render renders the bundle over stores, without checking it.
 func (p *Pipeline) Render(ctx context.Context, stores store.Set) (*bundle.Bundle, error) {
-	return p.engine.Render(ctx, render.Input{Stores: stores, BaseDir: p.env.BaseDir})
+	return p.engine.Render(ctx, render.Input{Stores: stores, BaseDir: p.env.BaseDir, MaxBytes: p.env.MaxBundleBytes})
 }
 
 // RunTests runs the embedded tests with opts (htc validate), uncached.

@@ -70,13 +70,13 @@ func BenchmarkCheck(b *testing.B) {
 			b.Run("phase=syntax", func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					if _, _, err := checkSyntax(bdl.Config); err != nil {
+					if _, _, err := checkSyntax(ctx, bdl.Config); err != nil {
 						b.Fatal(err)
 					}
 				}
 			})
 			b.Run("phase=schema", func(b *testing.B) {
-				p, idx, err := checkSyntax(bdl.Config)
+				p, idx, err := checkSyntax(ctx, bdl.Config)
 				require.NoError(b, err)
 				b.ReportAllocs()
 				for b.Loop() {

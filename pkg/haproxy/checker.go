@@ -44,8 +44,9 @@ type Options struct {
 	// ParseCacheEntries bounds the per-section cache of syntax and schema
 	// findings (see Checker.ParseCacheStats): an admission changes a few
 	// sections out of thousands, and only sections whose text (in context)
-	// is not cached are parsed. Default DefaultParseCacheEntries; negative
-	// disables the cache.
+	// is not cached are parsed, a chunk of sections at a time. Default
+	// DefaultParseCacheEntries; negative disables the cache (and the
+	// per-section path: configurations are parsed whole, up to 1 MiB).
 	ParseCacheEntries int
 }
 
@@ -79,6 +80,7 @@ type Checker struct {
 	skipSchema  bool
 	allowed     []string
 	cache       *parseCache // nil when disabled
+	chunkBytes  int         // maxChunkBytes; smaller in tests
 }
 
 // NewChecker resolves the haproxy binary and applies defaults.
@@ -118,6 +120,7 @@ func NewChecker(opts Options) (*Checker, error) {
 		skipSyntax:  opts.SkipSyntax,
 		skipSchema:  opts.SkipSchema,
 		allowed:     append([]string(nil), opts.AllowedDirectives...),
+		chunkBytes:  maxChunkBytes,
 	}, nil
 }
 
@@ -264,6 +267,11 @@ func isFinding(err error) bool {
 
 // parsePhases runs the syntax and schema phases (unless skipped), recording
 // their durations in res; it returns the first failure as a *phase.Error.
+//
+// The per-section path (parsePhasesCached) handles every configuration it
+// can reproduce faithfully; the others, and every configuration when the
+// cache is disabled, are parsed whole, up to maxWholeBytes: `haproxy -c`
+// alone judges a larger one.
 func (c *Checker) parsePhases(ctx context.Context, b *bundle.Bundle, res *Result) error {
 	if c.cache != nil && (!c.skipSyntax || !c.skipSchema) {
 		if handled, err := c.parsePhasesCached(ctx, b, res); handled {
@@ -271,6 +279,9 @@ func (c *Checker) parsePhases(ctx context.Context, b *bundle.Bundle, res *Result
 		}
 		delete(res.Durations, phase.Syntax)
 		delete(res.Durations, phase.Schema)
+	}
+	if len(b.Config) > maxWholeBytes {
+		return nil
 	}
 	var err error
 	var (
@@ -282,7 +293,7 @@ func (c *Checker) parsePhases(ctx context.Context, b *bundle.Bundle, res *Result
 			return phaseError(phase.Syntax, err)
 		}
 		start := time.Now()
-		p, idx, err = checkSyntax(b.Config)
+		p, idx, err = checkSyntax(ctx, b.Config)
 		res.Durations[phase.Syntax] = time.Since(start)
 		if err != nil {
 			return phaseError(phase.Syntax, err)
@@ -294,7 +305,7 @@ func (c *Checker) parsePhases(ctx context.Context, b *bundle.Bundle, res *Result
 		}
 		start := time.Now()
 		if p == nil {
-			if p, err = parseConfig(b.Config); err != nil {
+			if p, err = parseConfig(ctx, b.Config); err != nil {
 				res.Durations[phase.Schema] = time.Since(start)
 				return phaseError(phase.Schema, err)
 			}

@@ -4,15 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"hash"
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	parser "github.com/haproxytech/config-parser/v5"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
-	"github.com/haproxy-template/htc/pkg/phase"
 )
 
 // DefaultParseCacheEntries is the section capacity of a Checker's parse cache
@@ -133,48 +132,22 @@ type cfgSection struct {
 // reproduce the uncached result faithfully (two sections with the same kind
 // and name, which config-parser merges or replaces).
 func splitConfig(cfg string) (secs []*cfgSection, ok bool) {
+	sp := &splitter{seen: make(map[string]bool), defaultsCtx: sha256.New()}
 	cur := &cfgSection{kind: "#", name: "data"}
 	secs = append(secs, cur)
-	seen := make(map[string]bool)
-	unnamed := 0
-	// defaultsCtx hashes every defaults header seen so far: config-parser
-	// names unnamed defaults by counting them, and frontend, backend and
-	// listen sections take the last defaults name as their "from".
-	defaultsCtx := sha256.New()
-	var ctxSum []byte
 	lineNo, textStart := 0, 0
 	for pos := 0; pos < len(cfg); {
-		end := strings.IndexByte(cfg[pos:], '\n')
-		next := len(cfg)
-		if end >= 0 {
-			end += pos
-			next = end + 1
-		} else {
-			end = len(cfg)
+		end, next := len(cfg), len(cfg)
+		if i := strings.IndexByte(cfg[pos:], '\n'); i >= 0 {
+			end, next = pos+i, pos+i+1
 		}
 		lineNo++
-		line := cfg[pos:end]
-		if isHeaderCandidate(line) {
-			words := splitLine(line).words
-			if len(words) > 0 && sectionKeyword(words[0]) {
+		if line := cfg[pos:end]; isHeaderCandidate(line) {
+			if words := splitLine(line).words; len(words) > 0 && sectionKeyword(words[0]) {
 				cur.text = cfg[textStart:pos]
 				textStart = pos
-				name := sectionName(words, &unnamed)
-				if words[0] == "defaults" {
-					defaultsCtx.Write([]byte(line))
-					defaultsCtx.Write([]byte{'\n'})
-					ctxSum = defaultsCtx.Sum(nil)
-				}
-				k := words[0] + "\x00" + name
-				if seen[k] {
+				if cur = sp.header(words, line, lineNo); cur == nil {
 					return nil, false
-				}
-				seen[k] = true
-				cur = &cfgSection{kind: words[0], name: name, start: lineNo}
-				cur.cacheable = words[0] != "global" && words[0] != "defaults"
-				switch words[0] {
-				case "frontend", "backend", "listen":
-					cur.ctx = ctxSum
 				}
 				secs = append(secs, cur)
 			}
@@ -192,6 +165,40 @@ func splitConfig(cfg string) (secs []*cfgSection, ok bool) {
 		}
 	}
 	return secs, true
+}
+
+// splitter is splitConfig's state between section headers.
+type splitter struct {
+	seen    map[string]bool
+	unnamed int
+	// defaultsCtx hashes every defaults header seen so far: config-parser
+	// names unnamed defaults by counting them, and frontend, backend and
+	// listen sections take the last defaults name as their "from".
+	defaultsCtx hash.Hash
+	ctxSum      []byte
+}
+
+// header starts the section whose header line (number lineNo) has words;
+// nil when a section of that kind and name was seen before.
+func (sp *splitter) header(words []string, line string, lineNo int) *cfgSection {
+	name := sectionName(words, &sp.unnamed)
+	if words[0] == "defaults" {
+		sp.defaultsCtx.Write([]byte(line))
+		sp.defaultsCtx.Write([]byte{'\n'})
+		sp.ctxSum = sp.defaultsCtx.Sum(nil)
+	}
+	k := words[0] + "\x00" + name
+	if sp.seen[k] {
+		return nil
+	}
+	sp.seen[k] = true
+	s := &cfgSection{kind: words[0], name: name, start: lineNo}
+	s.cacheable = words[0] != "global" && words[0] != "defaults"
+	switch words[0] {
+	case "frontend", "backend", "listen":
+		s.ctx = sp.ctxSum
+	}
+	return s
 }
 
 // isHeaderCandidate is a cheap pre-filter: a section header's first word
@@ -225,7 +232,8 @@ type partial struct {
 
 // parsePartial parses the always-parsed sections plus those of want, in
 // haproxy.cfg order, and checks that config-parser sees the same sections.
-func parsePartial(all []*cfgSection, want func(*cfgSection) bool) (*partial, error) {
+// The end of ctx is returned as is; any other failure is an *errNoCache.
+func parsePartial(ctx context.Context, all []*cfgSection, want func(*cfgSection) bool) (*partial, error) {
 	pt := &partial{}
 	var b strings.Builder
 	line := 1 // line number where the next section starts in the partial text
@@ -243,12 +251,23 @@ func parsePartial(all []*cfgSection, want func(*cfgSection) bool) (*partial, err
 		pt.secs = append(pt.secs, s)
 	}
 	text := b.String()
-	p, err := parseConfig(text)
+	p, err := parseConfig(ctx, text)
 	if err != nil {
+		if ctxErr := ctxDone(ctx); ctxErr != nil {
+			return nil, ctxErr
+		}
 		return nil, &errNoCache{err.Error()}
 	}
 	pt.p, pt.idx = p, indexConfig(text)
-	// config-parser must cut the text into exactly these sections.
+	if err := pt.sameSections(); err != nil {
+		return nil, err
+	}
+	return pt, nil
+}
+
+// sameSections checks that config-parser cut the partial text into exactly
+// the sections splitConfig found.
+func (pt *partial) sameSections() error {
 	expected := make(map[parser.Section]int)
 	for _, s := range pt.secs {
 		if s.kind == "#" {
@@ -256,7 +275,7 @@ func parsePartial(all []*cfgSection, want func(*cfgSection) bool) (*partial, err
 		}
 		span := pt.idx.section(s.kind, s.name)
 		if span == nil || span.start != s.subStart {
-			return nil, &errNoCache{"section index mismatch"}
+			return &errNoCache{"section index mismatch"}
 		}
 		expected[parser.Section(s.kind)]++
 	}
@@ -266,24 +285,24 @@ func parsePartial(all []*cfgSection, want func(*cfgSection) bool) (*partial, err
 			delete(expected, sec)
 			continue
 		}
-		names, err := p.SectionsGet(sec)
+		names, err := pt.p.SectionsGet(sec)
 		if err != nil {
 			names = nil
 		}
 		if len(names) != expected[sec] {
-			return nil, &errNoCache{fmt.Sprintf("config-parser found %d %s sections, expected %d", len(names), sec, expected[sec])}
+			return &errNoCache{fmt.Sprintf("config-parser found %d %s sections, expected %d", len(names), sec, expected[sec])}
 		}
 		for _, n := range names {
 			if pt.idx.section(string(sec), n) == nil {
-				return nil, &errNoCache{"section name mismatch"}
+				return &errNoCache{"section name mismatch"}
 			}
 		}
 		delete(expected, sec)
 	}
 	if len(expected) != 0 {
-		return nil, &errNoCache{"section kind not parsed"}
+		return &errNoCache{"section kind not parsed"}
 	}
-	return pt, nil
+	return nil
 }
 
 // hasGlobal reports whether the partial text has a global section.
@@ -343,153 +362,6 @@ func sectionOrder(secs []*cfgSection) []*cfgSection {
 	return out
 }
 
-// parsePhasesCached is parsePhases with the per-section cache. It returns
-// handled=false when the configuration must take the uncached path instead
-// (then res is left for parsePhases to fill).
-func (c *Checker) parsePhasesCached(ctx context.Context, b *bundle.Bundle, res *Result) (handled bool, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			handled, err = false, nil
-		}
-	}()
-	start := time.Now()
-	all, ok := splitConfig(b.Config)
-	if !ok {
-		return false, nil
-	}
-	cacheable := make([]*cfgSection, 0, len(all))
-	for _, s := range all {
-		if s.cacheable {
-			cacheable = append(cacheable, s)
-		}
-	}
-	c.cache.lookup(cacheable)
-	ordered := sectionOrder(all)
-	fresh := make(map[*cfgSection]*sectionEntry)
-	var (
-		pt     *partial
-		stored []*cfgSection
-	)
-	entryOf := func(s *cfgSection) *sectionEntry {
-		if e := fresh[s]; e != nil {
-			return e
-		}
-		if s.entry != nil {
-			return s.entry
-		}
-		return &sectionEntry{}
-	}
-	defer func() {
-		if !handled || len(stored) == 0 {
-			return
-		}
-		entries := make([]*sectionEntry, len(stored))
-		for i, s := range stored {
-			entries[i] = fresh[s]
-		}
-		c.cache.store(stored, entries)
-	}()
-	cloneEntry := func(s *cfgSection) *sectionEntry {
-		e := *entryOf(s)
-		ne := &e
-		if fresh[s] == nil && s.cacheable {
-			stored = append(stored, s)
-		}
-		fresh[s] = ne
-		return ne
-	}
-
-	if !c.skipSyntax {
-		if err := ctx.Err(); err != nil {
-			return true, phaseError(phase.Syntax, err)
-		}
-		pt, err = parsePartial(all, func(s *cfgSection) bool { return s.entry == nil || !s.entry.hasSyntax })
-		if err != nil {
-			return false, nil
-		}
-		used := make(map[int]bool)
-		for _, s := range pt.secs {
-			if !knownSection(s.kind) {
-				continue
-			}
-			fs, err := syntaxSection(pt.p, pt.idx, parser.Section(s.kind), s.name, used)
-			if err != nil {
-				return false, nil
-			}
-			if s.kind == "#" && !pt.hasGlobal() {
-				// checkSyntax also visits config-parser's implicit global.
-				gfs, err := syntaxSection(pt.p, pt.idx, parser.Global, "data", used)
-				if err != nil {
-					return false, nil
-				}
-				fs = append(fs, gfs...)
-			}
-			e := cloneEntry(s)
-			e.syntax, e.hasSyntax = s.toRel(fs), true
-		}
-		var findings []Finding
-		for _, s := range ordered {
-			findings = append(findings, s.fromRel(entryOf(s).syntax)...)
-		}
-		res.Durations[phase.Syntax] = time.Since(start)
-		if len(findings) > 0 {
-			sort.SliceStable(findings, func(i, j int) bool { return findings[i].Line < findings[j].Line })
-			return true, phaseError(phase.Syntax, &SyntaxError{Findings: findings})
-		}
-	}
-	if !c.skipSchema {
-		if err := ctx.Err(); err != nil {
-			return true, phaseError(phase.Schema, err)
-		}
-		start := time.Now()
-		needSchema := func(s *cfgSection) bool {
-			e := entryOf(s)
-			return !e.hasSchema
-		}
-		if pt == nil || !covers(pt, all, needSchema) {
-			if pt, err = parsePartial(all, needSchema); err != nil {
-				return false, nil
-			}
-		}
-		fs, err := schemaSections(ctx, pt)
-		if err != nil {
-			if ctx.Err() != nil {
-				res.Durations[phase.Schema] = time.Since(start)
-				return true, phaseError(phase.Schema, err)
-			}
-			return false, nil
-		}
-		for i, s := range pt.secs {
-			e := cloneEntry(s)
-			e.schema, e.hasSchema = s.toRel(fs[i]), true
-		}
-		var findings []Finding
-		for _, s := range ordered {
-			findings = append(findings, s.fromRel(entryOf(s).schema)...)
-		}
-		res.Durations[phase.Schema] = time.Since(start)
-		if len(findings) > 0 {
-			sort.SliceStable(findings, func(i, j int) bool { return findings[i].Line < findings[j].Line })
-			return true, phaseError(phase.Schema, &SchemaError{Findings: findings})
-		}
-	}
-	return true, nil
-}
-
-// covers reports whether the partial parse holds every section need selects.
-func covers(pt *partial, all []*cfgSection, need func(*cfgSection) bool) bool {
-	in := make(map[*cfgSection]bool, len(pt.secs))
-	for _, s := range pt.secs {
-		in[s] = true
-	}
-	for _, s := range all {
-		if need(s) && !in[s] {
-			return false
-		}
-	}
-	return true
-}
-
 // knownSection reports whether checkSyntax visits sections of kind.
 func knownSection(kind string) bool {
 	for _, sec := range parsedSections() {
@@ -501,10 +373,11 @@ func knownSection(kind string) bool {
 }
 
 // schemaSections runs the schema checks of checkSchema section by section
-// over a partial parse: fs[i] are the findings of pt.secs[i], in the order
-// checkSchema produces them. A panic inside client-native is returned as an
-// error.
-func schemaSections(ctx context.Context, pt *partial) (fs [][]Finding, err error) {
+// over a partial parse, for the sections want selects: fs[i] are the
+// findings of pt.secs[i], in the order checkSchema produces them, checking
+// ctx before each section and each server. A panic inside client-native is
+// returned as an error.
+func schemaSections(ctx context.Context, pt *partial, want func(*cfgSection) bool) (fs [][]Finding, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			fs, err = nil, fmt.Errorf("client-native failed: %v", r)
@@ -513,12 +386,13 @@ func schemaSections(ctx context.Context, pt *partial) (fs [][]Finding, err error
 	fs = make([][]Finding, len(pt.secs))
 	hasGlobal := pt.hasGlobal()
 	for i, s := range pt.secs {
-		if i%256 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
+		r := &schemaRun{ctx: ctx, p: pt.p, idx: pt.idx}
+		if r.stopped() {
+			return nil, r.err
 		}
-		r := &schemaRun{p: pt.p, idx: pt.idx}
+		if !want(s) {
+			continue
+		}
 		switch s.kind {
 		case "#":
 			// checkSchema validates the global model even when there is
@@ -534,6 +408,9 @@ func schemaSections(ctx context.Context, pt *partial) (fs [][]Finding, err error
 			r.frontend(s.name)
 		case "backend":
 			r.backend(s.name)
+		}
+		if r.stopped() {
+			return nil, r.err
 		}
 		fs[i] = r.findings
 	}

@@ -52,6 +52,30 @@ var cacheSections = map[string]string{
 
 	// duplicates (config-parser merges or replaces them)
 	"dupBe0": "backend be0\n    server s9 127.0.0.1:8099\n",
+
+	// many servers in one backend: findings located by the section index
+	"beMany":     manyServers("beMany", 400, nil, nil),
+	"schMany":    manyServers("schMany", 400, map[int]string{37: "127.0.0.1:70000", 250: "127.0.0.1:70001", 399: "127.0.0.1:80000"}, nil),
+	"synMany":    manyServers("synMany", 400, nil, map[int]string{10: "frobnicate yes", 200: "frobnicate yes", 300: "balance nonsense", 350: "frobnicate yes"}),
+	"schDupName": "backend schDupName\n    server s1 127.0.0.1:8151\n    server s1 127.0.0.1:70003\n    server s2 127.0.0.1:8152\n",
+}
+
+// manyServers is a backend of n servers; bad replaces the address of some,
+// extra adds a line after some.
+func manyServers(name string, n int, bad map[int]string, extra map[int]string) string {
+	var b strings.Builder
+	b.WriteString("backend " + name + "\n    balance roundrobin\n")
+	for i := range n {
+		addr := fmt.Sprintf("127.0.%d.%d:%d", i/250, i%250+1, 8000+i%7)
+		if a, ok := bad[i]; ok {
+			addr = a
+		}
+		fmt.Fprintf(&b, "    server s%d %s check weight 10\n", i, addr)
+		if line, ok := extra[i]; ok {
+			b.WriteString("    " + line + "\n")
+		}
+	}
+	return b.String()
 }
 
 // cacheConfigs are configurations checked in sequence by one cached Checker:
@@ -84,6 +108,11 @@ var cacheConfigs = []struct {
 	{name: "backends under both defaults", parts: []string{"global", "defNamedOK", "be1", "defNamedBad", "fe", "be0", "be2"}},
 	{name: "backends moved between defaults", parts: []string{"global", "defNamedBad", "be1", "defNamedOK", "fe", "be0", "be2"}},
 	{name: "duplicate backend", parts: []string{"global", "defaults", "fe", "be0", "be1", "dupBe0"}, fallback: true},
+	{name: "many servers", parts: []string{"global", "defaults", "fe", "be0", "beMany", "be1"}},
+	{name: "schema errors among many servers", parts: []string{"global", "defaults", "fe", "be0", "beMany", "schMany", "be1"}},
+	{name: "syntax errors among many servers", parts: []string{"global", "defaults", "fe", "be0", "synMany", "schMany", "be1"}},
+	{name: "syntax errors among many servers moved", parts: []string{"global", "defaults", "synMany", "fe", "be0", "be1"}},
+	{name: "two servers of one name", parts: []string{"global", "defaults", "fe", "be0", "schDupName"}},
 	{name: "valid at last", parts: []string{"pre", "global", "defaults", "fe", "be0", "be1", "be2", "be3", "listen", "res"}},
 }
 
@@ -144,6 +173,8 @@ func TestParseCacheEquivalence(t *testing.T) {
 			tiny.ParseCacheEntries = 3
 			cached := realChecker(t, base)
 			small := realChecker(t, tiny)
+			chunked := realChecker(t, base) // parses a few sections at a time
+			chunked.chunkBytes = 300
 			ctx := context.Background()
 			for _, cc := range cacheConfigs {
 				ws := newTestWorkspace(t)
@@ -152,7 +183,7 @@ func TestParseCacheEquivalence(t *testing.T) {
 				_, err := plain.Check(ctx, b)
 				want := outcomeOf(err)
 				wantParse := outcomeOf(plain.parsePhases(ctx, b, &Result{Durations: map[phase.Phase]time.Duration{}}))
-				for _, c := range []*Checker{cached, small} {
+				for _, c := range []*Checker{cached, small, chunked} {
 					for pass := 1; pass <= 2; pass++ {
 						before := c.ParseCacheStats()
 						_, err := c.Check(ctx, b)
@@ -238,4 +269,129 @@ func TestParseCacheConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestSectionIndexMatchesScan: the per-section indexes that locate
+// findings answer exactly what a scan of the section's lines answers (the
+// way findings were located before: lineStarting scanned the section for
+// each model, lineOf for each unprocessed line).
+func TestSectionIndexMatchesScan(t *testing.T) {
+	for _, cc := range cacheConfigs {
+		cfg := cacheConfig(cc.parts) + "backend dups\n    frobnicate\n    x y\n    frobnicate\n  frobnicate  \n    x z\n    x y # c\n"
+		idx := indexConfig(cfg)
+		for _, span := range idx.sections {
+			var queries [][]string
+			for _, n := range span.lines {
+				words := splitLine(idx.text[n-1]).words
+				for k := 0; k <= min(len(words), 3); k++ {
+					queries = append(queries, words[:k])
+				}
+			}
+			queries = append(queries, []string{"server", "nope"}, []string{"nope"})
+			for _, q := range queries {
+				assert.Equal(t, idx.scanStarting(span, q), idx.lineStarting(span, q...), "%s: %s %q", cc.name, span.name, q)
+			}
+			// lineOf hands out the unused lines of a text in order, as a
+			// scan with a used set did; asking twice per text exhausts it.
+			used, cursor := map[int]bool{}, lineCursor{}
+			for range 2 {
+				for _, n := range span.lines {
+					text := strings.TrimSpace(idx.text[n-1])
+					assert.Equal(t, scanLineOf(idx, span, text, used), idx.lineOf(span, text, cursor), "%s: %s %q", cc.name, span.name, text)
+				}
+			}
+		}
+	}
+}
+
+// scanLineOf is lineOf by a scan with a set of used lines.
+func scanLineOf(idx *configIndex, s *sectionSpan, text string, used map[int]bool) int {
+	for _, n := range s.lines {
+		if !used[n] && strings.TrimSpace(idx.text[n-1]) == text {
+			used[n] = true
+			return n
+		}
+	}
+	return 0
+}
+
+// countdownCtx is a context that ends (with DeadlineExceeded) after its Done
+// channel was asked for n times: it stops a phase at a chosen point inside
+// its work, deterministically.
+type countdownCtx struct {
+	context.Context
+	mu   sync.Mutex
+	left int
+	done chan struct{}
+}
+
+func newCountdownCtx(n int) *countdownCtx {
+	return &countdownCtx{Context: context.Background(), left: n, done: make(chan struct{})}
+}
+
+func (c *countdownCtx) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.left--; c.left == 0 {
+		close(c.done)
+	}
+	return c.done
+}
+
+func (c *countdownCtx) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
+// TestParsePhasesStopInside: the syntax and schema phases, cached and not,
+// stop in the middle of their work when the context ends there (inside
+// config-parser's parse, between sections, between servers), with a
+// deadline error of their phase.
+func TestParsePhasesStopInside(t *testing.T) {
+	ws := newTestWorkspace(t)
+	big := serversBundle(50, 200, ws.Dir()) // 10,000 servers, ~450 KiB
+	for _, tc := range []struct {
+		name  string
+		opts  Options
+		after int
+		ph    phase.Phase
+	}{
+		{"syntax, parsing", Options{ParseCacheEntries: -1}, 5, phase.Syntax},
+		{"syntax, between sections", Options{ParseCacheEntries: -1}, 150, phase.Syntax},
+		{"schema, parsing", Options{ParseCacheEntries: -1, SkipSyntax: true}, 5, phase.Schema},
+		{"schema, between servers", Options{ParseCacheEntries: -1, SkipSyntax: true}, 2000, phase.Schema},
+		{"cached syntax, parsing", Options{}, 5, phase.Syntax},
+		{"cached schema, between servers", Options{SkipSyntax: true}, 2000, phase.Schema},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := realChecker(t, tc.opts)
+			ctx := newCountdownCtx(tc.after)
+			res := &Result{Durations: map[phase.Phase]time.Duration{}}
+			err := c.parsePhases(ctx, big, res)
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			var pe *phase.Error
+			require.True(t, errors.As(err, &pe))
+			assert.Equal(t, tc.ph, pe.Phase)
+			assert.Equal(t, string(tc.ph)+" check timed out", pe.Reason)
+			// The same bundle passes both phases with time to spare.
+			require.NoError(t, realChecker(t, tc.opts).parsePhases(context.Background(), big, res))
+		})
+	}
+}
+
+// TestParseConfigStopsInside: config-parser's parse itself stops when the
+// context ends while it reads the configuration.
+func TestParseConfigStopsInside(t *testing.T) {
+	big := serversBundle(50, 200, "/etc/haproxy").Config
+	_, err := parseConfig(newCountdownCtx(3), big)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	p, err := parseConfig(context.Background(), big)
+	require.NoError(t, err)
+	names, err := p.SectionsGet("backend")
+	require.NoError(t, err)
+	assert.Len(t, names, 50)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/haproxytech/client-native/v5/configuration"
 	"github.com/haproxytech/client-native/v5/models"
 	parser "github.com/haproxytech/config-parser/v5"
+	"github.com/haproxytech/config-parser/v5/types"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
 )
@@ -21,11 +22,22 @@ type validatable interface {
 	Validate(formats strfmt.Registry) error
 }
 
-// schemaRun collects the findings of one schema check.
+// schemaRun collects the findings of one schema check. It stops when ctx
+// ends (err then holds ctx's error).
 type schemaRun struct {
+	ctx      context.Context
 	p        parser.Parser
 	idx      *configIndex
 	findings []Finding
+	err      error
+}
+
+// stopped reports whether the run's context has ended, recording its error.
+func (r *schemaRun) stopped() bool {
+	if r.err == nil {
+		r.err = ctxDone(r.ctx)
+	}
+	return r.err != nil
 }
 
 // checkSchema converts the parsed global, defaults, frontend and backend
@@ -35,32 +47,36 @@ type schemaRun struct {
 // them (config-parser already did), and `haproxy -c` remains the judge.
 // listen, resolvers, peers and the other sections have no client-native v5
 // model that maps them one to one and are left to the syntax and semantic
-// phases. ctx is checked between sections. A panic inside client-native is
-// returned as an error.
+// phases. ctx is checked before each section and each server. A panic
+// inside client-native is returned as an error.
 func checkSchema(ctx context.Context, p parser.Parser, idx *configIndex) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("client-native failed: %v", r)
 		}
 	}()
-	r := &schemaRun{p: p, idx: idx}
+	r := &schemaRun{ctx: ctx, p: p, idx: idx}
 	r.global()
 	for _, name := range r.names(parser.Defaults) {
+		if r.stopped() {
+			return r.err
+		}
 		r.defaults(name)
 	}
 	for _, name := range r.names(parser.Frontends) {
-		if err := ctx.Err(); err != nil {
-			return err
+		if r.stopped() {
+			return r.err
 		}
 		r.frontend(name)
 	}
-	for i, name := range r.names(parser.Backends) {
-		if i%256 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
+	for _, name := range r.names(parser.Backends) {
+		if r.stopped() {
+			return r.err
 		}
 		r.backend(name)
+	}
+	if r.stopped() {
+		return r.err
 	}
 	if len(r.findings) == 0 {
 		return nil
@@ -128,11 +144,7 @@ func (r *schemaRun) backend(name string) {
 	if configuration.ParseSection(be, parser.Backends, name, r.p) == nil {
 		r.validate(span, label, be)
 	}
-	if servers, err := configuration.ParseServers("backend", name, r.p); err == nil {
-		for _, s := range servers {
-			r.validateAt(r.idx.lineStarting(span, "server", s.Name), fmt.Sprintf("%s server '%s'", label, shorten(s.Name)), s)
-		}
-	}
+	r.servers(span, label, name)
 	if tmpls, err := configuration.ParseServerTemplates(name, r.p); err == nil {
 		for _, t := range tmpls {
 			r.validateAt(r.idx.lineStarting(span, "server-template", t.Prefix), fmt.Sprintf("%s server-template '%s'", label, shorten(t.Prefix)), t)
@@ -153,6 +165,27 @@ func (r *schemaRun) backend(name string) {
 	}
 	if checks, err := configuration.ParseTCPChecks("backend", name, r.p); err == nil {
 		r.validateList(span, label, "tcp-check", checks.Validate)
+	}
+}
+
+// servers validates the servers of backend name one by one, as
+// configuration.ParseServers would convert them, checking ctx before each.
+func (r *schemaRun) servers(span *sectionSpan, label, name string) {
+	data, err := r.p.Get(parser.Backends, name, "server", false)
+	if err != nil {
+		return
+	}
+	servers, ok := data.([]types.Server)
+	if !ok {
+		return
+	}
+	for _, ondisk := range servers {
+		if r.stopped() {
+			return
+		}
+		if s := configuration.ParseServer(ondisk); s != nil {
+			r.validateAt(r.idx.lineStarting(span, "server", s.Name), fmt.Sprintf("%s server '%s'", label, shorten(s.Name)), s)
+		}
 	}
 }
 

@@ -1,11 +1,12 @@
 package haproxy
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
-	"sync"
 
 	parser "github.com/haproxytech/config-parser/v5"
 	parsererrors "github.com/haproxytech/config-parser/v5/errors"
@@ -15,12 +16,60 @@ import (
 	"github.com/haproxy-template/htc/pkg/bundle"
 )
 
-// configParserMu serialises config-parser runs. config-parser v5.1.4 writes
-// its exported package variable parser.DefaultSectionName on every
-// "defaults" line, so two concurrent parses race. This lock guards that
+// configParserSlot serialises config-parser runs. config-parser v5.1.4
+// writes its exported package variable parser.DefaultSectionName on every
+// "defaults" line, so two concurrent parses race. This slot guards that
 // third-party global; it is the package's only shared state and it never
-// covers an haproxy process.
-var configParserMu sync.Mutex
+// covers an haproxy process. It is a channel rather than a mutex so that a
+// check waiting for it gives up when its context ends.
+var configParserSlot = make(chan struct{}, 1)
+
+// parseConfig runs config-parser over cfg. It stops soon after ctx ends
+// (config-parser reads its input as it parses, a few KiB at a time, from a
+// reader that fails once ctx is done) and then returns ctx's error. A
+// panic inside config-parser is returned as an error rather than taking
+// the controller down.
+func parseConfig(ctx context.Context, cfg string) (p parser.Parser, err error) {
+	select {
+	case configParserSlot <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-configParserSlot }()
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = nil, fmt.Errorf("config-parser failed: %v", r)
+		}
+	}()
+	in := &ctxReader{ctx: ctx, r: strings.NewReader(cfg)}
+	p, err = parser.New(options.Reader(in), options.UseListenSectionParsers)
+	if err != nil {
+		return nil, fmt.Errorf("config-parser: %w", err)
+	}
+	if in.err != nil {
+		return nil, in.err // config-parser ignores read errors: the parse was cut short
+	}
+	return p, nil
+}
+
+// ctxReader reads from r until ctx ends, then fails with ctx's error and
+// records it.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+	err error
+}
+
+// Read reads from r unless ctx has ended.
+func (c *ctxReader) Read(p []byte) (int, error) {
+	select {
+	case <-c.ctx.Done():
+		c.err = c.ctx.Err()
+		return 0, c.err
+	default:
+		return c.r.Read(p)
+	}
+}
 
 // parsedSections is the section types the syntax and schema phases visit.
 func parsedSections() []parser.Section {
@@ -32,21 +81,14 @@ func parsedSections() []parser.Section {
 	}
 }
 
-// parseConfig runs config-parser over cfg. A panic inside config-parser is
-// returned as an error rather than taking the controller down.
-func parseConfig(cfg string) (p parser.Parser, err error) {
-	configParserMu.Lock()
-	defer configParserMu.Unlock()
-	defer func() {
-		if r := recover(); r != nil {
-			p, err = nil, fmt.Errorf("config-parser failed: %v", r)
-		}
-	}()
-	p, err = parser.New(options.String(cfg), options.UseListenSectionParsers)
-	if err != nil {
-		return nil, fmt.Errorf("config-parser: %w", err)
+// ctxDone returns ctx's error once it has ended, without taking a lock.
+func ctxDone(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	default:
+		return nil
 	}
-	return p, nil
 }
 
 // checkSyntax parses cfg and reports the lines config-parser could not
@@ -56,15 +98,16 @@ func parseConfig(cfg string) (p parser.Parser, err error) {
 // but HAProxy accepts (e.g. "capture request header", or "option" names it
 // does not know) are left to `haproxy -c`, as are conditional-block
 // directives (".if", ".notice", ...), so that valid configurations are not
-// refused here merely because config-parser lags behind HAProxy.
-func checkSyntax(cfg string) (parser.Parser, *configIndex, error) {
-	p, err := parseConfig(cfg)
+// refused here merely because config-parser lags behind HAProxy. ctx is
+// checked while parsing and before each section.
+func checkSyntax(ctx context.Context, cfg string) (parser.Parser, *configIndex, error) {
+	p, err := parseConfig(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
 	idx := indexConfig(cfg)
 	var findings []Finding
-	used := make(map[int]bool)
+	used := lineCursor{}
 	for _, sec := range parsedSections() {
 		names, err := p.SectionsGet(sec)
 		if err != nil {
@@ -72,6 +115,9 @@ func checkSyntax(cfg string) (parser.Parser, *configIndex, error) {
 		}
 		sort.Strings(names)
 		for _, name := range names {
+			if err := ctxDone(ctx); err != nil {
+				return nil, nil, err
+			}
 			fs, err := syntaxSection(p, idx, sec, name, used)
 			if err != nil {
 				return nil, nil, err
@@ -87,9 +133,10 @@ func checkSyntax(cfg string) (parser.Parser, *configIndex, error) {
 }
 
 // syntaxSection reports the syntax findings of one section, in the order
-// config-parser lists its unprocessed lines. used marks the lines already
-// attributed (lines of one section only ever match inside its span).
-func syntaxSection(p parser.Parser, idx *configIndex, sec parser.Section, name string, used map[int]bool) ([]Finding, error) {
+// config-parser lists its unprocessed lines. used records the lines already
+// attributed in this pass (lines of one section only ever match inside its
+// span).
+func syntaxSection(p parser.Parser, idx *configIndex, sec parser.Section, name string, used lineCursor) ([]Finding, error) {
 	data, err := p.Get(sec, name, "")
 	if err != nil {
 		if errors.Is(err, parsererrors.ErrFetch) {

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"bytes"
 	"fmt"
 	"text/template"
 
@@ -15,7 +14,7 @@ const maxIncludeDepth = 64
 // (usually a snippet) as a string, so it can be captured in a variable,
 // compared or piped. A fail inside it stops the render as usual.
 func (s *renderState) include(name string, data any) (string, error) {
-	if err := contextErr(s.ctx); err != nil {
+	if err := s.interrupted(); err != nil {
 		return "", err
 	}
 	if s.tmpl == nil || s.tmpl.Lookup(name) == nil {
@@ -26,7 +25,7 @@ func (s *renderState) include(name string, data any) (string, error) {
 	}
 	s.depth++
 	defer func() { s.depth-- }()
-	var buf bytes.Buffer
+	buf := boundedWriter{b: &s.budget, scratch: true}
 	if err := s.tmpl.ExecuteTemplate(&buf, name, data); err != nil {
 		return "", err
 	}
@@ -39,8 +38,12 @@ func (s *renderState) include(name string, data any) (string, error) {
 // the same name again with the same content is allowed; with other content,
 // or with the name of a file the spec already renders, it is an error.
 // Files added while rendering haproxy.cfg are known to pathFor in the maps,
-// files and certificates rendered after it.
+// files and certificates rendered after it. Their content counts towards
+// the bundle size limit.
 func (s *renderState) addFile(kind, name string, content any) (string, error) {
+	if err := s.interrupted(); err != nil {
+		return "", err
+	}
 	k := bundle.Kind(kind)
 	switch k {
 	case bundle.KindMap, bundle.KindFile, bundle.KindCert:
@@ -63,8 +66,14 @@ func (s *renderState) addFile(kind, name string, content any) (string, error) {
 	if s.added[k] == nil {
 		s.added[k] = map[string]string{}
 	}
-	if prev, dup := s.added[k][name]; dup && prev != text {
+	prev, dup := s.added[k][name]
+	if dup && prev != text {
 		return "", fmt.Errorf("addFile %s %q: added twice with different content", kind, name)
+	}
+	if !dup {
+		if err := s.chargeBundle("addFile", int64(len(text))); err != nil {
+			return "", err
+		}
 	}
 	s.added[k][name] = text
 	return bundle.Path(s.baseDir, k, name), nil

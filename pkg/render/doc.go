@@ -67,6 +67,32 @@
 //     word.
 //   - quoteValue VALUE [OBJ PATH]: VALUE as an HAProxy double-quoted string.
 //
+// # Bounds
+//
+// A render stops soon after its context ends, whatever its templates do:
+// New puts an empty text node at the start of every template and every
+// range body, so each loop iteration and template call writes zero bytes to
+// the render's writer, which checks a per-render flag (one atomic load, set
+// by context.AfterFunc); every write of output, every htc function, every
+// store access and the functions loops build things with check it too.
+//
+// Input.MaxBytes (DefaultMaxBytes, 64 MiB) caps the bundle: every output
+// and every file addFile adds. The values templates build while rendering
+// are charged to a scratch budget of four times that: the strings made by
+// printf, print, println, cat, join, include, repeat, indent, nindent,
+// replace and regexReplaceAll; the elements of lists made by list, append,
+// prepend, concat, until, untilStep, seq, splitList and uniq; the entries
+// and string values dict and set store. One value may not be larger than
+// the bundle limit: functions whose result can be far larger than their
+// arguments (repeat, until, seq, indent, replace, printf widths, ...) are
+// refused before they allocate. Exceeding a limit fails the render with a
+// *LimitError that names it.
+//
+// append adds to the longest list of a backing array in place (the lists
+// it returns expose no spare capacity), so building a list with
+// `$l = append $l x` in a loop is linear; uniq is linear for scalar
+// elements.
+//
 // field, safe, word and quoteValue are the sanctioned way to put resource
 // values into a configuration: they refuse control characters (newline,
 // carriage return, NUL, tab, ...); field, safe and word also leading or

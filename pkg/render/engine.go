@@ -51,26 +51,30 @@ type boundSet struct {
 	st   *renderState
 }
 
-// acquire returns a boundSet prepared for one render.
-func (e *Engine) acquire(ctx context.Context, baseDir string) (*boundSet, error) {
-	if b, ok := e.bound.Get().(*boundSet); ok {
-		b.st.ctx, b.st.baseDir = ctx, baseDir
-		return b, nil
+// acquire returns a boundSet prepared for one render under ctx with the
+// bundle limit maxBytes.
+func (e *Engine) acquire(ctx context.Context, baseDir string, maxBytes int64) (*boundSet, error) {
+	b, ok := e.bound.Get().(*boundSet)
+	if !ok {
+		st := newRenderState(e, "")
+		t, err := e.root.Clone()
+		if err != nil {
+			return nil, err
+		}
+		t.Funcs(dynamicFuncs(st)).Funcs(guardedFuncs(st))
+		st.bindTemplate(t)
+		b = &boundSet{tmpl: t, st: st}
 	}
-	st := newRenderState(e, baseDir, ctx)
-	t, err := e.root.Clone()
-	if err != nil {
-		return nil, err
-	}
-	t.Funcs(dynamicFuncs(st))
-	st.bindTemplate(t)
-	return &boundSet{tmpl: t, st: st}, nil
+	b.st.baseDir = baseDir
+	b.st.start(ctx, maxBytes)
+	return b, nil
 }
 
 // release forgets the render's state and returns b to the pool.
 func (e *Engine) release(b *boundSet) {
-	b.st.ctx, b.st.baseDir = nil, ""
-	b.st.added, b.st.depth = nil, 0
+	b.st.end()
+	b.st.baseDir = ""
+	b.st.added, b.st.depth, b.st.tails = nil, 0, nil
 	if len(b.st.owned) > 1024 {
 		b.st.owned = make(map[unsafe.Pointer]struct{})
 	} else {
@@ -122,6 +126,10 @@ type Input struct {
 	// BaseDir is the absolute directory the bundle will be written to;
 	// pathFor resolves names against it.
 	BaseDir string
+	// MaxBytes caps the size of the bundle (every output and every file
+	// addFile adds); zero means DefaultMaxBytes. The values templates build
+	// while rendering may total four times as much (see LimitError).
+	MaxBytes int64
 }
 
 // TemplateName returns the template name of an output: "haproxy.cfg" for
@@ -173,9 +181,10 @@ func New(spec *config.HAProxyTemplateConfigSpec) (*Engine, error) {
 		sources = append(sources, source{name: name, text: spec.TemplateSnippets[name].Template})
 	}
 
-	placeholder := newRenderState(e, "", context.Background())
+	placeholder := newRenderState(e, "")
 	newSet := func() *template.Template {
-		return template.New("").Option("missingkey=zero").Funcs(staticFuncs).Funcs(dynamicFuncs(placeholder))
+		return template.New("").Option("missingkey=zero").Funcs(staticFuncs).
+			Funcs(dynamicFuncs(placeholder)).Funcs(guardedFuncs(placeholder))
 	}
 	proto, root := newSet(), newSet()
 	definedBy := map[string]string{}
@@ -208,6 +217,7 @@ func New(spec *config.HAProxyTemplateConfigSpec) (*Engine, error) {
 		if err := checkTemplateRefs(root, t.Tree, t.Tree.Root); err != nil {
 			return nil, err
 		}
+		insertTicks(t.Tree)
 	}
 	e.root = root
 	return e, nil
@@ -223,21 +233,26 @@ func New(spec *config.HAProxyTemplateConfigSpec) (*Engine, error) {
 //   - *NoValueError when an output contains "<no value>";
 //   - *TemplateError for any other execution error
 //     ("template <name> line <n>: <problem>");
-//   - ctx.Err() when ctx ends: checked between templates, in every store
-//     access (List, Get, Fetch, Len) and in set, unset and the merge
-//     functions, so a long template over the stores stops too.
+//   - *LimitError when the bundle would exceed in.MaxBytes, or the values
+//     the templates build would exceed the scratch budget;
+//   - ctx.Err() when ctx ends. Every loop iteration and template call
+//     checks it (an empty write to the render's writer, inserted by New),
+//     as do every write of output, every htc function, every store access
+//     (List, Get, Fetch, Len) and the functions loops build lists and
+//     strings with: a render stops soon after its context ends, whatever
+//     its templates do.
 func (e *Engine) Render(ctx context.Context, in Input) (*bundle.Bundle, error) {
 	if err := contextErr(ctx); err != nil {
 		return nil, cancelled(err)
 	}
-	set, err := e.acquire(ctx, in.BaseDir)
+	set, err := e.acquire(ctx, in.BaseDir, in.MaxBytes)
 	if err != nil {
 		return nil, renderError("internal: "+err.Error(), err)
 	}
 	defer e.release(set)
 	data := e.context(in, ctx)
 	b := &bundle.Bundle{BaseDir: in.BaseDir, Maps: map[string]string{}, Files: map[string]string{}, Certs: map[string]string{}}
-	var buf bytes.Buffer
+	buf := boundedWriter{b: &set.st.budget}
 	for _, o := range e.outputs {
 		if err := contextErr(ctx); err != nil {
 			return nil, cancelled(err)

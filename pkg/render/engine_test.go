@@ -355,9 +355,14 @@ func TestFunctionSet(t *testing.T) {
 	for _, name := range []string{"fail", "safe", "word", "quoteValue", "keys", "values", "toJson", "default", "dig", "sha256sum"} {
 		assert.Contains(t, staticFuncs, name)
 	}
-	for name := range dynamicFuncs(newRenderState(nil, "", context.Background())) {
+	for name := range dynamicFuncs(newRenderState(nil, "")) {
 		_, inSprig := staticFuncs[name]
 		assert.True(t, inSprig || name == "pathFor" || name == "field" || name == "include" || name == "addFile", "%s overrides nothing", name)
+	}
+	builtin := map[string]bool{"printf": true, "print": true, "println": true}
+	for name := range guardedFuncs(newRenderState(nil, "")) {
+		_, inSprig := staticFuncs[name]
+		assert.True(t, inSprig || builtin[name] || name == "field", "%s overrides nothing", name)
 	}
 }
 

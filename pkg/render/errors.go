@@ -187,6 +187,13 @@ func execError(name string, err error) *phase.Error {
 	if loc.template == "" {
 		loc.template = name
 	}
+	var le *LimitError
+	if errors.As(err, &le) {
+		if loc.line > 0 {
+			return renderError((&TemplateError{Template: loc.template, Line: loc.line, Message: le.Error()}).Error(), le)
+		}
+		return renderError(fmt.Sprintf("template %s: %s", loc.template, le.Error()), le)
+	}
 	var fe *FailError
 	if errors.As(err, &fe) {
 		fe.Template, fe.Line = loc.template, loc.line

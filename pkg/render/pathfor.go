@@ -21,6 +21,9 @@ func specField(k bundle.Kind) string {
 // pathFor implements pathFor KIND NAME: the absolute path the map, file or
 // certificate NAME has in the bundle rendered for this render's BaseDir.
 func (s *renderState) pathFor(kind, name string) (string, error) {
+	if err := s.interrupted(); err != nil {
+		return "", err
+	}
 	k := bundle.Kind(kind)
 	switch k {
 	case bundle.KindMap, bundle.KindFile, bundle.KindCert:

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -23,7 +22,9 @@ const errModifyShared = "cannot modify a resource object; copy it first with dee
 type renderState struct {
 	engine  *Engine
 	baseDir string
-	ctx     context.Context
+	// budget holds the render's context flag and size budgets; every
+	// function bound to the state checks it.
+	budget
 	// owned holds the maps created during this render, the only ones set,
 	// unset and the merge functions may modify.
 	owned map[unsafe.Pointer]struct{}
@@ -32,10 +33,13 @@ type renderState struct {
 	depth int
 	// added holds the files addFile added during this render.
 	added map[bundle.Kind]map[string]string
+	// tails holds, per backing array push made, its longest list and its
+	// capacity (see push).
+	tails map[unsafe.Pointer]tail
 }
 
-func newRenderState(e *Engine, baseDir string, ctx context.Context) *renderState {
-	return &renderState{engine: e, baseDir: baseDir, ctx: ctx, owned: make(map[unsafe.Pointer]struct{})}
+func newRenderState(e *Engine, baseDir string) *renderState {
+	return &renderState{engine: e, baseDir: baseDir, owned: make(map[unsafe.Pointer]struct{})}
 }
 
 // own records m as created by this render.
@@ -108,7 +112,7 @@ func (s *renderState) isOwned(m map[string]any) bool {
 
 // modifiable returns an error unless fn may modify m.
 func (s *renderState) modifiable(fn string, m map[string]any) error {
-	if err := contextErr(s.ctx); err != nil {
+	if err := s.interrupted(); err != nil {
 		return err
 	}
 	if m == nil {
@@ -180,11 +184,20 @@ func errCycle(fn string) error {
 	return fmt.Errorf("%s: the result would contain itself (a cycle)", fn)
 }
 
-func (s *renderState) dict(v ...any) map[string]any {
-	return s.own(staticFuncs["dict"].(func(...any) map[string]any)(v...))
+// entrySize is what one map entry is charged to the scratch budget.
+const entrySize = 64
+
+func (s *renderState) dict(v ...any) (map[string]any, error) {
+	if err := s.charge("dict", int64(len(v)/2+1)*entrySize+stringsSize(v...)); err != nil {
+		return nil, err
+	}
+	return s.own(staticFuncs["dict"].(func(...any) map[string]any)(v...)), nil
 }
 
 func (s *renderState) mustDeepCopy(v any) (any, error) {
+	if err := s.interrupted(); err != nil {
+		return nil, err
+	}
 	c, err := copystructure.Copy(v)
 	if err != nil {
 		return nil, err
@@ -201,6 +214,9 @@ func (s *renderState) deepCopy(v any) (any, error) {
 }
 
 func (s *renderState) mustFromJSON(v string) (any, error) {
+	if err := s.interrupted(); err != nil {
+		return nil, err
+	}
 	f := staticFuncs["mustFromJson"].(func(string) (any, error))
 	out, err := f(v)
 	if err != nil {
@@ -214,16 +230,25 @@ func (s *renderState) fromJSON(v string) any {
 	return out
 }
 
-func (s *renderState) pick(d map[string]any, keys ...string) map[string]any {
-	return s.own(staticFuncs["pick"].(func(map[string]any, ...string) map[string]any)(d, keys...))
+func (s *renderState) pick(d map[string]any, keys ...string) (map[string]any, error) {
+	if err := s.charge("pick", int64(len(keys))*entrySize); err != nil {
+		return nil, err
+	}
+	return s.own(staticFuncs["pick"].(func(map[string]any, ...string) map[string]any)(d, keys...)), nil
 }
 
-func (s *renderState) omit(d map[string]any, keys ...string) map[string]any {
-	return s.own(staticFuncs["omit"].(func(map[string]any, ...string) map[string]any)(d, keys...))
+func (s *renderState) omit(d map[string]any, keys ...string) (map[string]any, error) {
+	if err := s.charge("omit", int64(len(d))*entrySize); err != nil {
+		return nil, err
+	}
+	return s.own(staticFuncs["omit"].(func(map[string]any, ...string) map[string]any)(d, keys...)), nil
 }
 
-func (s *renderState) urlParse(v string) map[string]any {
-	return s.own(staticFuncs["urlParse"].(func(string) map[string]any)(v))
+func (s *renderState) urlParse(v string) (map[string]any, error) {
+	if err := s.charge("urlParse", 8*entrySize+int64(len(v))); err != nil {
+		return nil, err
+	}
+	return s.own(staticFuncs["urlParse"].(func(string) map[string]any)(v)), nil
 }
 
 func (s *renderState) set(d map[string]any, key string, value any) (map[string]any, error) {
@@ -232,6 +257,9 @@ func (s *renderState) set(d map[string]any, key string, value any) (map[string]a
 	}
 	if s.reaches(value, mapPointer(d), map[unsafe.Pointer]bool{}) {
 		return nil, errCycle("set")
+	}
+	if err := s.charge("set", entrySize+int64(len(key))+stringsSize(value)); err != nil {
+		return nil, err
 	}
 	d[key] = value
 	return d, nil

@@ -131,7 +131,7 @@ func TestMutationGuard(t *testing.T) {
 // deepCopyJSON copies a JSON-like value.
 func deepCopyJSON(t *testing.T, m map[string]any) map[string]any {
 	t.Helper()
-	c, err := newRenderState(nil, "", context.Background()).mustDeepCopy(m)
+	c, err := newRenderState(nil, "").mustDeepCopy(m)
 	require.NoError(t, err)
 	return c.(map[string]any)
 }

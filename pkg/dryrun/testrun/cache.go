@@ -3,7 +3,7 @@ package testrun
 import (
 	"context"
 
-	"golang.org/x/sync/singleflight"
+	"github.com/haproxy-template/htc/internal/flight"
 	"k8s.io/utils/lru"
 )
 
@@ -14,7 +14,7 @@ import (
 // not cached. It is safe for concurrent use.
 type Cache struct {
 	reports *lru.Cache
-	flight  singleflight.Group
+	flight  flight.Group[*Report]
 	// Store, when set, keeps complete reports beyond this process too
 	// (e.g. DirStore, for htc check and htc validate).
 	Store Store
@@ -38,10 +38,10 @@ func NewCacheWithStore(size int, s Store) *Cache {
 // cached reports whether the report came from the cache.
 //
 // The run itself is shared by every caller asking for the same hash at the
-// same time, so it is not bound to any one caller's context: it runs to
-// completion under its own deadline (opts.Timeout), while each caller waits
-// at most until its ctx ends (then err is ctx's error) — a request that
-// gives up still leaves the report cached for the next one.
+// same time, so it is not bound to any one caller's context: it runs under
+// its own deadline (opts.Timeout) while any caller waits for it, and stops
+// when the last one gives up. Each caller waits at most until its ctx ends
+// (then err is ctx's error); a run that completed is cached for the next.
 func (c *Cache) Run(ctx context.Context, hash string, r *Runner, opts Options) (report *Report, cached bool, err error) {
 	if v, ok := c.reports.Get(hash); ok {
 		return v.(*Report), true, nil
@@ -53,8 +53,8 @@ func (c *Cache) Run(ctx context.Context, hash string, r *Runner, opts Options) (
 		}
 	}
 	opts.Only = nil
-	ch := c.flight.DoChan(hash, func() (any, error) {
-		rep, err := r.Run(context.WithoutCancel(ctx), opts)
+	rep, _, err := c.flight.Do(ctx, hash, func(runCtx context.Context) (*Report, error) {
+		rep, err := r.Run(runCtx, opts)
 		if err == nil && rep.complete() {
 			c.reports.Add(hash, rep)
 			if c.Store != nil {
@@ -63,16 +63,15 @@ func (c *Cache) Run(ctx context.Context, hash string, r *Runner, opts Options) (
 		}
 		return rep, err
 	})
-	select {
-	case res := <-ch:
-		if res.Err != nil {
-			return nil, false, res.Err
-		}
-		return res.Val.(*Report), false, nil
-	case <-ctx.Done():
-		return nil, false, ctx.Err()
+	if err != nil {
+		return nil, false, err
 	}
+	return rep, false, nil
 }
+
+// Waiting returns the number of callers waiting for hash's run (0 when
+// none runs).
+func (c *Cache) Waiting(hash string) int { return c.flight.Waiting(hash) }
 
 // complete reports whether every test of the report finished.
 func (r *Report) complete() bool {

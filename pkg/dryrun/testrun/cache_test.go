@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -75,28 +76,59 @@ func TestCacheSharesOneRunAndCachesIt(t *testing.T) {
 	assert.Equal(t, int64(1), g.renders.Load())
 }
 
-// A caller whose context ends stops waiting; the run goes on and its
-// report is cached for the next caller.
+// A caller whose context ends stops waiting; the shared run goes on while
+// another caller waits, and its report is cached.
 func TestCacheCallerGivesUp(t *testing.T) {
 	g := &gatedRenderer{started: make(chan struct{}, 8), gate: make(chan struct{})}
 	r := runnerWith(t, oneTest, func(e testrun.Renderer) testrun.Renderer { g.Renderer = e; return g })
 	c := testrun.NewCache(4)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
+	gaveUp := make(chan error, 1)
 	go func() {
 		_, _, err := c.Run(ctx, "h2", r, testrun.Options{})
-		done <- err
+		gaveUp <- err
+	}()
+	<-g.started
+	stays := make(chan *testrun.Report, 1)
+	go func() {
+		rep, _, err := c.Run(context.Background(), "h2", r, testrun.Options{})
+		assert.NoError(t, err)
+		stays <- rep
+	}()
+	require.Eventually(t, func() bool { return c.Waiting("h2") == 2 }, 10*time.Second, time.Millisecond)
+	cancel()
+	assert.ErrorIs(t, <-gaveUp, context.Canceled)
+	close(g.gate)
+	rep := <-stays
+	require.NotNil(t, rep)
+	assert.True(t, rep.OK())
+	_, cached, err := c.Run(context.Background(), "h2", r, testrun.Options{})
+	require.NoError(t, err)
+	assert.True(t, cached)
+	assert.Equal(t, int64(1), g.renders.Load(), "one run for all three")
+}
+
+// When every caller gave up, the run stops: nothing runs on for nobody,
+// and nothing incomplete is cached.
+func TestCacheRunStopsWhenNobodyWaits(t *testing.T) {
+	g := &gatedRenderer{started: make(chan struct{}, 8), gate: make(chan struct{})}
+	r := runnerWith(t, oneTest, func(e testrun.Renderer) testrun.Renderer { g.Renderer = e; return g })
+	c := testrun.NewCache(4)
+	ctx, cancel := context.WithCancel(context.Background())
+	gaveUp := make(chan error, 1)
+	go func() {
+		_, _, err := c.Run(ctx, "h4", r, testrun.Options{})
+		gaveUp <- err
 	}()
 	<-g.started
 	cancel()
-	assert.ErrorIs(t, <-done, context.Canceled)
-	close(g.gate)
-	// The next caller joins the run still in flight or finds it cached:
-	// either way it gets the complete report, and nothing ran twice.
-	rep, _, err := c.Run(context.Background(), "h2", r, testrun.Options{})
+	assert.ErrorIs(t, <-gaveUp, context.Canceled)
+	close(g.gate) // the render returns into a cancelled run
+	require.Eventually(t, func() bool { return c.Waiting("h4") == 0 }, 10*time.Second, time.Millisecond)
+	rep, cached, err := c.Run(context.Background(), "h4", r, testrun.Options{})
 	require.NoError(t, err)
+	assert.False(t, cached, "the stopped run was not cached")
 	assert.True(t, rep.OK())
-	assert.Equal(t, int64(1), g.renders.Load())
 }
 
 // An incomplete run (deadline) is not cached.

@@ -1,0 +1,255 @@
+package render
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"text/template/parse"
+)
+
+// DefaultMaxBytes is the cap on the size of a rendered bundle when
+// Input.MaxBytes is zero: 64 MiB over haproxy.cfg, every map, file and
+// certificate, and the files addFile adds.
+const DefaultMaxBytes = 64 << 20
+
+// scratchFactor sets the scratch budget of a render (see LimitError) to this
+// many times its bundle limit.
+const scratchFactor = 4
+
+// LimitError reports that a render stopped because it would exceed a size
+// limit: the bundle limit (Input.MaxBytes) on everything rendered and on
+// any one value a function builds, or the scratch budget (scratchFactor
+// times that limit) on all the values the templates build while rendering
+// (strings made by printf, include, repeat, join, ..., list elements and
+// map entries), which keeps a template from exhausting the controller's
+// memory before its output grows.
+type LimitError struct {
+	// Func is the template function that would exceed the limit; empty when
+	// it is the output itself.
+	Func string
+	// Scratch reports that the scratch budget, not the bundle limit, was
+	// exceeded.
+	Scratch bool
+	// Value reports that one value Func would build is larger than the
+	// bundle limit (it could never be part of the bundle).
+	Value bool
+	// Limit is the limit in bytes.
+	Limit int64
+}
+
+// Error names the limit.
+func (e *LimitError) Error() string {
+	size := formatBytes(e.Limit)
+	switch {
+	case e.Value:
+		return fmt.Sprintf("%s: the value would be larger than the bundle size limit of %s", e.Func, size)
+	case e.Scratch && e.Func != "":
+		return fmt.Sprintf("%s: the values this render builds would exceed %s (%d times the bundle size limit)", e.Func, size, scratchFactor)
+	case e.Scratch:
+		return fmt.Sprintf("the values this render builds would exceed %s (%d times the bundle size limit)", size, scratchFactor)
+	case e.Func != "":
+		return fmt.Sprintf("%s: the rendered bundle would exceed its size limit of %s", e.Func, size)
+	default:
+		return fmt.Sprintf("the rendered bundle would exceed its size limit of %s", size)
+	}
+}
+
+// formatBytes renders n as "64 MiB" when it is a whole number of MiB or KiB,
+// else as "N bytes".
+func formatBytes(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	default:
+		return fmt.Sprintf("%d bytes", n)
+	}
+}
+
+// budget is what one render may still produce, and whether its context has
+// ended. done is a fresh flag per render, set by context.AfterFunc, so a
+// late callback of an earlier render never stops a later one; reading it is
+// one atomic load.
+type budget struct {
+	ctx     context.Context
+	done    *atomic.Bool
+	stop    func() bool
+	limit   int64 // bundle limit
+	bundle  int64 // bytes of the bundle still allowed
+	scratch int64 // bytes of built values still allowed
+}
+
+// start arms the budget for a render under ctx with the given bundle limit
+// (DefaultMaxBytes when zero or negative).
+func (b *budget) start(ctx context.Context, limit int64) {
+	if limit <= 0 {
+		limit = DefaultMaxBytes
+	}
+	done := new(atomic.Bool)
+	b.ctx, b.done, b.limit, b.bundle = ctx, done, limit, limit
+	b.scratch = satMul(limit, scratchFactor)
+	if ctx.Done() != nil { // a context that can end
+		b.stop = context.AfterFunc(ctx, func() { done.Store(true) })
+	}
+}
+
+// end disarms the budget after a render.
+func (b *budget) end() {
+	if b.stop != nil {
+		b.stop()
+	}
+	*b = budget{}
+}
+
+// interrupted returns the context's error once the render's context has
+// ended, else nil. It is cheap enough for every function call and write.
+func (b *budget) interrupted() error {
+	if b.done != nil && b.done.Load() {
+		return b.ctxErr()
+	}
+	return nil
+}
+
+// ctxErr is the error of an ended context (context.Canceled if the flag was
+// seen before the context reports its error).
+func (b *budget) ctxErr() error {
+	if err := b.ctx.Err(); err != nil {
+		return err
+	}
+	return context.Canceled
+}
+
+// charge counts n bytes of a value fn builds against the scratch budget;
+// one value may not be larger than the bundle limit.
+func (b *budget) charge(fn string, n int64) error {
+	if err := b.interrupted(); err != nil {
+		return err
+	}
+	if b.done == nil { // outside a render (Context, tests of helpers)
+		return nil
+	}
+	if n > b.limit {
+		return &LimitError{Func: fn, Value: true, Limit: b.limit}
+	}
+	if n > b.scratch || n < 0 {
+		b.scratch = -1
+		return &LimitError{Func: fn, Scratch: true, Limit: satMul(b.limit, scratchFactor)}
+	}
+	b.scratch -= n
+	return nil
+}
+
+// chargeBundle counts n bytes of bundle content (from fn, "" for template
+// output) against the bundle limit.
+func (b *budget) chargeBundle(fn string, n int64) error {
+	if err := b.interrupted(); err != nil {
+		return err
+	}
+	if b.done == nil {
+		return nil
+	}
+	if n > b.bundle {
+		b.bundle = -1
+		return &LimitError{Func: fn, Limit: b.limit}
+	}
+	b.bundle -= n
+	return nil
+}
+
+// satMul is a*b for non-negative a and b, saturating at math.MaxInt64.
+func satMul(a, b int64) int64 {
+	if a <= 0 || b <= 0 {
+		return 0
+	}
+	if a > math.MaxInt64/b {
+		return math.MaxInt64
+	}
+	return a * b
+}
+
+// satAdd is a+b for non-negative a and b, saturating at math.MaxInt64.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// boundedWriter is the writer every template of a render writes to. Each
+// Write first checks the render's done flag, so a template stops as soon as
+// it produces output after its context ended (text/template aborts on a
+// write error), then charges the bytes: to the bundle limit for an output,
+// to the scratch budget for the text include captures.
+type boundedWriter struct {
+	bytes.Buffer
+	b       *budget
+	scratch bool // include's capture, not bundle output
+}
+
+// Write appends p unless the render was interrupted or p exceeds the budget.
+func (w *boundedWriter) Write(p []byte) (int, error) {
+	if err := w.b.interrupted(); err != nil {
+		return 0, err
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	var err error
+	if w.scratch {
+		err = w.b.charge("include", int64(len(p)))
+	} else {
+		err = w.b.chargeBundle("", int64(len(p)))
+	}
+	if err != nil {
+		return 0, err
+	}
+	return w.Buffer.Write(p)
+}
+
+// insertTicks puts an empty text node at the start of tree's root and of
+// every range body in it. Executing an empty text node is a zero-length
+// Write to the render's boundedWriter, which checks the done flag: so every
+// loop iteration (range over a list, a map or an integer, even with an
+// empty body) and every template call (recursion) notices a deadline,
+// whatever the template does in it.
+func insertTicks(tree *parse.Tree) {
+	if tree == nil || tree.Root == nil {
+		return
+	}
+	tickList(tree.Root)
+	walkLists(tree.Root)
+}
+
+// tickList prepends an empty text node to l.
+func tickList(l *parse.ListNode) {
+	tick := &parse.TextNode{NodeType: parse.NodeText, Pos: l.Pos, Text: []byte{}}
+	l.Nodes = append([]parse.Node{tick}, l.Nodes...)
+}
+
+// walkLists ticks the body of every range node under n.
+func walkLists(n parse.Node) {
+	switch x := n.(type) {
+	case *parse.ListNode:
+		if x == nil {
+			return
+		}
+		for _, c := range x.Nodes {
+			walkLists(c)
+		}
+	case *parse.RangeNode:
+		if x.List != nil {
+			tickList(x.List)
+		}
+		walkLists(x.List)
+		walkLists(x.ElseList)
+	case *parse.IfNode:
+		walkLists(x.List)
+		walkLists(x.ElseList)
+	case *parse.WithNode:
+		walkLists(x.List)
+		walkLists(x.ElseList)
+	}
+}

@@ -1,0 +1,584 @@
+package render
+
+import (
+	"fmt"
+	"reflect"
+	"regexp"
+	"strings"
+	"text/template"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// Sizes charged to the scratch budget for what a function allocates.
+const (
+	slotSize = 16 // one list element (an interface value)
+	intSize  = 8  // one element of until's []int
+)
+
+// sprigFunc returns sprig's function name from staticFuncs as a T. It is
+// called once per package, at init: a mismatch is a programming error.
+func sprigFunc[T any](name string) T {
+	f, ok := staticFuncs[name].(T)
+	if !ok {
+		panic(fmt.Sprintf("render: sprig function %q is a %T", name, staticFuncs[name]))
+	}
+	return f
+}
+
+// sprig's implementations the guarded functions delegate to.
+var (
+	sprigMustPush    = sprigFunc[func(any, any) ([]any, error)]("mustPush")
+	sprigMustPrepend = sprigFunc[func(any, any) ([]any, error)]("mustPrepend")
+	sprigConcat      = sprigFunc[func(...any) any]("concat")
+	sprigSeq         = sprigFunc[func(...int) string]("seq")
+	sprigMustUniq    = sprigFunc[func(any) ([]any, error)]("mustUniq")
+	sprigCat         = sprigFunc[func(...any) string]("cat")
+	sprigJoin        = sprigFunc[func(string, any) string]("join")
+	sprigIndent      = sprigFunc[func(int, string) string]("indent")
+	sprigRegexRepl   = map[string]func(string, string, string) string{
+		"regexReplaceAll":        sprigFunc[func(string, string, string) string]("regexReplaceAll"),
+		"regexReplaceAllLiteral": sprigFunc[func(string, string, string) string]("regexReplaceAllLiteral"),
+	}
+)
+
+// guardedFuncs are the functions bound to one render's state s that check
+// its deadline and charge what they build to its scratch budget: the
+// functions loops use to build lists and strings (list, append, prepend,
+// concat, printf, print, cat, join, include), those whose result can be
+// far larger than their arguments (until, untilStep, seq, repeat, indent,
+// nindent, replace, splitList, regexReplaceAll...) and uniq, which sprig
+// implements in quadratic time; and htc's stateless helpers (fail, field,
+// safe, word, quoteValue, keys, values) with a deadline check. They return
+// what sprig, text/template's print functions or the helpers return for the
+// same arguments.
+func guardedFuncs(s *renderState) template.FuncMap {
+	m := template.FuncMap{
+		"list": s.list, "tuple": s.list,
+		"append": s.push, "push": s.push, "mustAppend": s.push, "mustPush": s.push,
+		"prepend": s.prepend, "mustPrepend": s.prepend,
+		"concat": s.concat,
+		"until":  s.until, "untilStep": s.untilStep, "seq": s.seq,
+		"uniq": s.uniq, "mustUniq": s.uniq,
+		"printf": s.printf, "print": s.print, "println": s.println, "cat": s.cat,
+		"repeat": s.repeat, "join": s.join, "indent": s.indent, "nindent": s.nindent,
+		"replace": s.replace, "splitList": s.splitList,
+		"field": s.checkedField, "fail": s.fail,
+	}
+	for name, f := range sprigRegexRepl {
+		literal := name != "regexReplaceAll"
+		must := "must" + strings.ToUpper(name[:1]) + name[1:]
+		m[name] = s.regexReplace(name, literal, f)
+		m[must] = s.mustRegexReplace(must, literal)
+	}
+	for _, name := range []string{"safe", "word", "quoteValue"} {
+		if f, ok := staticFuncs[name].(func(...any) (string, error)); ok {
+			m[name] = s.checked(f)
+		}
+	}
+	if f, ok := staticFuncs["keys"].(func(...map[string]any) []string); ok {
+		m["keys"] = func(dicts ...map[string]any) ([]string, error) {
+			if err := s.interrupted(); err != nil {
+				return nil, err
+			}
+			return f(dicts...), nil
+		}
+	}
+	if f, ok := staticFuncs["values"].(func(map[string]any) []any); ok {
+		m["values"] = func(dict map[string]any) ([]any, error) {
+			if err := s.interrupted(); err != nil {
+				return nil, err
+			}
+			return f(dict), nil
+		}
+	}
+	return m
+}
+
+// checked returns f with a deadline check before it runs.
+func (s *renderState) checked(f func(...any) (string, error)) func(...any) (string, error) {
+	return func(args ...any) (string, error) {
+		if err := s.interrupted(); err != nil {
+			return "", err
+		}
+		return f(args...)
+	}
+}
+
+// fail is fail with a deadline check: a render stopped by its deadline
+// reports the deadline, whatever the template would have failed with.
+func (s *renderState) fail(msg string) (string, error) {
+	if err := s.interrupted(); err != nil {
+		return "", err
+	}
+	return failFunc(msg)
+}
+
+// checkedField is field with a deadline check.
+func (s *renderState) checkedField(obj any, path string) (string, error) {
+	if err := s.interrupted(); err != nil {
+		return "", err
+	}
+	return s.field(obj, path)
+}
+
+// stringsSize is the total length of the strings among vs.
+func stringsSize(vs ...any) int64 {
+	var n int64
+	for _, v := range vs {
+		if str, ok := v.(string); ok {
+			n += int64(len(str))
+		}
+	}
+	return n
+}
+
+// list implements list and tuple.
+func (s *renderState) list(v ...any) ([]any, error) {
+	if err := s.charge("list", int64(len(v))*slotSize+stringsSize(v...)); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// push implements append, push and their must forms: a new list of list's
+// elements followed by v. The lists push returns have no spare capacity
+// that a template could see (cap equals len), but push keeps their backing
+// array twice as large and remembers, per array, the length of the longest
+// list made from it. Appending to that longest list writes the next slot of
+// the array in place: no list can see that slot, since every list of the
+// array is shorter and none has capacity. So `$l = append $l x` in a loop
+// is linear instead of quadratic, and no list ever changes.
+func (s *renderState) push(list any, v any) ([]any, error) {
+	l, isList := list.([]any)
+	if isList && len(l) > 0 {
+		p := unsafe.Pointer(unsafe.SliceData(l))
+		if t, ok := s.tails[p]; ok && t.n == len(l) && t.n < t.cap {
+			if err := s.charge("append", stringsSize(v)); err != nil {
+				return nil, err
+			}
+			full := unsafe.Slice((*any)(p), t.cap)
+			full[t.n] = v
+			s.tails[p] = tail{n: t.n + 1, cap: t.cap}
+			return full[: t.n+1 : t.n+1], nil
+		}
+		delete(s.tails, p) // full, or not the longest list: copied below
+	}
+	if !isList {
+		if err := s.charge("append", listLen(list)*slotSize+stringsSize(v)); err != nil {
+			return nil, err
+		}
+		return sprigMustPush(list, v)
+	}
+	size := max(2*len(l)+2, 4)
+	if err := s.charge("append", int64(size)*slotSize+stringsSize(v)); err != nil {
+		return nil, err
+	}
+	full := make([]any, len(l)+1, size)
+	copy(full, l)
+	full[len(l)] = v
+	if s.tails == nil {
+		s.tails = make(map[unsafe.Pointer]tail)
+	}
+	s.tails[unsafe.Pointer(unsafe.SliceData(full))] = tail{n: len(full), cap: size}
+	return full[:len(full):len(full)], nil
+}
+
+// tail is what push knows of a backing array it made: the length of its
+// longest list and its capacity.
+type tail struct{ n, cap int }
+
+// listLen is the length of a slice or array, 0 for anything else.
+func listLen(v any) int64 {
+	if l, ok := v.([]any); ok {
+		return int64(len(l))
+	}
+	rv := reflect.ValueOf(v)
+	if k := rv.Kind(); k == reflect.Slice || k == reflect.Array {
+		return int64(rv.Len())
+	}
+	return 0
+}
+
+// prepend implements prepend and mustPrepend.
+func (s *renderState) prepend(list any, v any) ([]any, error) {
+	if err := s.charge("prepend", (listLen(list)+1)*slotSize*2+stringsSize(v)); err != nil {
+		return nil, err
+	}
+	return sprigMustPrepend(list, v)
+}
+
+// concat implements concat.
+func (s *renderState) concat(lists ...any) (any, error) {
+	var n int64
+	for _, l := range lists {
+		n += listLen(l)
+	}
+	if err := s.charge("concat", n*slotSize*2); err != nil {
+		return nil, err
+	}
+	return sprigConcat(lists...), nil
+}
+
+// steps is the number of elements of untilStep(start, stop, step).
+func steps(start, stop, step int) int64 {
+	switch {
+	case stop < start && step < 0:
+		return (int64(start) - int64(stop) - int64(step) - 1) / -int64(step)
+	case stop > start && step > 0:
+		return (int64(stop) - int64(start) + int64(step) - 1) / int64(step)
+	}
+	return 0
+}
+
+// until implements until.
+func (s *renderState) until(count int) ([]int, error) {
+	step := 1
+	if count < 0 {
+		step = -1
+	}
+	return s.untilStepAs("until", 0, count, step)
+}
+
+// untilStep implements untilStep.
+func (s *renderState) untilStep(start, stop, step int) ([]int, error) {
+	return s.untilStepAs("untilStep", start, stop, step)
+}
+
+// untilStepAs is sprig's untilStep, charged before it allocates and
+// checking the deadline as it fills the list.
+func (s *renderState) untilStepAs(fn string, start, stop, step int) ([]int, error) {
+	n := steps(start, stop, step)
+	if err := s.charge(fn, satMul(n, intSize)); err != nil {
+		return nil, err
+	}
+	v := make([]int, 0, min(n, 1<<16))
+	for i := start; int64(len(v)) < n; i += step {
+		if len(v)%4096 == 4095 {
+			if err := s.interrupted(); err != nil {
+				return nil, err
+			}
+		}
+		v = append(v, i)
+	}
+	return v, nil
+}
+
+// seq implements seq: its numbers are those of untilStep with the
+// parameters sprig derives.
+func (s *renderState) seq(params ...int) (string, error) {
+	var n int64
+	switch len(params) {
+	case 1:
+		n = max(steps(1, params[0]+1, 1), steps(1, params[0]-1, -1))
+	case 2:
+		n = max(steps(params[0], params[1]+1, 1), steps(params[0], params[1]-1, -1))
+	case 3:
+		n = max(steps(params[0], params[2]+1, params[1]), steps(params[0], params[2]-1, params[1]))
+	}
+	// untilStep's ints, then fmt's text, its fields and the joined text.
+	if err := s.charge("seq", satMul(n, intSize*2+3*24)); err != nil {
+		return "", err
+	}
+	return sprigSeq(params...), nil
+}
+
+// scalarKey reports whether v can stand for itself as a map key with the
+// same equality as reflect.DeepEqual (used by sprig's uniq).
+func scalarKey(v any) bool {
+	switch v.(type) {
+	case nil, string, bool, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64,
+		float32, float64:
+		return true
+	}
+	return false
+}
+
+// uniq implements uniq and mustUniq in linear time for scalar elements
+// (sprig compares each element with every kept one); other elements are
+// still compared with reflect.DeepEqual, checking the deadline as they go.
+func (s *renderState) uniq(list any) ([]any, error) {
+	rv := reflect.ValueOf(list)
+	if k := rv.Kind(); k != reflect.Slice && k != reflect.Array {
+		return sprigMustUniq(list)
+	}
+	n := rv.Len()
+	if err := s.charge("uniq", int64(n)*slotSize*3); err != nil {
+		return nil, err
+	}
+	dest := []any{}
+	seen := make(map[any]struct{})
+	var others []any
+	work := 0
+	for i := range n {
+		item := rv.Index(i).Interface()
+		if scalarKey(item) {
+			if _, dup := seen[item]; !dup {
+				seen[item] = struct{}{}
+				dest = append(dest, item)
+			}
+			continue
+		}
+		dup := false
+		for _, o := range others {
+			if work++; work%1024 == 0 {
+				if err := s.interrupted(); err != nil {
+					return nil, err
+				}
+			}
+			if reflect.DeepEqual(item, o) {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			others = append(others, item)
+			dest = append(dest, item)
+		}
+	}
+	return dest, nil
+}
+
+// produced charges a function's string result.
+func (s *renderState) produced(fn, out string) (string, error) {
+	if err := s.charge(fn, int64(len(out))); err != nil {
+		return "", err
+	}
+	return out, nil
+}
+
+// printf implements text/template's printf (fmt.Sprintf), refusing before
+// formatting when the result could exceed the budget.
+func (s *renderState) printf(format string, args ...any) (string, error) {
+	if err := s.fits("printf", satAdd(formatBound(format), argsBound(args))); err != nil {
+		return "", err
+	}
+	return s.produced("printf", fmt.Sprintf(format, args...))
+}
+
+// print implements text/template's print (fmt.Sprint).
+func (s *renderState) print(args ...any) (string, error) {
+	if err := s.fits("print", argsBound(args)); err != nil {
+		return "", err
+	}
+	return s.produced("print", fmt.Sprint(args...))
+}
+
+// println implements text/template's println (fmt.Sprintln).
+func (s *renderState) println(args ...any) (string, error) {
+	if err := s.fits("println", argsBound(args)); err != nil {
+		return "", err
+	}
+	return s.produced("println", fmt.Sprintln(args...))
+}
+
+// cat implements sprig's cat.
+func (s *renderState) cat(args ...any) (string, error) {
+	if err := s.fits("cat", argsBound(args)); err != nil {
+		return "", err
+	}
+	return s.produced("cat", sprigCat(args...))
+}
+
+// fits refuses a result that could be n bytes long when n exceeds the
+// bundle limit or the scratch budget left, without charging it.
+func (s *renderState) fits(fn string, n int64) error {
+	if err := s.interrupted(); err != nil {
+		return err
+	}
+	if s.done != nil && n > s.limit {
+		return &LimitError{Func: fn, Value: true, Limit: s.limit}
+	}
+	if s.done != nil && n > s.scratch {
+		return &LimitError{Func: fn, Scratch: true, Limit: satMul(s.limit, scratchFactor)}
+	}
+	return nil
+}
+
+// maxFmtNum is the largest width or precision fmt honours; larger ones
+// print %!(BADWIDTH) or %!(BADPREC) instead of padding.
+const maxFmtNum = 1e6
+
+// fmtErrorSize bounds what fmt prints for a verb it cannot apply, and
+// argOverhead what it adds to an argument's text (its type, when it reports
+// an extra or a wrongly typed argument).
+const (
+	fmtErrorSize = 16
+	argOverhead  = 48
+)
+
+// formatBound bounds what the verbs of format add to its arguments' text:
+// the format's length plus every width and precision it names (a '*' takes
+// its value from an argument, at most maxFmtNum).
+func formatBound(format string) int64 {
+	n := int64(len(format))
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' {
+			continue
+		}
+		n += fmtErrorSize // "%!d(MISSING)", "%!(NOVERB)", ...
+		num := int64(0)
+		for i++; i < len(format); i++ {
+			c := format[i]
+			if c >= '0' && c <= '9' {
+				num = min(num*10+int64(c-'0'), maxFmtNum)
+				continue
+			}
+			n, num = n+num, 0
+			if c == '*' {
+				n += maxFmtNum
+				continue
+			}
+			if strings.IndexByte("+-# .[]", c) < 0 {
+				break // the verb
+			}
+		}
+		n += num
+	}
+	return n
+}
+
+// argsBound bounds the text fmt makes of args: strings can grow four times
+// (%q, %x), scalars take at most 32 bytes, anything else 64 (a list or map
+// the template built prints as large as it is; see the package
+// documentation).
+func argsBound(args []any) int64 {
+	n := int64(len(args)) * argOverhead
+	for _, a := range args {
+		switch v := a.(type) {
+		case string:
+			n = satAdd(n, 4*int64(len(v)))
+		case []byte:
+			n = satAdd(n, 4*int64(len(v)))
+		case nil, bool, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
+			n += 32
+		default:
+			n = satAdd(n, 64)
+		}
+	}
+	return n
+}
+
+// repeat implements sprig's repeat.
+func (s *renderState) repeat(count int, str string) (string, error) {
+	if err := s.charge("repeat", satMul(int64(max(count, 0)), int64(len(str)))); err != nil {
+		return "", err
+	}
+	return strings.Repeat(str, count), nil
+}
+
+// join implements sprig's join.
+func (s *renderState) join(sep string, v any) (string, error) {
+	n := satMul(listLen(v), int64(len(sep))+32)
+	if l, ok := v.([]any); ok {
+		n = satAdd(n, stringsSize(l...))
+	} else if l, ok := v.([]string); ok {
+		for _, e := range l {
+			n = satAdd(n, int64(len(e)))
+		}
+	}
+	if err := s.fits("join", n); err != nil {
+		return "", err
+	}
+	return s.produced("join", sprigJoin(sep, v))
+}
+
+// indent implements sprig's indent.
+func (s *renderState) indent(spaces int, v string) (string, error) {
+	lines := int64(strings.Count(v, "\n")) + 1
+	if err := s.charge("indent", satAdd(int64(len(v)), satMul(lines, int64(max(spaces, 0))))); err != nil {
+		return "", err
+	}
+	return sprigIndent(spaces, v), nil
+}
+
+// nindent implements sprig's nindent.
+func (s *renderState) nindent(spaces int, v string) (string, error) {
+	out, err := s.indent(spaces, v)
+	if err != nil {
+		return "", err
+	}
+	return "\n" + out, nil
+}
+
+// replace implements sprig's replace: src with every old replaced by new.
+func (s *renderState) replace(old, new, src string) (string, error) {
+	n := int64(len(src))
+	if len(new) > len(old) {
+		count := int64(utf8.RuneCountInString(src)) + 1
+		if old != "" {
+			count = int64(strings.Count(src, old))
+		}
+		n = satAdd(n, satMul(count, int64(len(new)-len(old))))
+	}
+	if err := s.charge("replace", n); err != nil {
+		return "", err
+	}
+	return strings.ReplaceAll(src, old, new), nil
+}
+
+// splitList implements sprig's splitList.
+func (s *renderState) splitList(sep, orig string) ([]string, error) {
+	count := int64(utf8.RuneCountInString(orig))
+	if sep != "" {
+		count = int64(strings.Count(orig, sep)) + 1
+	}
+	if err := s.charge("splitList", count*slotSize); err != nil {
+		return nil, err
+	}
+	return strings.Split(orig, sep), nil
+}
+
+// replaceBound bounds the length of regexp's ReplaceAllString(src, repl):
+// each match is replaced by repl, whose $ references each expand to at most
+// the match. Literal replacements expand nothing.
+func replaceBound(re *regexp.Regexp, src, repl string, literal bool) int64 {
+	perMatch := int64(len(repl))
+	dollars := int64(0)
+	if !literal {
+		dollars = int64(strings.Count(repl, "$"))
+	}
+	quick := satAdd(int64(len(src)), satMul(int64(len(src))+1, satAdd(perMatch, satMul(dollars, int64(len(src))))))
+	if quick <= 1<<16 {
+		return quick
+	}
+	n := int64(len(src))
+	for _, m := range re.FindAllStringIndex(src, -1) {
+		n = satAdd(n, satAdd(perMatch, satMul(dollars, int64(m[1]-m[0]))))
+	}
+	return n
+}
+
+// regexReplace implements regexReplaceAll and regexReplaceAllLiteral (f is
+// sprig's, which panics on a bad expression).
+func (s *renderState) regexReplace(name string, literal bool, f func(string, string, string) string) func(string, string, string) (string, error) {
+	return func(regex, src, repl string) (string, error) {
+		re, err := regexp.Compile(regex)
+		if err != nil {
+			return f(regex, src, repl), nil // sprig panics, as before
+		}
+		return s.replaceAll(name, re, src, repl, literal)
+	}
+}
+
+// mustRegexReplace implements mustRegexReplaceAll and
+// mustRegexReplaceAllLiteral.
+func (s *renderState) mustRegexReplace(name string, literal bool) func(string, string, string) (string, error) {
+	return func(regex, src, repl string) (string, error) {
+		re, err := regexp.Compile(regex)
+		if err != nil {
+			return "", err
+		}
+		return s.replaceAll(name, re, src, repl, literal)
+	}
+}
+
+func (s *renderState) replaceAll(fn string, re *regexp.Regexp, src, repl string, literal bool) (string, error) {
+	if err := s.fits(fn, replaceBound(re, src, repl, literal)); err != nil {
+		return "", err
+	}
+	if literal {
+		return s.produced(fn, re.ReplaceAllLiteralString(src, repl))
+	}
+	return s.produced(fn, re.ReplaceAllString(src, repl))
+}
