@@ -41,9 +41,11 @@ func (r kubectlResult) String() string {
 }
 
 // kubectl runs the built kubectl against the test apiserver, with stdin.
+// It works in t.Cleanup too: t.Context() is cancelled before cleanups run,
+// which killed every kubectl there (nothing was deleted).
 func kubectl(t *testing.T, stdin string, args ...string) kubectlResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(env.assets, "kubectl"), append([]string{"--kubeconfig", env.kubeconfig, "--cache-dir", filepath.Join(env.dir, "kubectl-cache")}, args...)...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.kubeconfig)
@@ -54,6 +56,15 @@ func kubectl(t *testing.T, stdin string, args ...string) kubectlResult {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	return kubectlResult{stdout: stdout.String(), stderr: strings.TrimSpace(stderr.String()), err: err}
+}
+
+// cleanupKubectl runs kubectl in a cleanup and reports a failure without
+// stopping the other cleanups.
+func cleanupKubectl(t *testing.T, args ...string) {
+	t.Helper()
+	if r := kubectl(t, "", args...); r.err != nil {
+		t.Errorf("cleanup: kubectl %s\n%s", strings.Join(args, " "), r)
+	}
 }
 
 // mustKubectl runs kubectl and fails the test when it fails.
