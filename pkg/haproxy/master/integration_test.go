@@ -116,7 +116,7 @@ func startHAProxy(t *testing.T, bin string, opts ...func(*exec.Cmd)) *haproxyPro
 	})
 
 	c := h.client()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(failsafe)
 	for {
 		st, err := c.ShowProc(context.Background())
 		if err == nil && len(st.Workers) > 0 {
@@ -201,7 +201,7 @@ func TestIntegrationReload(t *testing.T) {
 		require.Eventually(t, func() bool {
 			out, err := c.Command(ctx, "@1 show fd")
 			return err == nil && strings.Contains(out, rport)
-		}, 5*time.Second, 20*time.Millisecond, "the worker did not accept the held connection")
+		}, failsafe, 20*time.Millisecond, "the worker did not accept the held connection")
 
 		h.writeConfig(t, "v2", false)
 		res, err := c.Reload(ctx)
