@@ -92,9 +92,8 @@ func TestPublishToHAProxy(t *testing.T) {
 	assert.Equal(t, "no route\n", body)
 	assert.Equal(t, "True", conditionStatus(t, "Valid"))
 	// The controller's first reload came before HAProxy listened; its retry
-	// (1 s back-off) reloads the HAProxy that now runs.
-	require.Eventually(t, func() bool { return conditionStatus(t, "Published") == "True" }, 30*time.Second, 100*time.Millisecond,
-		"Published never turned True\n%s", tail(rc.logs.String(), 20))
+	// (1 s back-off, growing) reloads the HAProxy that now runs.
+	waitCondition(t, rc, "Published", "True")
 	// Published=True is written after the reload was counted, and nothing
 	// changed since: the counter stands still until the next change.
 	reloads := metric(t, rc, reloadsSuccess)
@@ -122,8 +121,7 @@ func TestPublishToHAProxy(t *testing.T) {
 
 	// A change outside admission that fails `haproxy -c` never reaches HAProxy.
 	mustKubectl(t, externalNameService("local", "does-not-exist.invalid", backendPort), "apply", "-f", "-")
-	require.Eventually(t, func() bool { return conditionStatus(t, "Valid") == "False" }, 30*time.Second, 100*time.Millisecond,
-		"the Valid condition never turned False\n%s", tail(rc.logs.String(), 30))
+	waitCondition(t, rc, "Valid", "False")
 	msg := mustKubectl(t, "", "get", "haproxytemplateconfig", "htc", "-n", publishConfigNS,
 		"-o", `jsonpath={.status.conditions[?(@.type=="Valid")].message}`)
 	assert.Contains(t, msg, "could not resolve address 'does-not-exist.invalid'")
@@ -154,7 +152,7 @@ func TestPublishToHAProxy(t *testing.T) {
 
 	// Repairing it makes the configuration valid and live again.
 	mustKubectl(t, externalNameService("local", "localhost", backendPort), "apply", "-f", "-")
-	require.Eventually(t, func() bool { return conditionStatus(t, "Valid") == "True" }, 30*time.Second, 100*time.Millisecond)
+	waitCondition(t, rc, "Valid", "True")
 	status, _ = waitRoute(t, proxy, "/v2/back", http.StatusOK)
 	assert.Equal(t, http.StatusOK, status)
 	assert.Equal(t, 1.0, metric(t, rc, "htc_live_config_valid"))
@@ -257,8 +255,29 @@ func waitRoute(t *testing.T, base, path string, want int) (int, string) {
 // conditionStatus is the status of the publish config's condition typ.
 func conditionStatus(t *testing.T, typ string) string {
 	t.Helper()
-	return mustKubectl(t, "", "get", "haproxytemplateconfig", "htc", "-n", publishConfigNS,
-		"-o", `jsonpath={.status.conditions[?(@.type=="`+typ+`")].status}`)
+	return mustKubectl(t, "", conditionArgs(typ)...)
+}
+
+func conditionArgs(typ string) []string {
+	return []string{"get", "haproxytemplateconfig", "htc", "-n", publishConfigNS,
+		"-o", `jsonpath={.status.conditions[?(@.type=="` + typ + `")].status}`}
+}
+
+// waitCondition waits until the publish config's condition typ has status
+// want (a kubectl that fails on a busy machine is tried again).
+func waitCondition(t *testing.T, rc *runningController, typ, want string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		r := kubectl(t, "", conditionArgs(typ)...)
+		if r.err == nil && r.stdout == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the %s condition never turned %s; last:\n%s\n%s", typ, want, r, tail(rc.logs.String(), 30))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // Series of htc_haproxy_reloads_total.
@@ -268,27 +287,42 @@ const (
 )
 
 // waitMetricAbove waits until series is above was (the controller counted
-// the step the test waits for) and returns its value then.
+// the step the test waits for) and returns its value then. A scrape that
+// fails is tried again.
 func waitMetricAbove(t *testing.T, rc *runningController, series string, was float64, msg string) float64 {
 	t.Helper()
-	var now float64
-	require.Eventually(t, func() bool { now = metric(t, rc, series); return now > was }, 30*time.Second, 50*time.Millisecond,
-		"%s: %s stayed at %v\n%s", msg, series, was, tail(rc.logs.String(), 20))
-	return now
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		now, err := metricValue(rc, series)
+		if err == nil && now > was {
+			return now
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %s stayed at %v (last scrape: %v, error %v)\n%s", msg, series, was, now, err, tail(rc.logs.String(), 20))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // metric reads one sample of the controller's /metrics (0 when absent).
 func metric(t *testing.T, rc *runningController, series string) float64 {
 	t.Helper()
-	_, body, err := get("http://" + rc.metricsAddr + "/metrics")
-	require.NoError(t, err)
-	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindStringSubmatch(body)
-	if m == nil {
-		return 0
-	}
-	v, err := strconv.ParseFloat(m[1], 64)
+	v, err := metricValue(rc, series)
 	require.NoError(t, err)
 	return v
+}
+
+// metricValue reads one sample of the controller's /metrics (0 when absent).
+func metricValue(rc *runningController, series string) (float64, error) {
+	_, body, err := get("http://" + rc.metricsAddr + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindStringSubmatch(body)
+	if m == nil {
+		return 0, nil
+	}
+	return strconv.ParseFloat(m[1], 64)
 }
 
 // publishConfig is the example config in the publish namespace, watching
