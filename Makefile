@@ -16,7 +16,7 @@ REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 # The commit time, so that an unchanged tree builds an identical image.
 CREATED ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null || echo 1970-01-01T00:00:00Z)
 
-.PHONY: all build test unit race e2e bench lint generate demo demo-offline haproxy image clean help
+.PHONY: all build test test-repeat unit race e2e bench lint generate demo demo-offline haproxy image clean help
 
 all: build
 
@@ -65,6 +65,22 @@ HAPROXY30 = $$($(HAPROXY_DIR)/haproxy -v 2>/dev/null | grep -q 'version 3\.0\.' 
 
 test: haproxy lint ## everything: lint, unit, integration (real haproxy), CLI and e2e (test/e2e) tests, with -race
 	$(WITH_HAPROXY) HTC_HAPROXY30=$(HAPROXY30) $(GO) test -race -count=1 -timeout 30m ./...
+
+# test-repeat: COUNT runs of the unit and integration packages in one go test,
+# in shuffled order; then COUNT runs in a row of the end-to-end packages that
+# start controllers against a test API server (test/e2e, test/attacks), each a
+# fresh `go test` as `make test` runs them (the chart e2e is left to make
+# test). A failure prints its -test.shuffle seed: `go test -shuffle=SEED`
+# repeats the order.
+REPEAT = $(or $(COUNT),5)
+E2E_PKGS := ./test/e2e/ ./test/attacks/
+test-repeat: haproxy lint ## catch flakes: unit and integration packages with -race -count=COUNT -shuffle=on, then the e2e packages COUNT times in a row (COUNT=n, default 5)
+	$(WITH_HAPROXY) HTC_HAPROXY30=$(HAPROXY30) $(GO) test -race -count=$(REPEAT) -shuffle=on -timeout 60m \
+	  $$($(GO) list ./... | grep -v -e '/test/e2e$$' -e '/test/attacks$$' -e '/test/chart/e2e$$')
+	for i in $$(seq $(REPEAT)); do \
+	  echo "end-to-end run $$i of $(REPEAT)"; \
+	  $(WITH_HAPROXY) HTC_HAPROXY30=$(HAPROXY30) $(GO) test -race -count=1 -shuffle=on -timeout 30m $(E2E_PKGS) || exit 1; \
+	done
 
 e2e: haproxy ## only the end-to-end suite: kube-apiserver + etcd on 127.0.0.1, the controller, kubectl denials (assets build once, ~5 min)
 	$(WITH_HAPROXY) $(GO) test -race -count=1 -v -timeout 20m ./test/e2e/

@@ -75,6 +75,19 @@ ASSETS=$(hack/k8s-assets.sh | tail -n 1)
 KUBECONFIG=$(HTC_ASSETS_DIR="$ASSETS" hack/apiserver-up.sh "$WORK/apiserver" | tail -n 1)
 export KUBECONFIG
 kubectl() { "$ASSETS/kubectl" --kubeconfig "$KUBECONFIG" "$@"; }
+# webhook_denies FILE: the webhook denies a server-side dry run of FILE (the
+# API server picks a new ValidatingWebhookConfiguration up asynchronously).
+webhook_denies() {
+	local out
+	out=$(kubectl apply --dry-run=server -f "$1" 2>&1) && return 1
+	[[ "$out" == *"denied the request"* ]]
+}
+# condition_is TYPE STATUS: the config's condition TYPE has STATUS.
+condition_is() {
+	local got
+	got=$(kubectl -n htc-system get haproxytemplateconfig htc -o "jsonpath={.status.conditions[?(@.type==\"$1\")].status}")
+	[[ "$got" == "$2" ]]
+}
 
 say "a local HTTP backend on 127.0.0.1"
 BACKEND_PORT=$(free_port)
@@ -166,6 +179,7 @@ curl -sS -H "Host: hello.example.com" "http://127.0.0.1:$HTTP_PORT/"
 grep -n "hello" "$WORK/haproxy/haproxy.cfg" "$WORK"/haproxy/maps/*.map | sed "s|$WORK/||" || true
 
 say "kubectl applies a broken Ingress (its Service 'api' does not exist): the webhook denies it"
+wait_for 20 "the API server to call the webhook" webhook_denies examples/ingress/bad-ingress.yaml
 set +e
 run kubectl apply -f examples/ingress/bad-ingress.yaml
 code=$?
@@ -174,6 +188,9 @@ set -e
 echo "(kubectl exit code $code; HAProxy still routes hello.example.com: $(curl -s -o /dev/null -w '%{http_code}' -H 'Host: hello.example.com' "http://127.0.0.1:$HTTP_PORT/"))"
 
 say "the config's status"
+# The route answers as soon as HAProxy's new worker runs, a moment before the
+# controller verified the reload and wrote Published.
+wait_for 30 "the Published condition" condition_is Published True
 run kubectl -n htc-system get haproxytemplateconfig htc \
 	-o jsonpath='{range .status.conditions[*]}{.type}={.status} ({.reason}): {.message}{"\n"}{end}'
 

@@ -13,6 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 func selfSigned(t *testing.T, notAfter time.Time) (certPEM, keyPEM []byte) {
@@ -49,6 +52,7 @@ func TestCertSourceFromSecret(t *testing.T) {
 	_, err := s.getCertificate(nil)
 	require.Error(t, err, "no certificate before the Secret is read")
 
+	watching := watchStarted(dyn, "secrets")
 	require.NoError(t, s.start(ctx, Options{CertSecret: "htc-system/webhook-tls"}, dyn, spawn))
 	require.Eventually(t, s.loaded, 10*time.Second, 10*time.Millisecond)
 	assert.True(t, s.notAfter().Equal(first), "%s != %s", s.notAfter(), first)
@@ -59,6 +63,13 @@ func TestCertSourceFromSecret(t *testing.T) {
 	second := time.Now().Add(48 * time.Hour).Truncate(time.Second)
 	rotated := tlsSecret(selfSigned(t, second))
 	rotated.SetResourceVersion("2")
+	// The informer lists, then watches: an update between the two is lost
+	// by the fake (it does not replay from a resourceVersion).
+	select {
+	case <-watching:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the Secret informer never started its watch")
+	}
 	_, err = dyn.Resource(secretsGVR).Namespace("htc-system").Update(ctx, rotated, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return s.notAfter().Equal(second) }, 10*time.Second, 10*time.Millisecond, "rotation not picked up")
@@ -80,4 +91,24 @@ func TestTLSData(t *testing.T) {
 	assert.ErrorContains(t, err, "no tls.key")
 	_, _, err = tlsData(&unstructured.Unstructured{Object: map[string]any{"data": map[string]any{"tls.crt": "!!", "tls.key": "eA=="}}})
 	assert.ErrorContains(t, err, "tls.crt")
+}
+
+// watchStarted returns a channel that receives once for each watch of
+// resource that dyn registered. The fake's tracker sends a change only to
+// the watches registered when it happens: a test changes an object its
+// informer must see only after the informer's watch started.
+func watchStarted(dyn *dynamicfake.FakeDynamicClient, resource string) <-chan struct{} {
+	started := make(chan struct{}, 100)
+	dyn.PrependWatchReactor(resource, func(action k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := dyn.Tracker().Watch(action.GetResource(), action.GetNamespace())
+		if err != nil {
+			return false, nil, err
+		}
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		return true, w, nil
+	})
+	return started
 }

@@ -101,6 +101,11 @@ type Options struct {
 	// a change is rendered at most MaxDelay after it arrived, plus the
 	// render, check and reload time. Zero means DefaultMaxDelay (1 s).
 	MaxDelay time.Duration
+	// AdmissionTimeout bounds one admission decision (the proposed change
+	// rendered, checked and its embedded tests run); zero means
+	// admission.DefaultTimeout (5 s). Keep it below the webhook's
+	// timeoutSeconds. Tests on a busy machine under -race raise it.
+	AdmissionTimeout time.Duration
 }
 
 // Validate checks the options that need no I/O.
@@ -305,10 +310,17 @@ func (c *controller) serve(ctx context.Context, spawn func(string, func() error)
 	if err := c.certs.start(ctx, c.opts, c.dyn, spawn); err != nil {
 		return err
 	}
-	handler := webhook.NewHandler(webhook.HandlerOptions{Registry: c.registry, Logger: c.log, Observer: c.metrics.observer(), Ready: c.ready})
+	handler := webhook.NewHandler(webhook.HandlerOptions{Registry: c.registry, Timeout: c.opts.AdmissionTimeout,
+		Logger: c.log, Observer: c.metrics.observer(), Ready: c.ready})
+	// A connection's deadlines run from the request's start: they must
+	// leave the decision time to be written (a write past its deadline
+	// leaves a broken TLS record).
+	connTimeout := max(webhook.DefaultWriteTimeout, c.opts.AdmissionTimeout+5*time.Second)
 	srv, err := webhook.NewServer(webhook.ServerOptions{
 		Addr:           orString(c.opts.WebhookAddr, DefaultWebhookAddr),
 		Handler:        handler,
+		ReadTimeout:    connTimeout,
+		WriteTimeout:   connTimeout,
 		GetCertificate: c.certs.getCertificate,
 		ClientCAPEM:    clientCA,
 		Logger:         c.log,
@@ -362,7 +374,7 @@ func newController(opts Options, log *slog.Logger, dyn dynamic.Interface, mapper
 		dyn:    dyn,
 		mapper: mapper,
 		env:    env,
-		admitter: &admission.Admitter{Env: env, Log: log,
+		admitter: &admission.Admitter{Env: env, Log: log, Timeout: opts.AdmissionTimeout,
 			OwnConfig: types.NamespacedName{Namespace: opts.ConfigNamespace, Name: opts.ConfigName}},
 		registry: &webhook.Registry{},
 		watchers: map[watched.WatchKey]*watcher{},

@@ -293,9 +293,14 @@ func TestConfigLoopWiring(t *testing.T) {
 	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "keeping the last good configuration") }, 10*time.Second, 20*time.Millisecond)
 	_, ok := c.registry.Lookup("v1.ConfigMap")
 	assert.True(t, ok)
+	// The Event is recorded after that log line: wait for it.
 	var warning string
-	for len(events.Events) > 0 && !strings.HasPrefix(warning, "Warning ConfigNotApplied") {
-		warning = <-events.Events
+	for !strings.HasPrefix(warning, "Warning ConfigNotApplied") {
+		select {
+		case warning = <-events.Events:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no ConfigNotApplied Event; the last one: %q", warning)
+		}
 	}
 	assert.Regexp(t, `^Warning ConfigNotApplied the HAProxyTemplateConfig is invalid: .*haproxyConfig.*; the last good configuration \(resourceVersion 2\) keeps serving$`, warning,
 		"an Event on the config says why it was not applied")

@@ -3,6 +3,7 @@ package haproxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -35,44 +36,50 @@ func fakeChecker(t *testing.T, script string, opts Options) *Checker {
 	return c
 }
 
-func readPID(t *testing.T, path string) int {
-	t.Helper()
-	var data []byte
-	require.Eventually(t, func() bool {
-		var err error
-		data, err = os.ReadFile(path)
-		return err == nil && strings.HasSuffix(string(data), "\n")
-	}, 5*time.Second, 10*time.Millisecond)
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	require.NoError(t, err)
-	return pid
-}
+// failsafe bounds a wait for something the code under test reports; it
+// only ends a test that would otherwise hang.
+const failsafe = 30 * time.Second
 
 func TestTimeoutKillsProcessGroup(t *testing.T) {
-	pids := t.TempDir()
-	script := `echo $$ > ` + pids + `/leader
-sleep 60 &
-echo $! > ` + pids + `/child
+	// A run whose shell was killed before it got as far as starting its
+	// child (a very busy machine) proves nothing about the child: run again.
+	for attempt := 1; ; attempt++ {
+		// The child is started first and both PIDs are written at once,
+		// after it, into this attempt's own directory.
+		pids := filepath.Join(t.TempDir(), "pids")
+		script := `sleep 60 &
+echo "$$ $!" > ` + pids + `.tmp && mv ` + pids + `.tmp ` + pids + `
 wait
 `
-	c := fakeChecker(t, script, Options{Timeout: 300 * time.Millisecond})
-	ws := newTestWorkspace(t)
+		c := fakeChecker(t, script, Options{Timeout: 300 * time.Millisecond})
+		ws := newTestWorkspace(t)
+		start := time.Now()
+		_, err := c.Check(context.Background(), bundleFor(ws.Dir(), testConfig(""), testMaps(), nil))
+		elapsed := time.Since(start)
 
-	start := time.Now()
-	_, err := c.Check(context.Background(), bundleFor(ws.Dir(), testConfig(""), testMaps(), nil))
-	elapsed := time.Since(start)
+		require.Error(t, err)
+		var pe *phase.Error
+		require.True(t, errors.As(err, &pe))
+		assert.Equal(t, phase.Semantic, pe.Phase)
+		assert.Equal(t, "haproxy -c timed out after 300ms", pe.Reason)
+		assert.True(t, errors.Is(err, context.DeadlineExceeded))
+		assert.Less(t, elapsed, 5*time.Second)
 
-	require.Error(t, err)
-	var pe *phase.Error
-	require.True(t, errors.As(err, &pe))
-	assert.Equal(t, phase.Semantic, pe.Phase)
-	assert.Equal(t, "haproxy -c timed out after 300ms", pe.Reason)
-	assert.True(t, errors.Is(err, context.DeadlineExceeded))
-	assert.Less(t, elapsed, 5*time.Second)
-
-	leader, child := readPID(t, pids+"/leader"), readPID(t, pids+"/child")
-	assert.Eventually(t, func() bool { return !processAlive(leader) && !processAlive(child) },
-		2*time.Second, 10*time.Millisecond, "leader %d or child %d survived", leader, child)
+		// Check returned: the shell is gone, and with it any chance that
+		// it still writes the file.
+		data, err := os.ReadFile(pids)
+		if errors.Is(err, os.ErrNotExist) && attempt < 10 {
+			t.Logf("attempt %d: the script was stopped before it started its child; again", attempt)
+			continue
+		}
+		require.NoError(t, err)
+		var leader, child int
+		_, err = fmt.Sscan(string(data), &leader, &child)
+		require.NoError(t, err)
+		assert.Eventually(t, func() bool { return !processAlive(leader) && !processAlive(child) },
+			failsafe, 10*time.Millisecond, "leader %d or child %d survived", leader, child)
+		return
+	}
 }
 
 func TestDefaultTimeoutReason(t *testing.T) {
@@ -114,13 +121,25 @@ func TestEnvironmentIsScrubbed(t *testing.T) {
 
 func TestParallelChecksBounded(t *testing.T) {
 	state := t.TempDir()
+	// Each run counts the runs in progress (its own included), then waits
+	// for the test's go-ahead, so the first runs overlap for certain.
 	script := `touch ` + state + `/run.$$
 ls ` + state + ` | grep -c '^run\.' >> ` + state + `/counts
-sleep 0.4
+until [ -e ` + state + `/go ]; do sleep 0.01; done
 rm -f ` + state + `/run.$$
 `
 	const maxParallel = 2
 	c := fakeChecker(t, script, Options{MaxParallel: maxParallel})
+	running := func() int {
+		entries, _ := os.ReadDir(state)
+		n := 0
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), "run.") {
+				n++
+			}
+		}
+		return n
+	}
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
@@ -133,6 +152,10 @@ rm -f ` + state + `/run.$$
 			errs <- err
 		}()
 	}
+	// Until the go-ahead no run ends: MaxParallel of them must be waiting.
+	assert.Eventually(t, func() bool { return running() >= maxParallel }, failsafe, 5*time.Millisecond,
+		"checks did not run in parallel (a global lock?)")
+	require.NoError(t, os.WriteFile(filepath.Join(state, "go"), nil, 0o600))
 	wg.Wait()
 	close(errs)
 	for err := range errs {
@@ -153,15 +176,18 @@ rm -f ` + state + `/run.$$
 }
 
 func TestSlotWaitRespectsContext(t *testing.T) {
-	c := fakeChecker(t, "sleep 2\n", Options{MaxParallel: 1})
+	release := filepath.Join(t.TempDir(), "release")
+	c := fakeChecker(t, "until [ -e "+release+" ]; do sleep 0.01; done\n", Options{MaxParallel: 1})
 	ws1, ws2 := newTestWorkspace(t), newTestWorkspace(t)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		_, _ = c.Check(context.Background(), bundleFor(ws1.Dir(), testConfig(""), testMaps(), nil))
 	}()
-	// Wait until the first run holds the only slot.
-	require.Eventually(t, func() bool { return len(c.sem) == 1 }, 5*time.Second, 5*time.Millisecond)
+	defer func() { <-done }()
+	defer func() { _ = os.WriteFile(release, nil, 0o600) }()
+	// Wait until the first run holds the only slot; it keeps it until released.
+	require.Eventually(t, func() bool { return len(c.sem) == 1 }, failsafe, 5*time.Millisecond)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -171,7 +197,6 @@ func TestSlotWaitRespectsContext(t *testing.T) {
 	assert.Equal(t, phase.Semantic, pe.Phase)
 	assert.Equal(t, "haproxy -c timed out waiting for a free checker slot", pe.Reason)
 	assert.True(t, errors.Is(err, context.DeadlineExceeded))
-	<-done
 }
 
 func TestFakeFailureOutputIsSimplified(t *testing.T) {

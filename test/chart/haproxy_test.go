@@ -255,6 +255,19 @@ func TestHAProxyScript(t *testing.T) {
 	}
 	record := filepath.Join(dir, "haproxy.args")
 	require.NoError(t, os.WriteFile(filepath.Join(bin, "haproxy"), []byte("#!/bin/sh\nprintf '%s\\n' \"$@\" > '"+record+".tmp' && mv '"+record+".tmp' '"+record+"'\n"), 0o755))
+	// The script polls with sleep: a stand-in sleep counts the polls (one
+	// line per call, before it sleeps) and keeps them short.
+	realSleep, err := exec.LookPath("sleep")
+	require.NoError(t, err)
+	polls := filepath.Join(dir, "sleep.calls")
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "sleep"), []byte("#!/bin/sh\necho \"$@\" >> '"+polls+"'\nexec '"+realSleep+"' 0.05\n"), 0o755))
+	pollCount := func() int {
+		b, err := os.ReadFile(polls)
+		if err != nil {
+			return 0
+		}
+		return strings.Count(string(b), "\n")
+	}
 
 	r := renderTyped(t, "-f", "testdata/values-haproxy.yaml", "--set", "haproxy.configDir="+cfgDir, "--set", "haproxy.runDir="+runDir)
 	hap := r.container(t, "haproxy")
@@ -280,7 +293,13 @@ func TestHAProxyScript(t *testing.T) {
 
 	cfgFile := filepath.Join(cfgDir, "haproxy.cfg")
 	require.NoError(t, os.WriteFile(cfgFile, nil, 0o640)) // empty: not published yet
-	time.Sleep(1500 * time.Millisecond)
+	// Two more polls: the test of the second one came after the empty file
+	// was written (the first may have tested before).
+	after := pollCount() + 2
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(record)
+		return pollCount() >= after || err == nil
+	}, 30*time.Second, 10*time.Millisecond, "the script does not poll for haproxy.cfg:\n%s", out)
 	assert.NoFileExists(t, record, "haproxy started before a configuration was published")
 	select {
 	case <-done:

@@ -41,9 +41,11 @@ func (r kubectlResult) String() string {
 }
 
 // kubectl runs the built kubectl against the test apiserver, with stdin.
+// It works in t.Cleanup too: t.Context() is cancelled before cleanups run,
+// which killed every kubectl there (nothing was deleted).
 func kubectl(t *testing.T, stdin string, args ...string) kubectlResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(env.assets, "kubectl"), append([]string{"--kubeconfig", env.kubeconfig, "--cache-dir", filepath.Join(env.dir, "kubectl-cache")}, args...)...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.kubeconfig)
@@ -54,6 +56,15 @@ func kubectl(t *testing.T, stdin string, args ...string) kubectlResult {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	return kubectlResult{stdout: stdout.String(), stderr: strings.TrimSpace(stderr.String()), err: err}
+}
+
+// cleanupKubectl runs kubectl in a cleanup and reports a failure without
+// stopping the other cleanups.
+func cleanupKubectl(t *testing.T, args ...string) {
+	t.Helper()
+	if r := kubectl(t, "", args...); r.err != nil {
+		t.Errorf("cleanup: kubectl %s\n%s", strings.Join(args, " "), r)
+	}
 }
 
 // mustKubectl runs kubectl and fails the test when it fails.
@@ -138,6 +149,13 @@ func freeAddr(t *testing.T) string { return testutil.FreeAddr(t) }
 // syncBuffer is a goroutine-safe log sink.
 type syncBuffer = testutil.SyncBuffer
 
+// The controller's admission deadline in these tests, and the API server's
+// webhook timeout above it (30 s is the most it allows).
+const (
+	admissionTimeout      = 25 * time.Second
+	webhookTimeoutSeconds = 30
+)
+
 // runningController is an in-process controller.Run.
 type runningController struct {
 	webhookAddr, healthAddr, metricsAddr string
@@ -164,6 +182,11 @@ func startController(t *testing.T, c certs, edits ...func(*controller.Options)) 
 		HealthAddr:      rc.healthAddr,
 		Logger:          slog.New(slog.NewTextHandler(rc.logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
 		OnListening:     func(a net.Addr) { listening <- a },
+		// A config's admission runs its embedded tests; on a busy machine
+		// under -race that can take longer than the 5 s default, which
+		// would make the reason a timeout instead of the one the test
+		// reads. The webhook's timeoutSeconds is above it.
+		AdmissionTimeout: admissionTimeout,
 	}
 	for _, edit := range edits {
 		edit(&opts)
@@ -194,9 +217,10 @@ func startController(t *testing.T, c certs, edits ...func(*controller.Options)) 
 	return rc
 }
 
-// get fetches a plain-HTTP URL of the controller.
+// get fetches a plain-HTTP URL of the controller (its timeout is a
+// failsafe: a busy machine under -race answers slowly, not wrongly).
 func get(url string) (int, string, error) {
-	client := &http.Client{Timeout: 2 * time.Second}
+	client := &http.Client{Timeout: 15 * time.Second}
 	resp, err := client.Get(url)
 	if err != nil {
 		return 0, "", err
@@ -241,11 +265,11 @@ func webhookConfiguration(url string, caPEM []byte) string {
   failurePolicy: Fail
   sideEffects: None
   admissionReviewVersions: [v1]
-  timeoutSeconds: 10
+  timeoutSeconds: %d
   namespaceSelector:
     matchExpressions:
     - {key: kubernetes.io/metadata.name, operator: In, values: [default, htc-system]}
-`, name, url, ca, group, version, resource)
+`, name, url, ca, group, version, resource, webhookTimeoutSeconds)
 	}
 	return "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata:\n  name: htc\nwebhooks:\n" +
 		hook("ingresses.validate.htc", "networking.k8s.io", "v1", "ingresses") +

@@ -58,10 +58,15 @@ func TestPublishToHAProxy(t *testing.T) {
 	}
 	r, _ := eventually(t, 15*time.Second, succeeded, publishConfig(t, root, frontendPort), "apply", "-f", "-")
 	require.NoError(t, r.err, "applying the config:\n%s", r)
+	// Its conditions and Events are this run's only (-count=N runs again on
+	// the same API server): the config goes with the test, and its Events
+	// are found by its UID.
+	configUID := mustKubectl(t, "", "get", "haproxytemplateconfig", "htc", "-n", publishConfigNS, "-o", "jsonpath={.metadata.uid}")
 	mustKubectl(t, externalNameService("local", "localhost", backendPort), "apply", "-f", "-")
 	mustKubectl(t, publishIngress("/app", backendPort), "apply", "-f", "-")
 	t.Cleanup(func() {
-		kubectl(t, "", "delete", "-n", publishNS, "ingress/web", "service/local", "--ignore-not-found")
+		cleanupKubectl(t, "delete", "-n", publishNS, "ingress/web", "service/local", "--ignore-not-found")
+		cleanupKubectl(t, "delete", "-n", publishConfigNS, "haproxytemplateconfig/htc", "--ignore-not-found")
 	})
 
 	rc := startController(t, generateCerts(t, dir), func(o *controller.Options) {
@@ -87,37 +92,36 @@ func TestPublishToHAProxy(t *testing.T) {
 	assert.Equal(t, "no route\n", body)
 	assert.Equal(t, "True", conditionStatus(t, "Valid"))
 	// The controller's first reload came before HAProxy listened; its retry
-	// (1 s back-off) reloads the HAProxy that now runs.
-	require.Eventually(t, func() bool { return conditionStatus(t, "Published") == "True" }, 30*time.Second, 100*time.Millisecond,
-		"Published never turned True\n%s", tail(rc.logs.String(), 20))
+	// (1 s back-off, growing) reloads the HAProxy that now runs.
+	waitCondition(t, rc, "Published", "True")
+	// Published=True is written after the reload was counted, and nothing
+	// changed since: the counter stands still until the next change.
+	reloads := metric(t, rc, reloadsSuccess)
 
 	// Changing the Ingress path changes routing.
-	reloads := metric(t, rc, `htc_haproxy_reloads_total{result="success"}`)
 	mustKubectl(t, publishIngress("/v2", backendPort), "apply", "-f", "-")
 	status, body = waitRoute(t, proxy, "/v2/x", http.StatusOK)
 	require.Equal(t, http.StatusOK, status, "the new path routes; got %q\n%s", body, tail(rc.logs.String(), 40))
-	status, _ = request(t, proxy, "/app/hello")
+	// Right after a reload the previous worker may still accept a
+	// connection before it handles its stop signal.
+	status, _ = waitRoute(t, proxy, "/app/hello", http.StatusNotFound)
 	assert.Equal(t, http.StatusNotFound, status, "the old path no longer routes")
-	// The new worker serves before the controller has seen the reload
-	// finish (HAProxy 3.0 answers "Success=1" once the worker is up): wait
-	// for the controller to count it before taking the count below.
-	require.Eventually(t, func() bool { return metric(t, rc, `htc_haproxy_reloads_total{result="success"}`) > reloads },
-		30*time.Second, 50*time.Millisecond, "the reload for the path change was never counted\n%s", tail(rc.logs.String(), 20))
+	// The new route answers as soon as HAProxy's new worker runs, a moment
+	// before the controller has verified that reload and counted it.
+	reloads = waitMetricAbove(t, rc, reloadsSuccess, reloads, "the reload of the new path was not counted")
 
 	// A change that renders the same configuration does not reload HAProxy.
-	reloads = metric(t, rc, `htc_haproxy_reloads_total{result="success"}`)
-	skipped := metric(t, rc, `htc_haproxy_reloads_total{result="skipped"}`)
+	skipped := metric(t, rc, reloadsSkipped)
 	cfgBefore, err := os.ReadFile(cfgFile)
 	require.NoError(t, err)
 	mustKubectl(t, "", "annotate", "-n", publishNS, "ingress/web", "note=renders-the-same", "--overwrite")
-	require.Eventually(t, func() bool { return metric(t, rc, `htc_haproxy_reloads_total{result="skipped"}`) > skipped },
-		30*time.Second, 50*time.Millisecond, "the unchanged render was not seen\n%s", tail(rc.logs.String(), 20))
-	assert.Equal(t, reloads, metric(t, rc, `htc_haproxy_reloads_total{result="success"}`), "no reload for an unchanged bundle")
+	// The skip is counted where a reload would be: once it is, the round is over.
+	waitMetricAbove(t, rc, reloadsSkipped, skipped, "the unchanged render was not seen")
+	assert.Equal(t, reloads, metric(t, rc, reloadsSuccess), "no reload for an unchanged bundle")
 
 	// A change outside admission that fails `haproxy -c` never reaches HAProxy.
 	mustKubectl(t, externalNameService("local", "does-not-exist.invalid", backendPort), "apply", "-f", "-")
-	require.Eventually(t, func() bool { return conditionStatus(t, "Valid") == "False" }, 30*time.Second, 100*time.Millisecond,
-		"the Valid condition never turned False\n%s", tail(rc.logs.String(), 30))
+	waitCondition(t, rc, "Valid", "False")
 	msg := mustKubectl(t, "", "get", "haproxytemplateconfig", "htc", "-n", publishConfigNS,
 		"-o", `jsonpath={.status.conditions[?(@.type=="Valid")].message}`)
 	assert.Contains(t, msg, "could not resolve address 'does-not-exist.invalid'")
@@ -130,16 +134,25 @@ func TestPublishToHAProxy(t *testing.T) {
 	assert.Equal(t, http.StatusOK, status, "HAProxy keeps routing with the last good configuration")
 	assert.Equal(t, "backend saw /v2/still\n", body)
 	assert.Equal(t, 0.0, metric(t, rc, "htc_live_config_valid"))
-	events := mustKubectl(t, "", "get", "events", "-n", publishConfigNS, "--field-selector", "involvedObject.name=htc",
-		"-o", `jsonpath={range .items[*]}{.type} {.reason}: {.message}{"\n"}{end}`)
-	assert.Regexp(t, `Warning HAProxyCheckFailed: .*could not resolve address 'does-not-exist\.invalid'`, events)
+	// The Event is recorded with the condition but posted to the API server
+	// asynchronously (the recorder's broadcaster): wait until it is there.
+	checkFailed := regexp.MustCompile(`Warning HAProxyCheckFailed: .*could not resolve address 'does-not-exist\.invalid'`)
+	var events string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		events = mustKubectl(t, "", "get", "events", "-n", publishConfigNS, "--field-selector", "involvedObject.uid="+configUID,
+			"-o", `jsonpath={range .items[*]}{.type} {.reason}: {.message}{"\n"}{end}`)
+		if checkFailed.MatchString(events) || time.Now().After(deadline) {
+			break
+		}
+	}
+	assert.Regexp(t, checkFailed, events)
 	t.Logf("Valid condition message: %s\nEvents of the config:\n%s%s", msg, events,
 		mustKubectl(t, "", "get", "haproxytemplateconfig", "-n", publishConfigNS))
 	assert.Contains(t, rc.logs.String(), "the live configuration fails its checks")
 
 	// Repairing it makes the configuration valid and live again.
 	mustKubectl(t, externalNameService("local", "localhost", backendPort), "apply", "-f", "-")
-	require.Eventually(t, func() bool { return conditionStatus(t, "Valid") == "True" }, 30*time.Second, 100*time.Millisecond)
+	waitCondition(t, rc, "Valid", "True")
 	status, _ = waitRoute(t, proxy, "/v2/back", http.StatusOK)
 	assert.Equal(t, http.StatusOK, status)
 	assert.Equal(t, 1.0, metric(t, rc, "htc_live_config_valid"))
@@ -242,22 +255,74 @@ func waitRoute(t *testing.T, base, path string, want int) (int, string) {
 // conditionStatus is the status of the publish config's condition typ.
 func conditionStatus(t *testing.T, typ string) string {
 	t.Helper()
-	return mustKubectl(t, "", "get", "haproxytemplateconfig", "htc", "-n", publishConfigNS,
-		"-o", `jsonpath={.status.conditions[?(@.type=="`+typ+`")].status}`)
+	return mustKubectl(t, "", conditionArgs(typ)...)
+}
+
+func conditionArgs(typ string) []string {
+	return []string{"get", "haproxytemplateconfig", "htc", "-n", publishConfigNS,
+		"-o", `jsonpath={.status.conditions[?(@.type=="` + typ + `")].status}`}
+}
+
+// waitCondition waits until the publish config's condition typ has status
+// want (a kubectl that fails on a busy machine is tried again).
+func waitCondition(t *testing.T, rc *runningController, typ, want string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		r := kubectl(t, "", conditionArgs(typ)...)
+		if r.err == nil && r.stdout == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the %s condition never turned %s; last:\n%s\n%s", typ, want, r, tail(rc.logs.String(), 30))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Series of htc_haproxy_reloads_total.
+const (
+	reloadsSuccess = `htc_haproxy_reloads_total{result="success"}`
+	reloadsSkipped = `htc_haproxy_reloads_total{result="skipped"}`
+)
+
+// waitMetricAbove waits until series is above was (the controller counted
+// the step the test waits for) and returns its value then. A scrape that
+// fails is tried again.
+func waitMetricAbove(t *testing.T, rc *runningController, series string, was float64, msg string) float64 {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		now, err := metricValue(rc, series)
+		if err == nil && now > was {
+			return now
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %s stayed at %v (last scrape: %v, error %v)\n%s", msg, series, was, now, err, tail(rc.logs.String(), 20))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // metric reads one sample of the controller's /metrics (0 when absent).
 func metric(t *testing.T, rc *runningController, series string) float64 {
 	t.Helper()
-	_, body, err := get("http://" + rc.metricsAddr + "/metrics")
-	require.NoError(t, err)
-	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindStringSubmatch(body)
-	if m == nil {
-		return 0
-	}
-	v, err := strconv.ParseFloat(m[1], 64)
+	v, err := metricValue(rc, series)
 	require.NoError(t, err)
 	return v
+}
+
+// metricValue reads one sample of the controller's /metrics (0 when absent).
+func metricValue(rc *runningController, series string) (float64, error) {
+	_, body, err := get("http://" + rc.metricsAddr + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindStringSubmatch(body)
+	if m == nil {
+		return 0, nil
+	}
+	return strconv.ParseFloat(m[1], 64)
 }
 
 // publishConfig is the example config in the publish namespace, watching

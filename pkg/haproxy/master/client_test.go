@@ -139,11 +139,9 @@ func TestCommandSendsQuit(t *testing.T) {
 	})
 	c := &Client{SocketPath: f.path, CommandTimeout: 2 * time.Second}
 
-	start := time.Now()
 	out, err := c.Command(context.Background(), "show proc")
-	require.NoError(t, err)
+	require.NoError(t, err, "without quit the answer would end in the timeout, an error")
 	assert.Equal(t, showProc26, out)
-	assert.Less(t, time.Since(start), time.Second)
 	assert.Equal(t, []string{"show proc", "quit"}, f.received())
 
 	st, err := c.ShowProc(context.Background())

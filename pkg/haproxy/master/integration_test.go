@@ -21,6 +21,10 @@ import (
 	"github.com/haproxy-template/htc/internal/testutil"
 )
 
+// failsafe bounds a wait for what HAProxy reports; it only ends a test that
+// would otherwise hang (a busy machine under -race is slow, never wrong).
+const failsafe = 30 * time.Second
+
 // haproxyBinary finds haproxy in PATH. Without it the test is skipped,
 // except under CI=true where it fails.
 func haproxyBinary(t *testing.T) string {
@@ -112,7 +116,7 @@ func startHAProxy(t *testing.T, bin string, opts ...func(*exec.Cmd)) *haproxyPro
 	})
 
 	c := h.client()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(failsafe)
 	for {
 		st, err := c.ShowProc(context.Background())
 		if err == nil && len(st.Workers) > 0 {
@@ -152,12 +156,12 @@ func (h *haproxyProc) get(t *testing.T) string {
 	return strings.TrimSpace(string(body))
 }
 
-// getEventually is get until it returns want, for at most 2s, and reports
-// how many attempts it took. Right after a reload the previous worker may
-// still accept a connection before it handles its stop signal.
+// getEventually is get until it returns want (for at most the failsafe) and
+// reports how many attempts it took. Right after a reload the previous worker
+// may still accept a connection before it handles its stop signal.
 func (h *haproxyProc) getEventually(t *testing.T, want string) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(failsafe)
 	for attempt := 1; ; attempt++ {
 		got := h.get(t)
 		if got == want {
@@ -197,7 +201,7 @@ func TestIntegrationReload(t *testing.T) {
 		require.Eventually(t, func() bool {
 			out, err := c.Command(ctx, "@1 show fd")
 			return err == nil && strings.Contains(out, rport)
-		}, 5*time.Second, 20*time.Millisecond, "the worker did not accept the held connection")
+		}, failsafe, 20*time.Millisecond, "the worker did not accept the held connection")
 
 		h.writeConfig(t, "v2", false)
 		res, err := c.Reload(ctx)
@@ -232,7 +236,7 @@ func TestIntegrationReload(t *testing.T) {
 		assert.Equal(t, "v2", h.get(t))
 		assert.Eventually(t, func() bool {
 			return strings.Contains(h.out.String(), "unknown keyword 'bogus'")
-		}, 2*time.Second, 20*time.Millisecond, "haproxy logs why it refused the configuration")
+		}, failsafe, 20*time.Millisecond, "haproxy logs why it refused the configuration")
 		// HAProxy 3.0 also says why to the caller: the reload's answer
 		// carries the startup logs, and `show startup-logs` keeps them.
 		assert.Contains(t, re.Output, "unknown keyword 'bogus' in 'frontend' section")
@@ -268,7 +272,9 @@ func TestIntegrationReload(t *testing.T) {
 }
 
 // TestIntegrationCommandAfterReload checks that Command still returns at once
-// after a re-exec, when HAProxy 2.6 no longer closes the connection by itself.
+// after a re-exec, when HAProxy 2.6 no longer closes the connection by itself:
+// a Command that waited for the master to close would end in its
+// CommandTimeout, an error.
 func TestIntegrationCommandAfterReload(t *testing.T) {
 	bin := haproxyBinary(t)
 	h := startHAProxy(t, bin)
@@ -279,10 +285,8 @@ func TestIntegrationCommandAfterReload(t *testing.T) {
 	_, err := c.Reload(ctx)
 	require.NoError(t, err)
 	for range 3 {
-		start := time.Now()
 		out, err := c.Command(ctx, "show proc")
-		require.NoError(t, err)
-		assert.Less(t, time.Since(start), time.Second)
+		require.NoError(t, err, "the answer ends with the connection, not with the timeout")
 		assert.Contains(t, out, "# workers")
 	}
 

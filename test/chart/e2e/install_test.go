@@ -269,7 +269,18 @@ func TestHelmInstalledWebhookDeniesBadIngress(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 
+	// The API server picks the ValidatingWebhookConfiguration up
+	// asynchronously: wait until it calls the webhook (a dry run is denied).
 	bad := filepath.Join(root, "examples", "ingress", "bad-ingress.yaml")
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		out, err = kubectl("apply", "--dry-run=server", "-f", bad)
+		if err != nil && strings.Contains(out, "denied the request") {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the API server does not call the webhook 30 s after it was ready: %v\n%s", out, logs)
+		time.Sleep(200 * time.Millisecond)
+	}
 	out, err = kubectl("apply", "-f", bad)
 	require.Error(t, err, "the bad Ingress is denied")
 	assert.Contains(t, out, `admission webhook "ingresses.validate.htc" denied the request: Service 'api' not found`)
