@@ -34,10 +34,11 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	env, err := checkingEnv(f.haproxy, f.allowed.stringList)
+	env, wait, err := checkingEnv(f.haproxy, f.allowed.stringList)
 	if err != nil {
 		return err
 	}
+	defer wait()
 	if f.testCache != "" {
 		env.Tests = testrun.NewCacheWithStore(4, testrun.DirStore{Dir: f.testCache, Salt: testCacheSalt(f.haproxy, f.allowed.stringList)})
 	}

@@ -116,7 +116,7 @@ spec:
 		code int
 		out  string
 	}{
-		{"delete a Service an Ingress needs", []string{"--object", echoSvc, "--operation", "delete"}, exitRejected, "denied: Service 'echo' not found\n"},
+		{"delete a Service an Ingress needs", []string{"--object", echoSvc, "--operation", "delete"}, exitRejected, "denied: Service default/echo is still needed by Ingress default/echo: Service 'echo' not found\n"},
 		{"update defaults when the object exists", []string{"--object", brokenEcho}, exitRejected, "denied: Service 'gone' not found\n"},
 		{"update of an unchanged Service", []string{"--object", echoSvc}, exitOK, "allowed\n"},
 	} {

@@ -35,13 +35,16 @@ func allowedDirectivesFlag(fs *flag.FlagSet) *defaultedList {
 
 // checkingEnv returns the Env of commands that check, with the operator's
 // grant: the haproxy binary is resolved now, so a missing one is reported
-// before any work.
-func checkingEnv(haproxyPath string, grant []string) (dryrun.Env, error) {
+// before any work. wait blocks until every check started in env has
+// returned (haproxy killed, workspace removed): a command interrupted by a
+// signal calls it before it exits, so that nothing it started outlives it.
+func checkingEnv(haproxyPath string, grant []string) (env dryrun.Env, wait func(), err error) {
 	checker, err := haproxy.NewChecker(haproxy.Options{HAProxyPath: haproxyPath})
 	if err != nil {
-		return dryrun.Env{}, err
+		return dryrun.Env{}, nil, err
 	}
-	return dryrun.Env{Grant: grant, CheckerFor: func(allowed []string) dryrun.Checker { return checker.Allowing(allowed) }}, nil
+	env = dryrun.Env{Grant: grant, CheckerFor: func(allowed []string) dryrun.Checker { return checker.Allowing(allowed) }}
+	return env, checker.Wait, nil
 }
 
 // loadOffline loads the config file and builds its pipeline in env (the

@@ -35,10 +35,11 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := oneOf("o", output, "text", "json"); err != nil {
 		return err
 	}
-	env, err := checkingEnv(haproxy, allowed.stringList)
+	env, wait, err := checkingEnv(haproxy, allowed.stringList)
 	if err != nil {
 		return err
 	}
+	defer wait()
 	o, err := loadOffline(configPath, env)
 	if err != nil {
 		return err

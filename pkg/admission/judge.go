@@ -140,6 +140,11 @@ func stillFailing(base *Baseline, changed []bundle.ObjectRef, diag *dryrun.Diagn
 // still need what it removes.
 func (a *Admitter) introducedReason(base *Baseline, pr proposal, fs []dryrun.Failure) string {
 	reason := fs[0].String()
+	if ownFailure(fs[0], pr.changed) {
+		// The requester knows which object it is: the reason alone, as the
+		// template says it (e.g. "Service 'api' not found").
+		reason = fs[0].Reason
+	}
 	if len(fs) > 1 {
 		reason += fmt.Sprintf(" (and %d more)", len(fs)-1)
 	}
@@ -162,7 +167,21 @@ func (a *Admitter) introducedReason(base *Baseline, pr proposal, fs []dryrun.Fai
 	if len(users) == 0 {
 		return reason
 	}
+	if len(fs[0].Objects) > 0 {
+		reason = fs[0].Reason // the objects are named as the users
+	}
 	return fmt.Sprintf("%s is still needed by %s: %s", pr.deleted, strings.Join(users, ", "), reason)
+}
+
+// ownFailure reports whether f is a failure of the changed object alone.
+func ownFailure(f dryrun.Failure, changed []bundle.ObjectRef) bool {
+	if len(f.Objects) != 1 {
+		return false
+	}
+	o := f.Objects[0]
+	return slices.ContainsFunc(changed, func(c bundle.ObjectRef) bool {
+		return c.Kind == o.Kind && c.Namespace == o.Namespace && c.Name == o.Name
+	})
 }
 
 // deletedRef names the object a DELETE removes, in its first store.

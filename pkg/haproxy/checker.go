@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	parser "github.com/haproxytech/config-parser/v5"
@@ -81,7 +82,17 @@ type Checker struct {
 	allowed     []string
 	cache       *parseCache // nil when disabled
 	chunkBytes  int         // maxChunkBytes; smaller in tests
+	// active counts the Checks in progress, shared with the checkers
+	// Allowing derives (see Wait).
+	active *sync.WaitGroup
 }
+
+// Wait blocks until every Check of this checker (and of those Allowing
+// derived from it) has returned: after their contexts ended, once their
+// haproxy process groups are killed and their workspaces removed. A
+// command that stops on a signal waits for it before it exits, so that
+// nothing it started outlives it.
+func (c *Checker) Wait() { c.active.Wait() }
 
 // NewChecker resolves the haproxy binary and applies defaults.
 func NewChecker(opts Options) (*Checker, error) {
@@ -113,6 +124,7 @@ func NewChecker(opts Options) (*Checker, error) {
 	}
 	return &Checker{
 		tempDir:     opts.TempDir,
+		active:      &sync.WaitGroup{},
 		cache:       cache,
 		haproxyPath: resolved,
 		timeout:     timeout,
@@ -158,6 +170,8 @@ func (c *Checker) HAProxyPath() string { return c.haproxyPath }
 // the configuration's. The Result is returned in every case, with the
 // durations of the phases that ran.
 func (c *Checker) Check(ctx context.Context, b *bundle.Bundle) (*Result, error) {
+	c.active.Add(1)
+	defer c.active.Done()
 	res := &Result{Durations: make(map[phase.Phase]time.Duration)}
 	if b == nil {
 		return res, errors.New("check: nil bundle")

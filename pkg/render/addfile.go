@@ -40,7 +40,11 @@ func (s *renderState) include(name string, data any) (string, error) {
 // Files added while rendering haproxy.cfg are known to pathFor in the maps,
 // files and certificates rendered after it. Their content counts towards
 // the bundle size limit.
-func (s *renderState) addFile(kind, name string, content any) (string, error) {
+//
+// An optional fourth argument, a resource object, is the object the file
+// belongs to in the source map (e.g. the Secret a certificate comes from);
+// by default it is the object being iterated over with Each.
+func (s *renderState) addFile(kind, name string, content any, owner ...any) (string, error) {
 	if err := s.interrupted(); err != nil {
 		return "", err
 	}
@@ -76,7 +80,20 @@ func (s *renderState) addFile(kind, name string, content any) (string, error) {
 		}
 	}
 	s.added[k][name] = text
+	s.sources.file(relPath(k, name), s.ownerRef(owner))
 	return bundle.Path(s.baseDir, k, name), nil
+}
+
+// ownerRef is the source-map reference of addFile's optional owner, 0 when
+// there is none (or it is no object a store returned).
+func (s *renderState) ownerRef(owner []any) int32 {
+	if len(owner) == 0 {
+		return 0
+	}
+	if obj, ok := objectContent(owner[0]); ok {
+		return s.sources.ref(obj)
+	}
+	return 0
 }
 
 // addedTo copies the files added during the render into b.

@@ -186,7 +186,8 @@ func satAdd(a, b int64) int64 {
 type boundedWriter struct {
 	bytes.Buffer
 	b       *budget
-	scratch bool // include's capture, not bundle output
+	scratch bool     // include's capture, not bundle output
+	t       *tracker // the render's source map (nil: none)
 }
 
 // Write appends p unless the render was interrupted or p exceeds the budget.
@@ -205,6 +206,9 @@ func (w *boundedWriter) Write(p []byte) (int, error) {
 	}
 	if err != nil {
 		return 0, err
+	}
+	if w.t != nil && !w.scratch {
+		w.t.wrote(w.Len())
 	}
 	return w.Buffer.Write(p)
 }

@@ -75,6 +75,7 @@ func (e *Engine) release(b *boundSet) {
 	b.st.end()
 	b.st.baseDir = ""
 	b.st.added, b.st.depth, b.st.tails = nil, 0, nil
+	b.st.sources.reset()
 	if len(b.st.owned) > 1024 {
 		b.st.owned = make(map[unsafe.Pointer]struct{})
 	} else {
@@ -250,18 +251,20 @@ func (e *Engine) Render(ctx context.Context, in Input) (*bundle.Bundle, error) {
 		return nil, renderError("internal: "+err.Error(), err)
 	}
 	defer e.release(set)
-	data := e.context(in, ctx)
+	st := set.st
+	data := e.context(in, ctx, &st.sources)
 	b := &bundle.Bundle{BaseDir: in.BaseDir, Maps: map[string]string{}, Files: map[string]string{}, Certs: map[string]string{}}
-	buf := boundedWriter{b: &set.st.budget}
+	buf := boundedWriter{b: &st.budget, t: &st.sources}
 	for _, o := range e.outputs {
 		if err := contextErr(ctx); err != nil {
 			return nil, cancelled(err)
 		}
 		buf.Reset()
 		if err := set.tmpl.ExecuteTemplate(&buf, o.tmpl, data); err != nil {
-			return nil, execError(o.tmpl, err)
+			return nil, attribute(execError(o.tmpl, err), st.sources.failedIn(explicitObject(err)))
 		}
 		out := buf.String()
+		st.sources.finish(relPath(o.kind, o.name), out)
 		if i := strings.Index(out, noValue); i >= 0 {
 			nv := &NoValueError{Template: o.tmpl, OutputLine: 1 + strings.Count(out[:i], "\n")}
 			return nil, renderError(nv.Error(), nv)
@@ -277,8 +280,17 @@ func (e *Engine) Render(ctx context.Context, in Input) (*bundle.Bundle, error) {
 			b.Certs[o.name] = out
 		}
 	}
-	set.st.addedTo(b)
+	st.addedTo(b)
+	b.Sources = st.sources.sources()
 	return b, nil
+}
+
+// relPath is the bundle-relative path of an output.
+func relPath(k bundle.Kind, name string) string {
+	if k == "" {
+		return bundle.ConfigFileName
+	}
+	return bundle.Dir(k) + "/" + name
 }
 
 // Context returns the render context templates see as their dot:
@@ -286,13 +298,13 @@ func (e *Engine) Render(ctx context.Context, in Input) (*bundle.Bundle, error) {
 // Objects and extraContext are shared with the stores and the Engine and
 // must not be modified.
 func (e *Engine) Context(in Input) map[string]any {
-	return e.context(in, nil)
+	return e.context(in, nil, nil)
 }
 
-func (e *Engine) context(in Input, ctx context.Context) map[string]any {
+func (e *Engine) context(in Input, ctx context.Context, t *tracker) map[string]any {
 	res := make(map[string]*ResourceStore, len(in.Stores))
 	for k, r := range in.Stores {
-		res[k] = &ResourceStore{key: k, r: r, ctx: ctx}
+		res[k] = &ResourceStore{key: k, r: r, ctx: ctx, t: t}
 	}
 	return map[string]any{"resources": res, "extraContext": e.extra}
 }

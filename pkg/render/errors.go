@@ -41,6 +41,8 @@ type FailError struct {
 	Line int
 	// Message is the template's message.
 	Message string
+	// source is the object the template named (fail OBJ MESSAGE).
+	source map[string]any
 }
 
 // Error returns the message alone: it is what the user reads.
@@ -60,10 +62,24 @@ type ValueError struct {
 	Field string
 	// Message is the full description, naming Object and Field when known.
 	Message string
+	// source is the object the value came from, when the template passed it.
+	source map[string]any
 }
 
 // Error returns the message.
 func (e *ValueError) Error() string { return e.Message }
+
+// explicitObject returns the object a failing fail or value helper was
+// given, or nil.
+func explicitObject(err error) map[string]any {
+	if fe, ok := errors.AsType[*FailError](err); ok && fe.source != nil {
+		return fe.source
+	}
+	if ve, ok := errors.AsType[*ValueError](err); ok && ve.source != nil {
+		return ve.source
+	}
+	return nil
+}
 
 // NoValueError reports that a rendered output contains "<no value>", which
 // text/template prints for a missing (nil) value.

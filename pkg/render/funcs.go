@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"reflect"
 	"sort"
 	"text/template"
@@ -45,9 +46,23 @@ func buildStaticFuncs() template.FuncMap {
 	return m
 }
 
-// failFunc implements fail MESSAGE.
-func failFunc(msg string) (string, error) {
-	return "", &FailError{Message: msg}
+// failFunc implements fail MESSAGE and fail OBJECT MESSAGE: rendering stops
+// with MESSAGE as the reason; OBJECT, a resource object, names what the
+// failure is about (by default, the object being iterated over with Each).
+func failFunc(args ...any) (string, error) {
+	switch len(args) {
+	case 1:
+		if msg, ok := args[0].(string); ok {
+			return "", &FailError{Message: msg}
+		}
+	case 2:
+		obj, ok := objectContent(args[0])
+		msg, isString := args[1].(string)
+		if isString && (ok || args[0] == nil) {
+			return "", &FailError{Message: msg, source: obj}
+		}
+	}
+	return "", fmt.Errorf("fail: want MESSAGE or OBJECT MESSAGE, got %d arguments", len(args))
 }
 
 // sortedKeys is sprig's keys with the keys sorted (sprig's order is random).
@@ -78,6 +93,7 @@ func sortedValues(dict map[string]any) []any {
 func dynamicFuncs(s *renderState) template.FuncMap {
 	return template.FuncMap{
 		"pathFor":            s.pathFor,
+		"each":               s.each,
 		"addFile":            s.addFile,
 		"include":            s.include,
 		"field":              s.field,

@@ -107,11 +107,11 @@ func (s *renderState) checked(f func(...any) (string, error)) func(...any) (stri
 
 // fail is fail with a deadline check: a render stopped by its deadline
 // reports the deadline, whatever the template would have failed with.
-func (s *renderState) fail(msg string) (string, error) {
+func (s *renderState) fail(args ...any) (string, error) {
 	if err := s.interrupted(); err != nil {
 		return "", err
 	}
-	return failFunc(msg)
+	return failFunc(args...)
 }
 
 // checkedField is field with a deadline check.

@@ -3,6 +3,7 @@ package render
 import (
 	"context"
 	"fmt"
+	"iter"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -21,6 +22,7 @@ type ResourceStore struct {
 	key string
 	r   store.Reader
 	ctx context.Context // nil outside Render
+	t   *tracker        // the render's source map; nil outside Render
 }
 
 // check returns an error when s is nil or the render was cancelled.
@@ -66,7 +68,15 @@ func (s *ResourceStore) Get(keys ...string) (map[string]any, error) {
 	if !ok || obj == nil {
 		return nil, nil
 	}
+	s.returned(obj.Object)
 	return obj.Object, nil
+}
+
+// returned records, for the source map, that the store returned obj.
+func (s *ResourceStore) returned(obj map[string]any) {
+	if s.t != nil {
+		s.t.returned(s.key, obj)
+	}
 }
 
 // Fetch returns every object whose leading index keys equal keys, in List
@@ -78,7 +88,44 @@ func (s *ResourceStore) Fetch(keys ...string) ([]map[string]any, error) {
 	if idx := s.r.IndexBy(); len(keys) > len(idx) {
 		return nil, fmt.Errorf(".resources.%s.Fetch: want at most %d keys (%s), got %d", s.key, len(idx), strings.Join(idx, ", "), len(keys))
 	}
-	return contents(s.r.Fetch(keys...)), nil
+	out := contents(s.r.Fetch(keys...))
+	for _, o := range out {
+		s.returned(o)
+	}
+	return out, nil
+}
+
+// Each iterates, in List order, over the objects whose leading index keys
+// equal keys (every object with no keys), like Fetch — for range:
+// {{ range $ing := .resources.ingresses.Each }}. While the body runs for an
+// object, that object is the current one: what the body writes, the files
+// it adds and the objects it reads are attributed to it, and a failure in
+// it names it (the source map admission uses to judge a change by what it
+// breaks).
+func (s *ResourceStore) Each(keys ...string) (iter.Seq[map[string]any], error) {
+	objs, err := s.Fetch(keys...)
+	if err != nil {
+		return nil, err
+	}
+	return func(yield func(map[string]any) bool) {
+		if s.t != nil {
+			defer s.t.unwinding(len(s.t.current))
+		}
+		for _, o := range objs {
+			if s.t == nil {
+				if !yield(o) {
+					return
+				}
+				continue
+			}
+			s.t.push(s.t.ref(o))
+			more := yield(o)
+			s.t.pop()
+			if !more {
+				return
+			}
+		}
+	}, nil
 }
 
 // Len returns the number of objects in the store.

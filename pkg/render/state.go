@@ -36,6 +36,8 @@ type renderState struct {
 	// tails holds, per backing array push made, its longest list and its
 	// capacity (see push).
 	tails map[unsafe.Pointer]tail
+	// sources keeps the render's source map.
+	sources tracker
 }
 
 func newRenderState(e *Engine, baseDir string) *renderState {

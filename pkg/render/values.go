@@ -50,7 +50,7 @@ func (o valueOrigin) describe(v string) string {
 // errorf builds the *ValueError for a value v from o: "<what> <problem>".
 func (o valueOrigin) errorf(v, problem string) *ValueError {
 	o = o.named()
-	return &ValueError{Object: o.object, Field: o.field, Message: o.describe(v) + " " + problem}
+	return &ValueError{Object: o.object, Field: o.field, Message: o.describe(v) + " " + problem, source: o.obj}
 }
 
 // quoteForMessage quotes v for an error message, escaped and truncated.

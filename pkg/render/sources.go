@@ -1,0 +1,253 @@
+package render
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"text/template"
+	"unsafe"
+
+	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/phase"
+)
+
+// tracker keeps the source map of one render (bundle.Sources): which
+// object each line of an output came from, which object each added file
+// belongs to, and which objects each object read. An object is "current"
+// while a template iterates over it (.resources.<key>.Each, each): what is
+// written then is its. One render uses it from one goroutine.
+type tracker struct {
+	objects []bundle.ObjectRef
+	// index maps an object's content map to 1 + its index in objects.
+	index map[unsafe.Pointer]int32
+	// stores maps the content map of an object a store returned to the
+	// store's key.
+	stores map[unsafe.Pointer]string
+	// current is the stack of iterated objects (1 + index), innermost last.
+	current []int32
+	// spans are where the current object changed in the output being
+	// written: at byte off, obj (0: none) became current.
+	spans []span
+	lines map[string][]int32
+	files map[string]int32
+	reads map[int32][]int32
+}
+
+// span is a change of the current object at an output offset.
+type span struct {
+	off int
+	obj int32
+}
+
+// reset empties the tracker for the next render, keeping its allocations.
+func (t *tracker) reset() {
+	t.objects = t.objects[:0]
+	t.current = t.current[:0]
+	t.spans = t.spans[:0]
+	t.index, t.stores, t.lines, t.files, t.reads = nil, nil, nil, nil, nil
+}
+
+// mapPtr is a map's identity.
+func mapPtr(m map[string]any) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&m)) }
+
+// returned records that store key returned obj.
+func (t *tracker) returned(key string, obj map[string]any) {
+	if obj == nil {
+		return
+	}
+	if t.stores == nil {
+		t.stores = map[unsafe.Pointer]string{}
+	}
+	t.stores[mapPtr(obj)] = key
+	if top := t.top(); top != 0 {
+		t.read(top, t.ref(obj))
+	}
+}
+
+// ref returns 1 + the index of obj, adding it on first sight; 0 for a map
+// no store returned.
+func (t *tracker) ref(obj map[string]any) int32 {
+	p := mapPtr(obj)
+	if i, ok := t.index[p]; ok {
+		return i
+	}
+	key, ok := t.stores[p]
+	if !ok {
+		return 0
+	}
+	if t.index == nil {
+		t.index = map[unsafe.Pointer]int32{}
+	}
+	t.objects = append(t.objects, refOf(key, obj))
+	i := int32(len(t.objects))
+	t.index[p] = i
+	return i
+}
+
+// refOf names a store object.
+func refOf(key string, obj map[string]any) bundle.ObjectRef {
+	kind, _ := obj["kind"].(string)
+	meta, _ := obj["metadata"].(map[string]any)
+	ns, _ := meta["namespace"].(string)
+	name, _ := meta["name"].(string)
+	return bundle.ObjectRef{Store: key, Kind: kind, Namespace: ns, Name: name}
+}
+
+// top is the current object (1 + index), 0 when none.
+func (t *tracker) top() int32 {
+	if len(t.current) == 0 {
+		return 0
+	}
+	return t.current[len(t.current)-1]
+}
+
+// unwinding restores the stack of current objects to depth when a panic
+// other than a template error goes through an iterator: text/template's
+// {{ break }} leaves a range over an iterator by panicking through it, and
+// the objects it left must not stay current. A template error
+// (template.ExecError) leaves the stack as it is: the failure is
+// attributed to the objects it happened in. The panic goes on.
+func (t *tracker) unwinding(depth int) {
+	if r := recover(); r != nil {
+		if _, failed := r.(template.ExecError); !failed {
+			t.current = t.current[:depth]
+		}
+		panic(r)
+	}
+}
+
+// push makes obj current; pop ends it.
+func (t *tracker) push(obj int32) { t.current = append(t.current, obj) }
+func (t *tracker) pop()           { t.current = t.current[:len(t.current)-1] }
+
+// read records that reader's rendering read obj.
+func (t *tracker) read(reader, obj int32) {
+	if obj == 0 || obj == reader {
+		return
+	}
+	if t.reads == nil {
+		t.reads = map[int32][]int32{}
+	}
+	if !slices.Contains(t.reads[reader], obj) {
+		t.reads[reader] = append(t.reads[reader], obj)
+	}
+}
+
+// wrote is called before off bytes of the current output were written
+// and more follow: it records a change of the current object.
+func (t *tracker) wrote(off int) {
+	top := t.top()
+	if n := len(t.spans); n > 0 && t.spans[n-1].obj == top {
+		return
+	}
+	if n := len(t.spans); n == 0 && top == 0 {
+		return
+	}
+	t.spans = append(t.spans, span{off: off, obj: top})
+}
+
+// finish turns the spans of an output into its per-line objects: a line
+// belongs to the last object that wrote any of its bytes.
+func (t *tracker) finish(relPath, text string) {
+	defer func() { t.spans = t.spans[:0] }()
+	if len(t.spans) == 0 {
+		return
+	}
+	lines := make([]int32, strings.Count(text, "\n")+1)
+	si, line, start := 0, 0, 0
+	for line < len(lines) {
+		end := strings.IndexByte(text[start:], '\n')
+		if end < 0 {
+			end = len(text)
+		} else {
+			end += start
+		}
+		// spans[si] is the last span starting at or before start.
+		for si+1 < len(t.spans) && t.spans[si+1].off <= start {
+			si++
+		}
+		obj := int32(0)
+		if t.spans[si].off <= start {
+			obj = t.spans[si].obj
+		}
+		for j := si + 1; j < len(t.spans) && t.spans[j].off < end; j++ {
+			if t.spans[j].obj != 0 {
+				obj = t.spans[j].obj
+			}
+		}
+		lines[line] = obj
+		line, start = line+1, end+1
+	}
+	if t.lines == nil {
+		t.lines = map[string][]int32{}
+	}
+	t.lines[relPath] = lines
+}
+
+// file records that an added file belongs to obj (0: the current object).
+func (t *tracker) file(relPath string, obj int32) {
+	if obj == 0 {
+		obj = t.top()
+	}
+	if obj == 0 {
+		return
+	}
+	if t.files == nil {
+		t.files = map[string]int32{}
+	}
+	t.files[relPath] = obj
+}
+
+// sources returns the source map kept (nil when no object was tracked).
+func (t *tracker) sources() *bundle.Sources {
+	if len(t.objects) == 0 {
+		return nil
+	}
+	return &bundle.Sources{Objects: slices.Clone(t.objects), Lines: t.lines, Files: t.files, Reads: t.reads}
+}
+
+// failedIn returns the objects being rendered when rendering failed (the
+// stack of current objects, innermost last), or the explicit one.
+func (t *tracker) failedIn(explicit map[string]any) []bundle.ObjectRef {
+	if explicit != nil {
+		if i := t.ref(explicit); i != 0 {
+			return []bundle.ObjectRef{t.objects[i-1]}
+		}
+	}
+	out := make([]bundle.ObjectRef, 0, len(t.current))
+	for _, i := range t.current {
+		out = append(out, t.objects[i-1])
+	}
+	return out
+}
+
+// AttributedError is a render failure that happened while the objects
+// Objects returns were being rendered (innermost last): the objects a
+// failure of the configuration is attributed to.
+type AttributedError struct {
+	objs []bundle.ObjectRef
+	err  error
+}
+
+// Error returns the wrapped error's text.
+func (e *AttributedError) Error() string { return e.err.Error() }
+
+// Unwrap returns the failure.
+func (e *AttributedError) Unwrap() error { return e.err }
+
+// Objects are the objects being rendered, innermost last.
+func (e *AttributedError) Objects() []bundle.ObjectRef { return slices.Clone(e.objs) }
+
+// attribute wraps the cause of a render-phase error with the objects it
+// happened in.
+func attribute(pe *phase.Error, objs []bundle.ObjectRef) *phase.Error {
+	if len(objs) == 0 || pe == nil {
+		return pe
+	}
+	cause := pe.Err
+	if cause == nil {
+		cause = errors.New(pe.Reason)
+	}
+	pe.Err = &AttributedError{objs: objs, err: cause}
+	return pe
+}
