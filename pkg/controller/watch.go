@@ -34,6 +34,12 @@ func startWatcher(ctx context.Context, client dynamic.Interface, r watched.Resou
 	inf := dynamicinformer.NewFilteredDynamicInformer(client, key.GVR, metav1.NamespaceAll, 0, cache.Indexers{},
 		func(o *metav1.ListOptions) { o.LabelSelector = key.Selector })
 	log = log.With("resource", key.String())
+	// The stores keep no managedFields and no last-applied copy (see
+	// watched.Trim): set before the informer runs, it applies to every
+	// object the informer caches, which is most of the controller's memory.
+	if err := inf.Informer().SetTransform(watched.Trim); err != nil {
+		return nil, err
+	}
 	sink := &storeSink{store: st, log: log, changed: changed}
 	reg, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    sink.add,

@@ -36,6 +36,8 @@ func (m *Model) StoreChanges(c Change) (map[string]store.Change, error) {
 	default:
 		return nil, fmt.Errorf("unsupported operation %q", c.Operation)
 	}
+	// The proposed objects are stored as the informers store them.
+	c.Object, c.OldObject = trimmed(c.Object), trimmed(c.OldObject)
 	out := map[string]store.Change{}
 	for _, r := range m.For(c.Resource) {
 		if sc, ok := r.storeChange(c); ok {
@@ -83,4 +85,21 @@ func (m *Model) Overlay(stores store.Set, c Change) (out store.Set, changed []st
 		changed = append(changed, key)
 	}
 	return out, changed, nil
+}
+
+// trimmed returns a trimmed copy of obj (see Trim); nil stays nil. The
+// request's object is left as it is: it is also what reasons are redacted
+// against.
+func trimmed(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	if obj == nil {
+		return nil
+	}
+	meta, _ := obj.Object["metadata"].(map[string]any)
+	ann, _ := meta["annotations"].(map[string]any)
+	if meta["managedFields"] == nil && ann[LastAppliedAnnotation] == nil {
+		return obj
+	}
+	c := obj.DeepCopy()
+	_, _ = Trim(c)
+	return c
 }

@@ -1,0 +1,36 @@
+package watched
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// LastAppliedAnnotation is kubectl's copy of the last applied manifest.
+const LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// Trim removes from obj, in place, what the stores never keep:
+// metadata.managedFields (server-side apply bookkeeping, often a third of
+// an object) and kubectl's last-applied-configuration annotation (a second
+// copy of the object). Templates do not see them; informers trim every
+// object before it reaches a store, and admission trims the proposed
+// objects the same way, so a change renders as it will once stored. It
+// returns obj; a non-*unstructured.Unstructured value is returned as is.
+func Trim(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || u == nil || u.Object == nil {
+		return obj, nil
+	}
+	meta, ok := u.Object["metadata"].(map[string]any)
+	if !ok {
+		return obj, nil
+	}
+	delete(meta, "managedFields")
+	if ann, ok := meta["annotations"].(map[string]any); ok {
+		if _, has := ann[LastAppliedAnnotation]; has {
+			delete(ann, LastAppliedAnnotation)
+			if len(ann) == 0 {
+				delete(meta, "annotations")
+			}
+		}
+	}
+	return u, nil
+}
