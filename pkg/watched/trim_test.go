@@ -5,6 +5,7 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/store"
 	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
