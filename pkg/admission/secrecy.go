@@ -69,14 +69,36 @@ func (a *Admitter) Redactor(st *State) *redact.Redactor {
 // objects (a Secret's admission never prints its data), and the private
 // values.
 func (a *Admitter) redacted(st *State, req Request, d Decision) Decision {
-	if d.Reason == "" && len(d.Warnings) == 0 {
+	if d.Reason == "" && len(d.Warnings) == 0 && len(d.Introduced) == 0 && len(d.Existing) == 0 {
 		return d
 	}
 	own := redact.NewBuilder().AddSecret(req.Object).AddSecret(req.OldObject).Build()
 	all := a.redactors.of(st, a.Private, a.PrivateWords)
-	d.Reason = own.String(all.String(d.Reason))
+	clean := func(s string) string { return own.String(all.String(s)) }
+	d.Reason = clean(d.Reason)
 	d.Warnings = own.Strings(all.Strings(d.Warnings))
+	d.Introduced = withReasons(d.Introduced, clean)
+	d.Existing = withReasons(d.Existing, clean)
 	return d
+}
+
+// withReasons returns a copy of fs with each reason passed through f (the
+// failures leave in the response's status causes, so they are redacted
+// and hidden as the reason is).
+func withReasons(fs []dryrun.Failure, f func(string) string) []dryrun.Failure {
+	return mapFailures(fs, func(x dryrun.Failure) dryrun.Failure { x.Reason = f(x.Reason); return x })
+}
+
+// mapFailures returns a copy of fs with f applied to each.
+func mapFailures(fs []dryrun.Failure, f func(dryrun.Failure) dryrun.Failure) []dryrun.Failure {
+	if len(fs) == 0 {
+		return fs
+	}
+	out := make([]dryrun.Failure, len(fs))
+	for i, x := range fs {
+		out[i] = f(x)
+	}
+	return out
 }
 
 // hideLiveStateDetails replaces what a proposed config's decision says
@@ -93,6 +115,9 @@ func hideLiveStateDetails(d Decision) Decision {
 	}
 	if !d.Allowed && !v.TimedOut && v.Phase != phase.Tests && v.Phase != phase.Config && !vocabularyOnly(v.Err) {
 		d.Reason = hiddenReason(d.Phase, v.Err) + "; the message is not shown because it can contain data of objects the requester may not read (htc check over the same state prints it)"
+		hide := func(f dryrun.Failure) dryrun.Failure { f.Reason = hiddenReason(f.Phase, nil); return f }
+		d.Introduced = mapFailures(d.Introduced, hide)
+		d.Existing = mapFailures(d.Existing, hide)
 	}
 	if !d.Allowed {
 		return d

@@ -88,6 +88,16 @@ func assertNoLeak(t *testing.T, text string) {
 	assert.NotContains(t, text, "build-host-42.internal")
 }
 
+// everythingSaid is all the text of d that leaves in a response: the
+// reason, the warnings and the failures (status causes).
+func everythingSaid(d admission.Decision) string {
+	parts := append([]string{d.Reason}, d.Warnings...)
+	for _, f := range append(d.Introduced, d.Existing...) {
+		parts = append(parts, f.String())
+	}
+	return strings.Join(parts, "\n")
+}
+
 // A template that fails with a Secret's data: the denial stands, the bytes
 // are gone from the reason.
 func TestResourceReasonIsRedacted(t *testing.T) {
@@ -96,7 +106,8 @@ func TestResourceReasonIsRedacted(t *testing.T) {
 	assert.False(t, d.Allowed)
 	assert.Equal(t, phase.Render, d.Phase)
 	assert.Contains(t, d.Reason, "[redacted]")
-	assertNoLeak(t, d.Reason)
+	require.NotEmpty(t, d.Introduced)
+	assertNoLeak(t, everythingSaid(d))
 
 	// A Secret's own admission never prints its data either, even data the
 	// stores do not hold yet.
@@ -119,7 +130,11 @@ func TestProposedConfigCannotReadSecrets(t *testing.T) {
 	assert.False(t, d.Allowed)
 	assert.Equal(t, phase.Render, d.Phase)
 	assert.Regexp(t, `^the proposed configuration fails over the current resources in the render phase at template haproxy\.cfg line \d+;`, d.Reason)
-	assertNoLeak(t, d.Reason)
+	require.NotEmpty(t, d.Introduced)
+	assertNoLeak(t, everythingSaid(d))
+	for _, f := range d.Introduced {
+		assert.NotContains(t, f.Reason, "raw ", "a failure (a status cause) says where, not what")
+	}
 	assert.Contains(t, logs.String(), "a proposed HAProxyTemplateConfig fails over the current resources")
 	assert.NotContains(t, logs.String(), "raw ", "the log has the location, not the message")
 	assertNoLeak(t, logs.String())
