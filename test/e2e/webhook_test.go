@@ -120,7 +120,9 @@ spec:
 		}, ingress("ext", "ext"), "apply", "-f", "-")
 		t.Logf("kubectl stderr: %s", r.stderr)
 		require.Error(t, r.err)
-		assert.Contains(t, r.stderr, "denied the request: haproxy.cfg:")
+		// The failing line was rendered from the Service, so the reason
+		// names it before HAProxy's location and message.
+		assert.Contains(t, r.stderr, "denied the request: Service default/ext: haproxy.cfg:")
 		assert.Contains(t, r.stderr, "could not resolve address 'does-not-exist.invalid'")
 		assert.NotContains(t, r.stderr, "[ALERT]")
 		assert.NotContains(t, r.stderr, os.TempDir())
