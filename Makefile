@@ -65,6 +65,7 @@ HAPROXY30 = $$($(HAPROXY_DIR)/haproxy -v 2>/dev/null | grep -q 'version 3\.0\.' 
 
 test: haproxy lint ## everything: lint, unit, integration (real haproxy), CLI and e2e (test/e2e) tests, with -race
 	$(WITH_HAPROXY) HTC_HAPROXY30=$(HAPROXY30) $(GO) test -race -count=1 -timeout 30m ./...
+	$(WITH_HAPROXY) $(GO) test -count=1 -run 'HeapIsBounded' ./pkg/haproxy/
 
 # test-repeat: COUNT runs of the unit and integration packages in one go test,
 # in shuffled order; then COUNT runs in a row of the end-to-end packages that

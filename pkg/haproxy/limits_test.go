@@ -26,6 +26,9 @@ func TestParsePhasesHeapIsBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("parses 4 MiB of configuration")
 	}
+	if raceEnabled {
+		t.Skip("the race detector's shadow memory multiplies resident memory; make test runs this test without -race")
+	}
 	b := serversBundle(20000, 3, "/etc/haproxy")
 	require.Greater(t, len(b.Config), 4*maxWholeBytes-(1<<20))
 	c := realChecker(t, Options{})
