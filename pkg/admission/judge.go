@@ -46,12 +46,13 @@ func (a *Admitter) judge(ctx context.Context, base *Baseline, pr proposal) Decis
 		d.Verdict = last
 		return d
 	}
-	existing := a.existing(ctx, base, pr, diag, known)
-	var introduced []dryrun.Failure
-	for _, f := range diag.Failures {
-		if !known[f.Key()] {
-			introduced = append(introduced, f)
-		}
+	var existing, introduced []dryrun.Failure
+	if full := a.unquarantined(ctx, base, pr, diag, known); full != nil {
+		diag, last = full, lastVerdict(full)
+		existing, introduced = split(full.Failures, known)
+	} else {
+		existing = a.existing(ctx, base, pr, diag, known)
+		_, introduced = split(diag.Failures, known)
 	}
 	var d Decision
 	switch {
@@ -91,18 +92,55 @@ func (a *Admitter) existing(ctx context.Context, base *Baseline, pr proposal, di
 		return stillFailing(base, pr.changed, diag)
 	}
 	again := pr.pipeline.Diagnose(ctx, pr.stores, dryrun.DiagnoseOptions{MaxRounds: len(hidden) + 1, SkipTests: true})
-	if !again.Complete {
-		return stillFailing(base, pr.changed, diag)
-	}
 	var out []dryrun.Failure
 	for _, f := range again.Failures {
 		if known[f.Key()] {
 			out = append(out, f)
 		} else {
-			diag.Failures = append(diag.Failures, f) // introduced: the judge denies
+			// Introduced, also when the rounds ran out before the rest
+			// was found: the proposed state has it and the baseline does
+			// not. The judge denies.
+			diag.Failures = append(diag.Failures, f)
 		}
 	}
+	if !again.Complete {
+		return stillFailing(base, pr.changed, diag)
+	}
 	return out
+}
+
+// split divides failures into those the baseline knows and the others.
+func split(fs []dryrun.Failure, known map[string]bool) (old, introduced []dryrun.Failure) {
+	for _, f := range fs {
+		if known[f.Key()] {
+			old = append(old, f)
+		} else {
+			introduced = append(introduced, f)
+		}
+	}
+	return old, introduced
+}
+
+// unquarantined confirms failures that look introduced while objects of
+// the baseline were quarantined: hiding a broken object can itself break
+// the change (an Ingress that now reads a quarantined Secret finds it
+// missing), so, time permitting, the proposed state is diagnosed again
+// with nothing hidden. It returns that diagnosis when it completed, nil
+// when no confirmation was needed or it could not finish (the first
+// diagnosis then stands: the change is denied).
+func (a *Admitter) unquarantined(ctx context.Context, base *Baseline, pr proposal, diag *dryrun.Diagnosis, known map[string]bool) *dryrun.Diagnosis {
+	hidden := base.quarantine(pr.changed)
+	if len(hidden) == 0 || !slices.ContainsFunc(diag.Failures, func(f dryrun.Failure) bool { return !known[f.Key()] }) {
+		return nil
+	}
+	if v := lastVerdict(diag); !timeFor(ctx, 2*roundTime(v)) {
+		return nil
+	}
+	full := pr.pipeline.Diagnose(ctx, pr.stores, dryrun.DiagnoseOptions{MaxRounds: len(hidden) + maxJudgeRounds, SkipTests: true})
+	if !full.Complete {
+		return nil
+	}
+	return full
 }
 
 // roundTime is how long one check took (render and check phases).

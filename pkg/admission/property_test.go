@@ -1,0 +1,279 @@
+package admission_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"fmt"
+	"maps"
+	"math/big"
+	mrand "math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/haproxy-template/htc/internal/testutil"
+	"github.com/haproxy-template/htc/pkg/admission"
+	"github.com/haproxy-template/htc/pkg/dryrun"
+	"github.com/haproxy-template/htc/pkg/store"
+	"github.com/haproxy-template/htc/pkg/watched"
+)
+
+// The universe of the property test: a few objects of each kind the example
+// Ingress library reads, each with valid and breaking variants. A step
+// changes one object to another variant (CREATE, UPDATE or DELETE).
+var (
+	propServicesGVR  = schema.GroupVersionResource{Version: "v1", Resource: "services"}
+	propEndpointsGVR = schema.GroupVersionResource{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"}
+	propSecretsGVR   = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+)
+
+// propObject is one object of the universe and its variants ("" is absent).
+type propObject struct {
+	gvr      schema.GroupVersionResource
+	name     string
+	variants map[string]func() *unstructured.Unstructured
+}
+
+// tlsPair is a self-signed ECDSA certificate and its key, PEM.
+func tlsPair(t testing.TB) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "a.example.com"}, DNSNames: []string{"a.example.com"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	require.NoError(t, err)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
+}
+
+// propUniverse returns the objects of the property test.
+func propUniverse(t testing.TB) []propObject {
+	certPEM, keyPEM := tlsPair(t)
+	b64 := func(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+	garbage := []byte("-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n")
+	u := func(doc string) func() *unstructured.Unstructured {
+		return func() *unstructured.Unstructured { return obj(t, doc) }
+	}
+	ing := func(name, spec string) string {
+		return `{apiVersion: networking.k8s.io/v1, kind: Ingress, metadata: {name: ` + name + `, namespace: default}, spec: ` + spec + `}`
+	}
+	rule := func(host, path, pathType, backend string) string {
+		return `{host: "` + host + `", http: {paths: [{path: "` + path + `", pathType: ` + pathType + `, backend: {service: ` + backend + `}}]}}`
+	}
+	var out []propObject
+	for _, name := range []string{"i1", "i2", "i3"} {
+		host := name + ".example.com"
+		out = append(out, propObject{gvr: ingressesGVR, name: name, variants: map[string]func() *unstructured.Unstructured{
+			"to-a":         u(ing(name, `{ingressClassName: htc, rules: [`+rule(host, "/", "Prefix", `{name: svc-a, port: {name: http}}`)+`]}`)),
+			"to-b-number":  u(ing(name, `{ingressClassName: htc, rules: [`+rule(host, "/b", "Exact", `{name: svc-b, port: {number: 80}}`)+`]}`)),
+			"shared-host":  u(ing(name, `{rules: [`+rule("shared.example.com", "/", "Prefix", `{name: svc-b, port: {name: http}}`)+`]}`)),
+			"default":      u(ing(name, `{ingressClassName: htc, defaultBackend: {service: {name: svc-a, port: {name: http}}}}`)),
+			"missing-svc":  u(ing(name, `{ingressClassName: htc, rules: [`+rule(host, "/", "Prefix", `{name: svc-x, port: {number: 80}}`)+`]}`)),
+			"missing-port": u(ing(name, `{ingressClassName: htc, rules: [`+rule(host, "/", "Prefix", `{name: svc-a, port: {number: 9999}}`)+`]}`)),
+			"wildcard":     u(ing(name, `{ingressClassName: htc, rules: [`+rule("*.example.com", "/", "Prefix", `{name: svc-a, port: {name: http}}`)+`]}`)),
+			"bad-path":     u(ing(name, `{ingressClassName: htc, rules: [`+rule(host, "/a b", "Prefix", `{name: svc-a, port: {name: http}}`)+`]}`)),
+			"tls":          u(ing(name, `{ingressClassName: htc, tls: [{hosts: [`+host+`], secretName: tls-a}], rules: [`+rule(host, "/", "Prefix", `{name: svc-a, port: {name: http}}`)+`]}`)),
+			"other-class":  u(ing(name, `{ingressClassName: nginx, rules: [`+rule(host, "/", "Prefix", `{name: svc-x, port: {number: 80}}`)+`]}`)),
+		}})
+	}
+	svc := func(name, spec string) string {
+		return `{apiVersion: v1, kind: Service, metadata: {name: ` + name + `, namespace: default}, spec: ` + spec + `}`
+	}
+	eps := func(service, ports, addr string) string {
+		return `{apiVersion: discovery.k8s.io/v1, kind: EndpointSlice, metadata: {name: ` + service + `-x, namespace: default, labels: {kubernetes.io/service-name: ` + service + `}},
+		  addressType: IPv4, ports: ` + ports + `, endpoints: [{addresses: [` + addr + `], conditions: {ready: true}}]}`
+	}
+	for i, name := range []string{"svc-a", "svc-b"} {
+		addr := "10.0.0." + strconv.Itoa(i+1)
+		out = append(out,
+			propObject{gvr: propServicesGVR, name: name, variants: map[string]func() *unstructured.Unstructured{
+				"ok":           u(svc(name, `{ports: [{name: http, port: 80, targetPort: 8080}]}`)),
+				"other-port":   u(svc(name, `{ports: [{name: admin, port: 81}]}`)),
+				"external":     u(svc(name, `{type: ExternalName, externalName: localhost, ports: [{name: http, port: 80}]}`)),
+				"external-bad": u(svc(name, `{type: ExternalName, externalName: "bad name", ports: [{name: http, port: 80}]}`)),
+			}},
+			propObject{gvr: propEndpointsGVR, name: name + "-x", variants: map[string]func() *unstructured.Unstructured{
+				"ok":        u(eps(name, `[{name: http, port: 8080}]`, addr)),
+				"no-number": u(eps(name, `[{name: http}]`, addr)),
+				"bad-port":  u(eps(name, `[{name: http, port: 70000}]`, addr)),
+			}})
+	}
+	secret := func(data string) string {
+		return `{apiVersion: v1, kind: Secret, type: kubernetes.io/tls, metadata: {name: tls-a, namespace: default}, data: ` + data + `}`
+	}
+	out = append(out, propObject{gvr: propSecretsGVR, name: "tls-a", variants: map[string]func() *unstructured.Unstructured{
+		"ok":       u(secret(`{tls.crt: ` + b64(certPEM) + `, tls.key: ` + b64(keyPEM) + `}`)),
+		"bad-cert": u(secret(`{tls.crt: ` + b64(garbage) + `, tls.key: ` + b64(keyPEM) + `}`)),
+		"no-key":   u(secret(`{tls.crt: ` + b64(certPEM) + `}`)),
+	}})
+	return out
+}
+
+// TestIntroducedIsExactlyNotSubset is the property of verdicts relative to
+// the current resources: over random sequences of changes to the example
+// library (valid ones and breaking ones: a missing Service or port, a bad
+// certificate, a wildcard host, a bad path, a bad EndpointSlice port, a bad
+// externalName), admission's "introduced failures" is empty exactly when the
+// failure set of the proposed state (a full Diagnose) is a subset of the
+// baseline's (a full Diagnose of the current state). Every change is then
+// applied whatever the decision (as if the webhook were off or warning), so
+// broken states build up and get fixed again.
+//
+// HTC_PROPERTY_SEED and HTC_PROPERTY_STEPS replay or extend a run.
+func TestIntroducedIsExactlyNotSubset(t *testing.T) {
+	seed, steps := uint64(12), 240
+	if s := os.Getenv("HTC_PROPERTY_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		require.NoError(t, err)
+		seed = v
+	}
+	if s := os.Getenv("HTC_PROPERTY_STEPS"); s != "" {
+		v, err := strconv.Atoi(s)
+		require.NoError(t, err)
+		steps = v
+	}
+	if testing.Short() {
+		steps = 40
+	}
+	rng := mrand.New(mrand.NewPCG(seed, seed^0x5eed))
+	ex := testutil.NewExample(t, "../../examples/ingress/config.yaml", testutil.ExampleOptions{})
+	p, stores := ex.Pipeline, ex.Stores
+	// A deadline that never runs out here: the property is about the
+	// decision, not about how much of it fits in 5 s on a busy machine.
+	a := &admission.Admitter{Env: testEnv(t), Timeout: 10 * time.Minute}
+	a.SetState(&admission.State{Pipeline: p, Stores: stores})
+	ctx := context.Background()
+	diagnose := func(set store.Set) *dryrun.Diagnosis {
+		d := p.Diagnose(ctx, set, dryrun.DiagnoseOptions{MaxRounds: 64})
+		require.True(t, d.Complete, "a diagnosis of the universe always completes")
+		return d
+	}
+
+	universe := propUniverse(t)
+	current := make([]string, len(universe)) // the variant of each object; "" absent
+	base := diagnose(store.ReadOnly(stores))
+	var allowed, denied, broken, fixed int
+	for step := range steps {
+		i := rng.IntN(len(universe))
+		o := universe[i]
+		names := slices.Sorted(maps.Keys(o.variants))
+		next := ""
+		if current[i] == "" || rng.IntN(5) > 0 {
+			next = names[rng.IntN(len(names))]
+		}
+		if next == current[i] {
+			continue
+		}
+		var change watched.Change
+		switch {
+		case current[i] == "":
+			change = watched.Change{Resource: o.gvr, Operation: store.Create, Object: o.variants[next]()}
+		case next == "":
+			change = watched.Change{Resource: o.gvr, Operation: store.Delete, OldObject: o.variants[current[i]]()}
+		default:
+			change = watched.Change{Resource: o.gvr, Operation: store.Update, Object: o.variants[next](), OldObject: o.variants[current[i]]()}
+		}
+		what := fmt.Sprintf("seed %d step %d: %s %s/%s %q -> %q; state %s", seed, step, change.Operation, o.gvr.Resource, o.name, current[i], next, describe(universe, current))
+
+		a.SetBaseline(&admission.Baseline{Pipeline: p, Diagnosis: base})
+		d := a.Resource(ctx, admission.Request{Change: change})
+		proposed, _, err := p.Model.Overlay(store.ReadOnly(stores), change)
+		require.NoError(t, err)
+		after := diagnose(proposed)
+
+		baseKeys := base.Keys()
+		var news []string
+		for _, f := range after.Failures {
+			if !baseKeys[f.Key()] {
+				news = append(news, f.String())
+			}
+		}
+		var introduced []string
+		for _, f := range d.Introduced {
+			introduced = append(introduced, f.String())
+		}
+		require.Equal(t, len(news) == 0, len(introduced) == 0,
+			"%s\nintroduced by admission: %q\nnew in the full diagnosis of the proposal: %q\nbaseline: %q\nproposal: %q\ndecision: allowed=%v %q warnings %q",
+			what, introduced, news, failureLines(base), failureLines(after), d.Allowed, d.Reason, d.Warnings)
+		// In Deny mode the decision follows: denied exactly for introduced
+		// failures (every diagnosis here completes).
+		require.Equal(t, len(introduced) == 0, d.Allowed, "%s: %q", what, d.Reason)
+		if d.Allowed {
+			allowed++
+			// Failures that are still there are warnings, one line each.
+			for _, f := range d.Existing {
+				require.Contains(t, d.Warnings, "failing before this change (not denied): "+f.String(), what)
+			}
+		} else {
+			denied++
+		}
+		if len(after.Failures) > len(base.Failures) {
+			broken++
+		} else if len(after.Failures) < len(base.Failures) {
+			fixed++
+		}
+
+		// Apply the change whatever the decision.
+		s := stores[storeKey(o.gvr)]
+		switch change.Operation {
+		case store.Create:
+			require.NoError(t, s.Add(change.Object))
+		case store.Update:
+			require.NoError(t, s.Update(change.Object))
+		case store.Delete:
+			require.NoError(t, s.Delete(change.OldObject))
+		}
+		current[i] = next
+		base = after
+	}
+	t.Logf("seed %d: %d changes judged: %d allowed, %d denied; %d made more failures, %d fewer", seed, allowed+denied, allowed, denied, broken, fixed)
+	require.Positive(t, denied, "the sequence denied nothing: the property was not exercised")
+	require.Positive(t, broken, "no state was broken")
+}
+
+// storeKey is the example library's store of a resource.
+func storeKey(gvr schema.GroupVersionResource) string {
+	switch gvr.Resource {
+	case "ingresses":
+		return "ingresses"
+	case "services":
+		return "services"
+	case "endpointslices":
+		return "endpoints"
+	default:
+		return "secrets"
+	}
+}
+
+func describe(u []propObject, current []string) string {
+	var parts []string
+	for i, o := range u {
+		if current[i] != "" {
+			parts = append(parts, o.name+"="+current[i])
+		}
+	}
+	return "{" + strings.Join(parts, " ") + "}"
+}
+
+func failureLines(d *dryrun.Diagnosis) []string {
+	var out []string
+	for _, f := range d.Failures {
+		out = append(out, string(f.Phase)+": "+f.String())
+	}
+	return out
+}
