@@ -1,0 +1,462 @@
+package scale
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+)
+
+// report is everything TestScale measured.
+type report struct {
+	settings  settings
+	machine   machine
+	loaded    loadStats
+	published publishedStats
+	runs      []runResult
+	profile   *profileResult
+}
+
+// machine describes where it ran.
+type machine struct {
+	cpu, kernel, goVersion, haproxy, htc, branch string
+	cores                                        int
+	mem                                          int64
+	nofile                                       string
+}
+
+func describeMachine(root, bin string) machine {
+	m := machine{cores: runtime.NumCPU(), goVersion: runtime.Version()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb int64
+		for _, line := range strings.Split(string(b), "\n") {
+			if _, err := fmt.Sscanf(line, "MemTotal: %d kB", &kb); err == nil {
+				m.mem = kb << 10
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.kernel = strings.TrimSpace(string(b))
+	}
+	if b, err := exec.Command("haproxy", "-v").Output(); err == nil {
+		m.haproxy = strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])
+		if f := strings.Fields(m.haproxy); len(f) >= 3 {
+			m.haproxy = "HAProxy " + f[2]
+		}
+	}
+	if b, err := exec.Command(bin, "version").Output(); err == nil {
+		m.htc = strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])
+	}
+	if b, err := exec.Command("git", "-C", root, "rev-parse", "--abbrev-ref", "HEAD").Output(); err == nil {
+		m.branch = strings.TrimSpace(string(b))
+	}
+	if b, err := exec.Command("bash", "-c", "ulimit -n; ulimit -Hn").Output(); err == nil {
+		m.nofile = strings.Join(strings.Fields(string(b)), "/")
+	}
+	return m
+}
+
+// publishedStats describes the published configuration of the first run.
+type publishedStats struct {
+	cfgLines, cfgBytes int
+	files              int
+	totalBytes         int64
+}
+
+func describePublished(dir string) publishedStats {
+	var p publishedStats
+	if b, err := os.ReadFile(filepath.Join(dir, "haproxy.cfg")); err == nil {
+		p.cfgBytes, p.cfgLines = len(b), bytes.Count(b, []byte("\n"))
+	}
+	_ = filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				p.files++
+				p.totalBytes += info.Size()
+			}
+		}
+		return nil
+	})
+	return p
+}
+
+// percentile is the nearest-rank percentile (p in (0, 1]) of ds.
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := int(math.Ceil(p*float64(len(s)))) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+// latencies are the times of the exchanges that got an answer.
+func latencies(outs []outcome) []time.Duration {
+	var ds []time.Duration
+	for _, o := range outs {
+		if o.err == "" {
+			ds = append(ds, o.took)
+		}
+	}
+	return ds
+}
+
+// secs formats a duration for the tables.
+func secs(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "–"
+	case d < 10*time.Millisecond:
+		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+	case d < time.Second:
+		return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond))
+	default:
+		return fmt.Sprintf("%.2f s", d.Seconds())
+	}
+}
+
+func ratio(a, b time.Duration) string {
+	if a <= 0 || b <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f×", float64(a)/float64(b))
+}
+
+func mib(b int64) string { return fmt.Sprintf("%d MiB", b>>20) }
+
+// counts summarizes outcomes: answers, denials by class, errors by message.
+type counts struct {
+	answers, allowed, denied, errors int
+	byClass                          map[string]int
+	reasons                          map[string]int // denial reasons, shortened
+	errs                             map[string]int
+}
+
+func count(outs []outcome) counts {
+	c := counts{byClass: map[string]int{}, reasons: map[string]int{}, errs: map[string]int{}}
+	for _, o := range outs {
+		switch {
+		case o.err != "":
+			c.errors++
+			c.errs[o.err]++
+		case o.allowed:
+			c.answers++
+			c.allowed++
+		default:
+			c.answers++
+			c.denied++
+			c.byClass[denialClass(o.reason)]++
+			r := o.reason
+			if len(r) > 80 {
+				r = r[:77] + "..."
+			}
+			c.reasons[r]++
+		}
+	}
+	return c
+}
+
+// deniedText is "3 (busy 2, timeout 1)" or "0".
+func (c counts) deniedText() string {
+	if c.denied == 0 {
+		return "0"
+	}
+	var parts []string
+	for _, k := range []string{"busy", "timeout", "other"} {
+		if n := c.byClass[k]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", k, n))
+		}
+	}
+	return fmt.Sprintf("%d (%s)", c.denied, strings.Join(parts, ", "))
+}
+
+func (c counts) errorsText() string {
+	if c.errors == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%d (%s)", c.errors, joinCounts(c.errs))
+}
+
+func joinCounts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return m[keys[i]] > m[keys[j]] || m[keys[i]] == m[keys[j]] && keys[i] < keys[j] })
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%d× %q", m[k], k))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (r runResult) summary() string {
+	fp50 := percentile(r.floors, 0.5)
+	cl, ul := latencies(r.creates), latencies(r.updates)
+	d := count(r.distinct.outs)
+	return fmt.Sprintf("  floor p50 %s p99 %s | CREATE p50 %s (%s) p99 %s | UPDATE p50 %s (%s) p99 %s | %d clients: %.2f answers/s, denied %s, errors %s | RSS %s → %s",
+		secs(fp50), secs(percentile(r.floors, 0.99)),
+		secs(percentile(cl, 0.5)), ratio(percentile(cl, 0.5), fp50), secs(percentile(cl, 0.99)),
+		secs(percentile(ul, 0.5)), ratio(percentile(ul, 0.5), fp50), secs(percentile(ul, 0.99)),
+		r.distinct.clients, float64(d.answers)/r.distinct.wall.Seconds(), d.deniedText(), d.errorsText(),
+		mib(r.rssLoaded.now), mib(r.rssEnd.now))
+}
+
+// markdown is the report's section for BENCHMARKS.md (one N).
+func (rep *report) markdown() string {
+	s, m := rep.settings, rep.machine
+	var b strings.Builder
+	fmt.Fprintf(&b, "### %s Ingresses\n\n", thousands(s.n))
+	fmt.Fprintf(&b, "`%s`, %s.\n\n", s.command, time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+	fmt.Fprintf(&b, "Machine: %d × %s, %s RAM, Linux %s, open files %s; %s; %s; %s (branch %s). ",
+		m.cores, m.cpu, gib(m.mem), m.kernel, m.nofile, m.goVersion, m.haproxy, m.htc, m.branch)
+	fmt.Fprintf(&b, "Loaded %s objects (%s Ingresses, Services, EndpointSlices) in %s (%.0f objects/s; %d workers, client QPS %.0f). ",
+		thousands(rep.loaded.objects), thousands(s.n), secs(rep.loaded.took), float64(rep.loaded.objects)/rep.loaded.took.Seconds(), rep.loaded.workers, rep.loaded.qps)
+	fmt.Fprintf(&b, "Published haproxy.cfg: %s lines, %s KiB; %d files, %s KiB in all.\n\n",
+		thousands(rep.published.cfgLines), thousands(rep.published.cfgBytes>>10), rep.published.files, thousands(int(rep.published.totalBytes>>10)))
+
+	b.WriteString("|  |")
+	sep := "|---|"
+	for _, r := range rep.runs {
+		fmt.Fprintf(&b, " run %d |", r.index)
+		sep += "---|"
+	}
+	b.WriteString("\n" + sep + "\n")
+	row := func(label string, cell func(r runResult) string) {
+		fmt.Fprintf(&b, "| %s |", label)
+		for _, r := range rep.runs {
+			fmt.Fprintf(&b, " %s |", cell(r))
+		}
+		b.WriteString("\n")
+	}
+	floor := func(r runResult) (time.Duration, time.Duration) {
+		return percentile(r.floors, 0.5), percentile(r.floors, 0.99)
+	}
+	pair := func(outs []outcome) (time.Duration, time.Duration) {
+		l := latencies(outs)
+		return percentile(l, 0.5), percentile(l, 0.99)
+	}
+	row("load average (1, 5, 15 min): start → end", func(r runResult) string { return r.loadStart + " → " + r.loadEnd })
+	row(fmt.Sprintf("**floor**: bare `haproxy -c`, p50 / p99 (%d runs)", 2*s.requests), func(r runResult) string {
+		p50, p99 := floor(r)
+		return secs(p50) + " / " + secs(p99)
+	})
+	seqRows := func(name string, outs func(runResult) []outcome, ph func(runResult) phaseMeans) {
+		row(fmt.Sprintf("%s, p50 / p99 (%d)", name, s.requests), func(r runResult) string {
+			p50, p99 := pair(outs(r))
+			return secs(p50) + " / " + secs(p99)
+		})
+		row("… **÷ floor**, p50 / p99", func(r runResult) string {
+			p50, p99 := pair(outs(r))
+			f50, f99 := floor(r)
+			return "**" + ratio(p50, f50) + " / " + ratio(p99, f99) + "**"
+		})
+		row("… denied, errors", func(r runResult) string {
+			c := count(outs(r))
+			return c.deniedText() + ", " + c.errorsText()
+		})
+		row("… server side: dry run; phases (mean)", func(r runResult) string {
+			pm := ph(r)
+			var parts []string
+			for _, p := range pm.phases {
+				parts = append(parts, p.phase+" "+secs(p.mean))
+			}
+			return secs(pm.dryRun) + "; " + strings.Join(parts, ", ")
+		})
+	}
+	row("first CREATE after ready", func(r runResult) string {
+		if r.first.err != "" {
+			return "error: " + r.first.err
+		}
+		v := secs(r.first.took)
+		if !r.first.allowed {
+			v += " (denied: " + denialClass(r.first.reason) + ")"
+		}
+		return v
+	})
+	seqRows("CREATE of one Ingress", func(r runResult) []outcome { return r.creates }, func(r runResult) phaseMeans { return r.createPh })
+	seqRows("label-only UPDATE", func(r runResult) []outcome { return r.updates }, func(r runResult) phaseMeans { return r.updatePh })
+	conc := func(title string, get func(runResult) concResult) {
+		row(fmt.Sprintf("%d clients × %s, %s: answers/s (allowed/s)", s.clients, s.duration, title), func(r runResult) string {
+			c := count(get(r).outs)
+			w := get(r).wall.Seconds()
+			return fmt.Sprintf("%.2f (%.2f)", float64(c.answers)/w, float64(c.allowed)/w)
+		})
+		row("… p50 / p99", func(r runResult) string {
+			p50, p99 := pair(get(r).outs)
+			return secs(p50) + " / " + secs(p99)
+		})
+		row("… denied (reason), errors", func(r runResult) string {
+			c := count(get(r).outs)
+			return c.deniedText() + ", " + c.errorsText()
+		})
+		row("… answers/s ÷ (cores ÷ floor p50)", func(r runResult) string {
+			c := count(get(r).outs)
+			f50, _ := floor(r)
+			if f50 <= 0 {
+				return "–"
+			}
+			return fmt.Sprintf("%.2f", float64(c.answers)/get(r).wall.Seconds()/(float64(m.cores)/f50.Seconds()))
+		})
+	}
+	conc("distinct CREATEs", func(r runResult) concResult { return r.distinct })
+	conc("one identical CREATE", func(r runResult) concResult { return r.same })
+	row("controller RSS when ready (VmRSS / VmHWM)", func(r runResult) string { return mib(r.rssLoaded.now) + " / " + mib(r.rssLoaded.peak) })
+	row("controller RSS after the runs (VmRSS / VmHWM)", func(r runResult) string { return mib(r.rssEnd.now) + " / " + mib(r.rssEnd.peak) })
+	row("**startup**: stores synced → serving admissions", func(r runResult) string {
+		if !r.ready.logTimes {
+			return "– (log lines not found)"
+		}
+		return secs(r.ready.serving)
+	})
+	row("… informers synced in (\"stores synced\")", func(r runResult) string { return secs(r.ready.synced) })
+	row("… process start → /readyz 200; → valid, published", func(r runResult) string {
+		return secs(r.ready.readyz) + "; " + secs(r.ready.valid)
+	})
+
+	b.WriteString("\nDenial reasons seen: ")
+	reasons := map[string]int{}
+	for _, r := range rep.runs {
+		for _, outs := range [][]outcome{{r.first}, r.creates, r.updates, r.distinct.outs, r.same.outs} {
+			for k, v := range count(outs).reasons {
+				reasons[k] += v
+			}
+		}
+	}
+	if len(reasons) == 0 {
+		b.WriteString("none.\n")
+	} else {
+		b.WriteString(joinCounts(reasons) + ".\n")
+	}
+	if p := rep.profile; p != nil {
+		fmt.Fprintf(&b, "\nCPU profile of a controller with a pprof listener during %d s of sequential CREATEs (%d sent), `go tool pprof -top %s`:\n\n```\n%s\n```\n",
+			p.seconds, p.creates, filepath.Base(p.cpuFile), p.cpuTop)
+		fmt.Fprintf(&b, "\nIts heap once ready (`-sample_index=inuse_space`, %s):\n\n```\n%s\n```\n", filepath.Base(p.heapFile), p.heapTop)
+	}
+	return b.String()
+}
+
+func gib(b int64) string { return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30)) }
+
+// thousands formats n as 10,000.
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	var out []byte
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
+}
+
+// The section of BENCHMARKS.md the harness owns; one block per N inside
+// it, replaced on every run for that N.
+const (
+	sectionTitle = "## At scale: a real API server, the controller as a process (`make bench-scale`)"
+	sectionIntro = `Written by ` + "`make bench-scale N=1000|10000 [RUNS=n] [PROFILE=dir]`" + ` (test/scale; it
+replaces the block of its N on every run). It starts etcd and kube-apiserver on
+127.0.0.1 from the test assets, installs the CRD and the example Ingress library
+(` + "`extraContext.bindAddress: 127.0.0.1`" + `), creates N Ingresses, N headless
+Services and N EndpointSlices (internal/testutil.ClusterApp, 50 namespaces, each
+object with the last-applied annotation ` + "`kubectl apply`" + ` leaves), and runs
+` + "`bin/htc controller --output-dir`" + ` as a process. Each run starts a fresh
+controller, waits for /readyz, the live configuration valid and published and the
+config's Valid condition, then POSTs AdmissionReviews over HTTPS to /validate: a
+first CREATE, then REQUESTS × (bare ` + "`haproxy -c`" + ` of the published
+configuration, CREATE of a new Ingress routing to an existing Service) and REQUESTS ×
+(floor, label-only UPDATE of an existing Ingress), one at a time, so the floor and
+the admissions share the machine's load; then 16 clients for 60 s sending distinct
+CREATEs back to back, and 16 sending one identical CREATE. The client gives up at
+the chart's webhook timeout (an error). Ratios are to the floor of the same run;
+p99 of 20 samples is their maximum. The machine is shared: read the load average
+beside each run.
+`
+)
+
+func blockMarkers(n int) (string, string) {
+	return fmt.Sprintf("<!-- bench-scale N=%d begin -->", n), fmt.Sprintf("<!-- bench-scale N=%d end -->", n)
+}
+
+// updateBenchmarks writes table as the block of N in the harness's section
+// of path, creating the section (after the first one, "Machine") if needed.
+func updateBenchmarks(path string, n int, table string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	doc := string(raw)
+	begin, end := blockMarkers(n)
+	block := begin + "\n" + table + end + "\n"
+	if i := strings.Index(doc, begin); i >= 0 {
+		j := strings.Index(doc[i:], end)
+		if j < 0 {
+			return fmt.Errorf("%s: %q without %q", path, begin, end)
+		}
+		j += i + len(end)
+		if j < len(doc) && doc[j] == '\n' {
+			j++
+		}
+		return os.WriteFile(path, []byte(doc[:i]+block+doc[j:]), 0o644)
+	}
+	if !strings.Contains(doc, sectionTitle) {
+		section := sectionTitle + "\n\n" + sectionIntro + "\n"
+		// After the first level-2 section (the machine), else at the end.
+		if first := strings.Index(doc, "\n## "); first >= 0 {
+			if second := strings.Index(doc[first+1:], "\n## "); second >= 0 {
+				at := first + 1 + second + 1
+				doc = doc[:at] + section + doc[at:]
+			} else {
+				doc = strings.TrimRight(doc, "\n") + "\n\n" + section
+			}
+		} else {
+			doc = strings.TrimRight(doc, "\n") + "\n\n" + section
+		}
+	}
+	// Inside the section: before the block of a larger N, else at its end.
+	start := strings.Index(doc, sectionTitle)
+	stop := len(doc)
+	if k := strings.Index(doc[start+len(sectionTitle):], "\n## "); k >= 0 {
+		stop = start + len(sectionTitle) + k + 1
+	}
+	at := stop
+	for k := start; ; {
+		m := strings.Index(doc[k:stop], "<!-- bench-scale N=")
+		if m < 0 {
+			break
+		}
+		var other int
+		if _, err := fmt.Sscanf(doc[k+m:], "<!-- bench-scale N=%d begin -->", &other); err == nil && other > n {
+			at = k + m
+			break
+		}
+		k += m + 1
+	}
+	sepBefore := ""
+	if at == stop && !strings.HasSuffix(doc[:at], "\n\n") {
+		sepBefore = "\n"
+	}
+	sepAfter := ""
+	if at < len(doc) {
+		sepAfter = "\n"
+	}
+	doc = doc[:at] + sepBefore + block + sepAfter + doc[at:]
+	return os.WriteFile(path, []byte(doc), 0o644)
+}

@@ -1,0 +1,213 @@
+package scale
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+)
+
+// readyBound bounds how long a controller may take to get ready (informers
+// listing N objects of three kinds, the first live round).
+const readyBound = 20 * time.Minute
+
+// runResult is one measured run with a fresh controller.
+type runResult struct {
+	index              int
+	loadStart, loadEnd string
+	ready              readiness
+	rssLoaded, rssEnd  rss
+	first              outcome
+	floors             []time.Duration
+	creates, updates   []outcome
+	createPh, updatePh phaseMeans
+	distinct, same     concResult
+}
+
+// run starts a controller, waits until it is ready and measures: the
+// first CREATE, then REQUESTS × (floor, CREATE), REQUESTS × (floor,
+// label-only UPDATE), then the concurrent clients (distinct, then
+// identical proposals).
+func (h *harness) run(i int) runResult {
+	t := h.t
+	r := runResult{index: i, loadStart: loadavg()}
+	h.logf("run %d: starting the controller (load average %s)", i, r.loadStart)
+	cp := h.startController(fmt.Sprintf("run%d", i), false)
+	r.ready = cp.waitReady(readyBound)
+	r.rssLoaded = cp.rss()
+	h.logf("run %d: ready: /readyz after %s, valid and published after %s; stores synced in %s, serving %s later; RSS %s",
+		i, r.ready.readyz.Round(time.Millisecond), r.ready.valid.Round(time.Millisecond), r.ready.synced, r.ready.serving.Round(time.Millisecond), mib(r.rssLoaded.now))
+	if i == 1 {
+		h.published = describePublished(cp.outDir)
+	}
+	client := h.webhookClient(h.webhookTimeout())
+	defer client.CloseIdleConnections()
+
+	uid := newUID()
+	r.first = send(h.ctx, client, cp.url, review(admissionv1.Create, h.createObject(fmt.Sprintf("bench-r%d-first", i), 0), nil, uid), uid)
+	h.checkCtx()
+
+	phaseDeadline := time.Now().Add(60 * time.Minute)
+	m0, err := cp.scrapeMetrics()
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	for k := 0; k < h.s.requests && time.Now().Before(phaseDeadline); k++ {
+		r.floors = append(r.floors, h.floor(cp.outDir))
+		uid := newUID()
+		obj := h.createObject(fmt.Sprintf("bench-r%d-s%d", i, k), k*7919+i*104729)
+		r.creates = append(r.creates, send(h.ctx, client, cp.url, review(admissionv1.Create, obj, nil, uid), uid))
+		h.checkCtx()
+	}
+	m1, err := cp.scrapeMetrics()
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	r.createPh = diffPhases(m0, m1)
+	h.logf("run %d: %d CREATEs", i, len(r.creates))
+	for k := 0; k < h.s.requests && time.Now().Before(phaseDeadline); k++ {
+		r.floors = append(r.floors, h.floor(cp.outDir))
+		app := (k*7919 + i*104729 + 1) % h.s.n
+		ctx, cancel := context.WithTimeout(h.ctx, time.Minute)
+		old, err := h.ingress(ctx, fmt.Sprintf("ns%d", app%appNamespaces), fmt.Sprintf("app%d", app))
+		cancel()
+		h.checkCtx()
+		if err != nil {
+			t.Fatalf("reading Ingress app%d: %v", app, err)
+		}
+		obj := old.DeepCopy()
+		labels := obj.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels["bench-scale/touched"] = fmt.Sprintf("r%d-%d", i, k)
+		obj.SetLabels(labels)
+		uid := newUID()
+		r.updates = append(r.updates, send(h.ctx, client, cp.url, review(admissionv1.Update, obj, old, uid), uid))
+		h.checkCtx()
+	}
+	m2, err := cp.scrapeMetrics()
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	r.updatePh = diffPhases(m1, m2)
+	h.logf("run %d: %d UPDATEs; %d clients for %s, distinct CREATEs", i, len(r.updates), h.s.clients, h.s.duration)
+	r.distinct = h.concurrent(client, cp.url, i, false)
+	h.logf("run %d: %d clients for %s, one identical CREATE", i, h.s.clients, h.s.duration)
+	r.same = h.concurrent(client, cp.url, i, true)
+	r.rssEnd = cp.rss()
+	r.loadEnd = loadavg()
+	if cp.exited() {
+		t.Fatalf("htc controller exited during run %d: %v\n%s", i, cp.waitErr, tail(cp.logs(), 30))
+	}
+	cp.stop()
+	return r
+}
+
+// profileResult is the profiled controller's heap after loading and its
+// CPU profile during sequential CREATEs.
+type profileResult struct {
+	heapFile, cpuFile string
+	heapTop, cpuTop   string
+	creates           int
+	seconds           int
+}
+
+// profile runs one more controller with a pprof listener: its heap once
+// ready, then a CPU profile while CREATEs are sent one after another.
+// The profiles are written to HTC_SCALE_PROFILE; `go tool pprof -top` of
+// each goes into the report.
+func (h *harness) profile() *profileResult {
+	t := h.t
+	if err := os.MkdirAll(h.s.profileDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.logf("profile: starting the controller with a pprof listener")
+	cp := h.startController("profile", true)
+	cp.waitReady(readyBound)
+	pr := &profileResult{seconds: int(h.s.profileFor / time.Second),
+		heapFile: filepath.Join(h.s.profileDir, fmt.Sprintf("heap-ready-n%d.pprof", h.s.n)),
+		cpuFile:  filepath.Join(h.s.profileDir, fmt.Sprintf("cpu-create-n%d.pprof", h.s.n))}
+	if err := fetchTo(h.ctx, cp.pprofURL+"heap?gc=1", pr.heapFile, time.Minute); err != nil {
+		t.Fatalf("heap profile: %v", err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		errc <- fetchTo(h.ctx, fmt.Sprintf("%sprofile?seconds=%d", cp.pprofURL, pr.seconds), pr.cpuFile, h.s.profileFor+time.Minute)
+	}()
+	client := h.webhookClient(h.webhookTimeout())
+	defer client.CloseIdleConnections()
+	var err error
+loop:
+	for k := 0; k < 100000; k++ {
+		select {
+		case err = <-errc:
+			break loop
+		default:
+		}
+		uid := newUID()
+		obj := h.createObject(fmt.Sprintf("bench-p-%d", k), k*7919)
+		send(h.ctx, client, cp.url, review(admissionv1.Create, obj, nil, uid), uid)
+		pr.creates++
+		h.checkCtx()
+	}
+	if err != nil {
+		t.Fatalf("CPU profile: %v", err)
+	}
+	cp.stop()
+	pr.cpuTop = pprofTop(t, pr.cpuFile, "-top", "-nodecount=25")
+	pr.heapTop = pprofTop(t, pr.heapFile, "-top", "-nodecount=15", "-sample_index=inuse_space")
+	h.logf("profile: %d CREATEs in %d s; %s, %s", pr.creates, pr.seconds, pr.cpuFile, pr.heapFile)
+	return pr
+}
+
+func fetchTo(ctx context.Context, url, file string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		return fmt.Errorf("%s: HTTP %d %s", url, resp.StatusCode, b)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// pprofTop is `go tool pprof ARGS FILE` without its header lines about the
+// file and the build.
+func pprofTop(t interface{ Fatalf(string, ...any) }, file string, args ...string) string {
+	out, err := exec.Command("go", append(append([]string{"tool", "pprof"}, args...), file)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool pprof %s: %v\n%s", file, err, out)
+	}
+	var keep []string
+	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+		if strings.HasPrefix(line, "File: ") || strings.HasPrefix(line, "Build ID: ") || strings.HasPrefix(line, "Main binary filename") {
+			continue
+		}
+		keep = append(keep, line)
+	}
+	return strings.Join(keep, "\n")
+}
