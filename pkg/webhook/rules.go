@@ -55,8 +55,17 @@ func ConfigRule() Rule {
 	}
 }
 
+// interceptedOperations are the operations of a config's admission: its
+// DELETE is always allowed, so it is not intercepted.
 func interceptedOperations() []admissionregistrationv1.OperationType {
 	return []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
+}
+
+// resourceOperations are the operations of a watched resource's
+// admission: a DELETE of an object others still need (a Service that
+// Ingresses route to) is denied too.
+func resourceOperations() []admissionregistrationv1.OperationType {
+	return []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete}
 }
 
 // Rules returns the webhook rules of a config's watched resources: one per
@@ -89,5 +98,5 @@ func resolve(r watched.Resource, mapper meta.RESTMapper) (Rule, error) {
 	if err != nil {
 		return Rule{}, fmt.Errorf("watchedResources[%s]: resolving %s: %w", r.Key, watched.ResourceString(r.GVR), err)
 	}
-	return Rule{StoreKey: r.Key, GVR: r.GVR, GVK: gvk, GVKString: GVKString(gvk), Operations: interceptedOperations()}, nil
+	return Rule{StoreKey: r.Key, GVR: r.GVR, GVK: gvk, GVKString: GVKString(gvk), Operations: resourceOperations()}, nil
 }

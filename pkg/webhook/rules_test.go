@@ -64,7 +64,8 @@ func TestRules(t *testing.T) {
 	require.Empty(t, errs)
 	require.Len(t, rules, 3)
 
-	ops := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
+	ops := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete}
+	configOps := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
 	assert.Equal(t, Rule{
 		StoreKey:   "ingresses",
 		GVR:        schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"},
@@ -83,8 +84,8 @@ func TestRules(t *testing.T) {
 		GVR:        schema.GroupVersionResource{Group: "haproxy-template.io", Version: "v1alpha1", Resource: "haproxytemplateconfigs"},
 		GVK:        schema.GroupVersionKind{Group: "haproxy-template.io", Version: "v1alpha1", Kind: "HAProxyTemplateConfig"},
 		GVKString:  "haproxy-template.io/v1alpha1.HAProxyTemplateConfig",
-		Operations: ops,
-	}, rules[2])
+		Operations: configOps,
+	}, rules[2], "a config's DELETE is always allowed: not intercepted")
 	assert.NotContains(t, gvkStrings(rules), "discovery.k8s.io/v1.EndpointSlice", "webhookValidation false is not registered")
 	assert.NotContains(t, gvkStrings(rules), "v1.Secret", "webhookValidation absent is not registered")
 }
@@ -125,7 +126,7 @@ func TestRuleWithOperations(t *testing.T) {
 		"services":  watchedResource("v1", "services", true),
 	}), NewDiscoveryRESTMapper(fakeDiscovery()))
 	require.Empty(t, errs)
-	ops := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
+	ops := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete}
 	assert.Equal(t, admissionregistrationv1.RuleWithOperations{
 		Operations: ops,
 		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"networking.k8s.io"}, APIVersions: []string{"v1"}, Resources: []string{"ingresses"}},

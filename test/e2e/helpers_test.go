@@ -248,11 +248,13 @@ func (rc *runningController) waitReady(t *testing.T, timeout time.Duration) {
 
 // webhookConfiguration returns the ValidatingWebhookConfiguration of the
 // example's kinds plus ConfigMaps (which only the reconfiguration scenario
-// watches), in the namespaces default and htc-system, pointing at url with
-// caBundle.
+// watches) and Secrets (which only the verdict scenarios validate), in the
+// namespaces default and htc-system, pointing at url with caBundle. The
+// watched resources' DELETEs are intercepted as the controller registers
+// them; a config's are not.
 func webhookConfiguration(url string, caPEM []byte) string {
 	ca := base64.StdEncoding.EncodeToString(caPEM)
-	hook := func(name, group, version, resource string) string {
+	hook := func(name, group, version, resource, operations string) string {
 		return fmt.Sprintf(`- name: %s
   clientConfig:
     url: %s
@@ -261,7 +263,7 @@ func webhookConfiguration(url string, caPEM []byte) string {
   - apiGroups: [%q]
     apiVersions: [%q]
     resources: [%q]
-    operations: [CREATE, UPDATE]
+    operations: [%s]
   failurePolicy: Fail
   sideEffects: None
   admissionReviewVersions: [v1]
@@ -269,11 +271,13 @@ func webhookConfiguration(url string, caPEM []byte) string {
   namespaceSelector:
     matchExpressions:
     - {key: kubernetes.io/metadata.name, operator: In, values: [default, htc-system]}
-`, name, url, ca, group, version, resource, webhookTimeoutSeconds)
+`, name, url, ca, group, version, resource, operations, webhookTimeoutSeconds)
 	}
+	const resourceOps, configOps = "CREATE, UPDATE, DELETE", "CREATE, UPDATE"
 	return "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata:\n  name: htc\nwebhooks:\n" +
-		hook("ingresses.validate.htc", "networking.k8s.io", "v1", "ingresses") +
-		hook("services.validate.htc", "", "v1", "services") +
-		hook("haproxytemplateconfigs.validate.htc", "haproxy-template.io", "v1alpha1", "haproxytemplateconfigs") +
-		hook("configmaps.validate.htc", "", "v1", "configmaps")
+		hook("ingresses.validate.htc", "networking.k8s.io", "v1", "ingresses", resourceOps) +
+		hook("services.validate.htc", "", "v1", "services", resourceOps) +
+		hook("haproxytemplateconfigs.validate.htc", "haproxy-template.io", "v1alpha1", "haproxytemplateconfigs", configOps) +
+		hook("configmaps.validate.htc", "", "v1", "configmaps", resourceOps) +
+		hook("secrets.validate.htc", "", "v1", "secrets", resourceOps)
 }

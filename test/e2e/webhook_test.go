@@ -82,8 +82,17 @@ func TestKubectlDenials(t *testing.T) {
 	assert.Equal(t, "ok", body)
 
 	_, port, _ := strings.Cut(rc.webhookAddr, ":")
-	mustKubectl(t, webhookConfiguration("https://127.0.0.1:"+port+"/validate", c.caPEM), "apply", "-f", "-")
-	t.Cleanup(func() { cleanupKubectl(t, "delete", "validatingwebhookconfiguration", "htc", "--ignore-not-found") })
+	hookURL := "https://127.0.0.1:" + port + "/validate"
+	mustKubectl(t, webhookConfiguration(hookURL, c.caPEM), "apply", "-f", "-")
+	t.Cleanup(func() {
+		cleanupKubectl(t, "delete", "validatingwebhookconfiguration", "htc", "--ignore-not-found")
+		// The API server calls the webhook a moment longer; the cleanups
+		// after this one delete objects the controller (still running)
+		// would refuse to delete, or, once stopped, could not answer for.
+		if r, _ := eventually(t, 20*time.Second, succeeded, ingress("probe", "probe-missing"), "create", "--dry-run=server", "-f", "-"); r.err != nil {
+			t.Errorf("cleanup: the webhook is still called after its deletion:\n%s", r)
+		}
+	})
 
 	// The API server picks the configuration up asynchronously: wait until a
 	// dry run of an Ingress without its Service is denied by the webhook.
@@ -231,6 +240,8 @@ spec:
 		// The informer is stopped right after the new validators are in place.
 		assert.Eventually(t, func() bool { return strings.Contains(rc.logs.String(), "no longer watching") }, 30*time.Second, 20*time.Millisecond)
 	})
+
+	verdictScenarios(t, rc, hookURL, c.caPEM)
 
 	t.Run("metrics", func(t *testing.T) {
 		code, body, err := get("http://" + rc.metricsAddr + "/metrics")

@@ -1,0 +1,39 @@
+package admission_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/haproxy-template/htc/internal/testutil"
+	"github.com/haproxy-template/htc/pkg/admission"
+	"github.com/haproxy-template/htc/pkg/dryrun"
+	"github.com/haproxy-template/htc/pkg/phase"
+	"github.com/haproxy-template/htc/pkg/store"
+)
+
+// A DELETE of a Service that several Ingresses route to is denied, naming
+// every one of them (from the baseline's source map), not only the first
+// the render stopped at.
+func TestDeleteNamesEveryDependent(t *testing.T) {
+	ex := testutil.NewExample(t, "../../examples/ingress/config.yaml", testutil.ExampleOptions{})
+	svc := obj(t, `{apiVersion: v1, kind: Service, metadata: {name: shared, namespace: default}, spec: {ports: [{name: http, port: 80, targetPort: 8080}]}}`)
+	require.NoError(t, ex.Stores["services"].Add(svc))
+	for _, name := range []string{"b-web", "a-api", "c-docs"} {
+		require.NoError(t, ex.Stores["ingresses"].Add(obj(t, ingress(t, name, name+".example.com", "shared"))))
+	}
+	a := &admission.Admitter{Env: testEnv(t), Timeout: time.Minute}
+	a.SetState(&admission.State{Pipeline: ex.Pipeline, Stores: ex.Stores})
+	ctx := context.Background()
+	base := ex.Pipeline.Diagnose(ctx, store.ReadOnly(ex.Stores), dryrun.DiagnoseOptions{})
+	require.Empty(t, base.Failures)
+	a.SetBaseline(&admission.Baseline{Pipeline: ex.Pipeline, Diagnosis: base})
+
+	d := a.Resource(ctx, req(servicesGVR, store.Delete, nil, svc))
+	assert.False(t, d.Allowed)
+	assert.Equal(t, phase.Render, d.Phase)
+	assert.Equal(t, "Service default/shared is still needed by Ingress default/a-api, Ingress default/b-web, Ingress default/c-docs: Service 'shared' not found", d.Reason)
+}
