@@ -236,4 +236,3 @@ func bareCheck(t *testing.T, haproxyPath string, b *bundle.Bundle) (ok bool, out
 	}
 	return err == nil, string(out)
 }
-
