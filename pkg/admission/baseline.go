@@ -161,3 +161,22 @@ func resourceAdmission(m *watched.Model, keys []string) watched.Admission {
 	}
 	return adm
 }
+
+// runnableCode is the dryrun.CheckOptions.RunnableCode of a change judged
+// against b: only the code the running configuration loads (b's bundle)
+// may run in the checks; a bundle that loads other code, or any code
+// before there is a baseline, is checked without haproxy -c and without
+// the embedded tests. No admission runs code a request brought.
+func (b *Baseline) runnableCode() func(fingerprint string) bool {
+	return func(fp string) bool {
+		if b == nil {
+			return false
+		}
+		for _, v := range []*dryrun.Verdict{b.Diagnosis.First, b.Diagnosis.Passing} {
+			if v != nil && v.Bundle != nil {
+				return fp == b.Pipeline.CodeFingerprint(v.Bundle)
+			}
+		}
+		return false
+	}
+}

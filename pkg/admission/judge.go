@@ -36,9 +36,10 @@ type proposal struct {
 func (a *Admitter) judge(ctx context.Context, base *Baseline, pr proposal) Decision {
 	known := base.keys()
 	diag := pr.pipeline.Diagnose(ctx, pr.stores, dryrun.DiagnoseOptions{
-		Hidden:    base.quarantine(pr.changed),
-		MaxRounds: maxJudgeRounds,
-		Stop:      func(f dryrun.Failure) bool { return !known[f.Key()] },
+		Hidden:       base.quarantine(pr.changed),
+		MaxRounds:    maxJudgeRounds,
+		Stop:         func(f dryrun.Failure) bool { return !known[f.Key()] },
+		RunnableCode: base.runnableCode(),
 	})
 	last := lastVerdict(diag)
 	if last.TimedOut {
@@ -91,7 +92,7 @@ func (a *Admitter) existing(ctx context.Context, base *Baseline, pr proposal, di
 	if len(hidden) == 0 || diag.Passing == nil || !timeFor(ctx, 2*roundTime(diag.Passing)) {
 		return stillFailing(base, pr.changed, diag)
 	}
-	again := pr.pipeline.Diagnose(ctx, pr.stores, dryrun.DiagnoseOptions{MaxRounds: len(hidden) + 1, SkipTests: true})
+	again := pr.pipeline.Diagnose(ctx, pr.stores, dryrun.DiagnoseOptions{MaxRounds: len(hidden) + 1, SkipTests: true, RunnableCode: base.runnableCode()})
 	var out []dryrun.Failure
 	for _, f := range again.Failures {
 		if known[f.Key()] {
@@ -136,7 +137,7 @@ func (a *Admitter) unquarantined(ctx context.Context, base *Baseline, pr proposa
 	if v := lastVerdict(diag); !timeFor(ctx, 2*roundTime(v)) {
 		return nil
 	}
-	full := pr.pipeline.Diagnose(ctx, pr.stores, dryrun.DiagnoseOptions{MaxRounds: len(hidden) + maxJudgeRounds, SkipTests: true})
+	full := pr.pipeline.Diagnose(ctx, pr.stores, dryrun.DiagnoseOptions{MaxRounds: len(hidden) + maxJudgeRounds, SkipTests: true, RunnableCode: base.runnableCode()})
 	if !full.Complete {
 		return nil
 	}

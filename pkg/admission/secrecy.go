@@ -129,7 +129,11 @@ func hideLiveStateDetails(d Decision) Decision {
 	for _, f := range d.Existing {
 		ws = append(ws, "failing before this change (not denied): "+objectNames(f))
 	}
-	if n := len(v.Warnings); n > 0 {
+	n := len(v.Warnings)
+	if v.CodeNotRun {
+		ws, n = append(ws, dryrun.CodeNotRunWarning), n-1
+	}
+	if n > 0 {
 		ws = append(ws, fmt.Sprintf("haproxy -c reported %d warnings over the current resources (not shown: they can contain data of objects the requester may not read)", n))
 	}
 	d.Warnings = ws

@@ -45,7 +45,31 @@ type Verdict struct {
 	// cache of an equal bundle checked before (Durations then hold only
 	// the render's).
 	CheckCached bool
+	// CodeNotRun reports a bundle that loads code the caller did not
+	// trust (CheckOptions.RunnableCode): only the policy, syntax and
+	// schema phases ran, neither haproxy -c nor the embedded tests.
+	CodeNotRun bool
 }
+
+// CheckOptions tune one check.
+type CheckOptions struct {
+	// SkipTests leaves the embedded tests out.
+	SkipTests bool
+	// RunnableCode, when set, is asked about a bundle that loads code (a
+	// code directive of spec.allowedDirectives: lua-load, ssl-provider,
+	// external-check, ...) with its haproxy.CodeFingerprint; when it
+	// answers false, haproxy -c and the embedded tests (which would run
+	// that code) are skipped and the verdict rests on the policy, syntax
+	// and schema phases (Verdict.CodeNotRun, with a warning). Admission
+	// sets it to accept only the running configuration's code: no
+	// admission runs code a request brought. Nil runs any code the
+	// config's allowedDirectives permit (the live loop: the stored
+	// configuration is the operator's).
+	RunnableCode func(fingerprint string) bool
+}
+
+// CodeNotRunWarning is the warning of a verdict whose code did not run.
+const CodeNotRunWarning = "the configuration loads code (spec.allowedDirectives) that the running configuration does not: haproxy -c and the embedded tests did not run at admission, since no admission runs code a request brought; the controller checks it before publishing"
 
 // Passed reports whether the configuration passed every phase.
 func (v *Verdict) Passed() bool { return v.Phase == "" && v.Err == nil }
@@ -57,19 +81,23 @@ func (v *Verdict) Passed() bool { return v.Phase == "" && v.Err == nil }
 // check path: admission of a watched resource or of a config, htc check and
 // the controller's live loop all call it.
 func (p *Pipeline) Check(ctx context.Context, stores store.Set) *Verdict {
-	return p.check(ctx, stores, true)
+	return p.CheckWith(ctx, stores, CheckOptions{})
 }
 
-// check is Check, with the embedded tests only when tests is set.
-func (p *Pipeline) check(ctx context.Context, stores store.Set, tests bool) *Verdict {
+// CheckWith is Check, tuned by opts.
+func (p *Pipeline) CheckWith(ctx context.Context, stores store.Set, opts CheckOptions) *Verdict {
 	v := &Verdict{Durations: map[phase.Phase]time.Duration{}}
 	if p.checker == nil {
 		return v.fail(ctx, &phase.Error{Phase: phase.Semantic, Reason: "no HAProxy checker is configured"})
 	}
-	if err := p.renderAndCheck(ctx, stores, v); err != nil {
+	if err := p.renderAndCheck(ctx, stores, opts, v); err != nil {
 		return v.fail(ctx, err)
 	}
-	if !tests {
+	if v.CodeNotRun {
+		v.Warnings = append(v.Warnings, CodeNotRunWarning)
+		return v
+	}
+	if opts.SkipTests {
 		return v
 	}
 	start := time.Now()
@@ -87,7 +115,7 @@ func (p *Pipeline) check(ctx context.Context, stores store.Set, tests bool) *Ver
 
 // renderAndCheck renders and checks under the render-check timeout,
 // recording the bundle, its hash, the warnings and the durations in v.
-func (p *Pipeline) renderAndCheck(ctx context.Context, stores store.Set, v *Verdict) error {
+func (p *Pipeline) renderAndCheck(ctx context.Context, stores store.Set, opts CheckOptions, v *Verdict) error {
 	ctx, cancel := context.WithTimeout(ctx, orDefault(p.env.RenderCheckTimeout, DefaultRenderCheckTimeout))
 	defer cancel()
 	start := time.Now()
@@ -97,7 +125,13 @@ func (p *Pipeline) renderAndCheck(ctx context.Context, stores store.Set, v *Verd
 		return err
 	}
 	v.Bundle, v.BundleHash = b, b.Hash()
-	res, cached, err := p.checks.check(ctx, p.checker, b, v.BundleHash)
+	run, key := p.checker.Check, v.BundleHash
+	if opts.RunnableCode != nil {
+		if fp := p.CodeFingerprint(b); fp != "" && !opts.RunnableCode(fp) {
+			run, key, v.CodeNotRun = p.checker.CheckStatic, v.BundleHash+"/static", true
+		}
+	}
+	res, cached, err := p.checks.check(ctx, run, b, key)
 	v.CheckCached = cached
 	if res != nil {
 		if !cached { // a cached outcome's durations are an earlier check's
@@ -108,6 +142,12 @@ func (p *Pipeline) renderAndCheck(ctx context.Context, stores store.Set, v *Verd
 		v.Warnings, v.Overruled = res.Warnings, res.Overruled
 	}
 	return err
+}
+
+// CodeFingerprint is haproxy.CodeFingerprint of b under the config's
+// allowedDirectives: "" when b loads no code.
+func (p *Pipeline) CodeFingerprint(b *bundle.Bundle) string {
+	return haproxy.CodeFingerprint(b, p.Config.Spec.AllowedDirectives)
 }
 
 // fail records err in v and returns v. A deadline says which phase ran out

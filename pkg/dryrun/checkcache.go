@@ -43,13 +43,13 @@ func newCheckCache(size int) *checkCache {
 // with a concurrent check of an equal bundle. The shared run goes on while
 // any caller waits for it and stops (haproxy's process group killed) when
 // the last one gives up; a caller waits at most until its ctx ends.
-func (cc *checkCache) check(ctx context.Context, c Checker, b *bundle.Bundle, hash string) (*haproxy.Result, bool, error) {
+func (cc *checkCache) check(ctx context.Context, run checkFunc, b *bundle.Bundle, hash string) (*haproxy.Result, bool, error) {
 	if v, ok := cc.results.Get(hash); ok {
 		o := v.(checkOutcome)
 		return o.res, true, o.err
 	}
 	o, _, err := cc.flight.Do(ctx, hash, func(runCtx context.Context) (checkOutcome, error) {
-		res, err := c.Check(runCtx, b)
+		res, err := run(runCtx, b)
 		if definite(err) {
 			cc.results.Add(hash, checkOutcome{res: res, err: err})
 		}
@@ -60,6 +60,9 @@ func (cc *checkCache) check(ctx context.Context, c Checker, b *bundle.Bundle, ha
 	}
 	return o.res, false, o.err
 }
+
+// checkFunc is Checker.Check or Checker.CheckStatic.
+type checkFunc func(context.Context, *bundle.Bundle) (*haproxy.Result, error)
 
 // definite reports whether a check's error (or success) is a statement
 // about the bundle worth remembering.

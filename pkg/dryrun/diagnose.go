@@ -55,6 +55,8 @@ type DiagnoseOptions struct {
 	// SkipTests leaves the embedded tests out: they depend on the config
 	// alone, so a diagnosis of objects can do without them.
 	SkipTests bool
+	// RunnableCode is CheckOptions.RunnableCode of every round.
+	RunnableCode func(fingerprint string) bool
 }
 
 // Diagnose checks stores; while the check fails with failures it can
@@ -69,7 +71,7 @@ func (p *Pipeline) Diagnose(ctx context.Context, stores store.Set, opts Diagnose
 		rounds = DefaultMaxRounds
 	}
 	for range rounds {
-		v := p.check(ctx, stores.WithoutNames(byStore(d.Hidden)), !opts.SkipTests)
+		v := p.CheckWith(ctx, stores.WithoutNames(byStore(d.Hidden)), CheckOptions{SkipTests: opts.SkipTests, RunnableCode: opts.RunnableCode})
 		if d.First == nil {
 			d.First = v
 		}

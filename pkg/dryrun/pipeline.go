@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/config/validation"
@@ -14,7 +16,6 @@ import (
 	"github.com/haproxy-template/htc/pkg/render"
 	"github.com/haproxy-template/htc/pkg/store"
 	"github.com/haproxy-template/htc/pkg/watched"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // DefaultBaseDir is where HAProxy reads the bundle from when Env.BaseDir is
@@ -29,6 +30,9 @@ const DefaultRenderCheckTimeout = 30 * time.Second
 type Checker interface {
 	// Check runs the check phases on b (see haproxy.Checker.Check).
 	Check(ctx context.Context, b *bundle.Bundle) (*haproxy.Result, error)
+	// CheckStatic runs the phases that run nothing: policy, syntax and
+	// schema (see haproxy.Checker.CheckStatic).
+	CheckStatic(ctx context.Context, b *bundle.Bundle) (*haproxy.Result, error)
 }
 
 // Env is what a Pipeline needs besides its config. The zero Env builds a

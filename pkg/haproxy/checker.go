@@ -224,6 +224,28 @@ func (c *Checker) Check(ctx context.Context, b *bundle.Bundle) (*Result, error) 
 	return c.combine(ctx, res, parseErr, sr.warnings, sr.err)
 }
 
+// CheckStatic runs the phases that run nothing: policy, then syntax and
+// schema on b's own text. No workspace is written and `haproxy -c` does
+// not run, so a syntax or schema finding fails the check (there is no
+// haproxy -c to confirm or overrule it). Admission uses it for a bundle
+// that loads code the running configuration does not (see
+// CodeFingerprint): no admission runs code a request brought.
+func (c *Checker) CheckStatic(ctx context.Context, b *bundle.Bundle) (*Result, error) {
+	c.active.Add(1)
+	defer c.active.Done()
+	res := &Result{Durations: make(map[phase.Phase]time.Duration)}
+	if b == nil {
+		return res, errors.New("check: nil bundle")
+	}
+	start := time.Now()
+	err := CheckPolicy(b, c.allowed)
+	res.Durations[phase.Policy] = time.Since(start)
+	if err != nil {
+		return res, phaseError(phase.Policy, err)
+	}
+	return res, c.parsePhases(ctx, b, res)
+}
+
 // combine decides a check from the parse phases' finding (nil when they
 // passed) and the haproxy -c outcome. The syntax and schema phases exist to
 // give earlier, clearer reasons for what haproxy -c refuses, never to

@@ -48,6 +48,14 @@ func (s *policyScan) luaPrependPath(at loc, kw string, args []cfgWord) {
 	s.checkPath(at, kw, p, entry{class: clsRead})
 }
 
+// codeFile handles the code directives whose first argument is a file or
+// directory HAProxy loads code from (lua-load, lua-load-per-thread,
+// ssl-provider-path): even when the operator grants the directive, the
+// code must come from the bundle (or a granted "path:<dir>").
+func (s *policyScan) codeFile(at loc, kw string, args []cfgWord) {
+	s.checkPath(at, kw, arg(args, 0), entry{class: clsRead})
+}
+
 // statsSocket handles the global "stats socket <addr> [bind options]"
 // (src/cli.c cli_parse_global).
 func (s *policyScan) statsSocket(at loc, kw string, args []cfgWord) {

@@ -3,6 +3,7 @@ package haproxy
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
@@ -36,6 +37,7 @@ type policyScan struct {
 	dirs     map[string]bool   // absolute directories of the bundle
 	findings []Finding
 	seen     map[Finding]bool
+	codeAt   []loc // where an allowed code directive is used
 
 	bases       bases
 	section     string // keyword list of the current section ("" outside)
@@ -183,6 +185,7 @@ func (s *policyScan) full() bool {
 // refuse records msg under key unless key is allowed.
 func (s *policyScan) refuse(at loc, key, msg string) {
 	if s.allowed[key] {
+		s.granted(at, key)
 		return
 	}
 	s.add(at, key, fmt.Sprintf("%s (add '%s' to spec.allowedDirectives to permit it)", msg, key))
@@ -191,9 +194,18 @@ func (s *policyScan) refuse(at loc, key, msg string) {
 // refuseDirective records a refused directive unless it is allowed.
 func (s *policyScan) refuseDirective(at loc, key string) {
 	if s.allowed[key] {
+		s.granted(at, key)
 		return
 	}
 	s.add(at, key, fmt.Sprintf("directive '%s' is not allowed (add it to spec.allowedDirectives to permit it)", key))
+}
+
+// granted records a use of an allowed key: where code is loaded or run
+// (CodeFingerprint).
+func (s *policyScan) granted(at loc, key string) {
+	if isCodeKey(key) && !slices.Contains(s.codeAt, at) {
+		s.codeAt = append(s.codeAt, at)
+	}
 }
 
 // refuseEnv records an environment access unless it is allowed.

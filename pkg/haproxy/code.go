@@ -1,0 +1,71 @@
+package haproxy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"strings"
+
+	"github.com/haproxy-template/htc/pkg/bundle"
+)
+
+// isCodeKey reports whether an AllowedDirectives key permits loading or
+// running code (lua-load, ssl-provider, external-check, program, a filter
+// that dlopen()s a plugin, ...): the inventory's clsCode entries.
+func isCodeKey(key string) bool {
+	return key != "" && slices.ContainsFunc(inventory, func(e entry) bool { return e.class == clsCode && e.key == key })
+}
+
+// GrantsCode reports whether allowed permits any directive that loads or
+// runs code.
+func GrantsCode(allowed []string) bool {
+	return slices.ContainsFunc(allowed, func(a string) bool { return isCodeKey(strings.ToLower(a)) })
+}
+
+// CodeFingerprint identifies the code a bundle makes HAProxy load or run:
+// the lines that use a code directive allowed grants (each with its file)
+// and the bundle's general files (which those can load: Lua modules, a
+// tracer's configuration). It is "" when the bundle uses no code
+// directive. Two bundles with equal fingerprints run the same code; maps,
+// certificates and the rest of haproxy.cfg do not enter it.
+func CodeFingerprint(b *bundle.Bundle, allowed []string) string {
+	if b == nil || !GrantsCode(allowed) {
+		return ""
+	}
+	s := newPolicyScan(b, allowed)
+	s.checkNames(b)
+	s.scanConfig(b.Config)
+	s.scanPending()
+	if len(s.codeAt) == 0 {
+		return ""
+	}
+	contents := map[string]string{}
+	for _, f := range b.AllFiles() {
+		contents[f.RelPath] = f.Content
+	}
+	h := sha256.New()
+	for _, at := range s.codeAt {
+		h.Write([]byte(at.file + "\x00" + lineOf(contents[at.file], at.line) + "\x00"))
+	}
+	for _, f := range b.AllFiles() {
+		if f.Kind == bundle.KindFile {
+			h.Write([]byte(f.RelPath + "\x00" + f.Content + "\x00"))
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// lineOf returns line n (1-based) of text, "" when there is none.
+func lineOf(text string, n int) string {
+	for i := 1; n > 0; i++ {
+		line, rest, more := strings.Cut(text, "\n")
+		if i == n {
+			return line
+		}
+		if !more {
+			return ""
+		}
+		text = rest
+	}
+	return ""
+}
