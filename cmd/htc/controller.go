@@ -46,9 +46,13 @@ its --deployment-name is scaled to zero or deleted (always without one).
 With --leader-elect, the replicas elect a leader with the Lease
 <config-name>-leader in --leader-election-namespace: all of them serve the
 webhook and publish to their own HAProxy, only the leader writes the
-config's status, its Events and the webhook registration. The serving certificate comes from --webhook-cert-file and
+config's status, its Events and the webhook registration; a stopping
+leader releases the Lease. Without it, this process is the only writer.
+
+The serving certificate comes from --webhook-cert-file and
 --webhook-key-file (reread when they change) or from --webhook-cert-secret
-(a kubernetes.io/tls Secret, watched for rotation). Logs are JSON (log/slog)
+(a kubernetes.io/tls Secret, watched for rotation; its ca.crt is the
+registered caBundle, else the top of the served chain). Logs are JSON (log/slog)
 on stderr. Each flag's default can be set with the environment variable named
 in its description.`
 

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -191,7 +190,7 @@ func (c *controller) elect(ctx context.Context, kube kubernetes.Interface) error
 	for ctx.Err() == nil {
 		le, err := leaderelection.NewLeaderElector(cfg)
 		if err != nil {
-			return errors.Join(errors.New("leader election"), err)
+			return fmt.Errorf("leader election: %w", err)
 		}
 		le.Run(ctx)
 		if ctx.Err() == nil {

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -155,7 +156,7 @@ func (r *registration) reconcile(ctx context.Context) error {
 	}
 	obj, exists, err := lister.GetByKey(r.name)
 	if err != nil {
-		return err
+		return fmt.Errorf("reading ValidatingWebhookConfiguration %s from the cache: %w", r.name, err)
 	}
 	if !exists {
 		r.diagnose("the ValidatingWebhookConfiguration does not exist; nothing is registered (the controller never creates it)")
@@ -169,7 +170,7 @@ func (r *registration) reconcile(ctx context.Context) error {
 	}
 	hooks, err := webhook.Webhooks(tmpl, rules, r.caBundle(), r.ownNamespace)
 	if err != nil {
-		return err
+		return fmt.Errorf("computing the webhooks: %w", err)
 	}
 	if equality.Semantic.DeepEqual(cur.Webhooks, hooks) {
 		r.diagnose("")
@@ -182,7 +183,7 @@ func (r *registration) reconcile(ctx context.Context) error {
 			r.kick() // the informer brings the newer version (or the deletion)
 			return nil
 		}
-		return err
+		return fmt.Errorf("updating ValidatingWebhookConfiguration %s: %w", r.name, err)
 	}
 	r.diagnose("")
 	names := make([]string, 0, len(hooks))
