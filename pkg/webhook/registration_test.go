@@ -48,7 +48,11 @@ func TestWebhooksFromTheChartTemplate(t *testing.T) {
 		assert.Equal(t, []string{"v1"}, h.AdmissionReviewVersions, h.Name)
 		assert.Equal(t, int32(10), *h.TimeoutSeconds, h.Name)
 		require.Len(t, h.Rules, 1, h.Name)
-		assert.Equal(t, []admissionregistrationv1.OperationType{"CREATE", "UPDATE"}, h.Rules[0].Operations, h.Name)
+		ops := []admissionregistrationv1.OperationType{"CREATE", "UPDATE", "DELETE"}
+		if h.Name == "haproxytemplateconfigs.validate.htc" {
+			ops = ops[:2] // a config's DELETE is always allowed
+		}
+		assert.Equal(t, ops, h.Rules[0].Operations, h.Name)
 		assert.Equal(t, admissionregistrationv1.AllScopes, *h.Rules[0].Scope, h.Name)
 	}
 	assert.Equal(t, []string{"haproxytemplateconfigs.validate.htc", "ingresses.validate.htc", "services.validate.htc"}, names)
