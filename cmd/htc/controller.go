@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"time"
 
@@ -34,9 +36,23 @@ A configuration that fails is never written: HAProxy keeps the last good one.
 
 Until the stores of the first good config synced, /readyz answers 503 and
 every admission request is denied with "htc is starting: stores not synced
-yet". The serving certificate comes from --webhook-cert-file and
+yet". With --webhook-configuration, the controller fills that
+ValidatingWebhookConfiguration's webhooks once it is ready (stores synced,
+first live round done, certificate loaded), from the template in its
+haproxy-template.io/webhook-template annotation, the config's rules and the
+certificate's CA; it never creates it. On a clean stop it removes them when
+its --deployment-name is scaled to zero or deleted (always without one).
+
+With --leader-elect, the replicas elect a leader with the Lease
+<config-name>-leader in --leader-election-namespace: all of them serve the
+webhook and publish to their own HAProxy, only the leader writes the
+config's status, its Events and the webhook registration; a stopping
+leader releases the Lease. Without it, this process is the only writer.
+
+The serving certificate comes from --webhook-cert-file and
 --webhook-key-file (reread when they change) or from --webhook-cert-secret
-(a kubernetes.io/tls Secret, watched for rotation). Logs are JSON (log/slog)
+(a kubernetes.io/tls Secret, watched for rotation; its ca.crt is the
+registered caBundle, else the top of the served chain). Logs are JSON (log/slog)
 on stderr. Each flag's default can be set with the environment variable named
 in its description.`
 
@@ -59,7 +75,13 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 	allowed := allowedDirectivesFlag(fs)
 	debounce := fs.String("debounce", envDefault("HTC_DEBOUNCE", controller.DefaultDebounce.String()), "quiet period after a change before the live configuration is rendered (env HTC_DEBOUNCE)")
 	maxDelay := fs.String("max-delay", envDefault("HTC_MAX_DELAY", controller.DefaultMaxDelay.String()), "longest a stream of changes can postpone rendering the live configuration (env HTC_MAX_DELAY)")
+	fs.StringVar(&opts.WebhookConfiguration, "webhook-configuration", envDefault("HTC_WEBHOOK_CONFIGURATION", ""), "ValidatingWebhookConfiguration whose webhooks the controller registers once it is ready (from its haproxy-template.io/webhook-template annotation; never created); empty: register nothing (env HTC_WEBHOOK_CONFIGURATION)")
+	fs.StringVar(&opts.DeploymentName, "deployment-name", envDefault("HTC_DEPLOYMENT_NAME", ""), "the controller's Deployment in --config-namespace: a stopping replica removes the registered webhooks only when it is scaled to zero or deleted; empty: whenever it stops (env HTC_DEPLOYMENT_NAME)")
+	le := leaderElectionFlags(fs)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := le.apply(&opts); err != nil {
 		return err
 	}
 	opts.AllowedDirectives = allowed.stringList
@@ -101,6 +123,48 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 	opts.Logger = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if err := controller.Run(ctx, opts); err != nil {
 		return fmt.Errorf("controller: %w", err)
+	}
+	return nil
+}
+
+// leaderElection holds the leader election flags until they are parsed.
+type leaderElection struct {
+	elect               *bool
+	envErr              error // HTC_LEADER_ELECT is not a boolean
+	namespace           *string
+	lease, renew, retry *string
+}
+
+func leaderElectionFlags(fs *flag.FlagSet) *leaderElection {
+	def, err := strconv.ParseBool(envDefault("HTC_LEADER_ELECT", "false"))
+	if err != nil {
+		err = usagef("HTC_LEADER_ELECT: %q is not true or false", os.Getenv("HTC_LEADER_ELECT"))
+	}
+	return &leaderElection{
+		elect:     fs.Bool("leader-elect", def, "elect a leader among the replicas with a Lease: only the leader writes the config's status, its Events and the webhook registration (env HTC_LEADER_ELECT)"),
+		envErr:    err,
+		namespace: fs.String("leader-election-namespace", envDefault("HTC_LEADER_ELECTION_NAMESPACE", ""), "namespace of the Lease <config-name>-leader; empty means --config-namespace (env HTC_LEADER_ELECTION_NAMESPACE)"),
+		lease:     fs.String("leader-elect-lease-duration", envDefault("HTC_LEADER_ELECT_LEASE_DURATION", controller.DefaultLeaseDuration.String()), "how long a leader that stopped renewing keeps the Lease (env HTC_LEADER_ELECT_LEASE_DURATION)"),
+		renew:     fs.String("leader-elect-renew-deadline", envDefault("HTC_LEADER_ELECT_RENEW_DEADLINE", controller.DefaultRenewDeadline.String()), "how long the leader tries to renew the Lease before it stops leading (env HTC_LEADER_ELECT_RENEW_DEADLINE)"),
+		retry:     fs.String("leader-elect-retry-period", envDefault("HTC_LEADER_ELECT_RETRY_PERIOD", controller.DefaultRetryPeriod.String()), "how often the replicas try to acquire or renew the Lease (env HTC_LEADER_ELECT_RETRY_PERIOD)"),
+	}
+}
+
+// apply puts the parsed leader election flags into opts.
+func (le *leaderElection) apply(opts *controller.Options) error {
+	if le.envErr != nil {
+		return le.envErr
+	}
+	opts.LeaderElection, opts.LeaderElectionNamespace = *le.elect, *le.namespace
+	var err error
+	for _, d := range []struct {
+		name string
+		v    *string
+		to   *time.Duration
+	}{{"leader-elect-lease-duration", le.lease, &opts.LeaseDuration}, {"leader-elect-renew-deadline", le.renew, &opts.RenewDeadline}, {"leader-elect-retry-period", le.retry, &opts.RetryPeriod}} {
+		if *d.to, err = positiveDuration(d.name, *d.v); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/base64"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -30,7 +31,30 @@ var secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 type certSource struct {
 	log *slog.Logger
 	w   atomic.Pointer[webhook.CertWatcher]
-	mu  sync.Mutex // serialises creating the watcher from a Secret
+	ca  atomic.Pointer[[]byte] // the Secret's ca.crt, when it has one
+	mu  sync.Mutex             // serialises creating the watcher from a Secret
+	// onChange, when set, is called after a certificate from the Secret
+	// was loaded.
+	onChange func()
+}
+
+// caBundle is the CA the API server is to trust the webhook with: the
+// Secret's ca.crt, or else the last certificate of the served chain (the
+// self-signed certificate itself, or the top of the chain). Nil until a
+// certificate is loaded.
+func (s *certSource) caBundle() []byte {
+	if ca := s.ca.Load(); ca != nil && len(*ca) > 0 {
+		return *ca
+	}
+	w := s.w.Load()
+	if w == nil {
+		return nil
+	}
+	cert, err := w.GetCertificate(nil)
+	if err != nil || cert == nil || len(cert.Certificate) == 0 {
+		return nil
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[len(cert.Certificate)-1]})
 }
 
 func (s *certSource) loaded() bool { return s.w.Load() != nil }
@@ -55,6 +79,11 @@ func (s *certSource) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificat
 func (s *certSource) start(ctx context.Context, opts Options, dyn dynamic.Interface, spawn func(string, func() error)) error {
 	wopts := webhook.CertWatcherOptions{Logger: s.log}
 	if opts.CertFile != "" {
+		wopts.OnChange = func(time.Time) { // a rotated file: its chain may be the CA bundle
+			if s.onChange != nil {
+				s.onChange()
+			}
+		}
 		w, err := webhook.NewCertWatcher(opts.CertFile, opts.KeyFile, wopts)
 		if err != nil {
 			return err
@@ -81,18 +110,7 @@ func (s *certSource) start(ctx context.Context, opts Options, dyn dynamic.Interf
 			log.Error("webhook certificate Secret unusable", "error", err)
 			return
 		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if w := s.w.Load(); w != nil {
-			_ = w.Update(certPEM, keyPEM) // logs its own error
-			return
-		}
-		w, err := webhook.NewCertWatcherFromPEM(certPEM, keyPEM, wopts)
-		if err != nil {
-			log.Error("webhook certificate Secret does not load", "error", err)
-			return
-		}
-		s.w.Store(w)
+		s.load(u, certPEM, keyPEM, wopts, log)
 	}
 	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    handle,
@@ -106,27 +124,52 @@ func (s *certSource) start(ctx context.Context, opts Options, dyn dynamic.Interf
 	return nil
 }
 
+// load takes the certificate of the Secret u.
+func (s *certSource) load(u *unstructured.Unstructured, certPEM, keyPEM []byte, wopts webhook.CertWatcherOptions, log *slog.Logger) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w := s.w.Load(); w != nil {
+		if w.Update(certPEM, keyPEM) != nil { // logs its own error
+			return
+		}
+	} else {
+		w, err := webhook.NewCertWatcherFromPEM(certPEM, keyPEM, wopts)
+		if err != nil {
+			log.Error("webhook certificate Secret does not load", "error", err)
+			return
+		}
+		s.w.Store(w)
+	}
+	ca, _ := secretData(u, "ca.crt")
+	s.ca.Store(&ca)
+	if s.onChange != nil {
+		s.onChange()
+	}
+}
+
 // tlsData returns the PEM certificate and key of a kubernetes.io/tls Secret.
 func tlsData(u *unstructured.Unstructured) ([]byte, []byte, error) {
-	data, _, _ := unstructured.NestedStringMap(u.Object, "data")
-	get := func(k string) ([]byte, error) {
-		v, ok := data[k]
-		if !ok || v == "" {
-			return nil, fmt.Errorf("no %s", k)
-		}
-		b, err := base64.StdEncoding.DecodeString(v)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", k, err)
-		}
-		return b, nil
-	}
-	certPEM, err := get("tls.crt")
+	certPEM, err := secretData(u, "tls.crt")
 	if err != nil {
 		return nil, nil, err
 	}
-	keyPEM, err := get("tls.key")
+	keyPEM, err := secretData(u, "tls.key")
 	if err != nil {
 		return nil, nil, err
 	}
 	return certPEM, keyPEM, nil
+}
+
+// secretData returns the decoded value of key in the Secret u's data.
+func secretData(u *unstructured.Unstructured, key string) ([]byte, error) {
+	data, _, _ := unstructured.NestedStringMap(u.Object, "data")
+	v, ok := data[key]
+	if !ok || v == "" {
+		return nil, fmt.Errorf("no %s", key)
+	}
+	b, err := base64.StdEncoding.DecodeString(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	return b, nil
 }

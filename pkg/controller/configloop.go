@@ -194,7 +194,8 @@ func (c *controller) switchTo(ctx context.Context, p *dryrun.Pipeline, log *slog
 		used[r.WatchKey()] = true
 	}
 	c.admitter.SetState(state)
-	c.registry.Set(c.validators(p.Model, log))
+	rules := c.rules(p.Model, log)
+	c.registry.Set(c.validators(rules))
 	for key, w := range c.watchers {
 		if !used[key] {
 			log.Info("no longer watching", "resource", key.String())
@@ -208,6 +209,7 @@ func (c *controller) switchTo(ctx context.Context, p *dryrun.Pipeline, log *slog
 	if !c.synced.Swap(true) {
 		c.metrics.ready.Set(1)
 	}
+	c.registration.setRules(rules) // registered now that admissions are served
 	counts := make([]any, 0, 2*len(state.Stores))
 	for key, s := range state.Stores {
 		counts = append(counts, "store."+key, s.Len())

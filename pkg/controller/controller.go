@@ -106,6 +106,35 @@ type Options struct {
 	// admission.DefaultTimeout (5 s). Keep it below the webhook's
 	// timeoutSeconds. Tests on a busy machine under -race raise it.
 	AdmissionTimeout time.Duration
+
+	// WebhookConfiguration names the ValidatingWebhookConfiguration whose
+	// webhooks the controller registers once it is ready (stores synced,
+	// the first live round done, a certificate loaded) and keeps in line
+	// with the config, from the template in its annotation
+	// (webhook.TemplateAnnotation); it is never created. Empty: nothing is
+	// registered (whoever runs the controller registers the webhooks).
+	WebhookConfiguration string
+	// DeploymentName is the controller's Deployment in ConfigNamespace:
+	// when a replica stops, the webhooks are removed from
+	// WebhookConfiguration only when the Deployment is scaled to zero or
+	// deleted. Empty: they are removed whenever the controller stops.
+	DeploymentName string
+
+	// LeaderElection makes the replicas elect a leader with a Lease
+	// (LeaseName of the config name) in LeaderElectionNamespace: every
+	// replica serves the webhook and publishes to its own HAProxy, only
+	// the leader writes the config's status, its Events and the webhook
+	// registration. Off: this process is the only writer.
+	LeaderElection bool
+	// LeaderElectionNamespace holds the Lease; empty means ConfigNamespace.
+	LeaderElectionNamespace string
+	// LeaseDuration, RenewDeadline and RetryPeriod tune the election;
+	// zero means DefaultLeaseDuration, DefaultRenewDeadline,
+	// DefaultRetryPeriod.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Identity is this replica's name in the Lease and in its Events;
+	// empty means the host name (the pod's name) and a random suffix.
+	Identity string
 }
 
 // Validate checks the options that need no I/O.
@@ -137,6 +166,7 @@ func (o *Options) Validate() error {
 	if o.Debounce < 0 || o.MaxDelay < 0 {
 		problems = append(problems, "the debounce and maximum delay must not be negative")
 	}
+	problems = append(problems, o.validateLeaderElection()...)
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "; "))
 	}
@@ -153,17 +183,20 @@ func splitSecret(s string) (string, string, error) {
 
 // controller is the state of one Run.
 type controller struct {
-	opts     Options
-	log      *slog.Logger
-	dyn      dynamic.Interface
-	mapper   meta.RESTMapper
-	env      dryrun.Env // how pipelines are built
-	admitter *admission.Admitter
-	registry *webhook.Registry
-	metrics  *metrics
-	certs    *certSource
-	status   *statusReporter
-	live     *live
+	opts         Options
+	log          *slog.Logger
+	dyn          dynamic.Interface
+	mapper       meta.RESTMapper
+	env          dryrun.Env // how pipelines are built
+	admitter     *admission.Admitter
+	registry     *webhook.Registry
+	metrics      *metrics
+	certs        *certSource
+	status       *statusReporter
+	live         *live
+	identity     string        // this replica's name in the Lease and its Events
+	leader       *leadership   // whether this replica writes status, Events, registration
+	registration *registration // the webhook registration; nil: none
 
 	synced atomic.Bool // the stores of a good config synced; admissions served
 
@@ -217,11 +250,18 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	stopEvents := c.recordEvents(ctx, cl.kube)
 	defer stopEvents()
+	c.registration = newRegistration(opts, registrationDeps{kube: cl.kube, caBundle: c.certs.caBundle,
+		ready: c.serving, leading: c.leader.isLeading}, log)
+	c.certs.onChange = c.registration.kick
 	if err := c.serve(ctx, spawn); err != nil {
 		cancel()
 		_ = g.Wait()
 		return err
 	}
+	if opts.LeaderElection {
+		spawn("leader election", func() error { return c.elect(ctx, cl.kube) })
+	}
+	spawn("webhook registration", func() error { c.registration.run(ctx); return nil })
 	spawn("config", func() error { c.configLoop(ctx); return nil })
 	spawn("live", func() error {
 		c.live.run(ctx, newDebouncer(nil, opts.Debounce, orDuration(opts.MaxDelay, DefaultMaxDelay)))
@@ -229,7 +269,9 @@ func Run(ctx context.Context, opts Options) error {
 	})
 	<-ctx.Done()
 	log.Info("controller shutting down")
-	return g.Wait()
+	err = g.Wait()
+	c.registration.stopped()
+	return err
 }
 
 // clients are the API clients of one Run.
@@ -293,7 +335,7 @@ func (c *controller) setUpPublishing() error {
 func (c *controller) recordEvents(ctx context.Context, kube kubernetes.Interface) (stop func()) {
 	events := record.NewBroadcaster(record.WithContext(ctx))
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
-	c.status.recorder = events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "htc-controller"})
+	c.status.recorder = events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "htc-controller", Host: c.identity})
 	return events.Shutdown
 }
 
@@ -381,7 +423,11 @@ func newController(opts Options, log *slog.Logger, dyn dynamic.Interface, mapper
 		certs:    &certSource{log: log},
 	}
 	c.metrics = newMetrics(c.certs.notAfter)
+	c.identity = orString(opts.Identity, defaultIdentity())
+	c.leader = newLeadership(opts.LeaderElection, c.metrics.reg)
 	c.status = newStatusReporter(dyn, nil, log)
+	c.status.leading = c.leader.isLeading
+	c.status.updates = newStatusUpdates(c.metrics.reg)
 	c.live = newLive(c.admitter, nil, nil, c.status, c.metrics, log)
 	return c
 }
@@ -398,6 +444,12 @@ func (c *controller) ready() (bool, string) {
 	}
 	return false, StartingReason
 }
+
+// serving reports whether the controller decides admissions and can be
+// reached: the stores of a good config synced (after its first live
+// round) and a serving certificate is loaded. Only then are its webhooks
+// registered.
+func (c *controller) serving() bool { return c.synced.Load() && c.certs.loaded() }
 
 // readyz answers 200 once the stores synced and a certificate is loaded.
 func (c *controller) readyz(w http.ResponseWriter, _ *http.Request) {

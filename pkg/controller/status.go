@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,22 +37,63 @@ const (
 const statusTimeout = 10 * time.Second
 
 // statusReporter records the controller's view of its config on the
-// config's status (conditions, observedGeneration) and as Events on it. A
-// condition is written, and an Event emitted, only when its status, reason,
-// message or observed generation changes, so a steady state writes nothing.
+// config's status (conditions, observedGeneration, failures) and as Events
+// on it. A condition is written, and an Event emitted, only when its status,
+// reason, message or observed generation changes, so a steady state writes
+// nothing.
+//
+// With leader election only the leader writes: a follower keeps what it
+// would write (desired) and writes nothing and emits no Event; when it
+// becomes the leader, resume writes what changed since the object was last
+// written.
 type statusReporter struct {
 	dyn      dynamic.Interface
 	recorder record.EventRecorder
 	log      *slog.Logger
+	// leading says whether this replica may write; nil means always.
+	leading func() bool
+	// updates counts status updates by result (updateWritten, ...); nil: not counted.
+	updates *prometheus.CounterVec
 
-	mu           sync.Mutex
+	mu           sync.Mutex                  // serialises set, setFailures and resume, writes included
 	last         map[string]metav1.Condition // by type, as last written
 	lastFailures []config.StatusFailure      // as last written (nil: not yet)
 	failuresSet  bool
+	desired      map[string]desiredCondition // by type, the newest of each
+	desiredFails *desiredFailures            // the newest failures (nil: none yet)
 }
 
+// desiredCondition is a condition as the newest round saw it.
+type desiredCondition struct {
+	cfg  *config.HAProxyTemplateConfig
+	cond metav1.Condition
+}
+
+// desiredFailures are the failures as the newest round saw them.
+type desiredFailures struct {
+	cfg      *config.HAProxyTemplateConfig
+	failures []config.StatusFailure
+}
+
+// Results of htc_status_updates_total.
+const (
+	updateWritten   = "written"    // the status changed on the object
+	updateUnchanged = "unchanged"  // the object already said so
+	updateError     = "error"      // the write failed (retried next time)
+	updateFollower  = "not_leader" // kept for when this replica leads
+)
+
 func newStatusReporter(dyn dynamic.Interface, recorder record.EventRecorder, log *slog.Logger) *statusReporter {
-	return &statusReporter{dyn: dyn, recorder: recorder, log: log, last: map[string]metav1.Condition{}}
+	return &statusReporter{dyn: dyn, recorder: recorder, log: log, last: map[string]metav1.Condition{}, desired: map[string]desiredCondition{}}
+}
+
+// isLeading reports whether this replica writes the status and Events.
+func (s *statusReporter) isLeading() bool { return s.leading == nil || s.leading() }
+
+func (s *statusReporter) count(result string) {
+	if s.updates != nil {
+		s.updates.WithLabelValues(result).Inc()
+	}
 }
 
 // set records cond for cfg. cond.ObservedGeneration is cfg's generation.
@@ -60,13 +102,23 @@ func newStatusReporter(dyn dynamic.Interface, recorder record.EventRecorder, log
 func (s *statusReporter) set(ctx context.Context, cfg *config.HAProxyTemplateConfig, cond metav1.Condition) {
 	cond.ObservedGeneration = cfg.Generation
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.desired[cond.Type] = desiredCondition{cfg: cfg, cond: cond}
+	if !s.isLeading() {
+		s.count(updateFollower)
+		return
+	}
+	s.setLocked(ctx, cfg, cond)
+}
+
+// setLocked writes cond and emits its Event unless it is what was last
+// written. s.mu is held.
+func (s *statusReporter) setLocked(ctx context.Context, cfg *config.HAProxyTemplateConfig, cond metav1.Condition) {
 	prev, seen := s.last[cond.Type]
 	if seen && prev.Status == cond.Status && prev.Reason == cond.Reason && prev.Message == cond.Message && prev.ObservedGeneration == cond.ObservedGeneration {
-		s.mu.Unlock()
 		return
 	}
 	s.last[cond.Type] = cond
-	s.mu.Unlock()
 
 	eventType := corev1.EventTypeNormal
 	if cond.Status == metav1.ConditionFalse {
@@ -83,15 +135,13 @@ func (s *statusReporter) set(ctx context.Context, cfg *config.HAProxyTemplateCon
 		return changed
 	}); err != nil {
 		s.log.Warn("updating the HAProxyTemplateConfig status failed", "condition", cond.Type, "error", err)
-		s.mu.Lock()
 		delete(s.last, cond.Type) // write it again next time
-		s.mu.Unlock()
 	}
 }
 
 // event records an Event on cfg.
 func (s *statusReporter) event(cfg *config.HAProxyTemplateConfig, eventType, reason, message string) {
-	if s.recorder != nil {
+	if s.recorder != nil && s.isLeading() {
 		s.recorder.Event(objectReference(cfg), eventType, reason, message)
 	}
 }
@@ -100,7 +150,7 @@ func (s *statusReporter) event(cfg *config.HAProxyTemplateConfig, eventType, rea
 // config that could not be applied, while the last good one keeps serving
 // (its conditions still describe what runs).
 func (s *statusReporter) warn(u *unstructured.Unstructured, reason, message string) {
-	if s.recorder == nil {
+	if s.recorder == nil || !s.isLeading() {
 		return
 	}
 	s.recorder.Event(&corev1.ObjectReference{
@@ -117,17 +167,27 @@ func (s *statusReporter) warn(u *unstructured.Unstructured, reason, message stri
 // status (at most config.MaxStatusFailures, and their count). Nothing is
 // written when they did not change.
 func (s *statusReporter) setFailures(ctx context.Context, cfg *config.HAProxyTemplateConfig, failures []config.StatusFailure) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.desiredFails = &desiredFailures{cfg: cfg, failures: failures}
+	if !s.isLeading() {
+		s.count(updateFollower)
+		return
+	}
+	s.setFailuresLocked(ctx, cfg, failures)
+}
+
+// setFailuresLocked writes failures unless they are what was last
+// written. s.mu is held.
+func (s *statusReporter) setFailuresLocked(ctx context.Context, cfg *config.HAProxyTemplateConfig, failures []config.StatusFailure) {
 	count := len(failures)
 	if len(failures) > config.MaxStatusFailures {
 		failures = failures[:config.MaxStatusFailures]
 	}
-	s.mu.Lock()
 	if s.failuresSet && equalFailures(s.lastFailures, failures) {
-		s.mu.Unlock()
 		return
 	}
 	s.lastFailures, s.failuresSet = failures, true
-	s.mu.Unlock()
 	err := s.write(ctx, cfg, func(st *config.HAProxyTemplateConfigStatus) bool {
 		if equalFailures(st.Failures, failures) && st.FailureCount == count {
 			return false
@@ -137,10 +197,60 @@ func (s *statusReporter) setFailures(ctx context.Context, cfg *config.HAProxyTem
 	})
 	if err != nil {
 		s.log.Warn("updating the HAProxyTemplateConfig status failed", "field", "failures", "error", err)
-		s.mu.Lock()
 		s.failuresSet = false // write them again next time
-		s.mu.Unlock()
 	}
+}
+
+// resume is called when this replica becomes the leader: what the object's
+// status says now is taken as last written, then the newest conditions and
+// failures are written where they differ from it (with their Events), so a
+// new leader writes what changed while nobody led, and nothing else.
+func (s *statusReporter) resume(ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var cfg *config.HAProxyTemplateConfig
+	types := make([]string, 0, len(s.desired))
+	for t, d := range s.desired {
+		types = append(types, t)
+		cfg = d.cfg
+	}
+	if s.desiredFails != nil {
+		cfg = s.desiredFails.cfg
+	}
+	if cfg == nil {
+		return // no round yet: the first one writes
+	}
+	s.seed(ctx, cfg)
+	slices.Sort(types)
+	for _, t := range types {
+		d := s.desired[t]
+		s.setLocked(ctx, d.cfg, d.cond)
+	}
+	if d := s.desiredFails; d != nil {
+		s.setFailuresLocked(ctx, d.cfg, d.failures)
+	}
+}
+
+// seed takes the status of cfg's object as last written; when it cannot
+// be read, everything is written again. s.mu is held.
+func (s *statusReporter) seed(ctx context.Context, cfg *config.HAProxyTemplateConfig) {
+	s.last, s.lastFailures, s.failuresSet = map[string]metav1.Condition{}, nil, false
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	u, err := s.dyn.Resource(config.GroupVersion.WithResource(config.Resource)).Namespace(cfg.Namespace).Get(ctx, cfg.Name, metav1.GetOptions{})
+	if err != nil {
+		s.log.Warn("reading the HAProxyTemplateConfig status failed; writing it again", "error", err)
+		return
+	}
+	st, err := decodeStatus(u)
+	if err != nil {
+		s.log.Warn("decoding the HAProxyTemplateConfig status failed; writing it again", "error", err)
+		return
+	}
+	for _, c := range st.Conditions {
+		s.last[c.Type] = c
+	}
+	s.lastFailures, s.failuresSet = st.Failures, true
 }
 
 func equalFailures(a, b []config.StatusFailure) bool {
@@ -151,23 +261,23 @@ func equalFailures(a, b []config.StatusFailure) bool {
 
 // write applies mutate to the status subresource of cfg's object and
 // writes it when mutate reports a change, retrying on conflicts with a
-// fresh read.
+// fresh read. It counts the outcome in htc_status_updates_total.
 func (s *statusReporter) write(ctx context.Context, cfg *config.HAProxyTemplateConfig, mutate func(*config.HAProxyTemplateConfigStatus) bool) error {
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
 	client := s.dyn.Resource(config.GroupVersion.WithResource(config.Resource)).Namespace(cfg.Namespace)
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	result := updateUnchanged
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		u, err := client.Get(ctx, cfg.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		var status config.HAProxyTemplateConfigStatus
-		if raw, ok := u.Object["status"].(map[string]any); ok {
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &status); err != nil {
-				return fmt.Errorf("decoding the current status: %w", err)
-			}
+		status, err := decodeStatus(u)
+		if err != nil {
+			return err
 		}
 		if !mutate(&status) {
+			result = updateUnchanged
 			return nil
 		}
 		raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&status)
@@ -178,8 +288,25 @@ func (s *statusReporter) write(ctx context.Context, cfg *config.HAProxyTemplateC
 			return err
 		}
 		_, err = client.UpdateStatus(ctx, u, metav1.UpdateOptions{})
+		result = updateWritten
 		return err
 	})
+	if err != nil {
+		result = updateError
+	}
+	s.count(result)
+	return err
+}
+
+// decodeStatus returns the status of a HAProxyTemplateConfig object.
+func decodeStatus(u *unstructured.Unstructured) (config.HAProxyTemplateConfigStatus, error) {
+	var status config.HAProxyTemplateConfigStatus
+	if raw, ok := u.Object["status"].(map[string]any); ok {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &status); err != nil {
+			return status, fmt.Errorf("decoding the current status: %w", err)
+		}
+	}
+	return status, nil
 }
 
 // objectReference is the Event target for cfg.

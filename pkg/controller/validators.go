@@ -13,14 +13,20 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// validators returns the webhook validators of a config's rules: the
-// admitter's Resource for every watched resource admission checks, its
-// Config for HAProxyTemplateConfig objects, each observed by the metrics.
-func (c *controller) validators(model *watched.Model, log *slog.Logger) map[string]webhook.Validator {
+// rules returns the webhook rules of a config (webhook.Rules); the
+// resources that do not resolve are logged and left out.
+func (c *controller) rules(model *watched.Model, log *slog.Logger) []webhook.Rule {
 	rules, errs := webhook.Rules(model, c.mapper)
 	for _, err := range errs {
 		log.Error("webhook rule not registered", "error", err)
 	}
+	return rules
+}
+
+// validators returns the webhook validators of a config's rules: the
+// admitter's Resource for every watched resource admission checks, its
+// Config for HAProxyTemplateConfig objects, each observed by the metrics.
+func (c *controller) validators(rules []webhook.Rule) map[string]webhook.Validator {
 	out := make(map[string]webhook.Validator, len(rules))
 	for _, r := range rules {
 		if r.StoreKey == "" {

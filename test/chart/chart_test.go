@@ -13,7 +13,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/haproxy-template/htc/pkg/webhook"
 )
 
 // valueSets are the helm arguments of the golden outputs and of the checks
@@ -180,19 +184,6 @@ func groupVersion(apiVersion string) (string, string) {
 	return "", apiVersion
 }
 
-// ruleMatches: one of the webhook's rules covers group/version/resource for CREATE and UPDATE.
-func ruleMatches(hook map[string]any, group, version, resource string) bool {
-	for _, r := range l(hook["rules"]) {
-		rule := m(r)
-		if contains(strs(rule["apiGroups"]), group) && contains(strs(rule["apiVersions"]), version) &&
-			contains(strs(rule["resources"]), resource) &&
-			contains(strs(rule["operations"]), "CREATE") && contains(strs(rule["operations"]), "UPDATE") {
-			return true
-		}
-	}
-	return false
-}
-
 func contains(xs []string, s string) bool {
 	for _, x := range xs {
 		if x == s {
@@ -203,11 +194,11 @@ func contains(xs []string, s string) bool {
 }
 
 // TestWatchedResourcesCannotDrift renders the chart with several sets of
-// watched resources and checks that the HAProxyTemplateConfig, the
-// ValidatingWebhookConfiguration and the ClusterRole all follow the same
-// values: exactly one webhook per watched resource with webhookValidation:
-// true, none for the others, one for haproxytemplateconfigs, and RBAC on
-// exactly the watched resources.
+// watched resources and checks that the ClusterRole follows the values (get,
+// list and watch on exactly the watched resources) and that the
+// ValidatingWebhookConfiguration is installed without webhooks: the
+// controller derives them from the config it runs (pkg/webhook.Webhooks,
+// tested there), so they cannot drift from it.
 func TestWatchedResourcesCannotDrift(t *testing.T) {
 	cases := []struct {
 		name string
@@ -242,59 +233,15 @@ func TestWatchedResourcesCannotDrift(t *testing.T) {
 			watched := m(m(cfg["spec"])["watchedResources"])
 			require.NotEmpty(t, watched)
 			vwc := one(t, objs, "ValidatingWebhookConfiguration")
-			hooks := l(vwc["webhooks"])
+			assert.Empty(t, vwc["webhooks"], "the chart registers no webhook: a ready controller does")
+			registrationTemplate(t, vwc)
 
-			validated := map[string]bool{} // group/version/resource with a webhook
 			watchedGR := map[string]bool{} // group/resource the controller lists
-			for key, v := range watched {
+			for _, v := range watched {
 				r := m(v)
-				group, version := groupVersion(r["apiVersion"].(string))
-				resource := r["resources"].(string)
-				watchedGR[group+"/"+resource] = true
-				n := 0
-				for _, h := range hooks {
-					if ruleMatches(m(h), group, version, resource) {
-						n++
-					}
-				}
-				if r["webhookValidation"] == true {
-					validated[group+"/"+version+"/"+resource] = true
-					assert.Equal(t, 1, n, "watched resource %q (webhookValidation: true) needs exactly one webhook", key)
-				} else {
-					// another key may validate the same resource
-					want := 0
-					for k2, v2 := range watched {
-						r2 := m(v2)
-						if k2 != key && r2["webhookValidation"] == true && r2["apiVersion"] == r["apiVersion"] && r2["resources"] == resource {
-							want = 1
-						}
-					}
-					assert.Equal(t, want, n, "watched resource %q (webhookValidation not true) has a webhook", key)
-				}
+				group, _ := groupVersion(r["apiVersion"].(string))
+				watchedGR[group+"/"+r["resources"].(string)] = true
 			}
-
-			// every webhook is either the config's or one of a validated watched resource
-			names := map[string]bool{}
-			configHooks := 0
-			for _, h := range hooks {
-				hook := m(h)
-				name := hook["name"].(string)
-				assert.False(t, names[name], "webhook name %s repeats", name)
-				names[name] = true
-				assert.Equal(t, "None", hook["sideEffects"], name)
-				assert.Equal(t, "Equivalent", hook["matchPolicy"], name)
-				assert.Equal(t, []string{"v1"}, strs(hook["admissionReviewVersions"]), name)
-				require.Len(t, l(hook["rules"]), 1, name)
-				rule := m(l(hook["rules"])[0])
-				gvr := strs(rule["apiGroups"])[0] + "/" + strs(rule["apiVersions"])[0] + "/" + strs(rule["resources"])[0]
-				if gvr == "haproxy-template.io/v1alpha1/haproxytemplateconfigs" {
-					configHooks++
-					continue
-				}
-				assert.True(t, validated[gvr], "webhook %s covers %s, which no watched resource validates", name, gvr)
-			}
-			assert.Equal(t, 1, configHooks, "exactly one webhook for haproxytemplateconfigs")
-			assert.Len(t, hooks, len(validated)+1)
 
 			// the ClusterRole lists/watches exactly the watched resources
 			granted := map[string]bool{}
@@ -302,6 +249,11 @@ func TestWatchedResourcesCannotDrift(t *testing.T) {
 				rule := m(r)
 				if contains(strs(rule["resources"]), "events") {
 					assert.ElementsMatch(t, []string{"create", "patch"}, strs(rule["verbs"]))
+					continue
+				}
+				if contains(strs(rule["resources"]), "validatingwebhookconfigurations") {
+					assert.Equal(t, []string{"htc"}, strs(rule["resourceNames"]), "only the chart's own configuration")
+					assert.ElementsMatch(t, []string{"get", "list", "watch", "update"}, strs(rule["verbs"]), "never create or delete")
 					continue
 				}
 				assert.ElementsMatch(t, []string{"get", "list", "watch"}, strs(rule["verbs"]))
@@ -313,6 +265,116 @@ func TestWatchedResourcesCannotDrift(t *testing.T) {
 			}
 			assert.Equal(t, sortedKeys(watchedGR), sortedKeys(granted), "ClusterRole rules vs watched resources")
 		})
+	}
+}
+
+// registrationTemplate returns the webhook template the chart puts on the
+// ValidatingWebhookConfiguration, parsed as the controller parses it.
+func registrationTemplate(t *testing.T, vwc map[string]any) *webhook.RegistrationTemplate {
+	t.Helper()
+	ann, _ := m(m(vwc["metadata"])["annotations"])[webhook.TemplateAnnotation].(string)
+	tmpl, err := webhook.ParseRegistrationTemplate(ann)
+	require.NoError(t, err, "the controller parses the chart's template")
+	return tmpl
+}
+
+// controllerArgs returns the arguments of the Deployment's controller container.
+func controllerArgs(t *testing.T, objs []map[string]any) []string {
+	t.Helper()
+	for _, c := range l(m(m(m(one(t, objs, "Deployment")["spec"])["template"])["spec"])["containers"]) {
+		if m(c)["name"] == "controller" {
+			return strs(m(c)["args"])
+		}
+	}
+	t.Fatal("no controller container")
+	return nil
+}
+
+// roleRules returns the rules of the Role of the release namespace.
+func roleRules(t *testing.T, objs []map[string]any) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, r := range l(one(t, objs, "Role")["rules"]) {
+		out = append(out, m(r))
+	}
+	return out
+}
+
+func hasRule(rules []map[string]any, group, resource, name string, verbs ...string) bool {
+	for _, r := range rules {
+		if contains(strs(r["apiGroups"]), group) && contains(strs(r["resources"]), resource) &&
+			(name == "" || contains(strs(r["resourceNames"]), name)) {
+			ok := true
+			for _, v := range verbs {
+				ok = ok && contains(strs(r["verbs"]), v)
+			}
+			if ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestWebhookRegisteredByController: the chart installs the
+// ValidatingWebhookConfiguration empty, with the template of its webhooks
+// in an annotation, and tells the controller to fill it in (and to remove
+// the webhooks when its Deployment is scaled to zero); the template follows
+// the webhook values; the release namespace and kube-system are excluded.
+func TestWebhookRegisteredByController(t *testing.T) {
+	objs := docs(t, render(t))
+	vwc := one(t, objs, "ValidatingWebhookConfiguration")
+	assert.NotContains(t, vwc, "webhooks")
+	tmpl := registrationTemplate(t, vwc)
+	assert.Equal(t, admissionregistrationv1.Fail, *tmpl.FailurePolicy)
+	assert.Equal(t, int32(10), *tmpl.TimeoutSeconds)
+	assert.True(t, *tmpl.ValidateConfig)
+	assert.Empty(t, tmpl.ClientConfig.CABundle, "the controller uses the certificate Secret's ca.crt")
+	require.NotNil(t, tmpl.NamespaceSelector)
+	assert.Equal(t, []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", releaseNS}}},
+		tmpl.NamespaceSelector.MatchExpressions)
+	args := controllerArgs(t, objs)
+	assert.Contains(t, args, "--webhook-configuration=htc")
+	assert.Contains(t, args, "--deployment-name=htc")
+	assert.Contains(t, args, "--leader-elect=true")
+	assert.Contains(t, args, "--leader-elect-lease-duration=15s")
+	rules := roleRules(t, objs)
+	assert.True(t, hasRule(rules, "coordination.k8s.io", "leases", "", "create"))
+	assert.True(t, hasRule(rules, "coordination.k8s.io", "leases", "htc-leader", "get", "update"))
+	assert.True(t, hasRule(rules, "apps", "deployments", "htc", "get"))
+	assert.Equal(t, float64(2), m(one(t, objs, "Deployment")["spec"])["replicas"], "two replicas by default")
+	one(t, objs, "PodDisruptionBudget")
+
+	// the values reach the template
+	objs = docs(t, render(t, "--set", "webhook.failurePolicy=Ignore", "--set", "webhook.timeoutSeconds=5",
+		"--set", "webhook.caBundle=T1dO", "--set", "webhook.validateConfig=false",
+		"--set", "webhook.namespaceSelector.matchLabels.team=a", "--set", "webhook.objectSelector.matchLabels.v=yes"))
+	tmpl = registrationTemplate(t, one(t, objs, "ValidatingWebhookConfiguration"))
+	assert.Equal(t, admissionregistrationv1.Ignore, *tmpl.FailurePolicy)
+	assert.Equal(t, int32(5), *tmpl.TimeoutSeconds)
+	assert.False(t, *tmpl.ValidateConfig)
+	assert.Equal(t, []byte("OWN"), tmpl.ClientConfig.CABundle)
+	assert.Equal(t, map[string]string{"team": "a"}, tmpl.NamespaceSelector.MatchLabels, "the controller adds the exclusions to it")
+	assert.Equal(t, map[string]string{"v": "yes"}, tmpl.ObjectSelector.MatchLabels)
+
+	// leader election off: one writer, no Lease access
+	objs = docs(t, render(t, "--set", "leaderElection.enabled=false", "--set", "replicas=1"))
+	args = controllerArgs(t, objs)
+	assert.Contains(t, args, "--leader-elect=false")
+	assert.NotContains(t, args, "--leader-elect-lease-duration=15s")
+	assert.False(t, hasRule(roleRules(t, objs), "coordination.k8s.io", "leases", ""))
+	assert.Empty(t, byKind(objs, "PodDisruptionBudget"), "no PodDisruptionBudget for one replica")
+
+	// no webhook: nothing to register, no access to webhook configurations
+	objs = docs(t, render(t, "--set", "webhook.enabled=false"))
+	assert.Empty(t, byKind(objs, "ValidatingWebhookConfiguration"))
+	for _, a := range controllerArgs(t, objs) {
+		assert.NotContains(t, a, "--webhook-configuration")
+		assert.NotContains(t, a, "--deployment-name")
+	}
+	assert.False(t, hasRule(roleRules(t, objs), "apps", "deployments", ""))
+	for _, r := range l(one(t, objs, "ClusterRole")["rules"]) {
+		assert.NotContains(t, strs(m(r)["resources"]), "validatingwebhookconfigurations")
 	}
 }
 
@@ -344,11 +406,14 @@ func TestGeneratedCertificate(t *testing.T) {
 		return b
 	}
 	caPEM := decode("ca.crt")
-	for _, h := range l(one(t, objs, "ValidatingWebhookConfiguration")["webhooks"]) {
-		cc := m(m(h)["clientConfig"])
-		assert.Equal(t, data["ca.crt"], cc["caBundle"], "caBundle of %s", m(h)["name"])
-		assert.Equal(t, map[string]any{"name": "htc", "namespace": releaseNS, "path": "/validate", "port": float64(443)}, cc["service"])
-	}
+	// the controller registers the Secret's ca.crt (the template has none)
+	cc := registrationTemplate(t, one(t, objs, "ValidatingWebhookConfiguration")).ClientConfig
+	assert.Empty(t, cc.CABundle)
+	require.NotNil(t, cc.Service)
+	assert.Equal(t, "htc", cc.Service.Name)
+	assert.Equal(t, releaseNS, cc.Service.Namespace)
+	assert.Equal(t, "/validate", *cc.Service.Path)
+	assert.Equal(t, int32(443), *cc.Service.Port)
 	pool := x509.NewCertPool()
 	require.True(t, pool.AppendCertsFromPEM(caPEM))
 	block, _ := pem.Decode(decode("tls.crt"))
@@ -375,11 +440,10 @@ func TestGeneratedCertificate(t *testing.T) {
 	require.NoError(t, err)
 	_, err = cert.Verify(x509.VerifyOptions{Roots: pool, DNSName: "127.0.0.1"})
 	assert.NoError(t, err)
-	for _, h := range l(one(t, objs, "ValidatingWebhookConfiguration")["webhooks"]) {
-		cc := m(m(h)["clientConfig"])
-		assert.Equal(t, "https://127.0.0.1:9443/validate", cc["url"])
-		assert.Nil(t, cc["service"])
-	}
+	cc = registrationTemplate(t, one(t, objs, "ValidatingWebhookConfiguration")).ClientConfig
+	require.NotNil(t, cc.URL)
+	assert.Equal(t, "https://127.0.0.1:9443/validate", *cc.URL)
+	assert.Nil(t, cc.Service)
 }
 
 // TestValuesSchema: values.schema.json refuses bad values before anything is rendered.
@@ -399,6 +463,10 @@ func TestValuesSchema(t *testing.T) {
 		"haproxy-runDir-relative": "haproxy.runDir=var/run/htc",
 		"haproxy-runDir-quote":    "haproxy.runDir=/var/run/it's",
 		"haproxy-configDir-space": "haproxy.configDir=/etc/haproxy/my cfg",
+		"lease-not-a-duration":    "leaderElection.leaseDuration=15",
+		"lease-negative":          "leaderElection.retryPeriod=-2s",
+		"leader-unknown":          "leaderElection.leaseName=x",
+		"leader-elect-not-bool":   "leaderElection.enabled=yes",
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := run(repoRoot, nil, nil, helm, "template", releaseName, chartDir, "--namespace", releaseNS, "--kube-version", kubeVersion, "--set", set)

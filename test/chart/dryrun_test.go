@@ -52,6 +52,23 @@ func TestServerDryRun(t *testing.T) {
 		})
 	}
 
+	// The new values' variants are accepted too: tuned or disabled leader
+	// election, no webhook, the template's optional fields.
+	for name, args := range map[string][]string{
+		"leader-election-tuned": {"--set", "leaderElection.leaseDuration=30s", "--set", "leaderElection.renewDeadline=20s", "--set", "leaderElection.retryPeriod=500ms"},
+		"single-replica":        {"--set", "leaderElection.enabled=false", "--set", "replicas=1"},
+		"no-webhook":            {"--set", "webhook.enabled=false"},
+		"webhook-template":      {"--set", "webhook.caBundle=T1dO", "--set", "webhook.validateConfig=false", "--set", "webhook.namespaceSelector.matchLabels.team=a", "--set", "webhook.timeoutSeconds=30"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			manifest := render(t, args...)
+			n := len(docs(t, manifest))
+			out := k([]byte(manifest), "apply", "--dry-run=server", "-f", "-")
+			assert.Len(t, objLine.FindAllString(out, -1), n, "every object is accepted:\n%s", out)
+			assert.False(t, strings.Contains(out, "Warning"), "no warnings:\n%s", out)
+		})
+	}
+
 	// The dry-run reaches the CRD's schema: a validation test without
 	// assertions passes values.schema.json but the API server refuses it.
 	t.Run("crd-schema-is-enforced", func(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -160,6 +161,9 @@ const (
 type runningController struct {
 	webhookAddr, healthAddr, metricsAddr string
 	logs                                 *syncBuffer
+	// stop stops the controller and waits for Run to return (at most 40 s);
+	// t.Cleanup calls it too, it stops once.
+	stop func()
 }
 
 // startController runs the controller for the example config
@@ -192,16 +196,22 @@ func startController(t *testing.T, c certs, edits ...func(*controller.Options)) 
 		edit(&opts)
 	}
 	go func() { done <- controller.Run(ctx, opts) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("controller.Run: %v", err)
+	var once sync.Once
+	rc.stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("controller.Run: %v", err)
+				}
+			case <-time.After(40 * time.Second):
+				t.Errorf("controller.Run did not return 40 s after cancellation")
 			}
-		case <-time.After(40 * time.Second):
-			t.Errorf("controller.Run did not return 40 s after cancellation")
-		}
+		})
+	}
+	t.Cleanup(func() {
+		rc.stop()
 		if t.Failed() || testing.Verbose() {
 			t.Logf("controller logs:\n%s", tail(rc.logs.String(), 60))
 		}

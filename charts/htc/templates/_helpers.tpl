@@ -55,6 +55,11 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "%s-webhook-tls" (include "htc.fullname" .) }}
 {{- end }}
 
+{{/* The Lease the replicas elect their leader with (controller.LeaseName). */}}
+{{- define "htc.leaseName" -}}
+{{- printf "%s-leader" (include "htc.configName" .) }}
+{{- end }}
+
 {{- define "htc.webhookConfigurationName" -}}
 {{- include "htc.fullname" . }}
 {{- end }}

@@ -14,7 +14,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/haproxy-template/htc/internal/testutil"
 	"io"
 	"log/slog"
 	"net"
@@ -26,6 +25,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/haproxy-template/htc/internal/testutil"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -178,12 +179,16 @@ func controllerArgs(t *testing.T) map[string]string {
 	}
 	require.NotEmpty(t, args, "controller container")
 	// the flags of `htc controller` (cmd/htc/controller.go) the chart sets
-	known := []string{"config-namespace", "config-name", "webhook-port", "webhook-cert-secret", "metrics-addr", "health-addr"}
+	known := []string{"config-namespace", "config-name", "webhook-port", "webhook-cert-secret", "metrics-addr", "health-addr",
+		"webhook-configuration", "deployment-name", "leader-elect", "leader-elect-lease-duration", "leader-elect-renew-deadline", "leader-elect-retry-period"}
 	for k := range args {
 		assert.Contains(t, known, k, "the chart passes an unexpected flag --%s", k)
 	}
 	assert.Equal(t, "9443", args["webhook-port"])
 	assert.Equal(t, ns+"/htc-webhook-tls", args["webhook-cert-secret"])
+	assert.Equal(t, "htc", args["webhook-configuration"])
+	assert.Equal(t, "htc", args["deployment-name"])
+	assert.Equal(t, "true", args["leader-elect"])
 	return args
 }
 
@@ -206,9 +211,25 @@ func TestHelmInstalledWebhookDeniesBadIngress(t *testing.T) {
 	t.Logf("helm install: %.1fs", time.Since(start).Seconds())
 	assert.Contains(t, out, `admission webhook "ingresses.validate.htc" denied the request`, "NOTES.txt shows a denial")
 
+	// Installed, nothing is registered: without a ready controller, writes
+	// are admitted (the bad Ingress of the examples included).
+	out, err = kubectl("get", "validatingwebhookconfiguration", "htc", "-o", "jsonpath={.webhooks}")
+	require.NoError(t, err)
+	assert.Empty(t, out, "helm install registers no webhook")
+	_, err = kubectl("create", "namespace", "htc-demo")
+	require.NoError(t, err)
+	out, err = kubectl("-n", "htc-demo", "create", "ingress", "before", "--class=htc", "--rule=before.example.com/*=api:80", "--dry-run=server")
+	require.NoError(t, err, "a write before any controller is ready is admitted: %s", out)
+
 	// The controller runs out of cluster with the installed Deployment's
-	// config and certificate arguments; the webhook listens on loopback only.
+	// arguments; the webhook listens on loopback only.
 	args := controllerArgs(t)
+	durations := map[string]time.Duration{}
+	for _, k := range []string{"leader-elect-lease-duration", "leader-elect-renew-deadline", "leader-elect-retry-period"} {
+		d, err := time.ParseDuration(args[k])
+		require.NoError(t, err, k)
+		durations[k] = d
+	}
 	logs := &syncBuffer{}
 	health := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -221,7 +242,14 @@ func TestHelmInstalledWebhookDeniesBadIngress(t *testing.T) {
 			CertSecret:      args["webhook-cert-secret"],
 			WebhookAddr:     fmt.Sprintf("127.0.0.1:%d", port),
 			HealthAddr:      health,
-			Logger:          slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
+			// the chart's registration and election flags
+			WebhookConfiguration: args["webhook-configuration"],
+			DeploymentName:       args["deployment-name"],
+			LeaderElection:       args["leader-elect"] == "true",
+			LeaseDuration:        durations["leader-elect-lease-duration"],
+			RenewDeadline:        durations["leader-elect-renew-deadline"],
+			RetryPeriod:          durations["leader-elect-retry-period"],
+			Logger:               slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
 		})
 	}()
 	t.Cleanup(func() {
@@ -297,8 +325,6 @@ func TestHelmInstalledWebhookDeniesBadIngress(t *testing.T) {
 	t.Logf("helm upgrade (broken config): %s", lastNonEmpty(out))
 
 	// The denial NOTES.txt tells users to try.
-	_, err = kubectl("create", "namespace", "htc-demo")
-	require.NoError(t, err)
 	out, err = kubectl("-n", "htc-demo", "create", "ingress", "bad", "--class=htc", "--rule=bad.example.com/*=api:80")
 	require.Error(t, err, "the NOTES.txt example is denied: %s", out)
 	assert.Contains(t, out, `admission webhook "ingresses.validate.htc" denied the request: Service 'api' not found`)
@@ -314,6 +340,41 @@ func TestHelmInstalledWebhookDeniesBadIngress(t *testing.T) {
 			break
 		}
 		require.True(t, time.Now().Before(deadline), "the bad Ingress is still denied 30 s after the webhook configuration was deleted: %s", out)
+		time.Sleep(200 * time.Millisecond)
+	}
+	_, err = kubectl("delete", "-f", bad)
+	require.NoError(t, err)
+
+	// `helm upgrade` puts it back, empty; the running controller registers
+	// the webhooks again.
+	out, err = run([]string{"KUBECONFIG=" + kubeconfig}, nil, helm, "upgrade", release, filepath.Join(root, "charts", "htc"),
+		"--namespace", ns, "--set", "webhook.url="+url)
+	require.NoError(t, err, out)
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		out, err = kubectl("apply", "--dry-run=server", "-f", bad)
+		if err != nil && strings.Contains(out, "denied the request") {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the webhooks are not registered again 30 s after helm upgrade: %v\n%s", out, logs)
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	// `helm uninstall` leaves nothing registered.
+	out, err = run([]string{"KUBECONFIG=" + kubeconfig}, nil, helm, "uninstall", release, "--namespace", ns, "--wait")
+	require.NoError(t, err, out)
+	_, err = kubectl("get", "validatingwebhookconfiguration", "htc")
+	require.Error(t, err, "helm uninstall deletes the ValidatingWebhookConfiguration")
+	out, err = kubectl("get", "validatingwebhookconfigurations", "-o", "jsonpath={.items[*].metadata.name}")
+	require.NoError(t, err)
+	assert.Empty(t, out, "no ValidatingWebhookConfiguration is left")
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		out, err = kubectl("apply", "--dry-run=server", "-f", bad)
+		if err == nil {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the bad Ingress is still refused 30 s after helm uninstall: %s", out)
 		time.Sleep(200 * time.Millisecond)
 	}
 }
