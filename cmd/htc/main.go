@@ -21,9 +21,6 @@ import (
 	"syscall"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 // Exit codes shared by every subcommand.
 const (
 	exitOK          = 0   // allowed / all tests passed / success
@@ -128,6 +125,6 @@ func runVersion(_ context.Context, args []string, stdout, _ io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "htc %s\n", version)
+	fmt.Fprintf(stdout, "htc %s\n", currentBuild().Version)
 	return nil
 }
