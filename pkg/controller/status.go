@@ -55,8 +55,9 @@ func newStatusReporter(dyn dynamic.Interface, recorder record.EventRecorder, log
 }
 
 // set records cond for cfg. cond.ObservedGeneration is cfg's generation.
-// An Event of type Normal (condition True) or Warning (False) with the
-// condition's reason and message goes with every change.
+// An Event of type Normal, or Warning when the condition reports a problem
+// (see abnormal), with the condition's reason and message goes with every
+// change.
 func (s *statusReporter) set(ctx context.Context, cfg *config.HAProxyTemplateConfig, cond metav1.Condition) {
 	cond.ObservedGeneration = cfg.Generation
 	s.mu.Lock()
@@ -69,7 +70,7 @@ func (s *statusReporter) set(ctx context.Context, cfg *config.HAProxyTemplateCon
 	s.mu.Unlock()
 
 	eventType := corev1.EventTypeNormal
-	if cond.Status == metav1.ConditionFalse {
+	if abnormal(cond) {
 		eventType = corev1.EventTypeWarning
 	}
 	if s.recorder != nil {
@@ -87,6 +88,16 @@ func (s *statusReporter) set(ctx context.Context, cfg *config.HAProxyTemplateCon
 		delete(s.last, cond.Type) // write it again next time
 		s.mu.Unlock()
 	}
+}
+
+// abnormal reports whether cond describes a problem: False for Valid and
+// Published, True for HAProxyVersionSkew (a condition named after the
+// problem it reports).
+func abnormal(cond metav1.Condition) bool {
+	if cond.Type == ConditionHAProxyVersionSkew {
+		return cond.Status == metav1.ConditionTrue
+	}
+	return cond.Status == metav1.ConditionFalse
 }
 
 // event records an Event on cfg.
