@@ -120,8 +120,8 @@ func topUsage(w io.Writer) {
 	fmt.Fprintf(w, "\nRun 'htc <command> --help' for the flags of a command.\nExit codes: 0 success/allowed, 1 denied or tests failed, 2 bad input,\n130 stopped by SIGINT or SIGTERM.\n")
 }
 
-func runVersion(_ context.Context, args []string, stdout, _ io.Writer) error {
-	fs := newFlagSet("version", "htc version", "Print the version.", stdout)
+func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("version", "htc version", "Print the version.", stdout, stderr)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
