@@ -29,6 +29,7 @@ var GroupVersion = schema.GroupVersion{Group: Group, Version: Version}
 // +kubebuilder:resource:path=haproxytemplateconfigs,scope=Namespaced,shortName=htc;htcs,categories=haproxy
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="Valid")].status`
+// +kubebuilder:printcolumn:name="Published",type=string,JSONPath=`.status.conditions[?(@.type=="Published")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type HAProxyTemplateConfig struct {
 	metav1.TypeMeta   `json:",inline"`
