@@ -26,6 +26,7 @@ var valueSets = []struct {
 	{"cert-manager", []string{"-f", "testdata/values-cert-manager.yaml"}},
 	{"out-of-cluster", []string{"-f", "testdata/values-out-of-cluster.yaml"}},
 	{"haproxy", []string{"-f", "testdata/values-haproxy.yaml"}},
+	{"observability", []string{"-f", "testdata/values-observability.yaml"}},
 }
 
 // TestDefaultConfigIsTheExample: the chart's default config is the spec of
@@ -386,19 +387,30 @@ func TestGeneratedCertificate(t *testing.T) {
 func TestValuesSchema(t *testing.T) {
 	helm := requireHelm(t)
 	for name, set := range map[string]string{
-		"failurePolicy":           "webhook.failurePolicy=Sometimes",
-		"timeoutSeconds":          "webhook.timeoutSeconds=60",
-		"url-not-https":           "webhook.url=http://127.0.0.1:9443/validate",
-		"watched-without-index":   "config.watchedResources.extra.apiVersion=v1,config.watchedResources.extra.resources=configmaps",
-		"bad-apiVersion":          "config.watchedResources.ingresses.apiVersion=networking.k8s.io/v1/x",
-		"haproxy-port-zero":       "haproxy.ports[0].name=http,haproxy.ports[0].containerPort=0",
-		"haproxy-port-too-big":    "haproxy.ports[0].name=http,haproxy.ports[0].containerPort=65536",
-		"haproxy-port-no-name":    "haproxy.ports[0].containerPort=8080",
-		"haproxy-port-bad-name":   "haproxy.ports[0].name=HTTP_1,haproxy.ports[0].containerPort=8080",
-		"haproxy-port-unknown":    "haproxy.ports[0].name=http,haproxy.ports[0].containerPort=8080,haproxy.ports[0].hostPort=80",
-		"haproxy-runDir-relative": "haproxy.runDir=var/run/htc",
-		"haproxy-runDir-quote":    "haproxy.runDir=/var/run/it's",
-		"haproxy-configDir-space": "haproxy.configDir=/etc/haproxy/my cfg",
+		"failurePolicy":            "webhook.failurePolicy=Sometimes",
+		"timeoutSeconds":           "webhook.timeoutSeconds=60",
+		"url-not-https":            "webhook.url=http://127.0.0.1:9443/validate",
+		"watched-without-index":    "config.watchedResources.extra.apiVersion=v1,config.watchedResources.extra.resources=configmaps",
+		"bad-apiVersion":           "config.watchedResources.ingresses.apiVersion=networking.k8s.io/v1/x",
+		"haproxy-port-zero":        "haproxy.ports[0].name=http,haproxy.ports[0].containerPort=0",
+		"haproxy-port-too-big":     "haproxy.ports[0].name=http,haproxy.ports[0].containerPort=65536",
+		"haproxy-port-no-name":     "haproxy.ports[0].containerPort=8080",
+		"haproxy-port-bad-name":    "haproxy.ports[0].name=HTTP_1,haproxy.ports[0].containerPort=8080",
+		"haproxy-port-unknown":     "haproxy.ports[0].name=http,haproxy.ports[0].containerPort=8080,haproxy.ports[0].hostPort=80",
+		"haproxy-runDir-relative":  "haproxy.runDir=var/run/htc",
+		"haproxy-runDir-quote":     "haproxy.runDir=/var/run/it's",
+		"haproxy-configDir-space":  "haproxy.configDir=/etc/haproxy/my cfg",
+		"log-level":                "controller.logLevel=trace",
+		"log-format":               "controller.logFormat=logfmt",
+		"watch-namespace":          "controller.watchNamespaces={Team_A}",
+		"pprof-string":             "controller.pprof=maybe",
+		"service-monitor-unknown":  "metrics.serviceMonitor.enable=true",
+		"service-monitor-interval": "metrics.serviceMonitor.interval=often",
+		"rule-error-ratio":         "metrics.prometheusRule.webhookErrorRatio=2",
+		"rule-latency":             "metrics.prometheusRule.webhookLatencyP99Seconds=0",
+		"rule-for":                 "metrics.prometheusRule.for=soon",
+		"dashboard-labels":         "metrics.grafanaDashboard.labels.a.b=c",
+		"crds-unknown":             "crds.install=true",
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := run(repoRoot, nil, nil, helm, "template", releaseName, chartDir, "--namespace", releaseNS, "--kube-version", kubeVersion, "--set", set)

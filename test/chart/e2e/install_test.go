@@ -178,7 +178,7 @@ func controllerArgs(t *testing.T) map[string]string {
 	}
 	require.NotEmpty(t, args, "controller container")
 	// the flags of `htc controller` (cmd/htc/controller.go) the chart sets
-	known := []string{"config-namespace", "config-name", "webhook-port", "webhook-cert-secret", "metrics-bind-address", "health-probe-bind-address"}
+	known := []string{"config-namespace", "config-name", "webhook-port", "webhook-cert-secret", "metrics-bind-address", "health-probe-bind-address", "log-level", "log-format"}
 	for k := range args {
 		assert.Contains(t, known, k, "the chart passes an unexpected flag --%s", k)
 	}
