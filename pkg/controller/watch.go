@@ -24,9 +24,10 @@ type watcher struct {
 	done   chan struct{}
 }
 
-// startWatcher starts informers for r, filtered by its label selector,
-// that fill a new store indexed as r says: one cluster-wide, or, when
-// namespaces is not empty, one per namespace (r must then be namespaced).
+// startWatcher starts informers for r, filtered by its label and field
+// selectors, that fill a new store indexed as r says: one cluster-wide, or,
+// when namespaces is not empty, one per namespace (r must then be
+// namespaced).
 // changed, when set, is called after every change the store took (not for
 // resyncs).
 func startWatcher(ctx context.Context, client dynamic.Interface, r watched.Resource, namespaces []string, changed func(), log *slog.Logger) (*watcher, error) {
@@ -74,7 +75,7 @@ func startWatcher(ctx context.Context, client dynamic.Interface, r watched.Resou
 // handler synced.
 func runInformer(ctx context.Context, client dynamic.Interface, key watched.WatchKey, ns string, sink *storeSink, running *sync.WaitGroup) (cache.InformerSynced, error) {
 	inf := dynamicinformer.NewFilteredDynamicInformer(client, key.GVR, ns, 0, cache.Indexers{},
-		func(o *metav1.ListOptions) { o.LabelSelector = key.Selector })
+		func(o *metav1.ListOptions) { o.LabelSelector, o.FieldSelector = key.Selector, key.Fields })
 	log := sink.log
 	if ns != metav1.NamespaceAll {
 		log = log.With("namespace", ns)

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/watched"
@@ -90,5 +93,49 @@ func TestWatchNamespacesByScope(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, got)
 		})
+	}
+}
+
+// The informers list and watch with the resource's label and field
+// selectors, in every watched namespace.
+func TestWatcherPassesSelectors(t *testing.T) {
+	w := config.WatchedResource{APIVersion: "v1", Resources: "services", IndexBy: []string{"metadata.namespace", "metadata.name"},
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, FieldSelector: "metadata.name!=kubernetes"}
+	model, err := watched.New(&config.HAProxyTemplateConfigSpec{WatchedResources: map[string]config.WatchedResource{"services": w}})
+	require.NoError(t, err)
+	r, _ := model.Get("services")
+	dyn := fakeClient()
+	var mu sync.Mutex
+	seen := map[string]string{} // verb/namespace: label selector; field selector
+	record := func(a k8stesting.Action) (bool, runtime.Object, error) {
+		var sel string
+		switch a := a.(type) {
+		case k8stesting.ListAction:
+			sel = a.GetListRestrictions().Labels.String() + "; " + a.GetListRestrictions().Fields.String()
+		case k8stesting.WatchAction:
+			sel = a.GetWatchRestrictions().Labels.String() + "; " + a.GetWatchRestrictions().Fields.String()
+		}
+		mu.Lock()
+		seen[a.GetVerb()+"/"+a.GetNamespace()] = sel
+		mu.Unlock()
+		return false, nil, nil
+	}
+	dyn.PrependReactor("list", "services", record)
+	dyn.PrependWatchReactor("services", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		_, _, _ = record(a)
+		return false, nil, nil
+	})
+	wt, err := startWatcher(t.Context(), dyn, r, []string{"a", "b"}, nil, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	defer wt.stop()
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) == 4
+	}, 5*time.Second, 10*time.Millisecond, "a list and a watch per namespace")
+	mu.Lock()
+	defer mu.Unlock()
+	for _, k := range []string{"list/a", "list/b", "watch/a", "watch/b"} {
+		assert.Equal(t, "app=web; metadata.name!=kubernetes", seen[k], k)
 	}
 }
