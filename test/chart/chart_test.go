@@ -411,6 +411,8 @@ func TestValuesSchema(t *testing.T) {
 		"rule-for":                 "metrics.prometheusRule.for=soon",
 		"dashboard-labels":         "metrics.grafanaDashboard.labels.a.b=c",
 		"crds-unknown":             "crds.install=true",
+		"ingress-class-name":       "ingressClass.name=web",
+		"ingress-class-controller": "ingressClass.controller=htc",
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := run(repoRoot, nil, nil, helm, "template", releaseName, chartDir, "--namespace", releaseNS, "--kube-version", kubeVersion, "--set", set)

@@ -48,7 +48,7 @@ func TestServerDryRun(t *testing.T) {
 			out := k([]byte(manifest), "apply", "--dry-run=server", "-f", "-")
 			got := objLine.FindAllString(out, -1)
 			assert.Len(t, got, n, "every object is accepted:\n%s", out)
-			for _, kind := range []string{"validatingwebhookconfiguration", "haproxytemplateconfig", "deployment", "networkpolicy", "clusterrole"} {
+			for _, kind := range []string{"validatingwebhookconfiguration", "haproxytemplateconfig", "deployment", "networkpolicy", "clusterrole", "ingressclass"} {
 				assert.Contains(t, out, kind+".", "output of the dry-run mentions a %s", kind)
 			}
 			assert.False(t, strings.Contains(out, "Warning"), "no warnings:\n%s", out)
