@@ -17,12 +17,19 @@ type logFlags struct {
 	level, format string
 }
 
-// logLevels are the --log-level values, by name.
-var logLevels = map[string]slog.Level{
-	"debug": slog.LevelDebug,
-	"info":  slog.LevelInfo,
-	"warn":  slog.LevelWarn,
-	"error": slog.LevelError,
+// parseLevel returns the slog level a --log-level value names (any case).
+func parseLevel(name string) (slog.Level, bool) {
+	switch strings.ToLower(name) {
+	case "debug":
+		return slog.LevelDebug, true
+	case "info":
+		return slog.LevelInfo, true
+	case "warn":
+		return slog.LevelWarn, true
+	case "error":
+		return slog.LevelError, true
+	}
+	return 0, false
 }
 
 // klogVerbosity is client-go's (klog's) verbosity at --log-level debug:
@@ -40,7 +47,7 @@ func addLogFlags(fs *pflag.FlagSet) *logFlags {
 
 // newLogger returns the slog logger the flags ask for, writing to w.
 func (l *logFlags) newLogger(w io.Writer) (*slog.Logger, error) {
-	level, ok := logLevels[strings.ToLower(l.level)]
+	level, ok := parseLevel(l.level)
 	if !ok {
 		return nil, usagef("--log-level: %q is not one of debug, info, warn, error", l.level)
 	}
