@@ -20,8 +20,9 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=dev
+ARG REVISION=unknown
 # The Makefile's LDFLAGS, stripped, as `make image` builds it.
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/htc ./cmd/htc
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION} -X main.revision=${REVISION}" -o /out/htc ./cmd/htc
 
 FROM debian:trixie-slim
 # HAProxy 3.0 LTS from Debian trixie (same pin as hack/haproxy-rootfs.sh).

@@ -4,15 +4,16 @@ SHELL := /bin/bash
 GO ?= go
 BIN := bin/htc
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-# The version ldflags of every htc build (bin/htc, the image, the Dockerfile's).
-LDFLAGS := -X main.version=$(VERSION)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# The version ldflags of every htc build (bin/htc, the image, the Dockerfile's):
+# `htc version` and the htc_build_info metric report them.
+LDFLAGS := -X main.version=$(VERSION) -X main.revision=$(REVISION)
 export GOFLAGS ?= -buildvcs=false
 
 # make image: the htc image as an OCI archive (hack/image.sh; see the README).
 IMAGE ?= haproxy-template/htc
 IMAGE_TAG ?= $(patsubst v%,%,$(VERSION))
 IMAGE_ARCHIVE ?= bin/htc-image.oci.tar
-REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 # The commit time, so that an unchanged tree builds an identical image.
 CREATED ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null || echo 1970-01-01T00:00:00Z)
 

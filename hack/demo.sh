@@ -125,7 +125,7 @@ start controller "$HTC" controller --kubeconfig "$KUBECONFIG" \
 	--config-namespace htc-system --config-name htc \
 	--webhook-bind-address 127.0.0.1 --webhook-port "$WEBHOOK_PORT" \
 	--webhook-cert-file "$WORK/certs/tls.crt" --webhook-key-file "$WORK/certs/tls.key" \
-	--health-addr "127.0.0.1:$HEALTH_PORT" --metrics-addr "127.0.0.1:$METRICS_PORT" \
+	--health-probe-bind-address "127.0.0.1:$HEALTH_PORT" --metrics-bind-address "127.0.0.1:$METRICS_PORT" \
 	--output-dir "$WORK/haproxy" --haproxy-master-socket "$SOCKET"
 wait_for 60 "the controller to be ready" curl -sf "http://127.0.0.1:$HEALTH_PORT/readyz"
 wait_for 30 "the published haproxy.cfg" test -s "$WORK/haproxy/haproxy.cfg"

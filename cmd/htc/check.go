@@ -30,7 +30,7 @@ type checkFlags struct {
 }
 
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	f, err := parseCheckFlags(args, stdout)
+	f, err := parseCheckFlags(args, stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -82,17 +82,16 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return printDecision(stdout, f.output, d)
 }
 
-func parseCheckFlags(args []string, stdout io.Writer) (*checkFlags, error) {
+func parseCheckFlags(args []string, stdout, stderr io.Writer) (*checkFlags, error) {
 	fs := newFlagSet("check", "htc check -f config.yaml --state PATH... --object FILE [--old FILE] [--operation CREATE|UPDATE|DELETE] [-o text|json]",
-		"Decide offline, exactly as the admission webhook would, whether a change is admitted:\nthe state manifests fill the stores, the object is applied as an overlay, and the\nconfiguration is rendered, checked with haproxy and tested. An object that is itself an\nHAProxyTemplateConfig is judged as the config webhook judges a proposed config (rendered\nover the state, checked, its tests run). Prints 'allowed' (exit 0) or 'denied: <reason>'\n(exit 1); -o json prints an AdmissionReview v1 response.", stdout)
+		"Decide offline, exactly as the admission webhook would, whether a change is admitted:\nthe state manifests fill the stores, the object is applied as an overlay, and the\nconfiguration is rendered, checked with haproxy and tested. An object that is itself an\nHAProxyTemplateConfig is judged as the config webhook judges a proposed config (rendered\nover the state, checked, its tests run). Prints 'allowed' (exit 0) or 'denied: <reason>'\n(exit 1); -o json prints an AdmissionReview v1 response.", stdout, stderr)
 	f := &checkFlags{}
-	fs.StringVar(&f.configPath, "f", "", "HAProxyTemplateConfig file (YAML or JSON)")
-	fs.StringVar(&f.configPath, "config", "", "same as -f")
+	configFlag(fs, &f.configPath)
 	fs.Var(&f.state, "state", "manifest file or directory of the cluster state (repeatable)")
 	fs.StringVar(&f.objectPath, "object", "", "the proposed object (for DELETE: the object to delete)")
 	fs.StringVar(&f.oldPath, "old", "", "the object as it is now (UPDATE; default: the one with the same namespace/name in the state)")
 	fs.StringVar(&f.operation, "operation", "", "CREATE, UPDATE or DELETE (default: UPDATE when the object exists in the state, else CREATE)")
-	fs.StringVar(&f.output, "o", "text", "output format: text or json (an AdmissionReview v1 response)")
+	outputFlag(fs, &f.output, "output format: text or json (an AdmissionReview v1 response)")
 	fs.StringVar(&f.haproxy, "haproxy", envDefault("HTC_HAPROXY", "haproxy"), "haproxy binary (env HTC_HAPROXY)")
 	f.allowed = allowedDirectivesFlag(fs)
 	fs.StringVar(&f.testCache, "test-cache", envDefault("HTC_TEST_CACHE", defaultTestCache()), "directory keeping the reports of the config's embedded tests (by config, htc build, haproxy version and --allowed-directives), so repeated checks of one config run them once; empty disables it (env HTC_TEST_CACHE)")
@@ -101,7 +100,7 @@ func parseCheckFlags(args []string, stdout io.Writer) (*checkFlags, error) {
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
-	if err := oneOf("o", f.output, "text", "json"); err != nil {
+	if err := oneOf("output", f.output, "text", "json"); err != nil {
 		return nil, err
 	}
 	f.operation = strings.ToUpper(f.operation)

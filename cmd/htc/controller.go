@@ -2,24 +2,25 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
-	"os"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/haproxy-template/htc/pkg/controller"
 )
 
 const controllerDescription = `Runs the controller out of or in a cluster: loads the HAProxyTemplateConfig
-named by --config-namespace/--config-name, watches every resource it lists,
-and serves the dry-run validating admission webhook on https://:PORT/validate.
-A config change is applied without a restart; a config that does not
-validate is logged and reported as a Warning Event on it, and the last good
-one keeps serving.
+named by --config-namespace/--config-name, watches every resource it lists
+(in the namespaces of --watch-namespace, or all), and serves the dry-run
+validating admission webhook on https://:PORT/validate. A config change is
+applied without a restart; a config that does not validate is logged and
+reported as a Warning Event on it, and the last good one keeps serving.
 
 The live configuration (the config's templates over the current resources)
 is rendered and checked like an admission whenever a watched resource or
@@ -33,6 +34,9 @@ haproxy -W -S SOCKET -f DIR/haproxy.cfg) is reloaded through its master CLI
 and the reload verified (condition Published); the reload is skipped when
 no file changed, and a reload HAProxy refuses puts the previous files back.
 A configuration that fails is never written: HAProxy keeps the last good one.
+When the HAProxy reloaded through the socket runs another version than the
+one that checks (haproxy -v), the HAProxyVersionSkew condition and the
+htc_haproxy_version_skew metric say so.
 
 Until the stores of the first good config synced, /readyz answers 503 and
 every admission request is denied with "htc is starting: stores not synced
@@ -52,60 +56,152 @@ leader releases the Lease. Without it, this process is the only writer.
 The serving certificate comes from --webhook-cert-file and
 --webhook-key-file (reread when they change) or from --webhook-cert-secret
 (a kubernetes.io/tls Secret, watched for rotation; its ca.crt is the
-registered caBundle, else the top of the served chain). Logs are JSON (log/slog)
-on stderr. Each flag's default can be set with the environment variable named
-in its description.`
+registered caBundle, else the top of the served chain). Logs (log/slog, client-go's
+included) go to stderr as JSON or text (--log-format) from --log-level up.
+Each flag's default can be set with the environment variable named in its
+description. --metrics-addr and --health-addr (and HTC_METRICS_ADDR,
+HTC_HEALTH_ADDR) still work for one release: use --metrics-bind-address and
+--health-probe-bind-address.`
+
+// controllerFlags are the flags of htc controller that need converting
+// into controller.Options.
+type controllerFlags struct {
+	opts                controller.Options
+	port, bindAddr      string
+	debounce, maxDelay  string
+	allowed, namespaces *defaultedList
+	logs                *logFlags
+	envErr              error // an environment default that does not parse
+	// the leader election's durations
+	leaseDuration, renewDeadline, retryPeriod string
+}
 
 func runController(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("controller", "htc controller --config-namespace NS --config-name NAME (--webhook-cert-file F --webhook-key-file F | --webhook-cert-secret NS/NAME) [flags]", controllerDescription, stdout)
-	var opts controller.Options
-	fs.StringVar(&opts.Kubeconfig, "kubeconfig", envDefault("KUBECONFIG", ""), "kubeconfig file; empty means in-cluster config, then ~/.kube/config (env KUBECONFIG)")
-	fs.StringVar(&opts.ConfigNamespace, "config-namespace", envDefault("HTC_CONFIG_NAMESPACE", ""), "namespace of the HAProxyTemplateConfig; required (env HTC_CONFIG_NAMESPACE)")
-	fs.StringVar(&opts.ConfigName, "config-name", envDefault("HTC_CONFIG_NAME", ""), "name of the HAProxyTemplateConfig; required (env HTC_CONFIG_NAME)")
-	port := fs.String("webhook-port", envDefault("HTC_WEBHOOK_PORT", "9443"), "HTTPS port of the webhook (/validate, /healthz) (env HTC_WEBHOOK_PORT)")
-	bindAddr := fs.String("webhook-bind-address", envDefault("HTC_WEBHOOK_BIND_ADDRESS", ""), "IP address the webhook listens on; empty means all interfaces (env HTC_WEBHOOK_BIND_ADDRESS)")
-	fs.StringVar(&opts.CertFile, "webhook-cert-file", envDefault("HTC_WEBHOOK_CERT_FILE", ""), "PEM serving certificate (chain) of the webhook; with --webhook-key-file (env HTC_WEBHOOK_CERT_FILE)")
-	fs.StringVar(&opts.KeyFile, "webhook-key-file", envDefault("HTC_WEBHOOK_KEY_FILE", ""), "PEM private key of --webhook-cert-file (env HTC_WEBHOOK_KEY_FILE)")
-	fs.StringVar(&opts.CertSecret, "webhook-cert-secret", envDefault("HTC_WEBHOOK_CERT_SECRET", ""), "namespace/name of a kubernetes.io/tls Secret holding the serving certificate, instead of the files (env HTC_WEBHOOK_CERT_SECRET)")
-	fs.StringVar(&opts.ClientCAFile, "webhook-client-ca-file", envDefault("HTC_WEBHOOK_CLIENT_CA_FILE", ""), "PEM CA bundle; when set, clients (the API server) must present a certificate it signed (env HTC_WEBHOOK_CLIENT_CA_FILE)")
-	fs.StringVar(&opts.MetricsAddr, "metrics-addr", envDefault("HTC_METRICS_ADDR", controller.DefaultMetricsAddr), "listen address of the Prometheus /metrics endpoint (plain HTTP); empty disables it (env HTC_METRICS_ADDR)")
-	fs.StringVar(&opts.HealthAddr, "health-addr", envDefault("HTC_HEALTH_ADDR", controller.DefaultHealthAddr), "listen address of /healthz and /readyz (plain HTTP); empty disables it (env HTC_HEALTH_ADDR)")
-	fs.StringVar(&opts.OutputDir, "output-dir", envDefault("HTC_OUTPUT_DIR", ""), "publish the checked live configuration here: DIR/haproxy.cfg, with maps, files and certificates beside it; empty: only validate (env HTC_OUTPUT_DIR)")
-	fs.StringVar(&opts.MasterSocket, "haproxy-master-socket", envDefault("HTC_HAPROXY_MASTER_SOCKET", ""), "HAProxy master CLI socket (haproxy -W -S PATH) to reload through after a publish; needs --output-dir (env HTC_HAPROXY_MASTER_SOCKET)")
-	allowed := allowedDirectivesFlag(fs)
-	debounce := fs.String("debounce", envDefault("HTC_DEBOUNCE", controller.DefaultDebounce.String()), "quiet period after a change before the live configuration is rendered (env HTC_DEBOUNCE)")
-	maxDelay := fs.String("max-delay", envDefault("HTC_MAX_DELAY", controller.DefaultMaxDelay.String()), "longest a stream of changes can postpone rendering the live configuration (env HTC_MAX_DELAY)")
-	fs.StringVar(&opts.WebhookConfiguration, "webhook-configuration", envDefault("HTC_WEBHOOK_CONFIGURATION", ""), "ValidatingWebhookConfiguration whose webhooks the controller registers once it is ready (from its haproxy-template.io/webhook-template annotation; never created); empty: register nothing (env HTC_WEBHOOK_CONFIGURATION)")
-	fs.StringVar(&opts.DeploymentName, "deployment-name", envDefault("HTC_DEPLOYMENT_NAME", ""), "the controller's Deployment in --config-namespace: a stopping replica removes the registered webhooks only when it is scaled to zero or deleted; empty: whenever it stops (env HTC_DEPLOYMENT_NAME)")
-	le := leaderElectionFlags(fs)
+	fs := newFlagSet("controller", "htc controller --config-namespace NS --config-name NAME (--webhook-cert-file F --webhook-key-file F | --webhook-cert-secret NS/NAME) [flags]", controllerDescription, stdout, stderr)
+	f := defineControllerFlags(fs, stderr)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if err := le.apply(&opts); err != nil {
+	opts, err := f.options()
+	if err != nil {
 		return err
 	}
-	opts.AllowedDirectives = allowed.stringList
-	p, err := strconv.Atoi(*port)
+	if opts.Logger, err = f.logs.setUp(stderr); err != nil {
+		return err
+	}
+	b := currentBuild()
+	opts.Build = controller.BuildInfo{Version: b.Version, Revision: b.Revision, GoVersion: b.GoVersion}
+	if err := controller.Run(ctx, opts); err != nil {
+		return fmt.Errorf("controller: %w", err)
+	}
+	return nil
+}
+
+// defineControllerFlags defines the flags of htc controller on fs; their
+// defaults come from the environment. Renamed environment variables are
+// still read, with a notice on stderr.
+func defineControllerFlags(fs *pflag.FlagSet, stderr io.Writer) *controllerFlags {
+	f := &controllerFlags{}
+	o := &f.opts
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", envDefault("KUBECONFIG", ""), "kubeconfig file; empty means in-cluster config, then ~/.kube/config (env KUBECONFIG)")
+	fs.StringVar(&o.ConfigNamespace, "config-namespace", envDefault("HTC_CONFIG_NAMESPACE", ""), "namespace of the HAProxyTemplateConfig; required (env HTC_CONFIG_NAMESPACE)")
+	fs.StringVar(&o.ConfigName, "config-name", envDefault("HTC_CONFIG_NAME", ""), "name of the HAProxyTemplateConfig; required (env HTC_CONFIG_NAME)")
+	f.namespaces = newDefaultedList(envDefault("HTC_WATCH_NAMESPACE", ""))
+	fs.Var(f.namespaces, "watch-namespace", "watch namespaced resources only in these namespaces (comma-separated or repeated); empty: all namespaces. Cluster-scoped resources are watched whole; a change of an object in another namespace is admitted without a check (env HTC_WATCH_NAMESPACE)")
+	fs.StringVar(&f.port, "webhook-port", envDefault("HTC_WEBHOOK_PORT", "9443"), "HTTPS port of the webhook (/validate, /healthz) (env HTC_WEBHOOK_PORT)")
+	fs.StringVar(&f.bindAddr, "webhook-bind-address", envDefault("HTC_WEBHOOK_BIND_ADDRESS", ""), "IP address the webhook listens on; empty means all interfaces (env HTC_WEBHOOK_BIND_ADDRESS)")
+	fs.StringVar(&o.CertFile, "webhook-cert-file", envDefault("HTC_WEBHOOK_CERT_FILE", ""), "PEM serving certificate (chain) of the webhook; with --webhook-key-file (env HTC_WEBHOOK_CERT_FILE)")
+	fs.StringVar(&o.KeyFile, "webhook-key-file", envDefault("HTC_WEBHOOK_KEY_FILE", ""), "PEM private key of --webhook-cert-file (env HTC_WEBHOOK_KEY_FILE)")
+	fs.StringVar(&o.CertSecret, "webhook-cert-secret", envDefault("HTC_WEBHOOK_CERT_SECRET", ""), "namespace/name of a kubernetes.io/tls Secret holding the serving certificate, instead of the files (env HTC_WEBHOOK_CERT_SECRET)")
+	fs.StringVar(&o.ClientCAFile, "webhook-client-ca-file", envDefault("HTC_WEBHOOK_CLIENT_CA_FILE", ""), "PEM CA bundle; when set, clients (the API server) must present a certificate it signed (env HTC_WEBHOOK_CLIENT_CA_FILE)")
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", envDefaultRenamed("HTC_METRICS_BIND_ADDRESS", "HTC_METRICS_ADDR", controller.DefaultMetricsAddr, stderr), "listen address of the Prometheus /metrics endpoint (plain HTTP); empty disables it (env HTC_METRICS_BIND_ADDRESS)")
+	deprecatedAlias(fs, "metrics-addr", "metrics-bind-address")
+	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", envDefaultRenamed("HTC_HEALTH_PROBE_BIND_ADDRESS", "HTC_HEALTH_ADDR", controller.DefaultHealthAddr, stderr), "listen address of /healthz and /readyz (plain HTTP); empty disables it (env HTC_HEALTH_PROBE_BIND_ADDRESS)")
+	deprecatedAlias(fs, "health-addr", "health-probe-bind-address")
+	fs.BoolVar(&o.Pprof, "pprof", f.envBool("HTC_PPROF"), "serve Go's net/http/pprof profiles at /debug/pprof/ on the metrics listener; needs --metrics-bind-address (env HTC_PPROF)")
+	fs.StringVar(&o.OutputDir, "output-dir", envDefault("HTC_OUTPUT_DIR", ""), "publish the checked live configuration here: DIR/haproxy.cfg, with maps, files and certificates beside it; empty: only validate (env HTC_OUTPUT_DIR)")
+	fs.StringVar(&o.MasterSocket, "haproxy-master-socket", envDefault("HTC_HAPROXY_MASTER_SOCKET", ""), "HAProxy master CLI socket (haproxy -W -S PATH) to reload through after a publish; needs --output-dir (env HTC_HAPROXY_MASTER_SOCKET)")
+	f.allowed = allowedDirectivesFlag(fs)
+	fs.StringVar(&f.debounce, "debounce", envDefault("HTC_DEBOUNCE", controller.DefaultDebounce.String()), "quiet period after a change before the live configuration is rendered (env HTC_DEBOUNCE)")
+	fs.StringVar(&f.maxDelay, "max-delay", envDefault("HTC_MAX_DELAY", controller.DefaultMaxDelay.String()), "longest a stream of changes can postpone rendering the live configuration (env HTC_MAX_DELAY)")
+	fs.StringVar(&o.WebhookConfiguration, "webhook-configuration", envDefault("HTC_WEBHOOK_CONFIGURATION", ""), "ValidatingWebhookConfiguration whose webhooks the controller registers once it is ready (from its haproxy-template.io/webhook-template annotation; never created); empty: register nothing (env HTC_WEBHOOK_CONFIGURATION)")
+	fs.StringVar(&o.DeploymentName, "deployment-name", envDefault("HTC_DEPLOYMENT_NAME", ""), "the controller's Deployment in --config-namespace: a stopping replica removes the registered webhooks only when it is scaled to zero or deleted; empty: whenever it stops (env HTC_DEPLOYMENT_NAME)")
+	fs.BoolVar(&o.LeaderElection, "leader-elect", f.envBool("HTC_LEADER_ELECT"), "elect a leader among the replicas with a Lease: only the leader writes the config's status, its Events and the webhook registration (env HTC_LEADER_ELECT)")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", envDefault("HTC_LEADER_ELECTION_NAMESPACE", ""), "namespace of the Lease <config-name>-leader; empty means --config-namespace (env HTC_LEADER_ELECTION_NAMESPACE)")
+	fs.StringVar(&f.leaseDuration, "leader-elect-lease-duration", envDefault("HTC_LEADER_ELECT_LEASE_DURATION", controller.DefaultLeaseDuration.String()), "how long a leader that stopped renewing keeps the Lease (env HTC_LEADER_ELECT_LEASE_DURATION)")
+	fs.StringVar(&f.renewDeadline, "leader-elect-renew-deadline", envDefault("HTC_LEADER_ELECT_RENEW_DEADLINE", controller.DefaultRenewDeadline.String()), "how long the leader tries to renew the Lease before it stops leading (env HTC_LEADER_ELECT_RENEW_DEADLINE)")
+	fs.StringVar(&f.retryPeriod, "leader-elect-retry-period", envDefault("HTC_LEADER_ELECT_RETRY_PERIOD", controller.DefaultRetryPeriod.String()), "how often the replicas try to acquire or renew the Lease (env HTC_LEADER_ELECT_RETRY_PERIOD)")
+	f.logs = addLogFlags(fs)
+	return f
+}
+
+// envBool is the boolean environment variable name (false when unset); a
+// value that is not a boolean is reported by options.
+func (f *controllerFlags) envBool(name string) bool {
+	v := envDefault(name, "")
+	if v == "" {
+		return false
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil && f.envErr == nil {
+		f.envErr = usagef("%s: %q is not a boolean (true or false)", name, v)
+	}
+	return b
+}
+
+// options checks the parsed flags and returns the controller's options
+// (without a logger).
+func (f *controllerFlags) options() (controller.Options, error) {
+	opts := f.opts
+	if f.envErr != nil {
+		return opts, f.envErr
+	}
+	opts.AllowedDirectives = f.allowed.stringList
+	p, err := strconv.Atoi(f.port)
 	if err != nil || p < 1 || p > 65535 {
-		return usagef("--webhook-port: %q is not a port number (1-65535)", *port)
+		return opts, usagef("--webhook-port: %q is not a port number (1-65535)", f.port)
 	}
-	if *bindAddr != "" && net.ParseIP(*bindAddr) == nil {
-		return usagef("--webhook-bind-address: %q is not an IP address", *bindAddr)
+	if f.bindAddr != "" && net.ParseIP(f.bindAddr) == nil {
+		return opts, usagef("--webhook-bind-address: %q is not an IP address", f.bindAddr)
 	}
-	opts.WebhookAddr = net.JoinHostPort(*bindAddr, strconv.Itoa(p))
-	if opts.Debounce, err = positiveDuration("debounce", *debounce); err != nil {
-		return err
+	opts.WebhookAddr = net.JoinHostPort(f.bindAddr, strconv.Itoa(p))
+	if opts.WatchNamespaces, err = watchNamespaces(f.namespaces.stringList); err != nil {
+		return opts, err
 	}
-	if opts.MaxDelay, err = positiveDuration("max-delay", *maxDelay); err != nil {
-		return err
+	if opts.Debounce, err = positiveDuration("debounce", f.debounce); err != nil {
+		return opts, err
 	}
-	if opts.MaxDelay < opts.Debounce {
-		return usagef("--max-delay (%s) must not be shorter than --debounce (%s)", opts.MaxDelay, opts.Debounce)
+	if opts.MaxDelay, err = positiveDuration("max-delay", f.maxDelay); err != nil {
+		return opts, err
 	}
-	if opts.MasterSocket != "" && opts.OutputDir == "" {
-		return usagef("--haproxy-master-socket needs --output-dir: HAProxy is reloaded after the configuration was written there")
+	for _, d := range []struct {
+		name, v string
+		to      *time.Duration
+	}{
+		{"leader-elect-lease-duration", f.leaseDuration, &opts.LeaseDuration},
+		{"leader-elect-renew-deadline", f.renewDeadline, &opts.RenewDeadline},
+		{"leader-elect-retry-period", f.retryPeriod, &opts.RetryPeriod},
+	} {
+		if *d.to, err = positiveDuration(d.name, d.v); err != nil {
+			return opts, err
+		}
 	}
+	if err := checkControllerOptions(&opts); err != nil {
+		return opts, err
+	}
+	return opts, nil
+}
+
+// checkControllerOptions reports, in the flags' words, what
+// controller.Options.Validate would refuse, then runs it.
+func checkControllerOptions(opts *controller.Options) error {
 	switch {
+	case opts.MaxDelay < opts.Debounce:
+		return usagef("--max-delay (%s) must not be shorter than --debounce (%s)", opts.MaxDelay, opts.Debounce)
+	case opts.MasterSocket != "" && opts.OutputDir == "":
+		return usagef("--haproxy-master-socket needs --output-dir: HAProxy is reloaded after the configuration was written there")
+	case opts.Pprof && opts.MetricsAddr == "":
+		return usagef("--pprof needs --metrics-bind-address: the profiles are served on the metrics listener")
 	case opts.ConfigNamespace == "":
 		return usagef("--config-namespace (or HTC_CONFIG_NAMESPACE) is required (see 'htc controller --help')")
 	case opts.ConfigName == "":
@@ -120,53 +216,24 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := opts.Validate(); err != nil {
 		return usageError{err}
 	}
-	opts.Logger = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	if err := controller.Run(ctx, opts); err != nil {
-		return fmt.Errorf("controller: %w", err)
-	}
 	return nil
 }
 
-// leaderElection holds the leader election flags until they are parsed.
-type leaderElection struct {
-	elect               *bool
-	envErr              error // HTC_LEADER_ELECT is not a boolean
-	namespace           *string
-	lease, renew, retry *string
-}
-
-func leaderElectionFlags(fs *flag.FlagSet) *leaderElection {
-	def, err := strconv.ParseBool(envDefault("HTC_LEADER_ELECT", "false"))
-	if err != nil {
-		err = usagef("HTC_LEADER_ELECT: %q is not true or false", os.Getenv("HTC_LEADER_ELECT"))
-	}
-	return &leaderElection{
-		elect:     fs.Bool("leader-elect", def, "elect a leader among the replicas with a Lease: only the leader writes the config's status, its Events and the webhook registration (env HTC_LEADER_ELECT)"),
-		envErr:    err,
-		namespace: fs.String("leader-election-namespace", envDefault("HTC_LEADER_ELECTION_NAMESPACE", ""), "namespace of the Lease <config-name>-leader; empty means --config-namespace (env HTC_LEADER_ELECTION_NAMESPACE)"),
-		lease:     fs.String("leader-elect-lease-duration", envDefault("HTC_LEADER_ELECT_LEASE_DURATION", controller.DefaultLeaseDuration.String()), "how long a leader that stopped renewing keeps the Lease (env HTC_LEADER_ELECT_LEASE_DURATION)"),
-		renew:     fs.String("leader-elect-renew-deadline", envDefault("HTC_LEADER_ELECT_RENEW_DEADLINE", controller.DefaultRenewDeadline.String()), "how long the leader tries to renew the Lease before it stops leading (env HTC_LEADER_ELECT_RENEW_DEADLINE)"),
-		retry:     fs.String("leader-elect-retry-period", envDefault("HTC_LEADER_ELECT_RETRY_PERIOD", controller.DefaultRetryPeriod.String()), "how often the replicas try to acquire or renew the Lease (env HTC_LEADER_ELECT_RETRY_PERIOD)"),
-	}
-}
-
-// apply puts the parsed leader election flags into opts.
-func (le *leaderElection) apply(opts *controller.Options) error {
-	if le.envErr != nil {
-		return le.envErr
-	}
-	opts.LeaderElection, opts.LeaderElectionNamespace = *le.elect, *le.namespace
-	var err error
-	for _, d := range []struct {
-		name string
-		v    *string
-		to   *time.Duration
-	}{{"leader-elect-lease-duration", le.lease, &opts.LeaseDuration}, {"leader-elect-renew-deadline", le.renew, &opts.RenewDeadline}, {"leader-elect-retry-period", le.retry, &opts.RetryPeriod}} {
-		if *d.to, err = positiveDuration(d.name, *d.v); err != nil {
-			return err
+// watchNamespaces checks the --watch-namespace names (DNS labels) and
+// drops duplicates; nil means every namespace.
+func watchNamespaces(names []string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for _, n := range names {
+		if errs := validation.IsDNS1123Label(n); len(errs) > 0 {
+			return nil, usagef("--watch-namespace: %q is not a namespace name: %s", n, strings.Join(errs, "; "))
+		}
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
 		}
 	}
-	return nil
+	return out, nil
 }
 
 // positiveDuration parses a flag's duration ("250ms", "2s"), which must be > 0.

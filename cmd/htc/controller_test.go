@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -13,37 +14,48 @@ func TestControllerHelpDocumentsEveryFlag(t *testing.T) {
 	code, stdout, _ := htc(t, "controller", "--help")
 	assert.Equal(t, exitOK, code)
 	for flag, env := range map[string]string{
-		"kubeconfig":             "KUBECONFIG",
-		"config-namespace":       "HTC_CONFIG_NAMESPACE",
-		"config-name":            "HTC_CONFIG_NAME",
-		"webhook-port":           "HTC_WEBHOOK_PORT",
-		"webhook-cert-file":      "HTC_WEBHOOK_CERT_FILE",
-		"webhook-key-file":       "HTC_WEBHOOK_KEY_FILE",
-		"webhook-cert-secret":    "HTC_WEBHOOK_CERT_SECRET",
-		"webhook-client-ca-file": "HTC_WEBHOOK_CLIENT_CA_FILE",
-		"metrics-addr":           "HTC_METRICS_ADDR",
-		"health-addr":            "HTC_HEALTH_ADDR",
-		"webhook-bind-address":   "HTC_WEBHOOK_BIND_ADDRESS",
-		"output-dir":             "HTC_OUTPUT_DIR",
-		"haproxy-master-socket":  "HTC_HAPROXY_MASTER_SOCKET",
-		"debounce":               "HTC_DEBOUNCE",
-		"max-delay":              "HTC_MAX_DELAY",
+		"kubeconfig":                "KUBECONFIG",
+		"config-namespace":          "HTC_CONFIG_NAMESPACE",
+		"config-name":               "HTC_CONFIG_NAME",
+		"watch-namespace":           "HTC_WATCH_NAMESPACE",
+		"webhook-port":              "HTC_WEBHOOK_PORT",
+		"webhook-cert-file":         "HTC_WEBHOOK_CERT_FILE",
+		"webhook-key-file":          "HTC_WEBHOOK_KEY_FILE",
+		"webhook-cert-secret":       "HTC_WEBHOOK_CERT_SECRET",
+		"webhook-client-ca-file":    "HTC_WEBHOOK_CLIENT_CA_FILE",
+		"metrics-bind-address":      "HTC_METRICS_BIND_ADDRESS",
+		"health-probe-bind-address": "HTC_HEALTH_PROBE_BIND_ADDRESS",
+		"pprof":                     "HTC_PPROF",
+		"webhook-bind-address":      "HTC_WEBHOOK_BIND_ADDRESS",
+		"output-dir":                "HTC_OUTPUT_DIR",
+		"haproxy-master-socket":     "HTC_HAPROXY_MASTER_SOCKET",
+		"allowed-directives":        "HTC_ALLOWED_DIRECTIVES",
+		"debounce":                  "HTC_DEBOUNCE",
+		"max-delay":                 "HTC_MAX_DELAY",
+		"log-level":                 "HTC_LOG_LEVEL",
+		"log-format":                "HTC_LOG_FORMAT",
 	} {
-		assert.Contains(t, stdout, "-"+flag+" string", flag)
-		assert.Contains(t, stdout, "(env "+env+")", flag)
+		assert.Regexp(t, `(?m)^      --`+flag+` (string|strings)?  .*\(env `+env+`\)`, stdout, "--%s, with its environment variable", flag)
+	}
+	_, flags, _ := strings.Cut(stdout, "\nFlags:\n")
+	for _, old := range []string{"metrics-addr", "health-addr"} {
+		assert.NotContains(t, flags, "--"+old+" ", "deprecated aliases are hidden")
 	}
 	assert.Contains(t, stdout, `(default "9443")`)
 	assert.Contains(t, stdout, `(default ":9090")`)
 	assert.Contains(t, stdout, `(default ":8081")`)
 	assert.Contains(t, stdout, `(default "100ms")`)
 	assert.Contains(t, stdout, `(default "1s")`)
+	assert.Contains(t, stdout, `(default "info")`)
+	assert.Contains(t, stdout, `(default "json")`)
 	assert.Contains(t, stdout, "htc is starting: stores not synced")
 	assert.Contains(t, stdout, "haproxy -W -S SOCKET -f DIR/haproxy.cfg", "--help says how HAProxy must run to be reloaded")
 }
 
 func TestControllerMissingInputExitsTwoWithOneLine(t *testing.T) {
 	unsetEnv(t, "HTC_CONFIG_NAMESPACE", "HTC_CONFIG_NAME", "HTC_WEBHOOK_PORT", "HTC_WEBHOOK_CERT_FILE", "HTC_WEBHOOK_KEY_FILE", "HTC_WEBHOOK_CERT_SECRET",
-		"HTC_WEBHOOK_BIND_ADDRESS", "HTC_OUTPUT_DIR", "HTC_HAPROXY_MASTER_SOCKET", "HTC_DEBOUNCE", "HTC_MAX_DELAY")
+		"HTC_WEBHOOK_BIND_ADDRESS", "HTC_OUTPUT_DIR", "HTC_HAPROXY_MASTER_SOCKET", "HTC_DEBOUNCE", "HTC_MAX_DELAY", "HTC_PPROF",
+		"HTC_WATCH_NAMESPACE", "HTC_LOG_LEVEL", "HTC_LOG_FORMAT", "HTC_METRICS_BIND_ADDRESS", "HTC_METRICS_ADDR")
 	valid := []string{"controller", "--config-namespace", "ns", "--config-name", "n", "--webhook-cert-secret", "a/b"}
 	for _, tc := range []struct {
 		name string
@@ -63,6 +75,11 @@ func TestControllerMissingInputExitsTwoWithOneLine(t *testing.T) {
 		{"bad debounce", append(valid, "--debounce", "soon"), `--debounce: "soon" is not a positive duration`},
 		{"zero max delay", append(valid, "--max-delay", "0s"), `--max-delay: "0s" is not a positive duration`},
 		{"max delay below debounce", append(valid, "--debounce", "2s", "--max-delay", "1s"), "--max-delay (1s) must not be shorter than --debounce (2s)"},
+		{"pprof without metrics", append(valid, "--pprof", "--metrics-bind-address="), "--pprof needs --metrics-bind-address"},
+		{"bad watch namespace", append(valid, "--watch-namespace", "team-a,Team_B"), `--watch-namespace: "Team_B" is not a namespace name`},
+		{"bad log level", append(valid, "--log-level", "verbose"), `--log-level: "verbose" is not one of debug, info, warn, error`},
+		{"bad log format", append(valid, "--log-format", "logfmt"), `--log-format: "logfmt" is not one of json, text`},
+		{"bad boolean", append(valid, "--pprof=maybe"), `invalid argument "maybe" for "--pprof" flag`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, stderr := htc(t, tc.args...)
@@ -80,6 +97,106 @@ func TestControllerEnvFallback(t *testing.T) {
 	code, _, stderr := htc(t, "controller")
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, stderr, "a serving certificate is required", "namespace and name came from the environment")
+
+	t.Setenv("HTC_PPROF", "sometimes")
+	code, _, stderr = htc(t, "controller")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, `HTC_PPROF: "sometimes" is not a boolean`)
+}
+
+// The controller's flags as they reach controller.Options: new names,
+// deprecated aliases (flags and environment variables) and the forms
+// earlier releases accepted.
+func TestControllerFlagsToOptions(t *testing.T) {
+	base := []string{"--config-namespace", "ns", "--config-name", "n", "--webhook-cert-secret", "a/b"}
+	for _, tc := range []struct {
+		name                    string
+		env                     map[string]string
+		args                    []string
+		metrics, health         string
+		namespaces              []string
+		pprof                   bool
+		notice                  string // on stderr
+		logLevel, logFormat     string
+		wantWebhookAddr, wantNS string
+	}{
+		{name: "defaults", metrics: ":9090", health: ":8081", logLevel: "info", logFormat: "json"},
+		{name: "new names", args: []string{"--metrics-bind-address", "127.0.0.1:1", "--health-probe-bind-address=127.0.0.1:2", "--pprof", "--watch-namespace", "a,b", "--watch-namespace", "c,a", "--log-level", "debug", "--log-format", "text"},
+			metrics: "127.0.0.1:1", health: "127.0.0.1:2", pprof: true, namespaces: []string{"a", "b", "c"}, logLevel: "debug", logFormat: "text"},
+		{name: "deprecated flags", args: []string{"--metrics-addr", "127.0.0.1:1", "--health-addr=127.0.0.1:2"},
+			metrics: "127.0.0.1:1", health: "127.0.0.1:2", logLevel: "info", logFormat: "json", notice: "Flag --metrics-addr has been deprecated, use --metrics-bind-address instead"},
+		{name: "one dash", args: []string{"-metrics-addr", "127.0.0.1:1", "-health-probe-bind-address=127.0.0.1:2"},
+			metrics: "127.0.0.1:1", health: "127.0.0.1:2", logLevel: "info", logFormat: "json", notice: "Flag -health-probe-bind-address: one dash is deprecated, use --health-probe-bind-address"},
+		{name: "environment", env: map[string]string{"HTC_METRICS_BIND_ADDRESS": "127.0.0.1:1", "HTC_HEALTH_PROBE_BIND_ADDRESS": "", "HTC_PPROF": "true", "HTC_WATCH_NAMESPACE": "x,y", "HTC_LOG_LEVEL": "warn", "HTC_LOG_FORMAT": "text"},
+			metrics: "127.0.0.1:1", health: "", pprof: true, namespaces: []string{"x", "y"}, logLevel: "warn", logFormat: "text"},
+		{name: "renamed environment", env: map[string]string{"HTC_METRICS_ADDR": "127.0.0.1:1", "HTC_HEALTH_ADDR": "127.0.0.1:2"},
+			metrics: "127.0.0.1:1", health: "127.0.0.1:2", logLevel: "info", logFormat: "json", notice: "Environment variable HTC_METRICS_ADDR is deprecated, use HTC_METRICS_BIND_ADDRESS instead"},
+		{name: "flag over environment", env: map[string]string{"HTC_WATCH_NAMESPACE": "x"}, args: []string{"--watch-namespace=z"},
+			metrics: ":9090", health: ":8081", namespaces: []string{"z"}, logLevel: "info", logFormat: "json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			unsetEnv(t, "HTC_METRICS_BIND_ADDRESS", "HTC_METRICS_ADDR", "HTC_HEALTH_PROBE_BIND_ADDRESS", "HTC_HEALTH_ADDR", "HTC_PPROF",
+				"HTC_WATCH_NAMESPACE", "HTC_LOG_LEVEL", "HTC_LOG_FORMAT", "HTC_WEBHOOK_PORT", "HTC_WEBHOOK_BIND_ADDRESS")
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			var stdout, stderr strings.Builder
+			fs := newFlagSet("controller", "", "", &stdout, &stderr)
+			f := defineControllerFlags(fs, &stderr)
+			require.NoError(t, parse(fs, append(append([]string{}, base...), tc.args...)))
+			opts, err := f.options()
+			require.NoError(t, err)
+			assert.Equal(t, tc.metrics, opts.MetricsAddr)
+			assert.Equal(t, tc.health, opts.HealthAddr)
+			assert.Equal(t, tc.pprof, opts.Pprof)
+			assert.Equal(t, tc.namespaces, opts.WatchNamespaces)
+			assert.Equal(t, ":9443", opts.WebhookAddr)
+			assert.Equal(t, tc.logLevel, f.logs.level)
+			assert.Equal(t, tc.logFormat, f.logs.format)
+			if tc.notice != "" {
+				assert.Contains(t, stderr.String(), tc.notice)
+			} else {
+				assert.Empty(t, stderr.String())
+			}
+			assert.Empty(t, stdout.String())
+		})
+	}
+}
+
+// Flags of earlier releases keep working in every command.
+func TestDeprecatedFlagForms(t *testing.T) {
+	for _, args := range [][]string{
+		{"validate", "--f", "../../examples/minimal/config.yaml", "--o", "json"},
+		{"validate", "-config", "../../examples/minimal/config.yaml", "-o=json"},
+		{"validate", "--config=../../examples/minimal/config.yaml", "-ojson"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, out, stderr := htc(t, args...)
+			require.Equal(t, exitOK, code, stderr)
+			assert.Contains(t, out, `"passed": 2`)
+		})
+	}
+}
+
+func TestSingleDashLongFlags(t *testing.T) {
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	var out strings.Builder
+	fs.SetOutput(&out)
+	fs.StringP("config", "f", "", "")
+	fs.String("state", "", "")
+	fs.Bool("pprof", false, "")
+	for _, tc := range []struct {
+		in, want []string
+	}{
+		{[]string{"-config", "x", "-state=y"}, []string{"--config", "x", "--state=y"}},
+		{[]string{"-f", "-state"}, []string{"-f", "-state"}},                       // -state is -f's value
+		{[]string{"--state", "-config"}, []string{"--state", "-config"}},           // and --state's
+		{[]string{"-pprof", "-config", "c"}, []string{"--pprof", "--config", "c"}}, // a boolean takes no value
+		{[]string{"-fx", "-unknown", "--", "-config"}, []string{"-fx", "-unknown", "--", "-config"}},
+	} {
+		assert.Equal(t, tc.want, singleDashLongFlags(fs, tc.in), "%v", tc.in)
+	}
+	assert.Contains(t, out.String(), "Flag -config: one dash is deprecated, use --config")
 }
 
 // unsetEnv unsets the variables for the test (restored afterwards).

@@ -21,9 +21,6 @@ import (
 	"syscall"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 // Exit codes shared by every subcommand.
 const (
 	exitOK          = 0   // allowed / all tests passed / success
@@ -123,11 +120,11 @@ func topUsage(w io.Writer) {
 	fmt.Fprintf(w, "\nRun 'htc <command> --help' for the flags of a command.\nExit codes: 0 success/allowed, 1 denied or tests failed, 2 bad input,\n130 stopped by SIGINT or SIGTERM.\n")
 }
 
-func runVersion(_ context.Context, args []string, stdout, _ io.Writer) error {
-	fs := newFlagSet("version", "htc version", "Print the version.", stdout)
+func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("version", "htc version", "Print the version.", stdout, stderr)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "htc %s\n", version)
+	fmt.Fprintf(stdout, "htc %s\n", currentBuild().Version)
 	return nil
 }

@@ -140,9 +140,9 @@ func TestBadInputExitsTwoWithOneLine(t *testing.T) {
 	}{
 		{"missing config file", []string{"validate", "-f", "/nonexistent/config.yaml"}, "/nonexistent/config.yaml"},
 		{"no config flag", []string{"validate"}, "-f/--config is required"},
-		{"unknown flag", []string{"check", "--bogus"}, "flag provided but not defined: -bogus"},
+		{"unknown flag", []string{"check", "--bogus"}, "unknown flag: --bogus (see 'htc check --help')"},
 		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
-		{"bad output format", []string{"validate", "-f", exampleConfig, "-o", "xml"}, `--o: "xml" is not one of text, json`},
+		{"bad output format", []string{"validate", "-f", exampleConfig, "-o", "xml"}, `--output: "xml" is not one of text, json`},
 		{"missing object file", []string{"check", "-f", exampleConfig, "--object", "/nonexistent.yaml"}, "/nonexistent.yaml"},
 		{"invalid YAML object", []string{"check", "-f", exampleConfig, "--object", badYAML}, "invalid YAML"},
 		{"object nobody watches", []string{"check", "-f", exampleConfig, "--state", exampleState, "--object", cm}, "no watched resource covers v1 configmaps"},
@@ -190,7 +190,9 @@ func TestHelpAndVersion(t *testing.T) {
 		code, out, _ := htc(t, cmd, "--help")
 		assert.Equal(t, exitOK, code)
 		assert.Contains(t, out, "Usage: htc "+cmd)
-		assert.Contains(t, out, "-f string")
+		assert.Contains(t, out, "  -f, --config string ")
+		assert.Contains(t, out, "  -h, --help ")
+		assert.NotContains(t, out, "      --f ", "deprecated aliases are hidden")
 	}
 	code, out, _ := htc(t, "version")
 	assert.Equal(t, exitOK, code)

@@ -2,11 +2,11 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
 
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -27,10 +27,23 @@ type offline struct {
 
 // allowedDirectivesFlag defines --allowed-directives, the operator's grant
 // (default from HTC_ALLOWED_DIRECTIVES).
-func allowedDirectivesFlag(fs *flag.FlagSet) *defaultedList {
+func allowedDirectivesFlag(fs *pflag.FlagSet) *defaultedList {
 	l := newDefaultedList(envDefault("HTC_ALLOWED_DIRECTIVES", ""))
 	fs.Var(l, "allowed-directives", "what configs may ask for in spec.allowedDirectives: directives the policy refuses by default (lua-load, ssl-provider, ...), env-expansion, path:<dir>; comma-separated or repeated; a config asking for more is refused; empty grants nothing (env HTC_ALLOWED_DIRECTIVES)")
 	return l
+}
+
+// configFlag defines -f/--config, the HAProxyTemplateConfig file (--f
+// stays a deprecated alias).
+func configFlag(fs *pflag.FlagSet, p *string) {
+	fs.StringVarP(p, "config", "f", "", "HAProxyTemplateConfig file (YAML or JSON)")
+	deprecatedAlias(fs, "f", "config")
+}
+
+// outputFlag defines -o/--output (--o stays a deprecated alias).
+func outputFlag(fs *pflag.FlagSet, p *string, usage string) {
+	fs.StringVarP(p, "output", "o", "text", usage)
+	deprecatedAlias(fs, "o", "output")
 }
 
 // checkingEnv returns the Env of commands that check, with the operator's

@@ -15,14 +15,13 @@ import (
 
 func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("render", "htc render -f config.yaml --state PATH... [--out DIR]",
-		"Render an HAProxyTemplateConfig over the objects in the state manifests and print\nthe bundle (haproxy.cfg first, then maps, files and certificates), or write it to\n--out. Paths from pathFor point into --out (or /etc/haproxy when printing).", stdout)
+		"Render an HAProxyTemplateConfig over the objects in the state manifests and print\nthe bundle (haproxy.cfg first, then maps, files and certificates), or write it to\n--out. Paths from pathFor point into --out (or /etc/haproxy when printing).", stdout, stderr)
 	var (
 		configPath string
 		state      stringList
 		outDir     string
 	)
-	fs.StringVar(&configPath, "f", "", "HAProxyTemplateConfig file (YAML or JSON)")
-	fs.StringVar(&configPath, "config", "", "same as -f")
+	configFlag(fs, &configPath)
 	fs.Var(&state, "state", "manifest file or directory of the cluster state (repeatable)")
 	fs.StringVar(&outDir, "out", "", "write the bundle into this directory instead of printing it")
 	if err := parse(fs, args); err != nil {

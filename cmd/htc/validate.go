@@ -12,7 +12,7 @@ import (
 
 func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("validate", "htc validate -f config.yaml [--test NAME]... [-o text|json]",
-		"Validate an HAProxyTemplateConfig and run its embedded validation tests.\nExits 0 only when every selected test ran and passed, 1 when one failed,\n2 when the config itself is invalid.", stdout)
+		"Validate an HAProxyTemplateConfig and run its embedded validation tests.\nExits 0 only when every selected test ran and passed, 1 when one failed,\n2 when the config itself is invalid.", stdout, stderr)
 	var (
 		configPath string
 		tests      stringList
@@ -21,10 +21,9 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		timeout    time.Duration
 		haproxy    string
 	)
-	fs.StringVar(&configPath, "f", "", "HAProxyTemplateConfig file (YAML or JSON)")
-	fs.StringVar(&configPath, "config", "", "same as -f")
+	configFlag(fs, &configPath)
 	fs.Var(&tests, "test", "run only this test (repeatable, or comma-separated)")
-	fs.StringVar(&output, "o", "text", "output format: text or json")
+	outputFlag(fs, &output, "output format: text or json")
 	fs.IntVar(&workers, "workers", 2, "tests run in parallel")
 	fs.DurationVar(&timeout, "timeout", testrun.DefaultTimeout, "overall deadline for the test run; tests not finished count as failed")
 	fs.StringVar(&haproxy, "haproxy", envDefault("HTC_HAPROXY", "haproxy"), "haproxy binary used by haproxy_valid assertions (env HTC_HAPROXY)")
@@ -32,7 +31,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if err := oneOf("o", output, "text", "json"); err != nil {
+	if err := oneOf("output", output, "text", "json"); err != nil {
 		return err
 	}
 	env, wait, err := checkingEnv(haproxy, allowed.stringList)

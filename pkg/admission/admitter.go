@@ -5,15 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/phase"
 	"github.com/haproxy-template/htc/pkg/store"
 	"github.com/haproxy-template/htc/pkg/watched"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // DefaultTimeout bounds one decision (the requirements' ValidateDirect
@@ -60,6 +62,11 @@ type Admitter struct {
 	// the requester supplied them.
 	RevealLiveState bool
 
+	// WatchNamespaces are the namespaces the informers watch (empty: all).
+	// A change of an object in another namespace is in no store, so it is
+	// allowed without a check, as one outside every label selector is.
+	WatchNamespaces []string
+
 	// MaxInFlight bounds the checks that run at once (each renders and
 	// checks the whole configuration); zero means the number of CPUs. A
 	// request that cannot start its check in time to finish before its
@@ -90,6 +97,9 @@ func (a *Admitter) resource(ctx context.Context, st *State, req Request) Decisio
 	if st == nil || st.Pipeline == nil {
 		return Deny(phase.Render, ReasonNoConfig)
 	}
+	if !a.watched(req) {
+		return Allow()
+	}
 	ctx, cancel := context.WithTimeout(ctx, a.timeout())
 	defer cancel()
 	stores, changed, err := st.Pipeline.Model.Overlay(store.ReadOnly(st.Stores), req.Change)
@@ -109,6 +119,22 @@ func (a *Admitter) resource(ctx context.Context, st *State, req Request) Decisio
 		pipeline: st.Pipeline, stores: stores, changed: refs, deleted: deletedRef(req, refs),
 		action: resourceAdmission(st.Pipeline.Model, changed),
 	})
+}
+
+// watched reports whether the object req changes is in a watched namespace
+// (a cluster-scoped object always is).
+func (a *Admitter) watched(req Request) bool {
+	if len(a.WatchNamespaces) == 0 {
+		return true
+	}
+	obj := req.Object
+	if obj == nil {
+		obj = req.OldObject
+	}
+	if obj == nil || obj.GetNamespace() == "" {
+		return true
+	}
+	return slices.Contains(a.WatchNamespaces, obj.GetNamespace())
 }
 
 // Config decides a proposed HAProxyTemplateConfig: it is decoded and

@@ -143,6 +143,36 @@ func TestResourceOperations(t *testing.T) {
 	assert.Equal(t, "echo.example.com", got.Object["spec"].(map[string]any)["rules"].([]any)[0].(map[string]any)["host"])
 }
 
+// With WatchNamespaces, a change in another namespace is in no store and
+// is allowed unchecked; one in a watched namespace is judged.
+func TestResourceOutsideWatchedNamespaces(t *testing.T) {
+	ctx := context.Background()
+	broken := func(ns string) *unstructured.Unstructured {
+		u := obj(t, ingress(t, "api", "api.example.com", "missing"))
+		u.SetNamespace(ns)
+		return u
+	}
+	for _, tc := range []struct {
+		name       string
+		namespaces []string
+		req        admission.Request
+		allow      bool
+	}{
+		{"all namespaces watched", nil, req(ingressesGVR, store.Create, broken("elsewhere"), nil), false},
+		{"CREATE in a watched namespace", []string{"team-a", "default"}, req(ingressesGVR, store.Create, broken("default"), nil), false},
+		{"CREATE elsewhere", []string{"team-a"}, req(ingressesGVR, store.Create, broken("default"), nil), true},
+		{"DELETE elsewhere", []string{"team-a"}, req(servicesGVR, store.Delete, nil, obj(t, service("echo", ""))), true},
+		{"DELETE in a watched namespace", []string{"default"}, req(servicesGVR, store.Delete, nil, obj(t, service("echo", ""))), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, _ := newValidator(t)
+			v.WatchNamespaces = tc.namespaces
+			d := v.Resource(ctx, tc.req)
+			assert.Equal(t, tc.allow, d.Allowed, d.Reason)
+		})
+	}
+}
+
 // A lua-load smuggled into the configuration through an annotation never
 // runs: the policy phase refuses it before haproxy sees the file.
 func TestInjectedLuaLoadNeverRuns(t *testing.T) {

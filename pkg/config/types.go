@@ -29,6 +29,7 @@ var GroupVersion = schema.GroupVersion{Group: Group, Version: Version}
 // +kubebuilder:resource:path=haproxytemplateconfigs,scope=Namespaced,shortName=htc;htcs,categories=haproxy
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="Valid")].status`
+// +kubebuilder:printcolumn:name="Published",type=string,JSONPath=`.status.conditions[?(@.type=="Published")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type HAProxyTemplateConfig struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -132,6 +133,15 @@ type WatchedResource struct {
 	// LabelSelector restricts the watch to matching objects.
 	// +optional
 	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+
+	// FieldSelector restricts the watch to objects whose fields match, in
+	// the API server's syntax, e.g. "metadata.name!=kubernetes" or
+	// "spec.ingressClassName=htc" (an API server supports metadata.name and
+	// metadata.namespace for every resource, other fields only where the
+	// resource declares them). It is passed to list and watch, and a
+	// proposed change is judged by it as the informer would.
+	// +optional
+	FieldSelector string `json:"fieldSelector,omitempty"`
 }
 
 // ValidationAction is what admission does with a change that introduces a

@@ -8,9 +8,11 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
@@ -155,14 +157,38 @@ func (c *controller) startWatchers(ctx context.Context, model *watched.Model, lo
 		if _, ok := c.watchers[r.WatchKey()]; ok {
 			continue
 		}
-		w, err := startWatcher(ctx, c.dyn, r, c.live.trigger, c.log)
+		namespaces, err := c.watchNamespaces(r.GVR)
 		if err != nil {
 			return fmt.Errorf("store %s: %w", r.Key, err)
 		}
-		log.Info("watching", "store", r.Key, "resource", r.WatchKey().String())
+		w, err := startWatcher(ctx, c.dyn, r, namespaces, c.live.trigger, c.log)
+		if err != nil {
+			return fmt.Errorf("store %s: %w", r.Key, err)
+		}
+		log.Info("watching", "store", r.Key, "resource", r.WatchKey().String(), "namespaces", namespaces)
 		c.watchers[r.WatchKey()] = w
 	}
 	return nil
+}
+
+// watchNamespaces returns the namespaces to watch gvr in: nil (all) for a
+// cluster-scoped resource or when Options.WatchNamespaces is empty.
+func (c *controller) watchNamespaces(gvr schema.GroupVersionResource) ([]string, error) {
+	if len(c.opts.WatchNamespaces) == 0 {
+		return nil, nil
+	}
+	gvk, err := c.mapper.KindFor(gvr)
+	if err != nil {
+		return nil, fmt.Errorf("is %s namespaced: %w", watched.ResourceString(gvr), err)
+	}
+	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, fmt.Errorf("is %s namespaced: %w", watched.ResourceString(gvr), err)
+	}
+	if m.Scope.Name() != meta.RESTScopeNameNamespace {
+		return nil, nil
+	}
+	return c.opts.WatchNamespaces, nil
 }
 
 // warmTests runs the embedded tests before the pipeline goes live, so no

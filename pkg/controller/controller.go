@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -44,6 +45,17 @@ const (
 	DefaultMetricsAddr = ":9090"
 	DefaultHealthAddr  = ":8081"
 )
+
+// BuildInfo describes the running binary, for the htc_build_info metric.
+type BuildInfo struct {
+	// Version is the htc version ("dev" when empty).
+	Version string
+	// Revision is the VCS revision ("unknown" when empty).
+	Revision string
+	// GoVersion is the Go release that built it (runtime.Version() when
+	// empty).
+	GoVersion string
+}
 
 // Options configure Run.
 type Options struct {
@@ -101,6 +113,17 @@ type Options struct {
 	// a change is rendered at most MaxDelay after it arrived, plus the
 	// render, check and reload time. Zero means DefaultMaxDelay (1 s).
 	MaxDelay time.Duration
+	// WatchNamespaces limits the informers of namespaced watched resources
+	// to these namespaces; empty watches every namespace. An object in
+	// another namespace is in no store: a change of it is admitted without
+	// a check, like an object outside a labelSelector. Cluster-scoped
+	// resources are watched whole.
+	WatchNamespaces []string
+	// Pprof serves net/http/pprof at /debug/pprof/ on the metrics listener
+	// (MetricsAddr).
+	Pprof bool
+	// Build describes this binary for the htc_build_info metric.
+	Build BuildInfo
 	// AdmissionTimeout bounds one admission decision (the proposed change
 	// rendered, checked and its embedded tests run); zero means
 	// admission.DefaultTimeout (5 s). Keep it below the webhook's
@@ -162,6 +185,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MasterSocket != "" && o.OutputDir == "" {
 		problems = append(problems, "the HAProxy master socket needs an output directory to publish to")
+	}
+	if o.Pprof && o.MetricsAddr == "" {
+		problems = append(problems, "pprof is served on the metrics listener, which is disabled")
 	}
 	if o.Debounce < 0 || o.MaxDelay < 0 {
 		problems = append(problems, "the debounce and maximum delay must not be negative")
@@ -232,6 +258,7 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("the controller cannot check configurations: %w", err)
 	}
 	c := newController(opts, log, cl.dyn, webhook.NewDiscoveryRESTMapper(cl.discovery), checker)
+	c.readCheckerVersion(ctx, checker)
 	c.admitter.Private, c.admitter.PrivateWords = redact.ProcessValues(tempDir), redact.ProcessWords()
 	if err := c.setUpPublishing(); err != nil {
 		return err
@@ -272,6 +299,21 @@ func Run(ctx context.Context, opts Options) error {
 	err = g.Wait()
 	c.registration.stopped()
 	return err
+}
+
+// readCheckerVersion reads the version of the HAProxy that checks (haproxy
+// -v) for htc_build_info and the version-skew check, and logs it with the
+// build.
+func (c *controller) readCheckerVersion(ctx context.Context, checker *haproxy.Checker) {
+	v, err := checker.Version(ctx)
+	if err != nil {
+		c.log.Warn("reading the checker's HAProxy version failed", "error", err)
+		v = ""
+	}
+	c.live.checkerVersion = v
+	c.metrics.setBuild(c.opts.Build, v)
+	c.log.Info("htc controller starting", "version", orString(c.opts.Build.Version, "dev"), "revision", orString(c.opts.Build.Revision, "unknown"),
+		"haproxyVersion", orString(v, "unknown"), "watchNamespaces", c.opts.WatchNamespaces)
 }
 
 // clients are the API clients of one Run.
@@ -394,13 +436,26 @@ func (c *controller) serveProbesAndMetrics(ctx context.Context, spawn func(strin
 		}
 	}
 	if c.opts.MetricsAddr != "" {
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(c.metrics.reg, promhttp.HandlerOpts{Registry: c.metrics.reg}))
-		if err := serveHTTP(ctx, "metrics", c.opts.MetricsAddr, mux, c.log, spawn); err != nil {
+		if err := serveHTTP(ctx, "metrics", c.opts.MetricsAddr, c.metricsHandler(), c.log, spawn); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// metricsHandler serves /metrics and, with Options.Pprof, Go's profiles
+// at /debug/pprof/.
+func (c *controller) metricsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(c.metrics.reg, promhttp.HandlerOpts{Registry: c.metrics.reg}))
+	if c.opts.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	return mux
 }
 
 // newController returns a controller whose pipelines check with checker
@@ -416,7 +471,7 @@ func newController(opts Options, log *slog.Logger, dyn dynamic.Interface, mapper
 		dyn:    dyn,
 		mapper: mapper,
 		env:    env,
-		admitter: &admission.Admitter{Env: env, Log: log, Timeout: opts.AdmissionTimeout,
+		admitter: &admission.Admitter{Env: env, Log: log, Timeout: opts.AdmissionTimeout, WatchNamespaces: opts.WatchNamespaces,
 			OwnConfig: types.NamespacedName{Namespace: opts.ConfigNamespace, Name: opts.ConfigName}},
 		registry: &webhook.Registry{},
 		watchers: map[watched.WatchKey]*watcher{},
@@ -425,6 +480,7 @@ func newController(opts Options, log *slog.Logger, dyn dynamic.Interface, mapper
 	c.metrics = newMetrics(c.certs.notAfter)
 	c.identity = orString(opts.Identity, defaultIdentity())
 	c.leader = newLeadership(opts.LeaderElection, c.metrics.reg)
+	c.metrics.setBuild(opts.Build, "")
 	c.status = newStatusReporter(dyn, nil, log)
 	c.status.leading = c.leader.isLeading
 	c.status.updates = newStatusUpdates(c.metrics.reg)
@@ -470,7 +526,10 @@ func serveHTTP(ctx context.Context, name, addr string, h http.Handler, log *slog
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	log.Info(name+" server listening", "addr", ln.Addr().String())
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
+	// The write timeout leaves room for a CPU profile or trace of up to a
+	// minute (pprof refuses longer ones).
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 70 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	spawn(name, func() error {
 		errc := make(chan error, 1)
 		go func() { errc <- srv.Serve(ln) }()

@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/haproxy-template/htc/internal/testutil"
 	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/haproxy-template/htc/internal/testutil"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -48,12 +49,13 @@ func TestOptionsValidate(t *testing.T) {
 		opts Options
 		want string
 	}{
-		"no namespace":     {Options{ConfigName: "n", CertSecret: "a/b"}, "config namespace is required"},
-		"no name":          {Options{ConfigNamespace: "ns", CertSecret: "a/b"}, "config name is required"},
-		"no certificate":   {Options{ConfigNamespace: "ns", ConfigName: "n"}, "serving certificate is required"},
-		"cert without key": {Options{ConfigNamespace: "ns", ConfigName: "n", CertFile: "c"}, "must be set together"},
-		"both sources":     {Options{ConfigNamespace: "ns", ConfigName: "n", CertFile: "c", KeyFile: "k", CertSecret: "a/b"}, "not both"},
-		"bad secret":       {Options{ConfigNamespace: "ns", ConfigName: "n", CertSecret: "nope"}, "not namespace/name"},
+		"no namespace":          {Options{ConfigName: "n", CertSecret: "a/b"}, "config namespace is required"},
+		"no name":               {Options{ConfigNamespace: "ns", CertSecret: "a/b"}, "config name is required"},
+		"no certificate":        {Options{ConfigNamespace: "ns", ConfigName: "n"}, "serving certificate is required"},
+		"cert without key":      {Options{ConfigNamespace: "ns", ConfigName: "n", CertFile: "c"}, "must be set together"},
+		"both sources":          {Options{ConfigNamespace: "ns", ConfigName: "n", CertFile: "c", KeyFile: "k", CertSecret: "a/b"}, "not both"},
+		"bad secret":            {Options{ConfigNamespace: "ns", ConfigName: "n", CertSecret: "nope"}, "not namespace/name"},
+		"pprof without metrics": {Options{ConfigNamespace: "ns", ConfigName: "n", CertSecret: "a/b", Pprof: true}, "pprof is served on the metrics listener"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := tc.opts.Validate()

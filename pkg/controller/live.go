@@ -57,6 +57,10 @@ type live struct {
 	retryIn       time.Duration
 	retry         *time.Timer
 	last          *lastDiagnosis // the last live diagnosis (mu)
+
+	// checkerVersion is the version of the HAProxy that checks (haproxy
+	// -v); empty when unknown, then no version skew is reported.
+	checkerVersion string
 }
 
 func newLive(a *admission.Admitter, out *publish.Dir, mc *master.Client, status *statusReporter, m *metrics, log *slog.Logger) *live {
@@ -273,6 +277,7 @@ func (l *live) reload(ctx context.Context, cfg *config.HAProxyTemplateConfig, pu
 		l.stopRetry()
 		l.log.Info("HAProxy reloaded", "duration", r.Duration.Round(time.Millisecond), "reloads", r.After.Master.Reloads, "workers", r.After.WorkerPIDs())
 		l.status.set(ctx, cfg, runningCondition())
+		l.checkVersionSkew(ctx, cfg)
 	}
 }
 

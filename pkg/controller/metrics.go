@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,6 +31,8 @@ type metrics struct {
 	publishes      *prometheus.CounterVec
 	reloadsHAProxy *prometheus.CounterVec
 	reloadDuration prometheus.Histogram
+	buildInfo      *prometheus.GaugeVec
+	versionSkew    prometheus.Gauge
 }
 
 // admissionBuckets cover a cached-test admission (a few ms) up to the 5 s
@@ -113,6 +116,14 @@ func newMetrics(certNotAfter func() time.Time) *metrics {
 			Buckets: admissionBuckets,
 		}),
 	}
+	m.buildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "htc_build_info",
+		Help: "1, labelled with the htc version, VCS revision and Go version of this binary and the version of the HAProxy that checks (haproxy -v).",
+	}, []string{"version", "revision", "goversion", "haproxy_version"})
+	m.versionSkew = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "htc_haproxy_version_skew",
+		Help: "1 when the HAProxy reloaded through the master socket runs another version than the HAProxy that checks, else 0 (see the HAProxyVersionSkew condition).",
+	})
 	expiry := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "htc_webhook_certificate_expiry_seconds",
 		Help: "Seconds until the serving certificate's NotAfter (0 when none is loaded).",
@@ -125,8 +136,17 @@ func newMetrics(certNotAfter func() time.Time) *metrics {
 	})
 	m.reg.MustRegister(m.requests, m.duration, m.validation, m.phases, m.inFlight, m.testHits, m.reloads, m.ready, expiry,
 		m.liveChecks, m.liveValid, m.liveFailures, m.warned, m.overruled, m.liveDuration, m.publishes, m.reloadsHAProxy, m.reloadDuration,
+		m.buildInfo, m.versionSkew,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// setBuild sets htc_build_info: one series, of this binary and the
+// checker's HAProxy version ("unknown" when it could not be read).
+func (m *metrics) setBuild(b BuildInfo, haproxyVersion string) {
+	m.buildInfo.Reset()
+	m.buildInfo.WithLabelValues(orString(b.Version, "dev"), orString(b.Revision, "unknown"), orString(b.GoVersion, runtime.Version()),
+		orString(haproxyVersion, "unknown")).Set(1)
 }
 
 // observer adapts the metrics to webhook.Observer.

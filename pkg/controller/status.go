@@ -97,8 +97,9 @@ func (s *statusReporter) count(result string) {
 }
 
 // set records cond for cfg. cond.ObservedGeneration is cfg's generation.
-// An Event of type Normal (condition True) or Warning (False) with the
-// condition's reason and message goes with every change.
+// An Event of type Normal, or Warning when the condition reports a problem
+// (see abnormal), with the condition's reason and message goes with every
+// change.
 func (s *statusReporter) set(ctx context.Context, cfg *config.HAProxyTemplateConfig, cond metav1.Condition) {
 	cond.ObservedGeneration = cfg.Generation
 	s.mu.Lock()
@@ -121,7 +122,7 @@ func (s *statusReporter) setLocked(ctx context.Context, cfg *config.HAProxyTempl
 	s.last[cond.Type] = cond
 
 	eventType := corev1.EventTypeNormal
-	if cond.Status == metav1.ConditionFalse {
+	if abnormal(cond) {
 		eventType = corev1.EventTypeWarning
 	}
 	if s.recorder != nil {
@@ -137,6 +138,16 @@ func (s *statusReporter) setLocked(ctx context.Context, cfg *config.HAProxyTempl
 		s.log.Warn("updating the HAProxyTemplateConfig status failed", "condition", cond.Type, "error", err)
 		delete(s.last, cond.Type) // write it again next time
 	}
+}
+
+// abnormal reports whether cond describes a problem: False for Valid and
+// Published, True for HAProxyVersionSkew (a condition named after the
+// problem it reports).
+func abnormal(cond metav1.Condition) bool {
+	if cond.Type == ConditionHAProxyVersionSkew {
+		return cond.Status == metav1.ConditionTrue
+	}
+	return cond.Status == metav1.ConditionFalse
 }
 
 // event records an Event on cfg.

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"log/slog"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -14,7 +15,8 @@ import (
 	"github.com/haproxy-template/htc/pkg/watched"
 )
 
-// watcher is one running dynamic informer feeding one store.
+// watcher is the running dynamic informers (one, or one per watched
+// namespace) feeding one store.
 type watcher struct {
 	store  *store.Store
 	synced cache.InformerSynced
@@ -22,25 +24,68 @@ type watcher struct {
 	done   chan struct{}
 }
 
-// startWatcher starts an informer for r (cluster-wide, filtered by its
-// label selector) that fills a new store indexed as r says. changed, when
-// set, is called after every change the store took (not for resyncs).
-func startWatcher(ctx context.Context, client dynamic.Interface, r watched.Resource, changed func(), log *slog.Logger) (*watcher, error) {
+// startWatcher starts informers for r, filtered by its label and field
+// selectors, that fill a new store indexed as r says: one cluster-wide, or,
+// when namespaces is not empty, one per namespace (r must then be
+// namespaced).
+// changed, when set, is called after every change the store took (not for
+// resyncs).
+func startWatcher(ctx context.Context, client dynamic.Interface, r watched.Resource, namespaces []string, changed func(), log *slog.Logger) (*watcher, error) {
 	st, err := store.New(r.IndexBy)
 	if err != nil {
 		return nil, err
 	}
 	key := r.WatchKey()
-	inf := dynamicinformer.NewFilteredDynamicInformer(client, key.GVR, metav1.NamespaceAll, 0, cache.Indexers{},
-		func(o *metav1.ListOptions) { o.LabelSelector = key.Selector })
 	log = log.With("resource", key.String())
+	if len(namespaces) == 0 {
+		namespaces = []string{metav1.NamespaceAll}
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	w := &watcher{store: st, cancel: cancel, done: make(chan struct{})}
+	var synced []cache.InformerSynced
+	var running sync.WaitGroup
+	sink := &storeSink{store: st, log: log, changed: changed}
+	for _, ns := range namespaces {
+		s, err := runInformer(wctx, client, key, ns, sink, &running)
+		if err != nil {
+			cancel()
+			running.Wait()
+			return nil, err
+		}
+		synced = append(synced, s)
+	}
+	w.synced = func() bool {
+		for _, s := range synced {
+			if !s() {
+				return false
+			}
+		}
+		return true
+	}
+	go func() {
+		running.Wait()
+		close(w.done)
+	}()
+	return w, nil
+}
+
+// runInformer runs, until ctx ends, an informer of key's resource in
+// namespace ns (NamespaceAll: every namespace) that feeds sink; running
+// counts it. The function it returns says whether the informer and its
+// handler synced.
+func runInformer(ctx context.Context, client dynamic.Interface, key watched.WatchKey, ns string, sink *storeSink, running *sync.WaitGroup) (cache.InformerSynced, error) {
+	inf := dynamicinformer.NewFilteredDynamicInformer(client, key.GVR, ns, 0, cache.Indexers{},
+		func(o *metav1.ListOptions) { o.LabelSelector, o.FieldSelector = key.Selector, key.Fields })
+	log := sink.log
+	if ns != metav1.NamespaceAll {
+		log = log.With("namespace", ns)
+	}
 	// The stores keep no managedFields and no last-applied copy (see
 	// watched.Trim): set before the informer runs, it applies to every
 	// object the informer caches, which is most of the controller's memory.
 	if err := inf.Informer().SetTransform(watched.Trim); err != nil {
 		return nil, err
 	}
-	sink := &storeSink{store: st, log: log, changed: changed}
 	reg, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    sink.add,
 		UpdateFunc: sink.update,
@@ -52,17 +97,11 @@ func startWatcher(ctx context.Context, client dynamic.Interface, r watched.Resou
 	_ = inf.Informer().SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 		log.Warn("watch failed, retrying", "error", err)
 	})
-	wctx, cancel := context.WithCancel(ctx)
-	w := &watcher{store: st, cancel: cancel, done: make(chan struct{})}
-	w.synced = func() bool { return inf.Informer().HasSynced() && reg.HasSynced() }
-	go func() {
-		defer close(w.done)
-		inf.Informer().RunWithContext(wctx)
-	}()
-	return w, nil
+	running.Go(func() { inf.Informer().RunWithContext(ctx) })
+	return func() bool { return inf.Informer().HasSynced() && reg.HasSynced() }, nil
 }
 
-// stop stops the informer and waits until it returned.
+// stop stops the informers and waits until they returned.
 func (w *watcher) stop() {
 	w.cancel()
 	<-w.done

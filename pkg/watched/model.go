@@ -19,6 +19,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -39,6 +40,9 @@ type Resource struct {
 	// Selector admits objects into the store by their labels; it matches
 	// everything when the config sets no labelSelector.
 	Selector labels.Selector
+	// Fields admits objects into the store by their fields; it matches
+	// everything when the config sets no fieldSelector.
+	Fields fields.Selector
 	// Admission says whether and how admission checks changes of this
 	// resource.
 	Admission Admission
@@ -62,17 +66,47 @@ const (
 // Checked reports whether admission checks changes of r.
 func (r Resource) Checked() bool { return r.Admission != AdmissionOff }
 
-// Selects reports whether obj belongs in r's store by its labels. A nil
-// object is never selected.
+// Selects reports whether obj belongs in r's store by its labels and
+// fields. A nil object is never selected.
 func (r Resource) Selects(obj *unstructured.Unstructured) bool {
-	return obj != nil && r.Selector.Matches(labels.Set(obj.GetLabels()))
+	if obj == nil || !r.Selector.Matches(labels.Set(obj.GetLabels())) {
+		return false
+	}
+	return r.Fields == nil || r.Fields.Empty() || r.Fields.Matches(fieldSet(r.Fields, obj))
+}
+
+// fieldSet is the values of obj's fields sel reads, as the API server
+// compares them: a string, number or boolean as its text; a missing field
+// or another value as "".
+func fieldSet(sel fields.Selector, obj *unstructured.Unstructured) fields.Set {
+	set := fields.Set{}
+	for _, req := range sel.Requirements() {
+		v, found, err := unstructured.NestedFieldNoCopy(obj.Object, strings.Split(req.Field, ".")...)
+		if !found || err != nil {
+			set[req.Field] = ""
+			continue
+		}
+		switch v := v.(type) {
+		case string:
+			set[req.Field] = v
+		case bool, int64, float64:
+			set[req.Field] = fmt.Sprint(v)
+		default:
+			set[req.Field] = ""
+		}
+	}
+	return set
 }
 
 // WatchKey identifies what one informer lists and how its store is indexed:
 // two resources (of one config or of two versions of it) with equal
 // WatchKeys can share an informer and a store.
 func (r Resource) WatchKey() WatchKey {
-	return WatchKey{GVR: r.GVR, Selector: r.Selector.String(), IndexBy: strings.Join(r.IndexBy, "\x00")}
+	k := WatchKey{GVR: r.GVR, Selector: r.Selector.String(), IndexBy: strings.Join(r.IndexBy, "\x00")}
+	if r.Fields != nil {
+		k.Fields = r.Fields.String()
+	}
+	return k
 }
 
 // WatchKey is a comparable description of an informer and its store.
@@ -82,15 +116,23 @@ type WatchKey struct {
 	// Selector is the label selector in its canonical string form ("" for
 	// everything), as the list options carry it.
 	Selector string
+	// Fields is the field selector in its canonical string form ("" for
+	// everything), as the list options carry it.
+	Fields string
 	// IndexBy is the index expressions joined by NUL.
 	IndexBy string
 }
 
-// String is "resource.version[.group] (selector)" as kubectl spells resources.
+// String is "resource.version[.group] (selectors)" as kubectl spells resources.
 func (k WatchKey) String() string {
 	out := ResourceString(k.GVR)
-	if k.Selector != "" {
+	switch {
+	case k.Selector != "" && k.Fields != "":
+		out += " (" + k.Selector + "; " + k.Fields + ")"
+	case k.Selector != "":
 		out += " (" + k.Selector + ")"
+	case k.Fields != "":
+		out += " (" + k.Fields + ")"
 	}
 	return out
 }
@@ -142,6 +184,12 @@ func resource(key string, w config.WatchedResource) (Resource, error) {
 			return Resource{}, fmt.Errorf("labelSelector: %w", err)
 		}
 	}
+	fieldSel := fields.Everything()
+	if w.FieldSelector != "" {
+		if fieldSel, err = fields.ParseSelector(w.FieldSelector); err != nil {
+			return Resource{}, fmt.Errorf("fieldSelector: %w", err)
+		}
+	}
 	adm := AdmissionOff
 	switch {
 	case w.WebhookValidation && w.ValidationAction == config.ValidationWarn:
@@ -154,6 +202,7 @@ func resource(key string, w config.WatchedResource) (Resource, error) {
 		GVR:       gv.WithResource(w.Resources),
 		IndexBy:   slices.Clone(w.IndexBy),
 		Selector:  sel,
+		Fields:    fieldSel,
 		Admission: adm,
 	}, nil
 }

@@ -99,6 +99,7 @@ func TestNewNamesTheField(t *testing.T) {
 	}{
 		"apiVersion":    {config.WatchedResource{APIVersion: "a/b/c", Resources: "x", IndexBy: []string{"metadata.name"}}, `spec.watchedResources[bad].apiVersion: "a/b/c"`},
 		"indexBy":       {config.WatchedResource{APIVersion: "v1", Resources: "x", IndexBy: []string{"metadata.["}}, "spec.watchedResources[bad].indexBy"},
+		"fieldSelector": {config.WatchedResource{APIVersion: "v1", Resources: "x", IndexBy: []string{"metadata.name"}, FieldSelector: "metadata.name"}, "spec.watchedResources[bad].fieldSelector"},
 		"labelSelector": {config.WatchedResource{APIVersion: "v1", Resources: "x", IndexBy: []string{"metadata.name"}, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"-": "x"}}}, "spec.watchedResources[bad].labelSelector"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -119,8 +120,12 @@ func TestWatchKey(t *testing.T) {
 	idx.IndexBy = []string{"metadata.name"}
 	checked := base
 	checked.WebhookValidation = true
+	fieldSel := base
+	fieldSel.FieldSelector = "metadata.name!=kubernetes"
+	both := sel
+	both.FieldSelector = fieldSel.FieldSelector
 	m, err := New(&config.HAProxyTemplateConfigSpec{WatchedResources: map[string]config.WatchedResource{
-		"base": base, "sel": sel, "idx": idx, "checked": checked,
+		"base": base, "sel": sel, "idx": idx, "checked": checked, "fields": fieldSel, "both": both,
 	}})
 	require.NoError(t, err)
 	get := func(k string) WatchKey { r, _ := m.Get(k); return r.WatchKey() }
@@ -128,6 +133,11 @@ func TestWatchKey(t *testing.T) {
 	assert.NotEqual(t, get("base"), get("idx"))
 	assert.Equal(t, get("base"), get("checked"), "admission does not change what is watched")
 	assert.Equal(t, "app=x", get("sel").Selector)
+	assert.NotEqual(t, get("base"), get("fields"))
+	assert.NotEqual(t, get("sel"), get("both"))
+	assert.Equal(t, "metadata.name!=kubernetes", get("fields").Fields)
+	assert.Equal(t, "services.v1 (metadata.name!=kubernetes)", get("fields").String())
+	assert.Equal(t, "services.v1 (app=x; metadata.name!=kubernetes)", get("both").String())
 	assert.Equal(t, "services.v1 (app=x)", get("sel").String())
 	assert.Equal(t, "ingresses.v1.networking.k8s.io", ResourceString(ingressesGVR))
 }
@@ -190,4 +200,44 @@ func TestOverlay(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, changed)
 	assert.Equal(t, set, got)
+}
+
+// A fieldSelector admits objects as the API server's list would: by the
+// text of the named fields, a missing field being "".
+func TestSelectsByFields(t *testing.T) {
+	ingress := func(class any) *unstructured.Unstructured {
+		u := object("networking.k8s.io/v1", "Ingress", "web", map[string]string{"app": "web"})
+		if class != nil {
+			u.Object["spec"] = map[string]any{"ingressClassName": class}
+		}
+		return u
+	}
+	for _, tc := range []struct {
+		name, fields string
+		labels       *metav1.LabelSelector
+		obj          *unstructured.Unstructured
+		want         bool
+	}{
+		{"no selector", "", nil, ingress(nil), true},
+		{"name equals", "metadata.name=web", nil, ingress(nil), true},
+		{"name differs", "metadata.name=api", nil, ingress(nil), false},
+		{"namespace not", "metadata.namespace!=default", nil, ingress(nil), false},
+		{"nested field", "spec.ingressClassName=htc", nil, ingress("htc"), true},
+		{"nested field, other value", "spec.ingressClassName=htc", nil, ingress("nginx"), false},
+		{"missing field is empty", "spec.ingressClassName=", nil, ingress(nil), true},
+		{"missing field is not a value", "spec.ingressClassName!=htc", nil, ingress(nil), true},
+		{"a number as text", "spec.ingressClassName=3", nil, ingress(int64(3)), true},
+		{"two terms", "metadata.name=web,spec.ingressClassName=htc", nil, ingress("nginx"), false},
+		{"labels and fields both", "metadata.name=web", &metav1.LabelSelector{MatchLabels: map[string]string{"app": "api"}}, ingress(nil), false},
+		{"nil object", "metadata.name=web", nil, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := watchedResource("networking.k8s.io/v1", "ingresses", true)
+			w.FieldSelector, w.LabelSelector = tc.fields, tc.labels
+			m, err := New(&config.HAProxyTemplateConfigSpec{WatchedResources: map[string]config.WatchedResource{"ingresses": w}})
+			require.NoError(t, err)
+			r, _ := m.Get("ingresses")
+			assert.Equal(t, tc.want, r.Selects(tc.obj))
+		})
+	}
 }

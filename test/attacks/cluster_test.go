@@ -262,7 +262,7 @@ func startController(t *testing.T, config string) *controllerProc {
 		"--config-namespace", configNamespace, "--config-name", config,
 		"--webhook-bind-address", "127.0.0.1", "--webhook-port", port,
 		"--webhook-cert-file", cluster.certFile, "--webhook-key-file", cluster.keyFile,
-		"--metrics-addr", cp.metrics, "--health-addr", cp.health)
+		"--metrics-bind-address", cp.metrics, "--health-probe-bind-address", cp.health)
 	cmd.Env = htcEnv(tmp)
 	cmd.Dir = tmp
 	cmd.Stdout, cmd.Stderr = cp.logs, cp.logs

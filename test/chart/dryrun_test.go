@@ -16,7 +16,8 @@ const crdName = "haproxytemplateconfigs.haproxy-template.io"
 // (`helm template | kubectl apply --dry-run=server -f -`). The CRD is
 // installed for real first, so the HAProxyTemplateConfig is validated against
 // its schema. cert-manager's CRDs are not installed, so the cert-manager
-// value set is not dry-run.
+// value set is not dry-run. The Prometheus Operator's CRDs are stood in for
+// by ones that accept any field (testdata/monitoring-crds.yaml).
 func TestServerDryRun(t *testing.T) {
 	requireHelm(t)
 	kc, kubectl := requireAPIServer(t)
@@ -29,6 +30,8 @@ func TestServerDryRun(t *testing.T) {
 	}
 	k(nil, "apply", "--server-side", "-f", filepath.Join(chartDir, "crds"))
 	k(nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/"+crdName)
+	k(nil, "apply", "--server-side", "-f", filepath.Join("test", "chart", "testdata", "monitoring-crds.yaml"))
+	k(nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/servicemonitors.monitoring.coreos.com", "crd/prometheusrules.monitoring.coreos.com")
 	if _, err := run(repoRoot, env, nil, kubectl, "get", "namespace", releaseNS); err != nil {
 		k(nil, "create", "namespace", releaseNS)
 	}
@@ -45,7 +48,7 @@ func TestServerDryRun(t *testing.T) {
 			out := k([]byte(manifest), "apply", "--dry-run=server", "-f", "-")
 			got := objLine.FindAllString(out, -1)
 			assert.Len(t, got, n, "every object is accepted:\n%s", out)
-			for _, kind := range []string{"validatingwebhookconfiguration", "haproxytemplateconfig", "deployment", "networkpolicy", "clusterrole"} {
+			for _, kind := range []string{"validatingwebhookconfiguration", "haproxytemplateconfig", "deployment", "networkpolicy", "clusterrole", "ingressclass"} {
 				assert.Contains(t, out, kind+".", "output of the dry-run mentions a %s", kind)
 			}
 			assert.False(t, strings.Contains(out, "Warning"), "no warnings:\n%s", out)

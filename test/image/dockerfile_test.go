@@ -67,9 +67,10 @@ func TestDockerfileMatchesMakeImage(t *testing.T) {
 
 	// The same static build with the Makefile's version ldflags.
 	ldflags := one(t, `(?m)^LDFLAGS := (.+)$`, mk, "Makefile")
-	assert.Equal(t, "-X main.version=$(VERSION)", ldflags)
+	assert.Equal(t, "-X main.version=$(VERSION) -X main.revision=$(REVISION)", ldflags)
 	assert.Contains(t, mk, `CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)"`)
-	assert.Contains(t, docker, `CGO_ENABLED=0 go build -trimpath -ldflags "-s -w `+strings.ReplaceAll(ldflags, "$(VERSION)", "${VERSION}")+`"`)
+	dockerLD := strings.NewReplacer("$(VERSION)", "${VERSION}", "$(REVISION)", "${REVISION}").Replace(ldflags)
+	assert.Contains(t, docker, `CGO_ENABLED=0 go build -trimpath -ldflags "-s -w `+dockerLD+`"`)
 	goMod := one(t, `(?m)^go (\d+\.\d+)`, gomod, "go.mod")
 	assert.Equal(t, goMod, one(t, `(?m)^ARG GO_VERSION=(\S+)$`, docker, "Dockerfile"), "the build stage's Go is go.mod's")
 

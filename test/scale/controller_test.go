@@ -126,7 +126,7 @@ func (h *harness) startController(name string, withPprof bool) *controllerProc {
 		"--config-namespace", configNamespace, "--config-name", configName,
 		"--webhook-bind-address", "127.0.0.1", "--webhook-port", port,
 		"--webhook-cert-file", h.cert.certFile, "--webhook-key-file", h.cert.keyF,
-		"--metrics-addr", cp.metrics, "--health-addr", cp.health,
+		"--metrics-bind-address", cp.metrics, "--health-probe-bind-address", cp.health,
 		"--output-dir", cp.outDir}
 	env := make([]string, 0, len(os.Environ())+2)
 	for _, kv := range os.Environ() {

@@ -1,6 +1,6 @@
 // Package validation checks an HAProxyTemplateConfig before it is used:
-// required fields, index expressions, label selectors, that every template
-// parses, and that embedded tests are well formed. Every problem is reported
+// required fields, index expressions, label and field selectors, that every
+// template parses, and that embedded tests are well formed. Every problem is reported
 // with the field path it concerns (spec.watchedResources[ingresses].indexBy[1]).
 //
 // It is a sub-package of config because it needs the template engine and the
@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/util/jsonpath"
@@ -76,6 +77,11 @@ func validateWatched(spec *config.HAProxyTemplateConfigSpec, p *field.Path) fiel
 		if w.LabelSelector != nil {
 			if _, err := metav1.LabelSelectorAsSelector(w.LabelSelector); err != nil {
 				errs = append(errs, field.Invalid(wp.Child("labelSelector"), w.LabelSelector.String(), err.Error()))
+			}
+		}
+		if w.FieldSelector != "" {
+			if _, err := fields.ParseSelector(w.FieldSelector); err != nil {
+				errs = append(errs, field.Invalid(wp.Child("fieldSelector"), w.FieldSelector, err.Error()))
 			}
 		}
 	}

@@ -57,6 +57,7 @@ func TestValidationNamesTheField(t *testing.T) {
 		{"kind instead of resources", "resources: ingresses,", "resources: Ingress,", `spec.watchedResources[ingresses].resources: Invalid value: "Ingress": must be a lower-case plural`},
 		{"missing indexBy", "indexBy: [metadata.namespace, metadata.name]", "indexBy: []", "spec.watchedResources[ingresses].indexBy: Required value"},
 		{"malformed indexBy", "indexBy: [metadata.namespace, metadata.name]", "indexBy: [metadata.namespace, \"metadata.labels[\"]", "spec.watchedResources[ingresses].indexBy[1]: Invalid value: \"metadata.labels[\""},
+		{"bad field selector", "resources: ingresses,", "resources: ingresses, fieldSelector: \"metadata.name\",", "spec.watchedResources[ingresses].fieldSelector: Invalid value"},
 		{"bad label selector", "resources: ingresses,", "resources: ingresses, labelSelector: {matchExpressions: [{key: a, operator: Bogus}]},", "spec.watchedResources[ingresses].labelSelector"},
 		{"empty haproxy template", `haproxyConfig: {template: "global\n"}`, `haproxyConfig: {template: "  "}`, "spec.haproxyConfig.template: Required value"},
 		{"template does not parse", `haproxyConfig: {template: "global\n"}`, `haproxyConfig: {template: "global\n{{ if }}\n"}`, "spec.haproxyConfig.template: Invalid value: \"template haproxy.cfg line 2\""},

@@ -320,6 +320,9 @@ func TestIntegrationReloadKeepsTheBinary(t *testing.T) {
 	st, err := c.ShowProc(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, version, st.Master.Version, "after starting, the master runs %s", bin)
+	v, err := c.Version(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, version, v, "show version names the binary haproxy -v describes")
 
 	h.writeConfig(t, "v2", false)
 	res, err := c.Reload(ctx)

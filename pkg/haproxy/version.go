@@ -1,0 +1,47 @@
+package haproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"syscall"
+)
+
+// versionLine matches the first line of `haproxy -v`:
+// "HAProxy version 3.0.11-1+deb13u5 2025/11/18 - https://haproxy.org/"
+// (older releases say "HA-Proxy version").
+var versionLine = regexp.MustCompile(`(?m)^HA-?Proxy version (\S+)`)
+
+// ParseVersion returns the version in the output of `haproxy -v` (or
+// -vv), e.g. "3.0.11-1+deb13u5", the same text the master CLI's `show proc`
+// and `show version` print.
+func ParseVersion(out string) (string, error) {
+	m := versionLine.FindStringSubmatch(out)
+	if m == nil {
+		return "", errors.New("no \"HAProxy version\" line in the output of haproxy -v")
+	}
+	return m[1], nil
+}
+
+// Version runs the checker's binary as `haproxy -v` (with the checks'
+// empty environment, in its own process group, within the check timeout)
+// and returns its version: the HAProxy that checks configurations.
+func (c *Checker) Version(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.haproxyPath, "-v")
+	cmd.Env = []string{checkerEnv}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return killGroup(cmd) }
+	cmd.WaitDelay = waitDelay
+	var out cappedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	_ = killGroup(cmd)
+	if err != nil {
+		return "", fmt.Errorf("%s -v: %w", c.haproxyPath, err)
+	}
+	return ParseVersion(out.String())
+}
