@@ -50,9 +50,13 @@ func (s *policyScan) luaPrependPath(at loc, kw string, args []cfgWord) {
 
 // codeFile handles the code directives whose first argument is a file or
 // directory HAProxy loads code from (lua-load, lua-load-per-thread,
-// ssl-provider-path): even when the operator grants the directive, the
-// code must come from the bundle (or a granted "path:<dir>").
+// ssl-provider-path): when the operator grants the directive, the code
+// must still come from the bundle (or a granted "path:<dir>"). Not
+// granted, the directive itself is refused.
 func (s *policyScan) codeFile(at loc, kw string, args []cfgWord) {
+	if e, ok := lookupEntry(s.section, kw); !ok || !s.allowed[e.key] {
+		return
+	}
 	s.checkPath(at, kw, arg(args, 0), entry{class: clsRead})
 }
 
