@@ -61,7 +61,11 @@ func TestCacheSharesOneRunAndCachesIt(t *testing.T) {
 			results[i] = rep
 		}()
 	}
-	<-g.started // the shared run is rendering; the other callers wait for it
+	<-g.started // the shared run is rendering
+	// Every caller waits for it: a caller that came after it finished would
+	// (rightly) be answered from the cache.
+	assert.Eventually(t, func() bool { return c.Waiting("h1") == len(results) }, 10*time.Second, time.Millisecond,
+		"three callers wait for the shared run")
 	close(g.gate)
 	wg.Wait()
 	assert.Equal(t, int64(1), g.renders.Load(), "three concurrent callers, one run")
