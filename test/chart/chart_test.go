@@ -481,6 +481,8 @@ func TestValuesSchema(t *testing.T) {
 		"lease-negative":           "leaderElection.retryPeriod=-2s",
 		"leader-unknown":           "leaderElection.leaseName=x",
 		"leader-elect-not-bool":    "leaderElection.enabled=yes",
+		"allowed-directive-space":  "controller.allowedDirectives={lua load}",
+		"allowed-path-relative":    "controller.allowedDirectives={path:etc}",
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := run(repoRoot, nil, nil, helm, "template", releaseName, chartDir, "--namespace", releaseNS, "--kube-version", kubeVersion, "--set", set)
