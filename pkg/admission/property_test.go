@@ -2,16 +2,9 @@ package admission_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
 	"fmt"
 	"maps"
-	"math/big"
 	mrand "math/rand/v2"
 	"os"
 	"slices"
@@ -47,18 +40,10 @@ type propObject struct {
 	variants map[string]func() *unstructured.Unstructured
 }
 
-// tlsPair is a self-signed ECDSA certificate and its key, PEM.
+// tlsPair is a self-signed certificate and its key, PEM.
 func tlsPair(t testing.TB) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "a.example.com"}, DNSNames: []string{"a.example.com"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	require.NoError(t, err)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
+	c := testutil.SelfSigned(t, "a.example.com", time.Now().Add(24*time.Hour))
+	return c.CertPEM, c.KeyPEM
 }
 
 // propUniverse returns the objects of the property test.

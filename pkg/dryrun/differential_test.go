@@ -2,14 +2,7 @@ package dryrun_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
-	"math/big"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -63,18 +56,10 @@ func field(t *testing.T, o *unstructured.Unstructured, path string, v any) {
 	}
 }
 
-// selfSigned returns a certificate for host and its key, PEM.
-func selfSigned(t *testing.T, host string) (certPEM, keyPEM string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: host}, DNSNames: []string{host},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	require.NoError(t, err)
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})), string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}))
+// selfSigned returns a self-signed certificate and its key, PEM.
+func selfSigned(t *testing.T, cn string) (certPEM, keyPEM string) {
+	c := testutil.SelfSigned(t, cn, time.Now().Add(24*time.Hour))
+	return string(c.CertPEM), string(c.KeyPEM)
 }
 
 // TestPhasesAgreeWithHAProxy is the differential test of the check phases:
