@@ -88,6 +88,23 @@ func TestAdmissionRunsOnlyTheRunningCode(t *testing.T) {
 		assert.False(t, d.Allowed)
 		assert.NoFileExists(t, brought)
 	})
+	t.Run("a proposed config whose tests' fixtures load other Lua", func(t *testing.T) {
+		// Over the current resources it loads no code; over its test's
+		// fixture (an Ingress named trigger) it loads the Lua it brings.
+		doc := strings.Replace(luaConfig(brought), "        lua-load {{ pathFor \"file\" \"canary.lua\" }}\n",
+			"      {{- range .resources.ingresses.List }}{{ if eq .metadata.name \"trigger\" }}\n        lua-load {{ pathFor \"file\" \"canary.lua\" }}{{ end }}{{ end }}\n", 1)
+		doc += `  validationTests:
+    loads:
+      fixtures: {ingresses: [{apiVersion: networking.k8s.io/v1, kind: Ingress, metadata: {name: trigger, namespace: default}}]}
+      assertions: [{type: haproxy_valid}]
+`
+		d := a.Config(context.Background(), configReq(t, doc))
+		assert.True(t, d.Allowed, d.Reason)
+		require.NotNil(t, d.Verdict)
+		assert.True(t, d.Verdict.CodeNotRun)
+		assert.Contains(t, d.Warnings, dryrun.TestsNotRunWarning)
+		assert.NoFileExists(t, brought, "an admission's embedded tests ran the Lua its request brought")
+	})
 	t.Run("an Ingress under the running Lua", func(t *testing.T) {
 		d := a.Resource(context.Background(), req(ingressesGVR, store.Create, obj(t, ingress(t, "web", "web.example.com", "web")), nil))
 		assert.True(t, d.Allowed, d.Reason)

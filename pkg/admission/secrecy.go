@@ -130,8 +130,10 @@ func hideLiveStateDetails(d Decision) Decision {
 		ws = append(ws, "failing before this change (not denied): "+objectNames(f))
 	}
 	n := len(v.Warnings)
-	if v.CodeNotRun {
-		ws, n = append(ws, dryrun.CodeNotRunWarning), n-1
+	for _, w := range v.Warnings {
+		if w == dryrun.CodeNotRunWarning || w == dryrun.TestsNotRunWarning {
+			ws, n = append(ws, w), n-1
+		}
 	}
 	if n > 0 {
 		ws = append(ws, fmt.Sprintf("haproxy -c reported %d warnings over the current resources (not shown: they can contain data of objects the requester may not read)", n))

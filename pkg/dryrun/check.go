@@ -68,6 +68,10 @@ type CheckOptions struct {
 	RunnableCode func(fingerprint string) bool
 }
 
+// TestsNotRunWarning is the warning of a verdict whose embedded tests did
+// not run because the config may load code.
+const TestsNotRunWarning = "the configuration may load code (spec.allowedDirectives): its embedded tests, which run haproxy -c over their fixtures, did not run at admission, since no admission runs code a request brought; the controller runs them before publishing"
+
 // CodeNotRunWarning is the warning of a verdict whose code did not run.
 const CodeNotRunWarning = "the configuration loads code (spec.allowedDirectives) that the running configuration does not: haproxy -c and the embedded tests did not run at admission, since no admission runs code a request brought; the controller checks it before publishing"
 
@@ -98,6 +102,14 @@ func (p *Pipeline) CheckWith(ctx context.Context, stores store.Set, opts CheckOp
 		return v
 	}
 	if opts.SkipTests {
+		return v
+	}
+	if opts.RunnableCode != nil && haproxy.GrantsCode(p.Config.Spec.AllowedDirectives) && !p.cache.Cached(p.Hash) {
+		// The tests render their own fixtures, whose bundles may load
+		// code the one above did not: under a code grant, an admission
+		// runs only tests whose report the live loop already has.
+		v.CodeNotRun = true
+		v.Warnings = append(v.Warnings, TestsNotRunWarning)
 		return v
 	}
 	start := time.Now()

@@ -69,6 +69,21 @@ func (c *Cache) Run(ctx context.Context, hash string, r *Runner, opts Options) (
 	return rep, false, nil
 }
 
+// Cached reports whether a complete report for hash is cached (in memory
+// or in the Store): Run would answer it without running anything.
+func (c *Cache) Cached(hash string) bool {
+	if _, ok := c.reports.Get(hash); ok {
+		return true
+	}
+	if c.Store != nil {
+		if r, ok := c.Store.Load(hash); ok {
+			c.reports.Add(hash, r)
+			return true
+		}
+	}
+	return false
+}
+
 // Waiting returns the number of callers waiting for hash's run (0 when
 // none runs).
 func (c *Cache) Waiting(hash string) int { return c.flight.Waiting(hash) }
