@@ -39,6 +39,8 @@ type Engine struct {
 	// at most maxCachedPaths entries, counted by npaths.
 	paths  sync.Map
 	npaths atomic.Int64
+	// reads is what the templates can read of the stores' objects.
+	reads *ReadSet
 	// bound pools clones of root whose per-render functions are bound to a
 	// renderState (*boundSet), so a render does not pay for Clone and Funcs.
 	bound sync.Pool
@@ -221,8 +223,17 @@ func New(spec *config.HAProxyTemplateConfigSpec) (*Engine, error) {
 		insertTicks(t.Tree)
 	}
 	e.root = root
+	entries := make([]string, 0, len(e.outputs))
+	for _, o := range e.outputs {
+		entries = append(entries, o.tmpl)
+	}
+	e.reads = scanReads(root, entries)
 	return e, nil
 }
+
+// Reads returns what the templates can read of the watched objects (see
+// ReadSet).
+func (e *Engine) Reads() *ReadSet { return e.reads }
 
 // Render renders haproxy.cfg, the maps, files and certificates over in.
 //

@@ -3,7 +3,9 @@ package render
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"text/template"
 	"unsafe"
 
@@ -277,11 +279,13 @@ func (s *renderState) unset(d map[string]any, key string) (map[string]any, error
 
 // mergeTargets checks that every map mergo would modify in place is owned:
 // dst, and recursively each map of dst whose key also holds a map in src.
+// Keys are visited in order, so the refusal names the same key every time.
 func (s *renderState) mergeTargets(fn string, dst, src map[string]any) error {
 	if err := s.modifiable(fn, dst); err != nil {
 		return err
 	}
-	for k, sv := range src {
+	for _, k := range slices.Sorted(maps.Keys(src)) {
+		sv := src[k]
 		sm, ok := sv.(map[string]any)
 		if !ok || sm == nil {
 			continue

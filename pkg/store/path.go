@@ -178,3 +178,15 @@ func (p FieldPath) Lookup(content map[string]any) (v any, ok bool) {
 	}
 	return cur, true
 }
+
+// Fields returns the field names of p in order, without its list indexes
+// (spec.rules[0].host gives spec, rules, host).
+func (p FieldPath) Fields() []string {
+	out := make([]string, 0, len(p))
+	for _, s := range p {
+		if !s.isIndex {
+			out = append(out, s.field)
+		}
+	}
+	return out
+}

@@ -1,0 +1,366 @@
+package render
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"text/template"
+	"text/template/parse"
+)
+
+// scanReads finds what the templates of root can read of the watched
+// objects when the outputs (templates named entries) run with the render
+// context as their dot. It interprets the templates abstractly: values are
+// tracked as the store fields they come from (origins) and the maps the
+// templates build with dict and list (nodes, one per place in the
+// templates that builds one, with the values set into them), until nothing
+// grows. A field counts as read once its value is used: printed, tested,
+// compared, passed to a function, used as a map key or a store key. What
+// the scan cannot follow makes it give up (ReadSet.Everything).
+func scanReads(root *template.Template, entries []string) *ReadSet {
+	s := &readScan{
+		root:  root,
+		reads: map[string]*fieldTrie{},
+		dots:  map[string]*absValue{},
+		vars:  map[varSite]*absValue{},
+		nodes: map[parse.Node]*absNode{},
+	}
+	ctx := &absNode{fields: map[string]*absValue{
+		"resources":    {resources: true},
+		"extraContext": {},
+	}}
+	for _, name := range entries {
+		s.called(name, &absValue{nodes: set(ctx)})
+	}
+	for pass := 0; ; pass++ {
+		if s.everything || pass == maxScanPasses {
+			return &ReadSet{everything: true}
+		}
+		s.grew = false
+		for _, name := range slices.Sorted(maps.Keys(s.dots)) {
+			if t := root.Lookup(name); t != nil && t.Tree != nil {
+				dot := s.dots[name]
+				s.list(&scope{vars: []binding{{"$", dot}}}, dot, t.Tree.Root)
+			}
+		}
+		if !s.grew {
+			return &ReadSet{everything: s.everything, stores: s.reads}
+		}
+	}
+}
+
+// maxScanPasses bounds the passes of scanReads; templates that need more
+// to settle read everything.
+const maxScanPasses = 64
+
+// maxScanDepth bounds the field paths the scan tracks: a longer one (a
+// recursive template walking ever deeper) counts as reading its prefix
+// whole.
+const maxScanDepth = 24
+
+// origin is a value that comes from the objects of a store: the object's
+// field at path (a list of field names; list elements are not
+// distinguished), or, for a collection, the store's objects as a list.
+type origin struct {
+	store string
+	path  string // field names joined by pathSep; "" is the object
+	coll  bool
+}
+
+// pathSep joins the field names of an origin's path.
+const pathSep = "\x00"
+
+// fields returns o's path as field names.
+func (o origin) fields() []string {
+	if o.path == "" {
+		return nil
+	}
+	return strings.Split(o.path, pathSep)
+}
+
+// absNode is a map or list the templates build (dict, list), identified by
+// the place in the templates that builds it: the values set into it under
+// constant keys, and under any other key.
+type absNode struct {
+	fields map[string]*absValue
+	any    *absValue
+}
+
+// absValue is what a template value may be: store fields, built maps,
+// the .resources map, a store of it. The zero value is a value that
+// carries nothing from the stores (a string, a number, a result of a
+// function whose arguments were used).
+type absValue struct {
+	origins   map[origin]struct{}
+	nodes     map[*absNode]struct{}
+	resources bool
+	handles   map[string]struct{}
+}
+
+// set returns a one-element set.
+func set[K comparable](k K) map[K]struct{} { return map[K]struct{}{k: {}} }
+
+// join adds what w may be to v and reports whether v grew.
+func (v *absValue) join(w *absValue) bool {
+	if w == nil || v == w {
+		return false
+	}
+	grew := false
+	add := func(dst *map[origin]struct{}, src map[origin]struct{}) {
+		for k := range src {
+			if _, ok := (*dst)[k]; !ok {
+				if *dst == nil {
+					*dst = map[origin]struct{}{}
+				}
+				(*dst)[k], grew = struct{}{}, true
+			}
+		}
+	}
+	add(&v.origins, w.origins)
+	for n := range w.nodes {
+		if _, ok := v.nodes[n]; !ok {
+			if v.nodes == nil {
+				v.nodes = map[*absNode]struct{}{}
+			}
+			v.nodes[n], grew = struct{}{}, true
+		}
+	}
+	for h := range w.handles {
+		if _, ok := v.handles[h]; !ok {
+			if v.handles == nil {
+				v.handles = map[string]struct{}{}
+			}
+			v.handles[h], grew = struct{}{}, true
+		}
+	}
+	if w.resources && !v.resources {
+		v.resources, grew = true, true
+	}
+	return grew
+}
+
+// varSite identifies a variable by the pipeline that declares it.
+type varSite struct {
+	pipe *parse.PipeNode
+	i    int
+}
+
+// binding is a variable in scope.
+type binding struct {
+	name string
+	v    *absValue
+}
+
+// scope is the variables in scope, innermost last.
+type scope struct{ vars []binding }
+
+// lookup returns the innermost variable called name.
+func (sc *scope) lookup(name string) *absValue {
+	for i := len(sc.vars) - 1; i >= 0; i-- {
+		if sc.vars[i].name == name {
+			return sc.vars[i].v
+		}
+	}
+	return &absValue{}
+}
+
+// readScan is the state of one scanReads.
+type readScan struct {
+	root       *template.Template
+	reads      map[string]*fieldTrie
+	everything bool
+	grew       bool
+	// dots holds, per template reached, everything it is called with.
+	dots  map[string]*absValue
+	vars  map[varSite]*absValue
+	nodes map[parse.Node]*absNode
+}
+
+// called records that template name runs with dot.
+func (s *readScan) called(name string, dot *absValue) {
+	d := s.dots[name]
+	if d == nil {
+		d = &absValue{}
+		s.dots[name] = d
+		s.grew = true
+	}
+	if d.join(dot) {
+		s.grew = true
+	}
+}
+
+// read records that store key's field path is read, with everything
+// below it.
+func (s *readScan) read(key string, path []string) {
+	t := s.reads[key]
+	if t == nil {
+		t = &fieldTrie{}
+		s.reads[key] = t
+	}
+	if t.add(path) {
+		s.grew = true
+	}
+}
+
+// use records that v is used whole: every store field it may carry is
+// read, with everything below it.
+func (s *readScan) use(v *absValue) {
+	s.useSeen(v, map[*absNode]bool{})
+}
+
+func (s *readScan) useSeen(v *absValue, seen map[*absNode]bool) {
+	if v == nil {
+		return
+	}
+	if v.resources {
+		s.everything = true
+	}
+	for h := range v.handles {
+		s.read(h, nil)
+	}
+	for o := range v.origins {
+		s.read(o.store, o.fields())
+	}
+	for n := range v.nodes {
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		for _, f := range n.fields {
+			s.useSeen(f, seen)
+		}
+		s.useSeen(n.any, seen)
+	}
+}
+
+// node returns the node built at site.
+func (s *readScan) node(site parse.Node) *absNode {
+	n := s.nodes[site]
+	if n == nil {
+		n = &absNode{fields: map[string]*absValue{}, any: &absValue{}}
+		s.nodes[site] = n
+	}
+	return n
+}
+
+// setIn records that n holds v under key (constant when isConst).
+func (s *readScan) setIn(n *absNode, key string, isConst bool, v *absValue) {
+	dst := n.any
+	if isConst {
+		dst = n.fields[key]
+		if dst == nil {
+			dst = &absValue{}
+			n.fields[key] = dst
+			s.grew = true
+		}
+	}
+	if dst.join(v) {
+		s.grew = true
+	}
+}
+
+// field returns the value of field name of v.
+func (s *readScan) field(v *absValue, name string) *absValue {
+	out := &absValue{}
+	for o := range v.origins {
+		if o.coll {
+			s.read(o.store, nil) // a field of a list: an error at render time
+			continue
+		}
+		if strings.Count(o.path, pathSep) >= maxScanDepth {
+			s.read(o.store, o.fields())
+			continue
+		}
+		p := name
+		if o.path != "" {
+			p = o.path + pathSep + name
+		}
+		out.join(&absValue{origins: set(origin{store: o.store, path: p})})
+	}
+	for n := range v.nodes {
+		out.join(n.fields[name])
+		out.join(n.any)
+	}
+	if v.resources {
+		out.join(&absValue{handles: set(name)})
+	}
+	for h := range v.handles {
+		switch {
+		case name == "List" || name == "Each" || name == "Fetch":
+			out.join(&absValue{origins: set(origin{store: h, coll: true})})
+		case name == "Get":
+			out.join(&absValue{origins: set(origin{store: h})})
+		case !storeMethods[name]:
+			s.read(h, nil) // not a method: an error at render time
+		}
+	}
+	return out
+}
+
+// anyChild returns the value of a key of v that is not a constant: the
+// object fields it may come from are read whole, so nothing further needs
+// tracking through the result, except the values of built maps.
+func (s *readScan) anyChild(v *absValue) *absValue {
+	out := &absValue{}
+	for o := range v.origins {
+		s.read(o.store, o.fields())
+	}
+	for n := range v.nodes {
+		for _, f := range n.fields {
+			out.join(f)
+		}
+		out.join(n.any)
+	}
+	if v.resources {
+		s.everything = true
+	}
+	for h := range v.handles {
+		s.read(h, nil)
+	}
+	return out
+}
+
+// element returns what ranging over v yields: the objects of a store
+// collection (membership and order are the store's, never a field read),
+// the elements of a list or map field (the field is read whole: ranging
+// depends on its length and keys), the values of a built map.
+func (s *readScan) element(v *absValue) *absValue {
+	out := &absValue{}
+	for o := range v.origins {
+		if o.coll {
+			out.join(&absValue{origins: set(origin{store: o.store})})
+			continue
+		}
+		s.read(o.store, o.fields())
+		out.join(&absValue{origins: set(o)})
+	}
+	for n := range v.nodes {
+		for _, f := range n.fields {
+			out.join(f)
+		}
+		out.join(n.any)
+	}
+	if v.resources {
+		s.everything = true
+	}
+	for h := range v.handles {
+		s.read(h, nil)
+	}
+	return out
+}
+
+// storeMethods are the methods of a *ResourceStore.
+var storeMethods = map[string]bool{"List": true, "Each": true, "Fetch": true, "Get": true, "Len": true}
+
+// chain follows a chain of field names from v; the last one may be a
+// method of a store, called with args (which are used: they select
+// objects).
+func (s *readScan) chain(v *absValue, idents []string, args []*absValue) *absValue {
+	for _, a := range args {
+		s.use(a)
+	}
+	for _, id := range idents {
+		v = s.field(v, id)
+	}
+	return v
+}

@@ -1,0 +1,351 @@
+package render
+
+import (
+	"text/template/parse"
+
+	"github.com/haproxy-template/htc/pkg/store"
+)
+
+// list scans the nodes of a template body with dot as its dot. Variables
+// declared in it go out of scope at its end.
+func (s *readScan) list(sc *scope, dot *absValue, l *parse.ListNode) {
+	if l == nil {
+		return
+	}
+	mark := len(sc.vars)
+	defer func() { sc.vars = sc.vars[:mark] }()
+	for _, n := range l.Nodes {
+		s.node1(sc, dot, n)
+	}
+}
+
+// node1 scans one node of a template body.
+func (s *readScan) node1(sc *scope, dot *absValue, n parse.Node) {
+	switch x := n.(type) {
+	case *parse.ActionNode:
+		v := s.pipe(sc, dot, x.Pipe, true)
+		if len(x.Pipe.Decl) == 0 {
+			s.use(v) // printed
+		}
+	case *parse.IfNode:
+		s.branch(sc, dot, &x.BranchNode, false, false)
+	case *parse.WithNode:
+		s.branch(sc, dot, &x.BranchNode, true, false)
+	case *parse.RangeNode:
+		s.branch(sc, dot, &x.BranchNode, false, true)
+	case *parse.TemplateNode:
+		var v *absValue
+		if x.Pipe != nil {
+			v = s.pipe(sc, dot, x.Pipe, true)
+		}
+		s.called(x.Name, v)
+	case *parse.ListNode:
+		s.list(sc, dot, x)
+	}
+	// Text, comments, break and continue read nothing.
+}
+
+// branch scans if, with and range: the pipeline's value is tested (used),
+// except that range uses only what it iterates (see element); with makes
+// it the dot, range makes each element the dot.
+func (s *readScan) branch(sc *scope, dot *absValue, b *parse.BranchNode, with, rng bool) {
+	mark := len(sc.vars)
+	defer func() { sc.vars = sc.vars[:mark] }()
+	v := s.pipe(sc, dot, b.Pipe, !rng)
+	body := dot
+	switch {
+	case rng:
+		body = s.element(v)
+		s.declareRange(sc, b.Pipe, body)
+	case with:
+		s.use(v)
+		body = v
+	default:
+		s.use(v)
+	}
+	s.list(sc, body, b.List)
+	s.list(sc, dot, b.ElseList)
+}
+
+// declareRange binds range's variables: $key (nothing from the stores: a
+// field is read whole when ranged over) and $element.
+func (s *readScan) declareRange(sc *scope, p *parse.PipeNode, elem *absValue) {
+	for i, d := range p.Decl {
+		v := &absValue{}
+		if i == len(p.Decl)-1 {
+			v = elem
+		}
+		s.declare(sc, p, i, d.Ident[0], v)
+	}
+}
+
+// declare binds variable name, declared by p's i-th declaration, to v.
+func (s *readScan) declare(sc *scope, p *parse.PipeNode, i int, name string, v *absValue) {
+	slot := s.vars[varSite{p, i}]
+	if slot == nil {
+		slot = &absValue{}
+		s.vars[varSite{p, i}] = slot
+		s.grew = true
+	}
+	if slot.join(v) {
+		s.grew = true
+	}
+	sc.vars = append(sc.vars, binding{name, slot})
+}
+
+// pipe scans a pipeline and returns its value; with bind, it also
+// declares or assigns its variables.
+func (s *readScan) pipe(sc *scope, dot *absValue, p *parse.PipeNode, bind bool) *absValue {
+	if p == nil {
+		return &absValue{}
+	}
+	var v *absValue
+	for i, c := range p.Cmds {
+		var final *absValue
+		if i > 0 {
+			final = v
+		}
+		v = s.command(sc, dot, c, final)
+	}
+	if v == nil {
+		v = &absValue{}
+	}
+	if !bind {
+		return v
+	}
+	for i, d := range p.Decl {
+		if p.IsAssign {
+			if s.assign(sc, d.Ident[0], v) {
+				s.grew = true
+			}
+			continue
+		}
+		s.declare(sc, p, i, d.Ident[0], v)
+	}
+	return v
+}
+
+// assign joins v into the variable in scope called name.
+func (s *readScan) assign(sc *scope, name string, v *absValue) bool {
+	for i := len(sc.vars) - 1; i >= 0; i-- {
+		if sc.vars[i].name == name {
+			return sc.vars[i].v.join(v)
+		}
+	}
+	return false
+}
+
+// command scans one command of a pipeline; final is the previous
+// command's value (nil for the first).
+func (s *readScan) command(sc *scope, dot *absValue, c *parse.CommandNode, final *absValue) *absValue {
+	if len(c.Args) == 0 {
+		return &absValue{}
+	}
+	rest := c.Args[1:]
+	args := make([]*absValue, 0, len(rest)+1)
+	for _, a := range rest {
+		args = append(args, s.arg(sc, dot, a))
+	}
+	if final != nil {
+		args = append(args, final)
+	}
+	switch x := c.Args[0].(type) {
+	case *parse.IdentifierNode:
+		return s.call(c, x.Ident, rest, args)
+	case *parse.FieldNode:
+		return s.chain(dot, x.Ident, args)
+	case *parse.VariableNode:
+		return s.chain(sc.lookup(x.Ident[0]), x.Ident[1:], args)
+	case *parse.ChainNode:
+		return s.chain(s.arg(sc, dot, x.Node), x.Field, args)
+	}
+	for _, a := range args {
+		s.use(a) // a literal, dot or (pipeline) given arguments: an error
+	}
+	return s.arg(sc, dot, c.Args[0])
+}
+
+// arg scans one argument of a command.
+func (s *readScan) arg(sc *scope, dot *absValue, n parse.Node) *absValue {
+	switch x := n.(type) {
+	case *parse.DotNode:
+		return dot
+	case *parse.FieldNode:
+		return s.chain(dot, x.Ident, nil)
+	case *parse.VariableNode:
+		return s.chain(sc.lookup(x.Ident[0]), x.Ident[1:], nil)
+	case *parse.ChainNode:
+		return s.chain(s.arg(sc, dot, x.Node), x.Field, nil)
+	case *parse.PipeNode:
+		mark := len(sc.vars)
+		v := s.pipe(sc, dot, x, true)
+		sc.vars = sc.vars[:mark]
+		return v
+	case *parse.IdentifierNode:
+		return s.call(x, x.Ident, nil, nil) // a function without arguments
+	}
+	return &absValue{} // string, number, bool, nil
+}
+
+// constString returns the value of n when it is a string literal.
+func constString(n parse.Node) (string, bool) {
+	if x, ok := n.(*parse.StringNode); ok {
+		return x.Text, true
+	}
+	return "", false
+}
+
+// call scans a call of function name at site with the argument nodes
+// nodes (the pipeline's previous value, when there is one, is the last of
+// args but has no node). Functions htc models follow the values through;
+// any other uses its arguments whole and returns nothing from the stores:
+// whatever it returns can only be made of what it was given.
+func (s *readScan) call(site parse.Node, name string, nodes []parse.Node, args []*absValue) *absValue {
+	key := func(i int) (string, bool) {
+		if i < len(nodes) {
+			return constString(nodes[i])
+		}
+		return "", false
+	}
+	switch name {
+	case "dict":
+		n := s.node(site)
+		for i := 0; i+1 < len(args); i += 2 {
+			k, isConst := key(i)
+			if !isConst {
+				s.use(args[i])
+			}
+			s.setIn(n, k, isConst, args[i+1])
+		}
+		if len(args)%2 == 1 {
+			s.use(args[len(args)-1])
+		}
+		return &absValue{nodes: set(n)}
+	case "list", "tuple":
+		n := s.node(site)
+		for _, a := range args {
+			s.setIn(n, "", false, a)
+		}
+		return &absValue{nodes: set(n)}
+	case "set":
+		if len(args) == 3 {
+			s.setKey(args[0], args[1], args[2], nodes)
+			return args[0]
+		}
+	case "get", "index":
+		if len(args) >= 1 && len(nodes) == len(args) {
+			return s.index(args[0], nodes[1:len(args)], args[1:])
+		}
+	case "hasKey":
+		if len(args) == 2 {
+			s.hasKey(args[0], args[1], nodes)
+			return &absValue{}
+		}
+	case "default":
+		out := &absValue{}
+		for _, a := range args {
+			s.use(a) // the test reads the given value whole
+			out.join(a)
+		}
+		return out
+	case "each":
+		if len(args) == 1 {
+			return args[0]
+		}
+	case "include":
+		if len(args) >= 1 {
+			if t, ok := key(0); ok {
+				var dot *absValue
+				if len(args) > 1 {
+					dot = args[1]
+				}
+				for _, a := range args[2:] {
+					s.use(a)
+				}
+				s.called(t, dot)
+				return &absValue{} // what it prints is used there
+			}
+			s.everything = true // a template chosen at render time
+			return &absValue{}
+		}
+	case "field":
+		if len(args) == 2 {
+			if p, ok := key(1); ok {
+				if fp, err := store.ParseFieldPath(p); err == nil {
+					s.use(s.chain(args[0], fp.Fields(), nil))
+					return &absValue{}
+				}
+			}
+		}
+	}
+	for _, a := range args {
+		s.use(a)
+	}
+	return &absValue{}
+}
+
+// setKey scans set D K V: V is held by every built map D may be; set
+// refuses anything else at render time (the value is then used, to be
+// safe).
+func (s *readScan) setKey(d, k, v *absValue, nodes []parse.Node) {
+	ks, isConst := "", false
+	if len(nodes) > 1 {
+		ks, isConst = constString(nodes[1])
+	}
+	if !isConst {
+		s.use(k)
+	}
+	if len(d.nodes) == 0 || len(d.origins) > 0 || d.resources || len(d.handles) > 0 {
+		s.use(v)
+		s.use(d)
+	}
+	for n := range d.nodes {
+		s.setIn(n, ks, isConst, v)
+	}
+}
+
+// index scans get D K and index D K1 K2...: a constant string key is a
+// field; a number selects a list element (not distinguished); any other
+// key is used and selects any child.
+func (s *readScan) index(v *absValue, keys []parse.Node, args []*absValue) *absValue {
+	for i, a := range args {
+		switch n := keys[i].(type) {
+		case *parse.StringNode:
+			v = s.field(v, n.Text)
+		case *parse.NumberNode:
+			v = s.listElement(v)
+		default:
+			s.use(a)
+			v = s.anyChild(v)
+		}
+	}
+	return v
+}
+
+// listElement returns an element of the lists v may be.
+func (s *readScan) listElement(v *absValue) *absValue {
+	out := &absValue{}
+	for o := range v.origins {
+		if o.coll {
+			out.join(&absValue{origins: set(origin{store: o.store})})
+			continue
+		}
+		out.join(&absValue{origins: set(o)})
+	}
+	out.join(s.anyChild(&absValue{nodes: v.nodes, resources: v.resources, handles: v.handles}))
+	return out
+}
+
+// hasKey scans hasKey D K: the key's presence is read. (The keys of a
+// built map are constants or values used when they were set.)
+func (s *readScan) hasKey(d, k *absValue, nodes []parse.Node) {
+	objects := &absValue{origins: d.origins, resources: d.resources, handles: d.handles}
+	if len(nodes) > 1 {
+		if ks, ok := constString(nodes[1]); ok {
+			s.use(s.field(objects, ks))
+			return
+		}
+	}
+	s.use(k)
+	s.anyChild(objects)
+}
