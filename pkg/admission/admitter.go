@@ -86,8 +86,9 @@ func (a *Admitter) State() *State { return a.state.Load() }
 
 // Resource decides a change of a watched resource: the configuration is
 // rendered over the actual stores with the change applied and checked. A
-// change that alters no store (e.g. outside every label selector) is
-// allowed without a check.
+// change that alters no store (e.g. outside every label selector), or
+// that alters no field the templates read (e.g. labels no template reads),
+// is allowed without a check.
 func (a *Admitter) Resource(ctx context.Context, req Request) Decision {
 	st := a.state.Load()
 	return a.redacted(st, req, a.resource(ctx, st, req))
@@ -102,12 +103,19 @@ func (a *Admitter) resource(ctx context.Context, st *State, req Request) Decisio
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.timeout())
 	defer cancel()
-	stores, changed, err := st.Pipeline.Model.Overlay(store.ReadOnly(st.Stores), req.Change)
+	changes, err := st.Pipeline.Model.StoreChanges(req.Change)
 	if err != nil {
 		return Deny(phase.Render, err.Error())
 	}
-	if len(changed) == 0 {
+	if len(changes) == 0 {
 		return Allow()
+	}
+	if st.Pipeline.RendersAlike(st.Stores, changes) {
+		return a.rendersAlike(st)
+	}
+	stores, changed, err := watched.Apply(store.ReadOnly(st.Stores), changes)
+	if err != nil {
+		return Deny(phase.Render, err.Error())
 	}
 	release, ok := a.slot(ctx)
 	if !ok {
@@ -119,6 +127,18 @@ func (a *Admitter) resource(ctx context.Context, st *State, req Request) Decisio
 		pipeline: st.Pipeline, stores: stores, changed: refs, deleted: deletedRef(req, refs),
 		action: resourceAdmission(st.Pipeline.Model, changed),
 	})
+}
+
+// rendersAlike admits a change that leaves every field the templates read
+// as it is (see dryrun.Pipeline.RendersAlike): the configuration renders
+// exactly as before, so the change introduces nothing and needs no check.
+// What was failing before is still failing; it is a warning, as for any
+// other change.
+func (a *Admitter) rendersAlike(st *State) Decision {
+	d := Allow(existingWarnings(a.Baseline(st).failures())...)
+	d.Existing = a.Baseline(st).failures()
+	d.RendersAlike = true
+	return d
 }
 
 // watched reports whether the object req changes is in a watched namespace

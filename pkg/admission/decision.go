@@ -8,7 +8,10 @@
 // The path reads top to bottom:
 //
 //	Admitter.Resource(Request) (5 s)
-//	  → watched.Model.Overlay (the actual stores + the proposed change)
+//	  → watched.Model.StoreChanges (what each store would see)
+//	  → dryrun.Pipeline.RendersAlike? (no field the templates read changes:
+//	    allowed, nothing to check)
+//	  → watched.Apply (the actual stores + the proposed change)
 //	  → dryrun.Pipeline.Check → *dryrun.Verdict
 //	  → Decision{Allowed, Reason, Phase, Warnings}
 //
@@ -52,6 +55,10 @@ type Decision struct {
 	// Warned reports a change admitted despite introduced failures
 	// (validationAction: Warn).
 	Warned bool
+	// RendersAlike reports a change admitted without a check because it
+	// leaves every field the templates read as it was (see
+	// dryrun.Pipeline.RendersAlike).
+	RendersAlike bool
 	// Busy reports a change denied because it could not be checked in
 	// time (ReasonBusy).
 	Busy bool

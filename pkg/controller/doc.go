@@ -57,6 +57,8 @@
 //	htc_admission_in_flight                            gauge
 //	htc_test_cache_hits_total                          counter, admissions whose embedded
 //	                                                   test results came from the cache
+//	htc_admission_renders_alike_total                  counter, changes admitted without a
+//	                                                   check: no field the templates read changed
 //	htc_webhook_certificate_expiry_seconds             gauge, seconds until NotAfter
 //	htc_config_reloads_total{result}                   counter
 //	htc_ready                                          gauge, 1 when serving

@@ -19,6 +19,7 @@ type metrics struct {
 	inFlight   prometheus.Gauge
 	phases     *prometheus.HistogramVec
 	testHits   prometheus.Counter
+	alike      prometheus.Counter
 	reloads    *prometheus.CounterVec
 	ready      prometheus.Gauge
 
@@ -68,6 +69,10 @@ func newMetrics(certNotAfter func() time.Time) *metrics {
 		testHits: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "htc_test_cache_hits_total",
 			Help: "Admissions whose embedded test results came from the test cache.",
+		}),
+		alike: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "htc_admission_renders_alike_total",
+			Help: "Changes admitted without a check because they alter no field the templates read (e.g. labels no template reads).",
 		}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "htc_config_reloads_total",
@@ -134,7 +139,7 @@ func newMetrics(certNotAfter func() time.Time) *metrics {
 		}
 		return time.Until(t).Seconds()
 	})
-	m.reg.MustRegister(m.requests, m.duration, m.validation, m.phases, m.inFlight, m.testHits, m.reloads, m.ready, expiry,
+	m.reg.MustRegister(m.requests, m.duration, m.validation, m.phases, m.inFlight, m.testHits, m.alike, m.reloads, m.ready, expiry,
 		m.liveChecks, m.liveValid, m.liveFailures, m.warned, m.overruled, m.liveDuration, m.publishes, m.reloadsHAProxy, m.reloadDuration,
 		m.buildInfo, m.versionSkew,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -49,6 +49,9 @@ func (c *controller) observed(gvk string, admit func(context.Context, admission.
 		if d.Warned {
 			c.warned(gvk, req, d)
 		}
+		if d.RendersAlike {
+			c.metrics.alike.Inc()
+		}
 		label := phaseLabel(string(d.Phase))
 		if d.Busy {
 			label = webhook.PhaseBusy

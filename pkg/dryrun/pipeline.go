@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -167,6 +168,39 @@ func (p *Pipeline) BaseDir() string { return p.env.BaseDir }
 // Render renders the bundle over stores, without checking it.
 func (p *Pipeline) Render(ctx context.Context, stores store.Set) (*bundle.Bundle, error) {
 	return p.engine.Render(ctx, render.Input{Stores: stores, BaseDir: p.env.BaseDir, MaxBytes: p.env.MaxBundleBytes})
+}
+
+// RendersAlike reports whether applying changes (by store key, see
+// watched.Model.StoreChanges) to stores leaves every render of the
+// pipeline's templates exactly as it is: each change updates an object
+// that stays in its store, under the same index keys, and keeps every
+// field the templates can read (render.ReadSet), e.g. a change of labels
+// or annotations no template reads. Such a change can neither break nor
+// fix anything, so it needs no check.
+func (p *Pipeline) RendersAlike(stores map[string]*store.Store, changes map[string]store.Change) bool {
+	reads := p.engine.Reads()
+	if len(changes) == 0 {
+		return false
+	}
+	for key, c := range changes {
+		s := stores[key]
+		if c.Operation != store.Update || c.Object == nil || s == nil {
+			return false
+		}
+		old, ok := s.ByName(c.Object.GetNamespace(), c.Object.GetName())
+		if !ok {
+			return false
+		}
+		oldKeys, err := s.Keys(old)
+		if err != nil {
+			return false
+		}
+		newKeys, err := s.Keys(c.Object)
+		if err != nil || !slices.Equal(oldKeys, newKeys) || !reads.Same(key, old.Object, c.Object.Object) {
+			return false
+		}
+	}
+	return true
 }
 
 // RunTests runs the embedded tests with opts (htc validate), uncached.

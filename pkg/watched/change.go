@@ -77,6 +77,13 @@ func (m *Model) Overlay(stores store.Set, c Change) (out store.Set, changed []st
 	if err != nil {
 		return nil, nil, err
 	}
+	return Apply(stores, changes)
+}
+
+// Apply returns stores with changes (by store key, see StoreChanges)
+// applied: every store a change alters is replaced by a store.Overlay of
+// it; the others are shared. changed lists the altered store keys, sorted.
+func Apply(stores store.Set, changes map[string]store.Change) (out store.Set, changed []string, err error) {
 	out = stores
 	for _, key := range slices.Sorted(maps.Keys(changes)) {
 		if out, err = out.WithChange(key, changes[key]); err != nil {
