@@ -93,6 +93,19 @@
 // `$l = append $l x` in a loop is linear; uniq is linear for scalar
 // elements.
 //
+// # What templates read
+//
+// New also reads the templates to find which fields of each store's
+// objects any render may depend on (Engine.Reads, a *ReadSet): it follows
+// store objects through variables, field chains, dict and list, set and
+// get, index, include and template calls, until nothing grows. A field
+// counts as read once its value is used (printed, tested, compared, passed
+// to a function). What it cannot follow counts as reading all of it: a
+// template name computed at render time or .resources handed to a
+// function reads every store whole. Two versions of an object that agree
+// on what is read (ReadSet.Same) and on their index keys render the same
+// bundle; admission admits such a change without rendering.
+//
 // field, safe, word and quoteValue are the sanctioned way to put resource
 // values into a configuration: they refuse control characters (newline,
 // carriage return, NUL, tab, ...); field, safe and word also leading or

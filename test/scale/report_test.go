@@ -277,6 +277,9 @@ func (rep *report) markdown() string {
 			for _, p := range pm.phases {
 				parts = append(parts, p.phase+" "+secs(p.mean))
 			}
+			if len(parts) == 0 {
+				return secs(pm.dryRun) + "; no render, no check (the change renders alike)"
+			}
 			return secs(pm.dryRun) + "; " + strings.Join(parts, ", ")
 		})
 	}
