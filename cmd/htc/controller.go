@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -74,6 +75,8 @@ type controllerFlags struct {
 	envErr              error // an environment default that does not parse
 	// the leader election's durations
 	leaseDuration, renewDeadline, retryPeriod string
+	// memLimit is --memory-limit (see memoryLimit).
+	memLimit string
 }
 
 func runController(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -86,9 +89,15 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
+	limit, limitFrom, err := memoryLimit(f.memLimit, os.Getenv("GOMEMLIMIT"), cgroupRoot)
+	if err != nil {
+		return err
+	}
 	if opts.Logger, err = f.logs.setUp(stderr); err != nil {
 		return err
 	}
+	applyMemoryLimit(limit)
+	opts.Logger.Info("memory limit of the Go runtime", "bytes", limit, "from", limitFrom)
 	b := currentBuild()
 	opts.Build = controller.BuildInfo{Version: b.Version, Revision: b.Revision, GoVersion: b.GoVersion}
 	if err := controller.Run(ctx, opts); err != nil {
@@ -131,6 +140,7 @@ func defineControllerFlags(fs *pflag.FlagSet, stderr io.Writer) *controllerFlags
 	fs.StringVar(&f.leaseDuration, "leader-elect-lease-duration", envDefault("HTC_LEADER_ELECT_LEASE_DURATION", controller.DefaultLeaseDuration.String()), "how long a leader that stopped renewing keeps the Lease (env HTC_LEADER_ELECT_LEASE_DURATION)")
 	fs.StringVar(&f.renewDeadline, "leader-elect-renew-deadline", envDefault("HTC_LEADER_ELECT_RENEW_DEADLINE", controller.DefaultRenewDeadline.String()), "how long the leader tries to renew the Lease before it stops leading (env HTC_LEADER_ELECT_RENEW_DEADLINE)")
 	fs.StringVar(&f.retryPeriod, "leader-elect-retry-period", envDefault("HTC_LEADER_ELECT_RETRY_PERIOD", controller.DefaultRetryPeriod.String()), "how often the replicas try to acquire or renew the Lease (env HTC_LEADER_ELECT_RETRY_PERIOD)")
+	fs.StringVar(&f.memLimit, "memory-limit", envDefault("HTC_MEMORY_LIMIT", memoryLimitAuto), "soft memory limit of the Go runtime (e.g. 400Mi): the garbage collector works harder near it. auto: GOMEMLIMIT when set, else 90% of the container's memory limit (cgroup), else none; none: no limit (env HTC_MEMORY_LIMIT)")
 	f.logs = addLogFlags(fs)
 	return f
 }
