@@ -116,7 +116,7 @@ func defineControllerFlags(fs *pflag.FlagSet, stderr io.Writer) *controllerFlags
 	fs.StringVar(&o.ConfigNamespace, "config-namespace", envDefault("HTC_CONFIG_NAMESPACE", ""), "namespace of the HAProxyTemplateConfig; required (env HTC_CONFIG_NAMESPACE)")
 	fs.StringVar(&o.ConfigName, "config-name", envDefault("HTC_CONFIG_NAME", ""), "name of the HAProxyTemplateConfig; required (env HTC_CONFIG_NAME)")
 	f.namespaces = newDefaultedList(envDefault("HTC_WATCH_NAMESPACE", ""))
-	fs.Var(f.namespaces, "watch-namespace", "watch namespaced resources only in these namespaces (comma-separated or repeated); empty: all namespaces. Cluster-scoped resources are watched whole; a change of an object in another namespace is admitted without a check (env HTC_WATCH_NAMESPACE)")
+	fs.Var(f.namespaces, "watch-namespace", "watch namespaced resources only in these namespaces (comma-separated or repeated); empty: all namespaces. Cluster-scoped resources are watched whole; the registered webhooks match only these namespaces, and a change of an object in another namespace is admitted without a check (env HTC_WATCH_NAMESPACE)")
 	fs.StringVar(&f.port, "webhook-port", envDefault("HTC_WEBHOOK_PORT", "9443"), "HTTPS port of the webhook (/validate, /healthz) (env HTC_WEBHOOK_PORT)")
 	fs.StringVar(&f.bindAddr, "webhook-bind-address", envDefault("HTC_WEBHOOK_BIND_ADDRESS", ""), "IP address the webhook listens on; empty means all interfaces (env HTC_WEBHOOK_BIND_ADDRESS)")
 	fs.StringVar(&o.CertFile, "webhook-cert-file", envDefault("HTC_WEBHOOK_CERT_FILE", ""), "PEM serving certificate (chain) of the webhook; with --webhook-key-file (env HTC_WEBHOOK_CERT_FILE)")

@@ -44,7 +44,8 @@ const (
 type registration struct {
 	name         string // "": registration is off
 	ownNamespace string
-	deployment   string // the controller's Deployment in ownNamespace; "" when unknown
+	watched      []string // the watched namespaces; nil: all
+	deployment   string   // the controller's Deployment in ownNamespace; "" when unknown
 	kube         kubernetes.Interface
 	caBundle     func() []byte // the serving certificate's CA; nil until one is loaded
 	ready        func() bool   // the controller serves admissions and a certificate is loaded
@@ -69,7 +70,7 @@ type registrationDeps struct {
 
 func newRegistration(o Options, d registrationDeps, log *slog.Logger) *registration {
 	return &registration{
-		name: o.WebhookConfiguration, ownNamespace: o.ConfigNamespace, deployment: o.DeploymentName,
+		name: o.WebhookConfiguration, ownNamespace: o.ConfigNamespace, watched: o.WatchNamespaces, deployment: o.DeploymentName,
 		kube: d.kube, caBundle: d.caBundle, ready: d.ready, leading: d.leading, signal: make(chan struct{}, 1),
 		log: log.With("validatingWebhookConfiguration", o.WebhookConfiguration),
 	}
@@ -168,7 +169,7 @@ func (r *registration) reconcile(ctx context.Context) error {
 		r.diagnose("the webhooks cannot be registered: " + err.Error())
 		return nil
 	}
-	hooks, err := webhook.Webhooks(tmpl, rules, r.caBundle(), r.ownNamespace)
+	hooks, err := webhook.Webhooks(tmpl, rules, r.caBundle(), webhook.Namespaces{Own: r.ownNamespace, Watched: r.watched})
 	if err != nil {
 		return fmt.Errorf("computing the webhooks: %w", err)
 	}

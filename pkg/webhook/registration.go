@@ -85,16 +85,32 @@ func ParseRegistrationTemplate(s string) (*RegistrationTemplate, error) {
 	return &t, nil
 }
 
+// Namespaces are the namespaces the webhooks are registered for.
+type Namespaces struct {
+	// Own is the controller's namespace: the only one the
+	// HAProxyTemplateConfig's webhook matches, never matched by the
+	// watched resources' webhooks. Required.
+	Own string
+	// Watched are the namespaces the controller watches (its
+	// --watch-namespace); empty means all. The watched resources' webhooks
+	// match only these. Cluster-scoped objects are matched whatever the
+	// namespaces (the API server applies no namespace selector to them).
+	Watched []string
+}
+
 // Webhooks returns the webhooks of rules as the controller registers them,
 // sorted by name: one webhook "<resource>.validate.htc" per resource name
 // (rules of the same resource in several groups or versions share it), each
 // with tmpl's client config (caBundle: tmpl's, else caBundle), failure
-// policy, timeout and selectors. ownNamespace (the controller's) and
-// kube-system are never matched by the watched resources' webhooks; the
-// HAProxyTemplateConfig's webhook (ConfigRule) matches ownNamespace only,
-// with neither tmpl's object selector nor its match conditions, and is left
-// out when tmpl.ValidateConfig is false.
-func Webhooks(tmpl *RegistrationTemplate, rules []Rule, caBundle []byte, ownNamespace string) ([]admissionregistrationv1.ValidatingWebhook, error) {
+// policy, timeout and selectors. ns.Own (the controller's namespace) and
+// kube-system are never matched by the watched resources' webhooks, and
+// with ns.Watched they match only those namespaces (objects elsewhere are
+// in no store: the API server need not ask); the HAProxyTemplateConfig's
+// webhook (ConfigRule) matches ns.Own only, with neither tmpl's object
+// selector nor its match conditions, and is left out when
+// tmpl.ValidateConfig is false.
+func Webhooks(tmpl *RegistrationTemplate, rules []Rule, caBundle []byte, ns Namespaces) ([]admissionregistrationv1.ValidatingWebhook, error) {
+	ownNamespace := ns.Own
 	if ownNamespace == "" {
 		return nil, errors.New("the controller's namespace is required")
 	}
@@ -121,6 +137,11 @@ func Webhooks(tmpl *RegistrationTemplate, rules []Rule, caBundle []byte, ownName
 				h.NamespaceSelector = namespaceIn(ownNamespace)
 			} else {
 				h.NamespaceSelector = excluding(tmpl.NamespaceSelector, ownNamespace, metav1.NamespaceSystem)
+				if len(ns.Watched) > 0 {
+					h.NamespaceSelector.MatchExpressions = append(h.NamespaceSelector.MatchExpressions, metav1.LabelSelectorRequirement{
+						Key: NamespaceLabel, Operator: metav1.LabelSelectorOpIn, Values: slices.Sorted(slices.Values(ns.Watched)),
+					})
+				}
 				h.ObjectSelector = selectorOrEmpty(tmpl.ObjectSelector)
 				h.MatchConditions = slices.Clone(tmpl.MatchConditions)
 			}

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/haproxy-template/htc/pkg/config"
 )
@@ -35,7 +36,7 @@ func exampleRules(t *testing.T) []Rule {
 func TestWebhooksFromTheChartTemplate(t *testing.T) {
 	tmpl, err := ParseRegistrationTemplate(chartTemplate)
 	require.NoError(t, err)
-	hooks, err := Webhooks(tmpl, exampleRules(t), []byte("CA"), "htc-system")
+	hooks, err := Webhooks(tmpl, exampleRules(t), []byte("CA"), Namespaces{Own: "htc-system"})
 	require.NoError(t, err)
 	var names []string
 	for _, h := range hooks {
@@ -81,7 +82,7 @@ func TestWebhooksNeverMatchOwnNamespaceOrKubeSystem(t *testing.T) {
 	  "matchConditions": [{"name": "c", "expression": "true"}]
 	}`)
 	require.NoError(t, err)
-	hooks, err := Webhooks(tmpl, exampleRules(t), []byte("ignored: the template has one"), "ctl")
+	hooks, err := Webhooks(tmpl, exampleRules(t), []byte("ignored: the template has one"), Namespaces{Own: "ctl"})
 	require.NoError(t, err)
 	require.Len(t, hooks, 3)
 	for _, h := range hooks {
@@ -114,7 +115,7 @@ func TestWebhooksMergeOneResourceAcrossGroups(t *testing.T) {
 		return r
 	}
 	rules := []Rule{rule("a.example", "v1"), rule("a.example", "v1"), rule("b.example", "v2"), ConfigRule()}
-	hooks, err := Webhooks(tmpl, rules, []byte("CA"), "ctl")
+	hooks, err := Webhooks(tmpl, rules, []byte("CA"), Namespaces{Own: "ctl"})
 	require.NoError(t, err)
 	require.Len(t, hooks, 1, "validateConfig false leaves the config's webhook out")
 	assert.Equal(t, "widgets.validate.htc", hooks[0].Name)
@@ -127,7 +128,7 @@ func TestWebhooksMergeOneResourceAcrossGroups(t *testing.T) {
 func TestWebhooksNeedACA(t *testing.T) {
 	tmpl, err := ParseRegistrationTemplate(`{"clientConfig": {"url": "https://127.0.0.1/validate"}}`)
 	require.NoError(t, err)
-	_, err = Webhooks(tmpl, []Rule{ConfigRule()}, nil, "ctl")
+	_, err = Webhooks(tmpl, []Rule{ConfigRule()}, nil, Namespaces{Own: "ctl"})
 	assert.ErrorContains(t, err, "no CA bundle")
 }
 
@@ -148,5 +149,31 @@ func TestParseRegistrationTemplateRefuses(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 			assert.Contains(t, err.Error(), TemplateAnnotation)
 		})
+	}
+}
+
+// With watched namespaces (--watch-namespace), the watched resources'
+// webhooks match only those: an object elsewhere is in no store, so the
+// API server need not call the webhook for it. The config's webhook keeps
+// matching the controller's namespace.
+func TestWebhooksMatchOnlyTheWatchedNamespaces(t *testing.T) {
+	tmpl, err := ParseRegistrationTemplate(chartTemplate)
+	require.NoError(t, err)
+	hooks, err := Webhooks(tmpl, exampleRules(t), []byte("CA"), Namespaces{Own: "htc-system", Watched: []string{"team-b", "team-a"}})
+	require.NoError(t, err)
+	require.Len(t, hooks, 3)
+	assert.Equal(t, &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		Key: NamespaceLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{"htc-system"},
+	}}}, hooks[0].NamespaceSelector, "the config's webhook")
+	for _, h := range hooks[1:] {
+		assert.Equal(t, &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: NamespaceLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"htc-system", "kube-system"}},
+			{Key: NamespaceLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{"team-a", "team-b"}},
+		}}, h.NamespaceSelector, h.Name)
+		sel, err := metav1.LabelSelectorAsSelector(h.NamespaceSelector)
+		require.NoError(t, err)
+		for ns, want := range map[string]bool{"team-a": true, "team-b": true, "team-c": false, "kube-system": false, "htc-system": false} {
+			assert.Equal(t, want, sel.Matches(labels.Set{NamespaceLabel: ns}), "%s matches namespace %s", h.Name, ns)
+		}
 	}
 }
