@@ -67,6 +67,11 @@ type Result struct {
 	// Overruled are the syntax and schema findings haproxy -c did not
 	// confirm (the check passed; each is also a warning).
 	Overruled []Overruled
+	// SemanticReused reports that haproxy -c did not run: the bundle
+	// differs from one it accepted only in maps it reads as plain strings
+	// (string keys and values), whose content it accepts whatever it is.
+	// Warnings are that run's.
+	SemanticReused bool
 	// Durations holds how long each phase that ran took.
 	Durations map[phase.Phase]time.Duration
 }
@@ -81,6 +86,7 @@ type Checker struct {
 	skipSchema  bool
 	allowed     []string
 	cache       *parseCache // nil when disabled
+	passed      *passedRuns // bundles haproxy -c accepted (see passedRuns)
 	chunkBytes  int         // maxChunkBytes; smaller in tests
 	// active counts the Checks in progress, shared with the checkers
 	// Allowing derives (see Wait).
@@ -126,6 +132,7 @@ func NewChecker(opts Options) (*Checker, error) {
 		tempDir:     opts.TempDir,
 		active:      &sync.WaitGroup{},
 		cache:       cache,
+		passed:      newPassedRuns(DefaultPassedEntries),
 		haproxyPath: resolved,
 		timeout:     timeout,
 		sem:         make(chan struct{}, par),
@@ -181,10 +188,19 @@ func (c *Checker) Check(ctx context.Context, b *bundle.Bundle) (*Result, error) 
 	}
 
 	start := time.Now()
-	err := CheckPolicy(b, c.allowed)
+	scan, err := checkPolicy(b, c.allowed)
 	res.Durations[phase.Policy] = time.Since(start)
 	if err != nil {
 		return res, phaseError(phase.Policy, err)
+	}
+	key := semanticKey(b, scan.looseMaps())
+	if warnings, ok := c.passed.get(key); ok {
+		res.SemanticReused = true
+		parseErr := c.parsePhases(ctx, b, res)
+		if parseErr != nil && !isFinding(parseErr) {
+			return res, parseErr
+		}
+		return c.combine(ctx, res, parseErr, warnings, nil)
 	}
 	ws, err := NewWorkspace(c.tempDir)
 	if err != nil {
@@ -221,6 +237,9 @@ func (c *Checker) Check(ctx context.Context, b *bundle.Bundle) (*Result, error) 
 	}
 	sr := <-semantic
 	res.Durations[phase.Semantic] = sr.took
+	if sr.err == nil {
+		c.passed.add(key, sr.warnings)
+	}
 	return c.combine(ctx, res, parseErr, sr.warnings, sr.err)
 }
 

@@ -21,7 +21,7 @@ func (s *policyScan) scanArgs(at loc, kw string, args []cfgWord) {
 	}
 	for i, w := range args {
 		if w.text == "-f" && i+1 < len(args) {
-			s.useMapFile(at, kw+" -f", args[i+1], asMap)
+			s.useMapFile(at, kw+" -f", args[i+1], asMap, false)
 		}
 		if strings.IndexByte(w.text, '(') >= 0 {
 			s.scanFunctions(at, w)
@@ -66,26 +66,26 @@ func (s *policyScan) scanFunctions(at loc, w cfgWord) {
 		case name == "jwt_verify":
 			args := makeArgList(t[i:])
 			if len(args) > 1 && !isVarName(args[1]) {
-				s.funcPath(at, name, args[1], w.env, false, false)
+				s.funcPath(at, name, args[1], w.env, false, false, false)
 			}
 		case fileFunction(name):
 			args := makeArgList(t[i:])
 			if len(args) > 0 {
-				s.funcPath(at, name, args[0], w.env, true, true)
+				s.funcPath(at, name, args[0], w.env, true, true, looseConverter(name))
 			}
 		}
 	}
 }
 
 // funcPath checks the file argument p of a converter or action.
-func (s *policyScan) funcPath(at loc, name, p string, env, isMap, asMap bool) {
+func (s *policyScan) funcPath(at loc, name, p string, env, isMap, asMap, loose bool) {
 	what := name + "()"
 	if env {
 		s.add(at, "", what+": a path built from an environment variable cannot be checked")
 		return
 	}
 	if isMap {
-		s.useMapFile(at, what, cfgWord{text: p}, asMap)
+		s.useMapFile(at, what, cfgWord{text: p}, asMap, loose)
 		return
 	}
 	s.checkRef(at, fileRef{directive: what, path: p, mode: refRead})

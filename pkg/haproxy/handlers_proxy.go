@@ -53,7 +53,7 @@ func (s *policyScan) httpRule(at loc, kw string, args []cfgWord) {
 			s.add(at, "", kw+" "+name+": missing file name")
 			return
 		}
-		s.useMapFile(at, kw+" "+name, cfgWord{text: w[8 : len(w)-1]}, name == "set-map" || name == "del-map")
+		s.useMapFile(at, kw+" "+name, cfgWord{text: w[8 : len(w)-1]}, name == "set-map" || name == "del-map", false)
 	}
 	s.replyOptions(at, kw, args[1:])
 }

@@ -3,6 +3,7 @@ package haproxy
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
 )
@@ -26,11 +27,15 @@ type mapUse struct {
 }
 
 // useMapFile checks a map or pattern file reference and records how
-// HAProxy will read it.
-func (s *policyScan) useMapFile(at loc, what string, w cfgWord, asMap bool) {
+// HAProxy will read it; loose marks a plain-string map converter (see
+// looseConverter).
+func (s *policyScan) useMapFile(at loc, what string, w cfgWord, asMap, loose bool) {
 	abs, ok := s.checkPath(at, what, w, entry{class: clsRead})
 	if !ok || !s.isBundleFile(abs) {
 		return
+	}
+	if loose {
+		s.looseRefs[abs]++
 	}
 	u := s.mapUse[abs]
 	if u == nil {
@@ -42,6 +47,50 @@ func (s *policyScan) useMapFile(at loc, what string, w cfgWord, asMap bool) {
 	} else {
 		u.asPattern = true
 	}
+}
+
+// looseConverter reports whether converter name reads its map file as
+// plain strings: string keys (exact, prefix, suffix, substring, domain or
+// directory match) and string values (HAProxy 3.0's map converters without
+// an output suffix; map_reg and map_regm compile their keys). HAProxy accepts any content in such
+// a map (TestLooseMapsAgainstHAProxy30): it neither parses a key as an
+// address, a number or a regular expression nor a value as anything but a
+// string.
+func looseConverter(name string) bool {
+	switch name {
+	case "map", "map_str", "map_beg", "map_dir", "map_dom", "map_end", "map_sub":
+		return true
+	}
+	return false
+}
+
+// looseMaps returns the bundle maps (by name) whose every reference in the
+// configuration is a plain-string map converter (looseConverter), and that
+// no reference to a directory covers: their content cannot change what
+// haproxy -c says. Nil when a code directive may run (code can read any
+// file).
+func (s *policyScan) looseMaps() map[string]bool {
+	if len(s.codeAt) > 0 {
+		return nil
+	}
+	out := map[string]bool{}
+	for abs, k := range s.kinds {
+		if k != bundle.KindMap || s.looseRefs[abs] == 0 || s.looseRefs[abs] != s.refs[abs] || s.coveredByDir(abs) {
+			continue
+		}
+		out[filepath.ToSlash(relName(filepath.Join(s.baseDir, bundle.Dir(bundle.KindMap)), abs))] = true
+	}
+	return out
+}
+
+// coveredByDir reports whether a reference names a directory above abs.
+func (s *policyScan) coveredByDir(abs string) bool {
+	for r := range s.refs {
+		if r != abs && (r == "/" || strings.HasPrefix(abs, strings.TrimSuffix(r, "/")+"/")) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkMapFiles checks every line of every map (all bundle maps, and every

@@ -47,6 +47,10 @@ type policyScan struct {
 	// mapUse records how HAProxy reads each bundle file used as a map or
 	// pattern file (see mapcheck.go).
 	mapUse map[string]*mapUse
+	// refs counts the file references to each absolute path (checkRef),
+	// and looseRefs those that are plain-string map converters (see
+	// looseMaps).
+	refs, looseRefs map[string]int
 	// pending are bundle files HAProxy parses on the configuration's
 	// behalf (crt-lists, SPOE files), scanned after haproxy.cfg.
 	pending []pendingFile
@@ -103,33 +107,41 @@ type policyScan struct {
 // A reason names the file and line, repeats at most a short prefix of
 // user text and never an absolute bundle path.
 func CheckPolicy(b *bundle.Bundle, allowed []string) error {
+	_, err := checkPolicy(b, allowed)
+	return err
+}
+
+// checkPolicy is CheckPolicy, also returning the scan.
+func checkPolicy(b *bundle.Bundle, allowed []string) (*policyScan, error) {
 	s := newPolicyScan(b, allowed)
 	s.checkNames(b)
 	s.scanConfig(b.Config)
 	s.scanPending()
 	s.checkMapFiles()
 	if len(s.findings) == 0 {
-		return nil
+		return s, nil
 	}
 	if s.dropped > 0 {
 		s.findings = append(s.findings, Finding{Message: fmt.Sprintf("and up to %d more findings", s.dropped)})
 	}
-	return &PolicyError{Findings: s.findings}
+	return s, &PolicyError{Findings: s.findings}
 }
 
 // newPolicyScan prepares a scan of b.
 func newPolicyScan(b *bundle.Bundle, allowed []string) *policyScan {
 	base := filepath.Clean(b.BaseDir)
 	s := &policyScan{
-		baseDir: base,
-		allowed: make(map[string]bool, len(allowed)),
-		files:   make(map[string]string),
-		dirs:    map[string]bool{base: true},
-		seen:    make(map[Finding]bool),
-		mapUse:  make(map[string]*mapUse),
-		scanned: make(map[string]bool),
-		kinds:   make(map[string]bundle.Kind),
-		unknown: make(map[unknownKey]bool),
+		baseDir:   base,
+		allowed:   make(map[string]bool, len(allowed)),
+		files:     make(map[string]string),
+		dirs:      map[string]bool{base: true},
+		seen:      make(map[Finding]bool),
+		mapUse:    make(map[string]*mapUse),
+		refs:      make(map[string]int),
+		looseRefs: make(map[string]int),
+		scanned:   make(map[string]bool),
+		kinds:     make(map[string]bundle.Kind),
+		unknown:   make(map[unknownKey]bool),
 	}
 	s.bases.rel = base
 	for _, a := range allowed {

@@ -93,6 +93,7 @@ func (s *policyScan) checkRef(at loc, r fileRef) (string, bool) {
 		return "", false
 	}
 	abs := s.resolve(r.path, r.base)
+	s.refs[abs]++
 	switch {
 	case r.mode == refRead && abs == "/dev/null":
 		return abs, true
