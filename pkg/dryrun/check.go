@@ -49,6 +49,10 @@ type Verdict struct {
 	// trust (CheckOptions.RunnableCode): only the policy, syntax and
 	// schema phases ran, neither haproxy -c nor the embedded tests.
 	CodeNotRun bool
+	// SemanticReused reports that haproxy -c did not run for this bundle:
+	// it differs from one haproxy -c accepted only in maps HAProxy reads
+	// as plain strings (haproxy.Result.SemanticReused).
+	SemanticReused bool
 }
 
 // CheckOptions tune one check.
@@ -151,7 +155,7 @@ func (p *Pipeline) renderAndCheck(ctx context.Context, stores store.Set, opts Ch
 				v.Durations[ph] = d
 			}
 		}
-		v.Warnings, v.Overruled = res.Warnings, res.Overruled
+		v.Warnings, v.Overruled, v.SemanticReused = res.Warnings, res.Overruled, res.SemanticReused
 	}
 	return err
 }

@@ -14,8 +14,10 @@ import (
 )
 
 // DefaultPassedEntries bounds the semantic results the checker keeps (see
-// passedRuns).
-const DefaultPassedEntries = 8
+// passedRuns): each is a hash and a few warnings. Enough that a config's
+// embedded tests, which check a bundle each, do not push out the live
+// configuration's.
+const DefaultPassedEntries = 64
 
 // passedRuns remembers the bundles `haproxy -c` accepted, keyed by
 // semanticKey: everything haproxy -c reads except the content of maps it
