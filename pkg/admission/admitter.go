@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/lru"
 
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/dryrun"
@@ -76,6 +77,7 @@ type Admitter struct {
 	redactors redactors
 	baseline  atomic.Pointer[Baseline]
 	slots     slots
+	repeats   atomic.Pointer[repeats]
 }
 
 // SetState replaces the state decisions are made against.
@@ -101,6 +103,23 @@ func (a *Admitter) resource(ctx context.Context, st *State, req Request) Decisio
 	if !a.watched(req) {
 		return Allow()
 	}
+	base := a.Baseline(st)
+	return a.repeated().decide(ctx, a.repeatKey(st, base, req), a.timeout().String(), func(ctx context.Context) Decision {
+		return a.decideResource(ctx, st, base, req)
+	})
+}
+
+// repeated returns the Admitter's repeats, made on first use.
+func (a *Admitter) repeated() *repeats {
+	if r := a.repeats.Load(); r != nil {
+		return r
+	}
+	a.repeats.CompareAndSwap(nil, &repeats{decided: lru.New(DefaultRepeatEntries)})
+	return a.repeats.Load()
+}
+
+// decideResource is Resource's decision, against the baseline base.
+func (a *Admitter) decideResource(ctx context.Context, st *State, base *Baseline, req Request) Decision {
 	ctx, cancel := context.WithTimeout(ctx, a.timeout())
 	defer cancel()
 	changes, err := st.Pipeline.Model.StoreChanges(req.Change)
@@ -111,7 +130,7 @@ func (a *Admitter) resource(ctx context.Context, st *State, req Request) Decisio
 		return Allow()
 	}
 	if st.Pipeline.RendersAlike(st.Stores, changes) {
-		return a.rendersAlike(st)
+		return a.rendersAlike(base)
 	}
 	stores, changed, err := watched.Apply(store.ReadOnly(st.Stores), changes)
 	if err != nil {
@@ -123,7 +142,7 @@ func (a *Admitter) resource(ctx context.Context, st *State, req Request) Decisio
 	}
 	defer release()
 	refs := changedRefs(req, changed)
-	return a.judge(ctx, a.Baseline(st), proposal{
+	return a.judge(ctx, base, proposal{
 		pipeline: st.Pipeline, stores: stores, changed: refs, deleted: deletedRef(req, refs),
 		action: resourceAdmission(st.Pipeline.Model, changed),
 	})
@@ -134,9 +153,9 @@ func (a *Admitter) resource(ctx context.Context, st *State, req Request) Decisio
 // exactly as before, so the change introduces nothing and needs no check.
 // What was failing before is still failing; it is a warning, as for any
 // other change.
-func (a *Admitter) rendersAlike(st *State) Decision {
-	d := Allow(existingWarnings(a.Baseline(st).failures())...)
-	d.Existing = a.Baseline(st).failures()
+func (a *Admitter) rendersAlike(base *Baseline) Decision {
+	d := Allow(existingWarnings(base.failures())...)
+	d.Existing = base.failures()
 	d.RendersAlike = true
 	return d
 }

@@ -205,8 +205,10 @@ func TestTestsAreCachedByConfigHash(t *testing.T) {
 	first := v.Resource(context.Background(), req)
 	require.True(t, first.Allowed, first.Reason)
 	assert.False(t, first.Verdict.TestsCached)
-	second := v.Resource(context.Background(), req)
+	// Another change (an identical one would reuse the decision itself).
+	second := v.Resource(context.Background(), admission.Request{Change: watched.Change{Resource: ingressesGVR, Operation: store.Create, Object: obj(t, ingress(t, "new2", "new2.example.com", "echo"))}})
 	require.True(t, second.Allowed)
+	require.False(t, second.Reused)
 	assert.True(t, second.Verdict.TestsCached)
 }
 

@@ -59,6 +59,13 @@ type Decision struct {
 	// leaves every field the templates read as it was (see
 	// dryrun.Pipeline.RendersAlike).
 	RendersAlike bool
+	// Reused reports a decision made for an identical request against the
+	// same live state moments before (or at the same time), answered
+	// without a check of its own.
+	Reused bool
+	// Incomplete reports a change denied because failures kept appearing
+	// in objects it does not touch until the rounds ran out.
+	Incomplete bool
 	// Busy reports a change denied because it could not be checked in
 	// time (ReasonBusy).
 	Busy bool

@@ -64,6 +64,7 @@ func (a *Admitter) judge(ctx context.Context, base *Baseline, pr proposal) Decis
 		d = Deny(introduced[0].Phase, a.introducedReason(base, pr, introduced))
 	case !diag.Complete:
 		d = Deny(last.Phase, "the change could not be judged: failures kept appearing in objects it does not touch; "+last.Reason)
+		d.Incomplete = true
 	default:
 		d = Allow(append(existingWarnings(existing), last.Warnings...)...)
 	}

@@ -57,7 +57,7 @@ func (c *controller) observed(gvk string, admit func(context.Context, admission.
 			label = webhook.PhaseBusy
 		}
 		c.metrics.validation.WithLabelValues(label).Observe(time.Since(start).Seconds())
-		if v := d.Verdict; v != nil {
+		if v := d.Verdict; v != nil && !d.Reused {
 			if v.TestsCached {
 				c.metrics.testHits.Inc()
 			}

@@ -1,0 +1,112 @@
+package admission
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/lru"
+
+	"github.com/haproxy-template/htc/internal/flight"
+)
+
+// DefaultRepeatEntries bounds the decisions kept for repeated requests
+// (see repeats).
+const DefaultRepeatEntries = 32
+
+// repeats answers a request identical to one decided (or being decided)
+// against the same live state with that decision: `kubectl apply
+// --dry-run=server` followed by the apply, a client retrying, several
+// clients applying one manifest. Requests being decided at once share one
+// decision (flight); decided ones are kept in a small LRU. A decision that
+// depended on how busy the controller was (busy, timed out, not judged in
+// time) is never reused.
+type repeats struct {
+	flights flight.Group[Decision]
+	decided *lru.Cache // key -> Decision (Verdict without its Bundle)
+}
+
+// decide returns the decision for req under key: a reused one, or
+// decide's.
+func (r *repeats) decide(ctx context.Context, key string, timeout string, decide func(context.Context) Decision) Decision {
+	if key == "" {
+		return decide(ctx)
+	}
+	if v, ok := r.decided.Get(key); ok {
+		d := v.(Decision)
+		d.Reused = true
+		return d
+	}
+	d, shared, err := r.flights.Do(ctx, key, func(ctx context.Context) (Decision, error) {
+		d := decide(ctx)
+		if reusable(d) {
+			r.decided.Add(key, slim(d))
+		}
+		return d, nil
+	})
+	if err != nil {
+		return Deny("", "validation timed out after "+timeout)
+	}
+	d.Reused = shared
+	return d
+}
+
+// reusable reports whether d holds for any identical request against the
+// same state: not if it depended on time or load.
+func reusable(d Decision) bool {
+	return !d.Busy && !d.Incomplete && (d.Verdict == nil || !d.Verdict.TimedOut)
+}
+
+// slim returns d without its rendered bundle (kept decisions must not
+// hold a whole configuration each).
+func slim(d Decision) Decision {
+	if d.Verdict != nil && d.Verdict.Bundle != nil {
+		v := *d.Verdict
+		v.Bundle = nil
+		d.Verdict = &v
+	}
+	return d
+}
+
+// repeatKey identifies a request against a live state: the operation,
+// resource and objects, the state and baseline in use, and the contents
+// of every store (their generations). "" when an object cannot be encoded
+// (the request is then decided on its own).
+func (a *Admitter) repeatKey(st *State, base *Baseline, req Request) string {
+	h := sha256.New()
+	field := func(s string) {
+		_, _ = io.WriteString(h, strconv.Itoa(len(s))+":"+s)
+	}
+	field(string(req.Operation))
+	field(req.Resource.String())
+	for _, o := range []*unstructured.Unstructured{req.Object, req.OldObject} {
+		if o == nil {
+			field("nil")
+			continue
+		}
+		b, err := json.Marshal(o.Object)
+		if err != nil {
+			return ""
+		}
+		field(string(b))
+	}
+	field(fmt.Sprintf("%p %p", st, base))
+	keys := make([]string, 0, len(st.Stores))
+	for k := range st.Stores {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		field(k)
+		if s := st.Stores[k]; s != nil {
+			field(strconv.FormatUint(s.Generation(), 10))
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
