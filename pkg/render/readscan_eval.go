@@ -201,86 +201,126 @@ func constString(n parse.Node) (string, bool) {
 // any other uses its arguments whole and returns nothing from the stores:
 // whatever it returns can only be made of what it was given.
 func (s *readScan) call(site parse.Node, name string, nodes []parse.Node, args []*absValue) *absValue {
-	key := func(i int) (string, bool) {
-		if i < len(nodes) {
-			return constString(nodes[i])
-		}
-		return "", false
-	}
+	c := callSite{site: site, nodes: nodes, args: args}
+	var v *absValue
 	switch name {
 	case "dict":
-		n := s.node(site)
-		for i := 0; i+1 < len(args); i += 2 {
-			k, isConst := key(i)
-			if !isConst {
-				s.use(args[i])
-			}
-			s.setIn(n, k, isConst, args[i+1])
-		}
-		if len(args)%2 == 1 {
-			s.use(args[len(args)-1])
-		}
-		return &absValue{nodes: set(n)}
+		v = s.dict(c)
 	case "list", "tuple":
 		n := s.node(site)
 		for _, a := range args {
 			s.setIn(n, "", false, a)
 		}
-		return &absValue{nodes: set(n)}
+		v = &absValue{nodes: set(n)}
 	case "set":
 		if len(args) == 3 {
 			s.setKey(args[0], args[1], args[2], nodes)
-			return args[0]
+			v = args[0]
 		}
 	case "get", "index":
 		if len(args) >= 1 && len(nodes) == len(args) {
-			return s.index(args[0], nodes[1:len(args)], args[1:])
+			v = s.index(args[0], nodes[1:len(args)], args[1:])
 		}
 	case "hasKey":
 		if len(args) == 2 {
 			s.hasKey(args[0], args[1], nodes)
-			return &absValue{}
+			v = &absValue{}
 		}
 	case "default":
-		out := &absValue{}
+		v = &absValue{}
 		for _, a := range args {
 			s.use(a) // the test reads the given value whole
-			out.join(a)
+			v.join(a)
 		}
-		return out
 	case "each":
 		if len(args) == 1 {
-			return args[0]
+			v = args[0]
 		}
 	case "include":
-		if len(args) >= 1 {
-			if t, ok := key(0); ok {
-				var dot *absValue
-				if len(args) > 1 {
-					dot = args[1]
-				}
-				for _, a := range args[2:] {
-					s.use(a)
-				}
-				s.called(t, dot)
-				return &absValue{} // what it prints is used there
-			}
-			s.everything = true // a template chosen at render time
-			return &absValue{}
-		}
+		v = s.include(c)
 	case "field":
-		if len(args) == 2 {
-			if p, ok := key(1); ok {
-				if fp, err := store.ParseFieldPath(p); err == nil {
-					s.use(s.chain(args[0], fp.Fields(), nil))
-					return &absValue{}
-				}
-			}
-		}
+		v = s.fieldCall(c)
+	}
+	if v != nil {
+		return v
 	}
 	for _, a := range args {
 		s.use(a)
 	}
+	return &absValue{}
+}
+
+// callSite is one function call: where it is, its argument nodes and
+// their values (see call).
+type callSite struct {
+	site  parse.Node
+	nodes []parse.Node
+	args  []*absValue
+}
+
+// constArg returns argument i when it is a string literal.
+func (c callSite) constArg(i int) (string, bool) {
+	if i < len(c.nodes) {
+		return constString(c.nodes[i])
+	}
+	return "", false
+}
+
+// dict scans dict K1 V1 K2 V2...: a built map holding each value under
+// its key (any key when it is not a constant; the key is then used).
+func (s *readScan) dict(c callSite) *absValue {
+	n := s.node(c.site)
+	for i := 0; i+1 < len(c.args); i += 2 {
+		k, isConst := c.constArg(i)
+		if !isConst {
+			s.use(c.args[i])
+		}
+		s.setIn(n, k, isConst, c.args[i+1])
+	}
+	if len(c.args)%2 == 1 {
+		s.use(c.args[len(c.args)-1])
+	}
+	return &absValue{nodes: set(n)}
+}
+
+// include scans include NAME DOT: the template runs with DOT (what it
+// prints is used there); a name computed at render time could be any
+// template, so the scan gives up. Nil when the call is malformed.
+func (s *readScan) include(c callSite) *absValue {
+	if len(c.args) == 0 {
+		return nil
+	}
+	t, ok := c.constArg(0)
+	if !ok {
+		s.everything = true
+		return &absValue{}
+	}
+	var dot *absValue
+	if len(c.args) > 1 {
+		dot = c.args[1]
+	}
+	for _, a := range c.args[2:] {
+		s.use(a)
+	}
+	s.called(t, dot)
+	return &absValue{}
+}
+
+// fieldCall scans field OBJ PATH with a constant PATH: the value at PATH
+// is used. Nil otherwise (every argument is then used).
+func (s *readScan) fieldCall(c callSite) *absValue {
+	if len(c.args) != 2 {
+		return nil
+	}
+	p, ok := c.constArg(1)
+	if !ok {
+		return nil
+	}
+	fp, err := store.ParseFieldPath(p)
+	if err != nil {
+		return nil
+	}
+	s.use(s.chain(c.args[0], fp.Fields(), nil))
 	return &absValue{}
 }
 
