@@ -125,9 +125,25 @@ func mustJSON(v any) []byte {
 }
 
 // createObject is a new Ingress named name routing to the Service of app
-// (which exists), as the API server presents a CREATE to webhooks.
+// (which exists and backs app's Ingress already: a new route to an
+// existing backend, under the example library a change of the maps only).
 func (h *harness) createObject(name string, app int) *unstructured.Unstructured {
-	_, _, ing := testutil.ClusterApp(app%h.s.n, false)
+	return newIngress(name, app%h.s.n)
+}
+
+// backendObject is a new Ingress named name routing to the spare Service of
+// sample k of run (which exists, with its EndpointSlice, and no Ingress
+// uses): the rendered haproxy.cfg gains a backend section. Each sample has
+// a spare of its own, so no cached decision or result can answer it.
+func (h *harness) backendObject(name string, run, k int) *unstructured.Unstructured {
+	return newIngress(name, h.s.spareApp(run, k))
+}
+
+// newIngress is a new Ingress named name in the namespace of app
+// (testutil.ClusterApp) routing to app's Service, as the API server
+// presents a CREATE to webhooks.
+func newIngress(name string, app int) *unstructured.Unstructured {
+	_, _, ing := testutil.ClusterApp(app, false)
 	obj := testutil.ClusterIngress(ing.GetNamespace(), name, ing.GetName())
 	applied(obj)
 	obj.SetUID(types.UID(newUID()))

@@ -217,17 +217,38 @@ func createRetrying(ctx context.Context, ri dynamic.ResourceInterface, obj *unst
 // loadStats is how the objects were loaded.
 type loadStats struct {
 	objects int
+	spares  int // Services (each with its EndpointSlice) no Ingress uses
 	took    time.Duration
 	workers int
 	qps     float32
 }
 
-// load creates apps 0..N-1 (testutil.ClusterApp): for each a headless
-// Service (the test API server's service CIDR holds only 254 cluster IPs),
-// its EndpointSlice and its Ingress, in parallel with a bounded client QPS.
-// Each object carries the kubectl.kubernetes.io/last-applied-configuration
-// annotation that `kubectl apply` leaves, as objects in a real cluster do
-// (the API server adds managedFields itself).
+// loadObject is one object to create and its resource.
+type loadObject struct {
+	gvr schema.GroupVersionResource
+	obj *unstructured.Unstructured
+}
+
+// appObjects are the objects of app i (testutil.ClusterApp) in the order
+// they are created: a headless Service (the test API server's service CIDR
+// holds only 254 cluster IPs), its EndpointSlice and, unless the app is a
+// spare, its Ingress.
+func appObjects(i int, spare bool) []loadObject {
+	svc, eps, ing := testutil.ClusterApp(i, false)
+	_ = unstructured.SetNestedField(svc.Object, "None", "spec", "clusterIP")
+	objs := []loadObject{{gvrService, svc}, {gvrSlice, eps}}
+	if !spare {
+		objs = append(objs, loadObject{gvrIngress, ing})
+	}
+	return objs
+}
+
+// load creates apps 0..N-1 (appObjects), then the spares N..N+spares-1
+// (their Service and EndpointSlice only), in parallel with a bounded
+// client QPS. Each object carries the
+// kubectl.kubernetes.io/last-applied-configuration annotation that
+// `kubectl apply` leaves, as objects in a real cluster do (the API server
+// adds managedFields itself).
 func (h *harness) load() {
 	t := h.t
 	dyn, err := h.dynamicClient(h.s.loadQPS)
@@ -247,12 +268,7 @@ func (h *harness) load() {
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				svc, eps, ing := testutil.ClusterApp(i, false)
-				_ = unstructured.SetNestedField(svc.Object, "None", "spec", "clusterIP")
-				for _, o := range []struct {
-					gvr schema.GroupVersionResource
-					obj *unstructured.Unstructured
-				}{{gvrService, svc}, {gvrSlice, eps}, {gvrIngress, ing}} {
+				for _, o := range appObjects(i, i >= h.s.n) {
 					applied(o.obj)
 					if err := createRetrying(ctx, dyn.Resource(o.gvr).Namespace(o.obj.GetNamespace()), o.obj); err != nil {
 						errOnce.Do(func() {
@@ -277,12 +293,12 @@ func (h *harness) load() {
 			case <-stopProgress:
 				return
 			case <-tick.C:
-				h.logf("loading: %d of %d objects", created.Load(), 3*h.s.n)
+				h.logf("loading: %d of %d objects", created.Load(), 3*h.s.n+2*h.s.spares())
 			}
 		}
 	}()
 feed:
-	for i := range h.s.n {
+	for i := range h.s.n + h.s.spares() {
 		select {
 		case jobs <- i:
 		case <-ctx.Done():
@@ -297,7 +313,7 @@ feed:
 	if firstErr != nil {
 		t.Fatalf("loading: %v", firstErr)
 	}
-	h.loaded = loadStats{objects: int(created.Load()), took: time.Since(start), workers: h.s.loadWorkers, qps: h.s.loadQPS}
+	h.loaded = loadStats{objects: int(created.Load()), spares: h.s.spares(), took: time.Since(start), workers: h.s.loadWorkers, qps: h.s.loadQPS}
 	h.logf("loaded %d objects in %s (%.0f/s)", h.loaded.objects, h.loaded.took.Round(time.Millisecond), float64(h.loaded.objects)/h.loaded.took.Seconds())
 }
 

@@ -26,15 +26,20 @@ type runResult struct {
 	rssLoaded, rssEnd  rss
 	first              outcome
 	floors             []time.Duration
-	creates, updates   []outcome
-	createPh, updatePh phaseMeans
+	creates            []outcome // new route to an existing backend (maps only)
+	backends           []outcome // new route to a spare Service: a new backend
+	updates            []outcome // label-only
+	createPh           phaseMeans
+	backendPh          phaseMeans
+	updatePh           phaseMeans
 	distinct, same     concResult
 }
 
 // run starts a controller, waits until it is ready and measures: the
-// first CREATE, then REQUESTS × (floor, CREATE), REQUESTS × (floor,
-// label-only UPDATE), then the concurrent clients (distinct, then
-// identical proposals).
+// first CREATE, then REQUESTS × (floor, CREATE of a new route to an
+// existing backend), REQUESTS × (floor, CREATE adding a backend), REQUESTS
+// × (floor, label-only UPDATE), then the concurrent clients (distinct,
+// then identical proposals).
 func (h *harness) run(i int) runResult {
 	t := h.t
 	r := runResult{index: i, loadStart: loadavg()}
@@ -54,50 +59,22 @@ func (h *harness) run(i int) runResult {
 	r.first = send(h.ctx, client, cp.url, review(admissionv1.Create, h.createObject(fmt.Sprintf("bench-r%d-first", i), 0), nil, uid), uid)
 	h.checkCtx()
 
-	phaseDeadline := time.Now().Add(60 * time.Minute)
-	m0, err := cp.scrapeMetrics()
-	if err != nil {
-		t.Fatalf("metrics: %v", err)
-	}
-	for k := 0; k < h.s.requests && time.Now().Before(phaseDeadline); k++ {
-		r.floors = append(r.floors, h.floor(cp.outDir))
+	deadline := time.Now().Add(60 * time.Minute)
+	r.creates, r.createPh = h.sequential(cp, deadline, &r.floors, func(k int) outcome {
 		uid := newUID()
 		obj := h.createObject(fmt.Sprintf("bench-r%d-s%d", i, k), k*7919+i*104729)
-		r.creates = append(r.creates, send(h.ctx, client, cp.url, review(admissionv1.Create, obj, nil, uid), uid))
-		h.checkCtx()
-	}
-	m1, err := cp.scrapeMetrics()
-	if err != nil {
-		t.Fatalf("metrics: %v", err)
-	}
-	r.createPh = diffPhases(m0, m1)
-	h.logf("run %d: %d CREATEs", i, len(r.creates))
-	for k := 0; k < h.s.requests && time.Now().Before(phaseDeadline); k++ {
-		r.floors = append(r.floors, h.floor(cp.outDir))
-		app := (k*7919 + i*104729 + 1) % h.s.n
-		ctx, cancel := context.WithTimeout(h.ctx, time.Minute)
-		old, err := h.ingress(ctx, fmt.Sprintf("ns%d", app%appNamespaces), fmt.Sprintf("app%d", app))
-		cancel()
-		h.checkCtx()
-		if err != nil {
-			t.Fatalf("reading Ingress app%d: %v", app, err)
-		}
-		obj := old.DeepCopy()
-		labels := obj.GetLabels()
-		if labels == nil {
-			labels = map[string]string{}
-		}
-		labels["bench-scale/touched"] = fmt.Sprintf("r%d-%d", i, k)
-		obj.SetLabels(labels)
+		return send(h.ctx, client, cp.url, review(admissionv1.Create, obj, nil, uid), uid)
+	})
+	h.logf("run %d: %d CREATEs of a new route to an existing backend", i, len(r.creates))
+	r.backends, r.backendPh = h.sequential(cp, deadline, &r.floors, func(k int) outcome {
 		uid := newUID()
-		r.updates = append(r.updates, send(h.ctx, client, cp.url, review(admissionv1.Update, obj, old, uid), uid))
-		h.checkCtx()
-	}
-	m2, err := cp.scrapeMetrics()
-	if err != nil {
-		t.Fatalf("metrics: %v", err)
-	}
-	r.updatePh = diffPhases(m1, m2)
+		obj := h.backendObject(fmt.Sprintf("bench-r%d-b%d", i, k), i, k)
+		return send(h.ctx, client, cp.url, review(admissionv1.Create, obj, nil, uid), uid)
+	})
+	h.logf("run %d: %d CREATEs adding a backend", i, len(r.backends))
+	r.updates, r.updatePh = h.sequential(cp, deadline, &r.floors, func(k int) outcome {
+		return h.sendLabelUpdate(client, cp.url, i, k)
+	})
 	h.logf("run %d: %d UPDATEs; %d clients for %s, distinct CREATEs", i, len(r.updates), h.s.clients, h.s.duration)
 	r.distinct = h.concurrent(client, cp.url, i, false)
 	h.logf("run %d: %d clients for %s, one identical CREATE", i, h.s.clients, h.s.duration)
@@ -109,6 +86,49 @@ func (h *harness) run(i int) runResult {
 	}
 	cp.stop()
 	return r
+}
+
+// sequential sends h.s.requests admissions one at a time (sample k of
+// them by next(k)), each after a floor appended to floors, until deadline;
+// it returns their outcomes and the controller's check phases over them.
+func (h *harness) sequential(cp *controllerProc, deadline time.Time, floors *[]time.Duration, next func(k int) outcome) ([]outcome, phaseMeans) {
+	before, err := cp.scrapeMetrics()
+	if err != nil {
+		h.t.Fatalf("metrics: %v", err)
+	}
+	var outs []outcome
+	for k := 0; k < h.s.requests && time.Now().Before(deadline); k++ {
+		*floors = append(*floors, h.floor(cp.outDir))
+		outs = append(outs, next(k))
+		h.checkCtx()
+	}
+	after, err := cp.scrapeMetrics()
+	if err != nil {
+		h.t.Fatalf("metrics: %v", err)
+	}
+	return outs, diffPhases(before, after)
+}
+
+// sendLabelUpdate sends sample k of run's label-only UPDATEs: an existing
+// Ingress as the API server stores it, with one label changed.
+func (h *harness) sendLabelUpdate(client *http.Client, url string, run, k int) outcome {
+	app := (k*7919 + run*104729 + 1) % h.s.n
+	ctx, cancel := context.WithTimeout(h.ctx, time.Minute)
+	old, err := h.ingress(ctx, fmt.Sprintf("ns%d", app%appNamespaces), fmt.Sprintf("app%d", app))
+	cancel()
+	h.checkCtx()
+	if err != nil {
+		h.t.Fatalf("reading Ingress app%d: %v", app, err)
+	}
+	obj := old.DeepCopy()
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels["bench-scale/touched"] = fmt.Sprintf("r%d-%d", run, k)
+	obj.SetLabels(labels)
+	uid := newUID()
+	return send(h.ctx, client, url, review(admissionv1.Update, obj, old, uid), uid)
 }
 
 // profileResult is the profiled controller's heap after loading and its

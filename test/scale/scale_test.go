@@ -1,8 +1,10 @@
 // Package scale measures admission at scale, end to end: a real
 // kube-apiserver and etcd on 127.0.0.1 (hack/apiserver-up.sh, the test
 // assets), the example Ingress library with N Ingresses, N Services and N
-// EndpointSlices, the controller as a process of its own (`htc controller
-// --output-dir`), and AdmissionReviews POSTed over HTTPS to its /validate.
+// EndpointSlices (plus RUNS × REQUESTS spare Services and EndpointSlices no
+// Ingress uses, the backends of the CREATEs that add one), the controller as
+// a process of its own (`htc controller --output-dir`), and AdmissionReviews
+// POSTed over HTTPS to its /validate.
 // Every latency is reported beside a bare `haproxy -c` of the published
 // configuration timed in the same run (the floor), and as a ratio to it.
 //
@@ -16,7 +18,9 @@
 //
 //	HTC_SCALE_N        number of apps (Ingress + Service + EndpointSlice); unset: the test is skipped
 //	HTC_SCALE_RUNS     measured runs, each with a fresh controller (default 1)
-//	HTC_SCALE_REQUESTS sequential CREATEs and UPDATEs per run (default 20; the floor runs twice as often)
+//	HTC_SCALE_REQUESTS sequential admissions of each kind per run (default 20): CREATEs of a new route
+//	                   to an existing backend, CREATEs adding a backend, label-only UPDATEs; the
+//	                   floor runs before each of them (three times as often)
 //	HTC_SCALE_CLIENTS  concurrent clients (default 16)
 //	HTC_SCALE_DURATION how long the concurrent clients send (default 60s)
 //	HTC_SCALE_PROFILE  directory: after the runs, one more controller (built with a pprof
@@ -57,6 +61,19 @@ type settings struct {
 	loadQPS                    float32
 	loadWorkers                int
 }
+
+// sequentialKinds is how many kinds of sequential admission a run sends,
+// h.s.requests of each, each after a floor (see harness.run).
+const sequentialKinds = 3
+
+// spares is how many Services (each with its EndpointSlice) are loaded
+// beside the N apps without an Ingress: one per "CREATE adding a backend"
+// sample of every run, so that no two samples add the same backend.
+func (s settings) spares() int { return s.runs * s.requests }
+
+// spareApp is the testutil.ClusterApp index of the spare Service of sample
+// k (0 ≤ k < requests) of run (1 ≤ run ≤ runs): apps N.. are the spares.
+func (s settings) spareApp(run, k int) int { return s.n + (run-1)*s.requests + k }
 
 func readSettings(t *testing.T, root string) settings {
 	t.Helper()

@@ -1,0 +1,199 @@
+package scale
+
+// The harness's own logic, tested without a cluster: `go test
+// ./test/scale/` runs these (TestScale skips itself unless HTC_SCALE_N is
+// set).
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// ms is n milliseconds.
+func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+
+// allowedOutcomes are n allowed answers that took took each.
+func allowedOutcomes(n int, took time.Duration) []outcome {
+	outs := make([]outcome, n)
+	for i := range outs {
+		outs[i] = outcome{took: took, allowed: true}
+	}
+	return outs
+}
+
+// busyOutcomes are n denials of a busy controller.
+func busyOutcomes(n int) []outcome {
+	outs := make([]outcome, n)
+	for i := range outs {
+		outs[i] = outcome{took: ms(1), reason: "htc is busy: too many changes are being checked at once"}
+	}
+	return outs
+}
+
+// testReport is a report of one run with known samples: floor p50 100 ms
+// and p99 200 ms; CREATEs adding a backend p50 300 ms and p99 400 ms; 10
+// allowed distinct CREATEs and 30 busy denials in 10 s on 2 cores.
+func testReport() *report {
+	s := settings{n: 1000, runs: 1, requests: 2, clients: 16, duration: time.Minute, command: "make bench-scale N=1000"}
+	r := runResult{
+		index:     1,
+		loadStart: "1.00 1.00 1.00", loadEnd: "2.00 2.00 2.00",
+		first:    outcome{took: ms(150), allowed: true},
+		floors:   []time.Duration{ms(100), ms(100), ms(100), ms(100), ms(200), ms(200)},
+		creates:  allowedOutcomes(2, ms(120)),
+		backends: []outcome{{took: ms(300), allowed: true}, {took: ms(400), allowed: true}},
+		updates:  allowedOutcomes(2, ms(2)),
+		backendPh: phaseMeans{dryRun: ms(350), n: 2,
+			phases: []phaseMean{{phase: "render", mean: ms(200)}, {phase: "syntax", mean: ms(140)}}},
+		distinct: concResult{clients: 16, wall: 10 * time.Second, outs: append(allowedOutcomes(10, ms(900)), busyOutcomes(30)...)},
+		same:     concResult{clients: 16, identical: true, wall: 10 * time.Second, outs: allowedOutcomes(1000, ms(2))},
+	}
+	return &report{settings: s, machine: machine{cores: 2}, runs: []runResult{r},
+		loaded: loadStats{objects: 3004, spares: s.spares(), took: time.Second, workers: 16, qps: 300}}
+}
+
+// TestMarkdownRows checks the rows of the CREATE adding a backend and the
+// concurrency rows' throughput ratio, which counts allowed admissions only.
+func TestMarkdownRows(t *testing.T) {
+	md := testReport().markdown()
+	lines := strings.Split(md, "\n")
+	for _, tc := range []struct {
+		name string
+		want []string // consecutive lines of the table
+	}{
+		{"floor over all three kinds", []string{
+			"| **floor**: bare `haproxy -c`, p50 / p99 (6 runs) | 100 ms / 200 ms |",
+		}},
+		{"map-only CREATE keeps its row", []string{
+			"| CREATE (new route, existing backend), p50 / p99 (2) | 120 ms / 120 ms |",
+			"| … **÷ floor**, p50 / p99 | **1.20× / 0.60×** |",
+		}},
+		{"CREATE adding a backend", []string{
+			"| CREATE adding a backend, p50 / p99 (2) | 300 ms / 400 ms |",
+			"| … **÷ floor**, p50 / p99 | **3.00× / 2.00×** |",
+			"| … denied, errors | 0, 0 |",
+			"| … server side: dry run; phases (mean) | 350 ms; render 200 ms, syntax 140 ms |",
+			"| label-only UPDATE, p50 / p99 (2) | 2.0 ms / 2.0 ms |",
+		}},
+		{"distinct CREATEs: busy denials are no throughput", []string{
+			"| 16 clients × 1m0s, distinct CREATEs: answers/s (allowed/s) | 4.00 (1.00) |",
+			"| … p50 / p99 | 1.0 ms / 900 ms |",
+			"| … denied (reason), errors | 30 (busy 30), 0 |",
+			"| … **allowed/s** ÷ (cores ÷ floor p50) | 0.05 |",
+		}},
+		{"one identical CREATE", []string{
+			"| … **allowed/s** ÷ (cores ÷ floor p50) | 5.00 |",
+			"| controller RSS when ready (VmRSS / VmHWM) | 0 MiB / 0 MiB |",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !containsRun(lines, tc.want) {
+				t.Errorf("no lines\n%s\nin\n%s", strings.Join(tc.want, "\n"), md)
+			}
+		})
+	}
+	if strings.Contains(md, "answers/s ÷") {
+		t.Errorf("a ratio of answers/s, busy denials included:\n%s", md)
+	}
+	if want := "Loaded 3,004 objects (1,000 Ingresses, Services, EndpointSlices; 2 more Services with EndpointSlices that no Ingress uses, one per \"CREATE adding a backend\" sample)"; !strings.Contains(md, want) {
+		t.Errorf("no %q in\n%s", want, md)
+	}
+}
+
+// containsRun reports whether want occurs in lines as consecutive lines.
+func containsRun(lines, want []string) bool {
+	for i := range lines {
+		if i+len(want) > len(lines) {
+			return false
+		}
+		ok := true
+		for j, w := range want {
+			if lines[i+j] != w {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// TestPerCoreFloor checks allowed/s ÷ (cores ÷ floor p50).
+func TestPerCoreFloor(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		outs  []outcome
+		wall  time.Duration
+		floor time.Duration
+		cores int
+		want  string
+	}{
+		{"all allowed", allowedOutcomes(20, ms(100)), 10 * time.Second, ms(500), 2, "0.50"},
+		{"busy denials do not count", append(allowedOutcomes(20, ms(100)), busyOutcomes(200)...), 10 * time.Second, ms(500), 2, "0.50"},
+		{"errors do not count", append(allowedOutcomes(4, ms(100)), outcome{err: "HTTP 500"}), time.Second, ms(250), 1, "1.00"},
+		{"nothing allowed", busyOutcomes(5), time.Second, ms(100), 2, "0.00"},
+		{"no floor", allowedOutcomes(1, ms(1)), time.Second, 0, 2, "–"},
+		{"no time", allowedOutcomes(1, ms(1)), 0, ms(100), 2, "–"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := perCoreFloor(count(tc.outs), tc.wall, tc.floor, tc.cores); got != tc.want {
+				t.Errorf("perCoreFloor = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestBackendObjects checks that every "CREATE adding a backend" sample of
+// every run is a new Ingress name routing to a spare Service of its own:
+// one that is loaded (index in N..N+spares-1, same namespace) and that no
+// loaded Ingress uses.
+func TestBackendObjects(t *testing.T) {
+	h := &harness{s: settings{n: 1000, runs: 3, requests: 20}}
+	names, services := map[string]bool{}, map[string]bool{}
+	for run := 1; run <= h.s.runs; run++ {
+		for k := range h.s.requests {
+			app := h.s.spareApp(run, k)
+			if app < h.s.n || app >= h.s.n+h.s.spares() {
+				t.Fatalf("run %d sample %d: spare app %d outside [%d, %d)", run, k, app, h.s.n, h.s.n+h.s.spares())
+			}
+			objs := appObjects(app, true)
+			if len(objs) != 2 || objs[0].gvr != gvrService || objs[1].gvr != gvrSlice {
+				t.Fatalf("spare app %d: want a Service and an EndpointSlice, not an Ingress", app)
+			}
+			ing := h.backendObject(fmt.Sprintf("bench-r%d-b%d", run, k), run, k)
+			svc := backendService(t, ing)
+			if want := objs[0].obj.GetName(); svc != want || ing.GetNamespace() != objs[0].obj.GetNamespace() {
+				t.Errorf("run %d sample %d: routes to %s/%s, want the spare %s/%s", run, k, ing.GetNamespace(), svc, objs[0].obj.GetNamespace(), want)
+			}
+			key := ing.GetNamespace() + "/" + ing.GetName()
+			if names[key] || services[ing.GetNamespace()+"/"+svc] {
+				t.Errorf("run %d sample %d: %s or its Service %s used by another sample", run, k, key, svc)
+			}
+			names[key], services[ing.GetNamespace()+"/"+svc] = true, true
+		}
+	}
+}
+
+// backendService is the Service of the first path of the first rule of
+// an Ingress (testutil.ClusterIngress has one of each).
+func backendService(t *testing.T, ing *unstructured.Unstructured) string {
+	t.Helper()
+	rules, _, _ := unstructured.NestedSlice(ing.Object, "spec", "rules")
+	if len(rules) == 0 {
+		t.Fatalf("Ingress %s: no rules", ing.GetName())
+	}
+	rule, _ := rules[0].(map[string]any)
+	paths, _, _ := unstructured.NestedSlice(rule, "http", "paths")
+	if len(paths) == 0 {
+		t.Fatalf("Ingress %s: no paths", ing.GetName())
+	}
+	path, _ := paths[0].(map[string]any)
+	name, _, _ := unstructured.NestedString(path, "backend", "service", "name")
+	return name
+}
