@@ -148,7 +148,7 @@ func (l *live) sync(ctx context.Context) bool {
 func (l *live) diagnose(ctx context.Context, st *admission.State) *dryrun.Diagnosis {
 	stores := store.ReadOnly(st.Stores)
 	if prev := l.last; prev != nil && prev.pipeline == st.Pipeline && prev.diagnosis.First.BundleHash != "" {
-		first := st.Pipeline.Check(ctx, stores)
+		first := st.Pipeline.CheckWith(ctx, stores, dryrun.CheckOptions{Record: true})
 		if first.BundleHash == prev.diagnosis.First.BundleHash && !first.TimedOut {
 			d := *prev.diagnosis
 			d.First = first
@@ -158,7 +158,7 @@ func (l *live) diagnose(ctx context.Context, st *admission.State) *dryrun.Diagno
 			return l.remember(st, &dryrun.Diagnosis{First: first, Passing: first, Complete: true})
 		}
 	}
-	return l.remember(st, st.Pipeline.Diagnose(ctx, stores, dryrun.DiagnoseOptions{MaxRounds: liveDiagnoseRounds}))
+	return l.remember(st, st.Pipeline.Diagnose(ctx, stores, dryrun.DiagnoseOptions{MaxRounds: liveDiagnoseRounds, Record: true}))
 }
 
 // liveDiagnoseRounds bounds the checks of one live diagnosis.

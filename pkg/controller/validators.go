@@ -6,11 +6,12 @@ import (
 	"log/slog"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/haproxy-template/htc/pkg/store"
 	"github.com/haproxy-template/htc/pkg/watched"
 	"github.com/haproxy-template/htc/pkg/webhook"
-	corev1 "k8s.io/api/core/v1"
 )
 
 // rules returns the webhook rules of a config (webhook.Rules); the

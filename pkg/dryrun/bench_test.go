@@ -70,6 +70,18 @@ func BenchmarkAdmission(b *testing.B) {
 				require.NoError(b, err)
 			}
 		})
+		b.Run(fmt.Sprintf("step=render-incremental/ingresses=%d", n), func(b *testing.B) {
+			// The live loop's check records the live state's render; a
+			// proposal replays every iteration it does not change.
+			v := c.Pipeline.CheckWith(ctx, store.ReadOnly(c.Stores), dryrun.CheckOptions{Record: true, SkipTests: true})
+			require.NoError(b, v.Err)
+			set := c.overlay(b)
+			b.ReportAllocs()
+			for b.Loop() {
+				_, err := c.Pipeline.Render(ctx, set)
+				require.NoError(b, err)
+			}
+		})
 		b.Run(fmt.Sprintf("step=check/ingresses=%d", n), func(b *testing.B) {
 			rendered, err := c.Pipeline.Render(ctx, c.overlay(b))
 			require.NoError(b, err)

@@ -70,6 +70,10 @@ type CheckOptions struct {
 	// config's allowedDirectives permit (the live loop: the stored
 	// configuration is the operator's).
 	RunnableCode func(fingerprint string) bool
+	// Record makes the render record its loops' iterations for later
+	// renders to replay (render.Input.Record): the live loop's checks of
+	// the live state set it, so that admissions render incrementally.
+	Record bool
 }
 
 // TestsNotRunWarning is the warning of a verdict whose embedded tests did
@@ -135,7 +139,7 @@ func (p *Pipeline) renderAndCheck(ctx context.Context, stores store.Set, opts Ch
 	ctx, cancel := context.WithTimeout(ctx, orDefault(p.env.RenderCheckTimeout, DefaultRenderCheckTimeout))
 	defer cancel()
 	start := time.Now()
-	b, err := p.Render(ctx, stores)
+	b, err := p.render(ctx, stores, opts.Record)
 	v.Durations[phase.Render] = time.Since(start)
 	if err != nil {
 		return err

@@ -57,6 +57,9 @@ type DiagnoseOptions struct {
 	SkipTests bool
 	// RunnableCode is CheckOptions.RunnableCode of every round.
 	RunnableCode func(fingerprint string) bool
+	// Record is CheckOptions.Record of every round: the last round that
+	// renders (the one without the broken objects) leaves its recording.
+	Record bool
 }
 
 // Diagnose checks stores; while the check fails with failures it can
@@ -71,7 +74,7 @@ func (p *Pipeline) Diagnose(ctx context.Context, stores store.Set, opts Diagnose
 		rounds = DefaultMaxRounds
 	}
 	for range rounds {
-		v := p.CheckWith(ctx, stores.WithoutNames(byStore(d.Hidden)), CheckOptions{SkipTests: opts.SkipTests, RunnableCode: opts.RunnableCode})
+		v := p.CheckWith(ctx, stores.WithoutNames(byStore(d.Hidden)), CheckOptions{SkipTests: opts.SkipTests, RunnableCode: opts.RunnableCode, Record: opts.Record})
 		if d.First == nil {
 			d.First = v
 		}

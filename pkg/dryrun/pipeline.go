@@ -167,7 +167,13 @@ func (p *Pipeline) BaseDir() string { return p.env.BaseDir }
 
 // Render renders the bundle over stores, without checking it.
 func (p *Pipeline) Render(ctx context.Context, stores store.Set) (*bundle.Bundle, error) {
-	return p.engine.Render(ctx, render.Input{Stores: stores, BaseDir: p.env.BaseDir, MaxBytes: p.env.MaxBundleBytes})
+	return p.render(ctx, stores, false)
+}
+
+// render renders the bundle over stores, recording the iterations of its
+// loops for later renders when record is set (render.Input.Record).
+func (p *Pipeline) render(ctx context.Context, stores store.Set, record bool) (*bundle.Bundle, error) {
+	return p.engine.Render(ctx, render.Input{Stores: stores, BaseDir: p.env.BaseDir, MaxBytes: p.env.MaxBundleBytes, Record: record})
 }
 
 // RendersAlike reports whether applying changes (by store key, see

@@ -26,6 +26,8 @@ func (s *renderState) include(name string, data any) (string, error) {
 	s.depth++
 	defer func() { s.depth-- }()
 	buf := boundedWriter{b: &s.budget, scratch: true}
+	s.writers = append(s.writers, &buf)
+	defer func() { s.writers = s.writers[:len(s.writers)-1] }()
 	if err := s.tmpl.ExecuteTemplate(&buf, name, data); err != nil {
 		return "", err
 	}
@@ -79,6 +81,7 @@ func (s *renderState) addFile(kind, name string, content any, owner ...any) (str
 			return "", err
 		}
 	}
+	defer s.recordAddFile(k, name, text, owner)()
 	s.added[k][name] = text
 	s.sources.file(relPath(k, name), s.ownerRef(owner))
 	return bundle.Path(s.baseDir, k, name), nil

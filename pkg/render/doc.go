@@ -106,6 +106,23 @@
 // on what is read (ReadSet.Same) and on their index keys render the same
 // bundle; admission admits such a change without rendering.
 //
+// # Incremental rendering
+//
+// New also rewrites every range over a store's Each (or each) whose body
+// touches maps built before the loop only as the map of get, hasKey, set
+// and unset, and holds no break or continue. A render with Input.Record
+// (the controller's render of the live state) records each iteration of
+// those loops: its output, what it read from stores and from those maps,
+// what it wrote to them, the files it added, its source map events and
+// the outer variables it left. A later render with the same BaseDir (a
+// proposed change) replays an iteration instead of running its body when
+// its element and the outer values its body reads are the same (objects
+// by identity, built maps by content) and every recorded read reads the
+// same now; anything else runs the body. The result is byte for byte a
+// full render's, error and source map included
+// (TestIncrementalRenderIsAFullRender); a change to one Ingress of 10,000
+// renders in about a sixth of the time (BenchmarkAdmission).
+//
 // field, safe, word and quoteValue are the sanctioned way to put resource
 // values into a configuration: they refuse control characters (newline,
 // carriage return, NUL, tab, ...); field, safe and word also leading or

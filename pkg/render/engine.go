@@ -41,6 +41,12 @@ type Engine struct {
 	npaths atomic.Int64
 	// reads is what the templates can read of the stores' objects.
 	reads *ReadSet
+	// memo holds the ranges whose iterations can be replayed, by id, and
+	// table the iterations the last recording render recorded (memo.go).
+	memo  []*memoRange
+	table atomic.Pointer[memoTable]
+	// replayed and ran count memoized iterations (MemoStats).
+	replayed, ran atomic.Int64
 	// bound pools clones of root whose per-render functions are bound to a
 	// renderState (*boundSet), so a render does not pay for Clone and Funcs.
 	bound sync.Pool
@@ -63,7 +69,7 @@ func (e *Engine) acquire(ctx context.Context, baseDir string, maxBytes int64) (*
 		if err != nil {
 			return nil, err
 		}
-		t.Funcs(dynamicFuncs(st)).Funcs(guardedFuncs(st))
+		t.Funcs(dynamicFuncs(st)).Funcs(guardedFuncs(st)).Funcs(memoFuncs(st))
 		st.bindTemplate(t)
 		b = &boundSet{tmpl: t, st: st}
 	}
@@ -79,10 +85,16 @@ func (e *Engine) release(b *boundSet) {
 	b.st.added, b.st.depth, b.st.tails = nil, 0, nil
 	b.st.sources.reset()
 	if len(b.st.owned) > 1024 {
-		b.st.owned = make(map[unsafe.Pointer]struct{})
+		b.st.owned = make(map[unsafe.Pointer]uint32)
 	} else {
 		clear(b.st.owned)
 	}
+	b.st.ownSeq = 0
+	b.st.root, b.st.stores, b.st.recording, b.st.replayed = nil, nil, nil, nil
+	clear(b.st.writers)
+	b.st.writers = b.st.writers[:0]
+	clear(b.st.frames)
+	b.st.frames = b.st.frames[:0]
 	e.bound.Put(b)
 }
 
@@ -133,6 +145,13 @@ type Input struct {
 	// addFile adds); zero means DefaultMaxBytes. The values templates build
 	// while rendering may total four times as much (see LimitError).
 	MaxBytes int64
+	// Record makes the render record the iterations of its loops over
+	// stores (.resources.<key>.Each, each) so that later renders with the
+	// same BaseDir replay those whose inputs did not change instead of
+	// running them again; the output is the same either way. The
+	// controller records its renders of the live state; a render of a
+	// proposed change need not.
+	Record bool
 }
 
 // TemplateName returns the template name of an output: "haproxy.cfg" for
@@ -228,6 +247,10 @@ func New(spec *config.HAProxyTemplateConfigSpec) (*Engine, error) {
 		entries = append(entries, o.tmpl)
 	}
 	e.reads = scanReads(root, entries)
+	root.Funcs(memoFuncs(placeholder))
+	if e.memo, err = planMemo(root); err != nil {
+		return nil, renderError(err.Error(), err)
+	}
 	return e, nil
 }
 
@@ -264,8 +287,13 @@ func (e *Engine) Render(ctx context.Context, in Input) (*bundle.Bundle, error) {
 	defer e.release(set)
 	st := set.st
 	data := e.context(in, ctx, &st.sources)
+	st.root, st.stores = data, data["resources"].(map[string]*ResourceStore)
+	if in.Record {
+		st.recording = &memoTable{baseDir: in.BaseDir, entries: map[memoKey]*memoEntry{}}
+	}
 	b := &bundle.Bundle{BaseDir: in.BaseDir, Maps: map[string]string{}, Files: map[string]string{}, Certs: map[string]string{}}
 	buf := boundedWriter{b: &st.budget, t: &st.sources}
+	st.writers = append(st.writers, &buf)
 	for _, o := range e.outputs {
 		if err := contextErr(ctx); err != nil {
 			return nil, cancelled(err)
@@ -293,6 +321,9 @@ func (e *Engine) Render(ctx context.Context, in Input) (*bundle.Bundle, error) {
 	}
 	st.addedTo(b)
 	b.Sources = st.sources.sources()
+	if st.recording != nil {
+		e.table.Store(st.recording)
+	}
 	return b, nil
 }
 

@@ -106,6 +106,8 @@ func dynamicFuncs(s *renderState) template.FuncMap {
 		"omit":               s.omit,
 		"urlParse":           s.urlParse,
 		"set":                s.set,
+		"get":                s.get,
+		"hasKey":             s.hasKey,
 		"unset":              s.unset,
 		"merge":              s.merge,
 		"mergeOverwrite":     s.mergeOverwrite,

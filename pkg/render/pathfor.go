@@ -33,6 +33,9 @@ func (s *renderState) pathFor(kind, name string) (string, error) {
 	if err := bundle.CheckName(name); err != nil {
 		return "", fmt.Errorf("pathFor %s %q: %w", kind, name, err)
 	}
+	if _, static := s.engine.names[k][name]; !static {
+		s.readAdded() // the answer depends on the files added so far
+	}
 	if _, ok := s.added[k][name]; ok {
 		return bundle.Path(s.baseDir, k, name), nil
 	}

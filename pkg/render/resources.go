@@ -52,7 +52,9 @@ func (s *ResourceStore) List() ([]map[string]any, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	return contents(s.r.List()), nil
+	out := contents(s.r.List())
+	s.t.recordStore(s.key, &storeRead{method: "List", objs: out})
+	return out, nil
 }
 
 // Get returns the one object whose index keys equal keys (one per indexBy
@@ -65,9 +67,11 @@ func (s *ResourceStore) Get(keys ...string) (map[string]any, error) {
 		return nil, fmt.Errorf(".resources.%s.Get: want %d keys (%s), got %d", s.key, len(idx), strings.Join(idx, ", "), len(keys))
 	}
 	obj, ok := s.r.Get(keys...)
-	if !ok || obj == nil {
+	if !ok || obj == nil || obj.Object == nil {
+		s.t.recordStore(s.key, &storeRead{method: "Get", keys: keys})
 		return nil, nil
 	}
+	s.t.recordStore(s.key, &storeRead{method: "Get", keys: keys, objs: []map[string]any{obj.Object}})
 	s.returned(obj.Object)
 	return obj.Object, nil
 }
@@ -89,6 +93,7 @@ func (s *ResourceStore) Fetch(keys ...string) ([]map[string]any, error) {
 		return nil, fmt.Errorf(".resources.%s.Fetch: want at most %d keys (%s), got %d", s.key, len(idx), strings.Join(idx, ", "), len(keys))
 	}
 	out := contents(s.r.Fetch(keys...))
+	s.t.recordStore(s.key, &storeRead{method: "Fetch", keys: keys, objs: out})
 	for _, o := range out {
 		s.returned(o)
 	}
@@ -133,7 +138,9 @@ func (s *ResourceStore) Len() (int, error) {
 	if err := s.check(); err != nil {
 		return 0, err
 	}
-	return s.r.Len(), nil
+	n := s.r.Len()
+	s.t.recordStore(s.key, &storeRead{method: "Len", n: n})
+	return n, nil
 }
 
 // contextErr returns ctx's error once it is done, without blocking.

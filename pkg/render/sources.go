@@ -31,6 +31,10 @@ type tracker struct {
 	lines map[string][]int32
 	files map[string]int32
 	reads map[int32][]int32
+	// maps holds the content map of each object of objects.
+	maps []map[string]any
+	// rec is the iteration being recorded (see memo.go), nil when none.
+	rec *memoFrame
 }
 
 // span is a change of the current object at an output offset.
@@ -42,6 +46,9 @@ type span struct {
 // reset empties the tracker for the next render, keeping its allocations.
 func (t *tracker) reset() {
 	t.objects = t.objects[:0]
+	clear(t.maps)
+	t.maps = t.maps[:0]
+	t.rec = nil
 	t.current = t.current[:0]
 	t.spans = t.spans[:0]
 	t.index, t.stores, t.lines, t.files, t.reads = nil, nil, nil, nil, nil
@@ -58,15 +65,22 @@ func (t *tracker) returned(key string, obj map[string]any) {
 	if t.stores == nil {
 		t.stores = map[unsafe.Pointer]string{}
 	}
+	t.note(opReturned, key, obj, 0)
 	t.stores[mapPtr(obj)] = key
 	if top := t.top(); top != 0 {
-		t.read(top, t.ref(obj))
+		t.read(top, t.index1(obj))
 	}
 }
 
 // ref returns 1 + the index of obj, adding it on first sight; 0 for a map
 // no store returned.
 func (t *tracker) ref(obj map[string]any) int32 {
+	t.note(opRef, "", obj, 0)
+	return t.index1(obj)
+}
+
+// index1 is ref without recording.
+func (t *tracker) index1(obj map[string]any) int32 {
 	p := mapPtr(obj)
 	if i, ok := t.index[p]; ok {
 		return i
@@ -79,6 +93,7 @@ func (t *tracker) ref(obj map[string]any) int32 {
 		t.index = map[unsafe.Pointer]int32{}
 	}
 	t.objects = append(t.objects, refOf(key, obj))
+	t.maps = append(t.maps, obj)
 	i := int32(len(t.objects))
 	t.index[p] = i
 	return i
@@ -117,8 +132,21 @@ func (t *tracker) unwinding(depth int) {
 }
 
 // push makes obj current; pop ends it.
-func (t *tracker) push(obj int32) { t.current = append(t.current, obj) }
-func (t *tracker) pop()           { t.current = t.current[:len(t.current)-1] }
+func (t *tracker) push(obj int32) {
+	if t.rec != nil {
+		var m map[string]any
+		if obj > 0 {
+			m = t.maps[obj-1]
+		}
+		t.note(opPush, "", m, 0)
+	}
+	t.current = append(t.current, obj)
+}
+
+func (t *tracker) pop() {
+	t.note(opPop, "", nil, 0)
+	t.current = t.current[:len(t.current)-1]
+}
 
 // read records that reader's rendering read obj.
 func (t *tracker) read(reader, obj int32) {
@@ -136,6 +164,7 @@ func (t *tracker) read(reader, obj int32) {
 // wrote is called before off bytes of the current output were written
 // and more follow: it records a change of the current object.
 func (t *tracker) wrote(off int) {
+	t.note(opWrote, "", nil, off)
 	top := t.top()
 	if n := len(t.spans); n > 0 && t.spans[n-1].obj == top {
 		return
@@ -210,7 +239,7 @@ func (t *tracker) sources() *bundle.Sources {
 // stack of current objects, innermost last), or the explicit one.
 func (t *tracker) failedIn(explicit map[string]any) []bundle.ObjectRef {
 	if explicit != nil {
-		if i := t.ref(explicit); i != 0 {
+		if i := t.index1(explicit); i != 0 {
 			return []bundle.ObjectRef{t.objects[i-1]}
 		}
 	}

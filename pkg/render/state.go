@@ -28,8 +28,10 @@ type renderState struct {
 	// function bound to the state checks it.
 	budget
 	// owned holds the maps created during this render, the only ones set,
-	// unset and the merge functions may modify.
-	owned map[unsafe.Pointer]struct{}
+	// unset and the merge functions may modify, with the order they were
+	// created in (ownSeq counts them).
+	owned  map[unsafe.Pointer]uint32
+	ownSeq uint32
 	// tmpl is the render's template set, for include; depth counts nested includes.
 	tmpl  *template.Template
 	depth int
@@ -40,16 +42,29 @@ type renderState struct {
 	tails map[unsafe.Pointer]tail
 	// sources keeps the render's source map.
 	sources tracker
+	// root is the render's context; stores its stores by key; writers the
+	// writers templates are writing to (the output's, include's), innermost
+	// last.
+	root    map[string]any
+	stores  map[string]*ResourceStore
+	writers []*boundedWriter
+	// frames are the iterations of memoized ranges running, outermost
+	// first; recording collects what they record when the render records;
+	// replayed is the iteration memoEnter replayed last (see memo.go).
+	frames    []*memoFrame
+	recording *memoTable
+	replayed  *memoEntry
 }
 
 func newRenderState(e *Engine, baseDir string) *renderState {
-	return &renderState{engine: e, baseDir: baseDir, owned: make(map[unsafe.Pointer]struct{})}
+	return &renderState{engine: e, baseDir: baseDir, owned: make(map[unsafe.Pointer]uint32)}
 }
 
 // own records m as created by this render.
 func (s *renderState) own(m map[string]any) map[string]any {
 	if m != nil {
-		s.owned[mapPointer(m)] = struct{}{}
+		s.ownSeq++
+		s.owned[mapPointer(m)] = s.ownSeq
 	}
 	return m
 }
@@ -266,6 +281,7 @@ func (s *renderState) set(d map[string]any, key string, value any) (map[string]a
 		return nil, err
 	}
 	d[key] = value
+	s.wroteShared(opSet, d, key, value)
 	return d, nil
 }
 
@@ -274,6 +290,7 @@ func (s *renderState) unset(d map[string]any, key string) (map[string]any, error
 		return nil, err
 	}
 	delete(d, key)
+	s.wroteShared(opUnset, d, key, nil)
 	return d, nil
 }
 
@@ -304,6 +321,7 @@ func (s *renderState) mergeTargets(fn string, dst, src map[string]any) error {
 
 // doMerge runs mergo over srcs into dst after checking every map it modifies.
 func (s *renderState) doMerge(fn string, overwrite bool, dst map[string]any, srcs []map[string]any) (any, error) {
+	s.mergedShared()
 	for _, src := range srcs {
 		if err := s.mergeTargets(fn, dst, src); err != nil {
 			return nil, err

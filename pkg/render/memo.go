@@ -1,0 +1,316 @@
+package render
+
+import (
+	"unsafe"
+
+	"github.com/haproxy-template/htc/pkg/bundle"
+)
+
+// Incremental rendering: the iterations of a range over
+// .resources.<key>.Each or each are recorded by the renders of the live
+// state (Input.Record) and replayed by later renders, instead of running
+// the body again, when nothing they depend on changed.
+//
+// An iteration depends on its element, on the outer variables its body
+// reads as values (both part of its key, compared by content, resource
+// objects by identity), on the store reads it made and on what it read of
+// shared maps (maps built before it, reached through outer variables) with
+// get and hasKey. Its effects are its output, its writes to shared maps
+// (set, unset), the files it added, its source map events and the values
+// it left in outer variables. New (planMemo) only rewrites ranges whose
+// bodies use shared maps in no other way; at run time anything else
+// (merge into a shared map, a shared map reached another way, a value that
+// cannot be copied) leaves the iteration unrecorded.
+//
+// A replay first checks every recorded read against the current render
+// (store reads by object identity, get and hasKey by value, seeing the
+// iteration's own earlier writes) and the budgets; only then does it apply
+// the effects. Anything that differs runs the body instead.
+
+// memoTable holds the recorded iterations of one render.
+type memoTable struct {
+	baseDir string
+	entries map[memoKey]*memoEntry
+}
+
+// memoKey identifies an iteration: its range and the fingerprint of its
+// element and of the outer values its body reads.
+type memoKey struct {
+	rng int
+	fp  string
+}
+
+// memoEntry is one recorded iteration.
+type memoEntry struct {
+	ops []memoOp
+	// out is what the body wrote; scratch what it charged to the scratch
+	// budget; added the bytes of the files it added.
+	out     string
+	scratch int64
+	added   int64
+	// finals are the values the body left in the outer variables it
+	// assigned (by index in memoRange.outer).
+	finals []memoFinal
+	// pins keeps alive the maps whose addresses the fingerprint holds, so
+	// that no other map can take their address.
+	pins []any
+}
+
+// memoFinal is an outer variable's value after the iteration.
+type memoFinal struct {
+	index   int
+	changed bool
+	value   any // a snapshot (see snapshot)
+}
+
+// opKind is the kind of a recorded operation.
+type opKind uint8
+
+const (
+	opStore    opKind = iota // a store read (val: *storeRead)
+	opGet                    // get on a shared map (val: result; res: ref of a shared map result)
+	opHasKey                 // hasKey on a shared map (val: bool)
+	opSet                    // set on a shared map (val: snapshot)
+	opUnset                  // unset on a shared map
+	opAddFile                // addFile (val: *addedFile)
+	opReturned               // source map: a store returned obj (key: store)
+	opRef                    // source map: obj was referred to
+	opPush                   // source map: obj became current
+	opPop                    // source map: the current object ended
+	opWrote                  // source map: output written at off
+)
+
+// memoOp is one recorded operation of an iteration.
+type memoOp struct {
+	kind opKind
+	ref  int32 // the shared map (index in the frame's refs)
+	res  int32 // for opGet: the ref its result became, -1 if none
+	off  int32 // for opWrote: offset from the iteration's first byte
+	key  string
+	obj  map[string]any // for source map events
+	val  any
+}
+
+// storeRead is a recorded store read and its result.
+type storeRead struct {
+	method string // "List", "Get", "Fetch", "Len"
+	keys   []string
+	objs   []map[string]any
+	n      int
+}
+
+// addedFile is a recorded addFile call.
+type addedFile struct {
+	kind  bundle.Kind
+	name  string
+	text  string
+	owner map[string]any
+}
+
+// memoFrame is an iteration being recorded (or run without recording).
+type memoFrame struct {
+	rng    *memoRange
+	record bool
+	bad    bool // something the entry cannot replay happened
+	key    memoKey
+	entry  *memoEntry
+	// refs maps the shared maps the body may reach to their index; ref
+	// indexes below len(outer)+elems are the outer values and elements.
+	refs      map[unsafe.Pointer]int32
+	nrefs     int32
+	watermark uint32 // maps owned with a lower sequence are shared
+	initial   []any
+	w         *boundedWriter
+	off0      int
+	scratch0  int64
+	// sets are the values of the opSet operations (snapshot at the end).
+	sets []int
+}
+
+// memoEnter is called at the start of every iteration of a rewritten
+// range with its id, element values and outer values. It replays the
+// iteration and returns false when it can; else it returns true and the
+// body runs (recorded when the render records).
+func (s *renderState) memoEnter(id int, args ...any) (bool, error) {
+	if err := s.interrupted(); err != nil {
+		return false, err
+	}
+	if id < 0 || id >= len(s.engine.memo) {
+		return true, nil
+	}
+	mr := s.engine.memo[id]
+	if len(s.frames) > 0 || len(args) != mr.elems+len(mr.outer) {
+		s.frames = append(s.frames, &memoFrame{rng: mr})
+		return true, nil
+	}
+	if s.recording == nil && s.table() == nil {
+		s.frames = append(s.frames, &memoFrame{rng: mr})
+		return true, nil
+	}
+	outer, elems := args[mr.elems:], args[:mr.elems]
+	w := s.writer()
+	fr := &memoFrame{rng: mr, record: s.recording != nil, w: w, initial: outer}
+	fp, pins, ok := s.fingerprint(mr, elems, outer, w)
+	if !ok {
+		s.frames = append(s.frames, fr)
+		fr.record = false
+		return true, nil
+	}
+	fr.key = memoKey{rng: id, fp: fp}
+	if e := s.lookup(fr.key); e != nil {
+		refs := make([]any, 0, len(outer)+len(elems))
+		refs = append(append(refs, outer...), elems...)
+		if s.replayable(e, refs, w) {
+			if err := s.replay(e, refs, w); err != nil {
+				return false, err
+			}
+			if s.recording != nil {
+				s.recording.entries[fr.key] = e
+			}
+			s.replayed = e
+			s.engine.replayed.Add(1)
+			return false, nil
+		}
+	}
+	s.engine.ran.Add(1)
+	if !fr.record {
+		s.frames = append(s.frames, fr)
+		return true, nil
+	}
+	s.startRecording(fr, append(append([]any{}, outer...), elems...), pins)
+	return true, nil
+}
+
+// startRecording starts recording frame fr, whose refs are the outer
+// values and elements (their maps, by first position).
+func (s *renderState) startRecording(fr *memoFrame, refs, pins []any) {
+	fr.refs = map[unsafe.Pointer]int32{}
+	for i, v := range refs {
+		if m, ok := v.(map[string]any); ok && m != nil {
+			if _, dup := fr.refs[mapPointer(m)]; !dup {
+				fr.refs[mapPointer(m)] = int32(i)
+			}
+		}
+	}
+	fr.nrefs = int32(len(refs))
+	fr.watermark = s.ownSeq
+	fr.off0 = fr.w.Len()
+	fr.scratch0 = s.budget.scratch
+	fr.entry = &memoEntry{pins: pins}
+	s.frames = append(s.frames, fr)
+	s.sources.rec = fr
+}
+
+// memoLeave ends the iteration memoEnter let run; finals are the values of
+// the outer variables the body assigns.
+func (s *renderState) memoLeave(id int, finals ...any) (string, error) {
+	if len(s.frames) == 0 {
+		return "", nil
+	}
+	fr := s.frames[len(s.frames)-1]
+	s.frames = s.frames[:len(s.frames)-1]
+	if len(s.frames) == 0 {
+		s.sources.rec = nil
+	}
+	if !fr.record || fr.bad || fr.rng.id != id || len(finals) != len(fr.rng.assigned) {
+		return "", nil
+	}
+	if e := s.finish(fr, finals); e != nil {
+		s.recording.entries[fr.key] = e
+	}
+	return "", nil
+}
+
+// memoOut returns the value the replayed iteration left in outer variable
+// i of its range, or current when it did not change it.
+func (s *renderState) memoOut(id, i int, current any) (any, error) {
+	e := s.replayed
+	if e == nil {
+		return current, nil
+	}
+	for _, f := range e.finals {
+		if f.index == i && f.changed {
+			return s.rebuild(f.value), nil
+		}
+	}
+	return current, nil
+}
+
+// lookup returns the recorded iteration of key, nil when there is none.
+func (s *renderState) lookup(key memoKey) *memoEntry {
+	if t := s.table(); t != nil {
+		return t.entries[key]
+	}
+	return nil
+}
+
+// table is the recorded iterations this render may replay, nil when none.
+func (s *renderState) table() *memoTable {
+	t := s.engine.table.Load()
+	if t == nil || t.baseDir != s.baseDir {
+		return nil
+	}
+	return t
+}
+
+// writer is the writer the executing template writes to.
+func (s *renderState) writer() *boundedWriter {
+	return s.writers[len(s.writers)-1]
+}
+
+// finish turns a recorded frame into an entry, nil when a value cannot be
+// copied for replay.
+func (s *renderState) finish(fr *memoFrame, finals []any) *memoEntry {
+	e := fr.entry
+	e.out = string(fr.w.Bytes()[fr.off0:])
+	e.scratch = fr.scratch0 - s.budget.scratch
+	snap := &snapshotter{s: s, fr: fr, seen: map[unsafe.Pointer]bool{}}
+	for _, i := range fr.sets {
+		e.ops[i].val = snap.take(e.ops[i].val)
+	}
+	for j, idx := range fr.rng.assigned {
+		f := memoFinal{index: idx, changed: !sameValue(fr.initial[idx], finals[j])}
+		if f.changed {
+			f.value = snap.take(finals[j])
+		}
+		e.finals = append(e.finals, f)
+	}
+	if snap.bad {
+		return nil
+	}
+	return e
+}
+
+// memoFuncs are the functions rewritten ranges call, bound to s.
+func memoFuncs(s *renderState) map[string]any {
+	return map[string]any{memoEnterFunc: s.memoEnter, memoLeaveFunc: s.memoLeave, memoOutFunc: s.memoOut}
+}
+
+// add appends an operation to the frame being recorded.
+func (fr *memoFrame) add(op memoOp) {
+	fr.entry.ops = append(fr.entry.ops, op)
+}
+
+// recordingFrame is the frame recording now, nil when none.
+func (s *renderState) recordingFrame() *memoFrame {
+	if len(s.frames) == 0 {
+		return nil
+	}
+	fr := s.frames[0]
+	if !fr.record || fr.bad {
+		return nil
+	}
+	return fr
+}
+
+// MemoStats counts the iterations of memoized ranges renders replayed and
+// ran (see Input.Record).
+type MemoStats struct {
+	Replayed, Ran int64
+}
+
+// MemoStats returns how many iterations this Engine's renders replayed
+// and ran since it was created.
+func (e *Engine) MemoStats() MemoStats {
+	return MemoStats{Replayed: e.replayed.Load(), Ran: e.ran.Load()}
+}

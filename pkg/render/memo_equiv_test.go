@@ -1,0 +1,209 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/store"
+)
+
+// memoSubjects are configurations whose loops exercise what a replay must
+// reproduce: outer variables read and assigned, shared maps read and
+// written (the first to claim a key wins), nested loops, loops over built
+// dicts, loops inside snippets, added files, failures, lists and maps
+// stored for later iterations, merge, and a snippet's $ that is a built
+// map.
+func memoSubjects() []labelReader {
+	ing := func(body string) string {
+		return `{{ range $i := .resources.ingresses.Each }}` + body + `{{ end }}`
+	}
+	return []labelReader{
+		{name: "first claim wins", cfg: `{{ $claims := dict }}{{ $n := 0 }}` + ing(`{{ range $r := default list $i.spec.rules }}`+
+			`{{ if not (hasKey $claims (default "" $r.host)) }}{{ $_ := set $claims (default "" $r.host) $i.metadata.name }}{{ $n = add1 $n }}{{ end }}{{ end }}`) +
+			`{{ range $h, $o := $claims }}{{ $h }}={{ $o }}
+{{ end }}claimed {{ $n }}`},
+		{name: "last and counter", cfg: `{{ $last := "" }}{{ $count := 0 }}` + ing(`{{ if $i.metadata.labels }}{{ $last = $i.metadata.name }}{{ end }}{{ $count = add $count 1 }}`) + `{{ $last }} {{ $count }}`},
+		{name: "nested each and services", cfg: ing(`{{ $i.metadata.name }}:{{ range $svc := $.resources.services.Each $i.metadata.namespace }}{{ $svc.metadata.name }},{{ end }}
+`)},
+		{name: "each over built dicts", cfg: `{{ $b := dict }}` + ing(`{{ $_ := set $b $i.metadata.name (dict "ns" $i.metadata.namespace "ing" $i "tags" (list "a" $i.metadata.name)) }}`) +
+			`{{ range $name, $e := each $b }}backend {{ $name }} {{ $e.ns }} {{ join "," $e.tags }}{{ range $s := $.resources.services.Each $e.ns }} {{ $s.metadata.name }}{{ end }}
+{{ end }}`},
+		{name: "loop in a snippet", cfg: `{{ include "loop" . }}`, opts: []specOpt{withSnippet("loop", ing(`{{ $i.metadata.name }}
+`))}},
+		{name: "built map as the snippet's dot", cfg: `{{ $acc := dict "seen" dict }}{{ include "loop" (dict "acc" $acc "res" .resources) }}{{ len $acc.seen }}`,
+			opts: []specOpt{withSnippet("loop", `{{ range $i := .res.ingresses.Each }}{{ $_ := set $.acc.seen $i.metadata.name true }}{{ end }}`)}},
+		{name: "files and failures", cfg: ing(`{{ range $t := default list $i.spec.tls }}{{ $s := $.resources.secrets.Get $i.metadata.namespace $t.secretName }}` +
+			`{{ if not $s }}{{ fail (printf "no secret %s" $t.secretName) }}{{ end }}{{ addFile "cert" (printf "%s.pem" $t.secretName) (b64dec (index $s.data "tls.crt")) $s }} {{ end }}`)},
+		{name: "merge into an outer map", cfg: `{{ $m := dict }}` + ing(`{{ $_ := merge $m (dict $i.metadata.name 1) }}`) + `{{ keys $m | join "," }}`},
+		{name: "get of a shared nested map", cfg: `{{ $r := dict "a" dict "b" dict }}` + ing(`{{ $x := get $r (ternary "a" "b" (eq $i.metadata.namespace "ns0")) }}{{ if not (hasKey $x $i.metadata.name) }}{{ $_ := set $x $i.metadata.name (len $x) }}{{ end }}`) +
+			`{{ toJson $r }}`},
+		{name: "unset and lists", cfg: `{{ $d := dict "keep" (list 1 2) }}` + ing(`{{ $_ := unset $d "keep" }}{{ $_ := set $d $i.metadata.name (list $i.metadata.namespace (dict "k" 1)) }}`) + `{{ toJson $d }}`},
+		{name: "shared map used as a value", cfg: `{{ $d := dict }}` + ing(`{{ $_ := set $d $i.metadata.name 1 }}{{ len $d }} `)},
+		{name: "pathFor of an added file", cfg: ing(`{{ if eq $i.metadata.namespace "ns1" }}{{ addFile "map" "ns1.map" "x\n" }}{{ end }}`) +
+			ing(`{{ pathFor "map" "ns1.map" }} {{ $i.metadata.name }}
+`)},
+		{name: "outer list appended", cfg: `{{ $l := list }}` + ing(`{{ $l = append $l $i.metadata.name }}`) + `{{ join "," $l }}`},
+	}
+}
+
+// TestIncrementalRenderIsAFullRender is the randomized equivalence test of
+// incremental rendering: over random creates, updates and deletes of
+// random objects, a render that replays the iterations the previous
+// render of the live state recorded (both a render of a proposal, which
+// does not record, and the next recording render) returns exactly what a
+// render from scratch returns: every output, every added file, the source
+// map and the error with the objects it is attributed to. It runs the
+// example Ingress library, memoSubjects and labelReaders, and checks that
+// iterations were replayed and run, so that it tests something.
+//
+// HTC_MEMO_STEPS and HTC_MEMO_SEED choose a longer or another walk.
+func TestIncrementalRenderIsAFullRender(t *testing.T) {
+	steps, seed := envInt(t, "HTC_MEMO_STEPS", 1000), envInt(t, "HTC_MEMO_SEED", 1)
+	rnd := rand.New(rand.NewPCG(uint64(seed), 11))
+	example := exampleSpec(t)
+	type subject struct {
+		name        string
+		full, incr  *Engine
+		every       int // compared every this many steps
+		replays     int64
+		runs, fails int
+	}
+	var subjects []*subject
+	add := func(name string, every int, mk func() *Engine) {
+		subjects = append(subjects, &subject{name: name, full: mk(), incr: mk(), every: every})
+	}
+	add("example", 1, func() *Engine { return mustNew(t, example) })
+	for _, lr := range memoSubjects() {
+		add(lr.name, 1, func() *Engine { return mustEngine(t, lr.cfg, lr.opts...) })
+	}
+	// The ReadSet's subjects cover many ways templates reach values; they
+	// are compared on every fifth step (replaying a table several updates
+	// old), to keep the test's time under -race reasonable.
+	for _, lr := range labelReaders() {
+		add(lr.name, 5, func() *Engine { return mustEngine(t, lr.cfg, lr.opts...) })
+	}
+	stores, readers, keys, addApp := exampleStores(t, example)
+	for _, s := range subjects {
+		render(t, s.incr, readers, true)
+	}
+	for step := range steps {
+		what := randomOp(t, rnd, stores, keys, addApp)
+		for _, s := range subjects {
+			if step%s.every != 0 {
+				continue
+			}
+			want := render(t, s.full, readers, false)
+			for _, record := range []bool{false, true} {
+				before := s.incr.MemoStats()
+				got := render(t, s.incr, readers, record)
+				require.Equal(t, want, got, "step %d (%s), %s, recording %v", step, what, s.name, record)
+				after := s.incr.MemoStats()
+				s.replays += after.Replayed - before.Replayed
+				s.runs += int(after.Ran - before.Ran)
+			}
+			if want.err != "" {
+				s.fails++
+			}
+		}
+	}
+	for _, s := range subjects {
+		t.Logf("%s: %d iterations replayed, %d run, %d failed renders", s.name, s.replays, s.runs, s.fails)
+	}
+	require.Positive(t, subjects[0].replays, "the example replays")
+	require.Positive(t, subjects[0].runs, "the example runs changed iterations")
+}
+
+// exampleStores returns the example's stores holding 12 random
+// applications, their readers, their keys in order, and a function that
+// adds the next application.
+func exampleStores(t *testing.T, example *config.HAProxyTemplateConfigSpec) (map[string]*store.Store, store.Set, []string, func()) {
+	stores := map[string]*store.Store{}
+	for key, w := range example.WatchedResources {
+		s, err := store.New(w.IndexBy)
+		require.NoError(t, err)
+		stores[key] = s
+	}
+	next := 0
+	addApp := func() {
+		for key, obj := range randomApp(next) {
+			require.NoError(t, stores[key].Add(&unstructured.Unstructured{Object: obj}))
+		}
+		next++
+	}
+	for range 12 {
+		addApp()
+	}
+	readers := store.Set{}
+	for k, s := range stores {
+		readers[k] = s
+	}
+	return stores, readers, slices.Sorted(maps.Keys(stores)), addApp
+}
+
+// rendered is what a render returned, in comparable form.
+type rendered struct {
+	out     string
+	sources string
+	err     string
+	objects string
+}
+
+func render(t *testing.T, e *Engine, stores store.Set, record bool) rendered {
+	t.Helper()
+	b, err := e.Render(context.Background(), Input{Stores: stores, BaseDir: "/etc/haproxy", Record: record})
+	if err != nil {
+		r := rendered{err: err.Error()}
+		var ae *AttributedError
+		if errors.As(err, &ae) {
+			r.objects = fmt.Sprint(ae.Objects())
+		}
+		return r
+	}
+	out := b.Config
+	for _, files := range []map[string]string{b.Maps, b.Files, b.Certs} {
+		for _, name := range slices.Sorted(func(yield func(string) bool) {
+			for n := range files {
+				if !yield(n) {
+					return
+				}
+			}
+		}) {
+			out += "\n--- " + name + "\n" + files[name]
+		}
+	}
+	return rendered{out: out, sources: fmt.Sprintf("%+v", b.Sources)}
+}
+
+// randomOp creates, updates or deletes a random object and says which.
+func randomOp(t *testing.T, rnd *rand.Rand, stores map[string]*store.Store, keys []string, addApp func()) string {
+	t.Helper()
+	key := keys[rnd.IntN(len(keys))]
+	objs := stores[key].List()
+	switch op := rnd.IntN(10); {
+	case op == 0 || len(objs) < 4:
+		addApp()
+		return "create an application"
+	case op == 1:
+		old := objs[rnd.IntN(len(objs))]
+		require.NoError(t, stores[key].Delete(old))
+		return "delete " + key
+	case op == 2 && key == "ingresses":
+		c := objs[rnd.IntN(len(objs))].DeepCopy()
+		c.SetName(fmt.Sprintf("copy%d", rnd.IntN(1000)))
+		require.NoError(t, stores[key].Add(c))
+		return "create a copy of an Ingress"
+	}
+	updated := objs[rnd.IntN(len(objs))].DeepCopy()
+	what := mutate(rnd, key, updated.Object)
+	require.NoError(t, stores[key].Update(updated))
+	return "update: " + what
+}

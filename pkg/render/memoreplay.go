@@ -1,0 +1,421 @@
+package render
+
+import (
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"unsafe"
+)
+
+// maxFingerprintNodes bounds the values a fingerprint walks: an iteration
+// whose key would be larger is not memoized.
+const maxFingerprintNodes = 512
+
+// fingerprint is the key of an iteration: the kind of writer, its elements
+// and the outer values its body reads as values, and which of them are the
+// same map. Render-created maps count by content, other maps (resource
+// objects, extraContext) by identity, kept alive by pins. ok is false when
+// a value has no fingerprint.
+func (s *renderState) fingerprint(mr *memoRange, elems, outer []any, w *boundedWriter) (fp string, pins []any, ok bool) {
+	f := &fingerprinter{s: s, first: map[unsafe.Pointer]int{}}
+	if w.scratch {
+		f.b.WriteByte('S') // inside include: its output is a value
+	} else {
+		f.b.WriteByte('M')
+	}
+	f.b.WriteString(strconv.Itoa(s.depth)) // include's nesting limit
+	all := append(append(make([]any, 0, len(outer)+len(elems)), outer...), elems...)
+	for i, v := range all {
+		if m, isMap := v.(map[string]any); isMap && m != nil {
+			if _, seen := f.first[mapPointer(m)]; !seen {
+				f.first[mapPointer(m)] = i
+			}
+		}
+	}
+	for i, v := range all {
+		f.b.WriteByte('|')
+		if m, isMap := v.(map[string]any); isMap && m != nil {
+			if j := f.first[mapPointer(m)]; j != i {
+				f.b.WriteString("a" + strconv.Itoa(j))
+				continue
+			}
+			if i < len(outer) && !mr.native[i] {
+				f.b.WriteByte('j') // read only through journaled functions
+				continue
+			}
+			f.mapContent(m)
+			continue
+		}
+		f.value(v)
+	}
+	return f.b.String(), f.pins, !f.bad
+}
+
+// fingerprinter writes one fingerprint.
+type fingerprinter struct {
+	s     *renderState
+	b     strings.Builder
+	first map[unsafe.Pointer]int
+	pins  []any
+	nodes int
+	bad   bool
+}
+
+func (f *fingerprinter) value(v any) {
+	if f.nodes++; f.nodes > maxFingerprintNodes || f.bad {
+		f.bad = true
+		return
+	}
+	switch x := v.(type) {
+	case nil:
+		f.b.WriteByte('n')
+	case string:
+		f.b.WriteString("s" + strconv.Itoa(len(x)) + ":" + x)
+	case bool:
+		f.b.WriteString(strconv.FormatBool(x))
+	case int:
+		f.b.WriteString("i" + strconv.Itoa(x))
+	case int64:
+		f.b.WriteString("I" + strconv.FormatInt(x, 10))
+	case float64:
+		f.b.WriteString("F" + strconv.FormatFloat(x, 'g', -1, 64))
+	case map[string]any:
+		f.mapValue(x)
+	case []any:
+		f.b.WriteString("[" + strconv.Itoa(len(x)))
+		for _, e := range x {
+			f.value(e)
+		}
+		f.b.WriteByte(']')
+	case []string:
+		f.b.WriteString("<" + strconv.Itoa(len(x)))
+		for _, e := range x {
+			f.value(e)
+		}
+		f.b.WriteByte('>')
+	default:
+		f.bad = true
+	}
+}
+
+// mapValue writes a map met inside a value: an outer value or element by
+// its position, the render context as R, others as mapContent.
+func (f *fingerprinter) mapValue(m map[string]any) {
+	if m == nil {
+		f.b.WriteString("{}")
+		return
+	}
+	if j, ok := f.first[mapPointer(m)]; ok {
+		f.b.WriteString("r" + strconv.Itoa(j))
+		return
+	}
+	f.mapContent(m)
+}
+
+// mapContent writes a render-created map by content, any other by identity.
+func (f *fingerprinter) mapContent(m map[string]any) {
+	if isRoot(f.s, m) {
+		f.b.WriteByte('R')
+		return
+	}
+	if !f.s.isOwned(m) {
+		f.b.WriteString("p" + strconv.FormatUint(uint64(uintptr(mapPointer(m))), 16))
+		f.pins = append(f.pins, m)
+		return
+	}
+	f.b.WriteString("{" + strconv.Itoa(len(m)))
+	for _, k := range slices.Sorted(func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		f.value(k)
+		f.value(m[k])
+	}
+	f.b.WriteByte('}')
+}
+
+// isRoot reports whether m is the render's context (its dot at the top).
+func isRoot(s *renderState, m map[string]any) bool {
+	return s.root != nil && mapPointer(m) == mapPointer(s.root)
+}
+
+// builtMap and builtList are snapshots of maps and lists the iteration
+// built: rebuild makes new render-owned copies of them.
+type (
+	builtMap  map[string]any
+	builtList []any
+)
+
+// snapshotter copies the values an iteration stored in shared maps and
+// outer variables, as they are when it ends.
+type snapshotter struct {
+	s    *renderState
+	fr   *memoFrame
+	seen map[unsafe.Pointer]bool
+	bad  bool
+}
+
+func (sn *snapshotter) take(v any) any {
+	switch x := v.(type) {
+	case nil, string, bool, int, int64, float64, []string:
+		return v
+	case map[string]any:
+		if x == nil {
+			return x
+		}
+		if isRoot(sn.s, x) {
+			sn.bad = true
+			return nil
+		}
+		if !sn.s.isOwned(x) {
+			return x // a resource object or extraContext: never modified
+		}
+		p := mapPointer(x)
+		if sn.s.isShared(x, sn.fr) || sn.seen[p] {
+			sn.bad = true // it would be two maps when replayed
+			return nil
+		}
+		sn.seen[p] = true
+		out := make(builtMap, len(x))
+		for k, e := range x {
+			out[k] = sn.take(e)
+		}
+		return out
+	case []any:
+		out := make(builtList, len(x))
+		for i, e := range x {
+			out[i] = sn.take(e)
+		}
+		return out
+	}
+	sn.bad = true
+	return nil
+}
+
+// rebuild returns a render-owned copy of a snapshot.
+func (s *renderState) rebuild(v any) any {
+	switch x := v.(type) {
+	case builtMap:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = s.rebuild(e)
+		}
+		return s.own(m)
+	case builtList:
+		l := make([]any, len(x))
+		for i, e := range x {
+			l[i] = s.rebuild(e)
+		}
+		return l
+	}
+	return v
+}
+
+// sameValue reports whether a and b are the same value: maps and lists by
+// identity, other comparable values by ==.
+func sameValue(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		return ok && mapPointer(x) == mapPointer(y)
+	case []any:
+		y, ok := b.([]any)
+		return ok && len(x) == len(y) && unsafe.SliceData(x) == unsafe.SliceData(y)
+	case []string:
+		y, ok := b.([]string)
+		return ok && len(x) == len(y) && unsafe.SliceData(x) == unsafe.SliceData(y)
+	}
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
+	return ta == tb && ta.Comparable() && a == b
+}
+
+// slot is one key of one map, for a replay's own writes.
+type slot struct {
+	m   unsafe.Pointer
+	key string
+}
+
+// written is what a replayed iteration wrote to a slot.
+type written struct {
+	present bool
+	value   any
+}
+
+// replayable reports whether entry e can be replayed now: the budgets
+// allow it and every read it recorded reads the same in this render.
+func (s *renderState) replayable(e *memoEntry, refs []any, w *boundedWriter) bool {
+	if e.scratch > s.budget.scratch || (!w.scratch && int64(len(e.out))+e.added > s.budget.bundle) {
+		return false
+	}
+	cur := slices.Clone(refs)
+	var own map[slot]written
+	files := map[[2]string]string{}
+	for i := range e.ops {
+		op := &e.ops[i]
+		switch op.kind {
+		case opStore:
+			if !s.storeAgrees(op.key, op.val.(*storeRead)) {
+				return false
+			}
+		case opGet, opHasKey:
+			var ok bool
+			if cur, ok = s.readAgrees(op, cur, own); !ok {
+				return false
+			}
+		case opSet, opUnset:
+			m, ok := refMap(cur, op.ref)
+			if !ok || !s.isOwned(m) {
+				return false
+			}
+			if own == nil {
+				own = map[slot]written{}
+			}
+			own[slot{mapPointer(m), op.key}] = written{present: op.kind == opSet, value: op.val}
+		case opAddFile:
+			af := op.val.(*addedFile)
+			prev, dup := s.added[af.kind][af.name]
+			if p, ok := files[[2]string{string(af.kind), af.name}]; ok {
+				prev, dup = p, true
+			}
+			if dup && prev != af.text {
+				return false
+			}
+			files[[2]string{string(af.kind), af.name}] = af.text
+		}
+	}
+	return true
+}
+
+// readAgrees reports whether a recorded get or hasKey reads the same now,
+// seeing the iteration's own writes; a get whose result was a shared map
+// adds it to cur.
+func (s *renderState) readAgrees(op *memoOp, cur []any, own map[slot]written) ([]any, bool) {
+	m, ok := refMap(cur, op.ref)
+	if !ok {
+		return cur, false
+	}
+	v, present := m[op.key]
+	if wr, ok := own[slot{mapPointer(m), op.key}]; ok {
+		v, present = wr.value, wr.present
+	}
+	if op.kind == opHasKey {
+		return cur, present == op.val.(bool)
+	}
+	if !present {
+		v = ""
+	}
+	if op.res < 0 {
+		return cur, sameValue(v, op.val)
+	}
+	mv, ok := v.(map[string]any)
+	if !ok || mv == nil || !s.isOwned(mv) || int(op.res) != len(cur) {
+		return cur, false
+	}
+	if op.off > 0 && !sameValue(cur[op.off-1], mv) {
+		return cur, false
+	}
+	return append(cur, mv), true
+}
+
+// refMap returns the map of ref i.
+func refMap(cur []any, i int32) (map[string]any, bool) {
+	if i < 0 || int(i) >= len(cur) {
+		return nil, false
+	}
+	m, ok := cur[i].(map[string]any)
+	return m, ok && m != nil
+}
+
+// storeAgrees reports whether store key answers the recorded read as it
+// did.
+func (s *renderState) storeAgrees(key string, sr *storeRead) bool {
+	rs := s.stores[key]
+	if rs == nil || rs.r == nil {
+		return false
+	}
+	switch sr.method {
+	case "Len":
+		return rs.r.Len() == sr.n
+	case "Get":
+		obj, ok := rs.r.Get(sr.keys...)
+		if !ok || obj == nil || obj.Object == nil {
+			return len(sr.objs) == 0
+		}
+		return len(sr.objs) == 1 && mapPointer(obj.Object) == mapPointer(sr.objs[0])
+	}
+	objs := rs.r.List()
+	if sr.method == "Fetch" {
+		objs = rs.r.Fetch(sr.keys...)
+	}
+	n := 0
+	for _, o := range objs {
+		if o == nil || o.Object == nil {
+			continue
+		}
+		if n >= len(sr.objs) || mapPointer(o.Object) != mapPointer(sr.objs[n]) {
+			return false
+		}
+		n++
+	}
+	return n == len(sr.objs)
+}
+
+// replay applies entry e: its writes, files, source map events and output.
+func (s *renderState) replay(e *memoEntry, refs []any, w *boundedWriter) error {
+	s.budget.scratch -= e.scratch
+	base := w.Len()
+	if !w.scratch {
+		if err := s.chargeBundle("", int64(len(e.out))); err != nil {
+			return err
+		}
+	}
+	w.Buffer.WriteString(e.out)
+	cur := slices.Clone(refs)
+	for i := range e.ops {
+		op := &e.ops[i]
+		switch op.kind {
+		case opGet:
+			if op.res >= 0 {
+				m, _ := refMap(cur, op.ref)
+				cur = append(cur, m[op.key])
+			}
+		case opSet:
+			m, _ := refMap(cur, op.ref)
+			m[op.key] = s.rebuild(op.val)
+		case opUnset:
+			m, _ := refMap(cur, op.ref)
+			delete(m, op.key)
+		case opAddFile:
+			af := op.val.(*addedFile)
+			var owner []any
+			if af.owner != nil {
+				owner = []any{af.owner}
+			}
+			if _, err := s.addFile(string(af.kind), af.name, af.text, owner...); err != nil {
+				return err
+			}
+		case opReturned:
+			s.sources.returned(op.key, op.obj)
+		case opRef:
+			s.sources.ref(op.obj)
+		case opPush:
+			var ref int32
+			if op.obj != nil {
+				ref = s.sources.ref(op.obj)
+			}
+			s.sources.push(ref)
+		case opPop:
+			s.sources.pop()
+		case opWrote:
+			s.sources.wrote(base + int(op.off))
+		}
+	}
+	return nil
+}
