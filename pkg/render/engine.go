@@ -89,7 +89,7 @@ func (e *Engine) release(b *boundSet) {
 	} else {
 		clear(b.st.owned)
 	}
-	b.st.ownSeq = 0
+	b.st.ownSeq, b.st.noReplay, b.st.replays = 0, false, 0
 	b.st.root, b.st.stores, b.st.recording, b.st.replayed = nil, nil, nil, nil
 	clear(b.st.writers)
 	b.st.writers = b.st.writers[:0]
@@ -277,17 +277,38 @@ func (e *Engine) Reads() *ReadSet { return e.reads }
 //     strings with: a render stops soon after its context ends, whatever
 //     its templates do.
 func (e *Engine) Render(ctx context.Context, in Input) (*bundle.Bundle, error) {
+	b, err, near := e.render(ctx, in, true)
+	if near {
+		// A replay charges the scratch budget what the recorded iteration
+		// charged, which may differ from what running it would (append's
+		// cost depends on which lists share storage): close to that limit,
+		// only a render without replays gives a full render's answer.
+		b, err, _ = e.render(ctx, in, false)
+	}
+	return b, err
+}
+
+// render is Render, replaying recorded iterations when replay is set. near
+// reports that it replayed some and failed on a size limit or used more
+// than half of the scratch budget.
+func (e *Engine) render(ctx context.Context, in Input, replay bool) (_ *bundle.Bundle, rerr error, near bool) {
 	if err := contextErr(ctx); err != nil {
-		return nil, cancelled(err)
+		return nil, cancelled(err), false
 	}
 	set, err := e.acquire(ctx, in.BaseDir, in.MaxBytes)
 	if err != nil {
-		return nil, renderError("internal: "+err.Error(), err)
+		return nil, renderError("internal: "+err.Error(), err), false
 	}
 	defer e.release(set)
 	st := set.st
+	st.noReplay = !replay
+	defer func() {
+		var le *LimitError
+		near = st.replays > 0 && (errors.As(rerr, &le) || st.budget.scratch < satMul(st.budget.limit, scratchFactor)/2)
+	}()
 	data := e.context(in, ctx, &st.sources)
 	st.root, st.stores = data, data["resources"].(map[string]*ResourceStore)
+	st.rootFP = rootFingerprint(in.Stores)
 	if in.Record {
 		st.recording = &memoTable{baseDir: in.BaseDir, entries: map[memoKey]*memoEntry{}}
 	}
@@ -296,17 +317,17 @@ func (e *Engine) Render(ctx context.Context, in Input) (*bundle.Bundle, error) {
 	st.writers = append(st.writers, &buf)
 	for _, o := range e.outputs {
 		if err := contextErr(ctx); err != nil {
-			return nil, cancelled(err)
+			return nil, cancelled(err), false
 		}
 		buf.Reset()
 		if err := set.tmpl.ExecuteTemplate(&buf, o.tmpl, data); err != nil {
-			return nil, attribute(execError(o.tmpl, err), st.sources.failedIn(explicitObject(err)))
+			return nil, attribute(execError(o.tmpl, err), st.sources.failedIn(explicitObject(err))), false
 		}
 		out := buf.String()
 		st.sources.finish(relPath(o.kind, o.name), out)
 		if i := strings.Index(out, noValue); i >= 0 {
 			nv := &NoValueError{Template: o.tmpl, OutputLine: 1 + strings.Count(out[:i], "\n")}
-			return nil, renderError(nv.Error(), nv)
+			return nil, renderError(nv.Error(), nv), false
 		}
 		switch o.kind {
 		case "":
@@ -324,7 +345,7 @@ func (e *Engine) Render(ctx context.Context, in Input) (*bundle.Bundle, error) {
 	if st.recording != nil {
 		e.table.Store(st.recording)
 	}
-	return b, nil
+	return b, nil, false
 }
 
 // relPath is the bundle-relative path of an output.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"text/template"
 	"unicode/utf8"
@@ -36,6 +37,7 @@ var (
 	sprigCat         = sprigFunc[func(...any) string]("cat")
 	sprigJoin        = sprigFunc[func(string, any) string]("join")
 	sprigIndent      = sprigFunc[func(int, string) string]("indent")
+	sprigSortAlpha   = sprigFunc[func(any) []string]("sortAlpha")
 	sprigRegexRepl   = map[string]func(string, string, string) string{
 		"regexReplaceAll":        sprigFunc[func(string, string, string) string]("regexReplaceAll"),
 		"regexReplaceAllLiteral": sprigFunc[func(string, string, string) string]("regexReplaceAllLiteral"),
@@ -64,6 +66,7 @@ func guardedFuncs(s *renderState) template.FuncMap {
 		"repeat": s.repeat, "join": s.join, "indent": s.indent, "nindent": s.nindent,
 		"replace": s.replace, "splitList": s.splitList,
 		"field": s.checkedField, "fail": s.fail,
+		"sortAlpha": s.sortAlpha,
 	}
 	for name, f := range sprigRegexRepl {
 		literal := name != "regexReplaceAll"
@@ -581,4 +584,16 @@ func (s *renderState) replaceAll(fn string, re *regexp.Regexp, src, repl string,
 		return s.produced(fn, re.ReplaceAllLiteralString(src, repl))
 	}
 	return s.produced(fn, re.ReplaceAllString(src, repl))
+}
+
+// sortAlpha is sprig's sortAlpha on a copy of a []string: sprig sorts a
+// []string in place, which would change a list other values share.
+func (s *renderState) sortAlpha(list any) ([]string, error) {
+	if err := s.charge("sortAlpha", listLen(list)*slotSize); err != nil {
+		return nil, err
+	}
+	if l, ok := list.([]string); ok {
+		list = slices.Clone(l)
+	}
+	return sprigSortAlpha(list), nil
 }

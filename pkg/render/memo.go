@@ -67,17 +67,19 @@ type memoFinal struct {
 type opKind uint8
 
 const (
-	opStore    opKind = iota // a store read (val: *storeRead)
-	opGet                    // get on a shared map (val: result; res: ref of a shared map result)
-	opHasKey                 // hasKey on a shared map (val: bool)
-	opSet                    // set on a shared map (val: snapshot)
-	opUnset                  // unset on a shared map
-	opAddFile                // addFile (val: *addedFile)
-	opReturned               // source map: a store returned obj (key: store)
-	opRef                    // source map: obj was referred to
-	opPush                   // source map: obj became current
-	opPop                    // source map: the current object ended
-	opWrote                  // source map: output written at off
+	opStore     opKind = iota // a store read (val: *storeRead)
+	opGet                     // get on a shared map (val: result; res: ref of a shared map result)
+	opHasKey                  // hasKey on a shared map (val: bool)
+	opSet                     // set on a shared map (val: snapshot)
+	opUnset                   // unset on a shared map
+	opAddFile                 // addFile (val: *addedFile)
+	opReturned                // source map: a store returned obj (key: store)
+	opRef                     // source map: obj was referred to
+	opPush                    // source map: obj became current
+	opPop                     // source map: the current object ended
+	opWrote                   // source map: output written at off
+	opWithin                  // each made an element current (val: candidates)
+	opWithinEnd               // the element's body ended (val: whether it pushed)
 )
 
 // memoOp is one recorded operation of an iteration.
@@ -85,10 +87,15 @@ type memoOp struct {
 	kind opKind
 	ref  int32 // the shared map (index in the frame's refs)
 	res  int32 // for opGet: the ref its result became, -1 if none
-	off  int32 // for opWrote: offset from the iteration's first byte
-	key  string
-	obj  map[string]any // for source map events
-	val  any
+	// off is, for opWrote, the offset from the iteration's first byte; for
+	// opGet, 1 + the fingerprint number of its result map (0: none).
+	off int32
+	// alias is, for opGet, 1 + the position of the first earlier ref its
+	// result map is (0: none).
+	alias int32
+	key   string
+	obj   map[string]any // for source map events
+	val   any
 }
 
 // storeRead is a recorded store read and its result.
@@ -118,7 +125,8 @@ type memoFrame struct {
 	// indexes below len(outer)+elems are the outer values and elements.
 	refs      map[unsafe.Pointer]int32
 	nrefs     int32
-	watermark uint32 // maps owned with a lower sequence are shared
+	ids       map[unsafe.Pointer]int32 // the fingerprint's map numbers
+	watermark uint32                   // maps owned with a lower sequence are shared
 	initial   []any
 	w         *boundedWriter
 	off0      int
@@ -143,24 +151,24 @@ func (s *renderState) memoEnter(id int, args ...any) (bool, error) {
 		s.frames = append(s.frames, &memoFrame{rng: mr})
 		return true, nil
 	}
-	if s.recording == nil && s.table() == nil {
+	if s.recording == nil && (s.noReplay || s.table() == nil) {
 		s.frames = append(s.frames, &memoFrame{rng: mr})
 		return true, nil
 	}
 	outer, elems := args[mr.elems:], args[:mr.elems]
 	w := s.writer()
 	fr := &memoFrame{rng: mr, record: s.recording != nil, w: w, initial: outer}
-	fp, pins, ok := s.fingerprint(mr, elems, outer, w)
+	fp, pins, ids, ok := s.fingerprint(mr, elems, outer, w)
 	if !ok {
 		s.frames = append(s.frames, fr)
 		fr.record = false
 		return true, nil
 	}
 	fr.key = memoKey{rng: id, fp: fp}
-	if e := s.lookup(fr.key); e != nil {
+	if e := s.lookup(fr.key); e != nil && !s.noReplay {
 		refs := make([]any, 0, len(outer)+len(elems))
 		refs = append(append(refs, outer...), elems...)
-		if s.replayable(e, refs, w) {
+		if s.replayable(e, refs, w, ids) {
 			if err := s.replay(e, refs, w); err != nil {
 				return false, err
 			}
@@ -168,6 +176,7 @@ func (s *renderState) memoEnter(id int, args ...any) (bool, error) {
 				s.recording.entries[fr.key] = e
 			}
 			s.replayed = e
+			s.replays++
 			s.engine.replayed.Add(1)
 			return false, nil
 		}
@@ -177,6 +186,7 @@ func (s *renderState) memoEnter(id int, args ...any) (bool, error) {
 		s.frames = append(s.frames, fr)
 		return true, nil
 	}
+	fr.ids = ids
 	s.startRecording(fr, append(append([]any{}, outer...), elems...), pins)
 	return true, nil
 }

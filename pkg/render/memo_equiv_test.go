@@ -52,6 +52,14 @@ func memoSubjects() []labelReader {
 			ing(`{{ pathFor "map" "ns1.map" }} {{ $i.metadata.name }}
 `)},
 		{name: "outer list appended", cfg: `{{ $l := list }}` + ing(`{{ $l = append $l $i.metadata.name }}`) + `{{ join "," $l }}`},
+		// Review: an assigned-only outer map is not keyed, and an
+		// "unchanged" final keeps the replaying render's value.
+		{name: "review: service of the namespace kept", cfg: `{{ $svc := dict }}` + ing(`{{ $s := $.resources.services.Get $i.metadata.namespace "app0" }}{{ if $s }}{{ $svc = $s }}{{ end }}`) +
+			`svc {{ field $svc "metadata.name" }}`},
+		// Review: a declared with pipeline reads the shared map as its dot.
+		{name: "review: with over a shared map", cfg: `{{ $r := dict "hosts" dict }}` + ing(`{{ with $h := get $r "hosts" }}{{ len . }}{{ end }} {{ $w := get $r "hosts" }}{{ $_ := set $w $i.metadata.name 1 }}`)},
+		// Review: a journaled map reached natively through a context dict.
+		{name: "review: journaled map in a context dict", cfg: `{{ $seen := dict }}{{ $ctx := dict "seen" $seen }}` + ing(`{{ $_ := set $seen $i.metadata.name 1 }}{{ len $ctx.seen }} `)},
 	}
 }
 

@@ -61,9 +61,12 @@ func (fr *memoFrame) read(s *renderState, kind opKind, d map[string]any, key str
 			}
 			p := mapPointer(x)
 			if first, ok := fr.refs[p]; ok {
-				op.off = first + 1
+				op.alias = first + 1
 			} else {
 				fr.refs[p] = fr.nrefs
+			}
+			if id, ok := fr.ids[p]; ok {
+				op.off = id + 1
 			}
 			op.res = fr.nrefs
 			fr.nrefs++

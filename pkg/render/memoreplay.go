@@ -1,11 +1,14 @@
 package render
 
 import (
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
+
+	"github.com/haproxy-template/htc/pkg/store"
 )
 
 // maxFingerprintNodes bounds the values a fingerprint walks: an iteration
@@ -15,10 +18,12 @@ const maxFingerprintNodes = 512
 // fingerprint is the key of an iteration: the kind of writer, its elements
 // and the outer values its body reads as values, and which of them are the
 // same map. Render-created maps count by content, other maps (resource
-// objects, extraContext) by identity, kept alive by pins. ok is false when
-// a value has no fingerprint.
-func (s *renderState) fingerprint(mr *memoRange, elems, outer []any, w *boundedWriter) (fp string, pins []any, ok bool) {
-	f := &fingerprinter{s: s, first: map[unsafe.Pointer]int{}}
+// objects, extraContext) by identity, kept alive by pins. ids numbers the
+// render-created maps met, in the order met: a map met again is written
+// as its number, and a get whose result is one of them must find the same
+// one when replayed. ok is false when a value has no fingerprint.
+func (s *renderState) fingerprint(mr *memoRange, elems, outer []any, w *boundedWriter) (fp string, pins []any, ids map[unsafe.Pointer]int32, ok bool) {
+	f := &fingerprinter{s: s, first: map[unsafe.Pointer]int{}, ids: map[unsafe.Pointer]int32{}, content: map[unsafe.Pointer]bool{}}
 	if w.scratch {
 		f.b.WriteByte('S') // inside include: its output is a value
 	} else {
@@ -27,39 +32,44 @@ func (s *renderState) fingerprint(mr *memoRange, elems, outer []any, w *boundedW
 	f.b.WriteString(strconv.Itoa(s.depth)) // include's nesting limit
 	all := append(append(make([]any, 0, len(outer)+len(elems)), outer...), elems...)
 	for i, v := range all {
-		if m, isMap := v.(map[string]any); isMap && m != nil {
-			if _, seen := f.first[mapPointer(m)]; !seen {
-				f.first[mapPointer(m)] = i
-			}
-		}
-	}
-	for i, v := range all {
 		f.b.WriteByte('|')
-		if m, isMap := v.(map[string]any); isMap && m != nil {
-			if j := f.first[mapPointer(m)]; j != i {
-				f.b.WriteString("a" + strconv.Itoa(j))
-				continue
+		native := i >= len(outer) || mr.native[i]
+		m, isMap := v.(map[string]any)
+		if !isMap || m == nil {
+			f.value(v)
+			continue
+		}
+		p := mapPointer(m)
+		if j, seen := f.first[p]; seen {
+			f.b.WriteString("a" + strconv.Itoa(j))
+			if native {
+				f.mapContent(m)
 			}
-			if i < len(outer) && !mr.native[i] {
-				f.b.WriteByte('j') // read only through journaled functions
-				continue
-			}
+			continue
+		}
+		f.first[p] = i
+		if native {
 			f.mapContent(m)
 			continue
 		}
-		f.value(v)
+		f.b.WriteByte('j') // read only through journaled functions
+		if s.isOwned(m) {
+			f.ids[p] = int32(len(f.ids))
+		}
 	}
-	return f.b.String(), f.pins, !f.bad
+	return f.b.String(), f.pins, f.ids, !f.bad
 }
 
 // fingerprinter writes one fingerprint.
 type fingerprinter struct {
-	s     *renderState
-	b     strings.Builder
-	first map[unsafe.Pointer]int
-	pins  []any
-	nodes int
-	bad   bool
+	s       *renderState
+	b       strings.Builder
+	first   map[unsafe.Pointer]int   // outer values and elements by position
+	ids     map[unsafe.Pointer]int32 // render-created maps met
+	content map[unsafe.Pointer]bool  // render-created maps written whole
+	pins    []any
+	nodes   int
+	bad     bool
 }
 
 func (f *fingerprinter) value(v any) {
@@ -81,7 +91,11 @@ func (f *fingerprinter) value(v any) {
 	case float64:
 		f.b.WriteString("F" + strconv.FormatFloat(x, 'g', -1, 64))
 	case map[string]any:
-		f.mapValue(x)
+		if x == nil {
+			f.b.WriteString("{}")
+			return
+		}
+		f.mapContent(x)
 	case []any:
 		f.b.WriteString("[" + strconv.Itoa(len(x)))
 		for _, e := range x {
@@ -99,43 +113,50 @@ func (f *fingerprinter) value(v any) {
 	}
 }
 
-// mapValue writes a map met inside a value: an outer value or element by
-// its position, the render context as R, others as mapContent.
-func (f *fingerprinter) mapValue(m map[string]any) {
-	if m == nil {
-		f.b.WriteString("{}")
-		return
-	}
-	if j, ok := f.first[mapPointer(m)]; ok {
-		f.b.WriteString("r" + strconv.Itoa(j))
-		return
-	}
-	f.mapContent(m)
-}
-
-// mapContent writes a render-created map by content, any other by identity.
+// mapContent writes a render-created map by number and, the first time
+// its content is needed, content; any other map by identity; the render
+// context as R and the stores it has.
 func (f *fingerprinter) mapContent(m map[string]any) {
 	if isRoot(f.s, m) {
-		f.b.WriteByte('R')
+		f.b.WriteString(f.s.rootFP)
 		return
 	}
+	p := mapPointer(m)
 	if !f.s.isOwned(m) {
-		f.b.WriteString("p" + strconv.FormatUint(uint64(uintptr(mapPointer(m))), 16))
+		f.b.WriteString("p" + strconv.FormatUint(uint64(uintptr(p)), 16))
 		f.pins = append(f.pins, m)
 		return
 	}
+	id, seen := f.ids[p]
+	if !seen {
+		id = int32(len(f.ids))
+		f.ids[p] = id
+	}
+	f.b.WriteString("r" + strconv.Itoa(int(id)))
+	if f.content[p] {
+		return
+	}
+	f.content[p] = true
 	f.b.WriteString("{" + strconv.Itoa(len(m)))
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		f.value(k)
 		f.value(m[k])
 	}
 	f.b.WriteByte('}')
+}
+
+// rootFingerprint is the fingerprint of a render's context: its stores,
+// and which of them are missing (extraContext is the Engine's).
+func rootFingerprint(stores store.Set) string {
+	var b strings.Builder
+	b.WriteByte('R')
+	for _, k := range slices.Sorted(maps.Keys(stores)) {
+		b.WriteString(strconv.Itoa(len(k)) + ":" + k)
+		if stores[k] == nil {
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
 }
 
 // isRoot reports whether m is the render's context (its dot at the top).
@@ -250,7 +271,7 @@ type written struct {
 
 // replayable reports whether entry e can be replayed now: the budgets
 // allow it and every read it recorded reads the same in this render.
-func (s *renderState) replayable(e *memoEntry, refs []any, w *boundedWriter) bool {
+func (s *renderState) replayable(e *memoEntry, refs []any, w *boundedWriter, ids map[unsafe.Pointer]int32) bool {
 	if e.scratch > s.budget.scratch || (!w.scratch && int64(len(e.out))+e.added > s.budget.bundle) {
 		return false
 	}
@@ -266,7 +287,7 @@ func (s *renderState) replayable(e *memoEntry, refs []any, w *boundedWriter) boo
 			}
 		case opGet, opHasKey:
 			var ok bool
-			if cur, ok = s.readAgrees(op, cur, own); !ok {
+			if cur, ok = s.readAgrees(op, cur, own, ids); !ok {
 				return false
 			}
 		case opSet, opUnset:
@@ -296,7 +317,7 @@ func (s *renderState) replayable(e *memoEntry, refs []any, w *boundedWriter) boo
 // readAgrees reports whether a recorded get or hasKey reads the same now,
 // seeing the iteration's own writes; a get whose result was a shared map
 // adds it to cur.
-func (s *renderState) readAgrees(op *memoOp, cur []any, own map[slot]written) ([]any, bool) {
+func (s *renderState) readAgrees(op *memoOp, cur []any, own map[slot]written, ids map[unsafe.Pointer]int32) ([]any, bool) {
 	m, ok := refMap(cur, op.ref)
 	if !ok {
 		return cur, false
@@ -318,7 +339,18 @@ func (s *renderState) readAgrees(op *memoOp, cur []any, own map[slot]written) ([
 	if !ok || mv == nil || !s.isOwned(mv) || int(op.res) != len(cur) {
 		return cur, false
 	}
-	if op.off > 0 && !sameValue(cur[op.off-1], mv) {
+	// The same aliases as when recorded: with the values before it
+	// (outer values, elements, earlier results) and with the maps the
+	// body reads as values.
+	alias := int32(0)
+	for k, c := range cur {
+		if sameValue(c, mv) {
+			alias = int32(k) + 1
+			break
+		}
+	}
+	id, inKey := ids[mapPointer(mv)]
+	if alias != op.alias || (inKey && op.off != id+1) || (!inKey && op.off != 0) {
 		return cur, false
 	}
 	return append(cur, mv), true
@@ -378,6 +410,7 @@ func (s *renderState) replay(e *memoEntry, refs []any, w *boundedWriter) error {
 	}
 	w.Buffer.WriteString(e.out)
 	cur := slices.Clone(refs)
+	var pushed []bool // opWithin's, innermost last
 	for i := range e.ops {
 		op := &e.ops[i]
 		switch op.kind {
@@ -415,6 +448,24 @@ func (s *renderState) replay(e *memoEntry, refs []any, w *boundedWriter) error {
 			s.sources.pop()
 		case opWrote:
 			s.sources.wrote(base + int(op.off))
+		case opWithin:
+			ref := int32(0)
+			for _, m := range op.val.([]map[string]any) {
+				if ref = s.sources.ref(m); ref != 0 {
+					break
+				}
+			}
+			if ref != 0 {
+				s.sources.push(ref)
+			}
+			pushed = append(pushed, ref != 0)
+		case opWithinEnd:
+			if n := len(pushed); n > 0 {
+				if pushed[n-1] {
+					s.sources.pop()
+				}
+				pushed = pushed[:n-1]
+			}
 		}
 	}
 	return nil

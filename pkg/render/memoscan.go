@@ -128,7 +128,7 @@ func analyzeRange(r *parse.RangeNode) *memoRange {
 	if !iteratesEach(r.Pipe) || r.List == nil || len(r.Pipe.Decl) > 2 {
 		return nil
 	}
-	b := &bodyScan{index: map[string]int{}, derived: map[string]bool{}, ok: true}
+	b := &bodyScan{index: map[string]int{}, derived: map[string]bool{}, declared: map[string]bool{}, ok: true}
 	elems := map[string]bool{}
 	for _, v := range r.Pipe.Decl {
 		elems[v.Ident[0]] = true
@@ -154,8 +154,11 @@ func analyzeRange(r *parse.RangeNode) *memoRange {
 		return nil
 	}
 	mr := &memoRange{elems: max(1, len(r.Pipe.Decl)), outer: b.outer, native: b.native}
-	for i := range b.outer {
+	for i, name := range b.outer {
 		if b.assigned[i] {
+			if b.declared[name] {
+				return nil // at the body's end the name may be a local
+			}
 			mr.assigned = append(mr.assigned, i)
 		}
 	}
@@ -196,6 +199,8 @@ type bodyScan struct {
 	// function returned; newDerived collects them during a pass.
 	derived    map[string]bool
 	newDerived map[string]bool
+	// declared holds every name the body declares anywhere.
+	declared map[string]bool
 }
 
 func (b *bodyScan) outerVar(name string) int {
@@ -220,7 +225,11 @@ func (b *bodyScan) list(sc scopes, l *parse.ListNode) {
 		}
 		switch x := n.(type) {
 		case *parse.ActionNode:
-			b.pipe(sc, x.Pipe, destOutput)
+			d := destOutput
+			if len(x.Pipe.Decl) > 0 {
+				d = destDecl
+			}
+			b.pipe(sc, x.Pipe, d)
 		case *parse.IfNode:
 			b.branch(sc, &x.BranchNode)
 		case *parse.WithNode:
@@ -255,13 +264,12 @@ const (
 	destDecl                // declared or assigned to variables
 )
 
-// pipe scans a pipeline whose value goes to d.
+// pipe scans a pipeline whose value goes to d: destDecl only for an action
+// that declares or assigns; the pipeline of if, with, range and template
+// uses its value (truth, dot, iteration) even when it declares variables.
 func (b *bodyScan) pipe(sc scopes, p *parse.PipeNode, d dest) {
 	if p == nil {
 		return
-	}
-	if len(p.Decl) > 0 {
-		d = destDecl
 	}
 	derives := false
 	for i, c := range p.Cmds {
@@ -279,11 +287,16 @@ func (b *bodyScan) pipe(sc scopes, p *parse.PipeNode, d dest) {
 		case !p.IsAssign:
 			sc[len(sc)-1][name] = true
 		case !sc.local(name):
+			// The iteration's effect on it depends on its value before
+			// (the body may not assign it): keyed like a value it reads.
 			i := b.outerVar(name)
-			b.assigned[i] = true
+			b.assigned[i], b.native[i] = true, true
 			if derives {
 				b.ok = false // an outer variable would hold a shared map
 			}
+		}
+		if !p.IsAssign {
+			b.declared[name] = true
 		}
 		if derives && sc.local(name) {
 			if b.newDerived == nil {

@@ -46,6 +46,7 @@ type renderState struct {
 	// writers templates are writing to (the output's, include's), innermost
 	// last.
 	root    map[string]any
+	rootFP  string // root's fingerprint: R and which stores exist
 	stores  map[string]*ResourceStore
 	writers []*boundedWriter
 	// frames are the iterations of memoized ranges running, outermost
@@ -54,6 +55,9 @@ type renderState struct {
 	frames    []*memoFrame
 	recording *memoTable
 	replayed  *memoEntry
+	// noReplay runs every iteration; replays counts those replayed.
+	noReplay bool
+	replays  int
 }
 
 func newRenderState(e *Engine, baseDir string) *renderState {
