@@ -70,6 +70,16 @@ func BenchmarkAdmission(b *testing.B) {
 				require.NoError(b, err)
 			}
 		})
+		b.Run(fmt.Sprintf("step=render-recording/ingresses=%d", n), func(b *testing.B) {
+			// What the live loop's render costs: a render that records its
+			// iterations (replaying those the previous one recorded).
+			live := store.ReadOnly(c.Stores)
+			b.ReportAllocs()
+			for b.Loop() {
+				v := c.Pipeline.CheckWith(ctx, live, dryrun.CheckOptions{Record: true, SkipTests: true})
+				require.NoError(b, v.Err)
+			}
+		})
 		b.Run(fmt.Sprintf("step=render-incremental/ingresses=%d", n), func(b *testing.B) {
 			// The live loop's check records the live state's render; a
 			// proposal replays every iteration it does not change.
