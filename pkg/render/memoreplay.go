@@ -23,7 +23,7 @@ const maxFingerprintNodes = 512
 // as its number, and a get whose result is one of them must find the same
 // one when replayed. ok is false when a value has no fingerprint.
 func (s *renderState) fingerprint(mr *memoRange, elems, outer []any, w *boundedWriter) (fp string, pins []any, ids map[unsafe.Pointer]int32, ok bool) {
-	f := &fingerprinter{s: s, first: map[unsafe.Pointer]int{}, ids: map[unsafe.Pointer]int32{}, content: map[unsafe.Pointer]bool{}}
+	f := &fingerprinter{s: s, first: make(map[unsafe.Pointer]int, len(outer)+len(elems)), ids: map[unsafe.Pointer]int32{}}
 	if w.scratch {
 		f.b.WriteByte('S') // inside include: its output is a value
 	} else {
@@ -135,6 +135,9 @@ func (f *fingerprinter) mapContent(m map[string]any) {
 	f.b.WriteString("r" + strconv.Itoa(int(id)))
 	if f.content[p] {
 		return
+	}
+	if f.content == nil {
+		f.content = map[unsafe.Pointer]bool{}
 	}
 	f.content[p] = true
 	f.b.WriteString("{" + strconv.Itoa(len(m)))
@@ -277,7 +280,7 @@ func (s *renderState) replayable(e *memoEntry, refs []any, w *boundedWriter, ids
 	}
 	cur := slices.Clone(refs)
 	var own map[slot]written
-	files := map[[2]string]string{}
+	var files map[[2]string]string
 	for i := range e.ops {
 		op := &e.ops[i]
 		switch op.kind {
@@ -307,6 +310,9 @@ func (s *renderState) replayable(e *memoEntry, refs []any, w *boundedWriter, ids
 			}
 			if dup && prev != af.text {
 				return false
+			}
+			if files == nil {
+				files = map[[2]string]string{}
 			}
 			files[[2]string{string(af.kind), af.name}] = af.text
 		}
@@ -354,6 +360,47 @@ func (s *renderState) readAgrees(op *memoOp, cur []any, own map[slot]written, id
 		return cur, false
 	}
 	return append(cur, mv), true
+}
+
+// replaySource replays a source map event of an iteration whose output
+// starts at base; pushed is whether each opWithin made an object current,
+// innermost last.
+func (s *renderState) replaySource(op *memoOp, base int, pushed []bool) []bool {
+	switch op.kind {
+	case opReturned:
+		s.sources.returned(op.key, op.obj)
+	case opRef:
+		s.sources.ref(op.obj)
+	case opPush:
+		var ref int32
+		if op.obj != nil {
+			ref = s.sources.ref(op.obj)
+		}
+		s.sources.push(ref)
+	case opPop:
+		s.sources.pop()
+	case opWrote:
+		s.sources.wrote(base + int(op.off))
+	case opWithin:
+		ref := int32(0)
+		for _, m := range op.val.([]map[string]any) {
+			if ref = s.sources.ref(m); ref != 0 {
+				break
+			}
+		}
+		if ref != 0 {
+			s.sources.push(ref)
+		}
+		pushed = append(pushed, ref != 0)
+	case opWithinEnd:
+		if n := len(pushed); n > 0 {
+			if pushed[n-1] {
+				s.sources.pop()
+			}
+			pushed = pushed[:n-1]
+		}
+	}
+	return pushed
 }
 
 // refMap returns the map of ref i.
@@ -434,38 +481,8 @@ func (s *renderState) replay(e *memoEntry, refs []any, w *boundedWriter) error {
 			if _, err := s.addFile(string(af.kind), af.name, af.text, owner...); err != nil {
 				return err
 			}
-		case opReturned:
-			s.sources.returned(op.key, op.obj)
-		case opRef:
-			s.sources.ref(op.obj)
-		case opPush:
-			var ref int32
-			if op.obj != nil {
-				ref = s.sources.ref(op.obj)
-			}
-			s.sources.push(ref)
-		case opPop:
-			s.sources.pop()
-		case opWrote:
-			s.sources.wrote(base + int(op.off))
-		case opWithin:
-			ref := int32(0)
-			for _, m := range op.val.([]map[string]any) {
-				if ref = s.sources.ref(m); ref != 0 {
-					break
-				}
-			}
-			if ref != 0 {
-				s.sources.push(ref)
-			}
-			pushed = append(pushed, ref != 0)
-		case opWithinEnd:
-			if n := len(pushed); n > 0 {
-				if pushed[n-1] {
-					s.sources.pop()
-				}
-				pushed = pushed[:n-1]
-			}
+		default:
+			pushed = s.replaySource(op, base, pushed)
 		}
 	}
 	return nil
