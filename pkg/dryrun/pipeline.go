@@ -162,6 +162,11 @@ func ungranted(allowed, grant []string) field.ErrorList {
 	return errs
 }
 
+// IncrementalLoops is render.Engine.IncrementalLoops of the config's
+// templates: how many of their loops over stores renders replay
+// iteration by iteration, of how many.
+func (p *Pipeline) IncrementalLoops() (replayable, loops int) { return p.engine.IncrementalLoops() }
+
 // BaseDir is the directory the pipeline renders bundles for.
 func (p *Pipeline) BaseDir() string { return p.env.BaseDir }
 

@@ -44,6 +44,7 @@ type Engine struct {
 	// memo holds the ranges whose iterations can be replayed, by id, and
 	// table the iterations the last recording render recorded (memo.go).
 	memo  []*memoRange
+	loops int // ranges over Each or each, memoized or not
 	table atomic.Pointer[memoTable]
 	// replayed and ran count memoized iterations (MemoStats).
 	replayed, ran atomic.Int64
@@ -248,7 +249,7 @@ func New(spec *config.HAProxyTemplateConfigSpec) (*Engine, error) {
 	}
 	e.reads = scanReads(root, entries)
 	root.Funcs(memoFuncs(placeholder))
-	if e.memo, err = planMemo(root); err != nil {
+	if e.memo, e.loops, err = planMemo(root); err != nil {
 		return nil, renderError(err.Error(), err)
 	}
 	return e, nil

@@ -324,3 +324,10 @@ type MemoStats struct {
 func (e *Engine) MemoStats() MemoStats {
 	return MemoStats{Replayed: e.replayed.Load(), Ran: e.ran.Load()}
 }
+
+// IncrementalLoops reports how many of the templates' loops over stores
+// (ranges over .resources.<key>.Each or each) a render can replay
+// iteration by iteration, of how many: the others always run in full.
+func (e *Engine) IncrementalLoops() (replayable, loops int) {
+	return len(e.memo), e.loops
+}

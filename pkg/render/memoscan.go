@@ -50,8 +50,8 @@ const (
 // rewrites each: its body runs only when memoEnter says the iteration
 // cannot be replayed, and records it (memoLeave); otherwise the assigned
 // outer variables take their replayed values (memoOut). It returns the
-// ranges by id.
-func planMemo(root *template.Template) ([]*memoRange, error) {
+// ranges by id and how many ranges iterate over Each or each.
+func planMemo(root *template.Template) (_ []*memoRange, loops int, _ error) {
 	type found struct {
 		r  *parse.RangeNode
 		mr *memoRange
@@ -62,6 +62,9 @@ func planMemo(root *template.Template) ([]*memoRange, error) {
 			continue
 		}
 		walkRanges(t.Tree.Root, func(r *parse.RangeNode) {
+			if iteratesEach(r.Pipe) {
+				loops++
+			}
 			if mr := analyzeRange(r); mr != nil {
 				mr.id = len(all)
 				all = append(all, found{r, mr})
@@ -71,11 +74,11 @@ func planMemo(root *template.Template) ([]*memoRange, error) {
 	out := make([]*memoRange, 0, len(all))
 	for _, f := range all {
 		if err := rewriteRange(f.r, f.mr); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		out = append(out, f.mr)
 	}
-	return out, nil
+	return out, loops, nil
 }
 
 // walkRanges calls fn with every range node under n, outer ones first.
