@@ -64,6 +64,7 @@ func (s *renderState) within(e any, body func() bool) bool {
 	ref := s.objectOf(e)
 	if rec != nil {
 		rec.add(memoOp{kind: opWithin, val: candidates(e), res: -1})
+		rec.wrote = false
 	}
 	if ref != 0 {
 		s.sources.push(ref)
@@ -76,6 +77,7 @@ func (s *renderState) within(e any, body func() bool) bool {
 	}
 	if rec != nil {
 		rec.add(memoOp{kind: opWithinEnd, val: ref != 0, res: -1})
+		rec.wrote = false
 	}
 	s.sources.rec = rec
 	return more

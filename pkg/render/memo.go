@@ -1,6 +1,7 @@
 package render
 
 import (
+	"slices"
 	"unsafe"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
@@ -133,6 +134,9 @@ type memoFrame struct {
 	scratch0  int64
 	// sets are the values of the opSet operations (snapshot at the end).
 	sets []int
+	// wrote reports that an opWrote was recorded since the current object
+	// last changed.
+	wrote bool
 }
 
 // memoEnter is called at the start of every iteration of a rewritten
@@ -272,6 +276,7 @@ func (s *renderState) writer() *boundedWriter {
 // copied for replay.
 func (s *renderState) finish(fr *memoFrame, finals []any) *memoEntry {
 	e := fr.entry
+	e.ops = slices.Clone(e.ops) // without append's spare capacity: the table lives on
 	e.out = string(fr.w.Bytes()[fr.off0:])
 	e.scratch = fr.scratch0 - s.budget.scratch
 	snap := &snapshotter{s: s, fr: fr, seen: map[unsafe.Pointer]bool{}}

@@ -51,6 +51,9 @@ func memoSubjects() []labelReader {
 		{name: "pathFor of an added file", cfg: ing(`{{ if eq $i.metadata.namespace "ns1" }}{{ addFile "map" "ns1.map" "x\n" }}{{ end }}`) +
 			ing(`{{ pathFor "map" "ns1.map" }} {{ $i.metadata.name }}
 `)},
+		{name: "each nested in a body", cfg: ing(`{{ $i.metadata.name }}:
+{{ range $k, $v := each (dict "svc" ($.resources.services.Get $i.metadata.namespace $i.metadata.name) "n" 1) }}{{ $k }}
+{{ end }}`)},
 		{name: "outer list appended", cfg: `{{ $l := list }}` + ing(`{{ $l = append $l $i.metadata.name }}`) + `{{ join "," $l }}`},
 		// Review: an assigned-only outer map is not keyed, and an
 		// "unchanged" final keeps the replaying render's value.

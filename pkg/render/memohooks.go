@@ -144,6 +144,17 @@ func (t *tracker) note(kind opKind, key string, obj map[string]any, off int) {
 	if t.rec == nil {
 		return
 	}
+	switch kind {
+	case opWrote:
+		// Only the first write after the current object changed can
+		// start a span; later ones are no-ops whatever came before.
+		if t.rec.wrote {
+			return
+		}
+		t.rec.wrote = true
+	case opPush, opPop:
+		t.rec.wrote = false
+	}
 	op := memoOp{kind: kind, key: key, obj: obj, res: -1}
 	if kind == opWrote {
 		op.off = int32(off - t.rec.off0)
