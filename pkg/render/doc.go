@@ -121,7 +121,12 @@
 // same now; anything else runs the body. The result is byte for byte a
 // full render's, error and source map included
 // (TestIncrementalRenderIsAFullRender); a change to one Ingress of 10,000
-// renders in about a sixth of the time (BenchmarkAdmission).
+// renders in about a sixth of the time (BenchmarkAdmission). A replay
+// charges the scratch budget what the recorded iteration charged, which
+// can differ from what running it would (append's cost depends on which
+// lists share storage), so a render that replayed and then failed on a
+// size limit, or used more than half of the scratch budget, renders again
+// without replays. Engine.IncrementalLoops says how many loops qualify.
 //
 // field, safe, word and quoteValue are the sanctioned way to put resource
 // values into a configuration: they refuse control characters (newline,
