@@ -311,7 +311,7 @@ func (e *Engine) render(ctx context.Context, in Input, replay bool) (_ *bundle.B
 	st.root, st.stores = data, data["resources"].(map[string]*ResourceStore)
 	st.rootFP = rootFingerprint(in.Stores)
 	if in.Record {
-		st.recording = &memoTable{baseDir: in.BaseDir, entries: map[memoKey]*memoEntry{}}
+		st.recording = &memoTable{baseDir: in.BaseDir, limit: st.budget.limit, entries: map[memoKey]*memoEntry{}}
 	}
 	b := &bundle.Bundle{BaseDir: in.BaseDir, Maps: map[string]string{}, Files: map[string]string{}, Certs: map[string]string{}}
 	buf := boundedWriter{b: &st.budget, t: &st.sources}

@@ -31,6 +31,7 @@ import (
 // memoTable holds the recorded iterations of one render.
 type memoTable struct {
 	baseDir string
+	limit   int64 // the bundle limit (what one value may be)
 	entries map[memoKey]*memoEntry
 }
 
@@ -81,6 +82,7 @@ const (
 	opWrote                   // source map: output written at off
 	opWithin                  // each made an element current (val: candidates)
 	opWithinEnd               // the element's body ended (val: whether it pushed)
+	opTruncate                // a break left loops (off: objects kept current, from the iteration's)
 )
 
 // memoOp is one recorded operation of an iteration.
@@ -137,6 +139,11 @@ type memoFrame struct {
 	// wrote reports that an opWrote was recorded since the current object
 	// last changed.
 	wrote bool
+	// depth0 is how many objects were current when the iteration began;
+	// extraScratch what its appends in place would have charged more had
+	// they copied (see replay).
+	depth0       int
+	extraScratch int64
 }
 
 // memoEnter is called at the start of every iteration of a rewritten
@@ -210,6 +217,7 @@ func (s *renderState) startRecording(fr *memoFrame, refs, pins []any) {
 	fr.watermark = s.ownSeq
 	fr.off0 = fr.w.Len()
 	fr.scratch0 = s.budget.scratch
+	fr.depth0 = len(s.sources.current)
 	fr.entry = &memoEntry{pins: pins}
 	s.frames = append(s.frames, fr)
 	s.sources.rec = fr
@@ -261,7 +269,7 @@ func (s *renderState) lookup(key memoKey) *memoEntry {
 // table is the recorded iterations this render may replay, nil when none.
 func (s *renderState) table() *memoTable {
 	t := s.engine.table.Load()
-	if t == nil || t.baseDir != s.baseDir {
+	if t == nil || t.baseDir != s.baseDir || t.limit != s.budget.limit {
 		return nil
 	}
 	return t
@@ -278,7 +286,7 @@ func (s *renderState) finish(fr *memoFrame, finals []any) *memoEntry {
 	e := fr.entry
 	e.ops = slices.Clone(e.ops) // without append's spare capacity: the table lives on
 	e.out = string(fr.w.Bytes()[fr.off0:])
-	e.scratch = fr.scratch0 - s.budget.scratch
+	e.scratch = fr.scratch0 - s.budget.scratch + fr.extraScratch
 	snap := &snapshotter{s: s, fr: fr, seen: map[unsafe.Pointer]bool{}}
 	for _, i := range fr.sets {
 		e.ops[i].val = snap.take(e.ops[i].val)

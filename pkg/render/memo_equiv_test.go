@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -106,24 +108,40 @@ func TestIncrementalRenderIsAFullRender(t *testing.T) {
 	for _, s := range subjects {
 		render(t, s.incr, readers, true)
 	}
+	// Each step's subjects render concurrently (the stores only change
+	// between steps): the test is long under -race.
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	for step := range steps {
 		what := randomOp(t, rnd, stores, keys, addApp)
-		for _, s := range subjects {
+		var wg sync.WaitGroup
+		mismatch := make([]string, len(subjects))
+		for i, s := range subjects {
 			if step%s.every != 0 {
 				continue
 			}
-			want := render(t, s.full, readers, false)
-			for _, record := range []bool{false, true} {
-				before := s.incr.MemoStats()
-				got := render(t, s.incr, readers, record)
-				require.Equal(t, want, got, "step %d (%s), %s, recording %v", step, what, s.name, record)
-				after := s.incr.MemoStats()
-				s.replays += after.Replayed - before.Replayed
-				s.runs += int(after.Ran - before.Ran)
-			}
-			if want.err != "" {
-				s.fails++
-			}
+			wg.Go(func() {
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				want := render(t, s.full, readers, false)
+				for _, record := range []bool{false, true} {
+					before := s.incr.MemoStats()
+					got := render(t, s.incr, readers, record)
+					if got != want {
+						mismatch[i] = fmt.Sprintf("step %d (%s), %s, recording %v:\nfull:        %+v\nincremental: %+v", step, what, s.name, record, want, got)
+						return
+					}
+					after := s.incr.MemoStats()
+					s.replays += after.Replayed - before.Replayed
+					s.runs += int(after.Ran - before.Ran)
+				}
+				if want.err != "" {
+					s.fails++
+				}
+			})
+		}
+		wg.Wait()
+		for _, m := range mismatch {
+			require.Empty(t, m)
 		}
 	}
 	for _, s := range subjects {

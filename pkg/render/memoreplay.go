@@ -54,7 +54,12 @@ func (s *renderState) fingerprint(mr *memoRange, elems, outer []any, w *boundedW
 		}
 		f.b.WriteByte('j') // read only through journaled functions
 		if s.isOwned(m) {
-			f.ids[p] = int32(len(f.ids))
+			id, seen := f.ids[p]
+			if !seen {
+				id = int32(len(f.ids))
+				f.ids[p] = id
+			}
+			f.b.WriteString(strconv.Itoa(int(id)))
 		}
 	}
 	return f.b.String(), f.pins, f.ids, !f.bad
@@ -97,12 +102,20 @@ func (f *fingerprinter) value(v any) {
 		}
 		f.mapContent(x)
 	case []any:
+		if x == nil {
+			f.b.WriteString("N[")
+			return
+		}
 		f.b.WriteString("[" + strconv.Itoa(len(x)))
 		for _, e := range x {
 			f.value(e)
 		}
 		f.b.WriteByte(']')
 	case []string:
+		if x == nil {
+			f.b.WriteString("N<")
+			return
+		}
 		f.b.WriteString("<" + strconv.Itoa(len(x)))
 		for _, e := range x {
 			f.value(e)
@@ -210,6 +223,9 @@ func (sn *snapshotter) take(v any) any {
 		}
 		return out
 	case []any:
+		if x == nil {
+			return x // sprig's nil list prints as null, an empty one as []
+		}
 		out := make(builtList, len(x))
 		for i, e := range x {
 			out[i] = sn.take(e)
@@ -363,9 +379,10 @@ func (s *renderState) readAgrees(op *memoOp, cur []any, own map[slot]written, id
 }
 
 // replaySource replays a source map event of an iteration whose output
-// starts at base; pushed is whether each opWithin made an object current,
-// innermost last.
-func (s *renderState) replaySource(op *memoOp, base int, pushed []bool) []bool {
+// starts at base and that began with depth0 objects current; pushed is
+// where each opWithin made an object current (-1: it did not), innermost
+// last.
+func (s *renderState) replaySource(op *memoOp, base, depth0 int, pushed []int) []int {
 	switch op.kind {
 	case opReturned:
 		s.sources.returned(op.key, op.obj)
@@ -388,16 +405,24 @@ func (s *renderState) replaySource(op *memoOp, base int, pushed []bool) []bool {
 				break
 			}
 		}
+		at := -1
 		if ref != 0 {
+			at = len(s.sources.current)
 			s.sources.push(ref)
 		}
-		pushed = append(pushed, ref != 0)
+		pushed = append(pushed, at)
 	case opWithinEnd:
 		if n := len(pushed); n > 0 {
-			if pushed[n-1] {
+			if pushed[n-1] >= 0 {
 				s.sources.pop()
 			}
 			pushed = pushed[:n-1]
+		}
+	case opTruncate:
+		keep := depth0 + int(op.off)
+		s.sources.current = s.sources.current[:keep]
+		for len(pushed) > 0 && pushed[len(pushed)-1] >= keep {
+			pushed = pushed[:len(pushed)-1]
 		}
 	}
 	return pushed
@@ -457,7 +482,8 @@ func (s *renderState) replay(e *memoEntry, refs []any, w *boundedWriter) error {
 	}
 	w.Buffer.WriteString(e.out)
 	cur := slices.Clone(refs)
-	var pushed []bool // opWithin's, innermost last
+	var pushed []int // opWithin's depth before it pushed (-1: none), innermost last
+	depth0 := len(s.sources.current)
 	for i := range e.ops {
 		op := &e.ops[i]
 		switch op.kind {
@@ -482,7 +508,7 @@ func (s *renderState) replay(e *memoEntry, refs []any, w *boundedWriter) error {
 				return err
 			}
 		default:
-			pushed = s.replaySource(op, base, pushed)
+			pushed = s.replaySource(op, base, depth0, pushed)
 		}
 	}
 	return nil

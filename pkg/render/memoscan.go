@@ -128,8 +128,8 @@ func iteratesEach(p *parse.PipeNode) bool {
 // analyzeRange returns the plan of r when its iterations can be memoized,
 // else nil.
 func analyzeRange(r *parse.RangeNode) *memoRange {
-	if !iteratesEach(r.Pipe) || r.List == nil || len(r.Pipe.Decl) > 2 {
-		return nil
+	if !iteratesEach(r.Pipe) || r.List == nil || len(r.Pipe.Decl) > 2 || r.Pipe.IsAssign {
+		return nil // range $i = ... assigns outer variables
 	}
 	b := &bodyScan{index: map[string]int{}, derived: map[string]bool{}, declared: map[string]bool{}, ok: true}
 	elems := map[string]bool{}
@@ -250,11 +250,13 @@ func (b *bodyScan) list(sc scopes, l *parse.ListNode) {
 	}
 }
 
+// branch scans if, with and range: the pipeline's variables are seen by
+// both branches, what one branch declares is not seen by the other.
 func (b *bodyScan) branch(sc scopes, br *parse.BranchNode) {
 	inner := append(sc[:len(sc):len(sc)], map[string]bool{})
 	b.pipe(inner, br.Pipe, destNative)
-	b.list(inner, br.List)
-	b.list(inner, br.ElseList)
+	b.list(append(inner[:len(inner):len(inner)], map[string]bool{}), br.List)
+	b.list(append(inner[:len(inner):len(inner)], map[string]bool{}), br.ElseList)
 }
 
 // dest is where a pipeline's or command's value goes.

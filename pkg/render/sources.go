@@ -125,6 +125,10 @@ func (t *tracker) top() int32 {
 func (t *tracker) unwinding(depth int) {
 	if r := recover(); r != nil {
 		if _, failed := r.(template.ExecError); !failed {
+			if t.rec != nil {
+				t.rec.add(memoOp{kind: opTruncate, off: int32(depth - t.rec.depth0), res: -1})
+				t.rec.wrote = false
+			}
 			t.current = t.current[:depth]
 		}
 		panic(r)
