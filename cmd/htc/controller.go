@@ -140,6 +140,7 @@ func defineControllerFlags(fs *pflag.FlagSet, stderr io.Writer) *controllerFlags
 	fs.StringVar(&f.leaseDuration, "leader-elect-lease-duration", envDefault("HTC_LEADER_ELECT_LEASE_DURATION", controller.DefaultLeaseDuration.String()), "how long a leader that stopped renewing keeps the Lease (env HTC_LEADER_ELECT_LEASE_DURATION)")
 	fs.StringVar(&f.renewDeadline, "leader-elect-renew-deadline", envDefault("HTC_LEADER_ELECT_RENEW_DEADLINE", controller.DefaultRenewDeadline.String()), "how long the leader tries to renew the Lease before it stops leading (env HTC_LEADER_ELECT_RENEW_DEADLINE)")
 	fs.StringVar(&f.retryPeriod, "leader-elect-retry-period", envDefault("HTC_LEADER_ELECT_RETRY_PERIOD", controller.DefaultRetryPeriod.String()), "how often the replicas try to acquire or renew the Lease (env HTC_LEADER_ELECT_RETRY_PERIOD)")
+	fs.BoolVar(&o.FullRender, "full-render", f.envBool("HTC_FULL_RENDER"), "turn incremental rendering off: every render runs every iteration of the templates' loops instead of replaying those the last render of the live state recorded and that did not change (env HTC_FULL_RENDER)")
 	fs.StringVar(&f.memLimit, "memory-limit", envDefault("HTC_MEMORY_LIMIT", memoryLimitAuto), "soft memory limit of the Go runtime (e.g. 400Mi): the garbage collector works harder near it. auto: GOMEMLIMIT when set, else 90% of the container's memory limit (cgroup), else none; none: no limit (env HTC_MEMORY_LIMIT)")
 	f.logs = addLogFlags(fs)
 	return f

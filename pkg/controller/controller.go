@@ -122,6 +122,10 @@ type Options struct {
 	// Pprof serves net/http/pprof at /debug/pprof/ on the metrics listener
 	// (MetricsAddr).
 	Pprof bool
+	// FullRender turns incremental rendering off: the live loop's renders
+	// record nothing, so every render (admissions included) runs every
+	// iteration of the templates' loops (see render.Input.Record).
+	FullRender bool
 	// Build describes this binary for the htc_build_info metric.
 	Build BuildInfo
 	// AdmissionTimeout bounds one admission decision (the proposed change
@@ -485,6 +489,7 @@ func newController(opts Options, log *slog.Logger, dyn dynamic.Interface, mapper
 	c.status.leading = c.leader.isLeading
 	c.status.updates = newStatusUpdates(c.metrics.reg)
 	c.live = newLive(c.admitter, nil, nil, c.status, c.metrics, log)
+	c.live.record = !opts.FullRender
 	return c
 }
 

@@ -46,6 +46,9 @@ type live struct {
 	status   *statusReporter
 	metrics  *metrics
 	log      *slog.Logger
+	// record makes the live renders record their iterations, which later
+	// renders (admissions) replay (render.Input.Record).
+	record bool
 
 	changes atomic.Uint64 // incremented by trigger
 	signal  chan struct{} // capacity 1: a round is wanted
@@ -64,7 +67,7 @@ type live struct {
 }
 
 func newLive(a *admission.Admitter, out *publish.Dir, mc *master.Client, status *statusReporter, m *metrics, log *slog.Logger) *live {
-	return &live{admitter: a, out: out, master: mc, status: status, metrics: m, log: log, signal: make(chan struct{}, 1)}
+	return &live{admitter: a, out: out, master: mc, status: status, metrics: m, log: log, record: true, signal: make(chan struct{}, 1)}
 }
 
 // trigger records a change of the stores or the config. It never blocks.
@@ -148,7 +151,7 @@ func (l *live) sync(ctx context.Context) bool {
 func (l *live) diagnose(ctx context.Context, st *admission.State) *dryrun.Diagnosis {
 	stores := store.ReadOnly(st.Stores)
 	if prev := l.last; prev != nil && prev.pipeline == st.Pipeline && prev.diagnosis.First.BundleHash != "" {
-		first := st.Pipeline.CheckWith(ctx, stores, dryrun.CheckOptions{Record: true})
+		first := st.Pipeline.CheckWith(ctx, stores, dryrun.CheckOptions{Record: l.record})
 		if first.BundleHash == prev.diagnosis.First.BundleHash && !first.TimedOut {
 			d := *prev.diagnosis
 			d.First = first
@@ -158,7 +161,7 @@ func (l *live) diagnose(ctx context.Context, st *admission.State) *dryrun.Diagno
 			return l.remember(st, &dryrun.Diagnosis{First: first, Passing: first, Complete: true})
 		}
 	}
-	return l.remember(st, st.Pipeline.Diagnose(ctx, stores, dryrun.DiagnoseOptions{MaxRounds: liveDiagnoseRounds, Record: true}))
+	return l.remember(st, st.Pipeline.Diagnose(ctx, stores, dryrun.DiagnoseOptions{MaxRounds: liveDiagnoseRounds, Record: l.record}))
 }
 
 // liveDiagnoseRounds bounds the checks of one live diagnosis.

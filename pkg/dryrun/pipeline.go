@@ -167,6 +167,10 @@ func ungranted(allowed, grant []string) field.ErrorList {
 // iteration by iteration, of how many.
 func (p *Pipeline) IncrementalLoops() (replayable, loops int) { return p.engine.IncrementalLoops() }
 
+// MemoStats is render.Engine.MemoStats of the config's templates: how
+// many iterations renders replayed and ran.
+func (p *Pipeline) MemoStats() render.MemoStats { return p.engine.MemoStats() }
+
 // BaseDir is the directory the pipeline renders bundles for.
 func (p *Pipeline) BaseDir() string { return p.env.BaseDir }
 
