@@ -419,10 +419,9 @@ func (s *renderState) replaySource(op *memoOp, base, depth0 int, pushed []int) [
 			pushed = pushed[:n-1]
 		}
 	case opTruncate:
-		keep := depth0 + int(op.off)
-		s.sources.current = s.sources.current[:keep]
-		for len(pushed) > 0 && pushed[len(pushed)-1] >= keep {
-			pushed = pushed[:len(pushed)-1]
+		s.sources.current = s.sources.current[:depth0+int(op.off)]
+		if int(op.alias) < len(pushed) {
+			pushed = pushed[:op.alias]
 		}
 	}
 	return pushed
@@ -448,6 +447,9 @@ func (s *renderState) storeAgrees(key string, sr *storeRead) bool {
 	case "Len":
 		return rs.r.Len() == sr.n
 	case "Get":
+		if len(sr.keys) != len(rs.r.IndexBy()) {
+			return false // running it fails: want N keys
+		}
 		obj, ok := rs.r.Get(sr.keys...)
 		if !ok || obj == nil || obj.Object == nil {
 			return len(sr.objs) == 0
@@ -456,6 +458,9 @@ func (s *renderState) storeAgrees(key string, sr *storeRead) bool {
 	}
 	objs := rs.r.List()
 	if sr.method == "Fetch" {
+		if len(sr.keys) > len(rs.r.IndexBy()) {
+			return false
+		}
 		objs = rs.r.Fetch(sr.keys...)
 	}
 	n := 0

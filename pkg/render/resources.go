@@ -114,7 +114,7 @@ func (s *ResourceStore) Each(keys ...string) (iter.Seq[map[string]any], error) {
 	}
 	return func(yield func(map[string]any) bool) {
 		if s.t != nil {
-			defer s.t.unwinding(len(s.t.current))
+			defer s.t.unwinding(len(s.t.current), s.t.withinOpen)
 		}
 		for _, o := range objs {
 			if s.t == nil {

@@ -35,6 +35,8 @@ type tracker struct {
 	maps []map[string]any
 	// rec is the iteration being recorded (see memo.go), nil when none.
 	rec *memoFrame
+	// withinOpen counts the elements of each whose bodies are running.
+	withinOpen int
 }
 
 // span is a change of the current object at an output offset.
@@ -49,6 +51,7 @@ func (t *tracker) reset() {
 	clear(t.maps)
 	t.maps = t.maps[:0]
 	t.rec = nil
+	t.withinOpen = 0
 	t.current = t.current[:0]
 	t.spans = t.spans[:0]
 	t.index, t.stores, t.lines, t.files, t.reads = nil, nil, nil, nil, nil
@@ -116,20 +119,22 @@ func (t *tracker) top() int32 {
 	return t.current[len(t.current)-1]
 }
 
-// unwinding restores the stack of current objects to depth when a panic
+// unwinding restores the stack of current objects to depth (and the count
+// of each's running elements to within) when a panic
 // other than a template error goes through an iterator: text/template's
 // {{ break }} leaves a range over an iterator by panicking through it, and
 // the objects it left must not stay current. A template error
 // (template.ExecError) leaves the stack as it is: the failure is
 // attributed to the objects it happened in. The panic goes on.
-func (t *tracker) unwinding(depth int) {
+func (t *tracker) unwinding(depth, within int) {
 	if r := recover(); r != nil {
 		if _, failed := r.(template.ExecError); !failed {
 			if t.rec != nil {
-				t.rec.add(memoOp{kind: opTruncate, off: int32(depth - t.rec.depth0), res: -1})
+				t.rec.add(memoOp{kind: opTruncate, off: int32(depth - t.rec.depth0), alias: int32(within - t.rec.within0), res: -1})
 				t.rec.wrote = false
 			}
 			t.current = t.current[:depth]
+			t.withinOpen = within
 		}
 		panic(r)
 	}
