@@ -128,6 +128,9 @@ func (h *harness) startController(name string, withPprof bool) *controllerProc {
 		"--webhook-cert-file", h.cert.certFile, "--webhook-key-file", h.cert.keyF,
 		"--metrics-bind-address", cp.metrics, "--health-probe-bind-address", cp.health,
 		"--output-dir", cp.outDir}
+	if limit := os.Getenv("HTC_SCALE_MEMORY_LIMIT"); limit != "" {
+		args = append(args, "--memory-limit", limit) // make bench-scale MEMORY_LIMIT=...
+	}
 	env := make([]string, 0, len(os.Environ())+2)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "TMPDIR=") && !strings.HasPrefix(kv, "HTC_") {
