@@ -197,19 +197,7 @@ func render(t *testing.T, e *Engine, stores store.Set, record bool) rendered {
 		}
 		return r
 	}
-	out := b.Config
-	for _, files := range []map[string]string{b.Maps, b.Files, b.Certs} {
-		for _, name := range slices.Sorted(func(yield func(string) bool) {
-			for n := range files {
-				if !yield(n) {
-					return
-				}
-			}
-		}) {
-			out += "\n--- " + name + "\n" + files[name]
-		}
-	}
-	return rendered{out: out, sources: fmt.Sprintf("%+v", b.Sources)}
+	return rendered{out: bundleText(b), sources: fmt.Sprintf("%+v", b.Sources)}
 }
 
 // randomOp creates, updates or deletes a random object and says which.

@@ -3,6 +3,7 @@ package render
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/store"
 )
@@ -131,15 +133,14 @@ func renderAll(t *testing.T, e *Engine, stores store.Set) string {
 	if err != nil {
 		return "error: " + err.Error()
 	}
+	return bundleText(b)
+}
+
+// bundleText is every output and file of b, in order, as one text.
+func bundleText(b *bundle.Bundle) string {
 	out := b.Config
 	for _, files := range []map[string]string{b.Maps, b.Files, b.Certs} {
-		for _, name := range slices.Sorted(func(yield func(string) bool) {
-			for n := range files {
-				if !yield(n) {
-					return
-				}
-			}
-		}) {
+		for _, name := range slices.Sorted(maps.Keys(files)) {
 			out += "\n--- " + name + "\n" + files[name]
 		}
 	}
