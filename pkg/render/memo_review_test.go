@@ -19,7 +19,7 @@ import (
 // reviewStores returns a store.Set of ingresses (and services when given),
 // indexed by namespace and name. The objects are the given maps, so two
 // sets built from the same maps hold the same objects (by identity).
-func reviewStores(t *testing.T, ings []map[string]any, svcs ...map[string]any) store.Set {
+func reviewStores(t testing.TB, ings []map[string]any, svcs ...map[string]any) store.Set {
 	t.Helper()
 	set := store.Set{"ingresses": newFakeReader(t, nsName, ings...)}
 	set["services"] = newFakeReader(t, nsName, svcs...)

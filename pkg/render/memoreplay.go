@@ -2,6 +2,7 @@ package render
 
 import (
 	"maps"
+	"math"
 	"reflect"
 	"slices"
 	"strconv"
@@ -11,9 +12,16 @@ import (
 	"github.com/haproxy-template/htc/pkg/store"
 )
 
-// maxFingerprintNodes bounds the values a fingerprint walks: an iteration
-// whose key would be larger is not memoized.
-const maxFingerprintNodes = 512
+// Bounds of what one recorded iteration keeps: the values its key walks
+// and its bytes, and the values its snapshots (stored values, outer
+// variables) hold. An iteration that would keep more is not recorded: a
+// tenant's large value costs each render its size once, not once per
+// iteration.
+const (
+	maxFingerprintNodes = 512
+	maxFingerprintBytes = 4 << 10
+	maxSnapshotNodes    = 4096
+)
 
 // fingerprint is the key of an iteration: the kind of writer, its elements
 // and the outer values its body reads as values, and which of them are the
@@ -62,7 +70,7 @@ func (s *renderState) fingerprint(mr *memoRange, elems, outer []any, w *boundedW
 			f.b.WriteString(strconv.Itoa(int(id)))
 		}
 	}
-	return f.b.String(), f.pins, f.ids, !f.bad
+	return f.b.String(), f.pins, f.ids, !f.bad && f.b.Len() <= maxFingerprintBytes
 }
 
 // fingerprinter writes one fingerprint.
@@ -86,6 +94,10 @@ func (f *fingerprinter) value(v any) {
 	case nil:
 		f.b.WriteByte('n')
 	case string:
+		if f.b.Len()+len(x) > maxFingerprintBytes {
+			f.bad = true
+			return
+		}
 		f.b.WriteString("s" + strconv.Itoa(len(x)) + ":" + x)
 	case bool:
 		f.b.WriteString(strconv.FormatBool(x))
@@ -190,13 +202,18 @@ type (
 // snapshotter copies the values an iteration stored in shared maps and
 // outer variables, as they are when it ends.
 type snapshotter struct {
-	s    *renderState
-	fr   *memoFrame
-	seen map[unsafe.Pointer]bool
-	bad  bool
+	s     *renderState
+	nodes int
+	fr    *memoFrame
+	seen  map[unsafe.Pointer]bool
+	bad   bool
 }
 
 func (sn *snapshotter) take(v any) any {
+	if sn.nodes++; sn.nodes > maxSnapshotNodes {
+		sn.bad = true // too large to keep: the iteration runs each time
+		return nil
+	}
 	switch x := v.(type) {
 	case nil, string, bool, int, int64, float64, []string:
 		return v
@@ -256,7 +273,7 @@ func (s *renderState) rebuild(v any) any {
 }
 
 // sameValue reports whether a and b are the same value: maps and lists by
-// identity, other comparable values by ==.
+// identity, floats by their bits, other comparable values by ==.
 func sameValue(a, b any) bool {
 	switch x := a.(type) {
 	case map[string]any:
@@ -268,6 +285,9 @@ func sameValue(a, b any) bool {
 	case []string:
 		y, ok := b.([]string)
 		return ok && len(x) == len(y) && unsafe.SliceData(x) == unsafe.SliceData(y)
+	case float64:
+		y, ok := b.(float64)
+		return ok && math.Float64bits(x) == math.Float64bits(y) // -0 is not 0
 	}
 	if a == nil || b == nil {
 		return a == nil && b == nil
@@ -294,88 +314,114 @@ func (s *renderState) replayable(e *memoEntry, refs []any, w *boundedWriter, ids
 	if e.scratch > s.budget.scratch || (!w.scratch && int64(len(e.out))+e.added > s.budget.bundle) {
 		return false
 	}
-	cur := slices.Clone(refs)
-	var own map[slot]written
-	var files map[[2]string]string
+	c := &replayCheck{s: s, cur: slices.Clone(refs), ids: ids, first: make(map[unsafe.Pointer]int32, len(refs))}
+	for i, v := range refs {
+		c.note(int32(i), v)
+	}
 	for i := range e.ops {
-		op := &e.ops[i]
-		switch op.kind {
-		case opStore:
-			if !s.storeAgrees(op.key, op.val.(*storeRead)) {
-				return false
-			}
-		case opGet, opHasKey:
-			var ok bool
-			if cur, ok = s.readAgrees(op, cur, own, ids); !ok {
-				return false
-			}
-		case opSet, opUnset:
-			m, ok := refMap(cur, op.ref)
-			if !ok || !s.isOwned(m) {
-				return false
-			}
-			if own == nil {
-				own = map[slot]written{}
-			}
-			own[slot{mapPointer(m), op.key}] = written{present: op.kind == opSet, value: op.val}
-		case opAddFile:
-			af := op.val.(*addedFile)
-			prev, dup := s.added[af.kind][af.name]
-			if p, ok := files[[2]string{string(af.kind), af.name}]; ok {
-				prev, dup = p, true
-			}
-			if dup && prev != af.text {
-				return false
-			}
-			if files == nil {
-				files = map[[2]string]string{}
-			}
-			files[[2]string{string(af.kind), af.name}] = af.text
+		if !c.agrees(&e.ops[i]) {
+			return false
 		}
+	}
+	return true
+}
+
+// replayCheck is the state of one replayable check: the refs so far (the
+// outer values and elements, then the shared maps gets returned), the
+// first position of each map among them, the fingerprint's map numbers,
+// and the iteration's own writes and added files.
+type replayCheck struct {
+	s     *renderState
+	cur   []any
+	first map[unsafe.Pointer]int32
+	ids   map[unsafe.Pointer]int32
+	own   map[slot]written
+	files map[[2]string]string
+}
+
+// note records that ref i is v.
+func (c *replayCheck) note(i int32, v any) {
+	if m, ok := v.(map[string]any); ok && m != nil {
+		if _, seen := c.first[mapPointer(m)]; !seen {
+			c.first[mapPointer(m)] = i
+		}
+	}
+}
+
+// agrees reports whether op reads now what it read when recorded (and
+// records the writes the reads after it see).
+func (c *replayCheck) agrees(op *memoOp) bool {
+	switch op.kind {
+	case opStore:
+		return c.s.storeAgrees(op.key, op.val.(*storeRead))
+	case opGet, opHasKey:
+		return c.readAgrees(op)
+	case opSet, opUnset:
+		m, ok := refMap(c.cur, op.ref)
+		if !ok || !c.s.isOwned(m) {
+			return false
+		}
+		if c.own == nil {
+			c.own = map[slot]written{}
+		}
+		c.own[slot{mapPointer(m), op.key}] = written{present: op.kind == opSet, value: op.val}
+	case opAddFile:
+		af := op.val.(*addedFile)
+		name := [2]string{string(af.kind), af.name}
+		prev, dup := c.s.added[af.kind][af.name]
+		if p, ok := c.files[name]; ok {
+			prev, dup = p, true
+		}
+		if dup && prev != af.text {
+			return false
+		}
+		if c.files == nil {
+			c.files = map[[2]string]string{}
+		}
+		c.files[name] = af.text
 	}
 	return true
 }
 
 // readAgrees reports whether a recorded get or hasKey reads the same now,
 // seeing the iteration's own writes; a get whose result was a shared map
-// adds it to cur.
-func (s *renderState) readAgrees(op *memoOp, cur []any, own map[slot]written, ids map[unsafe.Pointer]int32) ([]any, bool) {
-	m, ok := refMap(cur, op.ref)
+// adds it to the refs.
+func (c *replayCheck) readAgrees(op *memoOp) bool {
+	m, ok := refMap(c.cur, op.ref)
 	if !ok {
-		return cur, false
+		return false
 	}
 	v, present := m[op.key]
-	if wr, ok := own[slot{mapPointer(m), op.key}]; ok {
+	if wr, ok := c.own[slot{mapPointer(m), op.key}]; ok {
 		v, present = wr.value, wr.present
 	}
 	if op.kind == opHasKey {
-		return cur, present == op.val.(bool)
+		return present == op.val.(bool)
 	}
 	if !present {
 		v = ""
 	}
 	if op.res < 0 {
-		return cur, sameValue(v, op.val)
+		return sameValue(v, op.val)
 	}
 	mv, ok := v.(map[string]any)
-	if !ok || mv == nil || !s.isOwned(mv) || int(op.res) != len(cur) {
-		return cur, false
+	if !ok || mv == nil || !c.s.isOwned(mv) || int(op.res) != len(c.cur) {
+		return false
 	}
-	// The same aliases as when recorded: with the values before it
-	// (outer values, elements, earlier results) and with the maps the
-	// body reads as values.
+	// The same aliases as when recorded: with the refs before it (outer
+	// values, elements, earlier results) and with the maps the body reads
+	// as values.
 	alias := int32(0)
-	for k, c := range cur {
-		if sameValue(c, mv) {
-			alias = int32(k) + 1
-			break
-		}
+	if k, seen := c.first[mapPointer(mv)]; seen {
+		alias = k + 1
 	}
-	id, inKey := ids[mapPointer(mv)]
+	id, inKey := c.ids[mapPointer(mv)]
 	if alias != op.alias || (inKey && op.off != id+1) || (!inKey && op.off != 0) {
-		return cur, false
+		return false
 	}
-	return append(cur, mv), true
+	c.note(int32(len(c.cur)), mv)
+	c.cur = append(c.cur, mv)
+	return true
 }
 
 // replaySource replays a source map event of an iteration whose output
