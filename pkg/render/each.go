@@ -31,7 +31,7 @@ func (s *renderState) each(v any) (any, error) {
 		}
 		sort.Strings(keys)
 		return iter.Seq2[string, any](func(yield func(string, any) bool) {
-			defer s.sources.unwinding(len(s.sources.current), s.sources.withinOpen)
+			defer s.sources.unwinding(len(s.sources.current), s.sources.opened)
 			for _, k := range keys {
 				if !s.within(x[k], func() bool { return yield(k, x[k]) }) {
 					return
@@ -44,7 +44,7 @@ func (s *renderState) each(v any) (any, error) {
 		return nil, fmt.Errorf("each: want a list or a dict, got %T", v)
 	}
 	return iter.Seq[any](func(yield func(any) bool) {
-		defer s.sources.unwinding(len(s.sources.current), s.sources.withinOpen)
+		defer s.sources.unwinding(len(s.sources.current), s.sources.opened)
 		for i := range rv.Len() {
 			e := rv.Index(i).Interface()
 			if !s.within(e, func() bool { return yield(e) }) {
@@ -69,11 +69,11 @@ func (s *renderState) within(e any, body func() bool) bool {
 	if ref != 0 {
 		s.sources.push(ref)
 	}
-	s.sources.withinOpen++
+	s.sources.opened++
 	s.sources.rec = rec
 	more := body()
 	s.sources.rec = nil
-	s.sources.withinOpen--
+	s.sources.opened--
 	if ref != 0 {
 		s.sources.pop() // a template error leaves it current (see unwinding)
 	}

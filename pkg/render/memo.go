@@ -82,7 +82,7 @@ const (
 	opWrote                   // source map: output written at off
 	opWithin                  // each made an element current (val: candidates)
 	opWithinEnd               // the element's body ended (val: whether it pushed)
-	opTruncate                // a break left loops (off: objects kept current; alias: each's elements kept running; both from the iteration's)
+	opTruncate                // a break left loops (alias: their elements still running, from the iteration's)
 )
 
 // memoOp is one recorded operation of an iteration.
@@ -142,8 +142,7 @@ type memoFrame struct {
 	// depth0 is how many objects were current when the iteration began;
 	// extraScratch what its appends in place would have charged more had
 	// they copied (see replay).
-	depth0       int
-	within0      int // each's running elements when the iteration began
+	opened0      int // elements of Each and each running when the iteration began
 	extraScratch int64
 }
 
@@ -218,7 +217,7 @@ func (s *renderState) startRecording(fr *memoFrame, refs, pins []any) {
 	fr.watermark = s.ownSeq
 	fr.off0 = fr.w.Len()
 	fr.scratch0 = s.budget.scratch
-	fr.depth0, fr.within0 = len(s.sources.current), s.sources.withinOpen
+	fr.opened0 = s.sources.opened
 	fr.entry = &memoEntry{pins: pins}
 	s.frames = append(s.frames, fr)
 	s.sources.rec = fr

@@ -59,3 +59,20 @@ func TestMemoReview3ReplaySkipsKeyCountCheck(t *testing.T) {
 	st1 := store.Set{"ingresses": st0["ingresses"], "services": newFakeReader(t, []string{"metadata.name"}, service("a", "s"))}
 	checkIncremental(t, cfg, nil, st0, st1)
 }
+
+// A break out of an each nested in another each inside a recorded body:
+// whether the outer each made its element current depends on what stores
+// returned earlier in the render (a Service listed with List is not yet
+// "returned" until Each fetches it), so a replay may push where the
+// recording did not. The truncation a break records must count the
+// running elements, not the depth of current objects; counting depth, the
+// replay popped one object too many and panicked (slice bounds out of
+// range). Found by the random template fuzzer.
+func TestMemoReview3BreakAfterEachWhoseElementBecameAnObject(t *testing.T) {
+	x, y, z, s := reviewIngress("b", "x"), reviewIngress("b", "y"), reviewIngress("a", "z"), service("a", "s")
+	cfg := `{{ range $i := .resources.ingresses.Each }}{{ $i.metadata.name }}{{ template "t" $.resources.services }}
+{{ end }}after`
+	snip := `{{ range $s := each .List }}{{ range $k, $v := each (dict "o" $s "n" 1) }}{{ $k }}{{ break }}{{ end }}{{ end }} {{ range $s := .Each }}{{ $s.metadata.name }}{{ end }}`
+	checkIncremental(t, cfg, []specOpt{withSnippet("t", snip)},
+		reviewStores(t, []map[string]any{x, y}, s), reviewStores(t, []map[string]any{x, y, z}, s))
+}

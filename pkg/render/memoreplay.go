@@ -425,10 +425,9 @@ func (c *replayCheck) readAgrees(op *memoOp) bool {
 }
 
 // replaySource replays a source map event of an iteration whose output
-// starts at base and that began with depth0 objects current; pushed is
-// where each opWithin made an object current (-1: it did not), innermost
-// last.
-func (s *renderState) replaySource(op *memoOp, base, depth0 int, pushed []int) []int {
+// starts at base; opened is, for each element of Each and each still
+// running in it, whether it made an object current (innermost last).
+func (s *renderState) replaySource(op *memoOp, base int, opened []bool) []bool {
 	switch op.kind {
 	case opReturned:
 		s.sources.returned(op.key, op.obj)
@@ -440,8 +439,10 @@ func (s *renderState) replaySource(op *memoOp, base, depth0 int, pushed []int) [
 			ref = s.sources.ref(op.obj)
 		}
 		s.sources.push(ref)
+		opened = append(opened, true)
 	case opPop:
 		s.sources.pop()
+		opened = opened[:max(0, len(opened)-1)]
 	case opWrote:
 		s.sources.wrote(base + int(op.off))
 	case opWithin:
@@ -451,26 +452,28 @@ func (s *renderState) replaySource(op *memoOp, base, depth0 int, pushed []int) [
 				break
 			}
 		}
-		at := -1
 		if ref != 0 {
-			at = len(s.sources.current)
 			s.sources.push(ref)
 		}
-		pushed = append(pushed, at)
+		opened = append(opened, ref != 0)
 	case opWithinEnd:
-		if n := len(pushed); n > 0 {
-			if pushed[n-1] >= 0 {
-				s.sources.pop()
-			}
-			pushed = pushed[:n-1]
-		}
+		opened = s.close(opened, len(opened)-1)
 	case opTruncate:
-		s.sources.current = s.sources.current[:depth0+int(op.off)]
-		if int(op.alias) < len(pushed) {
-			pushed = pushed[:op.alias]
-		}
+		opened = s.close(opened, int(op.alias))
 	}
-	return pushed
+	return opened
+}
+
+// close ends the running elements of opened beyond the first keep: those
+// that made an object current stop being current.
+func (s *renderState) close(opened []bool, keep int) []bool {
+	for len(opened) > max(keep, 0) {
+		if opened[len(opened)-1] {
+			s.sources.pop()
+		}
+		opened = opened[:len(opened)-1]
+	}
+	return opened
 }
 
 // refMap returns the map of ref i.
@@ -533,8 +536,7 @@ func (s *renderState) replay(e *memoEntry, refs []any, w *boundedWriter) error {
 	}
 	w.Buffer.WriteString(e.out)
 	cur := slices.Clone(refs)
-	var pushed []int // opWithin's depth before it pushed (-1: none), innermost last
-	depth0 := len(s.sources.current)
+	var opened []bool // elements of Each and each running (see replaySource)
 	for i := range e.ops {
 		op := &e.ops[i]
 		switch op.kind {
@@ -559,7 +561,7 @@ func (s *renderState) replay(e *memoEntry, refs []any, w *boundedWriter) error {
 				return err
 			}
 		default:
-			pushed = s.replaySource(op, base, depth0, pushed)
+			opened = s.replaySource(op, base, opened)
 		}
 	}
 	return nil

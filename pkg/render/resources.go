@@ -114,7 +114,7 @@ func (s *ResourceStore) Each(keys ...string) (iter.Seq[map[string]any], error) {
 	}
 	return func(yield func(map[string]any) bool) {
 		if s.t != nil {
-			defer s.t.unwinding(len(s.t.current), s.t.withinOpen)
+			defer s.t.unwinding(len(s.t.current), s.t.opened)
 		}
 		for _, o := range objs {
 			if s.t == nil {
@@ -124,7 +124,9 @@ func (s *ResourceStore) Each(keys ...string) (iter.Seq[map[string]any], error) {
 				continue
 			}
 			s.t.push(s.t.ref(o))
+			s.t.opened++
 			more := yield(o)
+			s.t.opened--
 			s.t.pop()
 			if !more {
 				return

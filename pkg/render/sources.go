@@ -35,8 +35,9 @@ type tracker struct {
 	maps []map[string]any
 	// rec is the iteration being recorded (see memo.go), nil when none.
 	rec *memoFrame
-	// withinOpen counts the elements of each whose bodies are running.
-	withinOpen int
+	// opened counts the elements of Each and each whose bodies are
+	// running (a break leaves those its loop opened).
+	opened int
 }
 
 // span is a change of the current object at an output offset.
@@ -51,7 +52,7 @@ func (t *tracker) reset() {
 	clear(t.maps)
 	t.maps = t.maps[:0]
 	t.rec = nil
-	t.withinOpen = 0
+	t.opened = 0
 	t.current = t.current[:0]
 	t.spans = t.spans[:0]
 	t.index, t.stores, t.lines, t.files, t.reads = nil, nil, nil, nil, nil
@@ -130,11 +131,11 @@ func (t *tracker) unwinding(depth, within int) {
 	if r := recover(); r != nil {
 		if _, failed := r.(template.ExecError); !failed {
 			if t.rec != nil {
-				t.rec.add(memoOp{kind: opTruncate, off: int32(depth - t.rec.depth0), alias: int32(within - t.rec.within0), res: -1})
+				t.rec.add(memoOp{kind: opTruncate, alias: int32(within - t.rec.opened0), res: -1})
 				t.rec.wrote = false
 			}
 			t.current = t.current[:depth]
-			t.withinOpen = within
+			t.opened = within
 		}
 		panic(r)
 	}
