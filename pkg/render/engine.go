@@ -47,7 +47,7 @@ type Engine struct {
 	loops int // ranges over Each or each, memoized or not
 	table atomic.Pointer[memoTable]
 	// replayed and ran count memoized iterations (MemoStats).
-	replayed, ran atomic.Int64
+	replayed, ran, confirmed atomic.Int64
 	// bound pools clones of root whose per-render functions are bound to a
 	// renderState (*boundSet), so a render does not pay for Clone and Funcs.
 	bound sync.Pool
@@ -278,21 +278,24 @@ func (e *Engine) Reads() *ReadSet { return e.reads }
 //     strings with: a render stops soon after its context ends, whatever
 //     its templates do.
 func (e *Engine) Render(ctx context.Context, in Input) (*bundle.Bundle, error) {
-	b, err, near := e.render(ctx, in, true)
-	if near {
-		// A replay charges the scratch budget what the recorded iteration
+	b, err, again := e.render(ctx, in, true)
+	if again {
+		// A render that replayed and failed is confirmed without replays,
+		// so that no failure (a denial) ever rests on a replay. A replay
+		// also charges the scratch budget what the recorded iteration
 		// charged, which may differ from what running it would (append's
 		// cost depends on which lists share storage): close to that limit,
 		// only a render without replays gives a full render's answer.
+		e.confirmed.Add(1)
 		b, err, _ = e.render(ctx, in, false)
 	}
 	return b, err
 }
 
-// render is Render, replaying recorded iterations when replay is set. near
-// reports that it replayed some and failed on a size limit or used more
-// than half of the scratch budget.
-func (e *Engine) render(ctx context.Context, in Input, replay bool) (_ *bundle.Bundle, rerr error, near bool) {
+// render is Render, replaying recorded iterations when replay is set.
+// again reports that it replayed some and failed (but for the context
+// ending) or used more than half of the scratch budget.
+func (e *Engine) render(ctx context.Context, in Input, replay bool) (_ *bundle.Bundle, rerr error, again bool) {
 	if err := contextErr(ctx); err != nil {
 		return nil, cancelled(err), false
 	}
@@ -304,8 +307,8 @@ func (e *Engine) render(ctx context.Context, in Input, replay bool) (_ *bundle.B
 	st := set.st
 	st.noReplay = !replay
 	defer func() {
-		var le *LimitError
-		near = st.replays > 0 && (errors.As(rerr, &le) || st.budget.scratch < satMul(st.budget.limit, scratchFactor)/2)
+		failed := rerr != nil && contextErr(ctx) == nil
+		again = st.replays > 0 && (failed || st.budget.scratch < satMul(st.budget.limit, scratchFactor)/2)
 	}()
 	data := e.context(in, ctx, &st.sources)
 	st.root, st.stores = data, data["resources"].(map[string]*ResourceStore)

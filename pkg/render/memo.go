@@ -330,12 +330,15 @@ func (s *renderState) recordingFrame() *memoFrame {
 // ran (see Input.Record).
 type MemoStats struct {
 	Replayed, Ran int64
+	// Confirmed counts renders that replayed and then rendered again
+	// without replays (they failed, or came near the scratch limit).
+	Confirmed int64
 }
 
 // MemoStats returns how many iterations this Engine's renders replayed
 // and ran since it was created.
 func (e *Engine) MemoStats() MemoStats {
-	return MemoStats{Replayed: e.replayed.Load(), Ran: e.ran.Load()}
+	return MemoStats{Replayed: e.replayed.Load(), Ran: e.ran.Load(), Confirmed: e.confirmed.Load()}
 }
 
 // IncrementalLoops reports how many of the templates' loops over stores

@@ -39,3 +39,27 @@ func TestIncrementalLoopsCountsReplayableLoops(t *testing.T) {
 	replayable, loops := mustNew(t, exampleSpec(t)).IncrementalLoops()
 	assert.Equal(t, [2]int{3, 3}, [2]int{replayable, loops}, "the example's loops over Ingresses, backends and EndpointSlices")
 }
+
+// TestAFailingReplayedRenderIsConfirmedInFull checks that no failure rests
+// on a replay: a render that replayed iterations and failed renders again
+// without replays (every iteration runs), and returns that render's error.
+func TestAFailingReplayedRenderIsConfirmedInFull(t *testing.T) {
+	cfg := `{{ range $i := .resources.ingresses.Each }}{{ if not ($.resources.services.Get $i.metadata.namespace $i.metadata.name) }}` +
+		`{{ fail (printf "Service '%s' not found" $i.metadata.name) }}{{ end }}{{ $i.metadata.name }}
+{{ end }}`
+	a, b, broken := reviewIngress("a", "a"), reviewIngress("a", "b"), reviewIngress("a", "zz")
+	sa, sb := service("a", "a"), service("a", "b")
+	good := reviewStores(t, []map[string]any{a, b}, sa, sb)
+	bad := reviewStores(t, []map[string]any{a, b, broken}, sa, sb)
+	e := mustEngine(t, cfg)
+	render(t, e, good, true)
+	before := e.MemoStats()
+	got := render(t, e, bad, false)
+	after := e.MemoStats()
+	assert.Equal(t, "render: Service 'zz' not found", got.err)
+	assert.Equal(t, int64(2), after.Replayed-before.Replayed, "a and b replayed first")
+	assert.Equal(t, int64(1), after.Ran-before.Ran, "zz ran (the render without replays counts nothing)")
+	assert.Equal(t, int64(1), after.Confirmed-before.Confirmed, "rendered again without replays")
+	want := render(t, mustEngine(t, cfg), bad, false)
+	assert.Equal(t, want, got)
+}
