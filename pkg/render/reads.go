@@ -89,6 +89,35 @@ func (r *ReadSet) Fields(key string) []string {
 	return out
 }
 
+// Paths lists the field paths the templates may read of store key's
+// objects, each as the map keys from the object's root, in order: the one
+// empty path when they may read all of an object, none when they read no
+// field (they may still ask whether an object exists). List elements are
+// not distinguished, as in Fields. Unlike Fields, keys holding dots stay
+// one step.
+func (r *ReadSet) Paths(key string) [][]string {
+	if r.Everything() {
+		return [][]string{{}}
+	}
+	t := r.stores[key]
+	if t == nil {
+		return nil
+	}
+	var out [][]string
+	var walk func(t *fieldTrie, prefix []string)
+	walk = func(t *fieldTrie, prefix []string) {
+		if t.whole {
+			out = append(out, slices.Clone(prefix))
+			return
+		}
+		for _, k := range slices.Sorted(maps.Keys(t.children)) {
+			walk(t.children[k], append(prefix, k))
+		}
+	}
+	walk(t, []string{})
+	return out
+}
+
 // Same reports whether two versions of one object of store key render
 // alike: they agree on every field the templates may read. The object's
 // identity (namespace and name) and its place in the store (the store's

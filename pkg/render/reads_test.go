@@ -101,6 +101,11 @@ func labelReaders() []labelReader {
 		{name: "ternary", cfg: each(`{{ (ternary $i dict true).metadata.labels.app }}`)},
 		{name: "variable shadowed inside, outer read", cfg: `{{ $v := dict }}` + each(`{{ $v = $i.metadata }}`) + `{{ $v.labels.app }}`},
 		{name: "pipeline value as last argument", cfg: each(`{{ $i.metadata.labels | values | join "," }}`)},
+		{name: "a label map tested", cfg: each(`{{ if not $i.metadata.labels }}none{{ end }}`)},
+		{name: "and over the object", cfg: each(`{{ (and $i $i.metadata.labels).app }}`)},
+		{name: "default over the object", cfg: each(`{{ (default dict $i).metadata.labels.app }}`)},
+		{name: "object tested, then read", cfg: `{{ with .resources.ingresses.Get "default" "a" }}{{ if . }}{{ .metadata.labels.app }}{{ end }}{{ end }}`},
+		{name: "addFile content with an owner", cfg: each(`{{ $_ := addFile "file" (printf "f%s" $i.metadata.name) (printf "%v" $i.metadata.labels.app) $i }}`), coarse: true},
 	}
 }
 
@@ -141,6 +146,8 @@ func TestReadsLeaveOutWhatNoTemplateReads(t *testing.T) {
 			opts: []specOpt{withSnippet("n", `{{ .ing.metadata.namespace }}/{{ .ing.metadata.name }}{{ .ctx.extraContext.x }}`)}, want: []string{"metadata.name", "metadata.namespace"}},
 		{name: "membership only", cfg: `{{ len .resources.ingresses.List }}{{ .resources.ingresses.Len }}{{ range .resources.ingresses.List }}x{{ end }}`, want: []string{""}},
 		{name: "Len", cfg: `{{ .resources.ingresses.Len }}{{ range .resources.ingresses.List }}x{{ end }}`},
+		{name: "an object tested: it exists", cfg: `{{ range .resources.ingresses.List }}{{ if and . (not (not .)) }}{{ .metadata.name }}{{ end }}{{ with . }}{{ end }}{{ end }}{{ if .resources.ingresses.Get "default" "a" }}a{{ end }}`, want: []string{"metadata.name"}},
+		{name: "an addFile owner: its name", cfg: `{{ range $i := .resources.ingresses.Each }}{{ $_ := addFile "file" $i.metadata.name "x" $i }}{{ end }}`, want: []string{"metadata.name"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -233,6 +233,24 @@ func (s *readScan) useSeen(v *absValue, seen map[*absNode]bool) {
 	}
 }
 
+// test records that v is tested for truth (if, with, not, and, or,
+// default): a field value is read whole (whether it is empty depends on
+// all of it), but an object a store returned is never empty (it has at
+// least its name), so testing it, or a collection, or a store, or a map
+// or list the render built, asks only whether it is there: which objects
+// exist, and which keys a built map holds, never an object's fields. What
+// a built map holds is read where it is read.
+func (s *readScan) test(v *absValue) {
+	if v == nil {
+		return
+	}
+	for o := range v.origins {
+		if path := o.fields(); len(path) > 0 {
+			s.read(o.store, path)
+		}
+	}
+}
+
 // node returns the node built at site.
 func (s *readScan) node(site parse.Node) *absNode {
 	n := s.nodes[site]

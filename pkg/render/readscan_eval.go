@@ -45,9 +45,9 @@ func (s *readScan) node1(sc *scope, dot *absValue, n parse.Node) {
 	// Text, comments, break and continue read nothing.
 }
 
-// branch scans if, with and range: the pipeline's value is tested (used),
-// except that range uses only what it iterates (see element); with makes
-// it the dot, range makes each element the dot.
+// branch scans if, with and range: the pipeline's value is tested (see
+// test), except that range uses only what it iterates (see element); with
+// makes it the dot, range makes each element the dot.
 func (s *readScan) branch(sc *scope, dot *absValue, b *parse.BranchNode, with, rng bool) {
 	mark := len(sc.vars)
 	defer func() { sc.vars = sc.vars[:mark] }()
@@ -58,10 +58,10 @@ func (s *readScan) branch(sc *scope, dot *absValue, b *parse.BranchNode, with, r
 		body = s.element(v)
 		s.declareRange(sc, b.Pipe, body)
 	case with:
-		s.use(v)
+		s.test(v)
 		body = v
 	default:
-		s.use(v)
+		s.test(v)
 	}
 	s.list(sc, body, b.List)
 	s.list(sc, dot, b.ElseList)
@@ -226,12 +226,25 @@ func (s *readScan) call(site parse.Node, name string, nodes []parse.Node, args [
 			s.hasKey(args[0], args[1], nodes)
 			v = &absValue{}
 		}
-	case "default":
+	case "default", "and", "or":
+		// Each returns one of its arguments, chosen by testing them.
 		v = &absValue{}
 		for _, a := range args {
-			s.use(a) // the test reads the given value whole
+			s.test(a)
 			v.join(a)
 		}
+	case "addFile":
+		// An owner (the fourth argument on) names a store object in the
+		// source map by its kind, namespace and name: no field is read.
+		for _, a := range args[:min(len(args), 3)] {
+			s.use(a)
+		}
+		v = &absValue{}
+	case "not":
+		for _, a := range args {
+			s.test(a)
+		}
+		v = &absValue{}
 	case "each":
 		if len(args) == 1 {
 			v = args[0]
