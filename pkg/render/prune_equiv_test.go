@@ -1,0 +1,158 @@
+package render
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/haproxy-template/htc/pkg/store"
+	"github.com/haproxy-template/htc/pkg/watched"
+)
+
+// TestPrunedStoresRenderAsWholeStores is the randomized equivalence test
+// of pruning (watched.Keep, which the controller's informers apply to
+// every object they store): over a random walk of creates, updates and
+// deletes, every configuration (the example Ingress library, memoSubjects
+// and labelReaders) renders over stores whose objects were pruned to what
+// its ReadSet reads byte for byte what it renders over the whole objects,
+// error and attributed objects included. It checks that pruning dropped
+// fields, so that it tests something.
+//
+// HTC_PRUNE_STEPS and HTC_PRUNE_SEED choose a longer or another walk.
+func TestPrunedStoresRenderAsWholeStores(t *testing.T) {
+	steps, seed := envInt(t, "HTC_PRUNE_STEPS", 200), envInt(t, "HTC_PRUNE_SEED", 1)
+	rnd := rand.New(rand.NewPCG(uint64(seed), 13))
+	example := exampleSpec(t)
+	model, err := watched.New(example)
+	require.NoError(t, err)
+	type subject struct {
+		name   string
+		engine *Engine
+		keeps  map[string]*watched.Keep
+		every  int // compared every this many steps
+		pruned int // renders over stores that lost fields
+	}
+	var subjects []*subject
+	add := func(name string, every int, e *Engine) {
+		s := &subject{name: name, engine: e, every: every, keeps: map[string]*watched.Keep{}}
+		for _, r := range model.All() {
+			s.keeps[r.Key] = r.Keep(e.Reads().Paths(r.Key))
+		}
+		subjects = append(subjects, s)
+	}
+	add("example", 1, mustNew(t, example))
+	for _, lr := range pruneSubjects() {
+		add(lr.name, 1, mustEngine(t, lr.cfg, lr.opts...))
+	}
+	// The others are compared every fourth step, to keep the test's time
+	// under -race reasonable.
+	for _, lr := range slices.Concat(memoSubjects(), labelReaders()) {
+		add(lr.name, 4, mustEngine(t, lr.cfg, lr.opts...))
+	}
+	require.NotNil(t, subjects[0].keeps["ingresses"], "the example reads part of an Ingress")
+	stores, readers, keys, addApp := exampleStores(t, example)
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for step := range steps {
+		what := pruneOp(t, rnd, stores, keys, addApp)
+		mismatch := make([]string, len(subjects))
+		var wg sync.WaitGroup
+		for i, s := range subjects {
+			if step%s.every != 0 {
+				continue
+			}
+			wg.Go(func() {
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				pruned, lost := prunedStores(t, model, stores, s.keeps)
+				if lost {
+					s.pruned++
+				}
+				want, got := render(t, s.engine, readers, false), render(t, s.engine, pruned, false)
+				if got != want {
+					mismatch[i] = s.name + " after " + what + ":\nwhole:  " + want.out + want.err + "\npruned: " + got.out + got.err
+				}
+			})
+		}
+		wg.Wait()
+		for i, m := range mismatch {
+			require.Empty(t, m, "step %d; keeps: %v", step, subjects[i].keeps)
+		}
+	}
+	require.Positive(t, subjects[0].pruned, "the example's objects lost no field: the walk tests nothing")
+}
+
+// pruneSubjects read parts of objects in the ways pruning must keep
+// alike: elements of a list whose fields are partly read, a key's
+// presence, a map's size and keys.
+func pruneSubjects() []labelReader {
+	each := func(body string) string {
+		return `{{ range $i := .resources.ingresses.Each }}` + body + `;{{ end }}`
+	}
+	return []labelReader{
+		{name: "prune: range counts the elements", cfg: each(`{{ range $r := $i.spec.rules }}[{{ $r.host }}]{{ end }}`)},
+		{name: "prune: an element by index", cfg: each(`{{ with $i.spec.rules }}{{ (index . 0).host }}{{ end }}`)},
+		{name: "prune: len of a list", cfg: each(`{{ len (default list $i.spec.rules) }}{{ range $r := $i.spec.rules }}{{ $r.host }}{{ end }}`)},
+		{name: "prune: hasKey", cfg: each(`{{ if hasKey $i.metadata "labels" }}L{{ end }}{{ if hasKey $i.spec "tls" }}T{{ end }}`)},
+		{name: "prune: len of a map", cfg: each(`{{ len $i.metadata }}{{ len (default dict $i.metadata.labels) }}`)},
+		{name: "prune: keys of a map", cfg: each(`{{ keys (default dict $i.metadata.annotations) | sortAlpha }}`)},
+		{name: "prune: a map tested", cfg: each(`{{ if $i.status }}S{{ end }}{{ if $i.metadata.labels }}L{{ end }}`)},
+		{name: "prune: a part printed", cfg: each(`{{ toJson $i.spec }}`)},
+		{name: "prune: a Service read through a dict", cfg: `{{ $d := dict }}{{ range $s := .resources.services.Each }}{{ $_ := set $d $s.metadata.name $s }}{{ end }}{{ range $k, $s := $d }}{{ $s.spec.ports }}{{ end }}`},
+		{name: "prune: an EndpointSlice's addresses", cfg: `{{ range $e := .resources.endpoints.Each }}{{ range $x := $e.endpoints }}{{ $x.addresses }}{{ end }}{{ end }}`},
+		{name: "prune: a Secret key", cfg: `{{ range $s := .resources.secrets.Each }}{{ index $s.data "tls.crt" }}{{ end }}`},
+	}
+}
+
+// pruneOp is randomOp, with now and then an Ingress rule that has no host
+// (an element that pruned to a field read keeps nothing).
+func pruneOp(t *testing.T, rnd *rand.Rand, stores map[string]*store.Store, keys []string, addApp func()) string {
+	objs := stores["ingresses"].List()
+	if rnd.IntN(6) > 0 || len(objs) == 0 {
+		return randomOp(t, rnd, stores, keys, addApp)
+	}
+	u := objs[rnd.IntN(len(objs))].DeepCopy()
+	rules, _, _ := unstructured.NestedSlice(u.Object, "spec", "rules")
+	rules = append(rules, map[string]any{"http": map[string]any{"paths": []any{}}})
+	require.NoError(t, unstructured.SetNestedSlice(u.Object, rules, "spec", "rules"))
+	require.NoError(t, stores["ingresses"].Update(u))
+	return "update: a rule without a host"
+}
+
+// prunedStores returns stores like stores holding every object pruned to
+// its store's keep, and whether any object lost a field.
+func prunedStores(t *testing.T, model *watched.Model, stores map[string]*store.Store, keeps map[string]*watched.Keep) (store.Set, bool) {
+	out, lost := store.Set{}, false
+	for key, s := range stores {
+		r, _ := model.Get(key)
+		p, err := store.New(r.IndexBy)
+		require.NoError(t, err)
+		for _, obj := range s.List() {
+			u := &unstructured.Unstructured{Object: keeps[key].Prune(obj.Object)}
+			lost = lost || countValues(u.Object) < countValues(obj.Object)
+			require.NoError(t, p.Add(u))
+		}
+		out[key] = p
+	}
+	return out, lost
+}
+
+// countValues counts the values of a JSON value, nested ones included.
+func countValues(v any) int {
+	n := 1
+	switch x := v.(type) {
+	case map[string]any:
+		for _, e := range x {
+			n += countValues(e)
+		}
+	case []any:
+		for _, e := range x {
+			n += countValues(e)
+		}
+	}
+	return n
+}

@@ -1,0 +1,269 @@
+package watched
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/haproxy-template/htc/pkg/store"
+)
+
+// Keep is the part of a watched object a store keeps: a set of field paths,
+// each kept with everything below it. Informers prune every object to it
+// before it is stored (Keep.Transform), so fields no template can read cost
+// no memory. A nil Keep keeps every field.
+//
+// List elements are not distinguished: the path spec.rules.host keeps the
+// host of every rule (and every rule, as a map holding only its host). A
+// map key a path names is kept when present and stays absent when absent,
+// so every read of a kept field, including "is it set", sees what it sees
+// in the whole object. A Keep is immutable and safe for concurrent use.
+type Keep struct {
+	root *keepNode
+}
+
+// keepNode is one field of a Keep: whole keeps it with everything below,
+// otherwise only the children named.
+type keepNode struct {
+	whole    bool
+	children map[string]*keepNode
+}
+
+// AlwaysKept are the fields every pruned object keeps whatever the
+// templates read: what names the object (and its kind) in stores, logs and
+// messages, and the resourceVersion informers and stores compare.
+var AlwaysKept = [][]string{
+	{"apiVersion"},
+	{"kind"},
+	{"metadata", "name"},
+	{"metadata", "namespace"},
+	{"metadata", "uid"},
+	{"metadata", "resourceVersion"},
+}
+
+// NewKeep returns the Keep of paths (each a list of map keys from the
+// object's root) together with AlwaysKept. An empty path keeps the whole
+// object: the result is then nil.
+func NewKeep(paths [][]string) *Keep {
+	root := &keepNode{}
+	for _, p := range slices.Concat(AlwaysKept, paths) {
+		root.add(p)
+	}
+	if root.whole {
+		return nil
+	}
+	return &Keep{root: root}
+}
+
+func (n *keepNode) add(path []string) {
+	for _, f := range path {
+		if n.whole {
+			return
+		}
+		if n.children == nil {
+			n.children = map[string]*keepNode{}
+		}
+		c := n.children[f]
+		if c == nil {
+			c = &keepNode{}
+			n.children[f] = c
+		}
+		n = c
+	}
+	n.whole, n.children = true, nil
+}
+
+// Union is the Keep that keeps what a or b keeps.
+func Union(a, b *Keep) *Keep {
+	if a == nil || b == nil {
+		return nil
+	}
+	root := &keepNode{}
+	for _, p := range append(a.Paths(), b.Paths()...) {
+		root.add(p)
+	}
+	return &Keep{root: root}
+}
+
+// Paths lists the kept paths in order; a nil Keep is the one empty path
+// (the whole object).
+func (k *Keep) Paths() [][]string {
+	if k == nil {
+		return [][]string{{}}
+	}
+	var out [][]string
+	var walk func(n *keepNode, prefix []string)
+	walk = func(n *keepNode, prefix []string) {
+		if n.whole {
+			out = append(out, slices.Clone(prefix))
+			return
+		}
+		for _, f := range slices.Sorted(maps.Keys(n.children)) {
+			walk(n.children[f], append(prefix, f))
+		}
+	}
+	walk(k.root, nil)
+	return out
+}
+
+// String is the kept paths, dot-separated and comma-joined ("*" for
+// everything), for logs.
+func (k *Keep) String() string {
+	if k == nil {
+		return "*"
+	}
+	paths := k.Paths()
+	s := make([]string, len(paths))
+	for i, p := range paths {
+		s[i] = strings.Join(p, ".")
+	}
+	return strings.Join(s, ",")
+}
+
+// Covers reports whether k keeps everything other keeps: a store pruned
+// to k can serve a config that needs other.
+func (k *Keep) Covers(other *Keep) bool {
+	if k == nil {
+		return true
+	}
+	if other == nil {
+		return false
+	}
+	return k.root.covers(other.root)
+}
+
+func (n *keepNode) covers(o *keepNode) bool {
+	if n.whole {
+		return true
+	}
+	if o.whole {
+		return false
+	}
+	for f, oc := range o.children {
+		c := n.children[f]
+		if c == nil || !c.covers(oc) {
+			return false
+		}
+	}
+	return true
+}
+
+// Prune returns a copy of obj holding only the fields k keeps; obj is not
+// changed. The copy's maps and lists are new (and sized to what they hold);
+// strings and numbers are shared. A nil k returns a full copy.
+func (k *Keep) Prune(obj map[string]any) map[string]any {
+	if k == nil {
+		return copyValue(obj).(map[string]any)
+	}
+	return pruneMap(k.root, obj)
+}
+
+// Transform is an informer transform (cache.TransformFunc): it trims obj
+// (see Trim) and prunes it to k, in place for the informer's sake (the
+// object is replaced by its pruned content). Values other than
+// *unstructured.Unstructured pass as they are.
+func (k *Keep) Transform(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || u == nil || u.Object == nil {
+		return obj, nil
+	}
+	if _, err := Trim(u); err != nil {
+		return nil, err
+	}
+	if k != nil {
+		u.Object = pruneMap(k.root, u.Object)
+	}
+	return u, nil
+}
+
+// pruneMap copies the children of m that n keeps.
+func pruneMap(n *keepNode, m map[string]any) map[string]any {
+	if m == nil {
+		return m
+	}
+	kept := 0
+	for f := range n.children {
+		if _, ok := m[f]; ok {
+			kept++
+		}
+	}
+	out := make(map[string]any, kept)
+	for f, c := range n.children {
+		if v, ok := m[f]; ok {
+			out[f] = pruneValue(c, v)
+		}
+	}
+	return out
+}
+
+// pruneValue prunes v to n: kept whole, a map to its kept children, a list
+// element by element; any other value (a scalar where fields below it are
+// kept) is kept as it is, so a template reading below it fails as it would.
+func pruneValue(n *keepNode, v any) any {
+	if n.whole {
+		return copyValue(v)
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		return pruneMap(n, x)
+	case []any:
+		if x == nil {
+			return x
+		}
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = pruneValue(n, e)
+		}
+		return out
+	default:
+		return v
+	}
+}
+
+// copyValue copies the maps and lists of a JSON value, sharing its scalars.
+func copyValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if x == nil {
+			return x
+		}
+		out := make(map[string]any, len(x))
+		for f, e := range x {
+			out[f] = copyValue(e)
+		}
+		return out
+	case []any:
+		if x == nil {
+			return x
+		}
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = copyValue(e)
+		}
+		return out
+	default:
+		return v
+	}
+}
+
+// Keep is what r's store keeps of each object when the templates read
+// paths of it (render.ReadSet.Paths; the one empty path for all of it):
+// those paths, the fields r's index reads, a Secret's data and stringData
+// (the redactor removes them from every message that leaves the
+// controller, read or not), and AlwaysKept.
+func (r Resource) Keep(paths [][]string) *Keep {
+	all := slices.Clone(paths)
+	for _, expr := range r.IndexBy {
+		p, err := store.ParseFieldPath(expr)
+		if err != nil {
+			return nil // New refused this resource already; keep everything
+		}
+		all = append(all, p.Fields())
+	}
+	if r.GVR.Group == "" && r.GVR.Resource == "secrets" {
+		all = append(all, []string{"data"}, []string{"stringData"})
+	}
+	return NewKeep(all)
+}
