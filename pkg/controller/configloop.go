@@ -49,6 +49,9 @@ func (c *controller) configLoop(ctx context.Context) {
 		for _, w := range c.watchers {
 			w.stop()
 		}
+		for _, w := range c.retired {
+			w.stop()
+		}
 	}()
 	log.Info("waiting for the HAProxyTemplateConfig")
 	for {
@@ -126,7 +129,7 @@ func (c *controller) apply(ctx context.Context, u *unstructured.Unstructured, la
 		c.notApplied(u, log, "invalid", msg, err)
 		return
 	}
-	if err := c.startWatchers(ctx, pipeline.Model, log); err != nil {
+	if err := c.startWatchers(ctx, pipeline, log); err != nil {
 		c.notApplied(u, log, "error", "starting an informer", err)
 		return
 	}
@@ -150,25 +153,55 @@ func (c *controller) notApplied(u *unstructured.Unstructured, log *slog.Logger, 
 	c.status.warn(u, "ConfigNotApplied", fmt.Sprintf("%s: %v; %s", msg, err, kept))
 }
 
-// startWatchers starts an informer for every resource of model no running
-// informer serves yet.
-func (c *controller) startWatchers(ctx context.Context, model *watched.Model, log *slog.Logger) error {
-	for _, r := range model.All() {
-		if _, ok := c.watchers[r.WatchKey()]; ok {
+// startWatchers starts an informer for every resource of p's model no
+// running informer serves yet, or serves pruned to fewer fields than p's
+// templates read (see keepOf); the informer it replaces keeps feeding the
+// stores in use until switchTo.
+func (c *controller) startWatchers(ctx context.Context, p *dryrun.Pipeline, log *slog.Logger) error {
+	for _, r := range p.Model.All() {
+		key, keep := r.WatchKey(), keepOf(p, r.WatchKey())
+		old, ok := c.watchers[key]
+		if ok && old.keep.Covers(keep) {
 			continue
 		}
 		namespaces, err := c.watchNamespaces(r.GVR)
 		if err != nil {
 			return fmt.Errorf("store %s: %w", r.Key, err)
 		}
-		w, err := startWatcher(ctx, c.dyn, r, namespaces, c.live.trigger, c.log)
+		w, err := startWatcher(ctx, c.dyn, r, namespaces, keep, c.live.trigger, c.log)
 		if err != nil {
 			return fmt.Errorf("store %s: %w", r.Key, err)
 		}
-		log.Info("watching", "store", r.Key, "resource", r.WatchKey().String(), "namespaces", namespaces)
-		c.watchers[r.WatchKey()] = w
+		if ok {
+			log.Info("listing again: the configuration reads fields the store does not keep", "store", r.Key, "resource", key.String(), "keep", keep.String())
+			c.retired = append(c.retired, old)
+		} else {
+			log.Info("watching", "store", r.Key, "resource", key.String(), "namespaces", namespaces, "keep", keep.String())
+		}
+		c.watchers[key] = w
 	}
 	return nil
+}
+
+// keepOf is what the store of watch key k keeps of each object: what p's
+// templates can read of it (render.ReadSet) through every store key k
+// fills, with what the store and the controller need themselves
+// (watched.Resource.Keep).
+func keepOf(p *dryrun.Pipeline, k watched.WatchKey) *watched.Keep {
+	var keep *watched.Keep
+	first := true
+	for _, r := range p.Model.All() {
+		if r.WatchKey() != k {
+			continue
+		}
+		rk := r.Keep(p.Reads().Paths(r.Key))
+		if first {
+			keep, first = rk, false
+		} else {
+			keep = watched.Union(keep, rk)
+		}
+	}
+	return keep
 }
 
 // watchNamespaces returns the namespaces to watch gvr in: nil (all) for a
@@ -229,6 +262,10 @@ func (c *controller) switchTo(ctx context.Context, p *dryrun.Pipeline, log *slog
 			delete(c.watchers, key)
 		}
 	}
+	for _, w := range c.retired {
+		w.stop()
+	}
+	c.retired = nil
 	c.applied = p.Config
 	c.metrics.reloads.WithLabelValues("applied").Inc()
 	c.live.sync(ctx)

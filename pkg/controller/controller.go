@@ -232,8 +232,11 @@ type controller struct {
 
 	// owned by the config loop
 	watchers map[watched.WatchKey]*watcher
-	lastRV   string
-	applied  *config.HAProxyTemplateConfig
+	// retired are watchers a newer one replaced (it keeps fields they
+	// prune); they feed the stores in use until the next switch.
+	retired []*watcher
+	lastRV  string
+	applied *config.HAProxyTemplateConfig
 }
 
 // Run runs the controller until ctx is cancelled: it serves the webhook,

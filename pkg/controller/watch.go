@@ -18,7 +18,9 @@ import (
 // watcher is the running dynamic informers (one, or one per watched
 // namespace) feeding one store.
 type watcher struct {
-	store  *store.Store
+	store *store.Store
+	// keep is what the store keeps of each object (nil: all of it).
+	keep   *watched.Keep
 	synced cache.InformerSynced
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -28,9 +30,10 @@ type watcher struct {
 // selectors, that fill a new store indexed as r says: one cluster-wide, or,
 // when namespaces is not empty, one per namespace (r must then be
 // namespaced).
+// Every object is pruned to keep before it is stored (watched.Keep).
 // changed, when set, is called after every change the store took (not for
 // resyncs).
-func startWatcher(ctx context.Context, client dynamic.Interface, r watched.Resource, namespaces []string, changed func(), log *slog.Logger) (*watcher, error) {
+func startWatcher(ctx context.Context, client dynamic.Interface, r watched.Resource, namespaces []string, keep *watched.Keep, changed func(), log *slog.Logger) (*watcher, error) {
 	st, err := store.New(r.IndexBy)
 	if err != nil {
 		return nil, err
@@ -41,10 +44,10 @@ func startWatcher(ctx context.Context, client dynamic.Interface, r watched.Resou
 		namespaces = []string{metav1.NamespaceAll}
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	w := &watcher{store: st, cancel: cancel, done: make(chan struct{})}
+	w := &watcher{store: st, keep: keep, cancel: cancel, done: make(chan struct{})}
 	var synced []cache.InformerSynced
 	var running sync.WaitGroup
-	sink := &storeSink{store: st, log: log, changed: changed}
+	sink := &storeSink{store: st, keep: keep, log: log, changed: changed}
 	for _, ns := range namespaces {
 		s, err := runInformer(wctx, client, key, ns, sink, &running)
 		if err != nil {
@@ -80,10 +83,11 @@ func runInformer(ctx context.Context, client dynamic.Interface, key watched.Watc
 	if ns != metav1.NamespaceAll {
 		log = log.With("namespace", ns)
 	}
-	// The stores keep no managedFields and no last-applied copy (see
-	// watched.Trim): set before the informer runs, it applies to every
-	// object the informer caches, which is most of the controller's memory.
-	if err := inf.Informer().SetTransform(watched.Trim); err != nil {
+	// The stores keep no managedFields, no last-applied copy and no field
+	// the templates cannot read (see watched.Keep): set before the informer
+	// runs, it applies to every object the informer caches, which is most
+	// of the controller's memory.
+	if err := inf.Informer().SetTransform(sink.keep.Transform); err != nil {
 		return nil, err
 	}
 	reg, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -110,6 +114,7 @@ func (w *watcher) stop() {
 // storeSink applies informer events to a store and reports each change.
 type storeSink struct {
 	store   *store.Store
+	keep    *watched.Keep
 	log     *slog.Logger
 	changed func() // nil: nobody listens
 }

@@ -171,6 +171,10 @@ func (p *Pipeline) IncrementalLoops() (replayable, loops int) { return p.engine.
 // many iterations renders replayed and ran.
 func (p *Pipeline) MemoStats() render.MemoStats { return p.engine.MemoStats() }
 
+// Reads is what the config's templates can read of the watched objects
+// (render.Engine.Reads).
+func (p *Pipeline) Reads() *render.ReadSet { return p.engine.Reads() }
+
 // BaseDir is the directory the pipeline renders bundles for.
 func (p *Pipeline) BaseDir() string { return p.env.BaseDir }
 
