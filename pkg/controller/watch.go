@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/haproxy-template/htc/pkg/store"
@@ -77,8 +76,8 @@ func startWatcher(ctx context.Context, client dynamic.Interface, r watched.Resou
 // counts it. The function it returns says whether the informer and its
 // handler synced.
 func runInformer(ctx context.Context, client dynamic.Interface, key watched.WatchKey, ns string, sink *storeSink, running *sync.WaitGroup) (cache.InformerSynced, error) {
-	inf := dynamicinformer.NewFilteredDynamicInformer(client, key.GVR, ns, 0, cache.Indexers{},
-		func(o *metav1.ListOptions) { o.LabelSelector, o.FieldSelector = key.Selector, key.Fields })
+	lw := prunedListWatch(client.Resource(key.GVR).Namespace(ns), key, sink.keep)
+	inf := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
 	log := sink.log
 	if ns != metav1.NamespaceAll {
 		log = log.With("namespace", ns)
@@ -87,10 +86,10 @@ func runInformer(ctx context.Context, client dynamic.Interface, key watched.Watc
 	// the templates cannot read (see watched.Keep): set before the informer
 	// runs, it applies to every object the informer caches, which is most
 	// of the controller's memory.
-	if err := inf.Informer().SetTransform(sink.keep.Transform); err != nil {
+	if err := inf.SetTransform(sink.keep.Transform); err != nil {
 		return nil, err
 	}
-	reg, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    sink.add,
 		UpdateFunc: sink.update,
 		DeleteFunc: sink.delete,
@@ -98,11 +97,11 @@ func runInformer(ctx context.Context, client dynamic.Interface, key watched.Watc
 	if err != nil {
 		return nil, err
 	}
-	_ = inf.Informer().SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 		log.Warn("watch failed, retrying", "error", err)
 	})
-	running.Go(func() { inf.Informer().RunWithContext(ctx) })
-	return func() bool { return inf.Informer().HasSynced() && reg.HasSynced() }, nil
+	running.Go(func() { inf.RunWithContext(ctx) })
+	return func() bool { return inf.HasSynced() && reg.HasSynced() }, nil
 }
 
 // stop stops the informers and waits until they returned.
