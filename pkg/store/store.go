@@ -153,11 +153,10 @@ func linkLevels(levels []map[string]*bucket, e *entry) {
 	for l, key := range e.prefixes {
 		b := levels[l][key]
 		if b == nil {
-			b = &bucket{members: make(map[objID]*entry, 1)}
+			b = &bucket{}
 			levels[l][key] = b
 		}
-		b.members[e.id] = e
-		b.sorted.Store(nil)
+		b.add(e)
 	}
 }
 
@@ -169,11 +168,8 @@ func (s *Store) unlinkLocked(e *entry) {
 		if b == nil {
 			continue
 		}
-		delete(b.members, e.id)
-		if len(b.members) == 0 {
+		if b.remove(e.id) {
 			delete(s.levels[l], key)
-		} else {
-			b.sorted.Store(nil)
 		}
 	}
 	s.snapshot.Store(nil)

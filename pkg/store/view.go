@@ -34,9 +34,67 @@ func newView(entries []*entry) *view {
 // built sorted view of them. Members change only under the store's write
 // lock, which also resets sorted; readers under the read lock build and
 // publish sorted atomically.
+//
+// A bucket of one member (every bucket of the last level when the index
+// keys name objects, as namespace and name do) holds it in one and no map:
+// a map of one entry costs some 400 bytes, one per object.
 type bucket struct {
-	members map[objID]*entry
+	one     *entry           // the only member, when members is nil
+	members map[objID]*entry // two members or more
 	sorted  atomic.Pointer[view]
+}
+
+// add makes e a member, replacing a member of the same id.
+func (b *bucket) add(e *entry) {
+	switch {
+	case b.members != nil:
+		b.members[e.id] = e
+	case b.one == nil || b.one.id == e.id:
+		b.one = e
+	default:
+		b.members = map[objID]*entry{b.one.id: b.one, e.id: e}
+		b.one = nil
+	}
+	b.sorted.Store(nil)
+}
+
+// remove removes the member of id and reports whether the bucket is empty.
+func (b *bucket) remove(id objID) (empty bool) {
+	b.sorted.Store(nil)
+	if b.members == nil {
+		if b.one != nil && b.one.id == id {
+			b.one = nil
+		}
+		return b.one == nil
+	}
+	delete(b.members, id)
+	return len(b.members) == 0
+}
+
+// all yields the members in no particular order.
+func (b *bucket) all(yield func(*entry) bool) {
+	if b.members == nil {
+		if b.one != nil {
+			yield(b.one)
+		}
+		return
+	}
+	for _, e := range b.members {
+		if !yield(e) {
+			return
+		}
+	}
+}
+
+// len is the number of members.
+func (b *bucket) len() int {
+	if b.members == nil {
+		if b.one != nil {
+			return 1
+		}
+		return 0
+	}
+	return len(b.members)
 }
 
 // viewLocked returns the bucket's sorted view, building it if needed.
@@ -45,8 +103,8 @@ func (b *bucket) viewLocked() *view {
 	if v := b.sorted.Load(); v != nil {
 		return v
 	}
-	entries := make([]*entry, 0, len(b.members))
-	for _, e := range b.members {
+	entries := make([]*entry, 0, b.len())
+	for e := range b.all {
 		entries = append(entries, e)
 	}
 	v := newView(entries)
@@ -67,11 +125,11 @@ func (b *bucket) firstLocked(skip objID, doSkip bool) *entry {
 		return nil
 	}
 	var best *entry
-	for id, e := range b.members {
-		if doSkip && id == skip {
+	for e := range b.all {
+		if doSkip && e.id == skip {
 			continue
 		}
-		if best == nil || compareIDs(id, best.id) < 0 {
+		if best == nil || compareIDs(e.id, best.id) < 0 {
 			best = e
 		}
 	}
