@@ -100,11 +100,16 @@
 // store objects through variables, field chains, dict and list, set and
 // get, index, include and template calls, until nothing grows. A field
 // counts as read once its value is used (printed, tested, compared, passed
-// to a function). What it cannot follow counts as reading all of it: a
-// template name computed at render time or .resources handed to a
+// to a function). Testing an object a store returned for truth (if, with,
+// not, and, or, default) reads none of its fields: a stored object is
+// never empty, so the test only asks whether it exists; neither does
+// naming it as addFile's owner (the source map names it by kind,
+// namespace and name). What it cannot follow counts as reading all of it:
+// a template name computed at render time or .resources handed to a
 // function reads every store whole. Two versions of an object that agree
 // on what is read (ReadSet.Same) and on their index keys render the same
-// bundle; admission admits such a change without rendering.
+// bundle; admission admits such a change without rendering, and the
+// controller's informers keep only what is read (watched.Keep).
 //
 // # Incremental rendering
 //
