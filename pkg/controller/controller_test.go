@@ -205,14 +205,7 @@ func TestConfigLoopWiring(t *testing.T) {
 	events := record.NewFakeRecorder(1000)
 	c.status.recorder = events
 
-	ctx, cancel := context.WithCancel(t.Context())
-	done, liveDone := make(chan struct{}), make(chan struct{})
-	go func() { defer close(done); c.configLoop(ctx) }()
-	go func() {
-		defer close(liveDone)
-		c.live.run(ctx, newDebouncer(nil, 10*time.Millisecond, 100*time.Millisecond))
-	}()
-	defer func() { cancel(); <-done; <-liveDone }()
+	ctx := runLoops(t, c)
 
 	require.Eventually(t, c.synced.Load, 20*time.Second, 20*time.Millisecond, "never synced")
 	assert.Contains(t, logs.String(), "live configuration checked",
@@ -326,6 +319,20 @@ func testChecker(t *testing.T) *haproxy.Checker {
 	c, err := haproxy.NewChecker(haproxy.Options{TempDir: t.TempDir()})
 	require.NoError(t, err)
 	return c
+}
+
+// runLoops runs c's config loop and live loop until the test ends, and
+// returns their context.
+func runLoops(t *testing.T, c *controller) context.Context {
+	ctx, cancel := context.WithCancel(t.Context())
+	done, liveDone := make(chan struct{}), make(chan struct{})
+	go func() { defer close(done); c.configLoop(ctx) }()
+	go func() {
+		defer close(liveDone)
+		c.live.run(ctx, newDebouncer(nil, 10*time.Millisecond, 100*time.Millisecond))
+	}()
+	t.Cleanup(func() { cancel(); <-done; <-liveDone })
+	return ctx
 }
 
 func ingressReq(obj *unstructured.Unstructured) admission.Request {

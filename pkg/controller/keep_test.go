@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"log/slog"
 	"slices"
 	"strings"
@@ -27,14 +26,7 @@ func TestConfigReadingMoreFieldsListsAgain(t *testing.T) {
 	dyn := fakeClient(echo, smallConfig(t, false))
 	c := newController(Options{ConfigNamespace: "htc-system", ConfigName: "htc"}, log, dyn, restMapper(), testChecker(t))
 
-	ctx, cancel := context.WithCancel(t.Context())
-	done, liveDone := make(chan struct{}), make(chan struct{})
-	go func() { defer close(done); c.configLoop(ctx) }()
-	go func() {
-		defer close(liveDone)
-		c.live.run(ctx, newDebouncer(nil, 10*time.Millisecond, 100*time.Millisecond))
-	}()
-	defer func() { cancel(); <-done; <-liveDone }()
+	ctx := runLoops(t, c)
 	require.Eventually(t, c.synced.Load, 20*time.Second, 20*time.Millisecond, "never synced")
 
 	stored := func() *unstructured.Unstructured {
