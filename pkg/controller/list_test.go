@@ -52,7 +52,7 @@ func TestListPrunedReadsPageByPage(t *testing.T) {
 		s.SetAnnotations(map[string]string{watched.LastAppliedAnnotation: "{}", "note": "unread"})
 		p.objects = append(p.objects, *s)
 	}
-	keep := watched.NewKeep([][]string{{"spec", "ports"}})
+	keep := watched.NewKeep([][]string{{"spec", "ports"}}, nil)
 	list, err := listPruned(t.Context(), p, metav1.ListOptions{ResourceVersion: "0", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, LabelSelector: "app=web"}, keep)
 	require.NoError(t, err)
 

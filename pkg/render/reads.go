@@ -28,7 +28,11 @@ type ReadSet struct {
 
 // fieldTrie is a set of field paths; list elements are not distinguished
 // (spec.rules.host is the host of every rule). whole marks a path read
-// with everything below it.
+// with everything below it. A node that is neither whole nor has children
+// is a path evaluated but not used (a shape read): whether each step is
+// there and what kind of value it holds (a map, a list and its length, or
+// the scalar itself) can change what a render does, e.g. fail on a missing
+// map, but not what the map holds.
 type fieldTrie struct {
 	whole    bool
 	children map[string]*fieldTrie
@@ -56,6 +60,28 @@ func (t *fieldTrie) add(path []string) bool {
 	}
 	t.whole, t.children = true, nil
 	return true
+}
+
+// touch adds path as a shape read (see fieldTrie) and reports whether the
+// set grew.
+func (t *fieldTrie) touch(path []string) bool {
+	grew := false
+	for _, f := range path {
+		if t.whole {
+			return grew
+		}
+		if t.children == nil {
+			t.children = map[string]*fieldTrie{}
+		}
+		c := t.children[f]
+		if c == nil {
+			c = &fieldTrie{}
+			t.children[f] = c
+			grew = true
+		}
+		t = c
+	}
+	return grew
 }
 
 // Everything reports whether the templates may read any field of any
@@ -90,32 +116,39 @@ func (r *ReadSet) Fields(key string) []string {
 }
 
 // Paths lists the field paths the templates may read of store key's
-// objects, each as the map keys from the object's root, in order: the one
-// empty path when they may read all of an object, none when they read no
-// field (they may still ask whether an object exists). List elements are
-// not distinguished, as in Fields. Unlike Fields, keys holding dots stay
-// one step.
-func (r *ReadSet) Paths(key string) [][]string {
+// objects, each as the map keys from the object's root, in order: whole
+// holds the paths read with everything below them (the one empty path when
+// they may read all of an object), shape the paths only evaluated (see
+// fieldTrie: what matters is whether each step is there and the kind of
+// its value). Both are empty when no field is read (the templates may
+// still ask whether an object exists). List elements are not
+// distinguished, as in Fields. Unlike Fields, keys holding dots stay one
+// step.
+func (r *ReadSet) Paths(key string) (whole, shape [][]string) {
 	if r.Everything() {
-		return [][]string{{}}
+		return [][]string{{}}, nil
 	}
 	t := r.stores[key]
 	if t == nil {
-		return nil
+		return nil, nil
 	}
-	var out [][]string
 	var walk func(t *fieldTrie, prefix []string)
 	walk = func(t *fieldTrie, prefix []string) {
-		if t.whole {
-			out = append(out, slices.Clone(prefix))
-			return
-		}
-		for _, k := range slices.Sorted(maps.Keys(t.children)) {
-			walk(t.children[k], append(prefix, k))
+		switch {
+		case t.whole:
+			whole = append(whole, slices.Clone(prefix))
+		case len(t.children) == 0:
+			if len(prefix) > 0 {
+				shape = append(shape, slices.Clone(prefix))
+			}
+		default:
+			for _, k := range slices.Sorted(maps.Keys(t.children)) {
+				walk(t.children[k], append(prefix, k))
+			}
 		}
 	}
 	walk(t, []string{})
-	return out
+	return whole, shape
 }
 
 // Same reports whether two versions of one object of store key render

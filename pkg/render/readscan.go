@@ -70,12 +70,14 @@ type origin struct {
 // pathSep joins the field names of an origin's path.
 const pathSep = "\x00"
 
-// fields returns o's path as field names.
+// fields returns o's path as field names. Every step of a path starts
+// with pathSep, so that a key "" is not the object itself; a key holding
+// pathSep is never a step (see field).
 func (o origin) fields() []string {
 	if o.path == "" {
 		return nil
 	}
-	return strings.Split(o.path, pathSep)
+	return strings.Split(o.path[len(pathSep):], pathSep)
 }
 
 // absNode is a map or list the templates build (dict, list), identified by
@@ -233,6 +235,19 @@ func (s *readScan) useSeen(v *absValue, seen map[*absNode]bool) {
 	}
 }
 
+// touch records that store key's field path is evaluated (a shape read,
+// see fieldTrie).
+func (s *readScan) touch(key string, path []string) {
+	t := s.reads[key]
+	if t == nil {
+		t = &fieldTrie{}
+		s.reads[key] = t
+	}
+	if t.touch(path) {
+		s.grew = true
+	}
+}
+
 // test records that v is tested for truth (if, with, not, and, or,
 // default): a field value is read whole (whether it is empty depends on
 // all of it), but an object a store returned is never empty (it has at
@@ -285,15 +300,13 @@ func (s *readScan) field(v *absValue, name string) *absValue {
 			s.read(o.store, nil) // a field of a list: an error at render time
 			continue
 		}
-		if strings.Count(o.path, pathSep) >= maxScanDepth {
+		if strings.Count(o.path, pathSep) >= maxScanDepth || strings.Contains(name, pathSep) {
 			s.read(o.store, o.fields())
 			continue
 		}
-		p := name
-		if o.path != "" {
-			p = o.path + pathSep + name
-		}
-		out.join(&absValue{origins: set(origin{store: o.store, path: p})})
+		p := origin{store: o.store, path: o.path + pathSep + name}
+		s.touch(p.store, p.fields()) // evaluated: it can fail on a step that is not there
+		out.join(&absValue{origins: set(p)})
 	}
 	for n := range v.nodes {
 		out.join(n.fields[name])

@@ -334,6 +334,17 @@ func (s *readScan) fieldCall(c callSite) *absValue {
 		return nil
 	}
 	s.use(s.chain(c.args[0], fp.Fields(), nil))
+	// Its errors name OBJ by its kind, namespace and name: read them
+	// where OBJ is not a stored object (which always keeps them).
+	parts := &absValue{nodes: c.args[0].nodes}
+	for o := range c.args[0].origins {
+		if o.path != "" && !o.coll {
+			parts.join(&absValue{origins: set(o)})
+		}
+	}
+	for _, id := range [][]string{{"kind"}, {"metadata", "namespace"}, {"metadata", "name"}} {
+		s.use(s.chain(parts, id, nil))
+	}
 	return &absValue{}
 }
 

@@ -43,20 +43,29 @@ var AlwaysKept = [][]string{
 	{"metadata", "resourceVersion"},
 }
 
-// NewKeep returns the Keep of paths (each a list of map keys from the
-// object's root) together with AlwaysKept. An empty path keeps the whole
-// object: the result is then nil.
-func NewKeep(paths [][]string) *Keep {
+// NewKeep returns the Keep of whole and shape paths (each a list of map
+// keys from the object's root) together with AlwaysKept. A whole path is
+// kept with everything below it; an empty one keeps the whole object (the
+// result is then nil). A shape path is kept as far as what kind of value
+// it holds: a map with none of its keys (but those other paths keep), a
+// list with as many elements, each kept likewise, a scalar as it is; a
+// template that evaluates a field without using it can still fail on a
+// missing step or the wrong kind of value.
+func NewKeep(whole, shape [][]string) *Keep {
 	root := &keepNode{}
-	for _, p := range slices.Concat(AlwaysKept, paths) {
+	for _, p := range slices.Concat(AlwaysKept, whole) {
 		root.add(p)
 	}
 	if root.whole {
 		return nil
 	}
+	for _, p := range shape {
+		root.touch(p)
+	}
 	return &Keep{root: root}
 }
 
+// add adds path, kept whole.
 func (n *keepNode) add(path []string) {
 	for _, f := range path {
 		if n.whole {
@@ -75,50 +84,73 @@ func (n *keepNode) add(path []string) {
 	n.whole, n.children = true, nil
 }
 
+// touch adds path as a shape path.
+func (n *keepNode) touch(path []string) {
+	for _, f := range path {
+		if n.whole {
+			return
+		}
+		if n.children == nil {
+			n.children = map[string]*keepNode{}
+		}
+		c := n.children[f]
+		if c == nil {
+			c = &keepNode{}
+			n.children[f] = c
+		}
+		n = c
+	}
+}
+
 // Union is the Keep that keeps what a or b keeps.
 func Union(a, b *Keep) *Keep {
 	if a == nil || b == nil {
 		return nil
 	}
-	root := &keepNode{}
-	for _, p := range append(a.Paths(), b.Paths()...) {
-		root.add(p)
-	}
-	return &Keep{root: root}
+	whole, shape := a.Paths()
+	w2, s2 := b.Paths()
+	return NewKeep(append(whole, w2...), append(shape, s2...))
 }
 
-// Paths lists the kept paths in order; a nil Keep is the one empty path
-// (the whole object).
-func (k *Keep) Paths() [][]string {
+// Paths lists the kept paths in order: whole holds those kept with
+// everything below them (a nil Keep is the one empty path), shape those
+// kept as far as their kind (see NewKeep).
+func (k *Keep) Paths() (whole, shape [][]string) {
 	if k == nil {
-		return [][]string{{}}
+		return [][]string{{}}, nil
 	}
-	var out [][]string
 	var walk func(n *keepNode, prefix []string)
 	walk = func(n *keepNode, prefix []string) {
-		if n.whole {
-			out = append(out, slices.Clone(prefix))
-			return
-		}
-		for _, f := range slices.Sorted(maps.Keys(n.children)) {
-			walk(n.children[f], append(prefix, f))
+		switch {
+		case n.whole:
+			whole = append(whole, slices.Clone(prefix))
+		case len(n.children) == 0:
+			shape = append(shape, slices.Clone(prefix))
+		default:
+			for _, f := range slices.Sorted(maps.Keys(n.children)) {
+				walk(n.children[f], append(prefix, f))
+			}
 		}
 	}
 	walk(k.root, nil)
-	return out
+	return whole, shape
 }
 
-// String is the kept paths, dot-separated and comma-joined ("*" for
-// everything), for logs.
+// String is the kept paths, dot-separated and comma-joined, a shape path
+// ending in "?" ("*" for everything), for logs.
 func (k *Keep) String() string {
 	if k == nil {
 		return "*"
 	}
-	paths := k.Paths()
-	s := make([]string, len(paths))
-	for i, p := range paths {
-		s[i] = strings.Join(p, ".")
+	whole, shape := k.Paths()
+	var s []string
+	for _, p := range whole {
+		s = append(s, strings.Join(p, "."))
 	}
+	for _, p := range shape {
+		s = append(s, strings.Join(p, ".")+"?")
+	}
+	slices.Sort(s)
 	return strings.Join(s, ",")
 }
 
@@ -249,12 +281,12 @@ func copyValue(v any) any {
 }
 
 // Keep is what r's store keeps of each object when the templates read
-// paths of it (render.ReadSet.Paths; the one empty path for all of it):
-// those paths, the fields r's index reads, a Secret's data and stringData
-// (the redactor removes them from every message that leaves the
-// controller, read or not), and AlwaysKept.
-func (r Resource) Keep(paths [][]string) *Keep {
-	all := slices.Clone(paths)
+// whole paths of it and evaluate shape paths (render.ReadSet.Paths; the
+// one empty whole path for all of it): those paths, the fields r's index
+// reads, a Secret's data and stringData (the redactor removes them from
+// every message that leaves the controller, read or not), and AlwaysKept.
+func (r Resource) Keep(whole, shape [][]string) *Keep {
+	all := slices.Clone(whole)
 	for _, expr := range r.IndexBy {
 		p, err := store.ParseFieldPath(expr)
 		if err != nil {
@@ -265,5 +297,5 @@ func (r Resource) Keep(paths [][]string) *Keep {
 	if r.GVR.Group == "" && r.GVR.Resource == "secrets" {
 		all = append(all, []string{"data"}, []string{"stringData"})
 	}
-	return NewKeep(all)
+	return NewKeep(all, shape)
 }

@@ -68,12 +68,12 @@ func TestKeepPrune(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			obj := ingressObject()
 			before := runtime.DeepCopyJSON(obj)
-			assert.Equal(t, tc.want, NewKeep(tc.paths).Prune(obj))
+			assert.Equal(t, tc.want, NewKeep(tc.paths, nil).Prune(obj))
 			assert.Equal(t, before, obj, "Prune changed its input")
 		})
 	}
 	t.Run("the empty path keeps everything", func(t *testing.T) {
-		keep := NewKeep([][]string{{"spec", "rules"}, {}})
+		keep := NewKeep([][]string{{"spec", "rules"}, {}}, nil)
 		assert.Nil(t, keep)
 		obj := ingressObject()
 		got := keep.Prune(obj)
@@ -86,7 +86,7 @@ func TestKeepPrune(t *testing.T) {
 func TestKeepTransform(t *testing.T) {
 	u := &unstructured.Unstructured{Object: ingressObject()}
 	u.Object["metadata"].(map[string]any)["annotations"].(map[string]any)[LastAppliedAnnotation] = "{}"
-	got, err := NewKeep([][]string{{"metadata", "annotations"}}).Transform(u)
+	got, err := NewKeep([][]string{{"metadata", "annotations"}}, nil).Transform(u)
 	require.NoError(t, err)
 	assert.Same(t, u, got)
 	assert.Equal(t, map[string]any{"name": "web", "namespace": "shop", "uid": "u-1", "resourceVersion": "7",
@@ -100,16 +100,17 @@ func TestKeepTransform(t *testing.T) {
 	assert.Contains(t, all.Object, "status")
 
 	for _, v := range []any{nil, "x", &unstructured.Unstructured{}} {
-		got, err := NewKeep(nil).Transform(v)
+		got, err := NewKeep(nil, nil).Transform(v)
 		assert.NoError(t, err)
 		assert.Equal(t, v, got)
 	}
 }
 
 func TestKeepCoversAndUnion(t *testing.T) {
-	labels := NewKeep([][]string{{"metadata", "labels"}})
-	app := NewKeep([][]string{{"metadata", "labels", "app"}})
-	spec := NewKeep([][]string{{"spec"}})
+	labels := NewKeep([][]string{{"metadata", "labels"}}, nil)
+	app := NewKeep([][]string{{"metadata", "labels", "app"}}, nil)
+	spec := NewKeep([][]string{{"spec"}}, nil)
+	specShape := NewKeep(nil, [][]string{{"spec", "backend", "port"}})
 	for _, tc := range []struct {
 		name     string
 		k, other *Keep
@@ -121,7 +122,10 @@ func TestKeepCoversAndUnion(t *testing.T) {
 		{"a sibling", spec, app, false},
 		{"everything covers all", nil, spec, true},
 		{"nothing covers everything", spec, nil, false},
-		{"the identity is always there", NewKeep(nil), NewKeep([][]string{{"metadata", "name"}}), true},
+		{"the identity is always there", NewKeep(nil, nil), NewKeep([][]string{{"metadata", "name"}}, nil), true},
+		{"a field covers a shape below it", spec, specShape, true},
+		{"a shape does not cover the field", specShape, spec, false},
+		{"a shape covers itself", specShape, specShape, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, tc.k.Covers(tc.other))
@@ -131,6 +135,8 @@ func TestKeepCoversAndUnion(t *testing.T) {
 	assert.True(t, u.Covers(app) && u.Covers(spec))
 	assert.False(t, u.Covers(labels))
 	assert.Equal(t, "apiVersion,kind,metadata.labels.app,metadata.name,metadata.namespace,metadata.resourceVersion,metadata.uid,spec", u.String())
+	assert.Equal(t, "apiVersion,kind,metadata.name,metadata.namespace,metadata.resourceVersion,metadata.uid,spec.backend.port?", specShape.String())
+	assert.True(t, Union(specShape, app).Covers(specShape))
 	assert.Nil(t, Union(app, nil))
 	assert.Equal(t, "*", (*Keep)(nil).String())
 }
@@ -138,16 +144,32 @@ func TestKeepCoversAndUnion(t *testing.T) {
 func TestResourceKeep(t *testing.T) {
 	slices := Resource{Key: "endpoints", GVR: schema.GroupVersionResource{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"},
 		IndexBy: []string{"metadata.namespace", "metadata.labels['kubernetes.io/service-name']", "metadata.ownerReferences[0].name"}}
-	got := slices.Keep([][]string{{"endpoints"}}).Paths()
+	got, _ := slices.Keep([][]string{{"endpoints"}}, nil).Paths()
 	assert.Contains(t, got, []string{"metadata", "labels", "kubernetes.io/service-name"}, "an index key is kept")
 	assert.Contains(t, got, []string{"metadata", "ownerReferences", "name"}, "a list index reads its field of every element")
 	assert.Contains(t, got, []string{"endpoints"})
 	assert.NotContains(t, got, []string{"ports"})
 
 	secrets := Resource{Key: "secrets", GVR: schema.GroupVersionResource{Version: "v1", Resource: "secrets"}}
-	got = secrets.Keep(nil).Paths()
+	got, _ = secrets.Keep(nil, nil).Paths()
 	assert.Contains(t, got, []string{"data"}, "the redactor needs a Secret's data")
 	assert.Contains(t, got, []string{"stringData"})
 
-	assert.Nil(t, slices.Keep([][]string{{}}), "all of it")
+	assert.Nil(t, slices.Keep([][]string{{}}, nil), "all of it")
+}
+
+// A shape path keeps each step and the kind of its value: a map without
+// its keys, a list with its length, a scalar as it is.
+func TestKeepShape(t *testing.T) {
+	obj := ingressObject()
+	got := NewKeep(nil, [][]string{{"spec", "rules", "http"}, {"spec", "ingressClassName"}, {"status"}, {"spec", "tls"}}).Prune(obj)
+	assert.Equal(t, map[string]any{
+		"ingressClassName": "htc",
+		"rules":            []any{map[string]any{"http": map[string]any{}}, map[string]any{"http": map[string]any{}}},
+	}, got["spec"], "an absent field (tls) stays absent")
+	assert.Equal(t, map[string]any{}, got["status"])
+	whole := NewKeep([][]string{{"spec", "rules", "host"}}, [][]string{{"spec", "rules", "http"}}).Prune(obj)
+	assert.Equal(t, []any{map[string]any{"host": "a.example.com", "http": map[string]any{}}, map[string]any{"http": map[string]any{}}},
+		whole["spec"].(map[string]any)["rules"])
+	assert.Equal(t, NewKeep([][]string{{"spec"}}, nil), NewKeep([][]string{{"spec"}}, [][]string{{"spec", "x"}}), "a whole field has no shapes below")
 }
