@@ -105,6 +105,10 @@ func pruneSubjects() []labelReader {
 		{name: "prune: a Service read through a dict", cfg: `{{ $d := dict }}{{ range $s := .resources.services.Each }}{{ $_ := set $d $s.metadata.name $s }}{{ end }}{{ range $k, $s := $d }}{{ $s.spec.ports }}{{ end }}`},
 		{name: "prune: an EndpointSlice's addresses", cfg: `{{ range $e := .resources.endpoints.Each }}{{ range $x := $e.endpoints }}{{ $x.addresses }}{{ end }}{{ end }}`},
 		{name: "prune: a Secret key", cfg: `{{ range $s := .resources.secrets.Each }}{{ index $s.data "tls.crt" }}{{ end }}`},
+		{name: "prune: chains evaluated, not used", cfg: each(`{{ $u := $i.spec.tls }}{{ with $i.spec.rules }}{{ $v := (index . 0).http.paths }}{{ end }}{{ $i.metadata.name }}`)},
+		{name: "prune: a chain through a missing map", cfg: each(`{{ $u := $i.spec.defaultBackend.service.name }}{{ $i.metadata.name }}`)},
+		{name: "prune: a dict to a snippet that reads part of it", cfg: each(`{{ range $r := $i.spec.rules }}{{ template "b" (dict "host" $r.host "paths" $r.http.paths) }}{{ end }}`),
+			opts: []specOpt{withSnippet("b", `{{ .host }}`)}},
 	}
 }
 
