@@ -21,14 +21,15 @@ import (
 const listPageSize = 500
 
 // prunedListWatch lists and watches ri for an informer with the label and
-// field selectors of key, pruning every listed object to keep page by page
-// (listPruned). Watched objects are pruned by the informer's transform.
-func prunedListWatch(ri dynamic.ResourceInterface, key watched.WatchKey, keep *watched.Keep) *cache.ListWatch {
+// field selectors of key, pruning every listed object with transform (the
+// informer's, watched.Keep.SharingTransform) page by page (listPruned).
+// Watched objects are pruned by the informer's transform.
+func prunedListWatch(ri dynamic.ResourceInterface, key watched.WatchKey, transform cache.TransformFunc) *cache.ListWatch {
 	selectors := func(o *metav1.ListOptions) { o.LabelSelector, o.FieldSelector = key.Selector, key.Fields }
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			selectors(&o)
-			return listPruned(ctx, ri, o, keep)
+			return listPruned(ctx, ri, o, transform)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			selectors(&o)
@@ -38,7 +39,7 @@ func prunedListWatch(ri dynamic.ResourceInterface, key watched.WatchKey, keep *w
 }
 
 // listPruned lists ri with opts in pages of listPageSize objects and
-// prunes each page's objects (keep.Transform) before it reads the next, so
+// prunes each page's objects (transform, nil: none) before it reads the next, so
 // the whole objects of one page at most are held at a time; it returns
 // one list of them all, with the resourceVersion of the list's snapshot.
 //
@@ -46,7 +47,7 @@ func prunedListWatch(ri dynamic.ResourceInterface, key watched.WatchKey, keep *w
 // that is as fresh as any resourceVersion an informer asks for (the
 // reflector's "0", "any", is usually served whole from the API server's
 // cache, ignoring the page size).
-func listPruned(ctx context.Context, ri dynamic.ResourceInterface, opts metav1.ListOptions, keep *watched.Keep) (*unstructured.UnstructuredList, error) {
+func listPruned(ctx context.Context, ri dynamic.ResourceInterface, opts metav1.ListOptions, transform cache.TransformFunc) (*unstructured.UnstructuredList, error) {
 	opts.ResourceVersion, opts.ResourceVersionMatch = "", ""
 	opts.Limit, opts.Continue = listPageSize, ""
 	out := &unstructured.UnstructuredList{}
@@ -59,7 +60,10 @@ func listPruned(ctx context.Context, ri dynamic.ResourceInterface, opts metav1.L
 			out.Object = page.Object // apiVersion, kind and the snapshot's metadata
 		}
 		for i := range page.Items {
-			if _, err := keep.Transform(&page.Items[i]); err != nil {
+			if transform == nil {
+				break
+			}
+			if _, err := transform(&page.Items[i]); err != nil {
 				return nil, fmt.Errorf("pruning %s/%s: %w", page.Items[i].GetNamespace(), page.Items[i].GetName(), err)
 			}
 		}

@@ -53,7 +53,8 @@ func TestListPrunedReadsPageByPage(t *testing.T) {
 		p.objects = append(p.objects, *s)
 	}
 	keep := watched.NewKeep([][]string{{"spec", "ports"}}, nil)
-	list, err := listPruned(t.Context(), p, metav1.ListOptions{ResourceVersion: "0", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, LabelSelector: "app=web"}, keep)
+	list, err := listPruned(t.Context(), p, metav1.ListOptions{ResourceVersion: "0", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, LabelSelector: "app=web"},
+		keep.SharingTransform(watched.NewShareTable(0)))
 	require.NoError(t, err)
 
 	require.Len(t, p.calls, 3, "one call per page")
@@ -72,6 +73,10 @@ func TestListPrunedReadsPageByPage(t *testing.T) {
 		require.Nil(t, obj.GetAnnotations(), "%s kept what no template reads", obj.GetName())
 		require.Equal(t, p.objects[i].Object["spec"], obj.Object["spec"])
 	}
+	// Every Service has the same ports: the informer's table keeps one copy.
+	first := list.Items[0].Object["spec"].(map[string]any)["ports"].([]any)
+	last := list.Items[len(list.Items)-1].Object["spec"].(map[string]any)["ports"].([]any)
+	assert.Same(t, &first[0], &last[0], "identical ports are shared")
 }
 
 // A failed page fails the list (the informer lists again); a cancelled

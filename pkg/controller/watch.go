@@ -76,17 +76,20 @@ func startWatcher(ctx context.Context, client dynamic.Interface, r watched.Resou
 // counts it. The function it returns says whether the informer and its
 // handler synced.
 func runInformer(ctx context.Context, client dynamic.Interface, key watched.WatchKey, ns string, sink *storeSink, running *sync.WaitGroup) (cache.InformerSynced, error) {
-	lw := prunedListWatch(client.Resource(key.GVR).Namespace(ns), key, sink.keep)
+	// One table per informer: its list and its watch share parts alike.
+	transform := sink.keep.SharingTransform(watched.NewShareTable(0))
+	lw := prunedListWatch(client.Resource(key.GVR).Namespace(ns), key, transform)
 	inf := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
 	log := sink.log
 	if ns != metav1.NamespaceAll {
 		log = log.With("namespace", ns)
 	}
 	// The stores keep no managedFields, no last-applied copy and no field
-	// the templates cannot read (see watched.Keep): set before the informer
-	// runs, it applies to every object the informer caches, which is most
-	// of the controller's memory.
-	if err := inf.SetTransform(sink.keep.Transform); err != nil {
+	// the templates cannot read (see watched.Keep), and one copy of the
+	// small parts objects have alike (watched.ShareTable): set before the
+	// informer runs, it applies to every object the informer caches, which
+	// is most of the controller's memory.
+	if err := inf.SetTransform(transform); err != nil {
 		return nil, err
 	}
 	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"reflect"
 	"runtime"
 	"slices"
 	"sync"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/store"
+	"github.com/haproxy-template/htc/pkg/watched"
 )
 
 // memoSubjects are configurations whose loops exercise what a replay must
@@ -80,7 +82,25 @@ func memoSubjects() []labelReader {
 //
 // HTC_MEMO_STEPS and HTC_MEMO_SEED choose a longer or another walk.
 func TestIncrementalRenderIsAFullRender(t *testing.T) {
-	steps, seed := envInt(t, "HTC_MEMO_STEPS", 1000), envInt(t, "HTC_MEMO_SEED", 1)
+	incrementalWalk(t, envInt(t, "HTC_MEMO_STEPS", 1000), envInt(t, "HTC_MEMO_SEED", 1), false)
+}
+
+// TestIncrementalRenderOverSharedPartsIsAFullRender is the same walk with
+// the incremental engine reading stores whose objects share their
+// identical parts through a watched.ShareTable per store, as the
+// controller's informers store them (an object keeps its copy until it
+// changes): the memo keys iterations on the identity of store maps, and
+// shared parts are one map in many objects and in many versions of one.
+// Its renders must be those of the full engine over the unshared stores.
+//
+// HTC_MEMO_SHARED_STEPS and HTC_MEMO_SEED choose a longer or another walk.
+func TestIncrementalRenderOverSharedPartsIsAFullRender(t *testing.T) {
+	incrementalWalk(t, envInt(t, "HTC_MEMO_SHARED_STEPS", 300), envInt(t, "HTC_MEMO_SEED", 1), true)
+}
+
+// incrementalWalk runs TestIncrementalRenderIsAFullRender's walk; with
+// shared, the incremental engine reads a sharedMirror of the stores.
+func incrementalWalk(t *testing.T, steps, seed int, shared bool) {
 	rnd := rand.New(rand.NewPCG(uint64(seed), 11))
 	example := exampleSpec(t)
 	type subject struct {
@@ -105,14 +125,23 @@ func TestIncrementalRenderIsAFullRender(t *testing.T) {
 		add(lr.name, 5, func() *Engine { return mustEngine(t, lr.cfg, lr.opts...) })
 	}
 	stores, readers, keys, addApp := exampleStores(t, example)
+	incrReaders := readers
+	var mirror *sharedMirror
+	if shared {
+		mirror = newSharedMirror(t, stores)
+		incrReaders = mirror.readers
+	}
 	for _, s := range subjects {
-		render(t, s.incr, readers, true)
+		render(t, s.incr, incrReaders, true)
 	}
 	// Each step's subjects render concurrently (the stores only change
 	// between steps): the test is long under -race.
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	for step := range steps {
 		what := randomOp(t, rnd, stores, keys, addApp)
+		if mirror != nil {
+			mirror.sync(t, stores)
+		}
 		var wg sync.WaitGroup
 		mismatch := make([]string, len(subjects))
 		for i, s := range subjects {
@@ -125,7 +154,7 @@ func TestIncrementalRenderIsAFullRender(t *testing.T) {
 				want := render(t, s.full, readers, false)
 				for _, record := range []bool{false, true} {
 					before := s.incr.MemoStats()
-					got := render(t, s.incr, readers, record)
+					got := render(t, s.incr, incrReaders, record)
 					if got != want {
 						mismatch[i] = fmt.Sprintf("step %d (%s), %s, recording %v:\nfull:        %+v\nincremental: %+v", step, what, s.name, record, want, got)
 						return
@@ -149,6 +178,101 @@ func TestIncrementalRenderIsAFullRender(t *testing.T) {
 	}
 	require.Positive(t, subjects[0].replays, "the example replays")
 	require.Positive(t, subjects[0].runs, "the example runs changed iterations")
+	if mirror != nil {
+		n := mirror.partsInTwoObjects()
+		t.Logf("%d maps are parts of two objects or more", n)
+		require.Positive(t, n, "no part of an object was shared: the walk tests nothing")
+	}
+}
+
+// sharedMirror holds, per store key, a store of the same objects passed
+// through one watched.ShareTable per store, as the controller's informers
+// store them: an object unchanged since the last sync keeps its copy.
+type sharedMirror struct {
+	tables  map[string]*watched.ShareTable
+	stores  map[string]*store.Store
+	readers store.Set
+	// from maps each copy to the object it copies.
+	from map[*unstructured.Unstructured]*unstructured.Unstructured
+}
+
+func newSharedMirror(t *testing.T, stores map[string]*store.Store) *sharedMirror {
+	m := &sharedMirror{tables: map[string]*watched.ShareTable{}, stores: map[string]*store.Store{}, readers: store.Set{},
+		from: map[*unstructured.Unstructured]*unstructured.Unstructured{}}
+	for key, s := range stores {
+		c, err := store.New(s.IndexBy())
+		require.NoError(t, err)
+		m.tables[key], m.stores[key], m.readers[key] = watched.NewShareTable(64), c, c
+	}
+	m.sync(t, stores)
+	return m
+}
+
+// sync makes the mirror hold what stores hold: a copy of each new or
+// changed object (through its store's table), none of a deleted one.
+func (m *sharedMirror) sync(t *testing.T, stores map[string]*store.Store) {
+	for key, s := range stores {
+		c := m.stores[key]
+		live := map[[2]string]bool{}
+		for _, obj := range s.List() {
+			live[[2]string{obj.GetNamespace(), obj.GetName()}] = true
+			if old, ok := c.ByName(obj.GetNamespace(), obj.GetName()); ok && m.from[old] == obj {
+				continue
+			}
+			// A deep copy first: the table's parts must be nobody else's.
+			cp := &unstructured.Unstructured{Object: m.tables[key].Share(obj.DeepCopy().Object)}
+			m.from[cp] = obj
+			if _, ok := c.ByName(obj.GetNamespace(), obj.GetName()); ok {
+				require.NoError(t, c.Update(cp))
+			} else {
+				require.NoError(t, c.Add(cp))
+			}
+		}
+		for _, old := range c.List() {
+			if !live[[2]string{old.GetNamespace(), old.GetName()}] {
+				require.NoError(t, c.Delete(old))
+				delete(m.from, old)
+			}
+		}
+	}
+}
+
+// partsInTwoObjects counts the maps below the roots of the mirror's
+// objects that two objects or more hold.
+func (m *sharedMirror) partsInTwoObjects() int {
+	holders := map[uintptr]map[*unstructured.Unstructured]bool{}
+	var walk func(owner *unstructured.Unstructured, v any)
+	walk = func(owner *unstructured.Unstructured, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			p := reflect.ValueOf(x).Pointer()
+			if holders[p] == nil {
+				holders[p] = map[*unstructured.Unstructured]bool{}
+			}
+			holders[p][owner] = true
+			for _, e := range x {
+				walk(owner, e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(owner, e)
+			}
+		}
+	}
+	for _, c := range m.stores {
+		for _, obj := range c.List() {
+			for _, v := range obj.Object {
+				walk(obj, v)
+			}
+		}
+	}
+	n := 0
+	for _, owners := range holders {
+		if len(owners) > 1 {
+			n++
+		}
+	}
+	return n
 }
 
 // exampleStores returns the example's stores holding 12 random

@@ -128,15 +128,18 @@ func pruneOp(t *testing.T, rnd *rand.Rand, stores map[string]*store.Store, keys 
 }
 
 // prunedStores returns stores like stores holding every object pruned to
-// its store's keep, and whether any object lost a field.
+// its store's keep, with its identical parts shared as the controller's
+// informers share them (a watched.ShareTable per store), and whether any
+// object lost a field.
 func prunedStores(t *testing.T, model *watched.Model, stores map[string]*store.Store, keeps map[string]*watched.Keep) (store.Set, bool) {
 	out, lost := store.Set{}, false
 	for key, s := range stores {
 		r, _ := model.Get(key)
 		p, err := store.New(r.IndexBy)
 		require.NoError(t, err)
+		table := watched.NewShareTable(0)
 		for _, obj := range s.List() {
-			u := &unstructured.Unstructured{Object: keeps[key].Prune(obj.Object)}
+			u := &unstructured.Unstructured{Object: table.Share(keeps[key].Prune(obj.Object))}
 			lost = lost || countValues(u.Object) < countValues(obj.Object)
 			require.NoError(t, p.Add(u))
 		}

@@ -210,6 +210,20 @@ func (k *Keep) Transform(obj any) (any, error) {
 	return u, nil
 }
 
+// SharingTransform is Transform followed by table.Share (nil: no sharing):
+// the informer transform of a store whose objects keep one copy of their
+// identical small parts. Objects listed in pages and then stored by the
+// informer go through it twice; the second time changes nothing.
+func (k *Keep) SharingTransform(table *ShareTable) func(any) (any, error) {
+	return func(obj any) (any, error) {
+		out, err := k.Transform(obj)
+		if u, ok := out.(*unstructured.Unstructured); ok && err == nil && u != nil {
+			u.Object = table.Share(u.Object)
+		}
+		return out, err
+	}
+}
+
 // pruneMap copies the children of m that n keeps.
 func pruneMap(n *keepNode, m map[string]any) map[string]any {
 	if m == nil {

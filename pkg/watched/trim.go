@@ -14,6 +14,7 @@ const LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 // object before it reaches a store, and admission trims the proposed
 // objects the same way, so a change renders as it will once stored. It
 // returns obj; a non-*unstructured.Unstructured value is returned as is.
+// An object holding nothing to trim is not written to.
 func Trim(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok || u == nil || u.Object == nil {
@@ -23,7 +24,12 @@ func Trim(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	delete(meta, "managedFields")
+	// Nothing is written to an object that holds nothing to trim: an
+	// informer transforms a listed object twice, and by the second time
+	// its maps may be shared (ShareTable) and read by renders.
+	if _, has := meta["managedFields"]; has {
+		delete(meta, "managedFields")
+	}
 	if ann, ok := meta["annotations"].(map[string]any); ok {
 		if _, has := ann[LastAppliedAnnotation]; has {
 			delete(ann, LastAppliedAnnotation)

@@ -1,0 +1,199 @@
+package watched
+
+import (
+	"maps"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"k8s.io/utils/lru"
+)
+
+// DefaultShareEntries is the capacity of a ShareTable made with
+// NewShareTable(0).
+const DefaultShareEntries = 4096
+
+// maxShareKeyBytes bounds what a ShareTable shares: a map or list whose
+// content encodes to more bytes is stored as it is (its parts may still be
+// shared). It bounds the table's memory to about
+// entries × maxShareKeyBytes.
+const maxShareKeyBytes = 512
+
+// ShareTable stores identical small parts of objects once: after
+// Share(obj), every map and list below obj's root that holds the same
+// content as one shared before is that earlier map or list, so that ten
+// thousand EndpointSlices whose endpoints all hold {"ready": true}
+// conditions, or Services with the same ports, keep one copy of it.
+// Each small Go map costs about 300 bytes whatever it holds; sharing them
+// is most of what a pruned object's memory can lose.
+//
+// Sharing is sound only because stored objects are never modified (every
+// reader of the stores treats them as read-only; the render engine refuses
+// to change a map it did not create). Roots are never shared: a stored
+// object keeps its own identity. Content is compared exactly: the kinds of
+// values (int64 1, float64 1 and "1"; a nil map and an empty one) are
+// told apart.
+//
+// The table remembers at most its capacity of parts, least recently used
+// first out; a part it forgot stays with the objects holding it, and the
+// next identical part starts a new copy. A ShareTable is safe for
+// concurrent use.
+type ShareTable struct {
+	parts *lru.Cache // encoded content → the shared map or list
+}
+
+// NewShareTable returns a ShareTable remembering at most entries parts
+// (DefaultShareEntries when entries <= 0).
+func NewShareTable(entries int) *ShareTable {
+	if entries <= 0 {
+		entries = DefaultShareEntries
+	}
+	return &ShareTable{parts: lru.New(entries)}
+}
+
+// Len is the number of parts t remembers.
+func (t *ShareTable) Len() int { return t.parts.Len() }
+
+// Share returns obj with every map and list below its root replaced by the
+// identical one t remembers (t remembers those it did not). It never
+// modifies obj or anything obj holds: where a part changes, the map or list
+// holding it is a new copy, so obj may be in use (read) by others, already
+// shared or not. obj itself is returned when nothing changed. A nil t
+// returns obj.
+func (t *ShareTable) Share(obj map[string]any) map[string]any {
+	if t == nil || obj == nil {
+		return obj
+	}
+	var out map[string]any
+	for k, v := range obj {
+		if shared, _, _ := t.share(v); shared != nil {
+			if out == nil {
+				out = maps.Clone(obj)
+			}
+			out[k] = shared
+		}
+	}
+	if out == nil {
+		return obj
+	}
+	return out
+}
+
+// share returns, for v, the value to store in its place (nil: keep v),
+// v's content encoding and whether it is small enough to share. It shares
+// v's parts first, copying v when one of them changes.
+func (t *ShareTable) share(v any) (replacement any, key string, small bool) {
+	var b strings.Builder
+	var changed any // a copy of v holding the shared parts, when one changed
+	switch x := v.(type) {
+	case map[string]any:
+		if x == nil {
+			return nil, "M", true
+		}
+		small = true
+		var out map[string]any
+		b.WriteByte('{')
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			shared, ek, esmall := t.share(x[k])
+			if shared != nil {
+				if out == nil {
+					out = maps.Clone(x)
+				}
+				out[k] = shared
+			}
+			small = small && esmall
+			if small {
+				b.WriteString(strconv.Quote(k))
+				b.WriteString(ek)
+				small = b.Len() <= maxShareKeyBytes
+			}
+		}
+		b.WriteByte('}')
+		if out != nil {
+			changed = out
+		}
+	case []any:
+		if x == nil {
+			return nil, "L", true
+		}
+		small = true
+		var out []any
+		b.WriteByte('[')
+		for i, e := range x {
+			shared, ek, esmall := t.share(e)
+			if shared != nil {
+				if out == nil {
+					out = slices.Clone(x)
+				}
+				out[i] = shared
+			}
+			small = small && esmall
+			if small {
+				b.WriteString(ek)
+				b.WriteByte(',')
+				small = b.Len() <= maxShareKeyBytes
+			}
+		}
+		b.WriteByte(']')
+		if out != nil {
+			changed = out
+		}
+	default:
+		key, small = scalarKey(v)
+		return nil, key, small
+	}
+	if !small {
+		return changed, "", false
+	}
+	key = b.String()
+	if prev, ok := t.parts.Get(key); ok {
+		if same(prev, v) {
+			return nil, key, true
+		}
+		return prev, key, true
+	}
+	if changed != nil {
+		v = changed
+	}
+	t.parts.Add(key, v)
+	return changed, key, true
+}
+
+// same reports whether a and b are the same map or the same list (not
+// merely equal ones).
+func same(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		return ok && reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer()
+	case []any:
+		y, ok := b.([]any)
+		return ok && len(x) == len(y) && unsafe.SliceData(x) == unsafe.SliceData(y)
+	}
+	return false
+}
+
+// scalarKey encodes a JSON scalar with its kind; ok is false for a value
+// that is no JSON scalar (never shared, nor what holds it).
+func scalarKey(v any) (key string, ok bool) {
+	switch x := v.(type) {
+	case nil:
+		return "n", true
+	case bool:
+		if x {
+			return "t", true
+		}
+		return "f", true
+	case string:
+		return strconv.Quote(x), true
+	case int64:
+		return "i" + strconv.FormatInt(x, 10) + ";", true
+	case float64:
+		return "d" + strconv.FormatUint(math.Float64bits(x), 16) + ";", true
+	default:
+		return "", false
+	}
+}
