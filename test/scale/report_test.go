@@ -362,6 +362,8 @@ func (rep *report) markdown() string {
 		fmt.Fprintf(&b, "\nCPU profile of a controller with a pprof listener during %d s of sequential CREATEs (%d sent), `go tool pprof -top %s`:\n\n```\n%s\n```\n",
 			p.seconds, p.creates, filepath.Base(p.cpuFile), p.cpuTop)
 		fmt.Fprintf(&b, "\nIts heap once ready (`-sample_index=inuse_space`, %s):\n\n```\n%s\n```\n", filepath.Base(p.heapFile), p.heapTop)
+		fmt.Fprintf(&b, "\nWhat the %d CREATEs allocated (`-sample_index=alloc_space -base %s %s`):\n\n```\n%s\n```\n",
+			p.creates, filepath.Base(p.heapFile), filepath.Base(p.allocFile), p.allocTop)
 	}
 	return b.String()
 }

@@ -134,16 +134,17 @@ func (h *harness) sendLabelUpdate(client *http.Client, url string, run, k int) o
 // profileResult is the profiled controller's heap after loading and its
 // CPU profile during sequential CREATEs.
 type profileResult struct {
-	heapFile, cpuFile string
-	heapTop, cpuTop   string
-	creates           int
-	seconds           int
+	heapFile, cpuFile, allocFile string
+	heapTop, cpuTop, allocTop    string
+	creates                      int
+	seconds                      int
 }
 
 // profile runs one more controller with a pprof listener: its heap once
-// ready, then a CPU profile while CREATEs are sent one after another.
-// The profiles are written to HTC_SCALE_PROFILE; `go tool pprof -top` of
-// each goes into the report.
+// ready, then a CPU profile while CREATEs are sent one after another, then
+// its heap again, whose allocations less those of the first are what the
+// CREATEs allocated. The profiles are written to HTC_SCALE_PROFILE;
+// `go tool pprof -top` of each goes into the report.
 func (h *harness) profile() *profileResult {
 	t := h.t
 	if err := os.MkdirAll(h.s.profileDir, 0o755); err != nil {
@@ -153,8 +154,9 @@ func (h *harness) profile() *profileResult {
 	cp := h.startController("profile", true)
 	cp.waitReady(readyBound)
 	pr := &profileResult{seconds: int(h.s.profileFor / time.Second),
-		heapFile: filepath.Join(h.s.profileDir, fmt.Sprintf("heap-ready-n%d.pprof", h.s.n)),
-		cpuFile:  filepath.Join(h.s.profileDir, fmt.Sprintf("cpu-create-n%d.pprof", h.s.n))}
+		heapFile:  filepath.Join(h.s.profileDir, fmt.Sprintf("heap-ready-n%d.pprof", h.s.n)),
+		cpuFile:   filepath.Join(h.s.profileDir, fmt.Sprintf("cpu-create-n%d.pprof", h.s.n)),
+		allocFile: filepath.Join(h.s.profileDir, fmt.Sprintf("heap-after-creates-n%d.pprof", h.s.n))}
 	if err := fetchTo(h.ctx, cp.pprofURL+"heap?gc=1", pr.heapFile, time.Minute); err != nil {
 		t.Fatalf("heap profile: %v", err)
 	}
@@ -181,9 +183,13 @@ loop:
 	if err != nil {
 		t.Fatalf("CPU profile: %v", err)
 	}
+	if err := fetchTo(h.ctx, cp.pprofURL+"heap", pr.allocFile, time.Minute); err != nil {
+		t.Fatalf("heap profile: %v", err)
+	}
 	cp.stop()
 	pr.cpuTop = pprofTop(t, pr.cpuFile, "-top", "-nodecount=25")
 	pr.heapTop = pprofTop(t, pr.heapFile, "-top", "-nodecount=15", "-sample_index=inuse_space")
+	pr.allocTop = pprofTop(t, pr.allocFile, "-top", "-nodecount=20", "-sample_index=alloc_space", "-base", pr.heapFile)
 	h.logf("profile: %d CREATEs in %d s; %s, %s", pr.creates, pr.seconds, pr.cpuFile, pr.heapFile)
 	return pr
 }
