@@ -31,15 +31,24 @@ const (
 // as its number, and a get whose result is one of them must find the same
 // one when replayed. ok is false when a value has no fingerprint.
 func (s *renderState) fingerprint(mr *memoRange, elems, outer []any, w *boundedWriter) (fp string, pins []any, ids map[unsafe.Pointer]int32, ok bool) {
-	f := &fingerprinter{s: s, first: make(map[unsafe.Pointer]int, len(outer)+len(elems)), ids: map[unsafe.Pointer]int32{}}
+	// The state's scratch list of maps met by position: an iteration has
+	// few outer values and elements, and one runs per element of every
+	// loop, so a map per call would be most of a replaying render's garbage.
+	f := &fingerprinter{s: s, first: s.fpFirst[:0]}
+	defer func() { s.fpFirst = f.first[:0] }()
 	if w.scratch {
 		f.b.WriteByte('S') // inside include: its output is a value
 	} else {
 		f.b.WriteByte('M')
 	}
 	f.b.WriteString(strconv.Itoa(s.depth)) // include's nesting limit
-	all := append(append(make([]any, 0, len(outer)+len(elems)), outer...), elems...)
-	for i, v := range all {
+	for i := range len(outer) + len(elems) {
+		var v any
+		if i < len(outer) {
+			v = outer[i]
+		} else {
+			v = elems[i-len(outer)]
+		}
 		f.b.WriteByte('|')
 		native := i >= len(outer) || mr.native[i]
 		m, isMap := v.(map[string]any)
@@ -48,26 +57,21 @@ func (s *renderState) fingerprint(mr *memoRange, elems, outer []any, w *boundedW
 			continue
 		}
 		p := mapPointer(m)
-		if j, seen := f.first[p]; seen {
+		if j, seen := f.firstOf(p); seen {
 			f.b.WriteString("a" + strconv.Itoa(j))
 			if native {
 				f.mapContent(m)
 			}
 			continue
 		}
-		f.first[p] = i
+		f.first = append(f.first, firstMap{p: p, i: i})
 		if native {
 			f.mapContent(m)
 			continue
 		}
 		f.b.WriteByte('j') // read only through journaled functions
 		if s.isOwned(m) {
-			id, seen := f.ids[p]
-			if !seen {
-				id = int32(len(f.ids))
-				f.ids[p] = id
-			}
-			f.b.WriteString(strconv.Itoa(int(id)))
+			f.b.WriteString(strconv.Itoa(int(f.id(p))))
 		}
 	}
 	return f.b.String(), f.pins, f.ids, !f.bad && f.b.Len() <= maxFingerprintBytes
@@ -77,12 +81,43 @@ func (s *renderState) fingerprint(mr *memoRange, elems, outer []any, w *boundedW
 type fingerprinter struct {
 	s       *renderState
 	b       strings.Builder
-	first   map[unsafe.Pointer]int   // outer values and elements by position
-	ids     map[unsafe.Pointer]int32 // render-created maps met
+	first   []firstMap               // outer values and elements by position
+	ids     map[unsafe.Pointer]int32 // render-created maps met (nil until one is)
 	content map[unsafe.Pointer]bool  // render-created maps written whole
 	pins    []any
 	nodes   int
 	bad     bool
+}
+
+// firstMap is the first position (outer values, then elements) of a map
+// among an iteration's values.
+type firstMap struct {
+	p unsafe.Pointer
+	i int
+}
+
+// firstOf returns the first position of the map at p, if met.
+func (f *fingerprinter) firstOf(p unsafe.Pointer) (int, bool) {
+	for _, m := range f.first {
+		if m.p == p {
+			return m.i, true
+		}
+	}
+	return 0, false
+}
+
+// id returns the number of the render-created map at p, numbering it
+// when first met.
+func (f *fingerprinter) id(p unsafe.Pointer) int32 {
+	id, seen := f.ids[p]
+	if !seen {
+		if f.ids == nil {
+			f.ids = map[unsafe.Pointer]int32{}
+		}
+		id = int32(len(f.ids))
+		f.ids[p] = id
+	}
+	return id
 }
 
 func (f *fingerprinter) value(v any) {
@@ -152,12 +187,7 @@ func (f *fingerprinter) mapContent(m map[string]any) {
 		f.pins = append(f.pins, m)
 		return
 	}
-	id, seen := f.ids[p]
-	if !seen {
-		id = int32(len(f.ids))
-		f.ids[p] = id
-	}
-	f.b.WriteString("r" + strconv.Itoa(int(id)))
+	f.b.WriteString("r" + strconv.Itoa(int(f.id(p))))
 	if f.content[p] {
 		return
 	}
@@ -314,7 +344,10 @@ func (s *renderState) replayable(e *memoEntry, refs []any, w *boundedWriter, ids
 	if e.scratch > s.budget.scratch || (!w.scratch && int64(len(e.out))+e.added > s.budget.bundle) {
 		return false
 	}
-	c := &replayCheck{s: s, cur: slices.Clone(refs), ids: ids, first: make(map[unsafe.Pointer]int32, len(refs))}
+	// cur grows past refs without writing into refs' array (Clip), and
+	// first is the state's scratch list, like fingerprint's.
+	c := &replayCheck{s: s, cur: slices.Clip(refs), ids: ids, first: s.rcFirst[:0]}
+	defer func() { s.rcFirst = c.first[:0] }()
 	for i, v := range refs {
 		c.note(int32(i), v)
 	}
@@ -333,7 +366,7 @@ func (s *renderState) replayable(e *memoEntry, refs []any, w *boundedWriter, ids
 type replayCheck struct {
 	s     *renderState
 	cur   []any
-	first map[unsafe.Pointer]int32
+	first []firstMap
 	ids   map[unsafe.Pointer]int32
 	own   map[slot]written
 	files map[[2]string]string
@@ -342,10 +375,20 @@ type replayCheck struct {
 // note records that ref i is v.
 func (c *replayCheck) note(i int32, v any) {
 	if m, ok := v.(map[string]any); ok && m != nil {
-		if _, seen := c.first[mapPointer(m)]; !seen {
-			c.first[mapPointer(m)] = i
+		if _, seen := c.firstOf(mapPointer(m)); !seen {
+			c.first = append(c.first, firstMap{p: mapPointer(m), i: int(i)})
 		}
 	}
+}
+
+// firstOf returns the first ref that is the map at p, if any.
+func (c *replayCheck) firstOf(p unsafe.Pointer) (int32, bool) {
+	for _, m := range c.first {
+		if m.p == p {
+			return int32(m.i), true
+		}
+	}
+	return 0, false
 }
 
 // agrees reports whether op reads now what it read when recorded (and
@@ -412,7 +455,7 @@ func (c *replayCheck) readAgrees(op *memoOp) bool {
 	// values, elements, earlier results) and with the maps the body reads
 	// as values.
 	alias := int32(0)
-	if k, seen := c.first[mapPointer(mv)]; seen {
+	if k, seen := c.firstOf(mapPointer(mv)); seen {
 		alias = k + 1
 	}
 	id, inKey := c.ids[mapPointer(mv)]

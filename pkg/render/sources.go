@@ -55,8 +55,20 @@ func (t *tracker) reset() {
 	t.opened = 0
 	t.current = t.current[:0]
 	t.spans = t.spans[:0]
-	t.index, t.stores, t.lines, t.files, t.reads = nil, nil, nil, nil, nil
+	// index and stores are the render's own (lines, files and reads go
+	// out with the bundle's Sources): cleared, they keep their room for
+	// the next render of as many objects, which would otherwise grow them
+	// again, one growth after another, on every render.
+	if len(t.index) > maxKeptObjects || len(t.stores) > maxKeptObjects {
+		t.index, t.stores = nil, nil
+	}
+	clear(t.index)
+	clear(t.stores)
+	t.lines, t.files, t.reads = nil, nil, nil
 }
+
+// maxKeptObjects bounds the tracker maps reset keeps for the next render.
+const maxKeptObjects = 1 << 17
 
 // mapPtr is a map's identity.
 func mapPtr(m map[string]any) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&m)) }

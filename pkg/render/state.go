@@ -32,6 +32,9 @@ type renderState struct {
 	// created in (ownSeq counts them).
 	owned  map[unsafe.Pointer]uint32
 	ownSeq uint32
+	// fpFirst and rcFirst are the scratch lists of fingerprint and
+	// replayable, reused by every call.
+	fpFirst, rcFirst []firstMap
 	// tmpl is the render's template set, for include; depth counts nested includes.
 	tmpl  *template.Template
 	depth int
