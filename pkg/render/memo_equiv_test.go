@@ -65,6 +65,10 @@ func memoSubjects() []labelReader {
 			`svc {{ field $svc "metadata.name" }}`},
 		// Review: a declared with pipeline reads the shared map as its dot.
 		{name: "review: with over a shared map", cfg: `{{ $r := dict "hosts" dict }}` + ing(`{{ with $h := get $r "hosts" }}{{ len . }}{{ end }} {{ $w := get $r "hosts" }}{{ $_ := set $w $i.metadata.name 1 }}`)},
+		// Review 2 of pruning: a range that assigns an outer variable, and
+		// a variable declared in parentheses, used after the loop or call.
+		{name: "range assigning an outer variable", cfg: `{{ $x := 0 }}{{ range $x = .resources.ingresses.Each }}{{ $x.metadata.name }},{{ end }} last {{ $x.metadata.name }}`},
+		{name: "a variable declared in parentheses", cfg: ing(`{{ $_ := dict "a" ($n := $i.metadata.name) }}{{ $n }} `)},
 		// Review: a journaled map reached natively through a context dict.
 		{name: "review: journaled map in a context dict", cfg: `{{ $seen := dict }}{{ $ctx := dict "seen" $seen }}` + ing(`{{ $_ := set $seen $i.metadata.name 1 }}{{ len $ctx.seen }} `)},
 	}

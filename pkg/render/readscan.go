@@ -53,6 +53,10 @@ func scanReads(root *template.Template, entries []string) *ReadSet {
 // to settle read everything.
 const maxScanPasses = 64
 
+// maxScanOrigins bounds the fields one value may come from; a value that
+// may come from more makes the templates read everything (see field).
+const maxScanOrigins = 4096
+
 // maxScanDepth bounds the field paths the scan tracks: a longer one (a
 // recursive template walking ever deeper) counts as reading its prefix
 // whole.
@@ -292,9 +296,16 @@ func (s *readScan) setIn(n *absNode, key string, isConst bool, v *absValue) {
 	}
 }
 
-// field returns the value of field name of v.
+// field returns the value of field name of v. A value that may come from
+// more than maxScanOrigins fields (a variable assigned its own fields in a
+// loop, {{ $i = or $i.a $i.b }}, doubles them on every pass) ends the
+// scan: the templates read everything.
 func (s *readScan) field(v *absValue, name string) *absValue {
 	out := &absValue{}
+	if s.everything || len(v.origins) > maxScanOrigins {
+		s.everything = true
+		return out
+	}
 	for o := range v.origins {
 		if o.coll {
 			s.read(o.store, nil) // a field of a list: an error at render time

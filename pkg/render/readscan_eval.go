@@ -56,7 +56,7 @@ func (s *readScan) branch(sc *scope, dot *absValue, b *parse.BranchNode, with, r
 	switch {
 	case rng:
 		body = s.element(v)
-		s.declareRange(sc, b.Pipe, body)
+		s.declareRange(sc, b.Pipe, v, body)
 	case with:
 		s.test(v)
 		body = v
@@ -68,12 +68,22 @@ func (s *readScan) branch(sc *scope, dot *absValue, b *parse.BranchNode, with, r
 }
 
 // declareRange binds range's variables: $key (nothing from the stores: a
-// field is read whole when ranged over) and $element.
-func (s *readScan) declareRange(sc *scope, p *parse.PipeNode, elem *absValue) {
+// field is read whole when ranged over) and $element. A range that
+// assigns ({{ range $k, $v = ... }}) sets the variables in scope instead,
+// as text/template does: each to the pipeline's value, then to each key
+// and element; they keep the last after the loop.
+func (s *readScan) declareRange(sc *scope, p *parse.PipeNode, ranged, elem *absValue) {
 	for i, d := range p.Decl {
 		v := &absValue{}
 		if i == len(p.Decl)-1 {
 			v = elem
+		}
+		if p.IsAssign {
+			grewRanged := s.assign(sc, d.Ident[0], ranged)
+			if grewElem := s.assign(sc, d.Ident[0], v); grewRanged || grewElem {
+				s.grew = true
+			}
+			continue
 		}
 		s.declare(sc, p, i, d.Ident[0], v)
 	}
@@ -177,10 +187,10 @@ func (s *readScan) arg(sc *scope, dot *absValue, n parse.Node) *absValue {
 	case *parse.ChainNode:
 		return s.chain(s.arg(sc, dot, x.Node), x.Field, nil)
 	case *parse.PipeNode:
-		mark := len(sc.vars)
-		v := s.pipe(sc, dot, x, true)
-		sc.vars = sc.vars[:mark]
-		return v
+		// A variable declared in parentheses stays in scope to the end
+		// of the enclosing if, with, range or template, as in
+		// text/template: list and branch end it.
+		return s.pipe(sc, dot, x, true)
 	case *parse.IdentifierNode:
 		return s.call(x, x.Ident, nil, nil) // a function without arguments
 	}
