@@ -22,10 +22,22 @@ import (
 func pruneReview(t *testing.T, cfg string, objs map[string][]map[string]any, opts ...specOpt) (whole, pruned rendered) {
 	t.Helper()
 	e := mustEngine(t, cfg, opts...)
-	ws, ps := store.Set{}, store.Set{}
+	ws, ps, keeps := wholeAndPrunedStores(t, e, objs)
+	for key, keep := range keeps {
+		t.Logf("store %s keeps %s", key, keep)
+	}
+	return render(t, e, ws, false), render(t, e, ps, false)
+}
+
+// wholeAndPrunedStores returns stores holding objs (per store key, indexed
+// by namespace and name) whole, and pruned as the controller prunes them
+// for e (watched.Resource.Keep of its ReadSet paths), and the Keep of each
+// store key.
+func wholeAndPrunedStores(t *testing.T, e *Engine, objs map[string][]map[string]any) (whole, pruned store.Set, keeps map[string]*watched.Keep) {
+	t.Helper()
+	whole, pruned, keeps = store.Set{}, store.Set{}, map[string]*watched.Keep{}
 	for key, list := range objs {
 		keep := watched.Resource{Key: key, IndexBy: nsName}.Keep(e.Reads().Paths(key))
-		t.Logf("store %s keeps %s", key, keep)
 		w, err := store.New(nsName)
 		require.NoError(t, err)
 		p, err := store.New(nsName)
@@ -34,9 +46,9 @@ func pruneReview(t *testing.T, cfg string, objs map[string][]map[string]any, opt
 			require.NoError(t, w.Add(&unstructured.Unstructured{Object: o}))
 			require.NoError(t, p.Add(&unstructured.Unstructured{Object: keep.Prune(o)}))
 		}
-		ws[key], ps[key] = w, p
+		whole[key], pruned[key], keeps[key] = w, p, keep
 	}
-	return render(t, e, ws, false), render(t, e, ps, false)
+	return whole, pruned, keeps
 }
 
 func requireSameRender(t *testing.T, cfg string, objs map[string][]map[string]any, opts ...specOpt) {
