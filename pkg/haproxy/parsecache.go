@@ -201,21 +201,34 @@ func (sp *splitter) header(words []string, line string, lineNo int) *cfgSection 
 	return s
 }
 
-// isHeaderCandidate is a cheap pre-filter: a section header's first word
-// starts with a letter, possibly after quotes or escapes, so lines whose
-// first non-blank byte is '#' or that are blank cannot be headers.
+// isHeaderCandidate is a cheap pre-filter that spares the tokenizer most
+// lines: blank lines and comments are no headers, and a first word made
+// of letters, digits, '-', '_' and '.' only is what the tokenizer makes of
+// it (nothing in it is a quote, an escape, a variable or a comment), so
+// it is a header only when it is a section keyword. Any other first word
+// (quoted, escaped, ...) is left to the tokenizer.
 func isHeaderCandidate(line string) bool {
-	for i := 0; i < len(line); i++ {
-		switch c := line[i]; {
-		case isSpace(c):
-			continue
-		case c == '#':
-			return false
-		default:
-			return true
-		}
+	i := 0
+	for i < len(line) && isSpace(line[i]) {
+		i++
 	}
-	return false
+	if i == len(line) || line[i] == '#' {
+		return false
+	}
+	j := i
+	for j < len(line) && isPlainWordByte(line[j]) {
+		j++
+	}
+	if j < len(line) && !isSpace(line[j]) {
+		return true
+	}
+	return sectionKeyword(line[i:j])
+}
+
+// isPlainWordByte reports whether c stands for itself in a word, wherever
+// it is.
+func isPlainWordByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.'
 }
 
 // errNoCache makes the cached path fall back to the uncached one.
