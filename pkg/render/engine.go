@@ -48,6 +48,9 @@ type Engine struct {
 	table atomic.Pointer[memoTable]
 	// replayed and ran count memoized iterations (MemoStats).
 	replayed, ran, confirmed atomic.Int64
+	// sourceObjects is how many objects the last render's source map
+	// named: the next render's tracker starts with room for as many.
+	sourceObjects atomic.Int64
 	// bound pools clones of root whose per-render functions are bound to a
 	// renderState (*boundSet), so a render does not pay for Clone and Funcs.
 	bound sync.Pool
@@ -75,6 +78,7 @@ func (e *Engine) acquire(ctx context.Context, baseDir string, maxBytes int64) (*
 		b = &boundSet{tmpl: t, st: st}
 	}
 	b.st.baseDir = baseDir
+	b.st.sources.sizeHint = int(e.sourceObjects.Load())
 	b.st.start(ctx, maxBytes)
 	return b, nil
 }
@@ -84,6 +88,7 @@ func (e *Engine) release(b *boundSet) {
 	b.st.end()
 	b.st.baseDir = ""
 	b.st.added, b.st.depth, b.st.tails = nil, 0, nil
+	e.sourceObjects.Store(int64(len(b.st.sources.objects)))
 	b.st.sources.reset()
 	if len(b.st.owned) > 1024 {
 		b.st.owned = make(map[unsafe.Pointer]uint32)

@@ -34,8 +34,19 @@ func (s *renderState) fingerprint(mr *memoRange, elems, outer []any, w *boundedW
 	// The state's scratch list of maps met by position: an iteration has
 	// few outer values and elements, and one runs per element of every
 	// loop, so a map per call would be most of a replaying render's garbage.
-	f := &fingerprinter{s: s, first: s.fpFirst[:0]}
-	defer func() { s.fpFirst = f.first[:0] }()
+	f := &fingerprinter{s: s, first: s.fpFirst[:0], content: s.fpContent}
+	clear(f.content)
+	if s.recording == nil {
+		// Not kept past memoEnter (a recorded frame keeps its own).
+		f.ids = s.fpIDs
+		clear(f.ids)
+	}
+	defer func() {
+		s.fpFirst, s.fpContent = f.first[:0], f.content
+		if s.recording == nil {
+			s.fpIDs = f.ids
+		}
+	}()
 	if w.scratch {
 		f.b.WriteByte('S') // inside include: its output is a value
 	} else {
@@ -346,8 +357,10 @@ func (s *renderState) replayable(e *memoEntry, refs []any, w *boundedWriter, ids
 	}
 	// cur grows past refs without writing into refs' array (Clip), and
 	// first is the state's scratch list, like fingerprint's.
-	c := &replayCheck{s: s, cur: slices.Clip(refs), ids: ids, first: s.rcFirst[:0]}
-	defer func() { s.rcFirst = c.first[:0] }()
+	c := &replayCheck{s: s, cur: slices.Clip(refs), ids: ids, first: s.rcFirst[:0], own: s.rcOwn, files: s.rcFiles}
+	clear(c.own)
+	clear(c.files)
+	defer func() { s.rcFirst, s.rcOwn, s.rcFiles = c.first[:0], c.own, c.files }()
 	for i, v := range refs {
 		c.note(int32(i), v)
 	}

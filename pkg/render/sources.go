@@ -38,6 +38,10 @@ type tracker struct {
 	// opened counts the elements of Each and each whose bodies are
 	// running (a break leaves those its loop opened).
 	opened int
+	// sizeHint is how many objects the render is likely to name (the
+	// last render's count): objects, maps, index and stores start with
+	// room for them instead of growing step by step.
+	sizeHint int
 }
 
 // span is a change of the current object at an output offset.
@@ -79,7 +83,7 @@ func (t *tracker) returned(key string, obj map[string]any) {
 		return
 	}
 	if t.stores == nil {
-		t.stores = map[unsafe.Pointer]string{}
+		t.stores = make(map[unsafe.Pointer]string, t.sizeHint)
 	}
 	t.note(opReturned, key, obj, 0)
 	t.stores[mapPtr(obj)] = key
@@ -106,7 +110,11 @@ func (t *tracker) index1(obj map[string]any) int32 {
 		return 0
 	}
 	if t.index == nil {
-		t.index = map[unsafe.Pointer]int32{}
+		t.index = make(map[unsafe.Pointer]int32, t.sizeHint)
+	}
+	if t.objects == nil && t.sizeHint > 0 {
+		t.objects = make([]bundle.ObjectRef, 0, t.sizeHint)
+		t.maps = make([]map[string]any, 0, t.sizeHint)
 	}
 	t.objects = append(t.objects, refOf(key, obj))
 	t.maps = append(t.maps, obj)

@@ -32,9 +32,15 @@ type renderState struct {
 	// created in (ownSeq counts them).
 	owned  map[unsafe.Pointer]uint32
 	ownSeq uint32
-	// fpFirst and rcFirst are the scratch lists of fingerprint and
-	// replayable, reused by every call.
+	// fpFirst, fpContent and fpIDs (of a render that does not record),
+	// rcFirst, rcOwn and rcFiles are the scratch state of fingerprint and
+	// replayable, reused by every call: both run once per iteration of
+	// every memoized loop.
 	fpFirst, rcFirst []firstMap
+	fpContent        map[unsafe.Pointer]bool
+	fpIDs            map[unsafe.Pointer]int32
+	rcOwn            map[slot]written
+	rcFiles          map[[2]string]string
 	// tmpl is the render's template set, for include; depth counts nested includes.
 	tmpl  *template.Template
 	depth int
