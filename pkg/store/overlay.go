@@ -165,3 +165,32 @@ func (o *Overlay) Len() int {
 func (o *Overlay) IndexBy() []string {
 	return o.base.IndexBy()
 }
+
+// Base returns the store o presents a change of.
+func (o *Overlay) Base() *Store {
+	return o.base
+}
+
+// Unchanged reports whether, while its base is at generation gen, o
+// answers Get and Fetch of the key prefix keys as the base does: neither
+// the object the change adds nor the base object it hides has index keys
+// beginning with keys. It is false when the base is at another
+// generation, and for an empty prefix (List sees every change).
+func (o *Overlay) Unchanged(gen uint64, keys []string) bool {
+	b := o.base
+	if len(keys) == 0 || len(keys) > b.index.Len() {
+		return false
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.gen != gen {
+		return false
+	}
+	if o.add != nil && hasPrefix(o.add.keys, keys) {
+		return false
+	}
+	if e := b.byID[o.hide]; e != nil && hasPrefix(e.keys, keys) {
+		return false
+	}
+	return true
+}
