@@ -95,8 +95,10 @@ func (e *Engine) release(b *boundSet) {
 	} else {
 		clear(b.st.owned)
 	}
-	b.st.ownSeq, b.st.noReplay, b.st.replays = 0, false, 0
-	b.st.root, b.st.stores, b.st.recording, b.st.replayed = nil, nil, nil, nil
+	e.replayed.Add(int64(b.st.replays))
+	e.ran.Add(int64(b.st.ran))
+	b.st.ownSeq, b.st.noReplay, b.st.replays, b.st.ran = 0, false, 0, 0
+	b.st.root, b.st.stores, b.st.recording, b.st.replayed, b.st.replayFrom = nil, nil, nil, nil, nil
 	clear(b.st.writers)
 	b.st.writers = b.st.writers[:0]
 	clear(b.st.frames)
@@ -318,8 +320,9 @@ func (e *Engine) render(ctx context.Context, in Input, replay bool) (_ *bundle.B
 	data := e.context(in, ctx, &st.sources)
 	st.root, st.stores = data, data["resources"].(map[string]*ResourceStore)
 	st.rootFP = rootFingerprint(in.Stores)
+	st.replayFrom = e.replayTable(in.BaseDir, st.budget.limit)
 	if in.Record {
-		st.recording = &memoTable{baseDir: in.BaseDir, limit: st.budget.limit, entries: map[memoKey]*memoEntry{}}
+		st.recording = &memoTable{baseDir: in.BaseDir, limit: st.budget.limit, entries: map[memoKey]*memoEntry{}, gens: storeGens(in.Stores)}
 	}
 	b := &bundle.Bundle{BaseDir: in.BaseDir, Maps: map[string]string{}, Files: map[string]string{}, Certs: map[string]string{}}
 	buf := boundedWriter{b: &st.budget, t: &st.sources}
@@ -352,6 +355,7 @@ func (e *Engine) render(ctx context.Context, in Input, replay bool) (_ *bundle.B
 	st.addedTo(b)
 	b.Sources = st.sources.sources()
 	if st.recording != nil {
+		st.recording.keepSteady()
 		e.table.Store(st.recording)
 	}
 	return b, nil, false

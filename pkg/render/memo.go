@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/store"
 )
 
 // Incremental rendering: the iterations of a range over
@@ -33,6 +34,40 @@ type memoTable struct {
 	baseDir string
 	limit   int64 // the bundle limit (what one value may be)
 	entries map[memoKey]*memoEntry
+	// gens are the stores the recording render read at one generation
+	// from its start to its end, by store key: every store read of every
+	// entry is what that store answers at that generation (see
+	// storeUnchanged).
+	gens map[string]storeGen
+}
+
+// storeGen is a store at a generation.
+type storeGen struct {
+	store *store.Store
+	gen   uint64
+}
+
+// storeGens returns the generations of the stores of set that are
+// *store.Store.
+func storeGens(set store.Set) map[string]storeGen {
+	gens := make(map[string]storeGen, len(set))
+	for k, r := range set {
+		if st, ok := r.(*store.Store); ok && st != nil {
+			gens[k] = storeGen{store: st, gen: st.Generation()}
+		}
+	}
+	return gens
+}
+
+// keepSteady drops from t.gens the stores whose generation moved since
+// it was taken: a write during the render may have changed what some
+// reads returned.
+func (t *memoTable) keepSteady() {
+	for k, g := range t.gens {
+		if g.store.Generation() != g.gen {
+			delete(t.gens, k)
+		}
+	}
 }
 
 // memoKey identifies an iteration: its range and the fingerprint of its
@@ -168,37 +203,47 @@ func (s *renderState) memoEnter(id int, args ...any) (bool, error) {
 	}
 	outer, elems := args[mr.elems:], args[:mr.elems]
 	w := s.writer()
-	fr := &memoFrame{rng: mr, record: s.recording != nil, w: w, initial: outer}
 	fp, pins, ids, ok := s.fingerprint(mr, elems, outer, w)
 	if !ok {
-		s.frames = append(s.frames, fr)
-		fr.record = false
+		s.frames = append(s.frames, &memoFrame{rng: mr, w: w, initial: outer})
 		return true, nil
 	}
-	fr.key = memoKey{rng: id, fp: fp}
-	if e := s.lookup(fr.key); e != nil && !s.noReplay {
-		refs := make([]any, 0, len(outer)+len(elems))
-		refs = append(append(refs, outer...), elems...)
-		if s.replayable(e, refs, w, ids) {
-			if err := s.replay(e, refs, w); err != nil {
-				return false, err
-			}
-			if s.recording != nil {
-				s.recording.entries[fr.key] = e
-			}
-			s.replayed = e
-			s.replays++
-			s.engine.replayed.Add(1)
-			return false, nil
+	key := memoKey{rng: id, fp: fp}
+	if e := s.lookup(key); e != nil && !s.noReplay {
+		if replayed, err := s.tryReplay(e, key, outer, elems, w, ids); replayed || err != nil {
+			return false, err
 		}
 	}
-	s.engine.ran.Add(1)
+	s.ran++
+	fr := &memoFrame{rng: mr, record: s.recording != nil, w: w, initial: outer}
 	if !fr.record {
 		s.frames = append(s.frames, fr)
 		return true, nil
 	}
-	fr.ids = ids
+	fr.key, fr.ids = key, ids
 	s.startRecording(fr, append(append([]any{}, outer...), elems...), pins)
+	return true, nil
+}
+
+// tryReplay replays entry e, recorded under key, when it is replayable
+// with these outer values and elements, and reports whether it did.
+func (s *renderState) tryReplay(e *memoEntry, key memoKey, outer, elems []any, w *boundedWriter, ids map[unsafe.Pointer]int32) (bool, error) {
+	// The refs (outer values, then elements) in the state's scratch list:
+	// replayable and replay only read them, and keep nothing of them.
+	refs := append(append(s.refs[:0], outer...), elems...)
+	s.refs = refs
+	defer clear(refs) // keeps nothing alive past the call
+	if !s.replayable(e, refs, w, ids) {
+		return false, nil
+	}
+	if err := s.replay(e, refs, w); err != nil {
+		return false, err
+	}
+	if s.recording != nil {
+		s.recording.entries[key] = e
+	}
+	s.replayed = e
+	s.replays++
 	return true, nil
 }
 
@@ -266,10 +311,19 @@ func (s *renderState) lookup(key memoKey) *memoEntry {
 	return nil
 }
 
-// table is the recorded iterations this render may replay, nil when none.
+// table is the recorded iterations this render may replay, nil when none:
+// the table recorded last when the render began (one table for the whole
+// render: storeUnchanged trusts the generations of the table its entries
+// come from).
 func (s *renderState) table() *memoTable {
-	t := s.engine.table.Load()
-	if t == nil || t.baseDir != s.baseDir || t.limit != s.budget.limit {
+	return s.replayFrom
+}
+
+// replayTable is the engine's table a render with this base directory and
+// bundle limit may replay, nil when none.
+func (e *Engine) replayTable(baseDir string, limit int64) *memoTable {
+	t := e.table.Load()
+	if t == nil || t.baseDir != baseDir || t.limit != limit {
 		return nil
 	}
 	return t

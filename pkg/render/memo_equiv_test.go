@@ -113,6 +113,8 @@ func incrementalWalk(t *testing.T, steps, seed int, shared bool) {
 		every       int // compared every this many steps
 		replays     int64
 		runs, fails int
+		// proposalReplays counts the iterations renders of proposals replayed.
+		proposalReplays int64
 	}
 	var subjects []*subject
 	add := func(name string, every int, mk func() *Engine) {
@@ -146,6 +148,8 @@ func incrementalWalk(t *testing.T, steps, seed int, shared bool) {
 		if mirror != nil {
 			mirror.sync(t, stores)
 		}
+		proposal, pkey, change := randomProposal(rnd, stores, keys)
+		fullProposal, incrProposal := withChange(t, readers, pkey, change), withChange(t, incrReaders, pkey, change)
 		var wg sync.WaitGroup
 		mismatch := make([]string, len(subjects))
 		for i, s := range subjects {
@@ -170,6 +174,19 @@ func incrementalWalk(t *testing.T, steps, seed int, shared bool) {
 				if want.err != "" {
 					s.fails++
 				}
+				// A proposal over the state just recorded, rendered as an
+				// admission renders it: replaying, not recording (every
+				// fourth step, for the time under -race).
+				if step%4 != 0 || s.every != 1 {
+					return
+				}
+				want = render(t, s.full, fullProposal, false)
+				before := s.incr.MemoStats()
+				if got := render(t, s.incr, incrProposal, false); got != want {
+					mismatch[i] = fmt.Sprintf("step %d (%s), %s, proposal %s:\nfull:        %+v\nincremental: %+v", step, what, s.name, proposal, want, got)
+					return
+				}
+				s.proposalReplays += s.incr.MemoStats().Replayed - before.Replayed
 			})
 		}
 		wg.Wait()
@@ -181,6 +198,7 @@ func incrementalWalk(t *testing.T, steps, seed int, shared bool) {
 		t.Logf("%s: %d iterations replayed, %d run, %d failed renders", s.name, s.replays, s.runs, s.fails)
 	}
 	require.Positive(t, subjects[0].replays, "the example replays")
+	require.Positive(t, subjects[0].proposalReplays, "the example replays proposals")
 	require.Positive(t, subjects[0].runs, "the example runs changed iterations")
 	if mirror != nil {
 		n := mirror.partsInTwoObjects()
@@ -326,6 +344,38 @@ func render(t *testing.T, e *Engine, stores store.Set, record bool) rendered {
 		return r
 	}
 	return rendered{out: bundleText(b), sources: fmt.Sprintf("%+v", b.Sources)}
+}
+
+// randomProposal returns a random change of one of the stores, as an
+// admission proposes it, and says which: a new object (a changed copy of
+// one, under a new name), an update of one, or its deletion.
+func randomProposal(rnd *rand.Rand, stores map[string]*store.Store, keys []string) (string, string, store.Change) {
+	key := keys[rnd.IntN(len(keys))]
+	objs := stores[key].List()
+	if len(objs) == 0 {
+		return "none", key, store.Change{Operation: store.Delete, Object: &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "none"}}}}
+	}
+	old := objs[rnd.IntN(len(objs))]
+	switch rnd.IntN(3) {
+	case 0:
+		return "delete " + key, key, store.Change{Operation: store.Delete, Object: old}
+	case 1:
+		c := old.DeepCopy()
+		what := mutate(rnd, key, c.Object)
+		c.SetName(fmt.Sprintf("proposed%d", rnd.IntN(1000)))
+		return "create " + key + ": " + what, key, store.Change{Operation: store.Create, Object: c}
+	}
+	c := old.DeepCopy()
+	what := mutate(rnd, key, c.Object)
+	return "update " + key + ": " + what, key, store.Change{Operation: store.Update, Object: c, OldObject: old}
+}
+
+// withChange is set with change applied to store key.
+func withChange(t *testing.T, set store.Set, key string, change store.Change) store.Set {
+	t.Helper()
+	out, err := set.WithChange(key, change)
+	require.NoError(t, err)
+	return out
 }
 
 // randomOp creates, updates or deletes a random object and says which.

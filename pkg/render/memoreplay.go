@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"maps"
 	"math"
 	"reflect"
@@ -29,12 +30,15 @@ const (
 // objects, extraContext) by identity, kept alive by pins. ids numbers the
 // render-created maps met, in the order met: a map met again is written
 // as its number, and a get whose result is one of them must find the same
-// one when replayed. ok is false when a value has no fingerprint.
+// one when replayed. ok is false when a value has no fingerprint. When the
+// render does not record, fp is a view of the state's scratch buffer,
+// valid until the next call: it is only looked up.
 func (s *renderState) fingerprint(mr *memoRange, elems, outer []any, w *boundedWriter) (fp string, pins []any, ids map[unsafe.Pointer]int32, ok bool) {
 	// The state's scratch list of maps met by position: an iteration has
 	// few outer values and elements, and one runs per element of every
 	// loop, so a map per call would be most of a replaying render's garbage.
-	f := &fingerprinter{s: s, first: s.fpFirst[:0], content: s.fpContent}
+	s.fpBuf.Reset()
+	f := &fingerprinter{s: s, b: &s.fpBuf, first: s.fpFirst[:0], content: s.fpContent, keys: s.fpKeys[:0]}
 	clear(f.content)
 	if s.recording == nil {
 		// Not kept past memoEnter (a recorded frame keeps its own).
@@ -42,7 +46,8 @@ func (s *renderState) fingerprint(mr *memoRange, elems, outer []any, w *boundedW
 		clear(f.ids)
 	}
 	defer func() {
-		s.fpFirst, s.fpContent = f.first[:0], f.content
+		clear(f.keys[:cap(f.keys)])
+		s.fpFirst, s.fpContent, s.fpKeys = f.first[:0], f.content, f.keys[:0]
 		if s.recording == nil {
 			s.fpIDs = f.ids
 		}
@@ -52,7 +57,7 @@ func (s *renderState) fingerprint(mr *memoRange, elems, outer []any, w *boundedW
 	} else {
 		f.b.WriteByte('M')
 	}
-	f.b.WriteString(strconv.Itoa(s.depth)) // include's nesting limit
+	f.num(0, int64(s.depth)) // include's nesting limit
 	for i := range len(outer) + len(elems) {
 		var v any
 		if i < len(outer) {
@@ -69,7 +74,7 @@ func (s *renderState) fingerprint(mr *memoRange, elems, outer []any, w *boundedW
 		}
 		p := mapPointer(m)
 		if j, seen := f.firstOf(p); seen {
-			f.b.WriteString("a" + strconv.Itoa(j))
+			f.num('a', int64(j))
 			if native {
 				f.mapContent(m)
 			}
@@ -82,22 +87,37 @@ func (s *renderState) fingerprint(mr *memoRange, elems, outer []any, w *boundedW
 		}
 		f.b.WriteByte('j') // read only through journaled functions
 		if s.isOwned(m) {
-			f.b.WriteString(strconv.Itoa(int(f.id(p))))
+			f.num(0, int64(f.id(p)))
 		}
 	}
-	return f.b.String(), f.pins, f.ids, !f.bad && f.b.Len() <= maxFingerprintBytes
+	ok = !f.bad && f.b.Len() <= maxFingerprintBytes
+	if s.recording != nil {
+		return f.b.String(), f.pins, f.ids, ok // a recorded frame keeps its key
+	}
+	// Only looked up: a view of the scratch buffer, valid until the next
+	// fingerprint.
+	return unsafe.String(unsafe.SliceData(f.b.Bytes()), f.b.Len()), f.pins, f.ids, ok
 }
 
 // fingerprinter writes one fingerprint.
 type fingerprinter struct {
 	s       *renderState
-	b       strings.Builder
+	b       *bytes.Buffer            // the state's scratch buffer
 	first   []firstMap               // outer values and elements by position
 	ids     map[unsafe.Pointer]int32 // render-created maps met (nil until one is)
 	content map[unsafe.Pointer]bool  // render-created maps written whole
+	keys    []string                 // the keys of the maps being written, outermost first
 	pins    []any
 	nodes   int
 	bad     bool
+}
+
+// num writes prefix (none when 0) and n in decimal.
+func (f *fingerprinter) num(prefix byte, n int64) {
+	if prefix != 0 {
+		f.b.WriteByte(prefix)
+	}
+	f.b.Write(strconv.AppendInt(f.b.AvailableBuffer(), n, 10))
 }
 
 // firstMap is the first position (outer values, then elements) of a map
@@ -131,28 +151,45 @@ func (f *fingerprinter) id(p unsafe.Pointer) int32 {
 	return id
 }
 
-func (f *fingerprinter) value(v any) {
+// node counts a value written, and reports whether the fingerprint may
+// go on.
+func (f *fingerprinter) node() bool {
 	if f.nodes++; f.nodes > maxFingerprintNodes || f.bad {
 		f.bad = true
+		return false
+	}
+	return true
+}
+
+// str writes the string x (a value or a map key).
+func (f *fingerprinter) str(x string) {
+	if f.b.Len()+len(x) > maxFingerprintBytes {
+		f.bad = true
+		return
+	}
+	f.num('s', int64(len(x)))
+	f.b.WriteByte(':')
+	f.b.WriteString(x)
+}
+
+func (f *fingerprinter) value(v any) {
+	if !f.node() {
 		return
 	}
 	switch x := v.(type) {
 	case nil:
 		f.b.WriteByte('n')
 	case string:
-		if f.b.Len()+len(x) > maxFingerprintBytes {
-			f.bad = true
-			return
-		}
-		f.b.WriteString("s" + strconv.Itoa(len(x)) + ":" + x)
+		f.str(x)
 	case bool:
 		f.b.WriteString(strconv.FormatBool(x))
 	case int:
-		f.b.WriteString("i" + strconv.Itoa(x))
+		f.num('i', int64(x))
 	case int64:
-		f.b.WriteString("I" + strconv.FormatInt(x, 10))
+		f.num('I', x)
 	case float64:
-		f.b.WriteString("F" + strconv.FormatFloat(x, 'g', -1, 64))
+		f.b.WriteByte('F')
+		f.b.Write(strconv.AppendFloat(f.b.AvailableBuffer(), x, 'g', -1, 64))
 	case map[string]any:
 		if x == nil {
 			f.b.WriteString("{}")
@@ -164,7 +201,7 @@ func (f *fingerprinter) value(v any) {
 			f.b.WriteString("N[")
 			return
 		}
-		f.b.WriteString("[" + strconv.Itoa(len(x)))
+		f.num('[', int64(len(x)))
 		for _, e := range x {
 			f.value(e)
 		}
@@ -174,7 +211,7 @@ func (f *fingerprinter) value(v any) {
 			f.b.WriteString("N<")
 			return
 		}
-		f.b.WriteString("<" + strconv.Itoa(len(x)))
+		f.num('<', int64(len(x)))
 		for _, e := range x {
 			f.value(e)
 		}
@@ -194,11 +231,16 @@ func (f *fingerprinter) mapContent(m map[string]any) {
 	}
 	p := mapPointer(m)
 	if !f.s.isOwned(m) {
-		f.b.WriteString("p" + strconv.FormatUint(uint64(uintptr(p)), 16))
-		f.pins = append(f.pins, m)
+		f.b.WriteByte('p')
+		f.b.Write(strconv.AppendUint(f.b.AvailableBuffer(), uint64(uintptr(p)), 16))
+		if f.s.recording != nil {
+			// Kept by the entry. A key only looked up needs no pin: m is
+			// alive, so no entry's pinned map can have its address.
+			f.pins = append(f.pins, m)
+		}
 		return
 	}
-	f.b.WriteString("r" + strconv.Itoa(int(f.id(p))))
+	f.num('r', int64(f.id(p)))
 	if f.content[p] {
 		return
 	}
@@ -206,11 +248,22 @@ func (f *fingerprinter) mapContent(m map[string]any) {
 		f.content = map[unsafe.Pointer]bool{}
 	}
 	f.content[p] = true
-	f.b.WriteString("{" + strconv.Itoa(len(m)))
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		f.value(k)
+	f.num('{', int64(len(m)))
+	// The keys in order, in the scratch list above those of the maps
+	// being written around this one (value may write nested maps).
+	start := len(f.keys)
+	for k := range m {
+		f.keys = append(f.keys, k)
+	}
+	slices.Sort(f.keys[start:])
+	for i := start; i < start+len(m); i++ {
+		k := f.keys[i]
+		if f.node() {
+			f.str(k) // as value(k) writes it, without boxing k
+		}
 		f.value(m[k])
 	}
+	f.keys = f.keys[:start]
 	f.b.WriteByte('}')
 }
 
@@ -355,12 +408,15 @@ func (s *renderState) replayable(e *memoEntry, refs []any, w *boundedWriter, ids
 	if e.scratch > s.budget.scratch || (!w.scratch && int64(len(e.out))+e.added > s.budget.bundle) {
 		return false
 	}
-	// cur grows past refs without writing into refs' array (Clip), and
-	// first is the state's scratch list, like fingerprint's.
-	c := &replayCheck{s: s, cur: slices.Clip(refs), ids: ids, first: s.rcFirst[:0], own: s.rcOwn, files: s.rcFiles}
+	// cur (refs, then the maps gets returned) and first are the state's
+	// scratch lists, like fingerprint's.
+	c := &replayCheck{s: s, cur: append(s.rcCur[:0], refs...), ids: ids, first: s.rcFirst[:0], own: s.rcOwn, files: s.rcFiles}
 	clear(c.own)
 	clear(c.files)
-	defer func() { s.rcFirst, s.rcOwn, s.rcFiles = c.first[:0], c.own, c.files }()
+	defer func() {
+		clear(c.cur)
+		s.rcCur, s.rcFirst, s.rcOwn, s.rcFiles = c.cur[:0], c.first[:0], c.own, c.files
+	}()
 	for i, v := range refs {
 		c.note(int32(i), v)
 	}
@@ -555,6 +611,9 @@ func (s *renderState) storeAgrees(key string, sr *storeRead) bool {
 		if len(sr.keys) != len(rs.r.IndexBy()) {
 			return false // running it fails: want N keys
 		}
+		if s.storeUnchanged(key, rs.r, sr.keys) {
+			return true
+		}
 		obj, ok := rs.r.Get(sr.keys...)
 		if !ok || obj == nil || obj.Object == nil {
 			return len(sr.objs) == 0
@@ -565,6 +624,9 @@ func (s *renderState) storeAgrees(key string, sr *storeRead) bool {
 	if sr.method == "Fetch" {
 		if len(sr.keys) > len(rs.r.IndexBy()) {
 			return false
+		}
+		if s.storeUnchanged(key, rs.r, sr.keys) {
+			return true
 		}
 		objs = rs.r.Fetch(sr.keys...)
 	}
@@ -581,6 +643,28 @@ func (s *renderState) storeAgrees(key string, sr *storeRead) bool {
 	return n == len(sr.objs)
 }
 
+// storeUnchanged reports whether r, store key of this render, answers a
+// read of the key prefix keys (Get, or Fetch of a prefix) as the recording
+// render's store did, without reading it: it is that store at the same
+// generation, or an Overlay of it whose change is not visible at keys.
+func (s *renderState) storeUnchanged(key string, r store.Reader, keys []string) bool {
+	t := s.table()
+	if t == nil {
+		return false
+	}
+	g, ok := t.gens[key]
+	if !ok {
+		return false
+	}
+	switch x := r.(type) {
+	case *store.Store:
+		return x == g.store && x.Generation() == g.gen
+	case *store.Overlay:
+		return x.Base() == g.store && x.Unchanged(g.gen, keys)
+	}
+	return false
+}
+
 // replay applies entry e: its writes, files, source map events and output.
 func (s *renderState) replay(e *memoEntry, refs []any, w *boundedWriter) error {
 	s.budget.scratch -= e.scratch
@@ -591,8 +675,14 @@ func (s *renderState) replay(e *memoEntry, refs []any, w *boundedWriter) error {
 		}
 	}
 	w.Buffer.WriteString(e.out)
-	cur := slices.Clone(refs)
-	var opened []bool // elements of Each and each running (see replaySource)
+	// cur (refs, then the maps gets returned) and opened (the elements of
+	// Each and each running, see replaySource) are scratch lists.
+	cur := append(s.rpCur[:0], refs...)
+	opened := s.rpOpened[:0]
+	defer func() {
+		clear(cur)
+		s.rpCur, s.rpOpened = cur[:0], opened[:0]
+	}()
 	for i := range e.ops {
 		op := &e.ops[i]
 		switch op.kind {

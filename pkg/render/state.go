@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -37,6 +38,10 @@ type renderState struct {
 	// replayable, reused by every call: both run once per iteration of
 	// every memoized loop.
 	fpFirst, rcFirst []firstMap
+	rcCur, rpCur     []any  // replayable's and replay's refs
+	rpOpened         []bool // replay's running elements
+	fpKeys           []string
+	fpBuf            bytes.Buffer // fingerprint's
 	fpContent        map[unsafe.Pointer]bool
 	fpIDs            map[unsafe.Pointer]int32
 	rcOwn            map[slot]written
@@ -61,12 +66,17 @@ type renderState struct {
 	// frames are the iterations of memoized ranges running, outermost
 	// first; recording collects what they record when the render records;
 	// replayed is the iteration memoEnter replayed last (see memo.go).
-	frames    []*memoFrame
-	recording *memoTable
-	replayed  *memoEntry
-	// noReplay runs every iteration; replays counts those replayed.
+	frames     []*memoFrame
+	recording  *memoTable
+	replayFrom *memoTable // the table replayed (see table)
+	replayed   *memoEntry
+	// noReplay runs every iteration; replays and ran count the iterations
+	// replayed and run (added to the Engine's counts when the render ends);
+	// refs is replay's scratch list of an iteration's values.
 	noReplay bool
 	replays  int
+	ran      int
+	refs     []any
 }
 
 func newRenderState(e *Engine, baseDir string) *renderState {
