@@ -46,8 +46,9 @@ type Engine struct {
 	memo  []*memoRange
 	loops int // ranges over Each or each, memoized or not
 	table atomic.Pointer[memoTable]
-	// replayed and ran count memoized iterations (MemoStats).
-	replayed, ran, confirmed atomic.Int64
+	// replayed and ran count memoized iterations (MemoStats); of the
+	// replayed, looped those wrapped loops replayed (memoloop.go).
+	replayed, ran, confirmed, looped atomic.Int64
 	// sourceObjects is how many objects the last render's source map
 	// named: the next render's tracker starts with room for as many.
 	sourceObjects atomic.Int64
@@ -97,12 +98,15 @@ func (e *Engine) release(b *boundSet) {
 	}
 	e.replayed.Add(int64(b.st.replays))
 	e.ran.Add(int64(b.st.ran))
-	b.st.ownSeq, b.st.noReplay, b.st.replays, b.st.ran = 0, false, 0, 0
+	e.looped.Add(int64(b.st.looped))
+	b.st.ownSeq, b.st.noReplay, b.st.replays, b.st.ran, b.st.looped = 0, false, 0, 0, 0
 	b.st.root, b.st.stores, b.st.recording, b.st.replayed, b.st.replayFrom = nil, nil, nil, nil, nil
 	clear(b.st.writers)
 	b.st.writers = b.st.writers[:0]
 	clear(b.st.frames)
 	b.st.frames = b.st.frames[:0]
+	clear(b.st.loops)
+	b.st.loops, b.st.loopDone, b.st.forceRun, b.st.pending = b.st.loops[:0], nil, false, nil
 	e.bound.Put(b)
 }
 

@@ -186,6 +186,13 @@ type memoFrame struct {
 // iteration and returns false when it can; else it returns true and the
 // body runs (recorded when the render records).
 func (s *renderState) memoEnter(id int, args ...any) (bool, error) {
+	// A loop (memoloop.go) that handed the iteration to the template
+	// failed to replay it, or met an error doing so.
+	force, pending := s.forceRun, s.pending
+	s.forceRun, s.pending = false, nil
+	if pending != nil {
+		return false, pending
+	}
 	if err := s.interrupted(); err != nil {
 		return false, err
 	}
@@ -197,7 +204,10 @@ func (s *renderState) memoEnter(id int, args ...any) (bool, error) {
 		s.frames = append(s.frames, &memoFrame{rng: mr})
 		return true, nil
 	}
-	if s.recording == nil && (s.noReplay || s.table() == nil) {
+	if s.recording == nil && (s.noReplay || s.table() == nil || force) {
+		if force {
+			s.ran++
+		}
 		s.frames = append(s.frames, &memoFrame{rng: mr})
 		return true, nil
 	}
@@ -209,7 +219,7 @@ func (s *renderState) memoEnter(id int, args ...any) (bool, error) {
 		return true, nil
 	}
 	key := memoKey{rng: id, fp: fp}
-	if e := s.lookup(key); e != nil && !s.noReplay {
+	if e := s.lookup(key); e != nil && !s.noReplay && !force {
 		if replayed, err := s.tryReplay(e, key, outer, elems, w, ids); replayed || err != nil {
 			return false, err
 		}
@@ -279,6 +289,7 @@ func (s *renderState) memoLeave(id int, finals ...any) (string, error) {
 	if len(s.frames) == 0 {
 		s.sources.rec = nil
 	}
+	s.left(id, finals)
 	if !fr.record || fr.bad || fr.rng.id != id || len(finals) != len(fr.rng.assigned) {
 		return "", nil
 	}
@@ -360,7 +371,8 @@ func (s *renderState) finish(fr *memoFrame, finals []any) *memoEntry {
 
 // memoFuncs are the functions rewritten ranges call, bound to s.
 func memoFuncs(s *renderState) map[string]any {
-	return map[string]any{memoEnterFunc: s.memoEnter, memoLeaveFunc: s.memoLeave, memoOutFunc: s.memoOut}
+	return map[string]any{memoEnterFunc: s.memoEnter, memoLeaveFunc: s.memoLeave, memoOutFunc: s.memoOut,
+		memoRangeFunc: s.memoRange, memoSyncFunc: s.memoSync, memoDoneFunc: s.memoDone}
 }
 
 // add appends an operation to the frame being recorded.

@@ -69,6 +69,13 @@ func memoSubjects() []labelReader {
 		// a variable declared in parentheses, used after the loop or call.
 		{name: "range assigning an outer variable", cfg: `{{ $x := 0 }}{{ range $x = .resources.ingresses.Each }}{{ $x.metadata.name }},{{ end }} last {{ $x.metadata.name }}`},
 		{name: "a variable declared in parentheses", cfg: ing(`{{ $_ := dict "a" ($n := $i.metadata.name) }}{{ $n }} `)},
+		// Wrapped loops (memoloop.go): a loop with an else branch is not
+		// wrapped; a loop that includes itself runs a second instance of
+		// its range inside its second iteration.
+		{name: "a loop with an else branch", cfg: `{{ $n := 0 }}` + `{{ range $i := .resources.ingresses.Each }}{{ $n = add1 $n }}{{ $i.metadata.name }}{{ else }}none{{ end }} {{ $n }}`},
+		{name: "a loop that includes itself", cfg: `{{ include "rec" (dict "top" . "depth" 0) }}`,
+			opts: []specOpt{withSnippet("rec", `{{ $n := 0 }}{{ range $i := .top.resources.ingresses.Each }}{{ $n = add1 $n }}`+
+				`{{ if and (lt $.depth 1) (eq $n 2) }}({{ include "rec" (dict "top" $.top "depth" (add1 $.depth)) }}){{ end }}{{ $i.metadata.name }}{{ $n }},{{ end }}[{{ $n }}]`)}},
 		// Review: a journaled map reached natively through a context dict.
 		{name: "review: journaled map in a context dict", cfg: `{{ $seen := dict }}{{ $ctx := dict "seen" $seen }}` + ing(`{{ $_ := set $seen $i.metadata.name 1 }}{{ len $ctx.seen }} `)},
 	}

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"text/template"
 	"text/template/parse"
@@ -44,6 +45,9 @@ const (
 	memoEnterFunc = "htcMemoEnter"
 	memoLeaveFunc = "htcMemoLeave"
 	memoOutFunc   = "htcMemoOut"
+	memoRangeFunc = "htcMemoRange"
+	memoSyncFunc  = "htcMemoSync"
+	memoDoneFunc  = "htcMemoDone"
 )
 
 // planMemo finds the memoizable ranges of every template of root and
@@ -72,13 +76,60 @@ func planMemo(root *template.Template) (_ []*memoRange, loops int, _ error) {
 		})
 	}
 	out := make([]*memoRange, 0, len(all))
+	after := map[*parse.RangeNode][]parse.Node{}
 	for _, f := range all {
-		if err := rewriteRange(f.r, f.mr); err != nil {
+		done, err := rewriteRange(f.r, f.mr)
+		if err != nil {
 			return nil, 0, err
+		}
+		if len(done) > 0 {
+			after[f.r] = done
 		}
 		out = append(out, f.mr)
 	}
+	// What follows a wrapped range, once every range is rewritten (a
+	// nested range's list is then its place in the rewritten body).
+	for _, t := range sortedTemplates(root) {
+		if t.Tree != nil {
+			insertAfter(t.Tree.Root, after)
+		}
+	}
+	for r := range after {
+		return nil, 0, fmt.Errorf("internal: memo rewrite: range at %d not found", r.Pos)
+	}
 	return out, loops, nil
+}
+
+// insertAfter inserts after[r] after every range r under n that has an
+// entry, and deletes the entry.
+func insertAfter(n parse.Node, after map[*parse.RangeNode][]parse.Node) {
+	var list func(l *parse.ListNode)
+	list = func(l *parse.ListNode) {
+		if l == nil {
+			return
+		}
+		for i := 0; i < len(l.Nodes); i++ {
+			switch x := l.Nodes[i].(type) {
+			case *parse.RangeNode:
+				list(x.List)
+				list(x.ElseList)
+				if nodes, ok := after[x]; ok {
+					delete(after, x)
+					l.Nodes = slices.Insert(l.Nodes, i+1, nodes...)
+					i += len(nodes)
+				}
+			case *parse.IfNode:
+				list(x.List)
+				list(x.ElseList)
+			case *parse.WithNode:
+				list(x.List)
+				list(x.ElseList)
+			}
+		}
+	}
+	if l, ok := n.(*parse.ListNode); ok {
+		list(l)
+	}
 }
 
 // walkRanges calls fn with every range node under n, outer ones first.
@@ -396,13 +447,19 @@ func (b *bodyScan) parenthesized(sc scopes, p *parse.PipeNode, d dest) bool {
 //	{{ else }}{{ $v = htcMemoOut ID i $v }}...{{ end }}
 //
 // built by parsing that text with the variables declared, then grafting B.
-func rewriteRange(r *parse.RangeNode, mr *memoRange) error {
-	var src strings.Builder
+// A range without an else branch is also wrapped (memoloop.go): its
+// pipeline P becomes htcMemoRange ID (P) OUTER..., its body starts with
+// {{ $v = htcMemoSync ID i $v }} for each assigned variable, and done
+// holds the {{ $v = htcMemoDone ID i $v }} to put after the range. (An
+// else branch runs when the range yields nothing, which a range whose
+// iterations all replayed would.)
+func rewriteRange(r *parse.RangeNode, mr *memoRange) (done []parse.Node, _ error) {
+	var decls strings.Builder
 	declared := map[string]bool{"$": true}
 	declare := func(name string) {
 		if !declared[name] {
 			declared[name] = true
-			fmt.Fprintf(&src, "{{ %s := 0 }}", name)
+			fmt.Fprintf(&decls, "{{ %s := 0 }}", name)
 		}
 	}
 	elems := []string{"."}
@@ -417,6 +474,7 @@ func rewriteRange(r *parse.RangeNode, mr *memoRange) error {
 			declare(name)
 		}
 	}
+	var src strings.Builder
 	fmt.Fprintf(&src, "{{ if %s %d %s %s }}{{ %s %d", memoEnterFunc, mr.id,
 		strings.Join(elems, " "), strings.Join(mr.outer, " "), memoLeaveFunc, mr.id)
 	for _, i := range mr.assigned {
@@ -427,18 +485,66 @@ func rewriteRange(r *parse.RangeNode, mr *memoRange) error {
 		fmt.Fprintf(&src, "{{ %s = %s %d %d %s }}", mr.outer[i], memoOutFunc, mr.id, i, mr.outer[i])
 	}
 	src.WriteString("{{ end }}")
-	stub := func(...any) any { return nil }
-	t, err := template.New("memo").Funcs(template.FuncMap{memoEnterFunc: stub, memoLeaveFunc: stub, memoOutFunc: stub}).Parse(src.String())
+	nodes, err := parseMemo(decls.String(), src.String())
 	if err != nil {
-		return fmt.Errorf("internal: memo rewrite of %q: %w", src.String(), err)
+		return nil, err
 	}
-	nodes := t.Tree.Root.Nodes
 	ifNode, ok := nodes[len(nodes)-1].(*parse.IfNode)
 	if !ok {
-		return fmt.Errorf("internal: memo rewrite of %q: no if node", src.String())
+		return nil, fmt.Errorf("internal: memo rewrite of %q: no if node", src.String())
 	}
 	body := r.List.Nodes
 	ifNode.List.Nodes = append(append([]parse.Node{}, body...), ifNode.List.Nodes...)
 	r.List.Nodes = []parse.Node{ifNode}
-	return nil
+	if r.ElseList != nil {
+		return nil, nil
+	}
+
+	// The wrapper: htcMemoRange ID 0 OUTER..., its 0 replaced by (P).
+	nodes, err = parseMemo(decls.String(), fmt.Sprintf("{{ %s %d 0 %s }}", memoRangeFunc, mr.id, strings.Join(mr.outer, " ")))
+	if err != nil {
+		return nil, err
+	}
+	action, ok := nodes[len(nodes)-1].(*parse.ActionNode)
+	if !ok || len(action.Pipe.Cmds) != 1 || len(action.Pipe.Cmds[0].Args) < 3 {
+		return nil, fmt.Errorf("internal: memo rewrite of range %d: no wrapper call", mr.id)
+	}
+	inner := *r.Pipe
+	inner.Decl, inner.IsAssign = nil, false
+	wrapper := action.Pipe.Cmds[0]
+	wrapper.Args[2] = &inner
+	sync := func(fn string) ([]parse.Node, error) {
+		var src strings.Builder
+		for _, i := range mr.assigned {
+			fmt.Fprintf(&src, "{{ %s = %s %d %d %s }}", mr.outer[i], fn, mr.id, i, mr.outer[i])
+		}
+		nodes, err := parseMemo(decls.String(), src.String())
+		if err != nil {
+			return nil, err
+		}
+		return nodes[len(nodes)-len(mr.assigned):], nil
+	}
+	start, err := sync(memoSyncFunc)
+	if err != nil {
+		return nil, err
+	}
+	if done, err = sync(memoDoneFunc); err != nil {
+		return nil, err
+	}
+	r.Pipe.Cmds = []*parse.CommandNode{wrapper}
+	r.List.Nodes = append(start, r.List.Nodes...)
+	return done, nil
+}
+
+// parseMemo parses the text a rewrite grafts, after decls (the
+// declarations of the variables it uses), and returns its nodes.
+func parseMemo(decls, src string) ([]parse.Node, error) {
+	stub := func(...any) any { return nil }
+	funcs := template.FuncMap{memoEnterFunc: stub, memoLeaveFunc: stub, memoOutFunc: stub,
+		memoRangeFunc: stub, memoSyncFunc: stub, memoDoneFunc: stub}
+	t, err := template.New("memo").Funcs(funcs).Parse(decls + src)
+	if err != nil {
+		return nil, fmt.Errorf("internal: memo rewrite of %q: %w", src, err)
+	}
+	return t.Tree.Root.Nodes, nil
 }

@@ -76,7 +76,16 @@ type renderState struct {
 	noReplay bool
 	replays  int
 	ran      int
+	looped   int // of replays, those wrapped loops made
 	refs     []any
+	// loops are the wrapped ranges running, innermost last, and loopDone
+	// the one that ended last (memoloop.go); forceRun and pending tell
+	// htcMemoEnter that the loop could not replay the iteration it handed
+	// to the template, or met an error doing so.
+	loops    []*memoLoop
+	loopDone *memoLoop
+	forceRun bool
+	pending  error
 }
 
 func newRenderState(e *Engine, baseDir string) *renderState {
