@@ -18,11 +18,9 @@ import (
 // written then is its. One render uses it from one goroutine.
 type tracker struct {
 	objects []bundle.ObjectRef
-	// index maps an object's content map to 1 + its index in objects.
-	index map[unsafe.Pointer]int32
-	// stores maps the content map of an object a store returned to the
-	// store's key.
-	stores map[unsafe.Pointer]string
+	// known maps the content map of each object a store returned to the
+	// store's key and, once it is referred to, 1 + its index in objects.
+	known map[unsafe.Pointer]knownObject
 	// current is the stack of iterated objects (1 + index), innermost last.
 	current []int32
 	// spans are where the current object changed in the output being
@@ -59,15 +57,14 @@ func (t *tracker) reset() {
 	t.opened = 0
 	t.current = t.current[:0]
 	t.spans = t.spans[:0]
-	// index and stores are the render's own (lines, files and reads go
-	// out with the bundle's Sources): cleared, they keep their room for
-	// the next render of as many objects, which would otherwise grow them
-	// again, one growth after another, on every render.
-	if len(t.index) > maxKeptObjects || len(t.stores) > maxKeptObjects {
-		t.index, t.stores = nil, nil
+	// known is the render's own (lines, files and reads go out with the
+	// bundle's Sources): cleared, it keeps its room for the next render of
+	// as many objects, which would otherwise grow it again, one growth
+	// after another, on every render.
+	if len(t.known) > maxKeptObjects {
+		t.known = nil
 	}
-	clear(t.index)
-	clear(t.stores)
+	clear(t.known)
 	t.lines, t.files, t.reads = nil, nil, nil
 }
 
@@ -82,14 +79,29 @@ func (t *tracker) returned(key string, obj map[string]any) {
 	if obj == nil {
 		return
 	}
-	if t.stores == nil {
-		t.stores = make(map[unsafe.Pointer]string, t.sizeHint)
+	if t.known == nil {
+		t.known = make(map[unsafe.Pointer]knownObject, t.sizeHint)
 	}
 	t.note(opReturned, key, obj, 0)
-	t.stores[mapPtr(obj)] = key
-	if top := t.top(); top != 0 {
-		t.read(top, t.index1(obj))
+	p := mapPtr(obj)
+	k := t.known[p]
+	top := t.top()
+	if k.index == 0 {
+		k.store = key
+		if top != 0 {
+			k.index = t.add(key, obj)
+		}
+		t.known[p] = k
 	}
+	if top != 0 {
+		t.read(top, k.index)
+	}
+}
+
+// knownObject is what the tracker knows of an object a store returned.
+type knownObject struct {
+	store string
+	index int32 // 1 + its index in objects, 0 until referred to
 }
 
 // ref returns 1 + the index of obj, adding it on first sight; 0 for a map
@@ -102,25 +114,25 @@ func (t *tracker) ref(obj map[string]any) int32 {
 // index1 is ref without recording.
 func (t *tracker) index1(obj map[string]any) int32 {
 	p := mapPtr(obj)
-	if i, ok := t.index[p]; ok {
-		return i
+	k, ok := t.known[p]
+	if !ok || k.index != 0 {
+		return k.index
 	}
-	key, ok := t.stores[p]
-	if !ok {
-		return 0
-	}
-	if t.index == nil {
-		t.index = make(map[unsafe.Pointer]int32, t.sizeHint)
-	}
+	k.index = t.add(k.store, obj)
+	t.known[p] = k
+	return k.index
+}
+
+// add appends obj, returned by store key, to objects and returns 1 + its
+// index.
+func (t *tracker) add(key string, obj map[string]any) int32 {
 	if t.objects == nil && t.sizeHint > 0 {
 		t.objects = make([]bundle.ObjectRef, 0, t.sizeHint)
 		t.maps = make([]map[string]any, 0, t.sizeHint)
 	}
 	t.objects = append(t.objects, refOf(key, obj))
 	t.maps = append(t.maps, obj)
-	i := int32(len(t.objects))
-	t.index[p] = i
-	return i
+	return int32(len(t.objects))
 }
 
 // refOf names a store object.
