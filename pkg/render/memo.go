@@ -110,7 +110,7 @@ const (
 	opSet                     // set on a shared map (val: snapshot)
 	opUnset                   // unset on a shared map
 	opAddFile                 // addFile (val: *addedFile)
-	opReturned                // source map: a store returned obj (key: store)
+	opReturned                // source map: a store returned obj (key: store; val: its *bundle.ObjectRef)
 	opRef                     // source map: obj was referred to
 	opPush                    // source map: obj became current
 	opPop                     // source map: the current object ended

@@ -156,8 +156,15 @@ func (t *tracker) note(kind opKind, key string, obj map[string]any, off int) {
 		t.rec.wrote = false
 	}
 	op := memoOp{kind: kind, key: key, obj: obj, res: -1}
-	if kind == opWrote {
+	switch kind {
+	case opWrote:
 		op.off = int32(off - t.rec.off0)
+	case opReturned:
+		// The replay names the object without reading it: objects
+		// replayed are mostly cold in the cache, and the four lookups of
+		// refOf were a sixth of a replaying render.
+		ref := refOf(key, obj)
+		op.val = &ref
 	}
 	t.rec.add(op)
 }

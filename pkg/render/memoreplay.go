@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/store"
 )
 
@@ -542,7 +543,8 @@ func (c *replayCheck) readAgrees(op *memoOp) bool {
 func (s *renderState) replaySource(op *memoOp, base int, opened []bool) []bool {
 	switch op.kind {
 	case opReturned:
-		s.sources.returned(op.key, op.obj)
+		ref, _ := op.val.(*bundle.ObjectRef)
+		s.sources.returnedAs(op.key, op.obj, ref)
 	case opRef:
 		s.sources.ref(op.obj)
 	case opPush:

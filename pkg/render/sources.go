@@ -76,6 +76,12 @@ func mapPtr(m map[string]any) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.
 
 // returned records that store key returned obj.
 func (t *tracker) returned(key string, obj map[string]any) {
+	t.returnedAs(key, obj, nil)
+}
+
+// returnedAs is returned with obj's reference when known (a replay has
+// the one its recording made), nil when refOf must read it.
+func (t *tracker) returnedAs(key string, obj map[string]any, ref *bundle.ObjectRef) {
 	if obj == nil {
 		return
 	}
@@ -89,7 +95,7 @@ func (t *tracker) returned(key string, obj map[string]any) {
 	if k.index == 0 {
 		k.store = key
 		if top != 0 {
-			k.index = t.add(key, obj)
+			k.index = t.add(key, obj, ref)
 		}
 		t.known[p] = k
 	}
@@ -118,19 +124,23 @@ func (t *tracker) index1(obj map[string]any) int32 {
 	if !ok || k.index != 0 {
 		return k.index
 	}
-	k.index = t.add(k.store, obj)
+	k.index = t.add(k.store, obj, nil)
 	t.known[p] = k
 	return k.index
 }
 
 // add appends obj, returned by store key, to objects and returns 1 + its
-// index.
-func (t *tracker) add(key string, obj map[string]any) int32 {
+// index; ref is its reference when known (else refOf reads it).
+func (t *tracker) add(key string, obj map[string]any, ref *bundle.ObjectRef) int32 {
 	if t.objects == nil && t.sizeHint > 0 {
 		t.objects = make([]bundle.ObjectRef, 0, t.sizeHint)
 		t.maps = make([]map[string]any, 0, t.sizeHint)
 	}
-	t.objects = append(t.objects, refOf(key, obj))
+	if ref != nil && ref.Store == key {
+		t.objects = append(t.objects, *ref)
+	} else {
+		t.objects = append(t.objects, refOf(key, obj))
+	}
 	t.maps = append(t.maps, obj)
 	return int32(len(t.objects))
 }
