@@ -212,11 +212,27 @@ func (t *tokenizer) run() {
 			} else if t.wstart+len(t.cur) != t.i {
 				t.mixed = true
 			}
-			t.cur = append(t.cur, c)
-			t.i++
+			// This byte and the plain ones after it, at once: each would
+			// come here, right after the one before it.
+			j := t.i + 1
+			for j < len(t.s) && plainByte(t.s[j]) {
+				j++
+			}
+			t.cur = append(t.cur, t.s[t.i:j]...)
+			t.i = j
 		}
 	}
 	t.finish()
+}
+
+// plainByte reports whether c is taken as it is in any state of the loop
+// in run: not a line end, comment, quote, escape, space or expansion.
+func plainByte(c byte) bool {
+	switch {
+	case c == 0, c == '\n', c == '\r', c == '#', c == '"', c == '\'', c == '\\', c == '$', isCSpace(c):
+		return false
+	}
+	return true
 }
 
 // escape handles a backslash outside single quotes.
