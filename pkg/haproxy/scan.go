@@ -132,10 +132,8 @@ func (s *policyScan) enterSection(at loc, kw, list string, args []cfgWord) {
 	if !s.rejected {
 		s.section, s.sectionName = list, kw
 	}
-	for _, e := range inventory {
-		if e.where == kw && e.name == kw && e.key != "" {
-			s.refuseDirective(at, e.key)
-		}
+	for _, key := range sectionKeys[kw] {
+		s.refuseDirective(at, key)
 	}
 	if kw == "crt-store" {
 		s.bases.storeCrt, s.bases.storeKey = s.bases.crt, s.bases.key
@@ -177,6 +175,20 @@ type unknownKey struct {
 	at loc
 	kw string
 }
+
+// sectionKeys maps a section keyword to the AllowedDirectives keys that
+// permit the section itself (the inventory's entries whose place and name
+// are that keyword), in inventory order: enterSection looked them up in
+// the whole inventory for every section of a configuration.
+var sectionKeys = func() map[string][]string {
+	m := map[string][]string{}
+	for _, e := range inventory {
+		if e.where == e.name && e.key != "" {
+			m[e.name] = append(m[e.name], e.key)
+		}
+	}
+	return m
+}()
 
 // dangerousKeys maps the directives that load code, touch the environment
 // or need a privilege, in any section, to their AllowedDirectives key.
