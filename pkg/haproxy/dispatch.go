@@ -16,18 +16,22 @@ var sectionKeywords = func() map[string]wordSet {
 	return m
 }()
 
-// entries indexes the inventory by "<where> <name>".
-var entries = func() map[string]entry {
-	m := make(map[string]entry, len(inventory))
+// entryKey is a place (a section list, "bind", "reply", ...) and a name
+// in it: a map key built without concatenating strings on every line.
+type entryKey struct{ where, name string }
+
+// entries indexes the inventory by place and name.
+var entries = func() map[entryKey]entry {
+	m := make(map[entryKey]entry, len(inventory))
 	for _, e := range inventory {
-		m[e.where+" "+e.name] = e
+		m[entryKey{e.where, e.name}] = e
 	}
 	return m
 }()
 
 // lookupEntry finds the inventory entry of keyword kw in a section list.
 func lookupEntry(section, kw string) (entry, bool) {
-	e, ok := entries[section+" "+kw]
+	e, ok := entries[entryKey{section, kw}]
 	return e, ok
 }
 
@@ -80,15 +84,23 @@ func init() {
 		"proxy filter":                 (*policyScan).filter,
 		"proxy server-state-file-name": (*policyScan).serverStateFileName,
 	}
+	handlerIndex = make(map[entryKey]handler, len(handlers))
+	for k, h := range handlers {
+		where, name, _ := strings.Cut(k, " ")
+		handlerIndex[entryKey{where, name}] = h
+	}
 }
+
+// handlerIndex is handlers by place and keyword.
+var handlerIndex map[entryKey]handler
 
 // handlerFor returns the handler of kw in a section: a custom one, else
 // the single path argument the inventory example shows.
 func handlerFor(section, kw string) handler {
-	if h := handlers[section+" "+kw]; h != nil {
+	if h := handlerIndex[entryKey{section, kw}]; h != nil {
 		return h
 	}
-	if h := handlers["* "+kw]; h != nil {
+	if h := handlerIndex[entryKey{"*", kw}]; h != nil {
 		return h
 	}
 	e, ok := lookupEntry(section, kw)

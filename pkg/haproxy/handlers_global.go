@@ -134,7 +134,7 @@ func (s *policyScan) crtStoreLoad(at loc, kw string, args []cfgWord) {
 		if i+1 >= len(args) {
 			return
 		}
-		e, ok := entries["crt-list "+name]
+		e, ok := entries[entryKey{"crt-list", name}]
 		if !ok {
 			continue
 		}

@@ -109,7 +109,7 @@ func (s *policyScan) replyOptions(at loc, kw string, args []cfgWord) {
 	for i := 0; i+1 < len(args); i++ {
 		switch args[i].text {
 		case "file", "lf-file", "errorfile":
-			e := entries["reply "+args[i].text]
+			e := entries[entryKey{"reply", args[i].text}]
 			s.checkPath(at, kw+" "+args[i].text, args[i+1], e)
 			i++
 		}
@@ -150,7 +150,7 @@ func (s *policyScan) filter(at loc, kw string, args []cfgWord) {
 		s.add(at, "", "unknown filter '"+s.short(name.text)+"'")
 		return
 	}
-	e, ok := entries["filter "+name.text]
+	e, ok := entries[entryKey{"filter", name.text}]
 	if !ok {
 		return
 	}

@@ -158,7 +158,7 @@ func TestAddressPrefixes(t *testing.T) {
 // with a harmless value; an unknown option is refused.
 func TestOptionsAreKnown(t *testing.T) {
 	value := func(where, name string) string {
-		if e, ok := entries[where+" "+name]; ok && e.class != clsAddr && e.key == "" {
+		if e, ok := entries[entryKey{where, name}]; ok && e.class != clsAddr && e.key == "" {
 			return insidePath
 		}
 		if name == "source" || name == "addr" || name == "socks4" {

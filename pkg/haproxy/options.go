@@ -138,7 +138,7 @@ func (s *policyScan) sourceLine(at loc, kw string, args []cfgWord) {
 // option checks the value v of a bind or server option (where is "bind" or
 // "server") against the inventory.
 func (s *policyScan) option(at loc, where, name string, v cfgWord) {
-	e, ok := entries[where+" "+name]
+	e, ok := entries[entryKey{where, name}]
 	if !ok {
 		return
 	}

@@ -115,7 +115,7 @@ func (s *policyScan) crtListOptions(at loc, opts []string) {
 			s.add(at, "", "crt-list: unknown option '"+s.short(opts[i])+"'")
 			return
 		}
-		if e, isFile := entries["crt-list "+opts[i]]; isFile && i+1 < len(opts) {
+		if e, isFile := entries[entryKey{"crt-list", opts[i]}]; isFile && i+1 < len(opts) {
 			v := opts[i+1]
 			if !(v == "@system-ca" && (opts[i] == "ca-file" || opts[i] == "ca-verify-file")) {
 				s.crtListPath(at, "crt-list "+opts[i], v, e.base)
