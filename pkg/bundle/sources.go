@@ -55,9 +55,16 @@ type Sources struct {
 	// Files maps a file added for an object (its RelPath) to 1 + the index
 	// of that object.
 	Files map[string]int32
-	// Reads maps 1 + the index of an object to the objects its rendering
-	// read from other stores (Get, Fetch), each 1 + an index.
-	Reads map[int32][]int32
+	// Reads are the reads of objects by other objects' renderings (Get,
+	// Fetch while an object is current), in the order the render made
+	// them; a pair may repeat.
+	Reads []Read
+}
+
+// Read is one read of an object by the rendering of another: both are
+// 1 + an index in Sources.Objects.
+type Read struct {
+	Reader, Object int32
 }
 
 // LineObject returns the object that wrote line (1-based) of file, or, for
@@ -85,11 +92,11 @@ func (s *Sources) Readers(obj ObjectRef) []ObjectRef {
 		return nil
 	}
 	var out []ObjectRef
-	for reader, reads := range s.Reads {
-		if reader != target && slices.Contains(reads, target) {
-			out = append(out, s.Objects[reader-1])
+	for _, r := range s.Reads {
+		if r.Object == target && r.Reader != target {
+			out = append(out, s.Objects[r.Reader-1])
 		}
 	}
 	slices.SortFunc(out, ObjectRef.Compare)
-	return out
+	return slices.CompactFunc(out, func(a, b ObjectRef) bool { return a.Compare(b) == 0 })
 }

@@ -15,7 +15,7 @@ func TestSources(t *testing.T) {
 		Objects: []ObjectRef{ing, svc, sec, ing2},
 		Lines:   map[string][]int32{"haproxy.cfg": {0, 1, 1, 2, 0}},
 		Files:   map[string]int32{"certs/a_tls.pem": 3},
-		Reads:   map[int32][]int32{1: {2, 3}, 4: {2}},
+		Reads:   []Read{{1, 2}, {1, 3}, {4, 2}, {1, 2}},
 	}
 	got, ok := s.LineObject("haproxy.cfg", 2)
 	assert.True(t, ok)

@@ -49,7 +49,7 @@ func TestFailuresAttribution(t *testing.T) {
 		Objects: []bundle.ObjectRef{ingA, ingB, secS},
 		Lines:   map[string][]int32{"haproxy.cfg": {0, 1, 1, 2, 2, 0}},
 		Files:   map[string]int32{"certs/a_tls.pem": 3},
-		Reads:   map[int32][]int32{1: {3}},
+		Reads:   []bundle.Read{{Reader: 1, Object: 3}},
 	}
 	b := &bundle.Bundle{Config: "x", Certs: map[string]string{"a_tls.pem": "pem"}, Sources: src}
 	for _, tc := range []struct {

@@ -28,7 +28,7 @@ type tracker struct {
 	spans []span
 	lines map[string][]int32
 	files map[string]int32
-	reads map[int32][]int32
+	reads []bundle.Read
 	// maps holds the content map of each object of objects.
 	maps []map[string]any
 	// rec is the iteration being recorded (see memo.go), nil when none.
@@ -205,12 +205,14 @@ func (t *tracker) read(reader, obj int32) {
 	if obj == 0 || obj == reader {
 		return
 	}
+	r := bundle.Read{Reader: reader, Object: obj}
+	if n := len(t.reads); n > 0 && t.reads[n-1] == r {
+		return // the same read again (a loop reading one object)
+	}
 	if t.reads == nil {
-		t.reads = map[int32][]int32{}
+		t.reads = make([]bundle.Read, 0, t.sizeHint)
 	}
-	if !slices.Contains(t.reads[reader], obj) {
-		t.reads[reader] = append(t.reads[reader], obj)
-	}
+	t.reads = append(t.reads, r)
 }
 
 // wrote is called before off bytes of the current output were written
