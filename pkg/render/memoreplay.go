@@ -39,8 +39,7 @@ func (s *renderState) fingerprint(mr *memoRange, elems, outer []any, w *boundedW
 	// few outer values and elements, and one runs per element of every
 	// loop, so a map per call would be most of a replaying render's garbage.
 	s.fpBuf.Reset()
-	f := &fingerprinter{s: s, b: &s.fpBuf, first: s.fpFirst[:0], content: s.fpContent, keys: s.fpKeys[:0]}
-	clear(f.content)
+	f := &fingerprinter{s: s, b: &s.fpBuf, first: s.fpFirst[:0], content: s.fpContent[:0], keys: s.fpKeys[:0]}
 	if s.recording == nil {
 		// Not kept past memoEnter (a recorded frame keeps its own).
 		f.ids = s.fpIDs
@@ -48,8 +47,14 @@ func (s *renderState) fingerprint(mr *memoRange, elems, outer []any, w *boundedW
 	}
 	defer func() {
 		clear(f.keys[:cap(f.keys)])
-		s.fpFirst, s.fpContent, s.fpKeys = f.first[:0], f.content, f.keys[:0]
+		clear(f.content)
+		s.fpFirst, s.fpContent, s.fpKeys = f.first[:0], f.content[:0], f.keys[:0]
 		if s.recording == nil {
+			// A map that numbered many (clearing costs its size) is
+			// dropped rather than kept.
+			if len(f.ids) > 16 {
+				f.ids = nil
+			}
 			s.fpIDs = f.ids
 		}
 	}()
@@ -106,7 +111,7 @@ type fingerprinter struct {
 	b       *bytes.Buffer            // the state's scratch buffer
 	first   []firstMap               // outer values and elements by position
 	ids     map[unsafe.Pointer]int32 // render-created maps met (nil until one is)
-	content map[unsafe.Pointer]bool  // render-created maps written whole
+	content []unsafe.Pointer         // render-created maps written whole (few: a list)
 	keys    []string                 // the keys of the maps being written, outermost first
 	pins    []any
 	nodes   int
@@ -242,13 +247,10 @@ func (f *fingerprinter) mapContent(m map[string]any) {
 		return
 	}
 	f.num('r', int64(f.id(p)))
-	if f.content[p] {
+	if slices.Contains(f.content, p) {
 		return
 	}
-	if f.content == nil {
-		f.content = map[unsafe.Pointer]bool{}
-	}
-	f.content[p] = true
+	f.content = append(f.content, p)
 	f.num('{', int64(len(m)))
 	// The keys in order, in the scratch list above those of the maps
 	// being written around this one (value may write nested maps).

@@ -42,7 +42,7 @@ type renderState struct {
 	rpOpened         []bool // replay's running elements
 	fpKeys           []string
 	fpBuf            bytes.Buffer // fingerprint's
-	fpContent        map[unsafe.Pointer]bool
+	fpContent        []unsafe.Pointer
 	fpIDs            map[unsafe.Pointer]int32
 	rcOwn            map[slot]written
 	rcFiles          map[[2]string]string
