@@ -137,6 +137,9 @@ type output struct {
 	kind bundle.Kind
 	name string
 	tmpl string
+	// size is the room its buffer starts with: what the last render of
+	// it took, and a sixteenth more.
+	size *atomic.Int64
 }
 
 // source is one template source to parse.
@@ -193,7 +196,7 @@ func New(spec *config.HAProxyTemplateConfigSpec) (*Engine, error) {
 	e.extra = extra
 
 	sources := []source{{name: bundle.ConfigFileName, text: spec.HAProxyConfig.Template}}
-	e.outputs = append(e.outputs, output{name: bundle.ConfigFileName, tmpl: bundle.ConfigFileName})
+	e.outputs = append(e.outputs, output{name: bundle.ConfigFileName, tmpl: bundle.ConfigFileName, size: new(atomic.Int64)})
 	for _, g := range []struct {
 		kind bundle.Kind
 		m    map[string]config.Template
@@ -204,7 +207,7 @@ func New(spec *config.HAProxyTemplateConfigSpec) (*Engine, error) {
 				return nil, templateError(tn, 0, "invalid name: "+err.Error())
 			}
 			e.names[g.kind][name] = struct{}{}
-			e.outputs = append(e.outputs, output{kind: g.kind, name: name, tmpl: tn})
+			e.outputs = append(e.outputs, output{kind: g.kind, name: name, tmpl: tn, size: new(atomic.Int64)})
 			sources = append(sources, source{name: tn, text: g.m[name].Template})
 		}
 	}
@@ -335,11 +338,16 @@ func (e *Engine) render(ctx context.Context, in Input, replay bool) (_ *bundle.B
 		if err := contextErr(ctx); err != nil {
 			return nil, cancelled(err), false
 		}
-		buf.Reset()
+		// A buffer of its own with room for what the output took last
+		// time: it does not grow step by step, and the output's text is
+		// its bytes (nothing writes to them once the output is done).
+		buf.Buffer = bytes.Buffer{}
+		buf.Grow(int(min(o.size.Load(), st.budget.limit)))
 		if err := set.tmpl.ExecuteTemplate(&buf, o.tmpl, data); err != nil {
 			return nil, attribute(execError(o.tmpl, err), st.sources.failedIn(explicitObject(err))), false
 		}
-		out := buf.String()
+		out := unsafe.String(unsafe.SliceData(buf.Bytes()), buf.Len())
+		o.size.Store(int64(len(out) + len(out)/16))
 		st.sources.finish(relPath(o.kind, o.name), out)
 		if i := strings.Index(out, noValue); i >= 0 {
 			nv := &NoValueError{Template: o.tmpl, OutputLine: 1 + strings.Count(out[:i], "\n")}
