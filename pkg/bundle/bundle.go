@@ -108,11 +108,16 @@ func (b *Bundle) AllFiles() []File {
 func (b *Bundle) Hash() string {
 	h := sha256.New()
 	var n [8]byte
+	var chunk [32 << 10]byte // a string goes in through it: no copy of a whole file
 	for _, f := range b.AllFiles() {
 		for _, s := range []string{f.RelPath, f.Content} {
 			binary.BigEndian.PutUint64(n[:], uint64(len(s)))
 			h.Write(n[:])
-			h.Write([]byte(s))
+			for len(s) > 0 {
+				c := copy(chunk[:], s)
+				h.Write(chunk[:c])
+				s = s[c:]
+			}
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
