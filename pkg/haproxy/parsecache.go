@@ -132,7 +132,7 @@ type cfgSection struct {
 // reproduce the uncached result faithfully (two sections with the same kind
 // and name, which config-parser merges or replaces).
 func splitConfig(cfg string) (secs []*cfgSection, ok bool) {
-	sp := &splitter{seen: make(map[string]bool), defaultsCtx: sha256.New()}
+	sp := &splitter{seen: make(map[[2]string]bool), defaultsCtx: sha256.New()}
 	cur := &cfgSection{kind: "#", name: "data"}
 	secs = append(secs, cur)
 	lineNo, textStart := 0, 0
@@ -155,13 +155,13 @@ func splitConfig(cfg string) (secs []*cfgSection, ok bool) {
 		pos = next
 	}
 	cur.text = cfg[textStart:]
+	// One scratch buffer for every section's hash input: no digest and no
+	// copy of the text per section.
+	var in []byte
 	for _, s := range secs {
 		if s.cacheable {
-			h := sha256.New()
-			h.Write(s.ctx)
-			h.Write([]byte{0})
-			h.Write([]byte(s.text))
-			h.Sum(s.key[:0])
+			in = append(append(append(in[:0], s.ctx...), 0), s.text...)
+			s.key = sha256.Sum256(in)
 		}
 	}
 	return secs, true
@@ -169,7 +169,7 @@ func splitConfig(cfg string) (secs []*cfgSection, ok bool) {
 
 // splitter is splitConfig's state between section headers.
 type splitter struct {
-	seen    map[string]bool
+	seen    map[[2]string]bool // kind and name
 	unnamed int
 	// defaultsCtx hashes every defaults header seen so far: config-parser
 	// names unnamed defaults by counting them, and frontend, backend and
@@ -187,7 +187,7 @@ func (sp *splitter) header(words []string, line string, lineNo int) *cfgSection 
 		sp.defaultsCtx.Write([]byte{'\n'})
 		sp.ctxSum = sp.defaultsCtx.Sum(nil)
 	}
-	k := words[0] + "\x00" + name
+	k := [2]string{words[0], name}
 	if sp.seen[k] {
 		return nil
 	}
