@@ -109,7 +109,7 @@ func (e *Engine) release(b *boundSet) {
 	clear(b.st.frames)
 	b.st.frames = b.st.frames[:0]
 	clear(b.st.loops)
-	b.st.loops, b.st.loopDone, b.st.forceRun, b.st.pending = b.st.loops[:0], nil, false, nil
+	b.st.loops, b.st.loopDone, b.st.forceRun, b.st.pending, b.st.handed = b.st.loops[:0], nil, false, nil, fingerprinted{}
 	e.bound.Put(b)
 }
 

@@ -188,8 +188,8 @@ type memoFrame struct {
 func (s *renderState) memoEnter(id int, args ...any) (bool, error) {
 	// A loop (memoloop.go) that handed the iteration to the template
 	// failed to replay it, or met an error doing so.
-	force, pending := s.forceRun, s.pending
-	s.forceRun, s.pending = false, nil
+	force, pending, handed := s.forceRun, s.pending, s.handed
+	s.forceRun, s.pending, s.handed = false, nil, fingerprinted{}
 	if pending != nil {
 		return false, pending
 	}
@@ -213,7 +213,16 @@ func (s *renderState) memoEnter(id int, args ...any) (bool, error) {
 	}
 	outer, elems := args[mr.elems:], args[:mr.elems]
 	w := s.writer()
-	fp, pins, ids, ok := s.fingerprint(mr, elems, outer, w)
+	var fp string
+	var pins []any
+	var ids map[unsafe.Pointer]int32
+	var ok bool
+	if force && handed.made {
+		// The loop's fingerprint of these same values.
+		fp, pins, ids, ok = handed.fp, handed.pins, handed.ids, handed.ok
+	} else {
+		fp, pins, ids, ok = s.fingerprint(mr, elems, outer, w)
+	}
 	if !ok {
 		s.frames = append(s.frames, &memoFrame{rng: mr, w: w, initial: outer})
 		return true, nil

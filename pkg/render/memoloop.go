@@ -3,6 +3,7 @@ package render
 import (
 	"iter"
 	"slices"
+	"unsafe"
 )
 
 // A rewritten range whose pipeline can be wrapped (see rewriteRange) also
@@ -42,8 +43,8 @@ func (s *renderState) memoRange(id int, seq any, outer ...any) (any, error) {
 		return seq, nil
 	}
 	mr := s.engine.memo[id]
-	if len(s.frames) > 0 || len(outer) != len(mr.outer) || (s.recording == nil && (s.noReplay || s.table() == nil)) {
-		return seq, nil
+	if len(s.frames) > 0 || len(outer) != len(mr.outer) || s.noReplay || s.table() == nil {
+		return seq, nil // nothing to replay: htcMemoEnter runs (and records) every iteration
 	}
 	l := &memoLoop{mr: mr, vals: slices.Clone(outer)}
 	switch it := seq.(type) {
@@ -106,7 +107,7 @@ func (s *renderState) startLoop(l *memoLoop) (end func()) {
 // htcMemoEnter lets it run without looking it up again (or returns the
 // error replaying it met).
 func (l *memoLoop) replayed(s *renderState, elems ...any) bool {
-	s.forceRun, s.pending = true, nil
+	s.forceRun, s.pending, s.handed = true, nil, fingerprinted{}
 	if err := s.interrupted(); err != nil {
 		s.pending = err
 		return false
@@ -114,6 +115,9 @@ func (l *memoLoop) replayed(s *renderState, elems ...any) bool {
 	l.elems = append(l.elems[:0], elems...)
 	done, err := s.replayIteration(l.mr, l.elems, l.vals)
 	clear(l.elems)
+	if done || s.recording == nil {
+		s.handed = fingerprinted{} // kept only to be recorded
+	}
 	if err != nil {
 		s.pending = err
 		return false
@@ -167,6 +171,17 @@ func (s *renderState) memoDone(id, i int, current any) (any, error) {
 	return current, nil
 }
 
+// fingerprinted is the fingerprint a loop made of the iteration it hands
+// to the template, which htcMemoEnter records it under instead of making
+// it again (see fingerprint).
+type fingerprinted struct {
+	made bool
+	fp   string
+	pins []any
+	ids  map[unsafe.Pointer]int32
+	ok   bool
+}
+
 // replayIteration replays the iteration of mr with these elements and
 // outer values when the table holds one replayable now, and reports
 // whether it did.
@@ -175,7 +190,8 @@ func (s *renderState) replayIteration(mr *memoRange, elems, outer []any) (bool, 
 		return false, nil
 	}
 	w := s.writer()
-	fp, _, ids, ok := s.fingerprint(mr, elems, outer, w)
+	fp, pins, ids, ok := s.fingerprint(mr, elems, outer, w)
+	s.handed = fingerprinted{made: true, fp: fp, pins: pins, ids: ids, ok: ok}
 	if !ok {
 		return false, nil
 	}

@@ -86,6 +86,7 @@ type renderState struct {
 	loopDone *memoLoop
 	forceRun bool
 	pending  error
+	handed   fingerprinted
 }
 
 func newRenderState(e *Engine, baseDir string) *renderState {
