@@ -111,11 +111,12 @@ func TestEnvironmentIsScrubbed(t *testing.T) {
 	data, err := os.ReadFile(out)
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	require.Len(t, lines, 3)
-	assert.Equal(t, "PATH=/usr/sbin:/usr/bin:/sbin:/bin", lines[0])
-	ws := lines[1]
+	require.Len(t, lines, 4)
+	assert.Equal(t, []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "MALLOC_CONF=thp:always,metadata_thp:always"}, lines[:2],
+		"the environment is the checker's own, nothing of the controller's")
+	ws := lines[2]
 	assert.Equal(t, parent, filepath.Dir(ws), "haproxy runs in a fresh workspace under Options.TempDir")
-	assert.Equal(t, "-c -L "+LocalPeerName+" -f "+ws+"/haproxy.cfg", lines[2])
+	assert.Equal(t, "-c -L "+LocalPeerName+" -f "+ws+"/haproxy.cfg", lines[3])
 	assert.NoDirExists(t, ws, "the workspace is removed after the check")
 }
 

@@ -8,11 +8,11 @@ package haproxy
 var leakingVars = map[string]bool{".FILE": true, "HAPROXY_LOCALPEER": true, "HAPROXY_CFGFILES": true}
 
 // checkerSetVars are the environment variables set while `haproxy -c`
-// parses: the checker's own (see checkerEnv) and those HAProxy 3.0 sets
+// parses: the checker's own (see CheckerEnvironment) and those HAProxy 3.0 sets
 // before or while parsing (src/haproxy.c, src/cfgparse-global.c,
 // src/errors.c).
 var checkerSetVars = map[string]bool{
-	"PATH": true, "HAPROXY_LOCALPEER": true, "HAPROXY_STARTUP_VERSION": true,
+	"PATH": true, "MALLOC_CONF": true, "HAPROXY_LOCALPEER": true, "HAPROXY_STARTUP_VERSION": true,
 	"HAPROXY_HTTP_LOG_FMT": true, "HAPROXY_HTTPS_LOG_FMT": true,
 	"HAPROXY_TCP_LOG_FMT": true, "HAPROXY_BRANCH": true,
 	"HAPROXY_STARTUPLOGS_FD": true, "HAPROXY_CFGFILES": true,

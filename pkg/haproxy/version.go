@@ -26,13 +26,14 @@ func ParseVersion(out string) (string, error) {
 }
 
 // Version runs the checker's binary as `haproxy -v` (with the checks'
-// empty environment, in its own process group, within the check timeout)
-// and returns its version: the HAProxy that checks configurations.
+// environment, CheckerEnvironment; in its own process group; within the
+// check timeout) and returns its version: the HAProxy that checks
+// configurations.
 func (c *Checker) Version(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.haproxyPath, "-v")
-	cmd.Env = []string{checkerEnv}
+	cmd.Env = CheckerEnvironment()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return killGroup(cmd) }
 	cmd.WaitDelay = waitDelay

@@ -199,12 +199,17 @@ func exchange(ctx context.Context, client *http.Client, url string, body []byte,
 }
 
 // floor times one bare `haproxy -c` of the published configuration (the
-// haproxy first in PATH, the one the controller runs), in its directory.
-func (h *harness) floor(outDir string) time.Duration {
+// haproxy first in PATH, the one the controller runs), in its directory,
+// with the benchmark's environment (env nil) or with env.
+func (h *harness) floor(outDir string, env []string) time.Duration {
 	ctx, cancel := context.WithTimeout(h.ctx, 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "haproxy", "-c", "-f", "haproxy.cfg")
 	cmd.Dir = outDir
+	if env != nil {
+		// exec looks haproxy up in the benchmark's PATH; env is what it gets.
+		cmd.Env = env
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/haproxy-template/htc/pkg/haproxy"
 )
 
 // report is everything TestScale measured.
@@ -262,6 +264,9 @@ func (rep *report) markdown() string {
 	floor := func(r runResult) (time.Duration, time.Duration) {
 		return percentile(r.floors, 0.5), percentile(r.floors, 0.99)
 	}
+	checkerFloor := func(r runResult) (time.Duration, time.Duration) {
+		return percentile(r.checkerFloors, 0.5), percentile(r.checkerFloors, 0.99)
+	}
 	pair := func(outs []outcome) (time.Duration, time.Duration) {
 		l := latencies(outs)
 		return percentile(l, 0.5), percentile(l, 0.99)
@@ -269,6 +274,10 @@ func (rep *report) markdown() string {
 	row("load average (1, 5, 15 min): start → end", func(r runResult) string { return r.loadStart + " → " + r.loadEnd })
 	row(fmt.Sprintf("**floor**: bare `haproxy -c`, p50 / p99 (%d runs)", sequentialKinds*s.requests), func(r runResult) string {
 		p50, p99 := floor(r)
+		return secs(p50) + " / " + secs(p99)
+	})
+	row(fmt.Sprintf("… `haproxy -c` with the checker's environment (%s), p50 / p99 (%d runs)", strings.Join(haproxy.CheckerEnvironment()[1:], " "), sequentialKinds*s.requests), func(r runResult) string {
+		p50, p99 := checkerFloor(r)
 		return secs(p50) + " / " + secs(p99)
 	})
 	seqRows := func(name string, outs func(runResult) []outcome, ph func(runResult) phaseMeans) {
@@ -280,6 +289,11 @@ func (rep *report) markdown() string {
 			p50, p99 := pair(outs(r))
 			f50, f99 := floor(r)
 			return "**" + ratio(p50, f50) + " / " + ratio(p99, f99) + "**"
+		})
+		row("… ÷ `haproxy -c` with the checker's environment, p50 / p99", func(r runResult) string {
+			p50, p99 := pair(outs(r))
+			f50, f99 := checkerFloor(r)
+			return ratio(p50, f50) + " / " + ratio(p99, f99)
 		})
 		row("… denied, errors", func(r runResult) string {
 			c := count(outs(r))
@@ -399,7 +413,9 @@ controller, waits for /readyz, the live configuration valid and published and th
 config's Valid condition, then POSTs AdmissionReviews over HTTPS to /validate: a
 first CREATE, then, one at a time and each after a bare ` + "`haproxy -c`" + ` of the
 published configuration (the floor, so the floor and the admissions share the
-machine's load), REQUESTS × CREATE of a new Ingress routing to a Service another
+machine's load) and one with the environment the checker gives it (its
+allocator backed by huge pages: the checker's own ` + "`haproxy -c`" + ` is faster than
+the bare one, and the ratios to both are shown), REQUESTS × CREATE of a new Ingress routing to a Service another
 Ingress uses already ("new route, existing backend": under the example library
 only the routing maps change, so its check reuses the ` + "`haproxy -c`" + ` run that
 accepted the live configuration), REQUESTS × CREATE of a new Ingress routing to

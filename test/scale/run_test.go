@@ -12,6 +12,8 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/haproxy-template/htc/pkg/haproxy"
 )
 
 // readyBound bounds how long a controller may take to get ready (informers
@@ -26,13 +28,17 @@ type runResult struct {
 	rssLoaded, rssEnd  rss
 	first              outcome
 	floors             []time.Duration
-	creates            []outcome // new route to an existing backend (maps only)
-	backends           []outcome // new route to a spare Service: a new backend
-	updates            []outcome // label-only
-	createPh           phaseMeans
-	backendPh          phaseMeans
-	updatePh           phaseMeans
-	distinct, same     concResult
+	// checkerFloors are `haproxy -c` of the same configuration with the
+	// checker's environment (haproxy.CheckerEnvironment), each run right
+	// after a bare one.
+	checkerFloors  []time.Duration
+	creates        []outcome // new route to an existing backend (maps only)
+	backends       []outcome // new route to a spare Service: a new backend
+	updates        []outcome // label-only
+	createPh       phaseMeans
+	backendPh      phaseMeans
+	updatePh       phaseMeans
+	distinct, same concResult
 }
 
 // run starts a controller, waits until it is ready and measures: the
@@ -60,19 +66,19 @@ func (h *harness) run(i int) runResult {
 	h.checkCtx()
 
 	deadline := time.Now().Add(60 * time.Minute)
-	r.creates, r.createPh = h.sequential(cp, deadline, &r.floors, func(k int) outcome {
+	r.creates, r.createPh = h.sequential(cp, deadline, &r.floors, &r.checkerFloors, func(k int) outcome {
 		uid := newUID()
 		obj := h.createObject(fmt.Sprintf("bench-r%d-s%d", i, k), k*7919+i*104729)
 		return send(h.ctx, client, cp.url, review(admissionv1.Create, obj, nil, uid), uid)
 	})
 	h.logf("run %d: %d CREATEs of a new route to an existing backend", i, len(r.creates))
-	r.backends, r.backendPh = h.sequential(cp, deadline, &r.floors, func(k int) outcome {
+	r.backends, r.backendPh = h.sequential(cp, deadline, &r.floors, &r.checkerFloors, func(k int) outcome {
 		uid := newUID()
 		obj := h.backendObject(fmt.Sprintf("bench-r%d-b%d", i, k), i, k)
 		return send(h.ctx, client, cp.url, review(admissionv1.Create, obj, nil, uid), uid)
 	})
 	h.logf("run %d: %d CREATEs adding a backend", i, len(r.backends))
-	r.updates, r.updatePh = h.sequential(cp, deadline, &r.floors, func(k int) outcome {
+	r.updates, r.updatePh = h.sequential(cp, deadline, &r.floors, &r.checkerFloors, func(k int) outcome {
 		return h.sendLabelUpdate(client, cp.url, i, k)
 	})
 	h.logf("run %d: %d UPDATEs; %d clients for %s, distinct CREATEs", i, len(r.updates), h.s.clients, h.s.duration)
@@ -89,16 +95,18 @@ func (h *harness) run(i int) runResult {
 }
 
 // sequential sends h.s.requests admissions one at a time (sample k of
-// them by next(k)), each after a floor appended to floors, until deadline;
-// it returns their outcomes and the controller's check phases over them.
-func (h *harness) sequential(cp *controllerProc, deadline time.Time, floors *[]time.Duration, next func(k int) outcome) ([]outcome, phaseMeans) {
+// them by next(k)), each after a floor appended to floors and one with the
+// checker's environment appended to checkerFloors, until deadline; it
+// returns their outcomes and the controller's check phases over them.
+func (h *harness) sequential(cp *controllerProc, deadline time.Time, floors, checkerFloors *[]time.Duration, next func(k int) outcome) ([]outcome, phaseMeans) {
 	before, err := cp.scrapeMetrics()
 	if err != nil {
 		h.t.Fatalf("metrics: %v", err)
 	}
 	var outs []outcome
 	for k := 0; k < h.s.requests && time.Now().Before(deadline); k++ {
-		*floors = append(*floors, h.floor(cp.outDir))
+		*floors = append(*floors, h.floor(cp.outDir, nil))
+		*checkerFloors = append(*checkerFloors, h.floor(cp.outDir, haproxy.CheckerEnvironment()))
 		outs = append(outs, next(k))
 		h.checkCtx()
 	}
