@@ -95,7 +95,7 @@ func (e *Engine) release(b *boundSet) {
 	// many maps (10,000s at 10,000 Ingresses), instead of growing again
 	// step by step on every render.
 	if len(b.st.owned) > maxKeptObjects {
-		b.st.owned = make(map[unsafe.Pointer]uint32)
+		b.st.owned = make(map[unsafe.Pointer]ownedMap)
 	} else {
 		clear(b.st.owned)
 	}

@@ -187,9 +187,9 @@ func snapshotNodes(v any) int {
 			n += snapshotNodes(e)
 		}
 		return n
-	case builtMap:
+	case *builtMap:
 		n := 1
-		for _, e := range x {
+		for _, e := range x.m {
 			n += snapshotNodes(e)
 		}
 		return n

@@ -8,8 +8,8 @@ import "github.com/haproxy-template/htc/pkg/bundle"
 // isShared reports whether m is a render-created map that existed before
 // frame fr's iteration began.
 func (s *renderState) isShared(m map[string]any, fr *memoFrame) bool {
-	seq, ok := s.owned[mapPointer(m)]
-	return ok && seq <= fr.watermark
+	o, ok := s.owned[mapPointer(m)]
+	return ok && o.seq <= fr.watermark
 }
 
 // get is sprig's get (the value of key in d, "" when absent), journaled.

@@ -236,7 +236,8 @@ func (f *fingerprinter) mapContent(m map[string]any) {
 		return
 	}
 	p := mapPointer(m)
-	if !f.s.isOwned(m) {
+	o, owned := f.s.owned[p]
+	if !owned {
 		f.b.WriteByte('p')
 		f.b.Write(strconv.AppendUint(f.b.AvailableBuffer(), uint64(uintptr(p)), 16))
 		if f.s.recording != nil {
@@ -251,6 +252,23 @@ func (f *fingerprinter) mapContent(m map[string]any) {
 		return
 	}
 	f.content = append(f.content, p)
+	if o.flat != nil && f.s.recording == nil {
+		// Rebuilt from a flat snapshot and not modified since: its entries
+		// read as they did when the snapshot was taken. (A recording render
+		// writes them: it pins the maps they name.)
+		f.nodes += o.flat.nodes
+		f.b.WriteString(o.flat.entries)
+		if f.nodes > maxFingerprintNodes || f.b.Len() > maxFingerprintBytes {
+			f.bad = true
+		}
+		return
+	}
+	f.entries(m)
+}
+
+// entries writes the content of a render-created map: its entries in key
+// order.
+func (f *fingerprinter) entries(m map[string]any) {
 	f.num('{', int64(len(m)))
 	// The keys in order, in the scratch list above those of the maps
 	// being written around this one (value may write nested maps).
@@ -291,8 +309,19 @@ func isRoot(s *renderState, m map[string]any) bool {
 
 // builtMap and builtList are snapshots of maps and lists the iteration
 // built: rebuild makes new render-owned copies of them.
+//
+// A snapshot of a flat map (every value a scalar, nil, or a map the render
+// did not create) also keeps the text fingerprint writes for its entries,
+// and how many values that text counts: a map rebuilt from it carries it
+// until it is modified (ownedMap), so that a loop over rebuilt maps (a
+// range over each of a dict whose values an earlier loop set) does not
+// sort and write every one of them again in every render.
 type (
-	builtMap  map[string]any
+	builtMap struct {
+		m       map[string]any
+		entries string // "" when not flat
+		nodes   int
+	}
 	builtList []any
 )
 
@@ -331,9 +360,14 @@ func (sn *snapshotter) take(v any) any {
 			return nil
 		}
 		sn.seen[p] = true
-		out := make(builtMap, len(x))
+		out := &builtMap{m: make(map[string]any, len(x))}
+		flat := true
 		for k, e := range x {
-			out[k] = sn.take(e)
+			out.m[k] = sn.take(e)
+			flat = flat && sn.s.flatValue(e)
+		}
+		if flat {
+			out.entries, out.nodes = sn.s.flatEntries(x)
 		}
 		return out
 	case []any:
@@ -350,15 +384,43 @@ func (sn *snapshotter) take(v any) any {
 	return nil
 }
 
+// flatValue reports whether v may be a value of a flat map (see builtMap):
+// its fingerprint is the same in every render.
+func (s *renderState) flatValue(v any) bool {
+	switch x := v.(type) {
+	case nil, string, bool, int, int64, float64:
+		return true
+	case map[string]any:
+		return x == nil || !s.isOwned(x) && !isRoot(s, x)
+	}
+	return false
+}
+
+// flatEntries returns what fingerprint writes for the entries of the flat
+// map m and how many values it counts; "" when it would give up.
+func (s *renderState) flatEntries(m map[string]any) (string, int) {
+	var b bytes.Buffer
+	f := &fingerprinter{s: s, b: &b}
+	f.entries(m)
+	if f.bad {
+		return "", 0
+	}
+	return b.String(), f.nodes
+}
+
 // rebuild returns a render-owned copy of a snapshot.
 func (s *renderState) rebuild(v any) any {
 	switch x := v.(type) {
-	case builtMap:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
+	case *builtMap:
+		m := make(map[string]any, len(x.m))
+		for k, e := range x.m {
 			m[k] = s.rebuild(e)
 		}
-		return s.own(m)
+		s.own(m)
+		if x.entries != "" {
+			s.owned[mapPointer(m)] = ownedMap{seq: s.ownSeq, flat: x}
+		}
+		return m
 	case builtList:
 		l := make([]any, len(x))
 		for i, e := range x {
@@ -373,6 +435,8 @@ func (s *renderState) rebuild(v any) any {
 // identity, floats by their bits, other comparable values by ==.
 func sameValue(a, b any) bool {
 	switch x := a.(type) {
+	case *builtMap:
+		return false // a snapshot is no value a template holds
 	case map[string]any:
 		y, ok := b.(map[string]any)
 		return ok && mapPointer(x) == mapPointer(y)
@@ -472,8 +536,10 @@ func (c *replayCheck) agrees(op *memoOp) bool {
 	case opGet, opHasKey:
 		return c.readAgrees(op)
 	case opSet, opUnset:
+		// The replay, if any, modifies m (modifying only forgets what a
+		// replay that does not happen would have kept).
 		m, ok := refMap(c.cur, op.ref)
-		if !ok || !c.s.isOwned(m) {
+		if !ok || !c.s.modifying(m) {
 			return false
 		}
 		if c.own == nil {

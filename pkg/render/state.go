@@ -31,7 +31,7 @@ type renderState struct {
 	// owned holds the maps created during this render, the only ones set,
 	// unset and the merge functions may modify, with the order they were
 	// created in (ownSeq counts them).
-	owned  map[unsafe.Pointer]uint32
+	owned  map[unsafe.Pointer]ownedMap
 	ownSeq uint32
 	// fpFirst, fpContent and fpIDs (of a render that does not record),
 	// rcFirst, rcOwn and rcFiles are the scratch state of fingerprint and
@@ -90,14 +90,23 @@ type renderState struct {
 }
 
 func newRenderState(e *Engine, baseDir string) *renderState {
-	return &renderState{engine: e, baseDir: baseDir, owned: make(map[unsafe.Pointer]uint32)}
+	return &renderState{engine: e, baseDir: baseDir, owned: make(map[unsafe.Pointer]ownedMap)}
+}
+
+// ownedMap is what a render knows of a map it created: when (its place in
+// the order of creation), and, for a map rebuilt from a flat snapshot and
+// not modified since, that snapshot, whose fingerprint text is the map's
+// (see builtMap).
+type ownedMap struct {
+	seq  uint32
+	flat *builtMap
 }
 
 // own records m as created by this render.
 func (s *renderState) own(m map[string]any) map[string]any {
 	if m != nil {
 		s.ownSeq++
-		s.owned[mapPointer(m)] = s.ownSeq
+		s.owned[mapPointer(m)] = ownedMap{seq: s.ownSeq}
 	}
 	return m
 }
@@ -170,10 +179,22 @@ func (s *renderState) modifiable(fn string, m map[string]any) error {
 	if m == nil {
 		return fmt.Errorf("%s: the map is nil", fn)
 	}
-	if !s.isOwned(m) {
+	if !s.modifying(m) {
 		return errors.New(fn + ": " + errModifyShared)
 	}
 	return nil
+}
+
+// modifying reports whether m is a map this render created, which is about
+// to be modified: from now on its content is no longer its snapshot's.
+func (s *renderState) modifying(m map[string]any) bool {
+	p := mapPointer(m)
+	o, ok := s.owned[p]
+	if ok && o.flat != nil {
+		o.flat = nil
+		s.owned[p] = o
+	}
+	return ok
 }
 
 // reaches reports whether target can be reached from v through maps this
@@ -341,7 +362,7 @@ func (s *renderState) mergeTargets(fn string, dst, src map[string]any) error {
 			continue
 		}
 		if dm, ok := dst[k].(map[string]any); ok && dm != nil {
-			if !s.isOwned(dm) {
+			if !s.modifying(dm) {
 				return fmt.Errorf("%s: %s (key %q of the destination)", fn, errModifyShared, k)
 			}
 			if err := s.mergeTargets(fn, dm, sm); err != nil {
