@@ -70,12 +70,10 @@ func (t *memoTable) keepSteady() {
 	}
 }
 
-// memoKey identifies an iteration: its range and the fingerprint of its
-// element and of the outer values its body reads.
-type memoKey struct {
-	rng int
-	fp  string
-}
+// memoKey identifies an iteration: the fingerprint of its element and of
+// the outer values its body reads, which begins with its range's id. A
+// plain string: the table's lookups take the runtime's string-key path.
+type memoKey string
 
 // memoEntry is one recorded iteration.
 type memoEntry struct {
@@ -227,7 +225,7 @@ func (s *renderState) memoEnter(id int, args ...any) (bool, error) {
 		s.frames = append(s.frames, &memoFrame{rng: mr, w: w, initial: outer})
 		return true, nil
 	}
-	key := memoKey{rng: id, fp: fp}
+	key := memoKey(fp)
 	if e := s.lookup(key); e != nil && !s.noReplay && !force {
 		if replayed, err := s.tryReplay(e, key, outer, elems, w, ids); replayed || err != nil {
 			return false, err

@@ -69,7 +69,7 @@ func TestMemoReview4KeyBytesUncharged(t *testing.T) {
 	require.NotNil(t, tbl)
 	var keyBytes int
 	for k := range tbl.entries {
-		keyBytes += len(k.fp)
+		keyBytes += len(k)
 	}
 	t.Logf("%d entries, %d bytes of keys; scratch budget %d", len(tbl.entries), keyBytes, scratchFactor*maxBytes)
 	require.LessOrEqual(t, keyBytes, scratchFactor*maxBytes, "the table's keys alone exceed the render's scratch budget")

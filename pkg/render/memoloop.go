@@ -195,7 +195,7 @@ func (s *renderState) replayIteration(mr *memoRange, elems, outer []any) (bool, 
 	if !ok {
 		return false, nil
 	}
-	key := memoKey{rng: mr.id, fp: fp}
+	key := memoKey(fp)
 	e := s.lookup(key)
 	if e == nil {
 		return false, nil

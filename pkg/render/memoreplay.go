@@ -25,7 +25,7 @@ const (
 	maxSnapshotNodes    = 4096
 )
 
-// fingerprint is the key of an iteration: the kind of writer, its elements
+// fingerprint is the key of an iteration: its range, the kind of writer, its elements
 // and the outer values its body reads as values, and which of them are the
 // same map. Render-created maps count by content, other maps (resource
 // objects, extraContext) by identity, kept alive by pins. ids numbers the
@@ -58,6 +58,7 @@ func (s *renderState) fingerprint(mr *memoRange, elems, outer []any, w *boundedW
 			s.fpIDs = f.ids
 		}
 	}()
+	f.num(0, int64(mr.id)) // the range
 	if w.scratch {
 		f.b.WriteByte('S') // inside include: its output is a value
 	} else {
