@@ -110,7 +110,13 @@ func (s *renderState) objectOf(e any) int32 {
 	if r := s.sources.ref(obj); r != 0 {
 		return r
 	}
-	keys := make([]string, 0, len(obj))
+	// The keys in the state's scratch list: one element of every each
+	// comes through here, in every render.
+	keys := s.objKeys[:0]
+	defer func() {
+		clear(keys)
+		s.objKeys = keys[:0]
+	}()
 	for k := range obj {
 		keys = append(keys, k)
 	}

@@ -41,6 +41,7 @@ type renderState struct {
 	rcCur, rpCur     []any  // replayable's and replay's refs
 	rpOpened         []bool // replay's running elements
 	fpKeys           []string
+	objKeys          []string     // objectOf's
 	fpBuf            bytes.Buffer // fingerprint's
 	fpContent        []unsafe.Pointer
 	fpIDs            map[unsafe.Pointer]int32
