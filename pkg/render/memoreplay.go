@@ -417,10 +417,11 @@ func (s *renderState) rebuild(v any) any {
 		for k, e := range x.m {
 			m[k] = s.rebuild(e)
 		}
-		s.own(m)
-		if x.entries != "" {
-			s.owned[mapPointer(m)] = ownedMap{seq: s.ownSeq, flat: x}
+		if x.entries == "" {
+			return s.own(m)
 		}
+		s.ownSeq++
+		s.owned[mapPointer(m)] = ownedMap{seq: s.ownSeq, flat: x}
 		return m
 	case builtList:
 		l := make([]any, len(x))
