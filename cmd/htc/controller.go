@@ -77,6 +77,8 @@ type controllerFlags struct {
 	leaseDuration, renewDeadline, retryPeriod string
 	// memLimit is --memory-limit (see memoryLimit).
 	memLimit string
+	// gcPercent is --gc-percent (see gcPercent).
+	gcPercent string
 }
 
 func runController(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -93,11 +95,17 @@ func runController(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
+	gcTarget, gcFrom, err := gcPercent(f.gcPercent, os.Getenv("GOGC"))
+	if err != nil {
+		return err
+	}
 	if opts.Logger, err = f.logs.setUp(stderr); err != nil {
 		return err
 	}
 	applyMemoryLimit(limit)
 	opts.Logger.Info("memory limit of the Go runtime", "bytes", limit, "from", limitFrom)
+	applyGCPercent(gcTarget)
+	opts.Logger.Info("garbage collector target of the Go runtime", "percent", gcTarget, "from", gcFrom)
 	b := currentBuild()
 	opts.Build = controller.BuildInfo{Version: b.Version, Revision: b.Revision, GoVersion: b.GoVersion}
 	if err := controller.Run(ctx, opts); err != nil {
@@ -142,6 +150,7 @@ func defineControllerFlags(fs *pflag.FlagSet, stderr io.Writer) *controllerFlags
 	fs.StringVar(&f.retryPeriod, "leader-elect-retry-period", envDefault("HTC_LEADER_ELECT_RETRY_PERIOD", controller.DefaultRetryPeriod.String()), "how often the replicas try to acquire or renew the Lease (env HTC_LEADER_ELECT_RETRY_PERIOD)")
 	fs.BoolVar(&o.FullRender, "full-render", f.envBool("HTC_FULL_RENDER"), "turn incremental rendering off: every render runs every iteration of the templates' loops instead of replaying those the last render of the live state recorded and that did not change (env HTC_FULL_RENDER)")
 	fs.StringVar(&f.memLimit, "memory-limit", envDefault("HTC_MEMORY_LIMIT", memoryLimitAuto), "soft memory limit of the Go runtime (e.g. 400Mi): the garbage collector works harder near it. auto: GOMEMLIMIT when set, else 90% of the container's memory limit (cgroup), else none; none: no limit (env HTC_MEMORY_LIMIT)")
+	fs.StringVar(&f.gcPercent, "gc-percent", envDefault("HTC_GC_PERCENT", gcPercentAuto), "how far the Go heap grows past its live data before a collection, in percent (1-10000): lower uses less memory and more CPU. auto: GOGC when set, else 50 (env HTC_GC_PERCENT)")
 	f.logs = addLogFlags(fs)
 	return f
 }

@@ -27,6 +27,7 @@ func TestControllerHelpDocumentsEveryFlag(t *testing.T) {
 		"health-probe-bind-address": "HTC_HEALTH_PROBE_BIND_ADDRESS",
 		"pprof":                     "HTC_PPROF",
 		"memory-limit":              "HTC_MEMORY_LIMIT",
+		"gc-percent":                "HTC_GC_PERCENT",
 		"full-render":               "HTC_FULL_RENDER",
 		"webhook-bind-address":      "HTC_WEBHOOK_BIND_ADDRESS",
 		"output-dir":                "HTC_OUTPUT_DIR",
