@@ -22,11 +22,13 @@ type slots struct {
 	estimate atomic.Int64 // nanoseconds, an exponential moving average
 }
 
-// init sizes the slots (n <= 0: the number of CPUs).
+// init sizes the slots (n <= 0: GOMAXPROCS, the CPUs the process may
+// use: Go derives it from the container's CPU limit, where NumCPU counts
+// every CPU of the node).
 func (s *slots) init(n int) {
 	s.once.Do(func() {
 		if n <= 0 {
-			n = runtime.NumCPU()
+			n = runtime.GOMAXPROCS(0)
 		}
 		s.sem = make(chan struct{}, n)
 	})

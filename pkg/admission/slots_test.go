@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -79,4 +80,13 @@ func TestBusyDecision(t *testing.T) {
 	assert.False(t, d.Allowed)
 	assert.True(t, d.Busy)
 	assert.Equal(t, ReasonBusy, d.Reason)
+}
+
+// Unsized slots are as many as the CPUs the process may use (GOMAXPROCS,
+// which follows the container's CPU limit), not the node's.
+func TestSlotsDefaultToGOMAXPROCS(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	var s slots
+	s.init(0)
+	assert.Equal(t, 1, cap(s.sem))
 }

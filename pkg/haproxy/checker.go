@@ -29,7 +29,10 @@ type Options struct {
 	// Default DefaultTimeout.
 	Timeout time.Duration
 	// MaxParallel bounds how many haproxy processes run at once across all
-	// Checks of this Checker. Default runtime.NumCPU().
+	// Checks of this Checker. Default runtime.GOMAXPROCS(0): the CPUs the
+	// process may use (Go derives it from the container's CPU limit; each
+	// run of a large configuration holds its own memory, about 200 MB at
+	// 10,000 backends, in the same container).
 	MaxParallel int
 	// SkipSyntax skips the config-parser phase (benchmarks, operations).
 	SkipSyntax bool
@@ -119,7 +122,7 @@ func NewChecker(opts Options) (*Checker, error) {
 	}
 	par := opts.MaxParallel
 	if par <= 0 {
-		par = runtime.NumCPU()
+		par = runtime.GOMAXPROCS(0)
 	}
 	var cache *parseCache
 	switch n := opts.ParseCacheEntries; {

@@ -1,6 +1,7 @@
 package haproxy
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 
@@ -31,4 +32,14 @@ func TestAllocatorComplaintIsNoFinding(t *testing.T) {
 	errs, warnings := SimplifyOutput(out, "/tmp/ws")
 	assert.Empty(t, errs)
 	assert.Equal(t, []string{"haproxy.cfg:3: a warning"}, warnings)
+}
+
+// Without MaxParallel, as many haproxy runs at once as the process may use
+// CPUs (GOMAXPROCS, which follows the container's CPU limit), not as many
+// as the node has: each run of a large configuration holds its own memory
+// in the same container.
+func TestParallelRunsDefaultToGOMAXPROCS(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	c := fakeChecker(t, "exit 0\n", Options{})
+	assert.Equal(t, 1, cap(c.sem))
 }
