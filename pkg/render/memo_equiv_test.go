@@ -79,21 +79,17 @@ func memoSubjects() []labelReader {
 		// Flat built dicts (every value a scalar or a resource object) keep
 		// their snapshot's fingerprint when rebuilt, until modified: here by
 		// set, merge and unset through a get in later loops, as the labels
-		// of the namespace's Services and Secrets say (the Ingress, and the
+		// of the application's Service and Secret say (the Ingress, and the
 		// first loop's iteration, unchanged), before a last loop keys its
-		// iterations by them. The third loop can undo the second's set: a
-		// replayed set that does not forget the snapshot's fingerprint
-		// keys the last loop's iteration as the map was before both.
+		// iterations by them. The third loop can undo the second's set.
 		{name: "flat built dicts modified before a loop over them", cfg: `{{ $b := dict }}` +
 			ing(`{{ $_ := set $b $i.metadata.name (dict "ns" $i.metadata.namespace "ing" $i "n" 1) }}`) +
-			ing(`{{ $e := get $b $i.metadata.name }}{{ $app := "" }}{{ range $s := $.resources.services.Each $i.metadata.namespace }}`+
-				`{{ $app = printf "%s%v" $app (default dict $s.metadata.labels).app }}{{ end }}`+
-				`{{ if contains "b" $app }}{{ $_ := set $e "n" 2 }}{{ end }}`+
-				`{{ if contains "c" $app }}{{ $_ := merge $e (dict "m" 1) }}{{ end }}`) +
-			ing(`{{ $e := get $b $i.metadata.name }}{{ $app := "" }}{{ range $s := $.resources.secrets.Each $i.metadata.namespace }}`+
-				`{{ $app = printf "%s%v" $app (default dict $s.metadata.labels).app }}{{ end }}`+
-				`{{ if contains "b" $app }}{{ $_ := set $e "n" 1 }}{{ end }}`+
-				`{{ if contains "c" $app }}{{ $_ := unset $e "m" }}{{ end }}`) +
+			ing(`{{ $e := get $b $i.metadata.name }}{{ $s := $.resources.services.Get $i.metadata.namespace $i.metadata.name }}`+
+				`{{ $app := "" }}{{ if $s }}{{ $app = (default dict $s.metadata.labels).app }}{{ end }}`+
+				`{{ if eq $app "b" }}{{ $_ := set $e "n" 2 }}{{ end }}{{ if eq $app "c" }}{{ $_ := merge $e (dict "m" 1) }}{{ end }}`) +
+			ing(`{{ $e := get $b $i.metadata.name }}{{ $s := $.resources.secrets.Get $i.metadata.namespace (printf "%s-tls" $i.metadata.name) }}`+
+				`{{ $app := "" }}{{ if $s }}{{ $app = (default dict $s.metadata.labels).app }}{{ end }}`+
+				`{{ if eq $app "b" }}{{ $_ := set $e "n" 1 }}{{ end }}{{ if eq $app "c" }}{{ $_ := unset $e "m" }}{{ end }}`) +
 			`{{ range $name, $e := each $b }}{{ $name }}={{ default "-" $e.n }}/{{ default "-" $e.m }}/{{ $e.ing.metadata.name }}
 {{ end }}`},
 		// Review: a journaled map reached natively through a context dict.

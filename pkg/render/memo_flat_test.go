@@ -35,10 +35,10 @@ func flatSubject(t *testing.T) string {
 // match).
 func TestSetForgetsTheSnapshotFingerprint(t *testing.T) {
 	ing := reviewIngress("a", "x")
-	svc := withLabel(service("a", "s"), "b")
+	svc := withLabel(service("a", "x"), "b")
 	states := func(secretApp string) store.Set {
 		set := reviewStores(t, []map[string]any{ing}, svc)
-		set["secrets"] = newFakeReader(t, nsName, withLabel(service("a", "tls"), secretApp))
+		set["secrets"] = newFakeReader(t, nsName, withLabel(service("a", "x-tls"), secretApp))
 		return set
 	}
 	// Recorded: the second loop sets n=2, the third sets it back to 1.
