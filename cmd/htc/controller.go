@@ -79,6 +79,8 @@ type controllerFlags struct {
 	memLimit string
 	// gcPercent is --gc-percent (see gcPercent).
 	gcPercent string
+	// idleMemoryReturn is --idle-memory-return.
+	idleMemoryReturn string
 }
 
 func runController(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -150,6 +152,7 @@ func defineControllerFlags(fs *pflag.FlagSet, stderr io.Writer) *controllerFlags
 	fs.StringVar(&f.retryPeriod, "leader-elect-retry-period", envDefault("HTC_LEADER_ELECT_RETRY_PERIOD", controller.DefaultRetryPeriod.String()), "how often the replicas try to acquire or renew the Lease (env HTC_LEADER_ELECT_RETRY_PERIOD)")
 	fs.BoolVar(&o.FullRender, "full-render", f.envBool("HTC_FULL_RENDER"), "turn incremental rendering off: every render runs every iteration of the templates' loops instead of replaying those the last render of the live state recorded and that did not change (env HTC_FULL_RENDER)")
 	fs.StringVar(&f.memLimit, "memory-limit", envDefault("HTC_MEMORY_LIMIT", memoryLimitAuto), "soft memory limit of the Go runtime (e.g. 400Mi): the garbage collector works harder near it. auto: GOMEMLIMIT when set, else 90% of the container's memory limit (cgroup), else none; none: no limit (env HTC_MEMORY_LIMIT)")
+	fs.StringVar(&f.idleMemoryReturn, "idle-memory-return", envDefault("HTC_IDLE_MEMORY_RETURN", controller.DefaultIdleMemoryReturn.String()), "after work, once the controller has been idle this long (its heap allocated under 1 MiB), collect garbage and return the heap's free memory to the operating system; 0: never (the Go runtime still returns it, slowly) (env HTC_IDLE_MEMORY_RETURN)")
 	fs.StringVar(&f.gcPercent, "gc-percent", envDefault("HTC_GC_PERCENT", gcPercentAuto), "how far the Go heap grows past its live data before a collection, in percent (1-10000): lower uses less memory and more CPU. auto: GOGC when set, else 50 (env HTC_GC_PERCENT)")
 	f.logs = addLogFlags(fs)
 	return f
@@ -192,6 +195,9 @@ func (f *controllerFlags) options() (controller.Options, error) {
 		return opts, err
 	}
 	if opts.MaxDelay, err = positiveDuration("max-delay", f.maxDelay); err != nil {
+		return opts, err
+	}
+	if opts.IdleMemoryReturn, err = idleMemoryReturn(f.idleMemoryReturn); err != nil {
 		return opts, err
 	}
 	for _, d := range []struct {
@@ -257,6 +263,19 @@ func watchNamespaces(names []string) ([]string, error) {
 }
 
 // positiveDuration parses a flag's duration ("250ms", "2s"), which must be > 0.
+// idleMemoryReturn parses --idle-memory-return: a positive duration, or 0
+// (never; controller.Options takes a negative value for that).
+func idleMemoryReturn(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, usagef("--idle-memory-return: %q is not a duration (e.g. 15s), or 0 for never", v)
+	}
+	if d == 0 {
+		return -1, nil
+	}
+	return d, nil
+}
+
 func positiveDuration(flagName, v string) (time.Duration, error) {
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {

@@ -28,6 +28,7 @@ func TestControllerHelpDocumentsEveryFlag(t *testing.T) {
 		"pprof":                     "HTC_PPROF",
 		"memory-limit":              "HTC_MEMORY_LIMIT",
 		"gc-percent":                "HTC_GC_PERCENT",
+		"idle-memory-return":        "HTC_IDLE_MEMORY_RETURN",
 		"full-render":               "HTC_FULL_RENDER",
 		"webhook-bind-address":      "HTC_WEBHOOK_BIND_ADDRESS",
 		"output-dir":                "HTC_OUTPUT_DIR",
@@ -49,6 +50,7 @@ func TestControllerHelpDocumentsEveryFlag(t *testing.T) {
 	assert.Contains(t, stdout, `(default ":8081")`)
 	assert.Contains(t, stdout, `(default "100ms")`)
 	assert.Contains(t, stdout, `(default "1s")`)
+	assert.Contains(t, stdout, `(default "15s")`)
 	assert.Contains(t, stdout, `(default "info")`)
 	assert.Contains(t, stdout, `(default "json")`)
 	assert.Contains(t, stdout, "htc is starting: stores not synced")
@@ -57,7 +59,7 @@ func TestControllerHelpDocumentsEveryFlag(t *testing.T) {
 
 func TestControllerMissingInputExitsTwoWithOneLine(t *testing.T) {
 	unsetEnv(t, "HTC_CONFIG_NAMESPACE", "HTC_CONFIG_NAME", "HTC_WEBHOOK_PORT", "HTC_WEBHOOK_CERT_FILE", "HTC_WEBHOOK_KEY_FILE", "HTC_WEBHOOK_CERT_SECRET",
-		"HTC_WEBHOOK_BIND_ADDRESS", "HTC_OUTPUT_DIR", "HTC_HAPROXY_MASTER_SOCKET", "HTC_DEBOUNCE", "HTC_MAX_DELAY", "HTC_PPROF",
+		"HTC_WEBHOOK_BIND_ADDRESS", "HTC_OUTPUT_DIR", "HTC_HAPROXY_MASTER_SOCKET", "HTC_DEBOUNCE", "HTC_MAX_DELAY", "HTC_PPROF", "HTC_IDLE_MEMORY_RETURN",
 		"HTC_WATCH_NAMESPACE", "HTC_LOG_LEVEL", "HTC_LOG_FORMAT", "HTC_METRICS_BIND_ADDRESS", "HTC_METRICS_ADDR")
 	valid := []string{"controller", "--config-namespace", "ns", "--config-name", "n", "--webhook-cert-secret", "a/b"}
 	for _, tc := range []struct {
@@ -76,6 +78,7 @@ func TestControllerMissingInputExitsTwoWithOneLine(t *testing.T) {
 		{"bad bind address", append(valid, "--webhook-bind-address", "localhost"), `--webhook-bind-address: "localhost" is not an IP address`},
 		{"socket without output dir", append(valid, "--haproxy-master-socket", "/run/m.sock"), "--haproxy-master-socket needs --output-dir"},
 		{"bad debounce", append(valid, "--debounce", "soon"), `--debounce: "soon" is not a positive duration`},
+		{"bad idle memory return", append(valid, "--idle-memory-return", "-1s"), `--idle-memory-return: "-1s" is not a duration (e.g. 15s), or 0 for never`},
 		{"zero max delay", append(valid, "--max-delay", "0s"), `--max-delay: "0s" is not a positive duration`},
 		{"max delay below debounce", append(valid, "--debounce", "2s", "--max-delay", "1s"), "--max-delay (1s) must not be shorter than --debounce (2s)"},
 		{"pprof without metrics", append(valid, "--pprof", "--metrics-bind-address="), "--pprof needs --metrics-bind-address"},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -32,6 +33,33 @@ func TestGCPercent(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, got)
 			assert.Equal(t, tc.from, from)
+		})
+	}
+}
+
+func TestIdleMemoryReturn(t *testing.T) {
+	for _, tc := range []struct {
+		flag string
+		want time.Duration
+		err  bool
+	}{
+		{flag: "15s", want: 15 * time.Second},
+		{flag: "1m", want: time.Minute},
+		{flag: "0", want: -1},
+		{flag: "0s", want: -1},
+		{flag: "-5s", err: true},
+		{flag: "soon", err: true},
+		{flag: "", err: true},
+	} {
+		t.Run(tc.flag, func(t *testing.T) {
+			got, err := idleMemoryReturn(tc.flag)
+			if tc.err {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), "--idle-memory-return: ")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
 		})
 	}
 }

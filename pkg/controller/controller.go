@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/haproxy-template/htc/internal/memreturn"
 	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/dryrun"
@@ -44,6 +45,8 @@ const (
 	DefaultWebhookAddr = webhook.DefaultAddr
 	DefaultMetricsAddr = ":9090"
 	DefaultHealthAddr  = ":8081"
+	// DefaultIdleMemoryReturn is Options.IdleMemoryReturn's default.
+	DefaultIdleMemoryReturn = 15 * time.Second
 )
 
 // BuildInfo describes the running binary, for the htc_build_info metric.
@@ -122,6 +125,14 @@ type Options struct {
 	// Pprof serves net/http/pprof at /debug/pprof/ on the metrics listener
 	// (MetricsAddr).
 	Pprof bool
+	// IdleMemoryReturn is how long the controller must be idle after work
+	// before it collects garbage and returns the heap's free memory to the
+	// operating system (internal/memreturn): a period counts as idle when
+	// the heap allocated less than 1 MiB in it, and a return needs 32 MiB
+	// of allocations since the last one. Zero means
+	// DefaultIdleMemoryReturn (15 s); a negative value never returns
+	// memory early (the Go runtime still does, slowly).
+	IdleMemoryReturn time.Duration
 	// FullRender turns incremental rendering off: the live loop's renders
 	// record nothing, so every render (admissions included) runs every
 	// iteration of the templates' loops (see render.Input.Record).
@@ -294,6 +305,10 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	if opts.LeaderElection {
 		spawn("leader election", func() error { return c.elect(ctx, cl.kube) })
+	}
+	if opts.IdleMemoryReturn >= 0 {
+		r := memreturn.New(orDuration(opts.IdleMemoryReturn, DefaultIdleMemoryReturn), c.metrics.reg, log)
+		spawn("idle memory return", func() error { r.Run(ctx); return nil })
 	}
 	spawn("webhook registration", func() error { c.registration.run(ctx); return nil })
 	spawn("config", func() error { c.configLoop(ctx); return nil })

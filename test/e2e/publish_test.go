@@ -156,6 +156,13 @@ func TestPublishToHAProxy(t *testing.T) {
 	status, _ = waitRoute(t, proxy, "/v2/back", http.StatusOK)
 	assert.Equal(t, http.StatusOK, status)
 	assert.Equal(t, 1.0, metric(t, rc, "htc_live_config_valid"))
+
+	// The idle memory return runs beside the rest (internal/memreturn
+	// tests what it does; the scale benchmark waits for it).
+	_, body, err = get("http://" + rc.metricsAddr + "/metrics")
+	require.NoError(t, err)
+	assert.Regexp(t, `(?m)^htc_memory_idle_returns_total \d`, body)
+	assert.Regexp(t, `(?m)^htc_memory_idle_returned_bytes_total \d`, body)
 }
 
 // shortTempDir is a temporary directory with a short path: a unix socket
