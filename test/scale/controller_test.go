@@ -368,3 +368,36 @@ func scrape(client *http.Client, url string) (map[string]float64, error) {
 	}
 	return out, nil
 }
+
+// idleReturnsSeries counts the controller's idle memory returns
+// (internal/memreturn).
+const idleReturnsSeries = "htc_memory_idle_returns_total"
+
+// idleReturnBound bounds the wait for an idle memory return: a few of the
+// controller's 15 s periods (--idle-memory-return) and the collection.
+const idleReturnBound = 2 * time.Minute
+
+// idleReturns is htc_memory_idle_returns_total now (0 when unreadable).
+func (cp *controllerProc) idleReturns() float64 {
+	m, err := cp.scrapeMetrics()
+	if err != nil {
+		return 0
+	}
+	return m[idleReturnsSeries]
+}
+
+// restingRSS waits until the controller reports more idle memory returns
+// than was, then reads its RSS; a zero rss when it reported none within
+// idleReturnBound (logged).
+func (cp *controllerProc) restingRSS(h *harness, was float64) rss {
+	deadline := time.Now().Add(idleReturnBound)
+	for time.Now().Before(deadline) {
+		if cp.idleReturns() > was {
+			return cp.rss()
+		}
+		h.checkCtx()
+		time.Sleep(time.Second)
+	}
+	h.logf("the controller reported no idle memory return within %s", idleReturnBound)
+	return rss{}
+}

@@ -26,8 +26,13 @@ type runResult struct {
 	loadStart, loadEnd string
 	ready              readiness
 	rssLoaded, rssEnd  rss
-	first              outcome
-	floors             []time.Duration
+	// rssLoadedRest and rssEndRest are the RSS once the controller, idle
+	// after loading and after the runs, returned its free memory
+	// (htc_memory_idle_returns_total); a zero rss when it did not within
+	// idleReturnBound.
+	rssLoadedRest, rssEndRest rss
+	first                     outcome
+	floors                    []time.Duration
 	// checkerFloors are `haproxy -c` of the same configuration with the
 	// checker's environment (haproxy.CheckerEnvironment), each run right
 	// after a bare one.
@@ -53,6 +58,7 @@ func (h *harness) run(i int) runResult {
 	cp := h.startController(fmt.Sprintf("run%d", i), false)
 	r.ready = cp.waitReady(readyBound)
 	r.rssLoaded = cp.rss()
+	r.rssLoadedRest = cp.restingRSS(h, 0)
 	h.logf("run %d: ready: /readyz after %s, valid and published after %s; stores synced in %s, serving %s later; RSS %s",
 		i, r.ready.readyz.Round(time.Millisecond), r.ready.valid.Round(time.Millisecond), r.ready.synced, r.ready.serving.Round(time.Millisecond), mib(r.rssLoaded.now))
 	if i == 1 {
@@ -86,6 +92,7 @@ func (h *harness) run(i int) runResult {
 	h.logf("run %d: %d clients for %s, one identical CREATE", i, h.s.clients, h.s.duration)
 	r.same = h.concurrent(client, cp.url, i, true)
 	r.rssEnd = cp.rss()
+	r.rssEndRest = cp.restingRSS(h, cp.idleReturns())
 	r.loadEnd = loadavg()
 	if cp.exited() {
 		t.Fatalf("htc controller exited during run %d: %v\n%s", i, cp.waitErr, tail(cp.logs(), 30))

@@ -50,8 +50,10 @@ func testReport() *report {
 		updates:       allowedOutcomes(2, ms(2)),
 		backendPh: phaseMeans{dryRun: ms(350), n: 2,
 			phases: []phaseMean{{phase: "render", mean: ms(200)}, {phase: "syntax", mean: ms(140)}}},
-		distinct: concResult{clients: 16, wall: 10 * time.Second, outs: append(allowedOutcomes(10, ms(900)), busyOutcomes(30)...)},
-		same:     concResult{clients: 16, identical: true, wall: 10 * time.Second, outs: allowedOutcomes(1000, ms(2))},
+		distinct:  concResult{clients: 16, wall: 10 * time.Second, outs: append(allowedOutcomes(10, ms(900)), busyOutcomes(30)...)},
+		same:      concResult{clients: 16, identical: true, wall: 10 * time.Second, outs: allowedOutcomes(1000, ms(2))},
+		rssLoaded: rss{now: 300 << 20, peak: 400 << 20}, rssEnd: rss{now: 350 << 20, peak: 450 << 20},
+		rssLoadedRest: rss{now: 200 << 20},
 	}
 	return &report{settings: s, machine: machine{cores: 2}, runs: []runResult{r},
 		loaded: loadStats{objects: 3004, spares: s.spares(), took: time.Second, workers: 16, qps: 300}}
@@ -90,7 +92,9 @@ func TestMarkdownRows(t *testing.T) {
 		}},
 		{"one identical CREATE", []string{
 			"| … **allowed/s** ÷ (cores ÷ floor p50) | 5.00 |",
-			"| controller RSS when ready (VmRSS / VmHWM) | 0 MiB / 0 MiB |",
+			"| controller RSS when ready (VmRSS / VmHWM) | 300 MiB / 400 MiB |",
+			"| controller RSS after the runs (VmRSS / VmHWM) | 350 MiB / 450 MiB |",
+			"| controller RSS **at rest**, once it returned idle memory: when ready; after the runs | 200 MiB; – (no idle memory return) |",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
