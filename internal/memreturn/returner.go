@@ -24,9 +24,9 @@ import (
 
 const (
 	// DefaultQuietBytes is the most a period may allocate and still be
-	// quiet: enough for metric scrapes, probes and lease renewals, far
-	// less than one render.
-	DefaultQuietBytes = 1 << 20
+	// quiet: room for metric scrapes (about 200 KiB each), probes and
+	// lease renewals; a render of 10,000 Ingresses allocates about 20 MiB.
+	DefaultQuietBytes = 4 << 20
 
 	// DefaultMinWork is how many bytes the heap must have allocated since
 	// the last return before a quiet period triggers another one, so that

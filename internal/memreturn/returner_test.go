@@ -23,10 +23,10 @@ func TestCheck(t *testing.T) {
 	}{
 		{"idle from the start: nothing to return", []uint64{0, 0, 0}, []bool{false, false, false}},
 		{"work then quiet: one return", []uint64{0, 100 * mib, 0, 0}, []bool{false, false, true, false}},
-		{"still busy: no return", []uint64{0, 100 * mib, 50 * mib, 2 * mib}, []bool{false, false, false, false}},
+		{"still busy: no return", []uint64{0, 100 * mib, 50 * mib, 5 * mib}, []bool{false, false, false, false}},
 		{"little work: no return", []uint64{0, 10 * mib, 0, 10 * mib, 0}, []bool{false, false, false, false, false}},
 		{"work adds up over periods", []uint64{0, 20 * mib, 20 * mib, 0}, []bool{false, false, false, true}},
-		{"scrapes while quiet still count as quiet", []uint64{0, 64 * mib, mib / 2, mib / 2}, []bool{false, false, true, false}},
+		{"scrapes while quiet still count as quiet", []uint64{0, 64 * mib, 3 * mib, 3 * mib}, []bool{false, false, true, false}},
 		{"work after a return: another", []uint64{0, 64 * mib, 0, 64 * mib, 0}, []bool{false, false, true, false, true}},
 		{"the work during startup counts", []uint64{500 * mib, 0}, []bool{false, false}},
 	}

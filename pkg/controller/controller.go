@@ -128,7 +128,7 @@ type Options struct {
 	// IdleMemoryReturn is how long the controller must be idle after work
 	// before it collects garbage and returns the heap's free memory to the
 	// operating system (internal/memreturn): a period counts as idle when
-	// the heap allocated less than 1 MiB in it, and a return needs 32 MiB
+	// the heap allocated less than 4 MiB in it, and a return needs 32 MiB
 	// of allocations since the last one. Zero means
 	// DefaultIdleMemoryReturn (15 s); a negative value never returns
 	// memory early (the Go runtime still does, slowly).
