@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/haproxy-template/htc/internal/memreturn"
 	"github.com/haproxy-template/htc/pkg/controller"
 )
 
@@ -152,7 +153,7 @@ func defineControllerFlags(fs *pflag.FlagSet, stderr io.Writer) *controllerFlags
 	fs.StringVar(&f.retryPeriod, "leader-elect-retry-period", envDefault("HTC_LEADER_ELECT_RETRY_PERIOD", controller.DefaultRetryPeriod.String()), "how often the replicas try to acquire or renew the Lease (env HTC_LEADER_ELECT_RETRY_PERIOD)")
 	fs.BoolVar(&o.FullRender, "full-render", f.envBool("HTC_FULL_RENDER"), "turn incremental rendering off: every render runs every iteration of the templates' loops instead of replaying those the last render of the live state recorded and that did not change (env HTC_FULL_RENDER)")
 	fs.StringVar(&f.memLimit, "memory-limit", envDefault("HTC_MEMORY_LIMIT", memoryLimitAuto), "soft memory limit of the Go runtime (e.g. 400Mi): the garbage collector works harder near it. auto: GOMEMLIMIT when set, else 90% of the container's memory limit (cgroup), else none; none: no limit (env HTC_MEMORY_LIMIT)")
-	fs.StringVar(&f.idleMemoryReturn, "idle-memory-return", envDefault("HTC_IDLE_MEMORY_RETURN", controller.DefaultIdleMemoryReturn.String()), "after work, once the controller has been idle this long (its heap allocated under 4 MiB in that time), collect garbage and return the heap's free memory to the operating system; 0: never (the Go runtime still returns it, slowly) (env HTC_IDLE_MEMORY_RETURN)")
+	fs.StringVar(&f.idleMemoryReturn, "idle-memory-return", envDefault("HTC_IDLE_MEMORY_RETURN", controller.DefaultIdleMemoryReturn.String()), idleMemoryReturnUsage())
 	fs.StringVar(&f.gcPercent, "gc-percent", envDefault("HTC_GC_PERCENT", gcPercentAuto), "how far the Go heap grows past its live data before a collection, in percent (1-10000): lower uses less memory and more CPU. auto: GOGC when set, else 50 (env HTC_GC_PERCENT)")
 	f.logs = addLogFlags(fs)
 	return f
@@ -262,20 +263,29 @@ func watchNamespaces(names []string) ([]string, error) {
 	return out, nil
 }
 
-// positiveDuration parses a flag's duration ("250ms", "2s"), which must be > 0.
-// idleMemoryReturn parses --idle-memory-return: a positive duration, or 0
-// (never; controller.Options takes a negative value for that).
+// idleMemoryReturnUsage is --idle-memory-return's description.
+func idleMemoryReturnUsage() string {
+	return fmt.Sprintf("once the controller has been idle this long after work (%d MiB allocated while busy since the last return), collect garbage and return the heap's free memory to the operating system; idle: allocating under %d KiB/s. At least %s; 0: never (the Go runtime still returns it, slowly) (env HTC_IDLE_MEMORY_RETURN)",
+		memreturn.MinWork>>20, memreturn.QuietRate>>10, memreturn.MinPeriod)
+}
+
+// idleMemoryReturn parses --idle-memory-return: a duration of at least
+// memreturn.MinPeriod, or 0 (never; controller.Options takes a negative
+// value for that).
 func idleMemoryReturn(v string) (time.Duration, error) {
 	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		return 0, usagef("--idle-memory-return: %q is not a duration (e.g. 15s), or 0 for never", v)
-	}
-	if d == 0 {
+	switch {
+	case err != nil || d < 0:
+		return 0, usagef("--idle-memory-return: %q is not a duration of %s or more (e.g. 15s), or 0 for never", v, memreturn.MinPeriod)
+	case d == 0:
 		return -1, nil
+	case d < memreturn.MinPeriod:
+		return 0, usagef("--idle-memory-return: %s is shorter than %s: a shorter period would find quiet moments inside a burst", d, memreturn.MinPeriod)
 	}
 	return d, nil
 }
 
+// positiveDuration parses a flag's duration ("250ms", "2s"), which must be > 0.
 func positiveDuration(flagName, v string) (time.Duration, error) {
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {

@@ -50,7 +50,7 @@ func TestControllerHelpDocumentsEveryFlag(t *testing.T) {
 	assert.Contains(t, stdout, `(default ":8081")`)
 	assert.Contains(t, stdout, `(default "100ms")`)
 	assert.Contains(t, stdout, `(default "1s")`)
-	assert.Contains(t, stdout, `(default "15s")`)
+	assert.Regexp(t, `(?m)^      --idle-memory-return string .*\(default "15s"\)$`, stdout)
 	assert.Contains(t, stdout, `(default "info")`)
 	assert.Contains(t, stdout, `(default "json")`)
 	assert.Contains(t, stdout, "htc is starting: stores not synced")
@@ -78,7 +78,7 @@ func TestControllerMissingInputExitsTwoWithOneLine(t *testing.T) {
 		{"bad bind address", append(valid, "--webhook-bind-address", "localhost"), `--webhook-bind-address: "localhost" is not an IP address`},
 		{"socket without output dir", append(valid, "--haproxy-master-socket", "/run/m.sock"), "--haproxy-master-socket needs --output-dir"},
 		{"bad debounce", append(valid, "--debounce", "soon"), `--debounce: "soon" is not a positive duration`},
-		{"bad idle memory return", append(valid, "--idle-memory-return", "-1s"), `--idle-memory-return: "-1s" is not a duration (e.g. 15s), or 0 for never`},
+		{"bad idle memory return", append(valid, "--idle-memory-return", "-1s"), `--idle-memory-return: "-1s" is not a duration of 1s or more (e.g. 15s), or 0 for never`},
 		{"zero max delay", append(valid, "--max-delay", "0s"), `--max-delay: "0s" is not a positive duration`},
 		{"max delay below debounce", append(valid, "--debounce", "2s", "--max-delay", "1s"), "--max-delay (1s) must not be shorter than --debounce (2s)"},
 		{"pprof without metrics", append(valid, "--pprof", "--metrics-bind-address="), "--pprof needs --metrics-bind-address"},

@@ -47,6 +47,8 @@ func TestIdleMemoryReturn(t *testing.T) {
 		{flag: "1m", want: time.Minute},
 		{flag: "0", want: -1},
 		{flag: "0s", want: -1},
+		{flag: "1s", want: time.Second},
+		{flag: "500ms", err: true},
 		{flag: "-5s", err: true},
 		{flag: "soon", err: true},
 		{flag: "", err: true},

@@ -5,15 +5,17 @@
 // data, and after a burst of work it keeps those pages: the runtime's
 // background scavenger releases them slowly (at about 1 % of one CPU) and
 // never below the heap's next goal. For the controller, whose live data is
-// mostly the watched objects, that headroom is a third of its resident
-// memory at rest. A Returner watches the heap's allocations; when a quiet
-// period follows enough work, it runs one collection and releases every
-// free page (runtime/debug.FreeOSMemory). A busy process is never
-// interrupted: a period that allocated more than a little is not quiet.
+// mostly the watched objects, that headroom is a fifth of its resident
+// memory after a burst. A Returner watches the heap's allocations; when a
+// quiet period follows enough work, it runs one collection and releases
+// every free page (runtime/debug.FreeOSMemory). A busy process is not
+// interrupted: a period that allocated at more than QuietRate is not
+// quiet.
 package memreturn
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"runtime/debug"
 	"runtime/metrics"
@@ -23,24 +25,29 @@ import (
 )
 
 const (
-	// DefaultQuietBytes is the most a period may allocate and still be
-	// quiet: room for metric scrapes (about 200 KiB each), probes and
-	// lease renewals; a render of 10,000 Ingresses allocates about 20 MiB.
-	DefaultQuietBytes = 4 << 20
+	// QuietRate is the highest allocation rate, in bytes per second, at
+	// which a period is still quiet: 4 MiB per 15 s (about 273 KiB/s),
+	// room for metric scrapes (about 200 KiB each), probes and lease
+	// renewals. A render of 10,000 Ingresses allocates about 20 MiB.
+	QuietRate = (4 << 20) / 15
 
-	// DefaultMinWork is how many bytes the heap must have allocated since
-	// the last return before a quiet period triggers another one, so that
-	// a process that stays idle collects once, not once per period.
-	DefaultMinWork = 32 << 20
+	// MinWork is how many bytes the heap must have allocated in busy
+	// (not quiet) periods since the last return before a quiet period
+	// triggers another one: a process that stays idle returns its memory
+	// once, not once per period.
+	MinWork = 32 << 20
+
+	// MinPeriod is the shortest period New accepts: a shorter one would
+	// find quiet moments inside a burst.
+	MinPeriod = time.Second
 )
 
 // Returner returns idle memory to the operating system. Make one with New
 // and run it with Run.
 type Returner struct {
-	// period is how long a quiet period lasts.
-	period time.Duration
-	// quietBytes and minWork are DefaultQuietBytes and DefaultMinWork
-	// (tests change them).
+	// period is how long a quiet period lasts; quietBytes is what it may
+	// allocate (QuietRate × period); minWork is MinWork.
+	period              time.Duration
 	quietBytes, minWork uint64
 
 	// allocated is the heap's cumulative allocations in bytes; released
@@ -49,11 +56,13 @@ type Returner struct {
 	// and debug.FreeOSMemory outside tests.
 	allocated, released func() uint64
 	free                func()
+	// ticks ends the periods in tests (nil: a time.Ticker of period).
+	ticks <-chan time.Time
 
-	// lastCheck is allocated() at the previous check, lastReturn at the
-	// last return (or at the first check).
-	lastCheck, lastReturn uint64
-	started               bool
+	// lastCheck is allocated() at the previous check; work is what busy
+	// periods allocated since the last return.
+	lastCheck, work uint64
+	started         bool
 
 	returns       prometheus.Counter
 	returnedBytes prometheus.Counter
@@ -61,18 +70,21 @@ type Returner struct {
 }
 
 // New returns a Returner whose quiet period is period (a check runs every
-// period), with its metrics registered on reg:
+// period; at least MinPeriod), with its metrics registered on reg:
 //
 //   - htc_memory_idle_returns_total: how many times it returned memory;
 //   - htc_memory_idle_returned_bytes_total: the heap bytes those returns
 //     released.
 //
 // A nil log discards its messages.
-func New(period time.Duration, reg prometheus.Registerer, log *slog.Logger) *Returner {
+func New(period time.Duration, reg prometheus.Registerer, log *slog.Logger) (*Returner, error) {
+	if period < MinPeriod {
+		return nil, fmt.Errorf("the idle period %s is shorter than %s", period, MinPeriod)
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Returner{period: period, quietBytes: DefaultQuietBytes, minWork: DefaultMinWork,
+	r := &Returner{period: period, quietBytes: uint64(QuietRate * period.Seconds()), minWork: MinWork,
 		allocated: readMetric("/gc/heap/allocs:bytes"), released: readMetric("/memory/classes/heap/released:bytes"),
 		free: debug.FreeOSMemory, log: log,
 		returns: prometheus.NewCounter(prometheus.CounterOpts{
@@ -85,46 +97,63 @@ func New(period time.Duration, reg prometheus.Registerer, log *slog.Logger) *Ret
 		}),
 	}
 	reg.MustRegister(r.returns, r.returnedBytes)
-	return r
+	return r, nil
 }
 
-// Run checks once per period until ctx ends. It starts counting the
-// heap's allocations at once, so the work done after Run started (the
-// controller's initial load) is work a first quiet period returns.
-func (r *Returner) Run(ctx context.Context) {
+// Start starts counting the heap's allocations: the work done from now on
+// (the controller's initial load) is work a first quiet period returns.
+// Run starts counting itself when Start was not called.
+func (r *Returner) Start() {
+	if r.allocated() == 0 {
+		r.log.Warn("the Go runtime does not report its heap allocations: idle memory is left to the runtime")
+	}
 	r.check()
-	t := time.NewTicker(r.period)
-	defer t.Stop()
+}
+
+// Run checks once per period until ctx ends.
+func (r *Returner) Run(ctx context.Context) {
+	if !r.started {
+		r.Start()
+	}
+	ticks := r.ticks
+	if ticks == nil {
+		t := time.NewTicker(r.period)
+		defer t.Stop()
+		ticks = t.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-ticks:
 			r.check()
 		}
 	}
 }
 
-// check ends one period: when it was quiet (allocated less than
-// quietBytes) and the heap allocated at least minWork since the last
-// return, it returns the free memory. The first check only starts
-// counting. It reports whether it returned memory.
+// check ends one period. A busy period (one that allocated quietBytes or
+// more) adds its allocations to the work; a quiet one, once the work
+// reaches minWork, returns the free memory and starts the work again. The
+// first check only starts counting. It reports whether it returned memory.
 func (r *Returner) check() bool {
 	now := r.allocated()
 	if !r.started {
-		r.started, r.lastCheck, r.lastReturn = true, now, now
+		r.started, r.lastCheck = true, now
 		return false
 	}
-	quiet := now-r.lastCheck < r.quietBytes
+	allocated := now - r.lastCheck
 	r.lastCheck = now
-	if !quiet || now-r.lastReturn < r.minWork {
+	if allocated >= r.quietBytes {
+		r.work += allocated
+		return false
+	}
+	if r.work < r.minWork {
 		return false
 	}
 	before, start := r.released(), time.Now()
 	r.free()
 	after := r.released()
-	r.lastCheck = r.allocated()
-	r.lastReturn = r.lastCheck
+	r.lastCheck, r.work = r.allocated(), 0
 	r.returns.Inc()
 	var gained uint64
 	if after > before {
@@ -136,7 +165,7 @@ func (r *Returner) check() bool {
 }
 
 // readMetric returns a reader of the runtime/metrics counter or gauge name
-// (an unsigned integer).
+// (an unsigned integer; 0 when the runtime does not report it).
 func readMetric(name string) func() uint64 {
 	return func() uint64 {
 		s := []metrics.Sample{{Name: name}}

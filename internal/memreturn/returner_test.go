@@ -12,10 +12,32 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestCheck drives check with a scripted allocation counter: each step is
-// the bytes allocated during one period.
+const mib = 1 << 20
+
+// fakeHeap stands in for the runtime: total is the cumulative allocations,
+// released grows by 10 MiB per free, and a free allocates 1 MiB itself (a
+// collection's own allocations are no work).
+type fakeHeap struct {
+	total, released uint64
+	frees           int
+}
+
+// newFake returns a Returner with a 15 s period (quiet: under 4 MiB) over h.
+func newFake(t *testing.T, h *fakeHeap) *Returner {
+	t.Helper()
+	r, err := New(15*time.Second, prometheus.NewRegistry(), nil)
+	require.NoError(t, err)
+	require.Equal(t, uint64(15*QuietRate), r.quietBytes, "4 MiB per 15 s")
+	r.allocated = func() uint64 { return h.total }
+	r.released = func() uint64 { return h.released }
+	r.free = func() { h.frees++; h.released += 10 * mib; h.total += mib }
+	return r
+}
+
+// TestCheck drives check with a scripted heap: each step is the bytes
+// allocated during one period.
 func TestCheck(t *testing.T) {
-	const mib = 1 << 20
+	quiet := uint64(QuietRate * 15) // the most a quiet 15 s period may allocate, exclusive
 	tests := []struct {
 		name    string
 		periods []uint64 // bytes allocated in each period; the first check only starts counting
@@ -25,22 +47,26 @@ func TestCheck(t *testing.T) {
 		{"work then quiet: one return", []uint64{0, 100 * mib, 0, 0}, []bool{false, false, true, false}},
 		{"still busy: no return", []uint64{0, 100 * mib, 50 * mib, 5 * mib}, []bool{false, false, false, false}},
 		{"little work: no return", []uint64{0, 10 * mib, 0, 10 * mib, 0}, []bool{false, false, false, false, false}},
-		{"work adds up over periods", []uint64{0, 20 * mib, 20 * mib, 0}, []bool{false, false, false, true}},
+		{"work adds up over busy periods", []uint64{0, 20 * mib, 20 * mib, 0}, []bool{false, false, false, true}},
 		{"scrapes while quiet still count as quiet", []uint64{0, 64 * mib, 3 * mib, 3 * mib}, []bool{false, false, true, false}},
 		{"work after a return: another", []uint64{0, 64 * mib, 0, 64 * mib, 0}, []bool{false, false, true, false, true}},
-		{"the work during startup counts", []uint64{500 * mib, 0}, []bool{false, false}},
+		{"work before the first check is not seen", []uint64{500 * mib, 0, 0}, []bool{false, false, false}},
+		{"just under the quiet bound is quiet", []uint64{0, 64 * mib, quiet - 1}, []bool{false, false, true}},
+		{"at the quiet bound is busy", []uint64{0, 64 * mib, quiet, 0}, []bool{false, false, false, true}},
+		{"exactly the minimum work returns", []uint64{0, MinWork, 0}, []bool{false, false, true}},
+		{"just under the minimum work does not", []uint64{0, MinWork - 1, 0}, []bool{false, false, false}},
+		// An idle controller's scrapes and probes are no work: however
+		// long it stays idle, it returns its memory once.
+		{"quiet allocations never add up to work", []uint64{0, 64 * mib, 0, 3 * mib, 3 * mib, 3 * mib, 3 * mib, 3 * mib, 3 * mib, 3 * mib, 3 * mib, 3 * mib, 3 * mib, 3 * mib},
+			[]bool{false, false, true, false, false, false, false, false, false, false, false, false, false, false}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var total, released uint64
-			frees := 0
-			r := New(time.Second, prometheus.NewRegistry(), nil)
-			r.allocated = func() uint64 { return total }
-			r.released = func() uint64 { return released }
-			r.free = func() { frees++; released += 10 * mib }
+			h := &fakeHeap{}
+			r := newFake(t, h)
 			var got []bool
 			for _, b := range tc.periods {
-				total += b
+				h.total += b
 				got = append(got, r.check())
 			}
 			assert.Equal(t, tc.want, got)
@@ -50,32 +76,75 @@ func TestCheck(t *testing.T) {
 					returns++
 				}
 			}
-			assert.Equal(t, returns, frees, "FreeOSMemory calls")
+			assert.Equal(t, returns, h.frees, "FreeOSMemory calls")
 			assert.Equal(t, float64(returns), testutil.ToFloat64(r.returns))
 			assert.Equal(t, float64(returns*10*mib), testutil.ToFloat64(r.returnedBytes))
 		})
 	}
 }
 
-// TestWorkBeforeTheFirstCheckIsNotSeen: the allocations before the first
-// check are not counted (Run checks at once, so the controller, which
-// starts its Returner before loading, counts its load).
-func TestWorkBeforeTheFirstCheckIsNotSeen(t *testing.T) {
-	var total uint64 = 1 << 30
-	r := New(time.Second, prometheus.NewRegistry(), nil)
-	r.allocated = func() uint64 { return total }
-	r.released = func() uint64 { return 0 }
-	r.free = func() { t.Fatal("returned memory without work seen") }
-	assert.False(t, r.check())
-	assert.False(t, r.check())
+// TestCollectionIsNoWork: what the collection itself allocates does not
+// make the next period busy, nor count as work.
+func TestCollectionIsNoWork(t *testing.T) {
+	h := &fakeHeap{}
+	r := newFake(t, h)
+	r.free = func() { h.frees++; h.total += 8 * mib } // more than a quiet period's allowance
+	r.check()
+	h.total += 64 * mib
+	r.check()
+	require.True(t, r.check())
+	assert.False(t, r.check(), "the period after a return is quiet and there is no work")
+	assert.Equal(t, uint64(0), r.work)
+}
+
+// TestQuietBytesScaleWithThePeriod: the quiet bound is a rate, so a long
+// period does not turn scrapes into a busy period, nor a short one a
+// burst into a quiet one.
+func TestQuietBytesScaleWithThePeriod(t *testing.T) {
+	for _, tc := range []struct {
+		period time.Duration
+		want   uint64
+	}{
+		{time.Second, QuietRate},
+		{15 * time.Second, 15 * QuietRate},
+		{5 * time.Minute, 300 * QuietRate},
+	} {
+		r, err := New(tc.period, prometheus.NewRegistry(), nil)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, r.quietBytes, "period %s", tc.period)
+	}
+	_, err := New(MinPeriod-time.Millisecond, prometheus.NewRegistry(), nil)
+	assert.ErrorContains(t, err, "shorter than 1s")
+}
+
+// TestRunChecksEveryPeriod runs Run with scripted ticks: Start counts from
+// before the work, each tick ends a period, and the quiet one after the
+// work returns memory.
+func TestRunChecksEveryPeriod(t *testing.T) {
+	h := &fakeHeap{}
+	r := newFake(t, h)
+	ticks := make(chan time.Time) // unbuffered: a send returns once Run took the tick
+	r.ticks = ticks
+	r.Start()
+	h.total += 64 * mib // the load, after Start
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	ticks <- time.Time{} // ends the busy period
+	ticks <- time.Time{} // ends a quiet one: returns
+	ticks <- time.Time{} // taken once the check before it finished
+	cancel()
+	<-done
+	assert.Equal(t, 1, h.frees)
 }
 
 // TestReturnsRealMemory runs check against the Go runtime itself: after
 // garbage that filled pages, a quiet period returns them to the operating
 // system, which runtime/metrics reports as released heap memory.
 func TestReturnsRealMemory(t *testing.T) {
-	r := New(time.Second, prometheus.NewRegistry(), nil)
-	require.False(t, r.check(), "the first check starts counting")
+	r, err := New(15*time.Second, prometheus.NewRegistry(), nil)
+	require.NoError(t, err)
+	r.Start()
 	garbage := make([][]byte, 0, 256)
 	for range 256 {
 		b := make([]byte, 256<<10)
@@ -87,15 +156,15 @@ func TestReturnsRealMemory(t *testing.T) {
 	runtime.KeepAlive(garbage)
 	garbage = nil
 	require.False(t, r.check(), "a period that allocated 64 MiB is not quiet")
-	before := testutil.ToFloat64(r.returnedBytes)
 	require.True(t, r.check(), "a quiet period after 64 MiB of work returns memory")
 	assert.Equal(t, 1.0, testutil.ToFloat64(r.returns))
-	assert.Greater(t, testutil.ToFloat64(r.returnedBytes), before+float64(16<<20), "released heap bytes (runtime/metrics)")
+	assert.Greater(t, testutil.ToFloat64(r.returnedBytes), float64(16<<20), "released heap bytes (runtime/metrics)")
 }
 
 // TestRunStopsWithItsContext: Run returns when its context ends.
 func TestRunStopsWithItsContext(t *testing.T) {
-	r := New(time.Hour, prometheus.NewRegistry(), nil)
+	r, err := New(time.Hour, prometheus.NewRegistry(), nil)
+	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { r.Run(ctx); close(done) }()

@@ -127,11 +127,12 @@ type Options struct {
 	Pprof bool
 	// IdleMemoryReturn is how long the controller must be idle after work
 	// before it collects garbage and returns the heap's free memory to the
-	// operating system (internal/memreturn): a period counts as idle when
-	// the heap allocated less than 4 MiB in it, and a return needs 32 MiB
-	// of allocations since the last one. Zero means
-	// DefaultIdleMemoryReturn (15 s); a negative value never returns
-	// memory early (the Go runtime still does, slowly).
+	// operating system (internal/memreturn): a period is idle when the
+	// heap allocated in it at less than memreturn.QuietRate (4 MiB per
+	// 15 s), and a return needs memreturn.MinWork (32 MiB) allocated in
+	// busy periods since the last one. At least memreturn.MinPeriod (1
+	// s); zero means DefaultIdleMemoryReturn (15 s); a negative value
+	// never returns memory early (the Go runtime still does, slowly).
 	IdleMemoryReturn time.Duration
 	// FullRender turns incremental rendering off: the live loop's renders
 	// record nothing, so every render (admissions included) runs every
@@ -206,6 +207,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Debounce < 0 || o.MaxDelay < 0 {
 		problems = append(problems, "the debounce and maximum delay must not be negative")
+	}
+	if o.IdleMemoryReturn > 0 && o.IdleMemoryReturn < memreturn.MinPeriod {
+		problems = append(problems, fmt.Sprintf("the idle memory return period %s is shorter than %s", o.IdleMemoryReturn, memreturn.MinPeriod))
 	}
 	problems = append(problems, o.validateLeaderElection()...)
 	if len(problems) > 0 {
@@ -307,7 +311,13 @@ func Run(ctx context.Context, opts Options) error {
 		spawn("leader election", func() error { return c.elect(ctx, cl.kube) })
 	}
 	if opts.IdleMemoryReturn >= 0 {
-		r := memreturn.New(orDuration(opts.IdleMemoryReturn, DefaultIdleMemoryReturn), c.metrics.reg, log)
+		r, err := memreturn.New(orDuration(opts.IdleMemoryReturn, DefaultIdleMemoryReturn), c.metrics.reg, log)
+		if err != nil {
+			cancel()
+			_ = g.Wait()
+			return err
+		}
+		r.Start() // before the config loop lists anything: the load is work
 		spawn("idle memory return", func() error { r.Run(ctx); return nil })
 	}
 	spawn("webhook registration", func() error { c.registration.run(ctx); return nil })

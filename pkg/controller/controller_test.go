@@ -44,6 +44,8 @@ func TestOptionsValidate(t *testing.T) {
 	require.NoError(t, ok.Validate())
 	secret := Options{ConfigNamespace: "ns", ConfigName: "n", CertSecret: "ns/s"}
 	require.NoError(t, secret.Validate())
+	never := Options{ConfigNamespace: "ns", ConfigName: "n", CertSecret: "ns/s", IdleMemoryReturn: -1}
+	require.NoError(t, never.Validate(), "a negative idle memory return never returns")
 
 	for name, tc := range map[string]struct {
 		opts Options
@@ -56,6 +58,8 @@ func TestOptionsValidate(t *testing.T) {
 		"both sources":          {Options{ConfigNamespace: "ns", ConfigName: "n", CertFile: "c", KeyFile: "k", CertSecret: "a/b"}, "not both"},
 		"bad secret":            {Options{ConfigNamespace: "ns", ConfigName: "n", CertSecret: "nope"}, "not namespace/name"},
 		"pprof without metrics": {Options{ConfigNamespace: "ns", ConfigName: "n", CertSecret: "a/b", Pprof: true}, "pprof is served on the metrics listener"},
+		"idle memory return too short": {Options{ConfigNamespace: "ns", ConfigName: "n", CertSecret: "a/b", IdleMemoryReturn: 500 * time.Millisecond},
+			"the idle memory return period 500ms is shorter than 1s"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := tc.opts.Validate()
