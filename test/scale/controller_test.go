@@ -377,27 +377,40 @@ const idleReturnsSeries = "htc_memory_idle_returns_total"
 // controller's 15 s periods (--idle-memory-return) and the collection.
 const idleReturnBound = 2 * time.Minute
 
-// idleReturns is htc_memory_idle_returns_total now (0 when unreadable).
-func (cp *controllerProc) idleReturns() float64 {
+// idleReturns is htc_memory_idle_returns_total now.
+func (cp *controllerProc) idleReturns() (float64, error) {
 	m, err := cp.scrapeMetrics()
 	if err != nil {
-		return 0
+		return 0, err
 	}
-	return m[idleReturnsSeries]
+	return m[idleReturnsSeries], nil
 }
 
-// restingRSS waits until the controller reports more idle memory returns
-// than was, then reads its RSS; a zero rss when it reported none within
-// idleReturnBound (logged).
-func (cp *controllerProc) restingRSS(h *harness, was float64) rss {
+// restingRSS waits until the controller reports an idle memory return,
+// then reads its RSS: any return when another is false (the one after
+// loading may have come already), else one after those counted now. It
+// returns a zero rss (logged) when there was none within idleReturnBound,
+// the count could not be read, or the controller exited.
+func (cp *controllerProc) restingRSS(h *harness, another bool) rss {
 	deadline := time.Now().Add(idleReturnBound)
-	for time.Now().Before(deadline) {
-		if cp.idleReturns() > was {
+	was := 0.0
+	if another {
+		var err error
+		for was, err = cp.idleReturns(); err != nil; was, err = cp.idleReturns() {
+			if time.Now().After(deadline) || cp.exited() {
+				h.logf("reading %s: %v", idleReturnsSeries, err)
+				return rss{}
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	for time.Now().Before(deadline) && !cp.exited() {
+		if n, err := cp.idleReturns(); err == nil && n > was {
 			return cp.rss()
 		}
 		h.checkCtx()
-		// A scrape allocates in the controller: a few per period keep it
-		// quiet (under 4 MiB).
+		// A scrape allocates in the controller (about 200 KiB): one
+		// every 5 s keeps it quiet.
 		time.Sleep(5 * time.Second)
 	}
 	h.logf("the controller reported no idle memory return within %s", idleReturnBound)

@@ -208,6 +208,14 @@ func joinCounts(m map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
+// resting is an RSS at rest, or why there is none.
+func resting(x rss) string {
+	if x.now == 0 {
+		return "– (no idle memory return)"
+	}
+	return mib(x.now)
+}
+
 // summary is the run's line in the test log.
 func (r runResult) summary() string {
 	fp50 := percentile(r.floors, 0.5)
@@ -220,7 +228,7 @@ func (r runResult) summary() string {
 	return fmt.Sprintf("  floor p50 %s p99 %s | CREATE, existing backend %s | CREATE adding a backend %s | UPDATE %s | %d clients: %.2f answers/s, %.2f allowed/s, denied %s, errors %s | RSS %s → %s (at rest %s → %s)",
 		secs(fp50), secs(percentile(r.floors, 0.99)), seq(r.creates), seq(r.backends), seq(r.updates),
 		r.distinct.clients, float64(d.answers)/w, float64(d.allowed)/w, d.deniedText(), d.errorsText(),
-		mib(r.rssLoaded.now), mib(r.rssEnd.now), mib(r.rssLoadedRest.now), mib(r.rssEndRest.now))
+		mib(r.rssLoaded.now), mib(r.rssEnd.now), resting(r.rssLoadedRest), resting(r.rssEndRest))
 }
 
 // perCoreFloor is allowed/s ÷ (cores ÷ floor p50): the throughput of
@@ -347,12 +355,6 @@ func (rep *report) markdown() string {
 	conc("one identical CREATE", func(r runResult) concResult { return r.same })
 	row("controller RSS when ready (VmRSS / VmHWM)", func(r runResult) string { return mib(r.rssLoaded.now) + " / " + mib(r.rssLoaded.peak) })
 	row("controller RSS after the runs (VmRSS / VmHWM)", func(r runResult) string { return mib(r.rssEnd.now) + " / " + mib(r.rssEnd.peak) })
-	resting := func(x rss) string {
-		if x.now == 0 {
-			return "– (no idle memory return)"
-		}
-		return mib(x.now)
-	}
 	row("controller RSS **at rest**, once it returned idle memory: when ready; after the runs", func(r runResult) string {
 		return resting(r.rssLoadedRest) + "; " + resting(r.rssEndRest)
 	})

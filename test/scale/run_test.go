@@ -58,7 +58,7 @@ func (h *harness) run(i int) runResult {
 	cp := h.startController(fmt.Sprintf("run%d", i), false)
 	r.ready = cp.waitReady(readyBound)
 	r.rssLoaded = cp.rss()
-	r.rssLoadedRest = cp.restingRSS(h, 0)
+	r.rssLoadedRest = cp.restingRSS(h, false)
 	h.logf("run %d: ready: /readyz after %s, valid and published after %s; stores synced in %s, serving %s later; RSS %s",
 		i, r.ready.readyz.Round(time.Millisecond), r.ready.valid.Round(time.Millisecond), r.ready.synced, r.ready.serving.Round(time.Millisecond), mib(r.rssLoaded.now))
 	if i == 1 {
@@ -92,8 +92,8 @@ func (h *harness) run(i int) runResult {
 	h.logf("run %d: %d clients for %s, one identical CREATE", i, h.s.clients, h.s.duration)
 	r.same = h.concurrent(client, cp.url, i, true)
 	r.rssEnd = cp.rss()
-	r.rssEndRest = cp.restingRSS(h, cp.idleReturns())
 	r.loadEnd = loadavg()
+	r.rssEndRest = cp.restingRSS(h, true)
 	if cp.exited() {
 		t.Fatalf("htc controller exited during run %d: %v\n%s", i, cp.waitErr, tail(cp.logs(), 30))
 	}
