@@ -66,14 +66,26 @@ fi
 mkdir -p "$DIR/certs" "$DIR/etcd"
 chmod 700 "$DIR/etcd"
 
-# Free loopback ports: etcd client, etcd peer, apiserver (all bound at once, so distinct).
+# Free loopback ports: etcd client, etcd peer, apiserver (all bound at once, so
+# distinct). They come from [10000, 20000): below the kernel's ephemeral range,
+# so that no outgoing connection (etcd's and the apiserver's own, while they
+# start) or port-0 listener takes one before etcd or the apiserver binds it,
+# and below the range the Go tests' FreeAddr reserves from
+# (internal/testutil/ports.go).
 read -r ETCD_PORT PEER_PORT PORT < <(python3 -c '
-import socket
+import random, socket
 ss = []
-for _ in range(3):
+for _ in range(1000):
+    if len(ss) == 3:
+        break
     s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    ss.append(s)
+    try:
+        s.bind(("127.0.0.1", random.randrange(10000, 20000)))
+        ss.append(s)
+    except OSError:
+        s.close()
+if len(ss) < 3:
+    raise SystemExit("no free port in [10000, 20000)")
 print(*[s.getsockname()[1] for s in ss])
 ') || die "cannot find free ports on 127.0.0.1"
 

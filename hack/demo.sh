@@ -22,7 +22,27 @@ export PATH="$PATH:/usr/sbin"
 say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 run() { printf '\033[1m$ %s\033[0m\n' "$*"; "$@"; }
 die() { echo "demo: $*" >&2; exit 1; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# free_ports N: N distinct free loopback ports, from [10000, 20000): below the
+# kernel's ephemeral range, so no outgoing connection takes one before the
+# process it is for binds it (as hack/apiserver-up.sh picks its own).
+free_ports() {
+	python3 -c '
+import random, socket, sys
+n, ss = int(sys.argv[1]), []
+for _ in range(1000):
+    if len(ss) == n:
+        break
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", random.randrange(10000, 20000)))
+        ss.append(s)
+    except OSError:
+        s.close()
+if len(ss) < n:
+    raise SystemExit("no free port in [10000, 20000)")
+print(*[s.getsockname()[1] for s in ss])
+' "$1"
+}
 # wait_for SECONDS DESCRIPTION COMMAND...: retry COMMAND every 0.2 s.
 wait_for() {
 	local deadline=$((SECONDS + $1)) what=$2
@@ -90,7 +110,8 @@ condition_is() {
 }
 
 say "a local HTTP backend on 127.0.0.1"
-BACKEND_PORT=$(free_port)
+read -r BACKEND_PORT HTTP_PORT WEBHOOK_PORT HEALTH_PORT METRICS_PORT < <(free_ports 5) ||
+	die "cannot find free ports on 127.0.0.1"
 mkdir -p "$WORK/www"
 echo "hello from the demo backend behind HAProxy" >"$WORK/www/index.html"
 start backend python3 -m http.server --bind 127.0.0.1 --directory "$WORK/www" "$BACKEND_PORT"
@@ -98,7 +119,6 @@ wait_for 10 "the backend" curl -sf "http://127.0.0.1:$BACKEND_PORT/"
 echo "backend on http://127.0.0.1:$BACKEND_PORT"
 
 say "the CRD and the example Ingress library (examples/ingress/config.yaml), frontend on 127.0.0.1"
-HTTP_PORT=$(free_port)
 run kubectl apply -f charts/htc/crds/ >/dev/null
 kubectl wait --for=condition=Established --timeout=30s crd/haproxytemplateconfigs.haproxy-template.io >/dev/null
 kubectl create namespace htc-system >/dev/null
@@ -117,9 +137,6 @@ mkdir -p "$WORK/certs" "$WORK/run"
 	printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >ext.cnf
 	openssl x509 -req -in tls.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 -extfile ext.cnf -out tls.crt 2>/dev/null
 )
-WEBHOOK_PORT=$(free_port)
-HEALTH_PORT=$(free_port)
-METRICS_PORT=$(free_port)
 SOCKET="$WORK/run/master.sock"
 start controller "$HTC" controller --kubeconfig "$KUBECONFIG" \
 	--config-namespace htc-system --config-name htc \

@@ -41,16 +41,6 @@ func (s *SyncBuffer) String() string {
 	return s.b.String()
 }
 
-// FreeAddr returns a 127.0.0.1 address with a port that was free a moment ago.
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
-
 // Cert is a self-signed ECDSA certificate (its own CA) and its key.
 type Cert struct {
 	// CertPEM and KeyPEM are the PEM encodings.

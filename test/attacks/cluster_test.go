@@ -241,7 +241,14 @@ type controllerProc struct {
 	url             string // https://127.0.0.1:PORT/validate
 	health, metrics string
 	logs            *testutil.SyncBuffer
-	done            chan error
+	// exited is closed once the process exited; waitErr is then what
+	// Wait returned. (A closed channel, so that every waiter sees it: a
+	// one-value channel drained by one waiter hung the next one.)
+	exited  chan struct{}
+	waitErr error
+	// failedEarly is set when the process exited before it was ready
+	// (reported then, not again by the cleanup).
+	failedEarly bool
 }
 
 // startController runs `htc controller` for config htc-system/<config>
@@ -252,7 +259,7 @@ func startController(t *testing.T, config string) *controllerProc {
 	webhook := testutil.FreeAddr(t)
 	_, port, _ := net.SplitHostPort(webhook)
 	cp := &controllerProc{config: config, health: testutil.FreeAddr(t), metrics: testutil.FreeAddr(t),
-		logs: &testutil.SyncBuffer{}, done: make(chan error, 1), url: "https://" + webhook + "/validate"}
+		logs: &testutil.SyncBuffer{}, exited: make(chan struct{}), url: "https://" + webhook + "/validate"}
 	tmp := filepath.Join(env.tmp, "controller-"+config)
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		t.Fatal(err)
@@ -271,18 +278,18 @@ func startController(t *testing.T, config string) *controllerProc {
 		t.Fatal(err)
 	}
 	cp.pid = cmd.Process.Pid
-	go func() { cp.done <- cmd.Wait() }()
+	go func() { cp.waitErr = cmd.Wait(); close(cp.exited) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case err := <-cp.done:
-			if err != nil {
-				t.Errorf("htc controller (%s) exited with %v after SIGTERM", config, err)
+		case <-cp.exited:
+			if cp.waitErr != nil && !cp.failedEarly {
+				t.Errorf("htc controller (%s) exited with %v after SIGTERM", config, cp.waitErr)
 			}
 		case <-time.After(40 * time.Second):
 			_ = syscall.Kill(-cp.pid, syscall.SIGKILL)
 			t.Errorf("htc controller (%s) did not exit 40 s after SIGTERM", config)
-			<-cp.done
+			<-cp.exited
 		}
 		if t.Failed() && testing.Verbose() {
 			t.Logf("controller %s logs:\n%s", config, tail(cp.logs.String(), 40))
@@ -311,8 +318,9 @@ func startController(t *testing.T, config string) *controllerProc {
 			}
 		}
 		select {
-		case err := <-cp.done:
-			t.Fatalf("htc controller (%s) exited before it was ready: %v\n%s", config, err, tail(cp.logs.String(), 30))
+		case <-cp.exited:
+			cp.failedEarly = true
+			t.Fatalf("htc controller (%s) exited before it was ready: %v\n%s", config, cp.waitErr, tail(cp.logs.String(), 30))
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -325,8 +333,7 @@ func startController(t *testing.T, config string) *controllerProc {
 // alive reports whether the controller process still runs.
 func (cp *controllerProc) alive() bool {
 	select {
-	case err := <-cp.done:
-		cp.done <- err
+	case <-cp.exited:
 		return false
 	default:
 		return true

@@ -220,6 +220,7 @@ func startController(t *testing.T, c certs, edits ...func(*controller.Options)) 
 	case a := <-listening:
 		rc.webhookAddr = a.String()
 	case err := <-done:
+		done <- err // for rc.stop, which would wait 40 s for it otherwise
 		t.Fatalf("controller.Run returned early: %v\n%s", err, rc.logs)
 	case <-time.After(30 * time.Second):
 		t.Fatalf("the webhook did not listen within 30 s\n%s", rc.logs)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -57,7 +56,7 @@ func TestChartHAProxyContainerInImage(t *testing.T) {
 	}
 	cfgFile := filepath.Join(img.root, confDir, "haproxy.cfg")
 	socket := filepath.Join(img.root, runDir, "master.sock")
-	addr := freeLoopback(t)
+	addr := testutil.FreeAddr(t)
 	publish := func(body string, broken bool) {
 		cfg := fmt.Sprintf("global\n  maxconn 100\ndefaults\n  mode http\n  timeout connect 1s\n  timeout client 5s\n  timeout server 5s\n"+
 			"frontend fe\n  bind %s\n  http-request return status 200 content-type text/plain string %q\n", addr, body)
@@ -148,15 +147,6 @@ func haproxyContainer(t *testing.T, manifests []byte) corev1.Container {
 	}
 	t.Fatal("no haproxy container in the rendered Deployment")
 	return corev1.Container{}
-}
-
-// freeLoopback is a free 127.0.0.1 address.
-func freeLoopback(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // get sends a request on a new connection and returns the body.

@@ -276,6 +276,7 @@ func TestHelmInstalledWebhookDeniesBadIngress(t *testing.T) {
 		}
 		select {
 		case err := <-done:
+			done <- err // for the cleanup, which would wait 40 s for it otherwise
 			t.Fatalf("controller.Run returned: %v\n%s", err, logs)
 		default:
 		}
