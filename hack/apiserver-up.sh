@@ -66,28 +66,8 @@ fi
 mkdir -p "$DIR/certs" "$DIR/etcd"
 chmod 700 "$DIR/etcd"
 
-# Free loopback ports: etcd client, etcd peer, apiserver (all bound at once, so
-# distinct). They come from [10000, 20000): below the kernel's ephemeral range,
-# so that no outgoing connection (etcd's and the apiserver's own, while they
-# start) or port-0 listener takes one before etcd or the apiserver binds it,
-# and below the range the Go tests' FreeAddr reserves from
-# (internal/testutil/ports.go).
-read -r ETCD_PORT PEER_PORT PORT < <(python3 -c '
-import random, socket
-ss = []
-for _ in range(1000):
-    if len(ss) == 3:
-        break
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", random.randrange(10000, 20000)))
-        ss.append(s)
-    except OSError:
-        s.close()
-if len(ss) < 3:
-    raise SystemExit("no free port in [10000, 20000)")
-print(*[s.getsockname()[1] for s in ss])
-') || die "cannot find free ports on 127.0.0.1"
+# Free loopback ports: etcd client, etcd peer, apiserver (see free-ports.sh).
+read -r ETCD_PORT PEER_PORT PORT < <("$HERE/free-ports.sh" 3) || die "cannot find free ports on 127.0.0.1"
 
 if [[ ! -s "$DIR/certs/sa.key" ]]; then
 	openssl genrsa -out "$DIR/certs/sa.key.tmp" 2048 2>/dev/null || die "openssl genrsa failed"

@@ -22,27 +22,6 @@ export PATH="$PATH:/usr/sbin"
 say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 run() { printf '\033[1m$ %s\033[0m\n' "$*"; "$@"; }
 die() { echo "demo: $*" >&2; exit 1; }
-# free_ports N: N distinct free loopback ports, from [10000, 20000): below the
-# kernel's ephemeral range, so no outgoing connection takes one before the
-# process it is for binds it (as hack/apiserver-up.sh picks its own).
-free_ports() {
-	python3 -c '
-import random, socket, sys
-n, ss = int(sys.argv[1]), []
-for _ in range(1000):
-    if len(ss) == n:
-        break
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", random.randrange(10000, 20000)))
-        ss.append(s)
-    except OSError:
-        s.close()
-if len(ss) < n:
-    raise SystemExit("no free port in [10000, 20000)")
-print(*[s.getsockname()[1] for s in ss])
-' "$1"
-}
 # wait_for SECONDS DESCRIPTION COMMAND...: retry COMMAND every 0.2 s.
 wait_for() {
 	local deadline=$((SECONDS + $1)) what=$2
@@ -110,7 +89,7 @@ condition_is() {
 }
 
 say "a local HTTP backend on 127.0.0.1"
-read -r BACKEND_PORT HTTP_PORT WEBHOOK_PORT HEALTH_PORT METRICS_PORT < <(free_ports 5) ||
+read -r BACKEND_PORT HTTP_PORT WEBHOOK_PORT HEALTH_PORT METRICS_PORT < <(hack/free-ports.sh 5) ||
 	die "cannot find free ports on 127.0.0.1"
 mkdir -p "$WORK/www"
 echo "hello from the demo backend behind HAProxy" >"$WORK/www/index.html"
