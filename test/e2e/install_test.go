@@ -267,10 +267,15 @@ func waitLeader(t *testing.T, ns, id string, rc *runningController) {
 }
 
 // eventHosts returns the reporting host (the replica's identity) of each
-// Event on the config htc in ns.
+// Event on the config htc in ns: this one, by its UID, not one of the same
+// name that an earlier run (go test -count) created and deleted.
 func eventHosts(t *testing.T, ns string) []string {
 	t.Helper()
-	r := kubectl(t, "", "get", "events", "-n", ns, "--field-selector", "involvedObject.kind=HAProxyTemplateConfig,involvedObject.name=htc",
+	uid := kubectl(t, "", "get", "haproxytemplateconfig", "htc", "-n", ns, "-o", "jsonpath={.metadata.uid}")
+	if uid.err != nil || uid.stdout == "" {
+		return nil
+	}
+	r := kubectl(t, "", "get", "events", "-n", ns, "--field-selector", "involvedObject.uid="+uid.stdout,
 		"-o", `jsonpath={range .items[*]}{.source.host}{"\n"}{end}`)
 	if r.err != nil {
 		return nil
@@ -324,7 +329,8 @@ func TestTwoReplicasOneWriter(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, v, "b does not lead")
 	assert.Zero(t, metric(t, b, statusWritten), "the follower writes no status")
-	assert.Positive(t, metric(t, a, statusWritten), "the leader wrote the status")
+	// counted once the write returned, which may be after the status shows
+	waitMetricAbove(t, a, statusWritten, 0, "the leader wrote the status")
 	f.waitRegistered(t, a, true)
 	require.Eventually(t, func() bool { return len(eventHosts(t, ns)) > 0 }, 30*time.Second, 100*time.Millisecond, "the leader emitted no Event")
 	for _, h := range eventHosts(t, ns) {
@@ -350,7 +356,8 @@ func TestTwoReplicasOneWriter(t *testing.T) {
 			"-o", `jsonpath={.status.conditions[?(@.type=="Valid")].observedGeneration}`)
 		return r.err == nil && r.stdout == gen
 	}, 60*time.Second, 100*time.Millisecond, "the new leader never wrote the status of generation %s\n%s", gen, logsOf(b))
-	assert.Positive(t, metric(t, b, statusWritten), "the new leader wrote the status")
+	// counted once the write returned, which may be after kubectl saw it
+	waitMetricAbove(t, b, statusWritten, 0, "the new leader wrote the status")
 	require.Eventually(t, func() bool {
 		for _, h := range eventHosts(t, ns) {
 			if h == "replica-b" {
