@@ -138,6 +138,37 @@ func TestRunChecksEveryPeriod(t *testing.T) {
 	assert.Equal(t, 1, h.frees)
 }
 
+// TestRunWithoutStartCountsFromRun: Run called without Start counts from
+// when it runs, so the work before its first tick is work. The heap is a
+// script of what each read of the allocations sees (read by Run's
+// goroutine only).
+func TestRunWithoutStartCountsFromRun(t *testing.T) {
+	r, err := New(15*time.Second, prometheus.NewRegistry(), nil)
+	require.NoError(t, err)
+	reads := []uint64{mib, mib, 65 * mib, 65*mib + 1, 66 * mib} // Start's two reads, tick (busy), tick (quiet), after the free
+	frees := 0
+	r.allocated = func() uint64 {
+		v := reads[0]
+		if len(reads) > 1 {
+			reads = reads[1:]
+		}
+		return v
+	}
+	r.released = func() uint64 { return uint64(frees) * 10 * mib }
+	r.free = func() { frees++ }
+	ticks := make(chan time.Time) // unbuffered: a send returns once Run took the tick
+	r.ticks = ticks
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	ticks <- time.Time{} // ends the busy period: 64 MiB since Run started
+	ticks <- time.Time{} // ends a quiet one: returns
+	ticks <- time.Time{} // taken once the check before it finished
+	cancel()
+	<-done
+	assert.Equal(t, 1, frees, "the load before the first tick was counted as work")
+}
+
 // TestReturnsRealMemory runs check against the Go runtime itself: after
 // garbage that filled pages, a quiet period returns them to the operating
 // system, which runtime/metrics reports as released heap memory.
