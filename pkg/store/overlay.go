@@ -194,3 +194,22 @@ func (o *Overlay) Unchanged(gen uint64, keys []string) bool {
 	}
 	return true
 }
+
+// Delta returns the index keys of the objects o adds and hides while its
+// base is at generation gen (ok is false when it is at another): a Get or
+// Fetch whose keys begin none of them answers as the base does.
+func (o *Overlay) Delta(gen uint64) (keys [][]string, ok bool) {
+	b := o.base
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.gen != gen {
+		return nil, false
+	}
+	if o.add != nil {
+		keys = append(keys, o.add.keys)
+	}
+	if e := b.byID[o.hide]; e != nil {
+		keys = append(keys, e.keys)
+	}
+	return keys, true
+}

@@ -215,3 +215,29 @@ func TestOverlayWithoutIndex(t *testing.T) {
 	assert.Nil(t, o.Fetch("x"))
 	assert.Equal(t, "", nameOf(o.Get("x")))
 }
+
+func TestOverlayDeltaNamesTheKeysItChanges(t *testing.T) {
+	s := overlayBase(t)
+	old, _ := s.ByName("ns1", "a")
+	gen := s.Generation()
+	for _, tt := range []struct {
+		name   string
+		change Change
+		want   [][]string
+	}{
+		{"create", Change{Operation: Create, Object: ingress("ns1", "d", "z")}, [][]string{{"ns1", "z"}}},
+		{"update moving keys", Change{Operation: Update, Object: ingress("ns1", "a", "z"), OldObject: old}, [][]string{{"ns1", "z"}, {"ns1", "x"}}},
+		{"delete", Change{Operation: Delete, Object: old}, [][]string{{"ns1", "x"}}},
+		{"delete of nothing", Change{Operation: Delete, Object: ingress("ns1", "zz", "x")}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := NewOverlay(s, tt.change)
+			require.NoError(t, err)
+			keys, ok := o.Delta(gen)
+			require.True(t, ok)
+			assert.Equal(t, tt.want, keys)
+			_, ok = o.Delta(gen + 1)
+			assert.False(t, ok, "another generation of the base")
+		})
+	}
+}
