@@ -287,9 +287,8 @@ func (c *controller) switchTo(ctx context.Context, p *dryrun.Pipeline, log *slog
 	for key, s := range state.Stores {
 		counts = append(counts, "store."+key, s.Len())
 	}
-	replayable, loops := p.IncrementalLoops()
 	log.Info("configuration applied; serving admissions", append(counts, "gvks", c.registry.GVKs(),
-		"incrementalLoops", fmt.Sprintf("%d of %d", replayable, loops))...)
+		"fragments", p.FragmentStats().Ran)...)
 }
 
 // waitSynced waits until every informer of plan synced. It gives up (false)

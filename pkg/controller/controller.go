@@ -136,7 +136,7 @@ type Options struct {
 	IdleMemoryReturn time.Duration
 	// FullRender turns incremental rendering off: the live loop's renders
 	// record nothing, so every render (admissions included) runs every
-	// iteration of the templates' loops (see render.Input.Record).
+	// fragment of the templates (see render.Input.Record).
 	FullRender bool
 	// Build describes this binary for the htc_build_info metric.
 	Build BuildInfo

@@ -46,8 +46,8 @@ type live struct {
 	status   *statusReporter
 	metrics  *metrics
 	log      *slog.Logger
-	// record makes the live renders record their iterations, which later
-	// renders (admissions) replay (render.Input.Record).
+	// record makes the live renders keep their fragments' records, which
+	// later renders (admissions) reuse (render.Input.Record).
 	record bool
 
 	changes atomic.Uint64 // incremented by trigger

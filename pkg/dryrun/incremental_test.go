@@ -11,9 +11,9 @@ import (
 )
 
 // TestLiveChecksRecordForAdmissions checks the plumbing of incremental
-// rendering: a check with Record (the live loop's) leaves iterations that
-// the render of a proposed change replays, with the same bundle as a
-// pipeline that never recorded; without Record nothing is replayed.
+// rendering: a check with Record (the live loop's) leaves fragment records
+// that the render of a proposed change reuses, with the same bundle as a
+// pipeline that never recorded; without Record nothing is reused.
 func TestLiveChecksRecordForAdmissions(t *testing.T) {
 	for _, record := range []bool{true, false} {
 		ex := testutil.NewExample(t, "../../examples/ingress/config.yaml", testutil.ExampleOptions{Apps: 20})
@@ -25,10 +25,10 @@ func TestLiveChecksRecordForAdmissions(t *testing.T) {
 		change := store.Change{Operation: store.Create, Object: testutil.ClusterIngress("ns1", "app1-new", "app1")}
 		proposal, err := live.WithChange("ingresses", change)
 		require.NoError(t, err)
-		before := ex.Pipeline.MemoStats()
+		before := ex.Pipeline.FragmentStats()
 		got, err := ex.Pipeline.Render(t.Context(), proposal)
 		require.NoError(t, err)
-		replayed := ex.Pipeline.MemoStats().Replayed - before.Replayed
+		replayed := ex.Pipeline.FragmentStats().Reused - before.Reused
 
 		freshProposal, err := store.ReadOnly(fresh.Stores).WithChange("ingresses", change)
 		require.NoError(t, err)
@@ -36,7 +36,7 @@ func TestLiveChecksRecordForAdmissions(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, want.Hash(), got.Hash(), "record %v", record)
 		if record {
-			require.Greater(t, replayed, int64(20), "the live check's iterations are replayed")
+			require.Greater(t, replayed, int64(20), "the live check's fragments are reused")
 		} else {
 			require.Zero(t, replayed)
 		}

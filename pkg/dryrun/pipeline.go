@@ -162,14 +162,9 @@ func ungranted(allowed, grant []string) field.ErrorList {
 	return errs
 }
 
-// IncrementalLoops is render.Engine.IncrementalLoops of the config's
-// templates: how many of their loops over stores renders replay
-// iteration by iteration, of how many.
-func (p *Pipeline) IncrementalLoops() (replayable, loops int) { return p.engine.IncrementalLoops() }
-
-// MemoStats is render.Engine.MemoStats of the config's templates: how
-// many iterations renders replayed and ran.
-func (p *Pipeline) MemoStats() render.MemoStats { return p.engine.MemoStats() }
+// FragmentStats is render.Engine.FragmentStats of the config's templates:
+// how many fragments renders reused and ran.
+func (p *Pipeline) FragmentStats() render.FragmentStats { return p.engine.FragmentStats() }
 
 // Reads is what the config's templates can read of the watched objects
 // (render.Engine.Reads).

@@ -45,7 +45,9 @@ func (s *renderState) include(name string, data any) (string, error) {
 //
 // An optional fourth argument, a resource object, is the object the file
 // belongs to in the source map (e.g. the Secret a certificate comes from);
-// by default it is the object being iterated over with Each.
+// by default it is the object being iterated over with Each. Inside a
+// fragment the file is recorded with the fragment and added when its
+// record is applied (fragment.go).
 func (s *renderState) addFile(kind, name string, content any, owner ...any) (string, error) {
 	if err := s.interrupted(); err != nil {
 		return "", err
@@ -66,37 +68,45 @@ func (s *renderState) addFile(kind, name string, content any, owner ...any) (str
 	if !ok {
 		return "", fmt.Errorf("addFile %s %q: content must be a string, not %T", kind, name, content)
 	}
+	var ownerObj map[string]any
+	if len(owner) > 0 {
+		ownerObj, _ = objectContent(owner[0])
+	}
+	if f := s.sources.frag; f != nil {
+		f.files = append(f.files, addedFile{kind: k, name: name, text: text, owner: ownerObj})
+		return bundle.Path(s.baseDir, k, name), nil
+	}
+	if err := s.applyFile(kind, k, name, text, ownerObj); err != nil {
+		return "", err
+	}
+	return bundle.Path(s.baseDir, k, name), nil
+}
+
+// applyFile adds the file kind/name with text to the render, owned by
+// owner in the source map (nil: the current object).
+func (s *renderState) applyFile(kind string, k bundle.Kind, name, text string, owner map[string]any) error {
 	if s.added == nil {
 		s.added = map[bundle.Kind]map[string]string{}
 	}
 	if s.added[k] == nil {
-		s.added[k] = map[string]string{}
+		s.added[k] = make(map[string]string, s.engine.sizes.Load().added[k])
 	}
 	prev, dup := s.added[k][name]
 	if dup && prev != text {
-		return "", fmt.Errorf("addFile %s %q: added twice with different content", kind, name)
+		return fmt.Errorf("addFile %s %q: added twice with different content", kind, name)
 	}
 	if !dup {
 		if err := s.chargeBundle("addFile", int64(len(text))); err != nil {
-			return "", err
+			return err
 		}
 	}
-	defer s.recordAddFile(k, name, text, owner)()
 	s.added[k][name] = text
-	s.sources.file(relPath(k, name), s.ownerRef(owner))
-	return bundle.Path(s.baseDir, k, name), nil
-}
-
-// ownerRef is the source-map reference of addFile's optional owner, 0 when
-// there is none (or it is no object a store returned).
-func (s *renderState) ownerRef(owner []any) int32 {
-	if len(owner) == 0 {
-		return 0
+	var ref int32
+	if owner != nil {
+		ref = s.sources.ref(owner)
 	}
-	if obj, ok := objectContent(owner[0]); ok {
-		return s.sources.ref(obj)
-	}
-	return 0
+	s.sources.file(relPath(k, name), ref)
+	return nil
 }
 
 // addedTo copies the files added during the render into b.

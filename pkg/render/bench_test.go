@@ -3,7 +3,9 @@ package render
 import (
 	"context"
 	"fmt"
+	"syscall"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -114,4 +116,73 @@ func BenchmarkRenderOverhead(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkExample renders the example Ingress library over n
+// applications (an Ingress, its Service, EndpointSlice and TLS Secret
+// each): in full, as the live loop does (recording), and as an admission
+// of a new Ingress does after a recording render (reusing the fragments
+// it does not change).
+func BenchmarkExample(b *testing.B) {
+	spec := exampleSpec(b)
+	for _, n := range []int{1000, 10000} {
+		stores := map[string]*store.Store{}
+		set := store.Set{}
+		for key, w := range spec.WatchedResources {
+			s, err := store.New(w.IndexBy)
+			if err != nil {
+				b.Fatal(err)
+			}
+			stores[key], set[key] = s, s
+		}
+		for i := range n {
+			for key, obj := range randomApp(i) {
+				if err := stores[key].Add(&unstructured.Unstructured{Object: obj}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		app := randomApp(0)["ingresses"]
+		app["metadata"].(map[string]any)["name"] = "app0-new"
+		proposal, err := set.WithChange("ingresses", store.Change{Operation: store.Create, Object: &unstructured.Unstructured{Object: app}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		e := mustNew(b, spec)
+		in := Input{Stores: set, BaseDir: "/etc/haproxy"}
+		for _, step := range []struct {
+			name string
+			in   Input
+		}{
+			{"full", Input{Stores: set, BaseDir: in.BaseDir, Full: true}},
+			{"recording", Input{Stores: set, BaseDir: in.BaseDir, Record: true}},
+			{"proposal", Input{Stores: proposal, BaseDir: in.BaseDir}},
+		} {
+			b.Run(fmt.Sprintf("render=%s/apps=%d", step.name, n), func(b *testing.B) {
+				if _, err := e.Render(context.Background(), Input{Stores: set, BaseDir: in.BaseDir, Record: true}); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				cpu := processCPU()
+				for b.Loop() {
+					if _, err := e.Render(context.Background(), step.in); err != nil {
+						b.Fatal(err)
+					}
+				}
+				// On a shared machine the CPU time the process spent (the
+				// renders and their garbage collection) says more than the
+				// wall time.
+				b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+			})
+		}
+	}
+}
+
+// processCPU is the CPU time (user and system) the process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

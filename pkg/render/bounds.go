@@ -192,25 +192,43 @@ type boundedWriter struct {
 
 // Write appends p unless the render was interrupted or p exceeds the budget.
 func (w *boundedWriter) Write(p []byte) (int, error) {
-	if err := w.b.interrupted(); err != nil {
+	if err := w.admit(len(p)); err != nil || len(p) == 0 {
 		return 0, err
 	}
-	if len(p) == 0 {
-		return 0, nil
+	return w.Buffer.Write(p)
+}
+
+// WriteString is Write of a string (the Buffer's own would skip the
+// budget and the source map).
+func (w *boundedWriter) WriteString(s string) (int, error) {
+	if err := w.admit(len(s)); err != nil || len(s) == 0 {
+		return 0, err
+	}
+	return w.Buffer.WriteString(s)
+}
+
+// admit checks the done flag, charges n bytes about to be written and
+// notes the write in the source map.
+func (w *boundedWriter) admit(n int) error {
+	if err := w.b.interrupted(); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
 	}
 	var err error
 	if w.scratch {
-		err = w.b.charge("include", int64(len(p)))
+		err = w.b.charge("include", int64(n))
 	} else {
-		err = w.b.chargeBundle("", int64(len(p)))
+		err = w.b.chargeBundle("", int64(n))
 	}
 	if err != nil {
-		return 0, err
+		return err
 	}
 	if w.t != nil && !w.scratch {
 		w.t.wrote(w.Len())
 	}
-	return w.Buffer.Write(p)
+	return nil
 }
 
 // insertTicks puts an empty text node at the start of tree's root and of

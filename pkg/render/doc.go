@@ -66,6 +66,8 @@
 //   - word VALUE [OBJ PATH]: VALUE as a string usable as one unquoted HAProxy
 //     word.
 //   - quoteValue VALUE [OBJ PATH]: VALUE as an HAProxy double-quoted string.
+//   - fragments NAME ITEMS, emit CHANNEL KEY VALUE, emitted CHANNEL: see
+//     Fragments below.
 //
 // # Bounds
 //
@@ -115,27 +117,40 @@
 // bundle; admission admits such a change without rendering, and the
 // controller's informers keep only what is read (watched.Keep).
 //
-// # Incremental rendering
+// # Fragments: incremental rendering
 //
-// New also rewrites every range over a store's Each (or each) whose body
-// touches maps built before the loop only as the map of get, hasKey, set
-// and unset, and holds no break or continue. A render with Input.Record
-// (the controller's render of the live state) records each iteration of
-// those loops: its output, what it read from stores and from those maps,
-// what it wrote to them, the files it added, its source map events and
-// the outer variables it left. A later render with the same BaseDir (a
-// proposed change) replays an iteration instead of running its body when
-// its element and the outer values its body reads are the same (objects
-// by identity, built maps by content) and every recorded read reads the
-// same now; anything else runs the body. The result is byte for byte a
-// full render's, error and source map included
-// (TestIncrementalRenderIsAFullRender); a change to one Ingress of 10,000
-// renders in about a sixth of the time (BenchmarkAdmission). A replay
-// charges the scratch budget what the recorded iteration charged, which
-// can differ from what running it would (append's cost depends on which
-// lists share storage), so a render that replayed and then failed on a
-// size limit, or used more than half of the scratch budget, renders again
-// without replays. Engine.IncrementalLoops says how many loops qualify.
+// A template renders a part of the configuration per object with
+// {{ fragments NAME ITEMS }}: the template NAME runs once per item of
+// ITEMS (a store, .resources.<key>, in Each's order; a list; a dict in key
+// order), where fragments is called, with a dot of .item (the item),
+// .key (a dict item's key), .resources and .extraContext. A fragment is
+// pure by construction: it sees its item (maps the render built and lists
+// copied), the stores and .extraContext, nothing else; it may modify only
+// maps it builds and cannot render fragments itself; what it does reaches
+// the rest of the render only as its text, the files it adds and what it
+// emits: emit CHANNEL KEY VALUE (the first value of a key wins, in render
+// order) and, once every fragment that emits on it has run, emitted
+// CHANNEL, a dict of the channel's values nothing can modify. VALUE and
+// the items are data: strings, numbers, booleans, objects, lists and
+// dicts. pathFor inside a fragment knows the outputs of the spec and the
+// files the fragment added.
+//
+// So what a fragment does (its record: text, emits, files, and the store
+// reads it made) depends on NAME, its item and what those reads return. A
+// render with Input.Record (the controller's render of the live state)
+// keeps every record; a later render with the same BaseDir and size limit
+// (an admission's render of a proposed change, the next live render)
+// applies the record for the same NAME and item, instead of running NAME,
+// when every read it made returns the same objects now: reads of a store
+// still at the generation the recording render saw, and not of the keys a
+// proposed change touches, need not be made again. A fresh and a reused
+// record are applied the same way, so the result is a full render's, byte
+// for byte, source map included (FuzzFragmentsRenderAsInFull). Everything a
+// fragment writes, adds and reads belongs to its item's object in the
+// source map, and a failure in it is attributed to that object. A render
+// that reused records and failed is rendered again in full (Input.Full
+// renders in full from the start), so that no denial rests on a record.
+// Templates without fragments always render in full.
 //
 // field, safe, word and quoteValue are the sanctioned way to put resource
 // values into a configuration: they refuse control characters (newline,

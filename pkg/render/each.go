@@ -3,7 +3,6 @@ package render
 import (
 	"fmt"
 	"iter"
-	"maps"
 	"reflect"
 	"slices"
 	"sort"
@@ -54,50 +53,19 @@ func (s *renderState) each(v any) (any, error) {
 	}), nil
 }
 
-// within runs body with e's object current, when it has one. While an
-// iteration is recorded (memo.go), it records the objects objectOf would
-// consider instead of its lookups: whether one of them is a store's
-// depends on what the render returned before, which a replay asks again.
+// within runs body with e's object current, when it has one.
 func (s *renderState) within(e any, body func() bool) bool {
-	rec := s.sources.rec
-	s.sources.rec = nil
 	ref := s.objectOf(e)
-	if rec != nil {
-		rec.add(memoOp{kind: opWithin, val: candidates(e), res: -1})
-		rec.wrote = false
-	}
 	if ref != 0 {
 		s.sources.push(ref)
 	}
 	s.sources.opened++
-	s.sources.rec = rec
 	more := body()
-	s.sources.rec = nil
 	s.sources.opened--
 	if ref != 0 {
 		s.sources.pop() // a template error leaves it current (see unwinding)
 	}
-	if rec != nil {
-		rec.add(memoOp{kind: opWithinEnd, val: ref != 0, res: -1})
-		rec.wrote = false
-	}
-	s.sources.rec = rec
 	return more
-}
-
-// candidates are the maps objectOf looks at for e, in its order.
-func candidates(e any) []map[string]any {
-	obj, ok := e.(map[string]any)
-	if !ok {
-		return nil
-	}
-	out := []map[string]any{obj}
-	for _, k := range slices.Sorted(maps.Keys(obj)) {
-		if m, ok := obj[k].(map[string]any); ok {
-			out = append(out, m)
-		}
-	}
-	return out
 }
 
 // objectOf is the source-map reference of an element: itself when a store

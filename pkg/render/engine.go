@@ -41,14 +41,17 @@ type Engine struct {
 	npaths atomic.Int64
 	// reads is what the templates can read of the stores' objects.
 	reads *ReadSet
-	// memo holds the ranges whose iterations can be replayed, by id, and
-	// table the iterations the last recording render recorded (memo.go).
-	memo  []*memoRange
-	loops int // ranges over Each or each, memoized or not
-	table atomic.Pointer[memoTable]
-	// replayed and ran count memoized iterations (MemoStats); of the
-	// replayed, looped those wrapped loops replayed (memoloop.go).
-	replayed, ran, confirmed, looped atomic.Int64
+	// table holds the fragment records the last recording render kept
+	// (fragment.go).
+	table atomic.Pointer[fragmentTable]
+	// reused and ran count fragments (FragmentStats); confirmed the renders
+	// that reused records, failed and were rendered again in full.
+	reused, ran, confirmed atomic.Int64
+	// recorded is how many records the last recording render kept: the
+	// next one's table starts with room for as many.
+	recorded atomic.Int64
+	// sizes are the sizes of the maps the last render filled (never nil).
+	sizes atomic.Pointer[renderSizes]
 	// sourceObjects is how many objects the last render's source map
 	// named: the next render's tracker starts with room for as many.
 	sourceObjects atomic.Int64
@@ -74,12 +77,13 @@ func (e *Engine) acquire(ctx context.Context, baseDir string, maxBytes int64) (*
 		if err != nil {
 			return nil, err
 		}
-		t.Funcs(dynamicFuncs(st)).Funcs(guardedFuncs(st)).Funcs(memoFuncs(st))
+		t.Funcs(dynamicFuncs(st)).Funcs(guardedFuncs(st))
 		st.bindTemplate(t)
 		b = &boundSet{tmpl: t, st: st}
 	}
 	b.st.baseDir = baseDir
 	b.st.sources.sizeHint = int(e.sourceObjects.Load())
+	b.st.sources.filesHint = e.sizes.Load().files
 	b.st.start(ctx, maxBytes)
 	return b, nil
 }
@@ -95,21 +99,17 @@ func (e *Engine) release(b *boundSet) {
 	// many maps (10,000s at 10,000 Ingresses), instead of growing again
 	// step by step on every render.
 	if len(b.st.owned) > maxKeptObjects {
-		b.st.owned = make(map[unsafe.Pointer]ownedMap)
+		b.st.owned = make(map[unsafe.Pointer]uint32)
 	} else {
 		clear(b.st.owned)
 	}
-	e.replayed.Add(int64(b.st.replays))
-	e.ran.Add(int64(b.st.ran))
-	e.looped.Add(int64(b.st.looped))
-	b.st.ownSeq, b.st.noReplay, b.st.replays, b.st.ran, b.st.looped = 0, false, 0, 0, 0
-	b.st.root, b.st.stores, b.st.recording, b.st.replayed, b.st.replayFrom = nil, nil, nil, nil, nil
+	e.reused.Add(int64(b.st.frags.reused))
+	e.ran.Add(int64(b.st.frags.ran))
+	b.st.frags.reset()
+	b.st.ownSeq = 0
+	b.st.root, b.st.stores = nil, nil
 	clear(b.st.writers)
 	b.st.writers = b.st.writers[:0]
-	clear(b.st.frames)
-	b.st.frames = b.st.frames[:0]
-	clear(b.st.loops)
-	b.st.loops, b.st.loopDone, b.st.forceRun, b.st.pending, b.st.handed = b.st.loops[:0], nil, false, nil, fingerprinted{}
 	e.bound.Put(b)
 }
 
@@ -163,13 +163,17 @@ type Input struct {
 	// addFile adds); zero means DefaultMaxBytes. The values templates build
 	// while rendering may total four times as much (see LimitError).
 	MaxBytes int64
-	// Record makes the render record the iterations of its loops over
-	// stores (.resources.<key>.Each, each) so that later renders with the
-	// same BaseDir replay those whose inputs did not change instead of
-	// running them again; the output is the same either way. The
-	// controller records its renders of the live state; a render of a
-	// proposed change need not.
+	// Record makes the render keep the record of every fragment it
+	// renders (see fragments), so that later renders with the same BaseDir
+	// and MaxBytes apply the records whose store reads still return the
+	// same objects instead of rendering those fragments again; the output
+	// is the same either way. The controller records its renders of the
+	// live state; a render of a proposed change need not.
 	Record bool
+	// Full renders every fragment, reusing no record: the reference a
+	// shadow check compares an incremental render with. It may still
+	// record.
+	Full bool
 }
 
 // TemplateName returns the template name of an output: "haproxy.cfg" for
@@ -192,6 +196,7 @@ func New(spec *config.HAProxyTemplateConfigSpec) (*Engine, error) {
 		return nil, renderError("no configuration", errors.New("render.New: nil spec"))
 	}
 	e := &Engine{names: map[bundle.Kind]map[string]struct{}{bundle.KindMap: {}, bundle.KindFile: {}, bundle.KindCert: {}}}
+	e.sizes.Store(&renderSizes{})
 	extra, err := decodeExtraContext(spec.ExtraContext)
 	if err != nil {
 		return nil, renderError("spec.extraContext: "+err.Error(), err)
@@ -265,10 +270,6 @@ func New(spec *config.HAProxyTemplateConfigSpec) (*Engine, error) {
 		entries = append(entries, o.tmpl)
 	}
 	e.reads = scanReads(root, entries)
-	root.Funcs(memoFuncs(placeholder))
-	if e.memo, e.loops, err = planMemo(root); err != nil {
-		return nil, renderError(err.Error(), err)
-	}
 	return e, nil
 }
 
@@ -295,24 +296,21 @@ func (e *Engine) Reads() *ReadSet { return e.reads }
 //     strings with: a render stops soon after its context ends, whatever
 //     its templates do.
 func (e *Engine) Render(ctx context.Context, in Input) (*bundle.Bundle, error) {
-	b, err, again := e.render(ctx, in, true)
+	b, err, again := e.render(ctx, in, !in.Full)
 	if again {
-		// A render that replayed and failed is confirmed without replays,
-		// so that no failure (a denial) ever rests on a replay. A replay
-		// also charges the scratch budget what the recorded iteration
-		// charged, which may differ from what running it would (append's
-		// cost depends on which lists share storage): close to that limit,
-		// only a render without replays gives a full render's answer.
+		// A render that reused records and failed is rendered again in
+		// full, so that no failure (a denial) ever rests on a reused
+		// record: its message would name the fragments that charged a
+		// budget, not the function that ran out of it.
 		e.confirmed.Add(1)
 		b, err, _ = e.render(ctx, in, false)
 	}
 	return b, err
 }
 
-// render is Render, replaying recorded iterations when replay is set.
-// again reports that it replayed some and failed (but for the context
-// ending) or used more than half of the scratch budget.
-func (e *Engine) render(ctx context.Context, in Input, replay bool) (_ *bundle.Bundle, rerr error, again bool) {
+// render is Render, reusing fragment records when reuse is set. again
+// reports that it reused some and failed (but for the context ending).
+func (e *Engine) render(ctx context.Context, in Input, reuse bool) (_ *bundle.Bundle, rerr error, again bool) {
 	if err := contextErr(ctx); err != nil {
 		return nil, cancelled(err), false
 	}
@@ -322,19 +320,21 @@ func (e *Engine) render(ctx context.Context, in Input, replay bool) (_ *bundle.B
 	}
 	defer e.release(set)
 	st := set.st
-	st.noReplay = !replay
 	defer func() {
-		failed := rerr != nil && contextErr(ctx) == nil
-		again = st.replays > 0 && (failed || st.budget.scratch < satMul(st.budget.limit, scratchFactor)/2)
+		again = st.frags.reused > 0 && rerr != nil && contextErr(ctx) == nil
 	}()
 	data := e.context(in, ctx, &st.sources)
 	st.root, st.stores = data, data["resources"].(map[string]*ResourceStore)
-	st.rootFP = rootFingerprint(in.Stores)
-	st.replayFrom = e.replayTable(in.BaseDir, st.budget.limit)
-	if in.Record {
-		st.recording = &memoTable{baseDir: in.BaseDir, limit: st.budget.limit, entries: map[memoKey]*memoEntry{}, gens: storeGens(in.Stores)}
+	if t := e.table.Load(); reuse && t != nil && t.baseDir == in.BaseDir && t.limit == st.budget.limit {
+		st.frags.reuse, st.frags.steady = t, t.steadyStores(in.Stores)
 	}
-	b := &bundle.Bundle{BaseDir: in.BaseDir, Maps: map[string]string{}, Files: map[string]string{}, Certs: map[string]string{}}
+	if in.Record {
+		st.frags.recording = &fragmentTable{baseDir: in.BaseDir, limit: st.budget.limit, gens: storeGens(in.Stores),
+			records: make(map[string]*fragmentRecord, int(e.recorded.Load()))}
+	}
+	sz := e.sizes.Load()
+	b := &bundle.Bundle{BaseDir: in.BaseDir, Maps: make(map[string]string, sz.added[bundle.KindMap]),
+		Files: make(map[string]string, sz.added[bundle.KindFile]), Certs: make(map[string]string, sz.added[bundle.KindCert])}
 	buf := boundedWriter{b: &st.budget, t: &st.sources}
 	st.writers = append(st.writers, &buf)
 	for _, o := range e.outputs {
@@ -369,9 +369,11 @@ func (e *Engine) render(ctx context.Context, in Input, replay bool) (_ *bundle.B
 	}
 	st.addedTo(b)
 	b.Sources = st.sources.sources()
-	if st.recording != nil {
-		st.recording.keepSteady()
-		e.table.Store(st.recording)
+	st.keepSizes()
+	if t := st.frags.recording; t != nil {
+		t.keepSteady()
+		e.table.Store(t)
+		e.recorded.Store(int64(len(t.records)))
 	}
 	return b, nil, false
 }

@@ -190,9 +190,23 @@ func locate(err error) execLocation {
 	return loc
 }
 
+// fragmentError is the error of a fragment's template: the render reports
+// it where it happened, in that template, rather than at the fragments
+// call.
+type fragmentError struct {
+	name string
+	err  error
+}
+
+func (e *fragmentError) Error() string { return e.err.Error() }
+func (e *fragmentError) Unwrap() error { return e.err }
+
 // execError turns an error from executing template name into a render-phase
 // *phase.Error with a reason a user reads.
 func execError(name string, err error) *phase.Error {
+	if fe, ok := errors.AsType[*fragmentError](err); ok {
+		name, err = fe.name, fe.err
+	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		if errors.Is(err, context.Canceled) {
 			return cancelled(context.Canceled)

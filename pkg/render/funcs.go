@@ -106,13 +106,14 @@ func dynamicFuncs(s *renderState) template.FuncMap {
 		"omit":               s.omit,
 		"urlParse":           s.urlParse,
 		"set":                s.set,
-		"get":                s.get,
-		"hasKey":             s.hasKey,
 		"unset":              s.unset,
 		"merge":              s.merge,
 		"mergeOverwrite":     s.mergeOverwrite,
 		"mustMerge":          s.mustMerge,
 		"mustMergeOverwrite": s.mustMergeOverwrite,
+		"fragments":          s.fragments,
+		"emit":               s.emit,
+		"emitted":            s.emitted,
 	}
 }
 

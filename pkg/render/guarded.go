@@ -160,10 +160,6 @@ func (s *renderState) push(list any, v any) ([]any, error) {
 			if err := s.charge("append", stringsSize(v)); err != nil {
 				return nil, err
 			}
-			if fr := s.recordingFrame(); fr != nil {
-				// A replay charges what copying would have (memo.go).
-				fr.extraScratch += int64(max(2*len(l)+2, 4)) * slotSize
-			}
 			full := unsafe.Slice((*any)(p), t.cap)
 			full[t.n] = v
 			s.tails[p] = tail{n: t.n + 1, cap: t.cap}

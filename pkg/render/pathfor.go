@@ -20,6 +20,8 @@ func specField(k bundle.Kind) string {
 
 // pathFor implements pathFor KIND NAME: the absolute path the map, file or
 // certificate NAME has in the bundle rendered for this render's BaseDir.
+// Inside a fragment, NAME is one the spec renders or the fragment added:
+// what was added outside it is not its input (fragment.go).
 func (s *renderState) pathFor(kind, name string) (string, error) {
 	if err := s.interrupted(); err != nil {
 		return "", err
@@ -33,14 +35,26 @@ func (s *renderState) pathFor(kind, name string) (string, error) {
 	if err := bundle.CheckName(name); err != nil {
 		return "", fmt.Errorf("pathFor %s %q: %w", kind, name, err)
 	}
-	if _, static := s.engine.names[k][name]; !static {
-		s.readAdded() // the answer depends on the files added so far
-	}
-	if _, ok := s.added[k][name]; ok {
+	if _, ok := s.engine.names[k][name]; ok || s.wasAdded(k, name) {
 		return bundle.Path(s.baseDir, k, name), nil
 	}
-	if _, ok := s.engine.names[k][name]; !ok {
-		return "", fmt.Errorf("pathFor %s %q: no such %s in %s", kind, name, kind, specField(k))
+	if s.sources.frag != nil {
+		return "", fmt.Errorf("pathFor %s %q: no such %s in %s or added by this fragment (pass the path of a file added outside the fragment as its argument)", kind, name, kind, specField(k))
 	}
-	return bundle.Path(s.baseDir, k, name), nil
+	return "", fmt.Errorf("pathFor %s %q: no such %s in %s", kind, name, kind, specField(k))
+}
+
+// wasAdded reports whether addFile added the file kind/name so far: in
+// this render, or inside a fragment by the fragment itself.
+func (s *renderState) wasAdded(k bundle.Kind, name string) bool {
+	if f := s.sources.frag; f != nil {
+		for _, a := range f.files {
+			if a.kind == k && a.name == name {
+				return true
+			}
+		}
+		return false
+	}
+	_, ok := s.added[k][name]
+	return ok
 }

@@ -17,7 +17,7 @@ import (
 // TestPrunedStoresRenderAsWholeStores is the randomized equivalence test
 // of pruning (watched.Keep, which the controller's informers apply to
 // every object they store): over a random walk of creates, updates and
-// deletes, every configuration (the example Ingress library, memoSubjects
+// deletes, every configuration (the example Ingress library, loopSubjects
 // and labelReaders) renders over stores whose objects were pruned to what
 // its ReadSet reads byte for byte what it renders over the whole objects,
 // error and attributed objects included. It checks that pruning dropped
@@ -51,7 +51,7 @@ func TestPrunedStoresRenderAsWholeStores(t *testing.T) {
 	}
 	// The others are compared every fourth step, to keep the test's time
 	// under -race reasonable.
-	for _, lr := range slices.Concat(memoSubjects(), labelReaders()) {
+	for _, lr := range slices.Concat(loopSubjects(), labelReaders()) {
 		add(lr.name, 4, mustEngine(t, lr.cfg, lr.opts...))
 	}
 	require.NotNil(t, subjects[0].keeps["ingresses"], "the example reads part of an Ingress")

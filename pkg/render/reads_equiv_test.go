@@ -111,7 +111,7 @@ func envInt(t *testing.T, name string, def int) int {
 }
 
 // exampleSpec is the example Ingress library's spec.
-func exampleSpec(t *testing.T) *config.HAProxyTemplateConfigSpec {
+func exampleSpec(t testing.TB) *config.HAProxyTemplateConfigSpec {
 	raw, err := os.ReadFile("../../examples/ingress/config.yaml")
 	require.NoError(t, err)
 	var c config.HAProxyTemplateConfig
@@ -119,7 +119,7 @@ func exampleSpec(t *testing.T) *config.HAProxyTemplateConfigSpec {
 	return &c.Spec
 }
 
-func mustNew(t *testing.T, spec *config.HAProxyTemplateConfigSpec) *Engine {
+func mustNew(t testing.TB, spec *config.HAProxyTemplateConfigSpec) *Engine {
 	t.Helper()
 	e, err := New(spec)
 	require.NoError(t, err)

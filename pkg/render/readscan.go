@@ -19,11 +19,12 @@ import (
 // the scan cannot follow makes it give up (ReadSet.Everything).
 func scanReads(root *template.Template, entries []string) *ReadSet {
 	s := &readScan{
-		root:  root,
-		reads: map[string]*fieldTrie{},
-		dots:  map[string]*absValue{},
-		vars:  map[varSite]*absValue{},
-		nodes: map[parse.Node]*absNode{},
+		root:    root,
+		reads:   map[string]*fieldTrie{},
+		dots:    map[string]*absValue{},
+		vars:    map[varSite]*absValue{},
+		nodes:   map[parse.Node]*absNode{},
+		emitted: &absNode{fields: map[string]*absValue{}, any: &absValue{}},
 	}
 	ctx := &absNode{fields: map[string]*absValue{
 		"resources":    {resources: true},
@@ -180,6 +181,9 @@ type readScan struct {
 	dots  map[string]*absValue
 	vars  map[varSite]*absValue
 	nodes map[parse.Node]*absNode
+	// emitted holds every value emit may put in a channel: what emitted
+	// returns.
+	emitted *absNode
 }
 
 // called records that template name runs with dot.

@@ -261,6 +261,22 @@ func (s *readScan) call(site parse.Node, name string, nodes []parse.Node, args [
 		}
 	case "include":
 		v = s.include(c)
+	case "fragments":
+		v = s.fragmentsCall(c)
+	case "emit":
+		// The key is used; the value is held by the channels, which
+		// emitted returns.
+		if len(args) == 3 {
+			s.use(args[0])
+			s.use(args[1])
+			s.setIn(s.emitted, "", false, args[2])
+			v = &absValue{}
+		}
+	case "emitted":
+		for _, a := range args {
+			s.use(a)
+		}
+		v = &absValue{nodes: set(s.emitted)}
 	case "field":
 		v = s.fieldCall(c)
 	}
@@ -326,6 +342,33 @@ func (s *readScan) include(c callSite) *absValue {
 		s.use(a)
 	}
 	s.called(t, dot)
+	return &absValue{}
+}
+
+// fragmentsCall scans fragments NAME ITEMS: NAME runs with a dot holding
+// an element of ITEMS (a store's objects, a list's elements, a dict's
+// values) as item, the store handles and extraContext. A name computed at
+// render time could be any template, so the scan gives up. Nil when the
+// call is malformed.
+func (s *readScan) fragmentsCall(c callSite) *absValue {
+	if len(c.args) != 2 {
+		return nil
+	}
+	name, ok := c.constArg(0)
+	if !ok {
+		s.everything = true
+		return &absValue{}
+	}
+	items := &absValue{origins: c.args[1].origins, nodes: c.args[1].nodes, resources: c.args[1].resources}
+	for h := range c.args[1].handles {
+		items.join(&absValue{origins: set(origin{store: h, coll: true})})
+	}
+	dot := s.node(c.site)
+	s.setIn(dot, "item", true, s.element(items))
+	s.setIn(dot, "key", true, &absValue{})
+	s.setIn(dot, "resources", true, &absValue{resources: true})
+	s.setIn(dot, "extraContext", true, &absValue{})
+	s.called(name, &absValue{nodes: set(dot)})
 	return &absValue{}
 }
 

@@ -53,7 +53,7 @@ func (s *ResourceStore) List() ([]map[string]any, error) {
 		return nil, err
 	}
 	out := contents(s.r.List())
-	s.t.recordStore(s.key, &storeRead{method: "List", objs: out})
+	s.t.readStore(s.key, storeRead{method: "List", objs: out})
 	return out, nil
 }
 
@@ -68,19 +68,11 @@ func (s *ResourceStore) Get(keys ...string) (map[string]any, error) {
 	}
 	obj, ok := s.r.Get(keys...)
 	if !ok || obj == nil || obj.Object == nil {
-		s.t.recordStore(s.key, &storeRead{method: "Get", keys: keys})
+		s.t.readStore(s.key, storeRead{method: "Get", keys: keys})
 		return nil, nil
 	}
-	s.t.recordStore(s.key, &storeRead{method: "Get", keys: keys, objs: []map[string]any{obj.Object}})
-	s.returned(obj.Object)
+	s.t.readStore(s.key, storeRead{method: "Get", keys: keys, objs: []map[string]any{obj.Object}})
 	return obj.Object, nil
-}
-
-// returned records, for the source map, that the store returned obj.
-func (s *ResourceStore) returned(obj map[string]any) {
-	if s.t != nil {
-		s.t.returned(s.key, obj)
-	}
 }
 
 // Fetch returns every object whose leading index keys equal keys, in List
@@ -93,10 +85,7 @@ func (s *ResourceStore) Fetch(keys ...string) ([]map[string]any, error) {
 		return nil, fmt.Errorf(".resources.%s.Fetch: want at most %d keys (%s), got %d", s.key, len(idx), strings.Join(idx, ", "), len(keys))
 	}
 	out := contents(s.r.Fetch(keys...))
-	s.t.recordStore(s.key, &storeRead{method: "Fetch", keys: keys, objs: out})
-	for _, o := range out {
-		s.returned(o)
-	}
+	s.t.readStore(s.key, storeRead{method: "Fetch", keys: keys, objs: out})
 	return out, nil
 }
 
@@ -141,7 +130,7 @@ func (s *ResourceStore) Len() (int, error) {
 		return 0, err
 	}
 	n := s.r.Len()
-	s.t.recordStore(s.key, &storeRead{method: "Len", n: n})
+	s.t.readStore(s.key, storeRead{method: "Len", n: n})
 	return n, nil
 }
 

@@ -29,10 +29,10 @@ type tracker struct {
 	lines map[string][]int32
 	files map[string]int32
 	reads []bundle.Read
-	// maps holds the content map of each object of objects.
-	maps []map[string]any
-	// rec is the iteration being recorded (see memo.go), nil when none.
-	rec *memoFrame
+	// frag is the fragment being run (fragment.go), nil when none: what
+	// the stores return then is recorded in it, and the source map is
+	// left alone until the fragment's record is applied.
+	frag *fragmentRecord
 	// opened counts the elements of Each and each whose bodies are
 	// running (a break leaves those its loop opened).
 	opened int
@@ -40,6 +40,8 @@ type tracker struct {
 	// last render's count): objects, maps, index and stores start with
 	// room for them instead of growing step by step.
 	sizeHint int
+	// filesHint is how many files the last render added.
+	filesHint int
 }
 
 // span is a change of the current object at an output offset.
@@ -51,9 +53,7 @@ type span struct {
 // reset empties the tracker for the next render, keeping its allocations.
 func (t *tracker) reset() {
 	t.objects = t.objects[:0]
-	clear(t.maps)
-	t.maps = t.maps[:0]
-	t.rec = nil
+	t.frag = nil
 	t.opened = 0
 	t.current = t.current[:0]
 	t.spans = t.spans[:0]
@@ -74,6 +74,36 @@ const maxKeptObjects = 1 << 17
 // mapPtr is a map's identity.
 func mapPtr(m map[string]any) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&m)) }
 
+// readStore is called with every read of store key: while a fragment
+// runs, the read is recorded in its record (applying the record notes it
+// later); otherwise the objects Get and Fetch returned are noted for the
+// source map as read by the current object (List's and Len's are not).
+func (t *tracker) readStore(key string, r storeRead) {
+	if t == nil {
+		return
+	}
+	if t.frag != nil {
+		t.frag.reads = append(t.frag.reads, fragmentRead{store: key, read: r, refs: refsOf(key, r)})
+		return
+	}
+	t.noteRead(key, r, nil)
+}
+
+// noteRead notes for the source map the objects read r returned (refs,
+// when not nil, are their references, in order).
+func (t *tracker) noteRead(key string, r storeRead, refs []bundle.ObjectRef) {
+	if r.method != "Get" && r.method != "Fetch" {
+		return
+	}
+	for i, o := range r.objs {
+		if refs != nil {
+			t.returnedAs(key, o, &refs[i])
+		} else {
+			t.returned(key, o)
+		}
+	}
+}
+
 // returned records that store key returned obj.
 func (t *tracker) returned(key string, obj map[string]any) {
 	t.returnedAs(key, obj, nil)
@@ -88,7 +118,6 @@ func (t *tracker) returnedAs(key string, obj map[string]any, ref *bundle.ObjectR
 	if t.known == nil {
 		t.known = make(map[unsafe.Pointer]knownObject, t.sizeHint)
 	}
-	t.note(opReturned, key, obj, 0)
 	p := mapPtr(obj)
 	k := t.known[p]
 	top := t.top()
@@ -113,7 +142,9 @@ type knownObject struct {
 // ref returns 1 + the index of obj, adding it on first sight; 0 for a map
 // no store returned.
 func (t *tracker) ref(obj map[string]any) int32 {
-	t.note(opRef, "", obj, 0)
+	if t.frag != nil {
+		return 0 // a fragment's parts are its object's (fragment.go)
+	}
 	return t.index1(obj)
 }
 
@@ -134,14 +165,12 @@ func (t *tracker) index1(obj map[string]any) int32 {
 func (t *tracker) add(key string, obj map[string]any, ref *bundle.ObjectRef) int32 {
 	if t.objects == nil && t.sizeHint > 0 {
 		t.objects = make([]bundle.ObjectRef, 0, t.sizeHint)
-		t.maps = make([]map[string]any, 0, t.sizeHint)
 	}
 	if ref != nil && ref.Store == key {
 		t.objects = append(t.objects, *ref)
 	} else {
 		t.objects = append(t.objects, refOf(key, obj))
 	}
-	t.maps = append(t.maps, obj)
 	return int32(len(t.objects))
 }
 
@@ -172,10 +201,6 @@ func (t *tracker) top() int32 {
 func (t *tracker) unwinding(depth, within int) {
 	if r := recover(); r != nil {
 		if _, failed := r.(template.ExecError); !failed {
-			if t.rec != nil {
-				t.rec.add(memoOp{kind: opTruncate, alias: int32(within - t.rec.opened0), res: -1})
-				t.rec.wrote = false
-			}
 			t.current = t.current[:depth]
 			t.opened = within
 		}
@@ -183,21 +208,18 @@ func (t *tracker) unwinding(depth, within int) {
 	}
 }
 
-// push makes obj current; pop ends it.
+// push makes obj current; pop ends it. Inside a fragment both do
+// nothing: everything a fragment does is its object's.
 func (t *tracker) push(obj int32) {
-	if t.rec != nil {
-		var m map[string]any
-		if obj > 0 {
-			m = t.maps[obj-1]
-		}
-		t.note(opPush, "", m, 0)
+	if t.frag == nil {
+		t.current = append(t.current, obj)
 	}
-	t.current = append(t.current, obj)
 }
 
 func (t *tracker) pop() {
-	t.note(opPop, "", nil, 0)
-	t.current = t.current[:len(t.current)-1]
+	if t.frag == nil {
+		t.current = t.current[:len(t.current)-1]
+	}
 }
 
 // read records that reader's rendering read obj.
@@ -218,7 +240,6 @@ func (t *tracker) read(reader, obj int32) {
 // wrote is called before off bytes of the current output were written
 // and more follow: it records a change of the current object.
 func (t *tracker) wrote(off int) {
-	t.note(opWrote, "", nil, off)
 	top := t.top()
 	if n := len(t.spans); n > 0 && t.spans[n-1].obj == top {
 		return
@@ -276,7 +297,7 @@ func (t *tracker) file(relPath string, obj int32) {
 		return
 	}
 	if t.files == nil {
-		t.files = map[string]int32{}
+		t.files = make(map[string]int32, t.filesHint)
 	}
 	t.files[relPath] = obj
 }

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -30,23 +29,12 @@ type renderState struct {
 	budget
 	// owned holds the maps created during this render, the only ones set,
 	// unset and the merge functions may modify, with the order they were
-	// created in (ownSeq counts them).
-	owned  map[unsafe.Pointer]ownedMap
+	// created in (ownSeq counts them; inside a fragment only those created
+	// after its start may be modified, see fragment.go).
+	owned  map[unsafe.Pointer]uint32
 	ownSeq uint32
-	// fpFirst, fpContent and fpIDs (of a render that does not record),
-	// rcFirst, rcOwn and rcFiles are the scratch state of fingerprint and
-	// replayable, reused by every call: both run once per iteration of
-	// every memoized loop.
-	fpFirst, rcFirst []firstMap
-	rcCur, rpCur     []any  // replayable's and replay's refs
-	rpOpened         []bool // replay's running elements
-	fpKeys           []string
-	objKeys          []string     // objectOf's
-	fpBuf            bytes.Buffer // fingerprint's
-	fpContent        []unsafe.Pointer
-	fpIDs            map[unsafe.Pointer]int32
-	rcOwn            map[slot]written
-	rcFiles          map[[2]string]string
+	// objKeys is objectOf's scratch list of keys.
+	objKeys []string
 	// tmpl is the render's template set, for include; depth counts nested includes.
 	tmpl  *template.Template
 	depth int
@@ -61,53 +49,21 @@ type renderState struct {
 	// writers templates are writing to (the output's, include's), innermost
 	// last.
 	root    map[string]any
-	rootFP  string // root's fingerprint: R and which stores exist
 	stores  map[string]*ResourceStore
 	writers []*boundedWriter
-	// frames are the iterations of memoized ranges running, outermost
-	// first; recording collects what they record when the render records;
-	// replayed is the iteration memoEnter replayed last (see memo.go).
-	frames     []*memoFrame
-	recording  *memoTable
-	replayFrom *memoTable // the table replayed (see table)
-	replayed   *memoEntry
-	// noReplay runs every iteration; replays and ran count the iterations
-	// replayed and run (added to the Engine's counts when the render ends);
-	// refs is replay's scratch list of an iteration's values.
-	noReplay bool
-	replays  int
-	ran      int
-	looped   int // of replays, those wrapped loops made
-	refs     []any
-	// loops are the wrapped ranges running, innermost last, and loopDone
-	// the one that ended last (memoloop.go); forceRun and pending tell
-	// htcMemoEnter that the loop could not replay the iteration it handed
-	// to the template, or met an error doing so.
-	loops    []*memoLoop
-	loopDone *memoLoop
-	forceRun bool
-	pending  error
-	handed   fingerprinted
+	// frags is the render's fragment state (fragment.go).
+	frags fragmentState
 }
 
 func newRenderState(e *Engine, baseDir string) *renderState {
-	return &renderState{engine: e, baseDir: baseDir, owned: make(map[unsafe.Pointer]ownedMap)}
-}
-
-// ownedMap is what a render knows of a map it created: when (its place in
-// the order of creation), and, for a map rebuilt from a flat snapshot and
-// not modified since, that snapshot, whose fingerprint text is the map's
-// (see builtMap).
-type ownedMap struct {
-	seq  uint32
-	flat *builtMap
+	return &renderState{engine: e, baseDir: baseDir, owned: make(map[unsafe.Pointer]uint32)}
 }
 
 // own records m as created by this render.
 func (s *renderState) own(m map[string]any) map[string]any {
 	if m != nil {
 		s.ownSeq++
-		s.owned[mapPointer(m)] = ownedMap{seq: s.ownSeq}
+		s.owned[mapPointer(m)] = s.ownSeq
 	}
 	return m
 }
@@ -186,16 +142,11 @@ func (s *renderState) modifiable(fn string, m map[string]any) error {
 	return nil
 }
 
-// modifying reports whether m is a map this render created, which is about
-// to be modified: from now on its content is no longer its snapshot's.
+// modifying reports whether m may be modified: a map this render created
+// (inside a fragment, one the fragment created).
 func (s *renderState) modifying(m map[string]any) bool {
-	p := mapPointer(m)
-	o, ok := s.owned[p]
-	if ok && o.flat != nil {
-		o.flat = nil
-		s.owned[p] = o
-	}
-	return ok
+	seq, ok := s.owned[mapPointer(m)]
+	return ok && seq > s.frags.ownedBefore
 }
 
 // reaches reports whether target can be reached from v through maps this
@@ -336,7 +287,6 @@ func (s *renderState) set(d map[string]any, key string, value any) (map[string]a
 		return nil, err
 	}
 	d[key] = value
-	s.wroteShared(opSet, d, key, value)
 	return d, nil
 }
 
@@ -345,7 +295,6 @@ func (s *renderState) unset(d map[string]any, key string) (map[string]any, error
 		return nil, err
 	}
 	delete(d, key)
-	s.wroteShared(opUnset, d, key, nil)
 	return d, nil
 }
 
@@ -376,7 +325,6 @@ func (s *renderState) mergeTargets(fn string, dst, src map[string]any) error {
 
 // doMerge runs mergo over srcs into dst after checking every map it modifies.
 func (s *renderState) doMerge(fn string, overwrite bool, dst map[string]any, srcs []map[string]any) (any, error) {
-	s.mergedShared()
 	for _, src := range srcs {
 		if err := s.mergeTargets(fn, dst, src); err != nil {
 			return nil, err

@@ -1,0 +1,504 @@
+package render
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/store"
+)
+
+// Fragments are htc's incremental rendering. The whole mechanism:
+//
+// {{ fragments NAME ITEMS }} renders the template NAME once per item of
+// ITEMS (a list in order, a dict in key order), at that point of the output,
+// with a dot of .item (the item, frozen: maps the render built and lists are
+// copied), .key (a dict item's key), .resources and .extraContext. A
+// fragment may modify only maps it creates, cannot call fragments or read
+// emitted, and its effects are its text, its emits (emit CHANNEL KEY VALUE,
+// the first value of a key wins) and the files it adds, applied in that
+// order when it ends. So what a fragment does is a function of NAME, its
+// item and what its store reads return: its record. A render with
+// Input.Record keeps the record of every fragment; a later render (same
+// BaseDir and size limit) applies the record for the same NAME and item
+// instead of running NAME when each store read it recorded returns the same
+// objects now. Either way the same record is applied the same way.
+
+// fragmentRecord is what one fragment did: everything applyFragment needs.
+type fragmentRecord struct {
+	text    string
+	reads   []fragmentRead
+	emits   []emission
+	files   []addedFile
+	scratch int64 // what it charged to the scratch budget
+	// pins keeps the maps its key names by address alive, so that no other
+	// map can take one of their addresses while the record exists.
+	pins []any
+}
+
+// fragmentRead is a store read a fragment made and what it returned.
+type fragmentRead struct {
+	store string
+	read  storeRead
+	refs  []bundle.ObjectRef // of read.objs (Get, Fetch), for the source map
+}
+
+// storeRead is one call of a ResourceStore method and its result.
+type storeRead struct {
+	method string // "List", "Get", "Fetch", "Len"
+	keys   []string
+	objs   []map[string]any
+	n      int // Len's
+}
+
+// emission is one emit.
+type emission struct {
+	channel, key string
+	value        any
+}
+
+// addedFile is one addFile call inside a fragment.
+type addedFile struct {
+	kind       bundle.Kind
+	name, text string
+	owner      map[string]any
+}
+
+// fragmentTable holds the records of one recording render, by key (name,
+// item key and item fingerprint), for the renders with its BaseDir and
+// size limit.
+type fragmentTable struct {
+	baseDir string
+	limit   int64
+	records map[string]*fragmentRecord
+	// gens are the stores (by key) that stayed at one generation from the
+	// start of the recording render to its end: every read it made of them
+	// returned what that generation holds.
+	gens map[string]storeGen
+}
+
+// storeGen is a store at a generation.
+type storeGen struct {
+	store *store.Store
+	gen   uint64
+}
+
+// storeGens returns the generation of each *store.Store of set.
+func storeGens(set store.Set) map[string]storeGen {
+	gens := make(map[string]storeGen, len(set))
+	for k, r := range set {
+		if st, ok := r.(*store.Store); ok && st != nil {
+			gens[k] = storeGen{store: st, gen: st.Generation()}
+		}
+	}
+	return gens
+}
+
+// keepSteady drops the stores whose generation moved since storeGens.
+func (t *fragmentTable) keepSteady() {
+	for k, g := range t.gens {
+		if g.store.Generation() != g.gen {
+			delete(t.gens, k)
+		}
+	}
+}
+
+// steadyStores returns, for each store of set still at the generation t
+// recorded, the index keys whose reads may answer otherwise now: none for
+// the store itself, those an Overlay of it changes. A read of any other
+// store is checked by making it again.
+func (t *fragmentTable) steadyStores(set store.Set) map[string][][]string {
+	steady := make(map[string][][]string, len(t.gens))
+	for k, g := range t.gens {
+		switch r := set[k].(type) {
+		case *store.Store:
+			if r == g.store && r.Generation() == g.gen {
+				steady[k] = nil
+			}
+		case *store.Overlay:
+			if r.Base() == g.store {
+				if keys, ok := r.Delta(g.gen); ok {
+					steady[k] = keys
+				}
+			}
+		}
+	}
+	return steady
+}
+
+// fragmentState is a render's fragment state.
+type fragmentState struct {
+	// ownedBefore: inside a fragment, the maps created up to its start
+	// (owned seq <= ownedBefore) may not be modified; 0 outside.
+	ownedBefore uint32
+	channels    map[string]*channel
+	reuse       *fragmentTable // records this render may apply; nil: none
+	recording   *fragmentTable // records this render keeps; nil: none
+	// steady is reuse.steadyStores of the render's stores.
+	steady      map[string][][]string
+	reused, ran int
+}
+
+// channel holds what fragments emitted on one channel: the first value of
+// each key. Once emitted has returned it, nothing more may be emitted.
+type channel struct {
+	entries map[string]any
+	read    bool
+}
+
+// reset forgets the render's fragment state.
+func (f *fragmentState) reset() { *f = fragmentState{} }
+
+// fragments implements fragments NAME ITEMS: ITEMS is a store
+// (.resources.<key>: every object, as Each iterates them), a list or a
+// dict.
+func (s *renderState) fragments(name string, items any) (string, error) {
+	if err := s.interrupted(); err != nil {
+		return "", err
+	}
+	if s.sources.frag != nil {
+		return "", errors.New("fragments: a fragment cannot render fragments")
+	}
+	if s.tmpl == nil || s.tmpl.Lookup(name) == nil {
+		return "", fmt.Errorf("fragments %q: no such template", name)
+	}
+	return "", eachItem("fragments", items, func(key string, item any) error {
+		return s.fragment(name, key, item)
+	})
+}
+
+// eachItem calls fn with each item of a list (key "") or dict (in key
+// order); nil has no items.
+func eachItem(fn string, items any, each func(key string, item any) error) error {
+	switch x := items.(type) {
+	case nil:
+		return nil
+	case *ResourceStore:
+		objs, err := x.Fetch() // every object, read as Each reads them
+		if err != nil {
+			return err
+		}
+		for _, item := range objs {
+			if err := each("", item); err != nil {
+				return err
+			}
+		}
+		return nil
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if err := each(k, x[k]); err != nil {
+				return err
+			}
+		}
+		return nil
+	case []map[string]any:
+		for _, item := range x {
+			if err := each("", item); err != nil {
+				return err
+			}
+		}
+		return nil
+	case []any:
+		for _, item := range x {
+			if err := each("", item); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("%s: want a store, a list or a dict of items, got %T", fn, items)
+}
+
+// fragment renders NAME for one item: it applies a reusable record, or
+// runs NAME and applies what it recorded.
+func (s *renderState) fragment(name, key string, item any) error {
+	fp, pins, err := s.fingerprint(item)
+	if err != nil {
+		return fmt.Errorf("fragments %q: %w", name, err)
+	}
+	k := name + "\x00" + key + "\x00" + fp
+	rec := s.reusable(k)
+	if rec != nil {
+		if err := s.spend(rec.scratch); err != nil {
+			return err
+		}
+		s.frags.reused++
+	} else {
+		if rec, err = s.runFragment(name, key, item); err != nil {
+			return err
+		}
+		rec.pins = pins
+		s.frags.ran++
+	}
+	if s.frags.recording != nil {
+		s.frags.recording.records[k] = rec
+	}
+	return s.applyFragment(item, rec)
+}
+
+// reusable returns the record of key when this render may apply it: every
+// store read it made returns the same objects now.
+func (s *renderState) reusable(key string) *fragmentRecord {
+	t := s.frags.reuse
+	if t == nil {
+		return nil
+	}
+	rec := t.records[key]
+	if rec == nil {
+		return nil
+	}
+	for i := range rec.reads {
+		if !s.readsAlike(&rec.reads[i]) {
+			return nil
+		}
+	}
+	return rec
+}
+
+// readsAlike reports whether r, made now, returns what it returned: the
+// store is steady and the read is not of keys an overlay changes, or it is
+// made again and returns the same objects.
+func (s *renderState) readsAlike(r *fragmentRead) bool {
+	if delta, steady := s.frags.steady[r.store]; steady {
+		if len(delta) == 0 {
+			return true
+		}
+		if m := r.read.method; (m == "Get" || m == "Fetch") && len(r.read.keys) > 0 &&
+			!slices.ContainsFunc(delta, func(k []string) bool { return hasKeyPrefix(k, r.read.keys) }) {
+			return true
+		}
+	}
+	st := s.stores[r.store]
+	return st != nil && st.r != nil && r.read.same(st.r)
+}
+
+// hasKeyPrefix reports whether keys begins with prefix.
+func hasKeyPrefix(keys, prefix []string) bool {
+	return len(prefix) <= len(keys) && slices.Equal(keys[:len(prefix)], prefix)
+}
+
+// runFragment runs NAME for item and returns its record. The item's object
+// is current while it runs (a failure is attributed to it, and stays so);
+// the source map is left alone until the record is applied.
+func (s *renderState) runFragment(name, key string, item any) (*fragmentRecord, error) {
+	frozen, err := s.freeze(item)
+	if err != nil {
+		return nil, fmt.Errorf("fragments %q: %w", name, err)
+	}
+	dot := map[string]any{"item": frozen, "key": key, "resources": s.root["resources"], "extraContext": s.root["extraContext"]}
+	ref := s.objectOf(item)
+	if ref != 0 {
+		s.sources.push(ref)
+	}
+	rec := &fragmentRecord{}
+	buf := boundedWriter{b: &s.budget, scratch: true}
+	depth, before, scratch := s.depth, s.frags.ownedBefore, s.budget.scratch
+	s.depth, s.frags.ownedBefore, s.sources.frag = 0, s.ownSeq, rec
+	s.writers = append(s.writers, &buf)
+	err = s.tmpl.ExecuteTemplate(&buf, name, dot)
+	s.writers = s.writers[:len(s.writers)-1]
+	s.depth, s.frags.ownedBefore, s.sources.frag = depth, before, nil
+	if err != nil {
+		return nil, &fragmentError{name: name, err: err}
+	}
+	if ref != 0 {
+		s.sources.pop()
+	}
+	rec.text, rec.scratch = buf.String(), scratch-s.budget.scratch
+	return rec, nil
+}
+
+// applyFragment applies rec, the record of a fragment for item: its store
+// reads are noted in the source map, its text is written where fragments
+// was called, then its emits and files are applied, all as the item's
+// object's parts.
+func (s *renderState) applyFragment(item any, rec *fragmentRecord) error {
+	ref := s.objectOf(item)
+	if ref != 0 {
+		s.sources.push(ref)
+		defer s.sources.pop()
+	}
+	for _, r := range rec.reads {
+		s.sources.noteRead(r.store, r.read, r.refs)
+	}
+	if _, err := s.writers[len(s.writers)-1].WriteString(rec.text); err != nil {
+		return err
+	}
+	for _, e := range rec.emits {
+		if err := s.applyEmit(e); err != nil {
+			return err
+		}
+	}
+	for _, f := range rec.files {
+		if err := s.applyFile(string(f.kind), f.kind, f.name, f.text, f.owner); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// emit implements emit CHANNEL KEY VALUE inside a fragment.
+func (s *renderState) emit(channel, key string, value any) (string, error) {
+	if err := s.interrupted(); err != nil {
+		return "", err
+	}
+	f := s.sources.frag
+	if f == nil {
+		return "", errors.New("emit: only a fragment may emit (see fragments)")
+	}
+	v, err := s.freeze(value)
+	if err != nil {
+		return "", fmt.Errorf("emit %q %q: %w", channel, key, err)
+	}
+	if err := s.charge("emit", entrySize+int64(len(channel)+len(key))+stringsSize(v)); err != nil {
+		return "", err
+	}
+	f.emits = append(f.emits, emission{channel: channel, key: key, value: v})
+	return "", nil
+}
+
+// applyEmit adds e to its channel unless the key has a value already.
+func (s *renderState) applyEmit(e emission) error {
+	c := s.channel(e.channel)
+	if c.read {
+		return fmt.Errorf("emit %q %q: emitted already read the channel (render every fragment that emits on it first)", e.channel, e.key)
+	}
+	if _, ok := c.entries[e.key]; !ok {
+		c.entries[e.key] = e.value
+	}
+	return nil
+}
+
+// emitted implements emitted CHANNEL: the entries emitted on CHANNEL (a
+// dict the template cannot modify); the channel takes no more.
+func (s *renderState) emitted(name string) (map[string]any, error) {
+	if err := s.interrupted(); err != nil {
+		return nil, err
+	}
+	if s.sources.frag != nil {
+		return nil, fmt.Errorf("emitted %q: a fragment cannot read a channel", name)
+	}
+	c := s.channel(name)
+	c.read = true
+	return c.entries, nil
+}
+
+// channel returns the channel called name, created empty when new, with
+// room for what it held in the Engine's last render.
+func (s *renderState) channel(name string) *channel {
+	if s.frags.channels == nil {
+		s.frags.channels = map[string]*channel{}
+	}
+	c := s.frags.channels[name]
+	if c == nil {
+		c = &channel{entries: make(map[string]any, s.engine.sizes.Load().channels[name])}
+		s.frags.channels[name] = c
+	}
+	return c
+}
+
+// renderSizes are the sizes of the maps an Engine's last render filled:
+// the next one makes them with room for as many instead of growing them
+// step by step.
+type renderSizes struct {
+	channels map[string]int
+	added    map[bundle.Kind]int
+	files    int
+}
+
+// keepSizes stores the sizes of s's maps in its Engine.
+func (s *renderState) keepSizes() {
+	sz := &renderSizes{channels: make(map[string]int, len(s.frags.channels)), added: make(map[bundle.Kind]int, len(s.added)), files: len(s.sources.files)}
+	for name, c := range s.frags.channels {
+		sz.channels[name] = len(c.entries)
+	}
+	for k, m := range s.added {
+		sz.added[k] = len(m)
+	}
+	s.engine.sizes.Store(sz)
+}
+
+// spend charges n bytes a reused record charged when it ran.
+func (s *renderState) spend(n int64) error {
+	if err := s.interrupted(); err != nil {
+		return err
+	}
+	if n > s.budget.scratch {
+		s.budget.scratch = -1
+		return &LimitError{Func: "fragments", Scratch: true, Limit: satMul(s.budget.limit, scratchFactor)}
+	}
+	s.budget.scratch -= n
+	return nil
+}
+
+// same reports whether the read r, made on rd again, returns the same
+// objects (by identity: store objects never change) or the same count.
+func (r *storeRead) same(rd store.Reader) bool {
+	switch r.method {
+	case "Get":
+		obj, ok := rd.Get(r.keys...)
+		if !ok || obj == nil || obj.Object == nil {
+			return len(r.objs) == 0
+		}
+		return len(r.objs) == 1 && mapPtr(obj.Object) == mapPtr(r.objs[0])
+	case "Fetch":
+		return sameObjects(rd.Fetch(r.keys...), r.objs)
+	case "List":
+		return sameObjects(rd.List(), r.objs)
+	case "Len":
+		return rd.Len() == r.n
+	}
+	return false
+}
+
+// sameObjects reports whether got holds the objects of want, in order.
+func sameObjects(got []*unstructured.Unstructured, want []map[string]any) bool {
+	i := 0
+	for _, o := range got {
+		if o == nil || o.Object == nil {
+			continue // contents skips these too
+		}
+		if i == len(want) || mapPtr(o.Object) != mapPtr(want[i]) {
+			return false
+		}
+		i++
+	}
+	return i == len(want)
+}
+
+// refsOf names the objects a Get or Fetch returned (nil for List and Len,
+// whose objects the source map does not name).
+func refsOf(key string, r storeRead) []bundle.ObjectRef {
+	if r.method != "Get" && r.method != "Fetch" {
+		return nil
+	}
+	refs := make([]bundle.ObjectRef, len(r.objs))
+	for i, o := range r.objs {
+		refs[i] = refOf(key, o)
+	}
+	return refs
+}
+
+// FragmentStats counts the fragments an Engine's renders rendered.
+type FragmentStats struct {
+	// Reused counts the fragments whose record was applied; Ran those whose
+	// template ran.
+	Reused, Ran int64
+	// Confirmed counts the renders that reused records, failed, and were
+	// rendered again in full (Render).
+	Confirmed int64
+}
+
+// FragmentStats returns the counts of the Engine's renders so far.
+func (e *Engine) FragmentStats() FragmentStats {
+	return FragmentStats{Reused: e.reused.Load(), Ran: e.ran.Load(), Confirmed: e.confirmed.Load()}
+}
