@@ -69,10 +69,13 @@ func build(t *testing.T, edit func(*config.HAProxyTemplateConfig)) *dryrun.Pipel
 	return p
 }
 
-var lineNumber = regexp.MustCompile(`line \d+`)
+// templateLine is a location in a template: the library renders each
+// Ingress in a fragment, so a failure there is located in the fragment's
+// template rather than in haproxy.cfg.
+var templateLine = regexp.MustCompile(`template \S+ line \d+`)
 
 // render renders objs with p: the bundle's files, or the failure's reason
-// with template line numbers elided.
+// with template locations elided.
 func render(t *testing.T, p *dryrun.Pipeline, objs map[string][]map[string]any) (map[string]string, string) {
 	t.Helper()
 	stores := p.Model.NewStores()
@@ -83,7 +86,7 @@ func render(t *testing.T, p *dryrun.Pipeline, objs map[string][]map[string]any) 
 	}
 	b, err := p.Render(context.Background(), store.ReadOnly(stores))
 	if err != nil {
-		return nil, lineNumber.ReplaceAllString(phase.Reason(err), "line N")
+		return nil, templateLine.ReplaceAllString(phase.Reason(err), "template T line N")
 	}
 	files := map[string]string{}
 	for _, f := range b.AllFiles() {
