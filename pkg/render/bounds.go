@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"sync/atomic"
-	"text/template/parse"
 )
 
 // DefaultMaxBytes is the cap on the size of a rendered bundle when
@@ -229,49 +228,4 @@ func (w *boundedWriter) admit(n int) error {
 		w.t.wrote(w.Len())
 	}
 	return nil
-}
-
-// insertTicks puts an empty text node at the start of tree's root and of
-// every range body in it. Executing an empty text node is a zero-length
-// Write to the render's boundedWriter, which checks the done flag: so every
-// loop iteration (range over a list, a map or an integer, even with an
-// empty body) and every template call (recursion) notices a deadline,
-// whatever the template does in it.
-func insertTicks(tree *parse.Tree) {
-	if tree == nil || tree.Root == nil {
-		return
-	}
-	tickList(tree.Root)
-	walkLists(tree.Root)
-}
-
-// tickList prepends an empty text node to l.
-func tickList(l *parse.ListNode) {
-	tick := &parse.TextNode{NodeType: parse.NodeText, Pos: l.Pos, Text: []byte{}}
-	l.Nodes = append([]parse.Node{tick}, l.Nodes...)
-}
-
-// walkLists ticks the body of every range node under n.
-func walkLists(n parse.Node) {
-	switch x := n.(type) {
-	case *parse.ListNode:
-		if x == nil {
-			return
-		}
-		for _, c := range x.Nodes {
-			walkLists(c)
-		}
-	case *parse.RangeNode:
-		if x.List != nil {
-			tickList(x.List)
-		}
-		walkLists(x.List)
-		walkLists(x.ElseList)
-	case *parse.IfNode:
-		walkLists(x.List)
-		walkLists(x.ElseList)
-	case *parse.WithNode:
-		walkLists(x.List)
-		walkLists(x.ElseList)
-	}
 }

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"text/template"
-	"text/template/parse"
 	"unsafe"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -259,10 +258,9 @@ func New(spec *config.HAProxyTemplateConfigSpec) (*Engine, error) {
 		if t.Tree == nil {
 			continue
 		}
-		if err := checkTemplateRefs(root, t.Tree, t.Tree.Root); err != nil {
+		if err := prepareTree(root, t.Tree); err != nil {
 			return nil, err
 		}
-		insertTicks(t.Tree)
 	}
 	e.root = root
 	entries := make([]string, 0, len(e.outputs))
@@ -449,56 +447,6 @@ func decodeExtraContext(raw *runtime.RawExtension) (map[string]any, error) {
 		m = map[string]any{}
 	}
 	return m, nil
-}
-
-// checkTemplateRefs fails when a {{ template "x" }} in n names no template.
-func checkTemplateRefs(root *template.Template, tree *parse.Tree, n parse.Node) error {
-	switch x := n.(type) {
-	case *parse.ListNode:
-		if x == nil {
-			return nil
-		}
-		for _, c := range x.Nodes {
-			if err := checkTemplateRefs(root, tree, c); err != nil {
-				return err
-			}
-		}
-	case *parse.IfNode:
-		return checkBranch(root, tree, &x.BranchNode)
-	case *parse.RangeNode:
-		return checkBranch(root, tree, &x.BranchNode)
-	case *parse.WithNode:
-		return checkBranch(root, tree, &x.BranchNode)
-	case *parse.TemplateNode:
-		if root.Lookup(x.Name) == nil {
-			return templateError(tree.ParseName, x.Line,
-				fmt.Sprintf("{{ template %q }}: no such template (neither a snippet nor a define)", x.Name))
-		}
-	}
-	return nil
-}
-
-func checkBranch(root *template.Template, tree *parse.Tree, b *parse.BranchNode) error {
-	if err := checkTemplateRefs(root, tree, b.List); err != nil {
-		return err
-	}
-	return checkTemplateRefs(root, tree, b.ElseList)
-}
-
-// treeLine returns the line in its source where tree starts, 0 if unknown.
-func treeLine(tree *parse.Tree) int {
-	if tree == nil || tree.Root == nil {
-		return 0
-	}
-	loc, _ := tree.ErrorContext(tree.Root)
-	if i := strings.LastIndexByte(loc, ':'); i > 0 {
-		if j := strings.LastIndexByte(loc[:i], ':'); j >= 0 {
-			if n, err := strconv.Atoi(loc[j+1 : i]); err == nil {
-				return n
-			}
-		}
-	}
-	return 0
 }
 
 // sortedNames returns the keys of m in order.

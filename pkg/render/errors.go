@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"text/template"
 
 	"github.com/haproxy-template/htc/pkg/phase"
 )
@@ -132,62 +131,6 @@ func parseError(name string, err error) *phase.Error {
 		}
 	}
 	return templateError(name, 0, strings.TrimPrefix(msg, "template: "))
-}
-
-// execLocation is what an execution error's text says about where it happened.
-type execLocation struct {
-	template string // the template source (tree.ParseName)
-	line     int
-	context  string // the node, e.g. ".resources.typo.List"
-	fn       string // the function whose error this is, if any
-	problem  string // the rest of the message
-}
-
-// locate digs the location out of a text/template execution error, whose
-// text reads:
-//
-//	template: <source>:<line>:<col>: executing "<name>" at <<node>>: <problem>
-//
-// where problem is "error calling <fn>: <err>" for a function's error.
-func locate(err error) execLocation {
-	var ee template.ExecError
-	if !errors.As(err, &ee) {
-		return execLocation{problem: err.Error()}
-	}
-	msg := ee.Err.Error()
-	loc := execLocation{template: ee.Name}
-	body := strings.TrimPrefix(msg, "template: ")
-	marker := ": executing " + strconv.Quote(ee.Name) + " at <"
-	i := strings.Index(body, marker)
-	if i < 0 {
-		loc.problem = strings.TrimPrefix(body, ee.Name+": ")
-		return loc
-	}
-	where := body[:i]
-	rest := body[i+len(marker):]
-	// where is "<source>:<line>:<col>"; the source may itself contain colons.
-	if c := strings.LastIndexByte(where, ':'); c > 0 {
-		if l := strings.LastIndexByte(where[:c], ':'); l > 0 {
-			if n, convErr := strconv.Atoi(where[l+1 : c]); convErr == nil {
-				loc.template, loc.line = where[:l], n
-			}
-		}
-	}
-	if inner := errors.Unwrap(ee.Err); inner != nil && strings.HasSuffix(rest, inner.Error()) {
-		head := rest[:len(rest)-len(inner.Error())]
-		if j := strings.LastIndex(head, ">: error calling "); j >= 0 {
-			loc.context = head[:j]
-			loc.fn = strings.TrimSuffix(head[j+len(">: error calling "):], ": ")
-			loc.problem = inner.Error()
-			return loc
-		}
-	}
-	if j := strings.Index(rest, ">: "); j >= 0 {
-		loc.context, loc.problem = rest[:j], rest[j+3:]
-	} else {
-		loc.problem = rest
-	}
-	return loc
 }
 
 // fragmentError is the error of a fragment's template: the render reports

@@ -3,6 +3,7 @@ package render
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 
@@ -210,6 +211,14 @@ func eachItem(fn string, items any, each func(key string, item any) error) error
 	case []any:
 		for _, item := range x {
 			if err := each("", item); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if rv := reflect.ValueOf(items); rv.Kind() == reflect.Slice || rv.Kind() == reflect.Array {
+		for i := range rv.Len() {
+			if err := each("", rv.Index(i).Interface()); err != nil {
 				return err
 			}
 		}

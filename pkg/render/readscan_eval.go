@@ -41,8 +41,11 @@ func (s *readScan) node1(sc *scope, dot *absValue, n parse.Node) {
 		s.called(x.Name, v)
 	case *parse.ListNode:
 		s.list(sc, dot, x)
+	case *parse.TextNode, *parse.CommentNode, *parse.BreakNode, *parse.ContinueNode:
+		// read nothing
+	default:
+		s.everything = true // a node the scan does not know (walk.go)
 	}
-	// Text, comments, break and continue read nothing.
 }
 
 // branch scans if, with and range: the pipeline's value is tested (see
@@ -193,8 +196,11 @@ func (s *readScan) arg(sc *scope, dot *absValue, n parse.Node) *absValue {
 		return s.pipe(sc, dot, x, true)
 	case *parse.IdentifierNode:
 		return s.call(x, x.Ident, nil, nil) // a function without arguments
+	case *parse.StringNode, *parse.NumberNode, *parse.BoolNode, *parse.NilNode:
+		return &absValue{}
 	}
-	return &absValue{} // string, number, bool, nil
+	s.everything = true // a node the scan does not know (walk.go)
+	return &absValue{}
 }
 
 // constString returns the value of n when it is a string literal.
