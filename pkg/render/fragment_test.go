@@ -215,7 +215,7 @@ func TestARenderThatReusedAndFailedIsRenderedInFull(t *testing.T) {
 	// rendered again in full, which names repeat.
 	stores, set := fragmentStores(t)
 	e := mustEngine(t, `{{ if gt (.resources.services.Len) 1 }}{{ $a := repeat 3000 "z" }}{{ $b := repeat 3000 "z" }}{{ $c := repeat 3000 "z" }}{{ end }}{{ fragments "f" (until 40) }}`,
-		withSnippet("f", `{{ $x := repeat 100 "y" }}`))
+		withSnippet("f", `{{ $x := repeat 200 "y" }}`))
 	in := Input{Stores: set, MaxBytes: 4096, Record: true}
 	_, err := e.Render(context.Background(), in)
 	require.NoError(t, err)
