@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+
+	"github.com/haproxy-template/htc/pkg/bundle"
 )
 
 // each implements each LIST and each DICT for range: the elements of a
@@ -70,12 +72,16 @@ func (s *renderState) within(e any, body func() bool) bool {
 
 // objectOf is the source-map reference of an element: itself when a store
 // returned it, else the first such object among its values (key order).
-func (s *renderState) objectOf(e any) int32 {
+func (s *renderState) objectOf(e any) int32 { return s.objectOfAs(e, nil) }
+
+// objectOfAs is objectOf with the reference of e itself when e is the
+// object (a fragment's record has it), nil when refOf must read it.
+func (s *renderState) objectOfAs(e any, ref *bundle.ObjectRef) int32 {
 	obj, ok := e.(map[string]any)
 	if !ok {
 		return 0
 	}
-	if r := s.sources.ref(obj); r != 0 {
+	if r := s.sources.refAs(obj, ref); r != 0 {
 		return r
 	}
 	// The keys in the state's scratch list: one element of every each

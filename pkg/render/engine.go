@@ -94,10 +94,10 @@ func (e *Engine) release(b *boundSet) {
 	b.st.added, b.st.depth, b.st.tails = nil, 0, nil
 	e.sourceObjects.Store(int64(len(b.st.sources.objects)))
 	b.st.sources.reset()
-	// Cleared, the map keeps its room for the next render, which makes as
-	// many maps (10,000s at 10,000 Ingresses), instead of growing again
-	// step by step on every render.
-	if len(b.st.owned) > maxKeptObjects {
+	// A map of many maps is dropped rather than cleared: clearing costs
+	// its whole room, and with fragments most renders make few maps (those
+	// that run all fragments, few).
+	if len(b.st.owned) > maxKeptOwned {
 		b.st.owned = make(map[unsafe.Pointer]uint32)
 	} else {
 		clear(b.st.owned)
@@ -111,6 +111,10 @@ func (e *Engine) release(b *boundSet) {
 	b.st.writers = b.st.writers[:0]
 	e.bound.Put(b)
 }
+
+// maxKeptOwned bounds the map of created maps release clears for the next
+// render instead of dropping it.
+const maxKeptOwned = 1024
 
 // maxCachedPaths bounds the field path cache: paths built from resource
 // values at render time must not grow it without limit.

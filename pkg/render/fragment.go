@@ -36,9 +36,13 @@ type fragmentRecord struct {
 	emits   []emission
 	files   []addedFile
 	scratch int64 // what it charged to the scratch budget
-	// pins keeps the maps its key names by address alive, so that no other
-	// map can take one of their addresses while the record exists.
-	pins []any
+	// item is the fragment's item: it keeps the maps its key names by
+	// address alive, so that no other map can take one of their addresses
+	// while the record exists.
+	item any
+	// ref names the item's object when it has one (objectOf): applying the
+	// record need not read the object again.
+	ref *bundle.ObjectRef
 }
 
 // fragmentRead is a store read a fragment made and what it returned.
@@ -139,6 +143,7 @@ type fragmentState struct {
 	channels    map[string]*channel
 	reuse       *fragmentTable // records this render may apply; nil: none
 	recording   *fragmentTable // records this render keeps; nil: none
+	key         []byte         // fragment's scratch buffer for keys
 	// steady is reuse.steadyStores of the render's stores.
 	steady      map[string][][]string
 	reused, ran int
@@ -230,11 +235,13 @@ func eachItem(fn string, items any, each func(key string, item any) error) error
 // fragment renders NAME for one item: it applies a reusable record, or
 // runs NAME and applies what it recorded.
 func (s *renderState) fragment(name, key string, item any) error {
-	fp, pins, err := s.fingerprint(item)
+	k := append(s.frags.key[:0], name...)
+	k = append(append(append(k, 0), key...), 0)
+	k, err := s.appendFingerprint(k, item)
+	s.frags.key = k
 	if err != nil {
 		return fmt.Errorf("fragments %q: %w", name, err)
 	}
-	k := name + "\x00" + key + "\x00" + fp
 	rec := s.reusable(k)
 	if rec != nil {
 		if err := s.spend(rec.scratch); err != nil {
@@ -245,23 +252,22 @@ func (s *renderState) fragment(name, key string, item any) error {
 		if rec, err = s.runFragment(name, key, item); err != nil {
 			return err
 		}
-		rec.pins = pins
 		s.frags.ran++
 	}
 	if s.frags.recording != nil {
-		s.frags.recording.records[k] = rec
+		s.frags.recording.records[string(k)] = rec
 	}
 	return s.applyFragment(item, rec)
 }
 
 // reusable returns the record of key when this render may apply it: every
 // store read it made returns the same objects now.
-func (s *renderState) reusable(key string) *fragmentRecord {
+func (s *renderState) reusable(key []byte) *fragmentRecord {
 	t := s.frags.reuse
 	if t == nil {
 		return nil
 	}
-	rec := t.records[key]
+	rec := t.records[string(key)]
 	if rec == nil {
 		return nil
 	}
@@ -308,7 +314,11 @@ func (s *renderState) runFragment(name, key string, item any) (*fragmentRecord, 
 	if ref != 0 {
 		s.sources.push(ref)
 	}
-	rec := &fragmentRecord{}
+	rec := &fragmentRecord{item: item}
+	if obj, ok := item.(map[string]any); ok && ref != 0 && s.sources.ref(obj) == ref {
+		r := s.sources.objects[ref-1] // the item is the object: its name
+		rec.ref = &r
+	}
 	buf := boundedWriter{b: &s.budget, scratch: true}
 	depth, before, scratch := s.depth, s.frags.ownedBefore, s.budget.scratch
 	s.depth, s.frags.ownedBefore, s.sources.frag = 0, s.ownSeq, rec
@@ -331,7 +341,7 @@ func (s *renderState) runFragment(name, key string, item any) (*fragmentRecord, 
 // was called, then its emits and files are applied, all as the item's
 // object's parts.
 func (s *renderState) applyFragment(item any, rec *fragmentRecord) error {
-	ref := s.objectOf(item)
+	ref := s.objectOfAs(item, rec.ref)
 	if ref != 0 {
 		s.sources.push(ref)
 		defer s.sources.pop()

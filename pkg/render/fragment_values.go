@@ -24,15 +24,10 @@ import (
 // Any other value (a store handle, a function's result of another type) is
 // refused: a fragment's inputs are data.
 
-// fingerprint returns the text that identifies v as a fragment's item, and
-// the maps it names by address (to keep alive with the record).
-func (s *renderState) fingerprint(v any) (string, []any, error) {
-	var pins []any
-	b, err := s.appendFingerprint(nil, v, &pins)
-	return string(b), pins, err
-}
-
-func (s *renderState) appendFingerprint(b []byte, v any, pins *[]any) ([]byte, error) {
+// appendFingerprint appends to b the text that identifies v as a
+// fragment's item (a record keeps the item, which keeps the maps the text
+// names by address alive).
+func (s *renderState) appendFingerprint(b []byte, v any) ([]byte, error) {
 	switch x := v.(type) {
 	case nil:
 		return append(b, 'n'), nil
@@ -47,7 +42,6 @@ func (s *renderState) appendFingerprint(b []byte, v any, pins *[]any) ([]byte, e
 			return append(b, 'N'), nil
 		}
 		if !s.isOwned(x) {
-			*pins = append(*pins, x)
 			b = append(b, 'p')
 			return strconv.AppendUint(b, uint64(uintptr(mapPointer(x))), 16), nil
 		}
@@ -56,7 +50,7 @@ func (s *renderState) appendFingerprint(b []byte, v any, pins *[]any) ([]byte, e
 			b = strconv.AppendInt(b, int64(len(k)), 10)
 			b = append(append(b, ':'), k...)
 			var err error
-			if b, err = s.appendFingerprint(b, x[k], pins); err != nil {
+			if b, err = s.appendFingerprint(b, x[k]); err != nil {
 				return nil, err
 			}
 		}
@@ -75,7 +69,7 @@ func (s *renderState) appendFingerprint(b []byte, v any, pins *[]any) ([]byte, e
 		b = fmt.Appendf(b, "[%T:%d", v, rv.Len())
 		for i := range rv.Len() {
 			var err error
-			if b, err = s.appendFingerprint(b, rv.Index(i).Interface(), pins); err != nil {
+			if b, err = s.appendFingerprint(b, rv.Index(i).Interface()); err != nil {
 				return nil, err
 			}
 		}
@@ -84,8 +78,8 @@ func (s *renderState) appendFingerprint(b []byte, v any, pins *[]any) ([]byte, e
 		if ss, ok := v.(map[string]string); ok {
 			b = append(b, 'm')
 			for _, k := range slices.Sorted(mapKeys(ss)) {
-				b, _ = s.appendFingerprint(b, k, pins)
-				b, _ = s.appendFingerprint(b, ss[k], pins)
+				b, _ = s.appendFingerprint(b, k)
+				b, _ = s.appendFingerprint(b, ss[k])
 			}
 			return append(b, ';'), nil
 		}

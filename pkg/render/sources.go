@@ -148,14 +148,24 @@ func (t *tracker) ref(obj map[string]any) int32 {
 	return t.index1(obj)
 }
 
-// index1 is ref without recording.
-func (t *tracker) index1(obj map[string]any) int32 {
+// refAs is ref with obj's reference when known (nil: refOf reads it).
+func (t *tracker) refAs(obj map[string]any, ref *bundle.ObjectRef) int32 {
+	if t.frag != nil {
+		return 0
+	}
+	return t.index1As(obj, ref)
+}
+
+// index1 is ref without the fragment check.
+func (t *tracker) index1(obj map[string]any) int32 { return t.index1As(obj, nil) }
+
+func (t *tracker) index1As(obj map[string]any, ref *bundle.ObjectRef) int32 {
 	p := mapPtr(obj)
 	k, ok := t.known[p]
 	if !ok || k.index != 0 {
 		return k.index
 	}
-	k.index = t.add(k.store, obj, nil)
+	k.index = t.add(k.store, obj, ref)
 	t.known[p] = k
 	return k.index
 }
