@@ -17,7 +17,7 @@ IMAGE_ARCHIVE ?= bin/htc-image.oci.tar
 # The commit time, so that an unchanged tree builds an identical image.
 CREATED ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null || echo 1970-01-01T00:00:00Z)
 
-.PHONY: all build test test-repeat unit race e2e bench bench-scale lint generate demo demo-offline haproxy image clean help
+.PHONY: all build test test-repeat unit race e2e bench bench-scale fuzz lint generate demo demo-offline haproxy image clean help
 
 all: build
 
@@ -108,6 +108,17 @@ bench-scale: build haproxy ## admission at scale on a real API server, ratios to
 	$(WITH_HAPROXY) HTC_SCALE_N=$(or $(N),1000) HTC_SCALE_RUNS=$(or $(RUNS),1) HTC_SCALE_PROFILE=$(PROFILE) HTC_SCALE_MEMORY_LIMIT=$(MEMORY_LIMIT) \
 	  HTC_SCALE_BIN=$(CURDIR)/$(BIN) HTC_SCALE_REPORT=$(CURDIR)/BENCHMARKS.md HTC_SCALE_COMMAND='$(SCALE_CMD)' \
 	  $(GO) test -count=1 -v -timeout 4h -run '^TestScale$$' ./test/scale/
+
+# make fuzz [FUZZTIME=d]: run every fuzz target for FUZZTIME (default 5m)
+# each, one after another; make test runs their seed corpora only. A
+# failing input is written to the package's testdata/fuzz/<target>/, where
+# it becomes part of the seed corpus: commit it with the fix.
+FUZZ_TARGETS := ./pkg/render/:FuzzFragmentsRenderAsInFull ./pkg/haproxy/:FuzzTokenize ./pkg/haproxy/:FuzzPolicy ./pkg/haproxy/:FuzzMapEntry
+fuzz: haproxy ## run every fuzz target for FUZZTIME each (default 5m); make test runs only their seed corpora
+	@for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; name=$${t##*:}; echo "==> $$name ($$pkg, $(or $(FUZZTIME),5m))"; \
+	  $(WITH_HAPROXY) HTC_HAPROXY30=$(HAPROXY30) $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(or $(FUZZTIME),5m) $$pkg || exit 1; \
+	done
 
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
