@@ -225,3 +225,35 @@ func TestARenderThatReusedAndFailedIsRenderedInFull(t *testing.T) {
 	assert.Contains(t, pe.Reason, "repeat: the values this render builds would exceed")
 	assert.Equal(t, int64(1), e.FragmentStats().Confirmed)
 }
+
+// TestFragmentRecordsAreSharedSafely renders fragments from many
+// goroutines at once, reusing the records of a recording render that runs
+// beside them, and copies and modifies what emitted returned: under -race,
+// nothing a record holds is written by two renders.
+func TestFragmentRecordsAreSharedSafely(t *testing.T) {
+	_, set := fragmentStores(t)
+	e := mustEngine(t, `{{ fragments "f" .resources.ingresses }}{{ range $k, $v := emitted "c" }}{{ $k }}={{ $v.name }}{{ $c := deepCopy $v }}{{ $_ := set $c "name" "x" }};{{ end }}`,
+		withSnippet("f", `{{ emit "c" .item.metadata.name (dict "name" .item.metadata.name "obj" .item) }}{{ .item.metadata.name }} `))
+	want := renderText(t, e, Input{Stores: set, Record: true})
+	done := make(chan string, 17)
+	for g := range 17 {
+		go func() {
+			for range 20 {
+				b, err := e.Render(context.Background(), Input{Stores: set, Record: g == 0})
+				if err != nil {
+					done <- err.Error()
+					return
+				}
+				if b.Config != want {
+					done <- b.Config
+					return
+				}
+			}
+			done <- ""
+		}()
+	}
+	for range 17 {
+		assert.Empty(t, <-done)
+	}
+	assert.Positive(t, e.FragmentStats().Reused)
+}
