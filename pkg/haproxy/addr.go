@@ -134,7 +134,7 @@ func (s *policyScan) checkAddress(at loc, what string, w cfgWord, role addrRole,
 			s.add(at, "", what+": the unix socket path '"+s.showPath(p)+"' is relative; use an absolute path inside the configuration bundle (pathFor)")
 			return
 		}
-		s.checkRef(at, fileRef{directive: what, path: p, mode: mode})
+		s.checkRef(at, fileRef{directive: what, path: p, mode: mode}, refUse{})
 	case famAbstract:
 		s.refuse(at, KeyAbstractSocket, what+": abstract unix sockets (abns@) are not allowed")
 	case famFD:

@@ -88,9 +88,10 @@ type Checker struct {
 	skipSyntax  bool
 	skipSchema  bool
 	allowed     []string
-	cache       *parseCache // nil when disabled
-	passed      *passedRuns // bundles haproxy -c accepted (see passedRuns)
-	chunkBytes  int         // maxChunkBytes; smaller in tests
+	cache       *parseCache   // nil when disabled
+	passed      *passedRuns   // bundles haproxy -c accepted (see passedRuns)
+	version     *knownVersion // its HAProxy's version, once a policy check needed it
+	chunkBytes  int           // maxChunkBytes; smaller in tests
 	// active counts the Checks in progress, shared with the checkers
 	// Allowing derives (see Wait).
 	active *sync.WaitGroup
@@ -136,6 +137,7 @@ func NewChecker(opts Options) (*Checker, error) {
 		active:      &sync.WaitGroup{},
 		cache:       cache,
 		passed:      newPassedRuns(DefaultPassedEntries),
+		version:     &knownVersion{},
 		haproxyPath: resolved,
 		timeout:     timeout,
 		sem:         make(chan struct{}, par),
@@ -191,7 +193,7 @@ func (c *Checker) Check(ctx context.Context, b *bundle.Bundle) (*Result, error) 
 	}
 
 	start := time.Now()
-	scan, err := checkPolicy(b, c.allowed)
+	scan, err := c.checkPolicy(ctx, b)
 	res.Durations[phase.Policy] = time.Since(start)
 	if err != nil {
 		return res, phaseError(phase.Policy, err)
@@ -260,7 +262,7 @@ func (c *Checker) CheckStatic(ctx context.Context, b *bundle.Bundle) (*Result, e
 		return res, errors.New("check: nil bundle")
 	}
 	start := time.Now()
-	err := CheckPolicy(b, c.allowed)
+	_, err := c.checkPolicy(ctx, b)
 	res.Durations[phase.Policy] = time.Since(start)
 	if err != nil {
 		return res, phaseError(phase.Policy, err)

@@ -88,7 +88,7 @@ func (s *policyScan) funcPath(at loc, name, p string, env, isMap, asMap, loose b
 		s.useMapFile(at, what, cfgWord{text: p}, asMap, loose)
 		return
 	}
-	s.checkRef(at, fileRef{directive: what, path: p, mode: refRead})
+	s.checkRef(at, fileRef{directive: what, path: p, mode: refRead}, refUse{})
 }
 
 // fileFunction reports whether a converter named name takes a map file as

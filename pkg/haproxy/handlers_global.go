@@ -3,22 +3,27 @@ package haproxy
 import "strings"
 
 // defaultPath handles "default-path current|config|parent|origin <dir>"
-// (src/cfgparse.c cfg_parse_global_def_path). The checker runs haproxy in
-// the bundle directory, which holds haproxy.cfg, so current and config
-// both mean the bundle.
+// (src/cfgparse.c cfg_parse_global_def_path; see cwd.go). The checker runs
+// haproxy in the bundle directory, which holds haproxy.cfg, so current and
+// config both mean the bundle; an origin directory is relative to it.
 func (s *policyScan) defaultPath(at loc, kw string, args []cfgWord) {
-	mode := arg(args, 0)
+	mode, dir := arg(args, 0), arg(args, 1)
 	switch {
 	case mode.env:
 		s.add(at, "", kw+": a mode built from an environment variable cannot be checked")
-	case mode.text == "current" || mode.text == "config":
-		s.bases.rel = s.baseDir
+	case mode.text == "current":
+		s.setDefaultPath(pathCurrent, "")
+	case mode.text == "config":
+		s.setDefaultPath(pathConfig, "")
 	case mode.text == "parent":
 		s.add(at, "", kw+": 'parent' leaves the configuration bundle")
+	case mode.text == "origin" && dir.env:
+		s.add(at, "", kw+": a path built from an environment variable cannot be checked")
+	case mode.text == "origin" && dir.text == "":
+		s.add(at, "", kw+": 'origin' expects a directory")
 	case mode.text == "origin":
-		e, _ := lookupEntry("global", kw)
-		if abs, ok := s.checkPath(at, kw, arg(args, 1), e); ok {
-			s.bases.rel = abs
+		if _, ok := s.checkIn(at, fileRef{directive: kw, path: dir.text, mode: refRead}, refUse{}, s.baseDir); ok {
+			s.setDefaultPath(pathOrigin, dir.text)
 		}
 	}
 }
@@ -71,27 +76,35 @@ func (s *policyScan) statsSocket(at loc, kw string, args []cfgWord) {
 
 // setBase handles ca-base, crt-base, key-base and server-state-base, in
 // global or in a crt-store section: the directory must lie in the bundle,
-// and later relative paths resolve against it.
+// and later relative paths are joined to it as written (refs.go). In
+// global, HAProxy keeps the first one (ssl_parse_global_path_base,
+// cfg_parse_global); a crt-store section replaces it
+// (crtstore_parse_path_base).
 func (s *policyScan) setBase(at loc, kw string, args []cfgWord) {
 	e := entry{class: clsDir}
-	abs, ok := s.checkPath(at, kw, arg(args, 0), e)
-	if !ok {
-		abs = ""
+	dir := arg(args, 0).text
+	if _, ok := s.checkPath(at, kw, arg(args, 0), e); !ok {
+		dir = ""
+	}
+	first := func(p *string) {
+		if *p == "" {
+			*p = dir
+		}
 	}
 	store := s.section == "crt-store"
 	switch {
 	case kw == "ca-base":
-		s.bases.ca = abs
+		first(&s.bases.ca)
 	case kw == "crt-base" && store:
-		s.bases.storeCrt = abs
+		s.bases.storeCrt = dir
 	case kw == "crt-base":
-		s.bases.crt = abs
+		first(&s.bases.crt)
 	case kw == "key-base" && store:
-		s.bases.storeKey = abs
+		s.bases.storeKey = dir
 	case kw == "key-base":
-		s.bases.key = abs
+		first(&s.bases.key)
 	case kw == "server-state-base":
-		s.bases.state = abs
+		first(&s.bases.state)
 	}
 }
 
@@ -156,5 +169,5 @@ func (s *policyScan) checkStorePath(at loc, what string, w cfgWord, dir string) 
 	if dir != "" && !strings.HasPrefix(p, "/") {
 		p = dir + "/" + p
 	}
-	s.checkRef(at, fileRef{directive: what, path: p, mode: refRead})
+	s.checkRef(at, fileRef{directive: what, path: p, mode: refRead}, refUse{})
 }

@@ -157,15 +157,45 @@ func (s *policyScan) filter(at loc, kw string, args []cfgWord) {
 	if e.key != "" {
 		s.refuse(at, e.key, "filter '"+name.text+"' is not allowed")
 	}
-	for i := 1; i+1 < len(args); i++ {
-		if args[i].text != "config" {
-			continue
+	var use refUse
+	before := s.cwd.clone()
+	if name.text == "spoe" {
+		if file, ok := spoeFile(args); ok && s.sectionName != "defaults" && !s.rejected {
+			s.spoeConfig(file)
 		}
-		abs, ok := s.checkPath(at, "filter "+name.text+" config", args[i+1], e)
-		if ok && name.text == "spoe" {
-			s.queue(abs, kindSPOE)
+		use = refUse{parse: true, kind: kindSPOE, dirs: s.cwd.dirs}
+	}
+	// The configuration file is opened from the directory before the line.
+	after := s.cwd
+	s.cwd = before
+	for i := 1; i+1 < len(args); i++ {
+		if args[i].text == "config" {
+			s.checkPathUse(at, "filter "+name.text+" config", args[i+1], e, use)
 		}
 	}
+	s.cwd = after
+}
+
+// spoeFile returns the configuration file of "filter spoe [engine <name>]
+// config <file>" when parse_spoe_flt() (src/flt_spoe.c) gets as far as
+// reading it: every option known and given a value (the last "config"
+// wins), up to the first empty word.
+func spoeFile(args []cfgWord) (string, bool) {
+	file := ""
+	for pos := 1; pos < len(args) && args[pos].text != ""; pos += 2 {
+		switch args[pos].text {
+		case "config", "engine":
+			if pos+1 >= len(args) || args[pos+1].text == "" {
+				return "", false
+			}
+			if args[pos].text == "config" {
+				file = args[pos+1].text
+			}
+		default:
+			return "", false
+		}
+	}
+	return file, file != ""
 }
 
 // serverStateFileName handles "server-state-file-name [<file>|use-backend-name]".

@@ -3,16 +3,18 @@ package haproxy
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
 )
 
-// mapLineMax is the longest line HAProxy 3.0 reads from a map or pattern
-// file as one entry: pat_ref_read_from_file[_smp]() (src/pattern.c) read
-// with fgets() into the trash buffer, allocated early with the default
-// BUFSIZE of 16384 bytes whatever tune.bufsize says (verified with 3.0.11),
-// so 16383 bytes per read; the rest of a longer line becomes a new entry.
+// mapLineMax is how much of a line HAProxy 3.0 reads from a map or pattern
+// file at once: pat_ref_read_from_file[_smp]() (src/pattern.c) read with
+// fgets() into the trash buffer, allocated early with the default BUFSIZE
+// of 16384 bytes whatever tune.bufsize says (verified with 3.0.11), so
+// 16383 bytes per read, the '\n' included; each read is parsed as a line
+// of its own (see readerEntries).
 const mapLineMax = 16383
 
 // maxMapFindings caps the findings reported per map or pattern file.
@@ -30,23 +32,7 @@ type mapUse struct {
 // HAProxy will read it; loose marks a plain-string map converter (see
 // looseConverter).
 func (s *policyScan) useMapFile(at loc, what string, w cfgWord, asMap, loose bool) {
-	abs, ok := s.checkPath(at, what, w, entry{class: clsRead})
-	if !ok || !s.isBundleFile(abs) {
-		return
-	}
-	if loose {
-		s.looseRefs[abs]++
-	}
-	u := s.mapUse[abs]
-	if u == nil {
-		u = &mapUse{}
-		s.mapUse[abs] = u
-	}
-	if asMap {
-		u.asMap = true
-	} else {
-		u.asPattern = true
-	}
+	s.checkPathUse(at, what, w, entry{class: clsRead}, refUse{asMap: asMap, asPattern: !asMap, loose: loose})
 }
 
 // looseConverter reports whether converter name reads its map file as
@@ -139,8 +125,8 @@ func (s *policyScan) checkMapContent(name, content string, u mapUse) {
 // "key value" (maps) / "pattern" (pattern files) without surrounding
 // whitespace and control characters. A final '\r' (CRLF) is accepted.
 func mapLineProblem(line string, u mapUse) string {
-	if len(line) > mapLineMax {
-		return fmt.Sprintf("the line is %d bytes; HAProxy reads at most %d bytes per line and makes the rest another entry", len(line), mapLineMax)
+	if splitByReader(line, u) {
+		return fmt.Sprintf("the line is %d bytes; HAProxy reads %d bytes at a time and makes the rest another entry", len(line), mapLineMax)
 	}
 	if len(line) > 0 && line[len(line)-1] == '\r' {
 		line = line[:len(line)-1]
@@ -168,6 +154,61 @@ func mapLineProblem(line string, u mapUse) string {
 		return "the entry ends with whitespace, which HAProxy " + map[bool]string{true: "strips (an empty value?)", false: "keeps in the pattern"}[u.asMap]
 	}
 	return ""
+}
+
+// splitByReader reports whether HAProxy's reader, which reads a line in
+// pieces of mapLineMax bytes and parses each as a line, reads other
+// entries from line than it would from the whole line.
+func splitByReader(line string, u mapUse) bool {
+	if len(line)+1 <= mapLineMax {
+		return false // line and '\n' in one read
+	}
+	split := func(asMap bool) bool {
+		return !slices.Equal(readerEntries(line, asMap, len(line)+2), readerEntries(line, asMap, mapLineMax+1))
+	}
+	return (u.asMap && split(true)) || (u.asPattern && split(false))
+}
+
+// readerEntries is what pat_ref_read_from_file_smp() (asMap: "key value")
+// or pat_ref_read_from_file() (a pattern) make of line and its '\n' when
+// fgets() reads at most n-1 bytes at a time (the trash buffer holds n,
+// the final NUL included): for each piece, nothing when
+// it starts with '#', or, leading spaces and tabs stripped, is empty or
+// starts with CR, LF or NUL; else the key up to a space, tab, CR, LF or NUL
+// and the value after the blanks up to CR, LF or NUL, trailing spaces and
+// tabs removed (a map), or the text up to CR, LF or NUL (a pattern).
+func readerEntries(line string, asMap bool, n int) []string {
+	var out []string
+	data := line + "\n"
+	for len(data) > 0 {
+		piece := data[:min(len(data), n-1)]
+		data = data[len(piece):]
+		if i := strings.IndexByte(piece, '\n'); i >= 0 {
+			data, piece = piece[i+1:]+data, piece[:i+1]
+		}
+		if piece[0] == '#' {
+			continue
+		}
+		c := strings.TrimLeft(piece, " \t")
+		end := strings.IndexAny(c, "\x00\r\n")
+		if end < 0 {
+			end = len(c)
+		}
+		if end == 0 {
+			continue
+		}
+		if !asMap {
+			out = append(out, c[:end])
+			continue
+		}
+		k := strings.IndexAny(c[:end], " \t")
+		if k < 0 {
+			out = append(out, c[:end], "")
+			continue
+		}
+		out = append(out, c[:k], strings.TrimRight(strings.TrimLeft(c[k:end], " \t"), " \t"))
+	}
+	return out
 }
 
 // onlyBlanks reports whether s holds only spaces and tabs.

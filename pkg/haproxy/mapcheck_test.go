@@ -1,6 +1,7 @@
 package haproxy
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,7 +31,22 @@ func TestMapLineProblem(t *testing.T) {
 		{"   \t", m, ""},
 		{"key", m, ""},
 		{strings.Repeat("k", mapLineMax-3) + " be", m, ""},
-		{strings.Repeat("k", mapLineMax-2) + " be", m, "HAProxy reads at most 16383 bytes"},
+		{strings.Repeat("k", mapLineMax-2) + " be", m, "HAProxy reads 16383 bytes at a time"},
+		// CR LF: HAProxy reads the CR in a piece of its own, which is empty.
+		{strings.Repeat("k", mapLineMax-3) + " be\r", m, ""},
+		{strings.Repeat("k", mapLineMax-4) + " be\r", m, ""},
+		{strings.Repeat("k", mapLineMax-2) + " be\r", m, "HAProxy reads 16383 bytes at a time"},
+		{strings.Repeat("p", mapLineMax) + "\r", p, ""},
+		{strings.Repeat("p", mapLineMax+1) + "\r", p, "HAProxy reads 16383 bytes at a time"},
+		// A comment, a blank line: the rest of a long one is another line.
+		{"#" + strings.Repeat("c", mapLineMax-1), m, ""},
+		{"#" + strings.Repeat("c", mapLineMax), m, "HAProxy reads 16383 bytes at a time"},
+		{"#" + strings.Repeat("c", mapLineMax-1) + "\r", p, ""},
+		{strings.Repeat(" ", 3*mapLineMax), m, ""},
+		{strings.Repeat("\t", mapLineMax) + "\r", p, ""},
+		// A '#' or blanks that begin the second piece are dropped by HAProxy.
+		{strings.Repeat("k", mapLineMax-2) + " b#", m, "HAProxy reads 16383 bytes at a time"},
+		{strings.Repeat("k", mapLineMax-2) + " b  ", m, "ends with whitespace"},
 		{" be_other", m, "starts with whitespace"},
 		{"\texample.com be", m, "starts with whitespace"},
 		{" #x be", m, "starts with whitespace"},
@@ -113,4 +129,57 @@ func TestMapReaderAgainstHAProxy30(t *testing.T) {
 		assert.NotContains(t, run("1.2.3.4\rgarbage\n", global), "at line 1 ")
 		assert.Contains(t, run("1.2.3.4garbage\n", global), "at line 1 ")
 	}
+}
+
+// TestMapReaderBoundariesAgainstHAProxy30 is a differential test of the
+// line limit at its boundary: lines of 16380 to 16386 bytes with every
+// ending that matters (CR, blanks, '#'), as pattern files (comments) and
+// as maps (an address key and a long value), each loaded by its own ACL.
+// HAProxy reports an invalid address exactly when it made another entry of
+// a piece of the line (readerEntries), and splitByReader then says so; it
+// also says so when a piece HAProxy ignores ('#', blanks) cut an entry
+// short, which haproxy -c does not show.
+func TestMapReaderBoundariesAgainstHAProxy30(t *testing.T) {
+	bin := haproxy30(t)
+	dir := t.TempDir()
+	type probe struct {
+		name, line string
+		u          mapUse
+	}
+	var probes []probe
+	for n := mapLineMax - 3; n <= mapLineMax+3; n++ {
+		for _, end := range []string{"", "\r", " ", " \r", "#", "\t\r", "x\r"} {
+			body := n - len(end)
+			probes = append(probes,
+				probe{"p" + strconv.Itoa(len(probes)), "#" + strings.Repeat("A", body-1) + end, mapUse{asPattern: true}},
+				probe{"m" + strconv.Itoa(len(probes)+1), "10.0.0.1 " + strings.Repeat("v", body-9) + end, mapUse{asMap: true}})
+		}
+	}
+	var cfg strings.Builder
+	cfg.WriteString("global\ndefaults\n    mode http\nfrontend f\n    bind 127.0.0.1:1\n")
+	for _, p := range probes {
+		file := filepath.Join(dir, p.name)
+		require.NoError(t, os.WriteFile(file, []byte(p.line+"\n"), 0o600))
+		opt := "-f"
+		if p.u.asMap {
+			opt = "-M -f"
+		}
+		fmt.Fprintf(&cfg, "    acl %s src %s %s\n", p.name, opt, file)
+	}
+	cfgFile := filepath.Join(dir, "c.cfg")
+	require.NoError(t, os.WriteFile(cfgFile, []byte(cfg.String()), 0o600))
+	out, _ := exec.Command(bin, "-c", "-f", cfgFile).CombinedOutput()
+	extra := 0
+	for _, p := range probes {
+		reported := strings.Contains(string(out), "ACL '"+p.name+"' : ")
+		more := len(readerEntries(p.line, p.u.asMap, mapLineMax+1)) > len(readerEntries(p.line, p.u.asMap, len(p.line)+2))
+		what := fmt.Sprintf("%s: %d bytes ending in %q", p.name, len(p.line), p.line[len(p.line)-2:])
+		assert.Equal(t, reported, more, what)
+		if reported {
+			extra++
+			assert.True(t, splitByReader(p.line, p.u), what)
+		}
+	}
+	assert.Positive(t, extra)
+	assert.Less(t, extra, len(probes))
 }

@@ -151,9 +151,7 @@ func (s *policyScan) option(at loc, where, name string, v cfgWord) {
 	case name == "ca-file" || name == "ca-verify-file":
 		s.caFile(at, what, v, e.base)
 	case name == "crt-list":
-		if abs, ok := s.checkPath(at, what, v, e); ok {
-			s.queue(abs, kindCrtList)
-		}
+		s.checkPathUse(at, what, v, e, refUse{parse: true, kind: kindCrtList})
 	default:
 		s.checkPath(at, what, v, e)
 	}

@@ -38,7 +38,7 @@ func TestLooseMaps(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := "global\ndefaults\n    mode http\nfrontend f\n    bind :80\n" + tc.lines
 			b := &bundle.Bundle{BaseDir: dir, Config: cfg, Maps: map[string]string{"a.map": "k v\n", "b.map": "k v\n"}}
-			s, err := checkPolicy(b, tc.allowed)
+			s, err := checkPolicy(b, tc.allowed, "")
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, s.looseMaps())
 		})

@@ -1,6 +1,7 @@
 package haproxy
 
 import (
+	"fmt"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -17,22 +18,30 @@ const (
 	kindSPOE
 )
 
-// pendingFile is a bundle file to scan after haproxy.cfg.
+// pendingFile is a bundle file to scan after haproxy.cfg, with the
+// working directories and base directories HAProxy parses it with (it
+// does while it parses the line that names it).
 type pendingFile struct {
-	abs  string
-	kind pendingKind
+	abs   string
+	kind  pendingKind
+	dirs  []string
+	bases bases
 }
 
-// queue schedules a bundle file for scanning once. A file outside the
-// bundle was accepted only under an operator's "path:" entry; its content
-// is the operator's.
-func (s *policyScan) queue(abs string, kind pendingKind) {
-	key := abs + "\x00" + string(rune('0'+kind))
+// queue schedules a bundle file for scanning, once per context. A file
+// outside the bundle was accepted only under an operator's "path:" entry;
+// its content is the operator's.
+func (s *policyScan) queue(abs string, use refUse) {
+	p := pendingFile{abs: abs, kind: use.kind, dirs: use.dirs, bases: s.bases}
+	if p.dirs == nil {
+		p.dirs = s.cwd.dirs
+	}
+	key := fmt.Sprintf("%s\x00%d\x00%q\x00%+v", abs, p.kind, p.dirs, p.bases)
 	if !s.isBundleFile(abs) || s.scanned[key] {
 		return
 	}
 	s.scanned[key] = true
-	s.pending = append(s.pending, pendingFile{abs: abs, kind: kind})
+	s.pending = append(s.pending, p)
 }
 
 // scanPending scans the queued files.
@@ -40,6 +49,7 @@ func (s *policyScan) scanPending() {
 	for i := 0; i < len(s.pending); i++ {
 		p := s.pending[i]
 		name := filepath.ToSlash(relName(s.baseDir, p.abs))
+		s.cwd.dirs, s.bases = p.dirs, p.bases
 		switch p.kind {
 		case kindCrtList:
 			s.scanCrtList(name, s.files[p.abs])
@@ -128,9 +138,9 @@ func (s *policyScan) crtListOptions(at loc, opts []string) {
 // crtListPath checks a crt-list path against the current directory and
 // against base.
 func (s *policyScan) crtListPath(at loc, what, p string, base baseKind) {
-	s.checkRef(at, fileRef{directive: what, path: p, mode: refRead})
+	s.checkRef(at, fileRef{directive: what, path: p, mode: refRead}, refUse{})
 	if base != baseNone {
-		s.checkRef(at, fileRef{directive: what, path: p, mode: refRead, base: base})
+		s.checkRef(at, fileRef{directive: what, path: p, mode: refRead, base: base}, refUse{})
 	}
 }
 

@@ -40,10 +40,15 @@ type policyScan struct {
 	codeAt   []loc // where an allowed code directive is used
 
 	bases       bases
-	section     string // keyword list of the current section ("" outside)
-	sectionName string // its header keyword, for messages
-	condDepth   int    // open .if blocks
-	rejected    bool   // HAProxy rejects the current line (parse error)
+	cwd         cwdState      // HAProxy's working directory (cwd.go)
+	deferred    []deferredRef // relative references (cwd.go)
+	section     string        // keyword list of the current section ("" outside)
+	sectionName string        // its header keyword, for messages
+	blocks      condBlocks    // the conditional blocks of the current file (cfgblock.go)
+	version     string        // the checker's HAProxy version, "" when unknown
+	needVersion bool          // a condition needed the unknown version
+	rejected    bool          // HAProxy rejects the current line (parse error)
+	ghost       bool          // scanning text HAProxy ignores (scanIgnored)
 	// mapUse records how HAProxy reads each bundle file used as a map or
 	// pattern file (see mapcheck.go).
 	mapUse map[string]*mapUse
@@ -107,16 +112,28 @@ type policyScan struct {
 // A reason names the file and line, repeats at most a short prefix of
 // user text and never an absolute bundle path.
 func CheckPolicy(b *bundle.Bundle, allowed []string) error {
-	_, err := checkPolicy(b, allowed)
+	_, err := checkPolicy(b, allowed, "")
 	return err
 }
 
-// checkPolicy is CheckPolicy, also returning the scan.
-func checkPolicy(b *bundle.Bundle, allowed []string) (*policyScan, error) {
+// CheckPolicyVersion is CheckPolicy for a checker whose HAProxy has the
+// given version (as `haproxy -v` prints it, see ParseVersion): the
+// conditions version_atleast() and version_before() are evaluated against
+// it. CheckPolicy, which knows no version, denies them.
+func CheckPolicyVersion(b *bundle.Bundle, allowed []string, version string) error {
+	_, err := checkPolicy(b, allowed, version)
+	return err
+}
+
+// checkPolicy is CheckPolicyVersion, also returning the scan.
+func checkPolicy(b *bundle.Bundle, allowed []string, version string) (*policyScan, error) {
 	s := newPolicyScan(b, allowed)
+	s.version = version
 	s.checkNames(b)
 	s.scanConfig(b.Config)
+	final := s.cwd.dirs
 	s.scanPending()
+	s.recheckDeferred(final)
 	s.checkMapFiles()
 	if len(s.findings) == 0 {
 		return s, nil
@@ -143,7 +160,7 @@ func newPolicyScan(b *bundle.Bundle, allowed []string) *policyScan {
 		kinds:     make(map[string]bundle.Kind),
 		unknown:   make(map[unknownKey]bool),
 	}
-	s.bases.rel = base
+	s.cwd.dirs = []string{base}
 	for _, a := range allowed {
 		a = strings.TrimSpace(a)
 		if p, ok := strings.CutPrefix(a, AllowPathPrefix); ok {

@@ -114,8 +114,10 @@ func TestPolicyTricks(t *testing.T) {
 		{"dollar name in double quotes", `log-tag "$HOME"`, EnvExpansionKey},
 		{"pseudo variable in double quotes", `log-tag "$.LINE"`, EnvExpansionKey},
 		{"env default", `log-tag "${X-a}"`, EnvExpansionKey},
-		{"if defined", ".if defined(HOME)", EnvExpansionKey},
-		{"elif defined", ".elif defined(HOME)", EnvExpansionKey},
+		{"if defined", ".if defined(HOME)\n.endif", "-"},
+		{"elif defined", ".if 0\n.elif defined(HOME)\n.endif", "-"},
+		{"if with an expansion", ".if \"$HOME\"\n.endif", EnvExpansionKey},
+		{"lone else", ".else", "-"},
 		{"alert with expansion", `.alert "$HOME"`, ".alert"},
 		{"notice with expansion", `.notice "x${y}"`, ".notice"},
 		{"diag with expansion", `.diag "$y"`, ".diag"},
@@ -134,8 +136,8 @@ func TestPolicyTricks(t *testing.T) {
 		{"dollar in single quotes", `log-tag '$HOME'`, ""},
 		{"alert without expansion", `.alert "unsupported"`, ""},
 		{"alert with single-quoted dollar", `.alert '$HOME'`, ""},
-		{"if version", ".if version_atleast(2.4)", ""},
-		{"else and endif", ".else", ""},
+		{"if and endif", ".if streq(a,a)\n.endif", ""},
+		{"if else and endif", ".if 0\n.else\n.endif", ""},
 		{"scope line", "[scope]", ""},
 	}
 	for _, tt := range tests {
@@ -175,7 +177,9 @@ func TestPolicyEnvAllowed(t *testing.T) {
 		{"server numeric", "backend b\n    server s1 \"10.0.0.${N}:80\"\n", true},
 		{"unquoted dollar in address", "backend b\n    server s1 '$HOST:80'\n", false},
 		{"env fetch", "backend b\n    http-request set-var(txn.x) env(HOME)\n", true},
-		{"if defined", ".if defined(X)\n.endif\n", true},
+		{"if defined", ".if defined(X)\n.endif\n", false},
+		{"if with an expansion", ".if \"${X}\"\n.endif\n", false},
+		{"skipped if with an expansion", ".if 0\n.if \"${X}\"\n.endif\n.endif\n", true},
 		{"alert prints", globalCfg(`    .alert "$X"`), false},
 	}
 	for _, tt := range tests {
@@ -393,7 +397,7 @@ func TestPolicySectionConfusion(t *testing.T) {
 	} {
 		assert.NotEmpty(t, policyFindings(t, cfg, nil, nil), cfg)
 	}
-	assert.Empty(t, policyFindings(t, "global\n.if version_atleast(2.4)\n    maxconn 10\n.endif\nfrontend f\n    bind :80\n", nil, nil))
+	assert.Empty(t, policyFindings(t, "global\n.if !streq(a,b)\n    maxconn 10\n.endif\nfrontend f\n    bind :80\n", nil, nil))
 }
 
 func TestPolicyPeerAddressIsAListener(t *testing.T) {

@@ -25,11 +25,10 @@ type fileRef struct {
 	base      baseKind
 }
 
-// bases are the directories HAProxy resolves relative paths against.
+// bases are the base directories HAProxy joins to relative paths, as
+// written: HAProxy prepends them as strings, and a relative result is then
+// relative to the working directory at the time the file is opened.
 type bases struct {
-	// rel is the current directory (default-path; the bundle directory by
-	// default, where the checker runs haproxy).
-	rel                 string
 	ca, crt, key, state string
 	storeCrt, storeKey  string // the current crt-store section's own
 	unixPrefix          string // unix-bind prefix, prepended as a string
@@ -51,19 +50,27 @@ func (b *bases) baseDir(k baseKind) string {
 	return ""
 }
 
-// resolve turns a referenced path into a clean absolute path the way HAProxy
-// would look it up: "<base>/<path>" for a relative path that does not start
-// with '@' when a base applies, else relative to the current directory.
-func (s *policyScan) resolve(p string, base baseKind) string {
+// refUse is what HAProxy does with a referenced file besides opening it.
+type refUse struct {
+	// asMap, asPattern: it reads it as a map or a pattern file, loose
+	// with a plain-string map converter (mapcheck.go).
+	asMap, asPattern, loose bool
+	// parse: it parses it as a file of kind (pending.go), from the
+	// working directories dirs (nil: the current ones).
+	parse bool
+	kind  pendingKind
+	dirs  []string
+}
+
+// joined is a referenced path with its base applied: "<base>/<path>" for
+// a relative path that does not start with '@' when a base applies.
+func (s *policyScan) joined(p string, base baseKind) string {
 	if !filepath.IsAbs(p) {
 		if b := s.bases.baseDir(base); b != "" && !strings.HasPrefix(p, "@") {
 			p = b + "/" + p
 		}
 	}
-	if !filepath.IsAbs(p) {
-		p = s.bases.rel + "/" + p
-	}
-	return filepath.Clean(p)
+	return p
 }
 
 // inside reports whether abs lies in the bundle directory.
@@ -81,10 +88,11 @@ func (s *policyScan) pathAllowed(abs string) bool {
 	return false
 }
 
-// checkRef resolves one reference and refuses it when it leaves the
-// bundle, reading /dev/null aside; a write must not replace a bundle file.
-// It returns the resolved path and whether it was accepted.
-func (s *policyScan) checkRef(at loc, r fileRef) (string, bool) {
+// checkRef checks one reference against every directory HAProxy may be
+// in (cwd.go) and applies its use; a relative one is checked again once
+// the reading ends. It returns the path resolved against the first
+// directory and whether every check passed.
+func (s *policyScan) checkRef(at loc, r fileRef, use refUse) (string, bool) {
 	if r.path == "" {
 		s.add(at, "", r.directive+": empty file name")
 		return "", false
@@ -92,22 +100,103 @@ func (s *policyScan) checkRef(at loc, r fileRef) (string, bool) {
 	if s.full() {
 		return "", false
 	}
-	abs := s.resolve(r.path, r.base)
+	p := s.joined(r.path, r.base)
+	if filepath.IsAbs(p) {
+		return s.checkIn(at, r, use, "/")
+	}
+	s.deferred = append(s.deferred, deferredRef{at: at, r: r, use: use, dirs: s.cwd.dirs})
+	first, all := "", true
+	for i, dir := range s.cwd.dirs {
+		abs, ok := s.checkIn(at, r, use, dir)
+		if i == 0 {
+			first = abs
+		}
+		all = all && ok
+	}
+	return first, all
+}
+
+// checkIn checks a reference opened from directory dir and applies its
+// use: it must lie in the bundle (reading /dev/null aside) or under an
+// allowed "path:" directory, and a write must not replace a bundle file.
+func (s *policyScan) checkIn(at loc, r fileRef, use refUse, dir string) (string, bool) {
+	joined := s.joined(r.path, r.base)
+	if !filepath.IsAbs(joined) {
+		joined = dir + "/" + joined
+	}
+	abs := filepath.Clean(joined)
 	s.refs[abs]++
 	switch {
 	case r.mode == refRead && abs == "/dev/null":
 		return abs, true
+	case s.leavesBundle(joined):
+		s.add(at, "", r.directive+": '"+s.showPath(r.path)+"' goes through '..' out of the configuration bundle")
+		return abs, false
 	case s.inside(abs):
 		if r.mode == refWrite && s.isBundleFile(abs) {
 			s.add(at, "", r.directive+": '"+s.showPath(r.path)+"' would overwrite a file of the configuration bundle")
 			return abs, false
 		}
-		return abs, true
-	case s.pathAllowed(abs):
-		return abs, true
+	case !s.pathAllowed(abs):
+		s.add(at, "", r.directive+": file '"+s.showPath(r.path)+"' is outside the configuration bundle")
+		return abs, false
 	}
-	s.add(at, "", r.directive+": file '"+s.showPath(r.path)+"' is outside the configuration bundle")
-	return abs, false
+	s.applyUse(abs, use)
+	return abs, true
+}
+
+// applyUse records how HAProxy reads a file it opens.
+func (s *policyScan) applyUse(abs string, use refUse) {
+	if use.parse {
+		s.queue(abs, use)
+	}
+	if !(use.asMap || use.asPattern) || !s.isBundleFile(abs) {
+		return
+	}
+	if use.loose {
+		s.looseRefs[abs]++
+	}
+	u := s.mapUse[abs]
+	if u == nil {
+		u = &mapUse{}
+		s.mapUse[abs] = u
+	}
+	u.asMap = u.asMap || use.asMap
+	u.asPattern = u.asPattern || use.asPattern
+}
+
+// leavesBundle reports whether an absolute path, walked component by
+// component as the kernel does, is at some point in the bundle directory
+// and later outside it, or ends in it after a directory that is neither in
+// it nor above it. The checker runs haproxy -c on a copy of the bundle in
+// another directory (every mention of the bundle's path rewritten), so
+// such a path names a different file there than the one the policy checked
+// ("/b/../b/x", "sub/../../b/x").
+func (s *policyScan) leavesBundle(p string) bool {
+	if !strings.Contains(p, "..") {
+		return false
+	}
+	cur, been, stray := "/", false, false
+	for _, c := range strings.Split(p, "/") {
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+		default:
+			cur = filepath.Join(cur, c)
+		}
+		in := s.inside(cur)
+		switch {
+		case in:
+			been = true
+		case been:
+			return true
+		case !(cur == "/" || strings.HasPrefix(s.baseDir, cur+"/")):
+			stray = true
+		}
+	}
+	return stray && s.inside(cur)
 }
 
 // isBundleFile reports whether abs is a file of the bundle.
@@ -118,6 +207,11 @@ func (s *policyScan) isBundleFile(abs string) bool {
 
 // checkPath checks a path argument of kind e (read, write or directory).
 func (s *policyScan) checkPath(at loc, what string, w cfgWord, e entry) (string, bool) {
+	return s.checkPathUse(at, what, w, e, refUse{})
+}
+
+// checkPathUse is checkPath with what HAProxy does with the file.
+func (s *policyScan) checkPathUse(at loc, what string, w cfgWord, e entry, use refUse) (string, bool) {
 	if w.env {
 		s.add(at, "", what+": a path built from an environment variable cannot be checked")
 		return "", false
@@ -126,7 +220,7 @@ func (s *policyScan) checkPath(at loc, what string, w cfgWord, e entry) (string,
 	if e.class == clsWrite {
 		mode = refWrite
 	}
-	return s.checkRef(at, fileRef{directive: what, path: w.text, mode: mode, base: e.base})
+	return s.checkRef(at, fileRef{directive: what, path: w.text, mode: mode, base: e.base}, use)
 }
 
 // dirOfPattern returns the directory part of a Lua search pattern.

@@ -12,25 +12,81 @@ func (s *policyScan) scanConfig(cfg string) {
 }
 
 // scanCfgText scans a file HAProxy reads with readcfgfile(): haproxy.cfg,
-// or a SPOE configuration with its own section headers.
+// or a SPOE configuration with its own section headers. Lines inside a
+// branch HAProxy skips are only checked for what HAProxy still does with
+// them (cfgblock.go).
 func (s *policyScan) scanCfgText(file, text string, headers map[string]string) {
-	s.section, s.sectionName, s.condDepth = "", "", 0
+	s.section, s.sectionName = "", ""
+	s.blocks = condBlocks{}
+	last := 0
 	physicalLines(text, func(n int, line string) {
+		if s.blocks.aborted || s.blocks.stopped {
+			return
+		}
+		last = n
 		at := loc{file: file, line: n}
 		if strings.IndexByte(line, 0) >= 0 {
 			s.add(at, "", "NUL byte in configuration")
 		}
-		for piece := line; ; {
-			lt := s.tok.tokenize(piece, envChecker, nil)
-			if !lt.scope {
-				s.scanTokens(at, piece, lt, headers)
-			}
-			if lt.scope || lt.rest == "" {
-				return
-			}
-			piece = lt.rest
+		lt := s.tok.tokenize(line, envChecker, nil)
+		if lt.scope {
+			return
+		}
+		rest := lt.rest
+		s.scanLine(at, line, lt, headers)
+		if rest != "" {
+			s.scanIgnored(at, rest, headers)
 		}
 	})
+	s.endBlocks(file, last)
+}
+
+// scanLine applies the rules to one line HAProxy reads, as
+// readcfgfile() does: block directives in every branch, only the
+// tokenizer's work inside a skipped branch, everything else otherwise.
+func (s *policyScan) scanLine(at loc, raw string, lt lineTokens, headers map[string]string) {
+	switch {
+	case lt.err == errNone && blockDirective(lt.words):
+		if len(lt.exps) > 0 {
+			s.checkExpansions(at, lt)
+		}
+		s.condLine(at, lt)
+	case s.blocks.masked():
+		// HAProxy tokenized the line, expanding the environment, and
+		// drops it.
+		if len(lt.words) > 0 && lt.words[0].env {
+			s.add(at, "", "a keyword built from an environment variable cannot be checked")
+		}
+		if len(lt.exps) > 0 {
+			s.checkExpansions(at, lt)
+		}
+	default:
+		s.scanTokens(at, raw, lt, headers)
+	}
+}
+
+// scanIgnored scans the text HAProxy ignores after a NUL or a line-ending
+// '\r' with every rule, as if it were lines of its own, but without letting
+// it change what the policy's reading of the next lines depends on: the
+// section, the base directories, the conditional blocks.
+func (s *policyScan) scanIgnored(at loc, rest string, headers map[string]string) {
+	section, name, bases, cwd := s.section, s.sectionName, s.bases, s.cwd.clone()
+	s.ghost = true
+	defer func() { s.section, s.sectionName, s.bases, s.cwd, s.ghost = section, name, bases, cwd, false }()
+	for piece := rest; piece != ""; {
+		lt := s.tok.tokenize(piece, envChecker, nil)
+		if lt.scope {
+			return
+		}
+		if blockDirective(lt.words) {
+			if len(lt.exps) > 0 {
+				s.checkExpansions(at, lt)
+			}
+		} else {
+			s.scanTokens(at, piece, lt, headers)
+		}
+		piece = lt.rest
+	}
 }
 
 // scanTokens applies the rules to one line. A line with environment
@@ -90,45 +146,33 @@ func (s *policyScan) scanWords(at loc, words []cfgWord, headers map[string]strin
 	s.directive(at, kw, args)
 }
 
-// dotDirective handles the conditional and message directives
-// (src/cfgparse.c readcfgfile).
+// dotDirective handles the message directives of a branch HAProxy takes
+// (src/cfgparse.c readcfgfile): they print their argument, so an
+// expansion in it is refused. HAProxy stops reading the file after a
+// .alert with one argument and after an unknown directive. The block
+// directives of a line HAProxy rejects come here too: HAProxy ignores the
+// line.
 func (s *policyScan) dotDirective(at loc, kw string, words []cfgWord, exp bool) {
 	switch kw {
-	case ".if":
-		s.condDepth++
-	case ".endif":
-		if s.condDepth > 0 {
-			s.condDepth--
-		}
-	}
-	switch kw {
-	case ".if", ".elif":
-		// HAProxy joins the words with spaces before parsing the condition.
-		var cond strings.Builder
-		for _, w := range words[1:] {
-			cond.WriteString(w.text)
-		}
-		if strings.Contains(cond.String(), "defined(") {
-			s.refuseEnv(at)
-		}
 	case ".diag", ".notice", ".warning", ".alert":
 		if exp {
 			s.refuse(at, kw, "'"+kw+"' would print an environment variable")
 		}
-	case ".else", ".endif":
+		if kw == ".alert" && !s.rejected && !s.ghost && (len(words) < 3 || words[2].text == "") {
+			s.blocks.aborted = true
+		}
+	case ".if", ".elif", ".else", ".endif":
 	default:
 		s.add(at, "", "unknown directive '"+s.short(kw)+"'")
+		if !s.rejected && !s.ghost {
+			s.blocks.stopped = true
+		}
 	}
 }
 
 // enterSection starts a section, unless HAProxy rejects the line (then it
-// stays in the current one). A section started inside a conditional block
-// is refused: which section the next lines belong to would depend on a
-// condition the policy does not evaluate.
+// stays in the current one).
 func (s *policyScan) enterSection(at loc, kw, list string, args []cfgWord) {
-	if s.condDepth > 0 {
-		s.add(at, "", "section '"+kw+"' starts inside a .if block; the policy cannot tell which section the next lines belong to")
-	}
 	if !s.rejected {
 		s.section, s.sectionName = list, kw
 	}

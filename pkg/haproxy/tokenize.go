@@ -73,6 +73,10 @@ type cfgWord struct {
 	text string
 	// env is true when an environment expansion contributed to the word.
 	env bool
+	// whole is the word with its NUL bytes when text was cut at one ("" for
+	// every other word): readcfgfile() joins the words of a .if line back
+	// into one string, NULs included.
+	whole string
 }
 
 // expansion is one environment expansion found on a line.
@@ -107,6 +111,9 @@ type lineTokens struct {
 	rest string
 	// scope is true for a "[name]" scope declaration line.
 	scope bool
+	// trailingSep is true when a separator follows the last word: the
+	// joined words of a .if line then end with a space.
+	trailingSep bool
 }
 
 // isCSpace is C isspace() in the C locale.
@@ -285,7 +292,7 @@ func (t *tokenizer) endWord() {
 
 // push appends the current word, even when empty.
 func (t *tokenizer) push() {
-	var text string
+	var text, whole string
 	if !t.mixed {
 		text = t.s[t.wstart : t.wstart+len(t.cur)]
 	} else {
@@ -293,12 +300,13 @@ func (t *tokenizer) push() {
 		for i, c := range w {
 			if c == 0 {
 				w = w[:i]
+				whole = string(t.cur)
 				break
 			}
 		}
 		text = string(w)
 	}
-	t.out.words = append(t.out.words, cfgWord{text: text, env: t.curEnv})
+	t.out.words = append(t.out.words, cfgWord{text: text, env: t.curEnv, whole: whole})
 	t.cur = t.cur[:0]
 	t.curEnv = false
 	t.mixed = false
@@ -309,6 +317,8 @@ func (t *tokenizer) push() {
 func (t *tokenizer) finish() {
 	if len(t.cur) > 0 {
 		t.push()
+	} else {
+		t.out.trailingSep = len(t.out.words) > 0
 	}
 	if t.out.err == errNone && (t.squote || t.dquote) {
 		t.out.err = errQuote

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"os/exec"
 	"regexp"
+	"sync"
 	"syscall"
+
+	"github.com/haproxy-template/htc/pkg/bundle"
 )
 
 // versionLine matches the first line of `haproxy -v`:
@@ -45,4 +48,44 @@ func (c *Checker) Version(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("%s -v: %w", c.haproxyPath, err)
 	}
 	return ParseVersion(out.String())
+}
+
+// knownVersion is the checker's HAProxy version once a policy check needed
+// it (a version_atleast or version_before condition): found with Version
+// the first time, kept after it succeeded. Shared by the checkers Allowing
+// derives.
+type knownVersion struct {
+	mu sync.Mutex
+	v  string
+}
+
+// get returns the version, "" when it is not known yet.
+func (k *knownVersion) get() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.v
+}
+
+// set records the version.
+func (k *knownVersion) set(v string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.v = v
+}
+
+// checkPolicy runs the policy with the checker's grant and, when a
+// condition needs it, the checker's HAProxy version (found once, with
+// Version; if that fails the condition stays denied).
+func (c *Checker) checkPolicy(ctx context.Context, b *bundle.Bundle) (*policyScan, error) {
+	known := c.version.get()
+	scan, err := checkPolicy(b, c.allowed, known)
+	if err == nil || known != "" || !scan.needVersion {
+		return scan, err
+	}
+	v, verr := c.Version(ctx)
+	if verr != nil {
+		return scan, err
+	}
+	c.version.set(v)
+	return checkPolicy(b, c.allowed, v)
 }
