@@ -27,6 +27,9 @@ var classes = []string{
 	"exhaustion",       // 6 (bounded test + benchmarks)
 	"helper-misuse",    // 7
 	"field-injection",  // every object field of the example library that reaches the config
+	// issue 23: where the policy's reading of the configuration could
+	// differ from HAProxy's (conditional blocks, the working directory)
+	"conditional-blocks",
 }
 
 // Case is one case of the corpus (see README.md for the format).

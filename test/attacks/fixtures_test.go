@@ -28,7 +28,9 @@ var fixtures struct {
 // base configs: "example" is examples/ingress/config.yaml itself; "wide" is
 // the example with every watched resource validated by the webhook and the
 // sinks of configs/sinks.tmpl appended to its haproxy.cfg template (object
-// fields a template author passes to HAProxy through the safe helpers).
+// fields a template author passes to HAProxy through the safe helpers), and
+// a default-path in a block HAProxy skips at the start of its global
+// section (wideGlobal, for the intmap sink).
 func writeFixtures() error {
 	raw, err := os.ReadFile("state/state.yaml")
 	if err != nil {
@@ -82,7 +84,11 @@ func writeFixtures() error {
 		return err
 	}
 	hc := spec["haproxyConfig"].(map[string]any)
-	hc["template"] = hc["template"].(string) + string(sinks)
+	tmplText := hc["template"].(string)
+	if !strings.HasPrefix(tmplText, "global\n") {
+		return fmt.Errorf("the example's haproxy.cfg template does not start with its global section")
+	}
+	hc["template"] = wideGlobal + strings.TrimPrefix(tmplText, "global\n") + string(sinks)
 	fixtures.configs["wide"] = wide
 	env.configs["wide"] = filepath.Join(env.root, "wide.json")
 	b, err := json.MarshalIndent(wide, "", "  ")
@@ -95,6 +101,10 @@ func writeFixtures() error {
 	fixtures.minimal, err = readYAML("configs/minimal.yaml")
 	return err
 }
+
+// wideGlobal starts the wide config's global section: a default-path
+// HAProxy never applies (issue 23), before the example's own lines.
+const wideGlobal = "global\n.if 0\n  default-path origin files\n.endif\n"
 
 func readYAML(path string) (map[string]any, error) {
 	b, err := os.ReadFile(path)
