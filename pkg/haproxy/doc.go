@@ -6,11 +6,18 @@
 //   - policy: the rendered text is scanned, without parsing or executing
 //     anything, for directives that make HAProxy run code, load libraries,
 //     read the environment or touch files outside the bundle, and for map
-//     lines HAProxy would misread. The words are HAProxy 3.0's own
-//     (tokenize.go); every keyword, option, action, converter, filter and
+//     lines HAProxy would misread. The policy reads the text as HAProxy 3.0
+//     does: its words (tokenize.go), the lines it applies (the conditional
+//     blocks .if/.elif/.else/.endif, evaluated with HAProxy's grammar and
+//     predicates: cfgblock.go, cond.go; a condition whose value depends on
+//     the machine or the environment is denied), the directory a relative
+//     file name is opened from (cwd.go), the pieces its map reader reads
+//     (mapcheck.go). Every keyword, option, action, converter, filter and
 //     address prefix that names a file, an address or code is classified in
 //     inventory_table.go, and what the policy cannot classify is denied (see
-//     CheckPolicy and docs/policy-inventory.md for the method and counts);
+//     CheckPolicy and docs/policy-inventory.md for the method and counts).
+//     The policy is a pure function of the bundle, the grant and the
+//     checker's HAProxy version (CheckPolicyVersion);
 //   - syntax: client-native's config-parser must understand every line;
 //   - schema: the parsed sections are converted to client-native models and
 //     validated;

@@ -11,7 +11,9 @@ import (
 
 // EnvExpansionKey is the AllowedDirectives entry that permits environment
 // access: expansion ("${VAR}", "$VAR" inside double quotes, '$' in an
-// address), `.if defined(VAR)` and the env() sample fetch.
+// address) and the env() sample fetch. A condition that reads the
+// environment (`.if defined(VAR)`, `.if "$VAR"`) is refused even then: the
+// checker's environment is not the one HAProxy runs with.
 const EnvExpansionKey = "env-expansion"
 
 // AllowPathPrefix starts an AllowedDirectives entry that permits file
@@ -78,7 +80,14 @@ type policyScan struct {
 //
 //   - Lines are cut into words exactly as HAProxy does (tokenize.go); text
 //     HAProxy ignores (after a NUL or a line-ending '\r') is scanned too,
-//     and a NUL byte is refused.
+//     without changing the reading of the next lines, and a NUL byte is
+//     refused.
+//   - Only the lines HAProxy applies are applied: the conditional blocks
+//     are evaluated as readcfgfile() and src/cfgcond.c do (cfgblock.go,
+//     cond.go). A condition HAProxy rejects is refused, and so is one whose
+//     value the policy cannot know before HAProxy runs (the environment,
+//     defined(), feature(), enabled(), the SSL library); version_atleast()
+//     and version_before() need the version (CheckPolicyVersion).
 //   - Every keyword must be one HAProxy 3.0 accepts in its section
 //     (keywords30.go), every bind and server option, http action, filter
 //     and address prefix must be known: what the policy cannot classify is
@@ -88,7 +97,7 @@ type policyScan struct {
 //     unless allowed.
 //   - Environment access is refused unless EnvExpansionKey is allowed:
 //     "$NAME"/"${NAME}" inside double quotes, any '$' in an address (HAProxy
-//     expands those whatever the quoting), `.if defined()` and env(). Even
+//     expands those whatever the quoting), and env(). Even
 //     when allowed, expansions are refused where the policy could no longer
 //     classify the line (a keyword, file or address built from one, a
 //     ${NAME[*]} list, an unset variable gluing words) and for the values
@@ -98,9 +107,11 @@ type policyScan struct {
 //   - Every path HAProxy reads or writes (inventory_table.go: directive
 //     and option arguments, map and jwt_verify converter arguments, ACL -f
 //     files, action and reply files, unix socket addresses) must lie inside
-//     the bundle once relative paths are resolved as HAProxy does
-//     (default-path, ca-base, crt-base, key-base, server-state-base,
-//     unix-bind prefix) and cleaned. /dev/null is accepted for reads, never
+//     the bundle once relative paths are resolved as HAProxy does (from the
+//     directory HAProxy is in, which default-path and SPOE files move, and
+//     from the last one for late expressions: cwd.go; ca-base, crt-base,
+//     key-base, server-state-base, unix-bind prefix) and cleaned, without
+//     going out of the bundle on the way. /dev/null is accepted for reads, never
 //     for writes; a write may not replace a bundle file. A path under an
 //     allowed "path:<dir>" entry is accepted.
 //   - Files HAProxy parses for the configuration (crt-lists, SPOE
