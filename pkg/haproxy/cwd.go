@@ -63,10 +63,11 @@ func (c cwdState) clone() cwdState {
 // deferredRef is a relative reference, to check again against the
 // directories the reading ends in.
 type deferredRef struct {
-	at   loc
-	r    fileRef
-	use  refUse
-	dirs []string // the directories it was checked against
+	at     loc
+	r      fileRef
+	joined string // r.path with its base, as HAProxy joined it
+	use    refUse
+	dirs   []string // the directories it was checked against
 }
 
 // exists says whether abs exists as a directory (dir) or as a file or a
@@ -192,7 +193,7 @@ func (s *policyScan) recheckDeferred(final []string) {
 	for _, d := range s.deferred {
 		for _, dir := range final {
 			if !slices.Contains(d.dirs, dir) {
-				s.checkIn(d.at, d.r, d.use, dir)
+				s.checkIn(d.at, d.r, d.joined, d.use, dir)
 			}
 		}
 	}

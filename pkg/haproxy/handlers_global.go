@@ -22,7 +22,7 @@ func (s *policyScan) defaultPath(at loc, kw string, args []cfgWord) {
 	case mode.text == "origin" && dir.text == "":
 		s.add(at, "", kw+": 'origin' expects a directory")
 	case mode.text == "origin":
-		if _, ok := s.checkIn(at, fileRef{directive: kw, path: dir.text, mode: refRead}, refUse{}, s.baseDir); ok {
+		if _, ok := s.checkIn(at, fileRef{directive: kw, path: dir.text, mode: refRead}, dir.text, refUse{}, s.baseDir); ok {
 			s.setDefaultPath(pathOrigin, dir.text)
 		}
 	}

@@ -52,7 +52,9 @@ func (s *policyScan) scanPending() {
 		s.cwd.dirs, s.bases = p.dirs, p.bases
 		switch p.kind {
 		case kindCrtList:
+			s.inCrtList = true
 			s.scanCrtList(name, s.files[p.abs])
+			s.inCrtList = false
 		case kindSPOE:
 			s.scanCfgText(name, s.files[p.abs], spoeHeaders)
 		}

@@ -51,6 +51,7 @@ type policyScan struct {
 	needVersion bool          // a condition needed the unknown version
 	rejected    bool          // HAProxy rejects the current line (parse error)
 	ghost       bool          // scanning text HAProxy ignores (scanIgnored)
+	inCrtList   bool          // scanning a crt-list
 	// mapUse records how HAProxy reads each bundle file used as a map or
 	// pattern file (see mapcheck.go).
 	mapUse map[string]*mapUse

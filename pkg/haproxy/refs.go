@@ -89,9 +89,10 @@ func (s *policyScan) pathAllowed(abs string) bool {
 }
 
 // checkRef checks one reference against every directory HAProxy may be
-// in (cwd.go) and applies its use; a relative one is checked again once
-// the reading ends. It returns the path resolved against the first
-// directory and whether every check passed.
+// in (cwd.go) and applies its use; a relative one in a file readcfgfile()
+// reads is checked again once the reading ends (crt-list entries are
+// loaded with their bind line). It returns the path resolved against the
+// first directory and whether every check passed.
 func (s *policyScan) checkRef(at loc, r fileRef, use refUse) (string, bool) {
 	if r.path == "" {
 		s.add(at, "", r.directive+": empty file name")
@@ -102,12 +103,14 @@ func (s *policyScan) checkRef(at loc, r fileRef, use refUse) (string, bool) {
 	}
 	p := s.joined(r.path, r.base)
 	if filepath.IsAbs(p) {
-		return s.checkIn(at, r, use, "/")
+		return s.checkIn(at, r, p, use, "/")
 	}
-	s.deferred = append(s.deferred, deferredRef{at: at, r: r, use: use, dirs: s.cwd.dirs})
+	if !s.inCrtList {
+		s.deferred = append(s.deferred, deferredRef{at: at, r: r, joined: p, use: use, dirs: s.cwd.dirs})
+	}
 	first, all := "", true
 	for i, dir := range s.cwd.dirs {
-		abs, ok := s.checkIn(at, r, use, dir)
+		abs, ok := s.checkIn(at, r, p, use, dir)
 		if i == 0 {
 			first = abs
 		}
@@ -116,11 +119,11 @@ func (s *policyScan) checkRef(at loc, r fileRef, use refUse) (string, bool) {
 	return first, all
 }
 
-// checkIn checks a reference opened from directory dir and applies its
-// use: it must lie in the bundle (reading /dev/null aside) or under an
-// allowed "path:" directory, and a write must not replace a bundle file.
-func (s *policyScan) checkIn(at loc, r fileRef, use refUse, dir string) (string, bool) {
-	joined := s.joined(r.path, r.base)
+// checkIn checks a reference r, its base joined (joined), opened from
+// directory dir and applies its use: it must lie in the bundle (reading
+// /dev/null aside) or under an allowed "path:" directory, and a write must
+// not replace a bundle file.
+func (s *policyScan) checkIn(at loc, r fileRef, joined string, use refUse, dir string) (string, bool) {
 	if !filepath.IsAbs(joined) {
 		joined = dir + "/" + joined
 	}
