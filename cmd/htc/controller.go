@@ -49,6 +49,10 @@ haproxy-template.io/webhook-template annotation, the config's rules and the
 certificate's CA; it never creates it. On a clean stop it removes them when
 its --deployment-name is scaled to zero or deleted (always without one).
 
+On SIGTERM, with --shutdown-delay, the controller first goes on serving
+that long with /readyz answering 503, so that the endpoints of its webhook
+Service drop it before it closes its listeners.
+
 With --leader-elect, the replicas elect a leader with the Lease
 <config-name>-leader in --leader-election-namespace: all of them serve the
 webhook and publish to their own HAProxy, only the leader writes the
@@ -82,6 +86,8 @@ type controllerFlags struct {
 	gcPercent string
 	// idleMemoryReturn is --idle-memory-return.
 	idleMemoryReturn string
+	// shutdownDelay is --shutdown-delay.
+	shutdownDelay string
 }
 
 func runController(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -155,6 +161,7 @@ func defineControllerFlags(fs *pflag.FlagSet, stderr io.Writer) *controllerFlags
 	fs.StringVar(&f.memLimit, "memory-limit", envDefault("HTC_MEMORY_LIMIT", memoryLimitAuto), "soft memory limit of the Go runtime (e.g. 400Mi): the garbage collector works harder near it. auto: GOMEMLIMIT when set, else 90% of the container's memory limit (cgroup), else none; none: no limit (env HTC_MEMORY_LIMIT)")
 	fs.StringVar(&f.idleMemoryReturn, "idle-memory-return", envDefault("HTC_IDLE_MEMORY_RETURN", controller.DefaultIdleMemoryReturn.String()), idleMemoryReturnUsage())
 	fs.StringVar(&f.gcPercent, "gc-percent", envDefault("HTC_GC_PERCENT", gcPercentAuto), "how far the Go heap grows past its live data before a collection, in percent (1-10000): lower uses less memory and more CPU. auto: GOGC when set, else 50 (env HTC_GC_PERCENT)")
+	fs.StringVar(&f.shutdownDelay, "shutdown-delay", envDefault("HTC_SHUTDOWN_DELAY", "0s"), "on SIGTERM, go on serving this long with /readyz answering 503 before stopping, so that the webhook Service's endpoints drop the pod first and no admission request finds it gone (the chart sets 5s); 0: stop at once (env HTC_SHUTDOWN_DELAY)")
 	f.logs = addLogFlags(fs)
 	return f
 }
@@ -200,6 +207,9 @@ func (f *controllerFlags) options() (controller.Options, error) {
 	}
 	if opts.IdleMemoryReturn, err = idleMemoryReturn(f.idleMemoryReturn); err != nil {
 		return opts, err
+	}
+	if opts.ShutdownDelay, err = time.ParseDuration(f.shutdownDelay); err != nil || opts.ShutdownDelay < 0 {
+		return opts, usagef("--shutdown-delay: %q is not a duration of 0 or more (e.g. 5s)", f.shutdownDelay)
 	}
 	for _, d := range []struct {
 		name, v string

@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
@@ -211,5 +212,43 @@ func unsetEnv(t *testing.T, names ...string) {
 	for _, n := range names {
 		t.Setenv(n, "")
 		require.NoError(t, os.Unsetenv(n))
+	}
+}
+
+// --shutdown-delay (and HTC_SHUTDOWN_DELAY) becomes Options.ShutdownDelay;
+// a negative or unparsable one is a usage error naming the flag.
+func TestControllerShutdownDelayFlag(t *testing.T) {
+	base := []string{"--config-namespace", "ns", "--config-name", "n", "--webhook-cert-secret", "a/b"}
+	for _, tc := range []struct {
+		name    string
+		env     string
+		args    []string
+		want    time.Duration
+		wantErr string
+	}{
+		{name: "default stops at once", want: 0},
+		{name: "flag", args: []string{"--shutdown-delay=5s"}, want: 5 * time.Second},
+		{name: "environment", env: "2s", want: 2 * time.Second},
+		{name: "negative", args: []string{"--shutdown-delay=-1s"}, wantErr: `--shutdown-delay: "-1s" is not a duration of 0 or more`},
+		{name: "not a duration", args: []string{"--shutdown-delay=soon"}, wantErr: `--shutdown-delay: "soon" is not a duration`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			unsetEnv(t, "HTC_SHUTDOWN_DELAY")
+			if tc.env != "" {
+				t.Setenv("HTC_SHUTDOWN_DELAY", tc.env)
+			}
+			var stdout, stderr strings.Builder
+			fs := newFlagSet("controller", "", "", &stdout, &stderr)
+			f := defineControllerFlags(fs, &stderr)
+			require.NoError(t, parse(fs, append(append([]string{}, base...), tc.args...)))
+			opts, err := f.options()
+			if tc.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, opts.ShutdownDelay)
+		})
 	}
 }

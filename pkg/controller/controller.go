@@ -174,6 +174,14 @@ type Options struct {
 	// Identity is this replica's name in the Lease and in its Events;
 	// empty means the host name (the pod's name) and a random suffix.
 	Identity string
+
+	// ShutdownDelay is how long the controller goes on serving after ctx
+	// ends, everything running as before but /readyz answering 503: in a
+	// cluster the endpoints of the webhook Service (the API server's and
+	// kube-proxy's copies) drop a stopping pod only a moment after it was
+	// deleted, and an admission request sent to it meanwhile must get its
+	// answer, not a refused connection. Zero: stop at once.
+	ShutdownDelay time.Duration
 }
 
 // Validate checks the options that need no I/O.
@@ -204,6 +212,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Pprof && o.MetricsAddr == "" {
 		problems = append(problems, "pprof is served on the metrics listener, which is disabled")
+	}
+	if o.ShutdownDelay < 0 {
+		problems = append(problems, "the shutdown delay must not be negative")
 	}
 	if o.Debounce < 0 || o.MaxDelay < 0 {
 		problems = append(problems, "the debounce and maximum delay must not be negative")
@@ -243,7 +254,8 @@ type controller struct {
 	leader       *leadership   // whether this replica writes status, Events, registration
 	registration *registration // the webhook registration; nil: none
 
-	synced atomic.Bool // the stores of a good config synced; admissions served
+	synced   atomic.Bool // the stores of a good config synced; admissions served
+	draining atomic.Bool // Run's context ended: serving until ShutdownDelay ran out
 
 	// owned by the config loop
 	watchers map[watched.WatchKey]*watcher
@@ -286,7 +298,7 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := c.drain(ctx)
 	defer cancel()
 	g, ctx := errgroup.WithContext(ctx)
 	spawn := func(name string, f func() error) {
@@ -331,6 +343,28 @@ func Run(ctx context.Context, opts Options) error {
 	err = g.Wait()
 	c.registration.stopped()
 	return err
+}
+
+// drain returns the context the controller runs under: it ends
+// Options.ShutdownDelay after parent did, /readyz answering 503 from the
+// moment parent ended (see Options.ShutdownDelay), or when cancel is
+// called.
+func (c *controller) drain(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
+	stop := context.AfterFunc(parent, func() {
+		c.draining.Store(true)
+		if c.opts.ShutdownDelay > 0 {
+			c.log.Info("stopping: not ready, serving until the shutdown delay ran out", "delay", c.opts.ShutdownDelay)
+			t := time.NewTimer(c.opts.ShutdownDelay)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+			}
+		}
+		cancel()
+	})
+	return ctx, func() { stop(); cancel() }
 }
 
 // readCheckerVersion reads the version of the HAProxy that checks (haproxy
@@ -540,9 +574,12 @@ func (c *controller) ready() (bool, string) {
 // registered.
 func (c *controller) serving() bool { return c.synced.Load() && c.certs.loaded() }
 
-// readyz answers 200 once the stores synced and a certificate is loaded.
+// readyz answers 200 once the stores synced and a certificate is loaded,
+// until the controller stops.
 func (c *controller) readyz(w http.ResponseWriter, _ *http.Request) {
 	switch {
+	case c.draining.Load():
+		http.Error(w, "shutting down", http.StatusServiceUnavailable)
 	case !c.certs.loaded():
 		http.Error(w, "no serving certificate loaded yet", http.StatusServiceUnavailable)
 	case !c.synced.Load():

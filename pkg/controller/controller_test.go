@@ -313,6 +313,43 @@ func TestReadyz(t *testing.T) {
 	assert.Contains(t, rec.Body.String(), "certificate")
 }
 
+// TestShutdownDelayKeepsServingNotReady: once Run's context ends, the
+// controller goes on running (its context stays open) for ShutdownDelay
+// with /readyz answering 503, so that endpoints drop the pod before its
+// servers close; without a delay it stops at once.
+func TestShutdownDelayKeepsServingNotReady(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		delay    time.Duration
+		stopping bool // the run context is still open after the parent ended
+	}{
+		{"delay", time.Hour, true},
+		{"no delay", 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newController(Options{ShutdownDelay: tc.delay}, slog.New(slog.DiscardHandler), fakeClient(), restMapper(), nil)
+			parent, cancelParent := context.WithCancel(t.Context())
+			ctx, cancel := c.drain(parent)
+			defer cancel()
+			cancelParent()
+			require.Eventually(t, c.draining.Load, 10*time.Second, time.Millisecond, "draining once the parent context ended")
+			rec := httptest.NewRecorder()
+			c.readyz(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+			assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+			assert.Contains(t, rec.Body.String(), "shutting down")
+			if tc.stopping {
+				assert.NoError(t, ctx.Err(), "still running during the shutdown delay")
+				cancel()
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(10 * time.Second):
+				t.Fatal("the run context did not end")
+			}
+		})
+	}
+}
+
 // lockedBuffer is a goroutine-safe log sink.
 type lockedBuffer = testutil.SyncBuffer
 
