@@ -180,7 +180,7 @@ func controllerArgs(t *testing.T) map[string]string {
 	require.NotEmpty(t, args, "controller container")
 	// the flags of `htc controller` (cmd/htc/controller.go) the chart sets
 	known := []string{"config-namespace", "config-name", "webhook-port", "webhook-cert-secret", "metrics-bind-address", "health-probe-bind-address", "log-level", "log-format",
-		"webhook-configuration", "deployment-name", "leader-elect", "leader-elect-lease-duration", "leader-elect-renew-deadline", "leader-elect-retry-period"}
+		"webhook-configuration", "deployment-name", "shutdown-delay", "leader-elect", "leader-elect-lease-duration", "leader-elect-renew-deadline", "leader-elect-retry-period"}
 	for k := range args {
 		assert.Contains(t, known, k, "the chart passes an unexpected flag --%s", k)
 	}
