@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # Builds kube-apiserver, kubectl (Kubernetes v1.34.4) and etcd (v3.6.4) from the
-# Go module proxy into a cache directory outside the repository.
+# Go module proxy into a cache directory outside the repository; with --cluster
+# also the node and the rest of the control plane that hack/cluster-up.sh runs:
+# kubelet, kube-proxy, kube-scheduler and kube-controller-manager.
 #
 #   ASSETS=$(hack/k8s-assets.sh | tail -1)
 #   KUBEBUILDER_ASSETS=$ASSETS go test ./...
+#   ASSETS=$(hack/k8s-assets.sh --cluster | tail -1)
 #
-# The last line of stdout is the assets directory. When the binaries are already
-# there the script prints only that line and returns at once. A cold build takes
-# several minutes (progress goes to stderr). Binaries are written under temporary
-# names and renamed at the end, so an interrupted build never leaves a partial cache.
+# The last line of stdout is the assets directory, one per version (the cache
+# key; every binary there is checked to report its version). When the binaries
+# asked for are already there the script prints only that line and returns at
+# once; otherwise it builds the missing ones. A cold build takes several
+# minutes, --cluster about 1.5 more (progress goes to stderr). Binaries are
+# written under temporary names and renamed at the end, so an interrupted build
+# never leaves a partial cache.
 set -euo pipefail
 # An interrupted check must stop the script, not look like missing tools and start a build.
 trap 'exit 130' INT
@@ -22,20 +28,36 @@ BINARIES=(kube-apiserver kubectl etcd)
 
 die() { echo "k8s-assets.sh: $*" >&2; exit 1; }
 
-assets_ok() {
-	local b
-	for b in "${BINARIES[@]}"; do
-		[[ -x "$ASSETS_DIR/$b" ]] || return 1
-	done
+case "${1:-}" in
+"") ;;
+--cluster) BINARIES+=(kubelet kube-proxy kube-scheduler kube-controller-manager) ;;
+*) die "usage: hack/k8s-assets.sh [--cluster]" ;;
+esac
+
+# binary_ok NAME: NAME is in the cache and reports its version.
+binary_ok() {
+	[[ -x "$ASSETS_DIR/$1" ]] || return 1
 	# Capture, then match: `| grep -q` exits at the first match, and under
 	# pipefail a kubectl still writing its next line dies of SIGPIPE, which
 	# made working binaries look broken (and rebuilt) on a busy machine.
-	local out
-	out=$("$ASSETS_DIR/kubectl" version --client 2>/dev/null) || return 1
-	[[ "$out" == *"$K8S_VERSION"* ]]
+	local out want=$K8S_VERSION
+	case $1 in
+	kubectl) out=$("$ASSETS_DIR/kubectl" version --client 2>/dev/null) || return 1 ;;
+	etcd) out=$("$ASSETS_DIR/etcd" --version 2>/dev/null) || return 1; want="etcd Version: ${ETCD_VERSION#v}" ;;
+	*) out=$("$ASSETS_DIR/$1" --version 2>/dev/null) || return 1 ;;
+	esac
+	[[ "$out" == *"$want"* ]]
 }
 
-if assets_ok; then
+# missing prints the binaries asked for that are not in the cache, one a line.
+missing() {
+	local b
+	for b in "${BINARIES[@]}"; do
+		binary_ok "$b" || echo "$b"
+	done
+}
+
+if [[ -z "$(missing)" ]]; then
 	echo "$ASSETS_DIR"
 	exit 0
 fi
@@ -46,7 +68,8 @@ mkdir -p "$ASSETS_DIR" || die "cannot create $ASSETS_DIR"
 # One build at a time per assets dir; whoever waited may find the work done.
 exec 9>"$ASSETS_DIR/.lock"
 flock 9 || die "cannot lock $ASSETS_DIR/.lock"
-if assets_ok; then
+mapfile -t TODO < <(missing)
+if [[ ${#TODO[@]} == 0 ]]; then
 	echo "$ASSETS_DIR"
 	exit 0
 fi
@@ -62,7 +85,15 @@ export GOTOOLCHAIN=local
 export GOFLAGS="-buildvcs=false -mod=mod"
 export GOWORK=off
 
-echo "k8s-assets.sh: building kube-apiserver/kubectl $K8S_VERSION and etcd $ETCD_VERSION into $ASSETS_DIR (takes several minutes)" >&2
+echo "k8s-assets.sh: building ${TODO[*]} (Kubernetes $K8S_VERSION, etcd $ETCD_VERSION) into $ASSETS_DIR (takes several minutes)" >&2
+
+# package NAME: the main package of binary NAME.
+package() {
+	case $1 in
+	etcd) echo go.etcd.io/etcd/server/v3 ;;
+	*) echo "k8s.io/kubernetes/cmd/$1" ;;
+	esac
+}
 
 # kubernetes' own go.mod lists the staging modules it replaces with ./staging/...
 k8s_gomod=$(cd "$WORK" && go mod download -json "k8s.io/kubernetes@$K8S_VERSION" |
@@ -90,17 +121,14 @@ staging=$(sed -n 's#^[[:space:]]*\(replace[[:space:]]\{1,\}\)\{0,1\}\(k8s\.io/[^
 	echo ")"
 } >"$WORK/go.mod"
 
-cat >"$WORK/tools.go" <<'EOF'
-//go:build tools
-
-package tools
-
-import (
-	_ "go.etcd.io/etcd/server/v3"
-	_ "k8s.io/kubernetes/cmd/kube-apiserver"
-	_ "k8s.io/kubernetes/cmd/kubectl"
-)
-EOF
+# tools.go imports what is built, so that go mod tidy resolves exactly that.
+{
+	printf '//go:build tools\n\npackage tools\n\nimport (\n'
+	for b in "${TODO[@]}"; do
+		printf '\t_ "%s"\n' "$(package "$b")"
+	done
+	printf ')\n'
+} >"$WORK/tools.go"
 
 (cd "$WORK" && go mod tidy) >"$WORK/tidy.log" 2>&1 ||
 	{ tail -20 "$WORK/tidy.log" >&2; die "go mod tidy of the temporary module failed"; }
@@ -111,19 +139,16 @@ for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 ldflags="-s -w$ldflags"
 
-build() { # build OUTPUT-NAME PACKAGE
-	local out="$ASSETS_DIR/.$1.tmp.$$"
-	echo "k8s-assets.sh: go build $2" >&2
-	(cd "$WORK" && go build -ldflags "$ldflags" -o "$out" "$2") >"$WORK/build-$1.log" 2>&1 ||
-		{ tail -20 "$WORK/build-$1.log" >&2; die "go build $2 failed"; }
-}
-build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
-build kubectl k8s.io/kubernetes/cmd/kubectl
-build etcd go.etcd.io/etcd/server/v3
+for b in "${TODO[@]}"; do
+	echo "k8s-assets.sh: go build $(package "$b")" >&2
+	(cd "$WORK" && go build -ldflags "$ldflags" -o "$ASSETS_DIR/.$b.tmp.$$" "$(package "$b")") >"$WORK/build-$b.log" 2>&1 ||
+		{ tail -20 "$WORK/build-$b.log" >&2; die "go build $(package "$b") failed"; }
+done
 
-for b in "${BINARIES[@]}"; do
+for b in "${TODO[@]}"; do
 	mv -f "$ASSETS_DIR/.$b.tmp.$$" "$ASSETS_DIR/$b"
 done
 
-assets_ok || die "built binaries in $ASSETS_DIR do not work (kubectl version --client)"
+left=$(missing | xargs)
+[[ -z "$left" ]] || die "built binaries in $ASSETS_DIR do not work (missing or not $K8S_VERSION/etcd $ETCD_VERSION: $left)"
 echo "$ASSETS_DIR"
