@@ -17,7 +17,7 @@ IMAGE_ARCHIVE ?= bin/htc-image.oci.tar
 # The commit time, so that an unchanged tree builds an identical image.
 CREATED ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null || echo 1970-01-01T00:00:00Z)
 
-.PHONY: all build test test-repeat unit race e2e bench bench-scale fuzz lint generate demo demo-offline haproxy image clean help
+.PHONY: all build test test-repeat unit race e2e bench bench-scale fuzz lint generate demo demo-offline haproxy image clean help test-assets cluster-test cluster-demo cluster-up cluster-down
 
 all: build
 
@@ -64,9 +64,19 @@ haproxy: ## the image's HAProxy 3.0 for tests: bin/image-haproxy/haproxy (root f
 # tests (tokenizer, keyword inventory, map reader against the real binary).
 HAPROXY30 = $$($(HAPROXY_DIR)/haproxy -v 2>/dev/null | grep -q 'version 3\.0\.' && echo $(HAPROXY_DIR)/haproxy)
 
-test: haproxy lint ## everything: lint, unit, integration (real haproxy), CLI and e2e (test/e2e) tests, with -race
-	$(WITH_HAPROXY) HTC_HAPROXY30=$(HAPROXY30) $(GO) test -race -count=1 -timeout 30m ./...
+test: haproxy lint test-assets ## everything: lint, unit, integration (real haproxy), CLI, e2e (test/e2e) and cluster (test/cluster) tests, with -race
+	$(WITH_HAPROXY) HTC_HAPROXY30=$(HAPROXY30) HTC_IMAGE_ARCHIVE=$(CURDIR)/$(IMAGE_ARCHIVE) $(GO) test -race -count=1 -timeout 30m ./...
 	$(WITH_HAPROXY) $(GO) test -count=1 -run 'HeapIsBounded' ./pkg/haproxy/
+
+# test-assets: what the tests build or install once and cache, before they
+# run (so that no test waits for another's build under its timeout): the
+# test cluster's apt packages (hack/cluster-deps.sh; root), the Kubernetes
+# binaries, helm, the image and the cluster's images.
+test-assets: image
+	@hack/cluster-deps.sh
+	@hack/k8s-assets.sh --cluster >/dev/null
+	@hack/helm.sh >/dev/null
+	@hack/cluster-images.sh >/dev/null
 
 # test-repeat: COUNT runs of the unit and integration packages in one go test,
 # in shuffled order; then COUNT runs in a row of the end-to-end packages that
@@ -127,6 +137,18 @@ lint: ## gofmt and go vet
 
 generate: ## regenerate deepcopy and the CRD from pkg/config
 	$(GO) tool controller-gen object paths=./pkg/config/... crd:crdVersions=v1 output:crd:dir=./charts/htc/crds
+
+cluster-test: test-assets ## only the cluster tests: the image and the chart in a real single-node cluster (test/cluster; root)
+	HTC_IMAGE_ARCHIVE=$(CURDIR)/$(IMAGE_ARCHIVE) $(GO) test -count=1 -v -timeout 30m ./test/cluster/
+
+cluster-demo: test-assets ## htc as users install it, in a real single-node cluster on this machine (root): helm install, a request through HAProxy, a denial, uninstall
+	hack/cluster-demo.sh $(IMAGE_ARCHIVE)
+
+cluster-up: ## start the test cluster (root); prints its kubeconfig (see the README)
+	@hack/cluster-up.sh
+
+cluster-down: ## stop the test cluster and remove everything it made
+	@hack/cluster-down.sh
 
 demo: build haproxy ## htc end to end on loopback: test apiserver, controller + webhook, HAProxy, a backend; a request and a denial
 	$(WITH_HAPROXY) ./hack/demo.sh $(BIN)
