@@ -133,7 +133,7 @@ func testRouting(t *testing.T, e *env) {
 	require.NoError(t, err)
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: appNS},
-		Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http")}}},
+		Spec:       corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http")}}},
 	}
 	eventually(t, time.Minute, "the echo Service admitted", func() error {
 		_, err := e.kube.CoreV1().Services(appNS).Create(ctx, svc, metav1.CreateOptions{})
