@@ -19,7 +19,8 @@
 #   cgroups       kubepods* in every hierarchy
 #   files         /var/lib/htc-cluster, and what kubelet and containerd
 #                 write at fixed paths (/var/lib/kubelet/device-plugins,
-#                 /run/containerd/{s,fifo,runc}, libcni's cache) when empty
+#                 /var/log/containers' links, /run/containerd/{s,fifo,runc},
+#                 libcni's cache) when empty
 #   sysctls       restored to what cluster-up.sh found
 #
 # Then it checks that nothing is left and fails, naming it, when something is.
@@ -132,6 +133,8 @@ fi
 for cg in $(pod_cgroups); do rmdir "$cg" 2>/dev/null; done
 
 # Files at fixed paths outside D, removed only when nothing else is in them.
+[[ -d /var/log/containers ]] && find /var/log/containers -maxdepth 1 -lname "$D/*" -delete 2>/dev/null
+rmdir /var/log/containers 2>/dev/null
 rm -f /var/lib/kubelet/device-plugins/kubelet.sock /var/lib/kubelet/device-plugins/DEPRECATION \
 	/var/lib/cni/results/htc-* /var/lib/cni/results/cni-loopback-*
 rmdir /var/lib/kubelet/device-plugins /var/lib/kubelet /var/lib/cni/results /var/lib/cni \

@@ -271,7 +271,17 @@ func testLeaderKill(t *testing.T, e *env) {
 		return nil
 	})
 	t.Logf("Lease: %s -> %s", holder, next)
-	eventually(t, 2*time.Minute, "an Event on the config from the new leader", func() error {
+	// A new generation of the config (a key no template reads): the
+	// leader, and only it, writes its conditions and their Events.
+	out, err := e.kubectl(t, "-n", ns, "patch", "haproxytemplateconfig", release, "--type=merge",
+		"-p", `{"spec":{"extraContext":{"clusterTestTakeover":"1"}}}`, "-o", "jsonpath={.metadata.generation}")
+	require.NoError(t, err, out)
+	generation := strings.TrimSpace(out)
+	eventually(t, 2*time.Minute, "the new leader writes the status of generation "+generation, func() error {
+		out, err := e.kubectl(t, "-n", ns, "get", "haproxytemplateconfig", release, "-o", `jsonpath={.status.conditions[?(@.type=="Valid")].observedGeneration}`)
+		if err != nil || strings.TrimSpace(out) != generation {
+			return fmt.Errorf("Valid observed generation %q (%v)", out, err)
+		}
 		evs, err := e.kube.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.kind=HAProxyTemplateConfig"})
 		if err != nil {
 			return err
@@ -281,7 +291,7 @@ func testLeaderKill(t *testing.T, e *env) {
 				return nil
 			}
 		}
-		return fmt.Errorf("none of %d Events is from %s", len(evs.Items), next)
+		return fmt.Errorf("none of %d Events on the config is from %s", len(evs.Items), next)
 	})
 	for _, p := range e.htcPods(t) {
 		if p.Name == podOf(next) {

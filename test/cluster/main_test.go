@@ -65,7 +65,7 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	start := time.Now()
 	// Bounded: a cold machine builds the binaries and images first.
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	e, err := prepare(ctx)
 	if e != nil && e.cluster != nil {
