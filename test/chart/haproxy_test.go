@@ -72,22 +72,23 @@ func flags(c *corev1.Container) map[string]string {
 	return out
 }
 
-// haproxyExec parses the `exec haproxy ...` line of the haproxy container's
-// script into its arguments (the paths are single-quoted) and returns the
-// file the script waits for (`until [ -s FILE ]`).
+// haproxyExec parses the `haproxy ... &` line of the haproxy container's
+// script (it starts HAProxy in the background and stays PID 1 to forward
+// SIGTERM) into its arguments (the paths are single-quoted) and returns
+// the file the script waits for (`until [ -s FILE ]`).
 func haproxyExec(t *testing.T, script string) (args []string, waitsFor string) {
 	t.Helper()
 	for _, line := range strings.Split(script, "\n") {
 		fields := strings.Fields(strings.ReplaceAll(strings.TrimSpace(line), "'", ""))
 		switch {
-		case len(fields) >= 2 && fields[0] == "exec":
-			require.Nil(t, args, "one exec line")
-			args = fields[1:]
+		case len(fields) >= 2 && fields[0] == "haproxy" && fields[len(fields)-1] == "&":
+			require.Nil(t, args, "one haproxy line")
+			args = fields[:len(fields)-1]
 		case len(fields) >= 4 && fields[0] == "until" && fields[1] == "[" && fields[2] == "-s":
 			waitsFor = fields[3]
 		}
 	}
-	require.NotNil(t, args, "the script execs haproxy:\n%s", script)
+	require.NotNil(t, args, "the script starts haproxy:\n%s", script)
 	return args, waitsFor
 }
 
