@@ -2,6 +2,7 @@ package image
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -77,7 +78,8 @@ func TestChartHAProxyContainerStopsOnSIGTERMDuringReloads(t *testing.T) {
 		require.NoError(t, cmd.Start())
 		exited := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(exited) }()
-		stopped := stopDuringReloads(t, &master.Client{SocketPath: socket}, cmd.Process.Pid, exited, logs)
+		stopped := stopDuringReloads(t, &master.Client{SocketPath: socket, ReloadTimeout: 5 * time.Second}, cmd.Process.Pid, exited, logs)
+		t.Logf("trial %d: stopped=%v", trial, stopped)
 		if !stopped {
 			// SIGKILL to a PID namespace's init ends the whole namespace.
 			_ = cmd.Process.Kill()
@@ -110,24 +112,19 @@ func stopDuringReloads(t *testing.T, c *master.Client, pid int, exited <-chan st
 		time.Sleep(20 * time.Millisecond)
 	}
 	var reloads atomic.Int64
-	done := make(chan struct{})
+	rctx, stop := context.WithCancel(ctx)
 	reloaderDone := make(chan struct{})
 	go func() {
 		defer close(reloaderDone)
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			if _, err := c.Reload(ctx); err == nil {
+		for rctx.Err() == nil {
+			if _, err := c.Reload(rctx); err == nil {
 				reloads.Add(1)
 			} else {
 				time.Sleep(10 * time.Millisecond) // the master is stopping or gone
 			}
 		}
 	}()
-	defer func() { close(done); <-reloaderDone }()
+	defer func() { stop(); <-reloaderDone }()
 	deadline = time.Now().Add(30 * time.Second)
 	for reloads.Load() < 2 {
 		require.True(t, time.Now().Before(deadline), "no two reloads within 30 s\n%s", logs.String())
