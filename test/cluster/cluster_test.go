@@ -245,9 +245,10 @@ func awaitCount(t *testing.T, what string, n int64, c func() int64) {
 	})
 }
 
-// testLeaderKill: the leader pod is deleted while admissions go on;
-// another replica takes the Lease and writes (an Event from it), every
-// admission meanwhile gets the webhook's own answer, and denials go on.
+// testLeaderKill: the leader pod is deleted while admissions go on; it
+// drains (not ready, its webhook still answering), another replica takes
+// the Lease and writes (an Event from it), every admission meanwhile gets
+// the webhook's own answer, and denials go on.
 func testLeaderKill(t *testing.T, e *env) {
 	holder, err := e.leaseHolder(t)
 	require.NoError(t, err)
@@ -256,6 +257,13 @@ func testLeaderKill(t *testing.T, e *env) {
 	defer l.end()
 	awaitCount(t, "admissions before the kill", 10, func() int64 { return l.allowed.Load() + l.denied.Load() })
 
+	var drain *drainCheck
+	for _, p := range e.htcPods(t) {
+		if p.Name == leader {
+			drain = e.startDrainCheck(t, p)
+		}
+	}
+	require.NotNil(t, drain, "the leader's pod %s", leader)
 	_, err = e.kubectl(t, "-n", ns, "delete", "pod", leader, "--wait=false")
 	require.NoError(t, err)
 	var next string
@@ -315,6 +323,7 @@ func testLeaderKill(t *testing.T, e *env) {
 	after := l.allowed.Load() + l.denied.Load()
 	awaitCount(t, "admissions after the takeover", after+10, func() int64 { return l.allowed.Load() + l.denied.Load() })
 	l.end()
+	require.NoError(t, drain.wait(t), "the stopping leader drains: not ready, still answering")
 	t.Logf("admissions during the takeover: %s", l)
 	assert.Zero(t, l.failed.Load(), "admissions refused or errored during the takeover: %s", l)
 	assert.NotZero(t, l.denied.Load(), "the bad Ingresses were denied: %s", l)
