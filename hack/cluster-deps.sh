@@ -43,12 +43,13 @@ done
 if ((${#missing[@]})); then
 	command -v apt-get >/dev/null || die "apt-get not found; install ${missing[*]} by hand"
 	echo "cluster-deps.sh: installing ${missing[*]} with apt-get" >&2
-	# One apt at a time on this machine (other test packages install too).
+	# One apt at a time (other test scripts install too; apt-get itself
+	# waits up to 5 min for dpkg's lock).
 	exec 8>/var/lock/htc-apt.lock
 	flock -w 600 8 || die "another apt-get of the tests held /var/lock/htc-apt.lock for 10 min"
 	{
-		apt-get update -qq &&
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+		apt-get -o DPkg::Lock::Timeout=300 update -qq &&
+			DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends "${missing[@]}"
 	} >&2 || die "apt-get install ${missing[*]} failed (see above)"
 	for p in "${missing[@]}"; do
 		[[ -e ${FILES[$p]} ]] || die "package $p is installed but ${FILES[$p]} is missing"
