@@ -71,7 +71,9 @@ func (d *drainCheck) wait(t *testing.T) error {
 // admit sends the AdmissionReview of a valid Ingress to the webhook of the
 // pod at ip and checks that it is allowed.
 func admit(client *http.Client, ip, pod string) error {
-	ing, err := json.Marshal(ingress("drain-check", "drain-check.example.com", "echo"))
+	obj := ingress("drain-check", "drain-check.example.com", "echo")
+	obj.APIVersion, obj.Kind = "networking.k8s.io/v1", "Ingress"
+	ing, err := json.Marshal(obj)
 	if err != nil {
 		return err
 	}
