@@ -95,7 +95,7 @@ func Up(ctx context.Context, opts Options) (*Cluster, error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("the test cluster needs root (kubelet, containerd, network namespaces, iptables): run the tests as root")
 	}
-	lock, err := takeLock(ctx, c.log)
+	lock, err := takeLock(ctx, LockFile, ownerFile, c.log)
 	if err != nil {
 		return nil, err
 	}
@@ -192,13 +192,17 @@ func (c *Cluster) release() {
 	}
 }
 
-// takeLock locks LockFile, waiting until ctx ends; it tells log who holds
-// it while it waits.
-func takeLock(ctx context.Context, log io.Writer) (*os.File, error) {
-	if err := os.MkdirAll(filepath.Dir(LockFile), 0o755); err != nil {
+// takeLock locks the file lockFile, waiting until ctx ends, and writes
+// this process into ownerFile; while it waits it tells log who holds it
+// (ownerFile).
+func takeLock(ctx context.Context, lockFile, ownerFile string, log io.Writer) (*os.File, error) {
+	if log == nil {
+		log = io.Discard
+	}
+	if err := os.MkdirAll(filepath.Dir(lockFile), 0o755); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(LockFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(lockFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("the cluster lock: %w", err)
 	}
@@ -210,17 +214,17 @@ func takeLock(ctx context.Context, log io.Writer) (*os.File, error) {
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) {
 			f.Close()
-			return nil, fmt.Errorf("locking %s: %w", LockFile, err)
+			return nil, fmt.Errorf("locking %s: %w", lockFile, err)
 		}
 		owner, _ := os.ReadFile(ownerFile)
 		if !told {
-			fmt.Fprintf(log, "testcluster: waiting for the cluster lock %s, held by: %s\n", LockFile, strings.TrimSpace(string(owner)))
+			fmt.Fprintf(log, "testcluster: waiting for the cluster lock %s, held by: %s\n", lockFile, strings.TrimSpace(string(owner)))
 			told = true
 		}
 		select {
 		case <-ctx.Done():
 			f.Close()
-			return nil, fmt.Errorf("the cluster lock %s is held by %s: %w", LockFile, strings.TrimSpace(string(owner)), ctx.Err())
+			return nil, fmt.Errorf("the cluster lock %s is held by %s: %w", lockFile, strings.TrimSpace(string(owner)), ctx.Err())
 		case <-time.After(time.Second):
 		}
 	}
