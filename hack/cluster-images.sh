@@ -31,7 +31,7 @@ PAUSE_C=$k8s/build/pause/linux/pause.c
 [[ -f $PAUSE_C ]] || die "$PAUSE_C not found"
 
 key=$({
-	grep -v '^[[:space:]]*#' "${BASH_SOURCE[0]}" "$HERE/oci-image.sh"
+	grep -hv '^[[:space:]]*#' "$HERE/cluster-images.sh" "$HERE/oci-image.sh"
 	cat "$PAUSE_C" "$REPO"/test/cluster/backend/*.go
 	go version
 } | sha256sum | cut -c1-16)
@@ -61,7 +61,7 @@ IMAGE_USER=65534:65534 "$HERE/oci-image.sh" "$W/out/backend.oci.tar" "$W/backend
 touch "$W/out/.complete"
 rm -rf "$DIR"
 mv "$W/out" "$DIR"
-# Images of earlier inputs.
-find "$CACHE" -mindepth 1 -maxdepth 1 -type d ! -name "$key" ! -name '.build.*' -exec rm -rf {} +
+# Images of earlier inputs: keep the newest few (another checkout may use one).
+ls -dt "$CACHE"/*/ 2>/dev/null | tail -n +6 | xargs -r rm -rf
 echo "cluster-images.sh: built $(ls "$DIR" | xargs) in $DIR" >&2
 echo "$DIR"
