@@ -22,6 +22,16 @@ const (
 	DefaultWriteTimeout = 10 * time.Second
 	// DefaultShutdownTimeout bounds the graceful shutdown.
 	DefaultShutdownTimeout = 30 * time.Second
+	// DefaultIdleTimeout is how long the server keeps an idle keep-alive
+	// connection: longer than the API server's webhook client keeps one
+	// (90 s, client-go's and Go's default), so that the client, not the
+	// server, closes it. A server that closes first (Go's default: the read
+	// timeout, 10 s) races the client reusing the connection: the
+	// admission request goes into a closed connection and fails with EOF,
+	// which the API server does not retry (a POST), so with failurePolicy
+	// Fail the user's write is refused. Seen in the test cluster during a
+	// rollout under writes.
+	DefaultIdleTimeout = 2 * time.Minute
 )
 
 // ServerOptions configures NewServer. The certificate comes either from
@@ -93,6 +103,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		ReadTimeout:       orDefault(opts.ReadTimeout, DefaultReadTimeout),
 		ReadHeaderTimeout: orDefault(opts.ReadTimeout, DefaultReadTimeout),
 		WriteTimeout:      orDefault(opts.WriteTimeout, DefaultWriteTimeout),
+		IdleTimeout:       DefaultIdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		Protocols:         new(http.Protocols),
 	}

@@ -115,6 +115,18 @@ func TestNewServerErrors(t *testing.T) {
 	}
 }
 
+// The API server's webhook client closes an idle keep-alive connection
+// after 90 s; the server must keep it longer, or a request the client
+// sends on it as the server closes it fails with EOF (not retried).
+func TestServerKeepsIdleConnectionsLongerThanTheAPIServer(t *testing.T) {
+	cert := newCert(t, "webhook")
+	for _, read := range []time.Duration{0, time.Second, 5 * time.Minute} {
+		s, err := NewServer(ServerOptions{Handler: NewHandler(HandlerOptions{}), CertPEM: cert.certPEM, KeyPEM: cert.keyPEM, ReadTimeout: read})
+		require.NoError(t, err)
+		assert.Greater(t, s.srv.IdleTimeout, 90*time.Second, "read timeout %s", read)
+	}
+}
+
 func TestNewServerDefaults(t *testing.T) {
 	cert := newCert(t, "webhook")
 	s, err := NewServer(ServerOptions{Handler: NewHandler(HandlerOptions{}), CertPEM: cert.certPEM, KeyPEM: cert.keyPEM})

@@ -36,7 +36,11 @@ func (e *env) writeIngress(ctx context.Context, i int) error {
 		_, err := e.kube.NetworkingV1().Ingresses(appNS).Create(ctx, ingress(name, name+".example.com", "echo"), metav1.CreateOptions{})
 		return err
 	}
-	return e.kube.NetworkingV1().Ingresses(appNS).Delete(ctx, name, metav1.DeleteOptions{})
+	err := e.kube.NetworkingV1().Ingresses(appNS).Delete(ctx, name, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil // its create failed, and was counted
+	}
+	return err
 }
 
 // testRollout: `kubectl rollout restart` of the controller while unrelated
