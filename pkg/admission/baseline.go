@@ -107,8 +107,11 @@ func (b *Baseline) readers(obj bundle.ObjectRef) []bundle.ObjectRef {
 		return nil
 	}
 	for _, v := range []*dryrun.Verdict{b.Diagnosis.Passing, b.Diagnosis.First} {
-		if v != nil && v.Bundle != nil && v.Bundle.Sources != nil {
-			return v.Bundle.Sources.Readers(obj)
+		if v == nil {
+			continue
+		}
+		if src := v.Bundle.Sources(); src != nil {
+			return src.Readers(obj)
 		}
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Kind of a bundle file, as used by pathFor and assertion targets.
@@ -46,10 +47,26 @@ type Bundle struct {
 	Files map[string]string
 	// Certs are rendered PEM bundles by name.
 	Certs map[string]string
-	// Sources says which objects produced which parts (nil when the
-	// renderer kept no source map). It is not part of Hash.
-	Sources *Sources
+	// sources returns the source map (see Sources); nil: none.
+	sources func() *Sources
 }
+
+// Sources says which objects produced which parts of the bundle (nil when
+// the renderer kept no source map). A renderer may build it on first use
+// (SetSourcesFunc); it is not part of Hash.
+func (b *Bundle) Sources() *Sources {
+	if b == nil || b.sources == nil {
+		return nil
+	}
+	return b.sources()
+}
+
+// SetSources sets the source map to s.
+func (b *Bundle) SetSources(s *Sources) { b.sources = func() *Sources { return s } }
+
+// SetSourcesFunc sets the source map to what build returns, built once on
+// first use (safe for concurrent use).
+func (b *Bundle) SetSourcesFunc(build func() *Sources) { b.sources = sync.OnceValue(build) }
 
 // Dir returns the sub-directory of a bundle that holds files of kind k.
 func Dir(k Kind) string {
@@ -172,7 +189,7 @@ func (b *Bundle) Relocated(baseDir string) *Bundle {
 		Maps:    copyContents(b.Maps),
 		Files:   copyContents(b.Files),
 		Certs:   copyContents(b.Certs),
-		Sources: b.Sources,
+		sources: b.sources,
 	}
 	oldPrefix, newPrefix := dirPrefix(b.BaseDir), dirPrefix(baseDir)
 	if b.BaseDir == "" || oldPrefix == newPrefix {

@@ -79,7 +79,7 @@ func failures(v *Verdict) []Failure {
 	}
 	var src *bundle.Sources
 	if v.Bundle != nil {
-		src = v.Bundle.Sources
+		src = v.Bundle.Sources()
 	}
 	if ae, ok := errors.AsType[attributedError](v.Err); ok && v.Phase == phase.Render {
 		objs := ae.Objects()

@@ -51,7 +51,8 @@ func TestFailuresAttribution(t *testing.T) {
 		Files:   map[string]int32{"certs/a_tls.pem": 3},
 		Reads:   []bundle.Read{{Reader: 1, Object: 3}},
 	}
-	b := &bundle.Bundle{Config: "x", Certs: map[string]string{"a_tls.pem": "pem"}, Sources: src}
+	b := &bundle.Bundle{Config: "x", Certs: map[string]string{"a_tls.pem": "pem"}}
+	b.SetSources(src)
 	for _, tc := range []struct {
 		name string
 		v    *Verdict

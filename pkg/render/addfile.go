@@ -76,15 +76,15 @@ func (s *renderState) addFile(kind, name string, content any, owner ...any) (str
 		f.files = append(f.files, addedFile{kind: k, name: name, text: text, owner: ownerObj})
 		return bundle.Path(s.baseDir, k, name), nil
 	}
-	if err := s.applyFile(kind, k, name, text, ownerObj); err != nil {
+	if err := s.applyFile(kind, k, name, text, ownerObj, true); err != nil {
 		return "", err
 	}
 	return bundle.Path(s.baseDir, k, name), nil
 }
 
-// applyFile adds the file kind/name with text to the render, owned by
-// owner in the source map (nil: the current object).
-func (s *renderState) applyFile(kind string, k bundle.Kind, name, text string, owner map[string]any) error {
+// applyFile adds the file kind/name with text to the render; with track,
+// the tracker writes down that owner owns it (nil: the current object).
+func (s *renderState) applyFile(kind string, k bundle.Kind, name, text string, owner map[string]any, track bool) error {
 	if s.added == nil {
 		s.added = map[bundle.Kind]map[string]string{}
 	}
@@ -101,11 +101,9 @@ func (s *renderState) applyFile(kind string, k bundle.Kind, name, text string, o
 		}
 	}
 	s.added[k][name] = text
-	var ref int32
-	if owner != nil {
-		ref = s.sources.ref(owner)
+	if track {
+		s.sources.file(relPath(k, name), owner)
 	}
-	s.sources.file(relPath(k, name), ref)
 	return nil
 }
 

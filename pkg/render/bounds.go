@@ -191,7 +191,7 @@ type boundedWriter struct {
 
 // Write appends p unless the render was interrupted or p exceeds the budget.
 func (w *boundedWriter) Write(p []byte) (int, error) {
-	if err := w.admit(len(p)); err != nil || len(p) == 0 {
+	if err := w.admit(len(p), true); err != nil || len(p) == 0 {
 		return 0, err
 	}
 	return w.Buffer.Write(p)
@@ -200,15 +200,25 @@ func (w *boundedWriter) Write(p []byte) (int, error) {
 // WriteString is Write of a string (the Buffer's own would skip the
 // budget and the source map).
 func (w *boundedWriter) WriteString(s string) (int, error) {
-	if err := w.admit(len(s)); err != nil || len(s) == 0 {
+	if err := w.admit(len(s), true); err != nil || len(s) == 0 {
 		return 0, err
 	}
 	return w.Buffer.WriteString(s)
 }
 
-// admit checks the done flag, charges n bytes about to be written and
-// notes the write in the source map.
-func (w *boundedWriter) admit(n int) error {
+// writeUntracked is WriteString without telling the tracker, which is
+// told of the write otherwise (a fragment's record).
+func (w *boundedWriter) writeUntracked(s string) error {
+	if err := w.admit(len(s), false); err != nil || len(s) == 0 {
+		return err
+	}
+	_, err := w.Buffer.WriteString(s)
+	return err
+}
+
+// admit checks the done flag, charges n bytes about to be written and,
+// with track, tells the tracker of the write.
+func (w *boundedWriter) admit(n int, track bool) error {
 	if err := w.b.interrupted(); err != nil {
 		return err
 	}
@@ -224,7 +234,7 @@ func (w *boundedWriter) admit(n int) error {
 	if err != nil {
 		return err
 	}
-	if w.t != nil && !w.scratch {
+	if track && w.t != nil && !w.scratch {
 		w.t.wrote(w.Len())
 	}
 	return nil

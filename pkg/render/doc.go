@@ -95,6 +95,16 @@
 // `$l = append $l x` in a loop is linear; uniq is linear for scalar
 // elements.
 //
+// # The source map
+//
+// A rendered bundle says which object wrote each line, owns each added
+// file and read which others (bundle.Sources): what a template writes
+// while it iterates over an object (Each, each, a fragment) is that
+// object's. Few renders need it (one whose check fails, a baseline asked
+// who reads an object being deleted), so a render only writes down the
+// calls that build it, in order, and Bundle.Sources makes them on first
+// use; a render that fails makes them at once to attribute its error.
+//
 // # What templates read
 //
 // New also reads the templates to find which fields of each store's

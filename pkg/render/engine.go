@@ -51,9 +51,9 @@ type Engine struct {
 	recorded atomic.Int64
 	// sizes are the sizes of the maps the last render filled (never nil).
 	sizes atomic.Pointer[renderSizes]
-	// sourceObjects is how many objects the last render's source map
-	// named: the next render's tracker starts with room for as many.
-	sourceObjects atomic.Int64
+	// sourceCalls is how many source map calls the last render wrote
+	// down: the next render's tracker starts with room for as many.
+	sourceCalls atomic.Int64
 	// bound pools clones of root whose per-render functions are bound to a
 	// renderState (*boundSet), so a render does not pay for Clone and Funcs.
 	bound sync.Pool
@@ -81,7 +81,7 @@ func (e *Engine) acquire(ctx context.Context, baseDir string, maxBytes int64) (*
 		b = &boundSet{tmpl: t, st: st}
 	}
 	b.st.baseDir = baseDir
-	b.st.sources.sizeHint = int(e.sourceObjects.Load())
+	b.st.sources.sizeHint = int(e.sourceCalls.Load())
 	b.st.sources.filesHint = e.sizes.Load().files
 	b.st.start(ctx, maxBytes)
 	return b, nil
@@ -92,7 +92,7 @@ func (e *Engine) release(b *boundSet) {
 	b.st.end()
 	b.st.baseDir = ""
 	b.st.added, b.st.depth, b.st.tails = nil, 0, nil
-	e.sourceObjects.Store(int64(len(b.st.sources.objects)))
+	e.sourceCalls.Store(int64(len(b.st.sources.log)))
 	b.st.sources.reset()
 	// A map of many maps is dropped rather than cleared: clearing costs
 	// its whole room, and with fragments most renders make few maps (those
@@ -370,7 +370,7 @@ func (e *Engine) render(ctx context.Context, in Input, reuse bool) (_ *bundle.Bu
 		}
 	}
 	st.addedTo(b)
-	b.Sources = st.sources.sources()
+	b.SetSourcesFunc(st.sources.sources())
 	st.keepSizes()
 	if t := st.frags.recording; t != nil {
 		t.keepSteady()

@@ -40,9 +40,6 @@ type fragmentRecord struct {
 	// address alive, so that no other map can take one of their addresses
 	// while the record exists.
 	item any
-	// ref names the item's object when it has one (objectOf): applying the
-	// record need not read the object again.
-	ref *bundle.ObjectRef
 }
 
 // fragmentRead is a store read a fragment made and what it returned.
@@ -310,15 +307,8 @@ func (s *renderState) runFragment(name, key string, item any) (*fragmentRecord, 
 		return nil, fmt.Errorf("fragments %q: %w", name, err)
 	}
 	dot := map[string]any{"item": frozen, "key": key, "resources": s.root["resources"], "extraContext": s.root["extraContext"]}
-	ref := s.objectOf(item)
-	if ref != 0 {
-		s.sources.push(ref)
-	}
+	s.sources.enter(item, nil)
 	rec := &fragmentRecord{item: item}
-	if obj, ok := item.(map[string]any); ok && ref != 0 && s.sources.ref(obj) == ref {
-		r := s.sources.objects[ref-1] // the item is the object: its name
-		rec.ref = &r
-	}
 	buf := boundedWriter{b: &s.budget, scratch: true}
 	depth, before, scratch := s.depth, s.frags.ownedBefore, s.budget.scratch
 	s.depth, s.frags.ownedBefore, s.sources.frag = 0, s.ownSeq, rec
@@ -329,27 +319,19 @@ func (s *renderState) runFragment(name, key string, item any) (*fragmentRecord, 
 	if err != nil {
 		return nil, &fragmentError{name: name, err: err}
 	}
-	if ref != 0 {
-		s.sources.pop()
-	}
+	s.sources.leave()
 	rec.text, rec.scratch = buf.String(), scratch-s.budget.scratch
 	return rec, nil
 }
 
-// applyFragment applies rec, the record of a fragment for item: its store
-// reads are noted in the source map, its text is written where fragments
-// was called, then its emits and files are applied, all as the item's
-// object's parts.
+// applyFragment applies rec, the record of a fragment for item: its text
+// is written where fragments was called, then its emits and files are
+// applied; the tracker writes down the fragment (its reads, text and files
+// are the item's object's parts: sourceMap.fragment).
 func (s *renderState) applyFragment(item any, rec *fragmentRecord) error {
-	ref := s.objectOfAs(item, rec.ref)
-	if ref != 0 {
-		s.sources.push(ref)
-		defer s.sources.pop()
-	}
-	for _, r := range rec.reads {
-		s.sources.noteRead(r.store, r.read, r.refs)
-	}
-	if _, err := s.writers[len(s.writers)-1].WriteString(rec.text); err != nil {
+	w := s.writers[len(s.writers)-1]
+	off := w.Len()
+	if err := w.writeUntracked(rec.text); err != nil {
 		return err
 	}
 	for _, e := range rec.emits {
@@ -358,10 +340,11 @@ func (s *renderState) applyFragment(item any, rec *fragmentRecord) error {
 		}
 	}
 	for _, f := range rec.files {
-		if err := s.applyFile(string(f.kind), f.kind, f.name, f.text, f.owner); err != nil {
+		if err := s.applyFile(string(f.kind), f.kind, f.name, f.text, f.owner, false); err != nil {
 			return err
 		}
 	}
+	s.sources.fragment(item, rec, off)
 	return nil
 }
 
@@ -434,9 +417,18 @@ type renderSizes struct {
 	files    int
 }
 
+// addedFiles is how many files the render added.
+func (s *renderState) addedFiles() int {
+	n := 0
+	for _, m := range s.added {
+		n += len(m)
+	}
+	return n
+}
+
 // keepSizes stores the sizes of s's maps in its Engine.
 func (s *renderState) keepSizes() {
-	sz := &renderSizes{channels: make(map[string]int, len(s.frags.channels)), added: make(map[bundle.Kind]int, len(s.added)), files: len(s.sources.files)}
+	sz := &renderSizes{channels: make(map[string]int, len(s.frags.channels)), added: make(map[bundle.Kind]int, len(s.added)), files: s.addedFiles()}
 	for name, c := range s.frags.channels {
 		sz.channels[name] = len(c.entries)
 	}

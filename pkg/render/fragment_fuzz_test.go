@@ -106,7 +106,7 @@ func fuzzRender(e *Engine, in Input) (out string) {
 		}
 		return s
 	}
-	return bundleText(b) + fmt.Sprintf("\nsources: %+v", b.Sources)
+	return bundleText(b) + fmt.Sprintf("\nsources: %+v", b.Sources())
 }
 
 // fuzzFragmentConfig builds a haproxy.cfg and its snippets: f1 over a

@@ -168,7 +168,7 @@ func TestFragmentPartsAreItsObjects(t *testing.T) {
 	for _, in := range []Input{{Stores: set, Record: true}, {Stores: set}} {
 		b, err := e.Render(context.Background(), in)
 		require.NoError(t, err)
-		src := b.Sources
+		src := b.Sources()
 		require.NotNil(t, src)
 		for line, want := range map[int]string{1: "", 2: "Ingress ns/a", 3: "Ingress ns/b", 4: ""} {
 			got, ok := src.LineObject(bundle.ConfigFileName, line)

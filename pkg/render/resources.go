@@ -103,7 +103,7 @@ func (s *ResourceStore) Each(keys ...string) (iter.Seq[map[string]any], error) {
 	}
 	return func(yield func(map[string]any) bool) {
 		if s.t != nil {
-			defer s.t.unwinding(len(s.t.current), s.t.opened)
+			defer s.t.unwinding(s.t.entered)
 		}
 		for _, o := range objs {
 			if s.t == nil {
@@ -112,11 +112,9 @@ func (s *ResourceStore) Each(keys ...string) (iter.Seq[map[string]any], error) {
 				}
 				continue
 			}
-			s.t.push(s.t.ref(o))
-			s.t.opened++
+			s.t.enter(o, nil)
 			more := yield(o)
-			s.t.opened--
-			s.t.pop()
+			s.t.leave()
 			if !more {
 				return
 			}

@@ -54,7 +54,7 @@ var (
 
 func lineObject(t *testing.T, b *bundle.Bundle, line int) string {
 	t.Helper()
-	o, ok := b.Sources.LineObject(bundle.ConfigFileName, line)
+	o, ok := b.Sources().LineObject(bundle.ConfigFileName, line)
 	if !ok {
 		return ""
 	}
@@ -73,12 +73,12 @@ frontend f
 `)
 	require.NoError(t, err)
 	require.Equal(t, "global\nbackend api\nbackend web\n  server web-1 127.0.0.1:1\n  server web-2 127.0.0.1:1\nfrontend f\n", b.Config)
-	require.NotNil(t, b.Sources)
+	require.NotNil(t, b.Sources())
 	for line, want := range map[int]string{1: "", 2: "Ingress a/api", 3: "Ingress a/web", 4: "EndpointSlice a/web-1", 5: "EndpointSlice a/web-2", 6: "", 7: ""} {
 		assert.Equal(t, want, lineObject(t, b, line), "line %d", line)
 	}
 	// The Ingress read its EndpointSlices while it was rendered.
-	assert.Equal(t, []bundle.ObjectRef{refWeb}, b.Sources.Readers(refEps1))
+	assert.Equal(t, []bundle.ObjectRef{refWeb}, b.Sources().Readers(refEps1))
 }
 
 func TestEachAttributesFailuresFilesAndReads(t *testing.T) {
@@ -103,13 +103,13 @@ func TestEachAttributesFailuresFilesAndReads(t *testing.T) {
 {{- $_ := addFile "cert" "tls.pem" "y" $sec }}
 {{- end }}{{ end }}`)
 	require.NoError(t, err)
-	got, ok := b.Sources.LineObject("certs/web.pem", 1)
+	got, ok := b.Sources().LineObject("certs/web.pem", 1)
 	require.True(t, ok)
 	assert.Equal(t, refWeb, got, "a file added while iterating is the object's")
-	got, _ = b.Sources.LineObject("certs/tls.pem", 1)
+	got, _ = b.Sources().LineObject("certs/tls.pem", 1)
 	assert.Equal(t, refSecret, got, "a file added for an object is that object's")
-	assert.Equal(t, []bundle.ObjectRef{refWeb}, b.Sources.Readers(refSvc))
-	assert.Equal(t, []bundle.ObjectRef{refWeb}, b.Sources.Readers(refSecret))
+	assert.Equal(t, []bundle.ObjectRef{refWeb}, b.Sources().Readers(refSvc))
+	assert.Equal(t, []bundle.ObjectRef{refWeb}, b.Sources().Readers(refSecret))
 }
 
 func TestExplicitObjectsWin(t *testing.T) {
@@ -157,5 +157,5 @@ func TestEachBreakAndNoSources(t *testing.T) {
 	assert.Equal(t, "", lineObject(t, b, 1), "after the loop no object is current")
 	b, err = renderSources(t, `{{ range .resources.ingresses.List }}{{ .metadata.name }}{{ end }}`)
 	require.NoError(t, err)
-	assert.Nil(t, b.Sources)
+	assert.Nil(t, b.Sources())
 }

@@ -242,7 +242,7 @@ func render(t *testing.T, e *Engine, stores store.Set, record bool) rendered {
 		}
 		return r
 	}
-	return rendered{out: bundleText(b), sources: fmt.Sprintf("%+v", b.Sources)}
+	return rendered{out: bundleText(b), sources: fmt.Sprintf("%+v", b.Sources())}
 }
 
 // randomProposal returns a random change of one of the stores, as an
