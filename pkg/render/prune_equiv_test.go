@@ -25,7 +25,7 @@ import (
 //
 // HTC_PRUNE_STEPS and HTC_PRUNE_SEED choose a longer or another walk.
 func TestPrunedStoresRenderAsWholeStores(t *testing.T) {
-	steps, seed := envInt(t, "HTC_PRUNE_STEPS", 200), envInt(t, "HTC_PRUNE_SEED", 1)
+	steps, seed := envInt(t, "HTC_PRUNE_STEPS", 100), envInt(t, "HTC_PRUNE_SEED", 1)
 	rnd := rand.New(rand.NewPCG(uint64(seed), 13))
 	example := exampleSpec(t)
 	model, err := watched.New(example)
