@@ -473,6 +473,7 @@ func (c *controller) serve(ctx context.Context, spawn func(string, func() error)
 		WriteTimeout:   connTimeout,
 		GetCertificate: c.certs.getCertificate,
 		ClientCAPEM:    clientCA,
+		Draining:       c.draining.Load,
 		Logger:         c.log,
 	})
 	if err != nil {

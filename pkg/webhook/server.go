@@ -61,6 +61,17 @@ type ServerOptions struct {
 	// traffic gains nothing from it, and it keeps the server out of reach of
 	// HTTP/2 stream-level attacks (CVE-2023-44487, rapid reset).
 	EnableHTTP2 bool
+	// Draining, when set, is asked before every response; while it answers
+	// true (the process is stopping and no longer ready), each response
+	// closes its connection ("Connection: close"). The client's next
+	// request then opens a new connection, which the Service sends to a
+	// ready pod. HTTP/1.1 has no other way to tell a client that a kept
+	// connection ends: closing an idle one at shutdown races the client
+	// reusing it, and the API server does not retry a POST that failed
+	// half-written. Connections used during the drain end cleanly this
+	// way; only those left idle throughout are closed at shutdown. The API
+	// server speaks HTTP/1.1 to admission webhooks.
+	Draining func() bool
 	// Logger receives server errors (TLS handshakes, shutdown); nil discards.
 	Logger *slog.Logger
 }
@@ -97,8 +108,12 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok"))
 	})
+	var handler http.Handler = mux
+	if opts.Draining != nil {
+		handler = closeWhenDraining(mux, opts.Draining)
+	}
 	srv := &http.Server{
-		Handler:           mux,
+		Handler:           handler,
 		TLSConfig:         tlsConfig,
 		ReadTimeout:       orDefault(opts.ReadTimeout, DefaultReadTimeout),
 		ReadHeaderTimeout: orDefault(opts.ReadTimeout, DefaultReadTimeout),
@@ -185,6 +200,17 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("webhook: serving: %w", err)
 	}
 	return nil
+}
+
+// closeWhenDraining wraps next so that its responses close their
+// connection while draining answers true (see ServerOptions.Draining).
+func closeWhenDraining(next http.Handler, draining func() bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if draining() {
+			w.Header().Set("Connection", "close")
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func orDefault(d, def time.Duration) time.Duration {

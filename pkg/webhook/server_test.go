@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"sync"
 	"testing"
 	"time"
@@ -442,4 +443,33 @@ func TestServerServesReloadedCertificate(t *testing.T) {
 		got = peerSerial()
 	}
 	assert.Equal(t, second.leaf.SerialNumber.String(), got, "the server serves the rewritten certificate")
+}
+
+// A draining server answers every request and closes the connection after
+// it, so the client's next request dials anew (to a ready pod, through the
+// Service) instead of reusing a connection the server will close at
+// shutdown.
+func TestServerClosesConnectionsAfterEachResponseWhileDraining(t *testing.T) {
+	for _, draining := range []bool{false, true} {
+		t.Run(fmt.Sprintf("draining=%v", draining), func(t *testing.T) {
+			cert := newCert(t, "webhook")
+			ts := startWith(t, cert, ServerOptions{Draining: func() bool { return draining }})
+			c := client(t, cert, false)
+			var reused []bool
+			for range 2 {
+				trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = append(reused, i.Reused) }}
+				req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace),
+					http.MethodPost, "https://"+ts.addr+"/validate", bytes.NewReader(review("uid-drain", admissionv1.Create, "echo")))
+				require.NoError(t, err)
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := c.Do(req)
+				require.NoError(t, err)
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				assert.Equal(t, http.StatusOK, resp.StatusCode)
+				assert.Equal(t, draining, resp.Close, "the response says the connection closes")
+			}
+			assert.Equal(t, []bool{false, !draining}, reused, "the second request reuses the connection unless draining")
+		})
+	}
 }
