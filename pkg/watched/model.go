@@ -265,8 +265,10 @@ func (m *Model) NewStores() map[string]*store.Store {
 
 // Add adds obj, an object of resource gvr, to every store whose resource
 // watches gvr and selects obj, and returns their keys (none when no watched
-// resource covers the object).
+// resource covers the object). The stores get a trimmed copy (see Trim),
+// as the controller's informers store it; obj is left as it is.
 func (m *Model) Add(stores map[string]*store.Store, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) ([]string, error) {
+	obj = trimmed(obj)
 	var keys []string
 	for _, r := range m.For(gvr) {
 		if !r.Selects(obj) {

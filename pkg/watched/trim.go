@@ -10,10 +10,20 @@ const LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 // Trim removes from obj, in place, what the stores never keep:
 // metadata.managedFields (server-side apply bookkeeping, often a third of
 // an object) and kubectl's last-applied-configuration annotation (a second
-// copy of the object). Templates do not see them; informers trim every
-// object before it reaches a store, and admission trims the proposed
-// objects the same way, so a change renders as it will once stored. It
-// returns obj; a non-*unstructured.Unstructured value is returned as is.
+// copy of the object). Templates do not see them, whichever way an object
+// enters a store: it is the one function every entry point calls, so that
+// the controller, the webhook and the offline commands render the same
+// view of an object:
+//
+//   - the controller's informers (Keep.Transform, before an object is
+//     cached or stored);
+//   - admission, htc check's --object and --old (Model.StoreChanges, on a
+//     copy: a change renders as it will once stored);
+//   - htc render's and htc check's state manifests (Model.Add, on a copy);
+//   - the fixtures of validationTests (htc validate, and the embedded
+//     tests the controller and the config webhook run).
+//
+// It returns obj; a non-*unstructured.Unstructured value is returned as is.
 // An object holding nothing to trim is not written to.
 func Trim(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)

@@ -13,7 +13,8 @@ import (
 )
 
 // fixtureStores builds the stores a validation test renders over: every
-// watched resource gets a store, filled with the test's fixtures for it.
+// watched resource gets a store, filled with the test's fixtures for it,
+// trimmed as the controller's stores keep objects (watched.Trim).
 func fixtureStores(model *watched.Model, test config.ValidationTest) (store.Set, error) {
 	stores := model.NewStores()
 	keys := make([]string, 0, len(test.Fixtures))
@@ -29,6 +30,9 @@ func fixtureStores(model *watched.Model, test config.ValidationTest) (store.Set,
 		for i, raw := range test.Fixtures[key] {
 			obj, err := decodeFixture(raw.Raw, raw.Object)
 			if err != nil {
+				return nil, fmt.Errorf("fixtures[%s][%d]: %w", key, i, err)
+			}
+			if _, err := watched.Trim(obj); err != nil {
 				return nil, fmt.Errorf("fixtures[%s][%d]: %w", key, i, err)
 			}
 			if err := s.Add(obj); err != nil {
