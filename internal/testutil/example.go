@@ -8,6 +8,7 @@ import (
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/haproxy"
+	"github.com/haproxy-template/htc/pkg/shortcut"
 	"github.com/haproxy-template/htc/pkg/store"
 )
 
@@ -34,6 +35,9 @@ type ExampleOptions struct {
 	BaseDir string
 	// Edit, when set, changes the loaded config before it is built.
 	Edit func(*config.HAProxyTemplateConfig)
+	// Shortcuts are the checker's and the pipeline's switches (nil: every
+	// shortcut on).
+	Shortcuts *shortcut.Switches
 }
 
 // NewExample builds the example library from the config at configPath.
@@ -44,9 +48,10 @@ func NewExample(tb testing.TB, configPath string, opts ExampleOptions) *Example 
 	if opts.Edit != nil {
 		opts.Edit(cfg)
 	}
-	checker, err := haproxy.NewChecker(haproxy.Options{TempDir: tb.TempDir()})
+	checker, err := haproxy.NewChecker(haproxy.Options{TempDir: tb.TempDir(), Shortcuts: opts.Shortcuts})
 	require.NoError(tb, err)
-	env := dryrun.Env{BaseDir: opts.BaseDir, CheckerFor: func(allowed []string) dryrun.Checker { return checker.Allowing(allowed) }}
+	env := dryrun.Env{BaseDir: opts.BaseDir, CheckerFor: func(allowed []string) dryrun.Checker { return checker.Allowing(allowed) },
+		Shortcuts: opts.Shortcuts}
 	p, err := dryrun.Build(cfg, env)
 	require.NoError(tb, err)
 	stores := p.Model.NewStores()

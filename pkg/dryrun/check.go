@@ -9,6 +9,7 @@ import (
 	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/haproxy"
 	"github.com/haproxy-template/htc/pkg/phase"
+	"github.com/haproxy-template/htc/pkg/shortcut"
 	"github.com/haproxy-template/htc/pkg/store"
 )
 
@@ -151,7 +152,7 @@ func (p *Pipeline) renderAndCheck(ctx context.Context, stores store.Set, opts Ch
 			run, key, v.CodeNotRun = p.checker.CheckStatic, v.BundleHash+"/static", true
 		}
 	}
-	res, cached, err := p.checks.check(ctx, run, b, key)
+	res, cached, err := p.checks.check(ctx, run, b, key, p.env.Shortcuts.On(shortcut.MapOnly))
 	v.CheckCached = cached
 	if res != nil {
 		if !cached { // a cached outcome's durations are an earlier check's

@@ -42,11 +42,14 @@ func newCheckCache(size int) *checkCache {
 // check returns the outcome of checking b with c, from the cache or shared
 // with a concurrent check of an equal bundle. The shared run goes on while
 // any caller waits for it and stops (haproxy's process group killed) when
-// the last one gives up; a caller waits at most until its ctx ends.
-func (cc *checkCache) check(ctx context.Context, run checkFunc, b *bundle.Bundle, hash string) (*haproxy.Result, bool, error) {
+// the last one gives up; a caller waits at most until its ctx ends. Unless
+// reused is set, a cached outcome whose haproxy -c run was reused from
+// another bundle (the map-only shortcut, now off) is checked again.
+func (cc *checkCache) check(ctx context.Context, run checkFunc, b *bundle.Bundle, hash string, reused bool) (*haproxy.Result, bool, error) {
 	if v, ok := cc.results.Get(hash); ok {
-		o := v.(checkOutcome)
-		return o.res, true, o.err
+		if o := v.(checkOutcome); reused || o.res == nil || !o.res.SemanticReused {
+			return o.res, true, o.err
+		}
 	}
 	o, _, err := cc.flight.Do(ctx, hash, func(runCtx context.Context) (checkOutcome, error) {
 		res, err := run(runCtx, b)

@@ -15,6 +15,7 @@ import (
 	"github.com/haproxy-template/htc/pkg/dryrun/testrun"
 	"github.com/haproxy-template/htc/pkg/haproxy"
 	"github.com/haproxy-template/htc/pkg/render"
+	"github.com/haproxy-template/htc/pkg/shortcut"
 	"github.com/haproxy-template/htc/pkg/store"
 	"github.com/haproxy-template/htc/pkg/watched"
 )
@@ -70,6 +71,12 @@ type Env struct {
 	// A render that would exceed it fails the render phase with a
 	// *render.LimitError naming the limit.
 	MaxBundleBytes int64
+	// Shortcuts says which shortcuts the pipelines may take (package
+	// shortcut); nil: all of them. With Render off every render is full
+	// and records nothing; with ReadSet off RendersAlike is always false;
+	// with MapOnly off a cached check outcome that reused a haproxy -c
+	// run is not used (the checker itself is told by its own Options).
+	Shortcuts *shortcut.Switches
 }
 
 // Pipeline is everything derived from one HAProxyTemplateConfig: its
@@ -178,11 +185,23 @@ func (p *Pipeline) Render(ctx context.Context, stores store.Set) (*bundle.Bundle
 	return p.render(ctx, stores, false)
 }
 
-// render renders the bundle over stores, recording the iterations of its
-// loops for later renders when record is set (render.Input.Record).
-func (p *Pipeline) render(ctx context.Context, stores store.Set, record bool) (*bundle.Bundle, error) {
-	return p.engine.Render(ctx, render.Input{Stores: stores, BaseDir: p.env.BaseDir, MaxBytes: p.env.MaxBundleBytes, Record: record})
+// RenderFull renders the bundle over stores without reusing any recorded
+// work (render.Input.Full), and records nothing: the reference the
+// controller's shadow checks compare the shortcuts' answers with.
+func (p *Pipeline) RenderFull(ctx context.Context, stores store.Set) (*bundle.Bundle, error) {
+	return p.engine.Render(ctx, render.Input{Stores: stores, BaseDir: p.env.BaseDir, MaxBytes: p.env.MaxBundleBytes, Full: true})
 }
+
+// render renders the bundle over stores, recording the iterations of its
+// loops for later renders when record is set (render.Input.Record). With
+// the render shortcut off it renders in full and records nothing.
+func (p *Pipeline) render(ctx context.Context, stores store.Set, record bool) (*bundle.Bundle, error) {
+	full := !p.env.Shortcuts.On(shortcut.Render)
+	return p.engine.Render(ctx, render.Input{Stores: stores, BaseDir: p.env.BaseDir, MaxBytes: p.env.MaxBundleBytes, Record: record && !full, Full: full})
+}
+
+// Shortcuts is the Env's Switches (nil: every shortcut on).
+func (p *Pipeline) Shortcuts() *shortcut.Switches { return p.env.Shortcuts }
 
 // RendersAlike reports whether applying changes (by store key, see
 // watched.Model.StoreChanges) to stores leaves every render of the
@@ -190,10 +209,11 @@ func (p *Pipeline) render(ctx context.Context, stores store.Set, record bool) (*
 // that stays in its store, under the same index keys, and keeps every
 // field the templates can read (render.ReadSet), e.g. a change of labels
 // or annotations no template reads. Such a change can neither break nor
-// fix anything, so it needs no check.
+// fix anything, so it needs no check. With the read-set shortcut off it is
+// always false.
 func (p *Pipeline) RendersAlike(stores map[string]*store.Store, changes map[string]store.Change) bool {
 	reads := p.engine.Reads()
-	if len(changes) == 0 {
+	if len(changes) == 0 || !p.env.Shortcuts.On(shortcut.ReadSet) {
 		return false
 	}
 	for key, c := range changes {

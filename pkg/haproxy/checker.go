@@ -15,6 +15,7 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/phase"
+	"github.com/haproxy-template/htc/pkg/shortcut"
 )
 
 // DefaultTimeout bounds one `haproxy -c` run when Options.Timeout is zero.
@@ -52,6 +53,9 @@ type Options struct {
 	// DefaultParseCacheEntries; negative disables the cache (and the
 	// per-section path: configurations are parsed whole, up to 1 MiB).
 	ParseCacheEntries int
+	// Shortcuts, when its map-only shortcut is off, makes every Check run
+	// haproxy -c (see passedRuns); nil keeps the shortcut on.
+	Shortcuts *shortcut.Switches
 }
 
 // Overruled is a syntax or schema finding that haproxy -c did not confirm.
@@ -88,10 +92,11 @@ type Checker struct {
 	skipSyntax  bool
 	skipSchema  bool
 	allowed     []string
-	cache       *parseCache   // nil when disabled
-	passed      *passedRuns   // bundles haproxy -c accepted (see passedRuns)
-	version     *knownVersion // its HAProxy's version, once a policy check needed it
-	chunkBytes  int           // maxChunkBytes; smaller in tests
+	cache       *parseCache        // nil when disabled
+	passed      *passedRuns        // bundles haproxy -c accepted (see passedRuns); nil: none reused
+	shortcuts   *shortcut.Switches // its MapOnly off: passed is not used
+	version     *knownVersion      // its HAProxy's version, once a policy check needed it
+	chunkBytes  int                // maxChunkBytes; smaller in tests
 	// active counts the Checks in progress, shared with the checkers
 	// Allowing derives (see Wait).
 	active *sync.WaitGroup
@@ -138,6 +143,7 @@ func NewChecker(opts Options) (*Checker, error) {
 		cache:       cache,
 		passed:      newPassedRuns(DefaultPassedEntries),
 		version:     &knownVersion{},
+		shortcuts:   opts.Shortcuts,
 		haproxyPath: resolved,
 		timeout:     timeout,
 		sem:         make(chan struct{}, par),
@@ -155,6 +161,24 @@ func NewChecker(opts Options) (*Checker, error) {
 func (c *Checker) Allowing(allowed []string) *Checker {
 	out := *c
 	out.allowed = append([]string(nil), allowed...)
+	return &out
+}
+
+// WithShortcuts returns a Checker that shares everything with c and
+// consults s instead of Options.Shortcuts.
+func (c *Checker) WithShortcuts(s *shortcut.Switches) *Checker {
+	out := *c
+	out.shortcuts = s
+	return &out
+}
+
+// Unreused returns a Checker that shares everything with c but the
+// accepted runs: its Checks always run haproxy -c, and record nothing for
+// c's to reuse. The controller's shadow check of the map-only shortcut
+// (package shadow) checks with it.
+func (c *Checker) Unreused() *Checker {
+	out := *c
+	out.passed = nil
 	return &out
 }
 
@@ -199,6 +223,9 @@ func (c *Checker) Check(ctx context.Context, b *bundle.Bundle) (*Result, error) 
 		return res, phaseError(phase.Policy, err)
 	}
 	key := semanticKey(b, scan.looseMaps())
+	if !c.shortcuts.On(shortcut.MapOnly) {
+		key = "" // neither reused nor recorded
+	}
 	if warnings, ok := c.passed.get(key); ok {
 		res.SemanticReused = true
 		parseErr := c.parsePhases(ctx, b, res)

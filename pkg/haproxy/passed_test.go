@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/shortcut"
 )
 
 // TestLooseMaps: a map is loose (its content cannot change what haproxy -c
@@ -135,4 +136,35 @@ func randomMapFile(rnd *rand.Rand) []byte {
 		b.WriteByte('\n')
 	}
 	return []byte(b.String())
+}
+
+// An Unreused checker, and any checker once the map-only shortcut is off,
+// runs haproxy -c for a bundle it would otherwise have reused a run for.
+func TestCheckRunsWithoutTheMapOnlyShortcut(t *testing.T) {
+	runs := filepath.Join(t.TempDir(), "runs")
+	switches := &shortcut.Switches{}
+	c := fakeChecker(t, "echo run >> "+runs+"\nexit 0\n", Options{Shortcuts: &shortcut.Switches{}}).WithShortcuts(switches)
+	ws := newTestWorkspace(t)
+	count := func() int {
+		b, err := os.ReadFile(runs)
+		require.NoError(t, err)
+		return strings.Count(string(b), "run")
+	}
+	check := func(c *Checker, host string) *Result {
+		res, err := c.Check(context.Background(), bundleFor(ws.Dir(), testConfig(""), map[string]string{"host.map": host + " be0\n"}, nil))
+		require.NoError(t, err)
+		return res
+	}
+	check(c, "a.example.com")
+	require.True(t, check(c, "b.example.com").SemanticReused)
+	require.Equal(t, 1, count())
+
+	assert.False(t, check(c.Unreused(), "c.example.com").SemanticReused)
+	assert.Equal(t, 2, count(), "an Unreused checker runs haproxy -c")
+	assert.True(t, check(c, "d.example.com").SemanticReused, "the checker it came from still reuses")
+
+	switches.TurnOff(shortcut.MapOnly)
+	assert.False(t, check(c.Allowing(nil), "e.example.com").SemanticReused)
+	assert.False(t, check(c, "f.example.com").SemanticReused)
+	assert.Equal(t, 4, count(), "with the shortcut off, every check runs haproxy -c")
 }

@@ -235,7 +235,9 @@ func (r *Runner) runOne(ctx context.Context, name string) (res Result) {
 		res.Failures = append(res.Failures, err.Error())
 		return res
 	}
-	in := render.Input{Stores: stores, BaseDir: r.baseDir}
+	// In full: a test renders its own fixtures, never the live state, and
+	// no answer of a test rests on work recorded elsewhere.
+	in := render.Input{Stores: stores, BaseDir: r.baseDir, Full: true}
 	bdl, renderErr := r.engine.Render(ctx, in)
 	ev := &evaluator{ctx: ctx, runner: r, in: in, bundle: bdl, renderErr: renderErr}
 	expectsRenderError := false

@@ -1,0 +1,73 @@
+// Package shortcut names the three ways htc skips work and holds the
+// switches that turn each of them off.
+//
+//	Render   incremental rendering: a render reuses the work a recording
+//	         render of the live state did (render.Input.Record, Full)
+//	MapOnly  the map-only skip: a bundle that differs from one haproxy -c
+//	         accepted only in maps HAProxy reads as plain strings reuses
+//	         that run (haproxy.Result.SemanticReused)
+//	ReadSet  the read-set skip: a change that leaves every field the
+//	         templates read as it was is admitted without rendering
+//	         (dryrun.Pipeline.RendersAlike)
+//
+// Each shortcut gives the answer the full computation would, and the
+// controller checks that at run time (package shadow). A shortcut caught
+// giving another answer is turned off until the process restarts: the work
+// is then done in full, never answered wrongly. The renderer, the checker
+// and the admission path consult one Switches value, shared by every
+// pipeline of the process; reading a switch is one atomic load.
+package shortcut
+
+import "sync/atomic"
+
+// Kind is one of the shortcuts; its string is the value of the shortcut
+// label of the htc_shortcut_* metrics.
+type Kind string
+
+// The shortcuts.
+const (
+	Render  Kind = "render"
+	MapOnly Kind = "map-only"
+	ReadSet Kind = "read-set"
+)
+
+// Kinds lists every shortcut, in a fixed order.
+var Kinds = []Kind{Render, MapOnly, ReadSet}
+
+// Switches says which shortcuts are off. The zero value has every shortcut
+// on; a nil *Switches too (tools that never turn one off). Safe for
+// concurrent use.
+type Switches struct {
+	render, mapOnly, readSet atomic.Bool // true: off
+}
+
+// On reports whether shortcut k may be taken.
+func (s *Switches) On(k Kind) bool {
+	if s == nil {
+		return true
+	}
+	b := s.flag(k)
+	return b == nil || !b.Load()
+}
+
+// TurnOff turns shortcut k off for the life of s and reports whether it
+// was on. An unknown k is ignored.
+func (s *Switches) TurnOff(k Kind) bool {
+	if s == nil {
+		return false
+	}
+	b := s.flag(k)
+	return b != nil && b.CompareAndSwap(false, true)
+}
+
+func (s *Switches) flag(k Kind) *atomic.Bool {
+	switch k {
+	case Render:
+		return &s.render
+	case MapOnly:
+		return &s.mapOnly
+	case ReadSet:
+		return &s.readSet
+	}
+	return nil
+}
