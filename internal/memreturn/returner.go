@@ -63,6 +63,10 @@ type Returner struct {
 	// periods allocated since the last return.
 	lastCheck, work uint64
 	started         bool
+	// quiet says whether the period the last check ended was quiet;
+	// onQuiet is told about every quiet period (see OnQuiet; nil: nobody).
+	quiet   bool
+	onQuiet func()
 
 	returns       prometheus.Counter
 	returnedBytes prometheus.Counter
@@ -110,6 +114,12 @@ func (r *Returner) Start() {
 	r.check()
 }
 
+// OnQuiet makes f be called at the end of every quiet period (after the
+// memory was returned, when it was), from Run's goroutine: other idle work
+// (the controller's shadow checks of its shortcuts) runs then. f must not
+// block. Call it before Run.
+func (r *Returner) OnQuiet(f func()) { r.onQuiet = f }
+
 // Run checks once per period until ctx ends.
 func (r *Returner) Run(ctx context.Context) {
 	if !r.started {
@@ -127,14 +137,18 @@ func (r *Returner) Run(ctx context.Context) {
 			return
 		case <-ticks:
 			r.check()
+			if r.quiet && r.onQuiet != nil {
+				r.onQuiet()
+			}
 		}
 	}
 }
 
-// check ends one period. A busy period (one that allocated quietBytes or
-// more) adds its allocations to the work; a quiet one, once the work
-// reaches minWork, returns the free memory and starts the work again. The
-// first check only starts counting. It reports whether it returned memory.
+// check ends one period (quiet records which kind it was). A busy period
+// (one that allocated quietBytes or more) adds its allocations to the
+// work; a quiet one, once the work reaches minWork, returns the free
+// memory and starts the work again. The first check only starts counting.
+// It reports whether it returned memory.
 func (r *Returner) check() bool {
 	now := r.allocated()
 	if !r.started {
@@ -143,7 +157,8 @@ func (r *Returner) check() bool {
 	}
 	allocated := now - r.lastCheck
 	r.lastCheck = now
-	if allocated >= r.quietBytes {
+	r.quiet = allocated < r.quietBytes
+	if !r.quiet {
 		r.work += allocated
 		return false
 	}

@@ -202,3 +202,39 @@ func TestRunStopsWithItsContext(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// TestOnQuietTellsEveryQuietPeriod: the OnQuiet function is called after
+// each quiet period, whether or not it returned memory, and not after a
+// busy one. The heap is a script of what each read of the allocations
+// sees (read by Run's goroutine only).
+func TestOnQuietTellsEveryQuietPeriod(t *testing.T) {
+	r, err := New(15*time.Second, prometheus.NewRegistry(), nil)
+	require.NoError(t, err)
+	// Start's two reads, tick (quiet), tick (busy), tick (quiet), after the free.
+	reads := []uint64{mib, mib, mib, 65 * mib, 65 * mib, 66 * mib}
+	frees := 0
+	r.allocated = func() uint64 {
+		v := reads[0]
+		if len(reads) > 1 {
+			reads = reads[1:]
+		}
+		return v
+	}
+	r.released = func() uint64 { return uint64(frees) * 10 * mib }
+	r.free = func() { frees++ }
+	var told []int // the frees seen by each call
+	r.OnQuiet(func() { told = append(told, frees) })
+	ticks := make(chan time.Time) // unbuffered: a send returns once Run took the tick
+	r.ticks = ticks
+	r.Start()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	ticks <- time.Time{} // quiet, nothing to return: told
+	ticks <- time.Time{} // busy: not told
+	ticks <- time.Time{} // quiet: returns, then told
+	ticks <- time.Time{} // taken once the check before it finished
+	cancel()
+	<-done
+	assert.Equal(t, []int{0, 1, 1}, told)
+}
