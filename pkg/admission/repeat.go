@@ -32,6 +32,11 @@ type repeats struct {
 	decided *lru.Cache // key -> Decision (Verdict without its Bundle)
 }
 
+// ForgetDecisions drops the decisions kept for repeated requests: after a
+// shortcut was found giving a wrong answer (package shadow), no decision
+// it made is given again.
+func (a *Admitter) ForgetDecisions() { a.repeats.Store(nil) }
+
 // decide returns the decision for req under key: a reused one, or
 // decide's.
 func (r *repeats) decide(ctx context.Context, key string, timeout string, decide func(context.Context) Decision) Decision {

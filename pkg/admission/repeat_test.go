@@ -51,3 +51,19 @@ func TestIdenticalRequestsShareOneDecision(t *testing.T) {
 	assert.False(t, d.Reused, "the live state changed")
 	assert.True(t, d.Allowed, "the Service exists now: %s", d.Reason)
 }
+
+// After ForgetDecisions (a shortcut was found wrong), a repeated request
+// is decided afresh.
+func TestForgetDecisions(t *testing.T) {
+	ctx := context.Background()
+	v, _ := newValidator(t)
+	missing := func() admission.Request {
+		return req(ingressesGVR, store.Create, obj(t, ingress(t, "api", "api.example.com", "api")), nil)
+	}
+	assert.False(t, v.Resource(ctx, missing()).Reused)
+	assert.True(t, v.Resource(ctx, missing()).Reused)
+	v.ForgetDecisions()
+	d := v.Resource(ctx, missing())
+	assert.False(t, d.Reused, "decided again")
+	assert.Equal(t, "Service 'api' not found", d.Reason)
+}
