@@ -1,0 +1,39 @@
+// Package shadow checks, at run time, that the controller's shortcuts
+// (package shortcut) gave the answers the full computation gives:
+//
+//	render    the live state, rendered in full (render.Input.Full), is
+//	          byte for byte the incremental render the live loop published
+//	          and judged admissions by
+//	map-only  haproxy -c, reusing no run (haproxy.Checker.Unreused),
+//	          accepts a bundle that was accepted through the map-only skip
+//	read-set  the live state with a change admitted without rendering
+//	          renders, in full, the bundle it renders with the objects the
+//	          change replaced
+//
+// The live loop and the admission path offer samples (LiveRendered,
+// AcceptedReusing, AdmittedAlike); offering never blocks and keeps at most
+// a few samples (a full queue drops the new one). The Verifier checks them
+// at low priority: when the controller is idle (Idle, which the idle
+// memory return calls after each quiet period) and every Every-th live
+// render, one check at a time, each under its own deadline; work arriving
+// (Busy: an admission, a live round) cancels the check in progress, and
+// its sample waits for the next occasion. A sample the state moved on from
+// (the stores changed under the renders, the config changed) is dropped as
+// stale.
+//
+// A mismatch is logged (the shortcut, the output, line and object the
+// bundles' source map names, never their content), counted, reported
+// (Options.Report: the controller's ShortcutsVerified condition) and turns
+// that shortcut off for the rest of the process (shortcut.Switches): the
+// work is then done in full, never answered wrongly.
+//
+// Metrics (registered on Options.Registerer):
+//
+//	htc_shortcut_checks_total{shortcut,result}  counter; result: agreed,
+//	                                            mismatch, stale, cancelled,
+//	                                            error (timed out, or the
+//	                                            checker could not run)
+//	htc_shortcut_mismatch_total{shortcut}       counter
+//	htc_shortcut_enabled{shortcut}              gauge, 1 while the shortcut
+//	                                            is taken
+package shadow

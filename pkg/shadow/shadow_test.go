@@ -1,0 +1,364 @@
+package shadow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	htctestutil "github.com/haproxy-template/htc/internal/testutil"
+	"github.com/haproxy-template/htc/pkg/admission"
+	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/dryrun"
+	"github.com/haproxy-template/htc/pkg/phase"
+	"github.com/haproxy-template/htc/pkg/shortcut"
+	"github.com/haproxy-template/htc/pkg/store"
+	"github.com/haproxy-template/htc/pkg/watched"
+)
+
+var ingressesGVR = ingressResource()
+
+// fixture is a Verifier over the example Ingress library with ten apps,
+// checking with the real haproxy; reports collects its outcomes.
+type fixture struct {
+	v        *Verifier
+	ex       *htctestutil.Example
+	switches *shortcut.Switches
+	state    *admission.State
+	reports  []Outcome
+}
+
+func newFixture(t *testing.T, edit func(*Options)) *fixture {
+	t.Helper()
+	f := &fixture{switches: &shortcut.Switches{}}
+	f.ex = htctestutil.NewExample(t, "../../examples/ingress/config.yaml", htctestutil.ExampleOptions{Apps: 10, Shortcuts: f.switches})
+	f.state = &admission.State{Pipeline: f.ex.Pipeline, Stores: f.ex.Stores}
+	opts := Options{
+		Switches: f.switches,
+		State:    func() *admission.State { return f.state },
+		CheckUnreused: func(ctx context.Context, p *dryrun.Pipeline, b *bundle.Bundle) error {
+			_, err := f.ex.Checker.Allowing(p.Config.Spec.AllowedDirectives).Unreused().Check(ctx, b)
+			return err
+		},
+		Report:     func(_ context.Context, o Outcome) { f.reports = append(f.reports, o) },
+		Registerer: prometheus.NewRegistry(),
+	}
+	if edit != nil {
+		edit(&opts)
+	}
+	f.v = New(opts)
+	return f
+}
+
+func (f *fixture) checks(k shortcut.Kind, result string) float64 {
+	return testutil.ToFloat64(f.v.metrics.checks.WithLabelValues(string(k), result))
+}
+
+func (f *fixture) mismatches(k shortcut.Kind) float64 {
+	return testutil.ToFloat64(f.v.metrics.mismatches.WithLabelValues(string(k)))
+}
+
+func (f *fixture) enabled(k shortcut.Kind) float64 {
+	return testutil.ToFloat64(f.v.metrics.enabled.WithLabelValues(string(k)))
+}
+
+// liveRender renders the live state as the live loop does (recording,
+// replaying what the last recording render recorded) and offers it.
+func (f *fixture) liveRender(t *testing.T) *dryrun.Verdict {
+	t.Helper()
+	gens := Generations(f.ex.Stores)
+	v := f.ex.Pipeline.CheckWith(t.Context(), store.ReadOnly(f.ex.Stores), dryrun.CheckOptions{Record: true, SkipTests: true})
+	require.NoError(t, v.Err)
+	f.v.LiveRendered(f.ex.Pipeline, f.ex.Stores, gens, v.Bundle)
+	return v
+}
+
+// TestRenderShortcutAgrees: the live loop's incremental render of an
+// unchanged state equals the full render; the check reports agreement and
+// the shortcut stays on.
+func TestRenderShortcutAgrees(t *testing.T) {
+	f := newFixture(t, nil)
+	f.liveRender(t)
+	f.liveRender(t) // this one replays what the first recorded
+	f.v.checkPending(t.Context())
+	assert.Equal(t, 1.0, f.checks(shortcut.Render, ResultAgreed))
+	assert.Equal(t, []Outcome{{Shortcut: shortcut.Render, Agreed: true}}, f.reports)
+	assert.True(t, f.switches.On(shortcut.Render))
+	assert.Equal(t, 1.0, f.enabled(shortcut.Render))
+}
+
+// TestRenderMismatchTurnsTheShortcutOff injects a divergence: the
+// incremental answer (a renderer double) differs from the full render in
+// one server line. The check names the output, the template, the line and
+// the EndpointSlice that wrote it, never the line itself, counts the mismatch
+// and turns incremental rendering off: the pipeline renders in full from
+// then on, and no more live samples are taken.
+func TestRenderMismatchTurnsTheShortcutOff(t *testing.T) {
+	f := newFixture(t, nil)
+	v := f.liveRender(t)
+	wrong := *v.Bundle
+	lines := strings.Split(wrong.Config, "\n")
+	line := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "server s1 ") })
+	require.Positive(t, line)
+	lines[line] = strings.Replace(lines[line], "server s1 ", "server s9 ", 1)
+	wrong.Config = strings.Join(lines, "\n")
+	f.v.LiveRendered(f.ex.Pipeline, f.ex.Stores, Generations(f.ex.Stores), &wrong)
+	f.v.checkPending(t.Context())
+
+	assert.Equal(t, 1.0, f.checks(shortcut.Render, ResultMismatch))
+	assert.Equal(t, 1.0, f.mismatches(shortcut.Render))
+	require.Len(t, f.reports, 1)
+	assert.Equal(t, shortcut.Render, f.reports[0].Shortcut)
+	assert.False(t, f.reports[0].Agreed)
+	assert.Regexp(t, fmt.Sprintf(`^haproxy\.cfg line %d \(template haproxy\.cfg\), written for EndpointSlice ns\d+/app\d+-x$`, line+1), f.reports[0].Where)
+	assert.NotContains(t, f.reports[0].Where, "server", "no content in the report")
+
+	assert.False(t, f.switches.On(shortcut.Render), "the fallback: incremental rendering is off")
+	assert.Zero(t, f.enabled(shortcut.Render))
+	before := f.ex.Pipeline.MemoStats().Replayed
+	f.liveRender(t)
+	assert.Equal(t, before, f.ex.Pipeline.MemoStats().Replayed, "renders are full")
+	assert.Nil(t, f.v.live.Load(), "a shortcut that is off is not checked")
+}
+
+// A live sample whose stores changed before the check is stale: nothing is
+// compared, nothing reported.
+func TestRenderSampleOfAStateThatMovedOnIsStale(t *testing.T) {
+	f := newFixture(t, nil)
+	f.liveRender(t)
+	svc, _, _ := htctestutil.ClusterApp(99, false)
+	require.NoError(t, f.ex.Stores["services"].Add(svc))
+	f.v.checkPending(t.Context())
+	assert.Equal(t, 1.0, f.checks(shortcut.Render, ResultStale))
+	assert.Empty(t, f.reports)
+
+	// A render during which the stores changed is not sampled at all.
+	gens := Generations(f.ex.Stores)
+	svc, _, _ = htctestutil.ClusterApp(98, false)
+	require.NoError(t, f.ex.Stores["services"].Add(svc))
+	f.v.LiveRendered(f.ex.Pipeline, f.ex.Stores, gens, &bundle.Bundle{})
+	assert.Nil(t, f.v.live.Load())
+}
+
+// proposalVerdict checks, as an admission does, a new Ingress to a Service
+// in use: the bundle differs from the live one in a plain-string map
+// only, so the check reuses the live state's haproxy -c run.
+func proposalVerdict(t *testing.T, f *fixture) *dryrun.Verdict {
+	t.Helper()
+	f.liveRender(t)
+	f.v.live.Store(nil)
+	proposal, err := store.ReadOnly(f.ex.Stores).WithChange("ingresses", store.Change{Operation: store.Create, Object: htctestutil.ClusterIngress("ns1", "app1-new", "app1")})
+	require.NoError(t, err)
+	v := f.ex.Pipeline.CheckWith(t.Context(), proposal, dryrun.CheckOptions{SkipTests: true})
+	require.NoError(t, v.Err)
+	require.True(t, v.SemanticReused)
+	return v
+}
+
+// TestMapOnlyShortcutAgrees: haproxy -c, run again without reuse on a
+// bundle the map-only skip accepted, accepts it.
+func TestMapOnlyShortcutAgrees(t *testing.T) {
+	f := newFixture(t, nil)
+	f.v.AcceptedReusing(f.ex.Pipeline, proposalVerdict(t, f), "admission of Ingress ns1/app1-new")
+	f.v.checkPending(t.Context())
+	assert.Equal(t, 1.0, f.checks(shortcut.MapOnly, ResultAgreed))
+	assert.Equal(t, []Outcome{{Shortcut: shortcut.MapOnly, Agreed: true}}, f.reports)
+	assert.True(t, f.switches.On(shortcut.MapOnly))
+}
+
+// TestMapOnlyMismatchTurnsTheShortcutOff injects a divergence: a verdict
+// that says the map-only skip accepted a bundle haproxy -c refuses (a
+// checker double's answer). The real haproxy -c refuses it; the check
+// names where, without the line's content, and the checker reuses no run
+// from then on.
+func TestMapOnlyMismatchTurnsTheShortcutOff(t *testing.T) {
+	f := newFixture(t, nil)
+	v := proposalVerdict(t, f)
+	wrong := *v
+	b := *v.Bundle
+	b.Config = strings.Replace(b.Config, "defaults\n", "defaults\n    timeout client notaduration\n", 1)
+	require.NotEqual(t, v.Bundle.Config, b.Config)
+	wrong.Bundle = &b
+	f.v.AcceptedReusing(f.ex.Pipeline, &wrong, "admission of Ingress ns1/app1-new")
+	f.v.checkPending(t.Context())
+
+	assert.Equal(t, 1.0, f.checks(shortcut.MapOnly, ResultMismatch))
+	assert.Equal(t, 1.0, f.mismatches(shortcut.MapOnly))
+	require.Len(t, f.reports, 1)
+	assert.Regexp(t, `^admission of Ingress ns1/app1-new: haproxy -c refuses it: haproxy.cfg line \d+$`, f.reports[0].Where)
+	assert.False(t, f.switches.On(shortcut.MapOnly))
+
+	again, err := store.ReadOnly(f.ex.Stores).WithChange("ingresses", store.Change{Operation: store.Create, Object: htctestutil.ClusterIngress("ns2", "app2-new", "app2")})
+	require.NoError(t, err)
+	checked := f.ex.Pipeline.CheckWith(t.Context(), again, dryrun.CheckOptions{SkipTests: true})
+	require.NoError(t, checked.Err)
+	assert.False(t, checked.SemanticReused, "the fallback: haproxy -c runs for every bundle")
+	f.v.AcceptedReusing(f.ex.Pipeline, v, "x")
+	assert.Empty(t, f.v.mapOnly, "a shortcut that is off is not sampled")
+}
+
+// labelChange is an UPDATE of Ingress ns1/app1 that only adds a label no
+// template reads: admitted without rendering.
+func labelChange(t *testing.T, f *fixture) admission.Request {
+	t.Helper()
+	old, ok := f.ex.Stores["ingresses"].ByName("ns1", "app1")
+	require.True(t, ok)
+	changed := old.DeepCopy()
+	changed.SetLabels(map[string]string{"team": "a"})
+	return admission.Request{Change: watched.Change{Resource: ingressesGVR, Operation: store.Update, Object: changed, OldObject: old}}
+}
+
+// TestReadSetShortcutAgrees: a change admitted because it renders alike
+// does render, in full, the bundle the state renders without it, also
+// once it is stored.
+func TestReadSetShortcutAgrees(t *testing.T) {
+	f := newFixture(t, nil)
+	f.v.AdmittedAlike(f.state, labelChange(t, f))
+	require.Len(t, f.v.readSet, 1)
+	f.v.checkPending(t.Context())
+	assert.Equal(t, 1.0, f.checks(shortcut.ReadSet, ResultAgreed))
+	require.Equal(t, []Outcome{{Shortcut: shortcut.ReadSet, Agreed: true}}, f.reports)
+
+	// The admitted change is stored (as it is moments after admission):
+	// the check restores the object it replaced to compare.
+	req := labelChange(t, f)
+	f.v.AdmittedAlike(f.state, req)
+	require.NoError(t, f.ex.Stores["ingresses"].Update(req.Object))
+	f.v.checkPending(t.Context())
+	assert.Equal(t, 2.0, f.checks(shortcut.ReadSet, ResultAgreed))
+
+	// A change that does not render alike is not sampled.
+	other := labelChange(t, f)
+	other.Object.Object["spec"].(map[string]any)["rules"].([]any)[0].(map[string]any)["host"] = "elsewhere.example.com"
+	f.v.AdmittedAlike(f.state, other)
+	assert.Empty(t, f.v.readSet)
+
+	// A sample of another config is stale.
+	f.v.AdmittedAlike(f.state, labelChange(t, f))
+	f.state = &admission.State{Pipeline: htctestutil.NewExample(t, "../../examples/ingress/config.yaml", htctestutil.ExampleOptions{}).Pipeline, Stores: f.ex.Stores}
+	f.v.checkPending(t.Context())
+	assert.Equal(t, 1.0, f.checks(shortcut.ReadSet, ResultStale))
+}
+
+// TestReadSetMismatchTurnsTheShortcutOff injects a divergence: a sample
+// the read-set skip admitted (a double of its answer) for a change of a
+// field the templates read, the Ingress's host. The full renders differ;
+// the check names the Ingress and the line, and RendersAlike is false
+// from then on.
+func TestReadSetMismatchTurnsTheShortcutOff(t *testing.T) {
+	f := newFixture(t, nil)
+	req := labelChange(t, f)
+	rules := []any{map[string]any{"host": "moved.example.com", "http": req.Object.Object["spec"].(map[string]any)["rules"].([]any)[0].(map[string]any)["http"]}}
+	req.Object.Object["spec"].(map[string]any)["rules"] = rules
+	changes, err := f.ex.Pipeline.Model.StoreChanges(req.Change)
+	require.NoError(t, err)
+	require.False(t, f.ex.Pipeline.RendersAlike(f.ex.Stores, changes), "the real read set sees the change")
+	offer(f.v.readSet, &readSetSample{pipeline: f.ex.Pipeline, changes: changes, olds: currentObjects(f.ex.Stores, changes), what: "Ingress ns1/app1"})
+	f.v.checkPending(t.Context())
+
+	assert.Equal(t, 1.0, f.checks(shortcut.ReadSet, ResultMismatch))
+	assert.Equal(t, 1.0, f.mismatches(shortcut.ReadSet))
+	require.Len(t, f.reports, 1)
+	// The example library builds its maps with addFile, whose lines the
+	// source map does not attribute.
+	assert.Regexp(t, `^Ingress ns1/app1: maps/host-path-prefix\.map line \d+ \(added by addFile\)$`, f.reports[0].Where)
+	assert.NotContains(t, f.reports[0].Where, "moved.example.com")
+	assert.False(t, f.switches.On(shortcut.ReadSet))
+	label := labelChange(t, f)
+	changes, err = f.ex.Pipeline.Model.StoreChanges(label.Change)
+	require.NoError(t, err)
+	assert.False(t, f.ex.Pipeline.RendersAlike(f.ex.Stores, changes), "the fallback: every change is rendered")
+}
+
+// TestBusyCancelsTheCheckAndKeepsItsSample: work arriving cancels the
+// check in progress; its sample is checked at the next occasion.
+func TestBusyCancelsTheCheckAndKeepsItsSample(t *testing.T) {
+	started := make(chan struct{})
+	block := true
+	f := newFixture(t, func(o *Options) {
+		o.CheckUnreused = func(ctx context.Context, _ *dryrun.Pipeline, _ *bundle.Bundle) error {
+			if !block {
+				return nil
+			}
+			close(started)
+			<-ctx.Done()
+			return &phase.Error{Phase: phase.Semantic, Reason: "haproxy -c canceled", Err: ctx.Err()}
+		}
+	})
+	f.v.AcceptedReusing(f.ex.Pipeline, proposalVerdict(t, f), "x")
+	done := make(chan struct{})
+	go func() { f.v.checkPending(t.Context()); close(done) }()
+	<-started
+	f.v.Busy()
+	<-done
+	assert.Equal(t, 1.0, f.checks(shortcut.MapOnly, ResultCancelled))
+	assert.Empty(t, f.reports)
+	require.Len(t, f.v.mapOnly, 1, "the sample waits")
+
+	block = false
+	f.v.checkPending(t.Context())
+	assert.Equal(t, 1.0, f.checks(shortcut.MapOnly, ResultAgreed))
+	assert.True(t, f.switches.On(shortcut.MapOnly))
+}
+
+// A check that runs out of time is an error, not a mismatch.
+func TestTimedOutCheckIsAnError(t *testing.T) {
+	f := newFixture(t, func(o *Options) {
+		o.CheckUnreused = func(ctx context.Context, _ *dryrun.Pipeline, _ *bundle.Bundle) error {
+			<-ctx.Done()
+			return errors.Join(errors.New("haproxy -c timed out"), ctx.Err())
+		}
+		o.Timeout = 1 // a nanosecond
+	})
+	f.v.AcceptedReusing(f.ex.Pipeline, proposalVerdict(t, f), "x")
+	f.v.checkPending(t.Context())
+	assert.Equal(t, 1.0, f.checks(shortcut.MapOnly, ResultError))
+	assert.True(t, f.switches.On(shortcut.MapOnly))
+}
+
+// TestTriggers: every Every-th live render triggers a check, idle periods
+// do when OnIdle is set, and Run checks what is pending when triggered.
+func TestTriggers(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.Every = 2 })
+	f.v.Idle()
+	assert.Empty(t, f.v.wake, "idle periods do not trigger without OnIdle")
+	f.liveRender(t)
+	assert.Empty(t, f.v.wake)
+	f.liveRender(t)
+	assert.Len(t, f.v.wake, 1, "the second live render triggers")
+
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { f.v.Run(ctx); close(done) }()
+	require.Eventually(t, func() bool { return f.checks(shortcut.Render, ResultAgreed) == 1 }, testWait, testTick)
+	cancel()
+	<-done
+
+	idle := newFixture(t, func(o *Options) { o.Every, o.OnIdle = 0, true })
+	idle.liveRender(t)
+	idle.liveRender(t)
+	assert.Empty(t, idle.v.wake, "Every 0: no trigger by count")
+	idle.v.Idle()
+	assert.Len(t, idle.v.wake, 1)
+	assert.Equal(t, DefaultEvery, New(Options{Every: -1}).opts.Every)
+}
+
+// The controller's live loop and admission path offer samples to a
+// Verifier that may be nil (tests of the loop alone): nothing happens.
+func TestNilVerifierTakesNothing(t *testing.T) {
+	var v *Verifier
+	assert.NotPanics(t, func() {
+		v.Idle()
+		v.Busy()
+		v.LiveRendered(nil, nil, nil, &bundle.Bundle{})
+		v.AcceptedReusing(nil, &dryrun.Verdict{SemanticReused: true}, "x")
+		v.AdmittedAlike(&admission.State{}, admission.Request{})
+	})
+}
