@@ -40,6 +40,18 @@ When the HAProxy reloaded through the socket runs another version than the
 one that checks (haproxy -v), the HAProxyVersionSkew condition and the
 htc_haproxy_version_skew metric say so.
 
+The controller checks its own shortcuts against the full computation at
+run time, at low priority (when idle, see --shortcut-check-when-idle, and
+at least every --shortcut-check-every live renders; work interrupts a check
+and it runs again later): the live state rendered in full against the
+incremental render it published, haproxy -c run again on a bundle accepted
+through the map-only skip, the state with and without a change admitted
+without rendering. A mismatch is logged (the shortcut, the output, line and
+object, never their content), counted (htc_shortcut_mismatch_total), sets
+the ShortcutsVerified condition False, and turns that shortcut off until the
+controller restarts: the live configuration is rendered and checked again
+in full, and so is every admission after it.
+
 Until the stores of the first good config synced, /readyz answers 503 and
 every admission request is denied with "htc is starting: stores not synced
 yet". With --webhook-configuration, the controller fills that
@@ -88,6 +100,8 @@ type controllerFlags struct {
 	idleMemoryReturn string
 	// shutdownDelay is --shutdown-delay.
 	shutdownDelay string
+	// shortcutCheckEvery is --shortcut-check-every.
+	shortcutCheckEvery string
 }
 
 func runController(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -158,6 +172,8 @@ func defineControllerFlags(fs *pflag.FlagSet, stderr io.Writer) *controllerFlags
 	fs.StringVar(&f.renewDeadline, "leader-elect-renew-deadline", envDefault("HTC_LEADER_ELECT_RENEW_DEADLINE", controller.DefaultRenewDeadline.String()), "how long the leader tries to renew the Lease before it stops leading (env HTC_LEADER_ELECT_RENEW_DEADLINE)")
 	fs.StringVar(&f.retryPeriod, "leader-elect-retry-period", envDefault("HTC_LEADER_ELECT_RETRY_PERIOD", controller.DefaultRetryPeriod.String()), "how often the replicas try to acquire or renew the Lease (env HTC_LEADER_ELECT_RETRY_PERIOD)")
 	fs.BoolVar(&o.FullRender, "full-render", f.envBool("HTC_FULL_RENDER"), "turn incremental rendering off: every render runs every fragment instead of reusing what the last render of the live state kept of those whose item and reads did not change (env HTC_FULL_RENDER)")
+	fs.StringVar(&f.shortcutCheckEvery, "shortcut-check-every", envDefault("HTC_SHORTCUT_CHECK_EVERY", strconv.Itoa(controller.DefaultShortcutCheckEvery)), "check the shortcuts (incremental rendering, the map-only and read-set skips) against the full computation at least every N live renders, at low priority (work interrupts a check: it runs again later); a mismatch turns that shortcut off until restart (condition ShortcutsVerified, htc_shortcut_mismatch_total); 0: never by count (env HTC_SHORTCUT_CHECK_EVERY)")
+	fs.BoolVar(&o.ShortcutCheckWhenIdle, "shortcut-check-when-idle", f.envBoolDefault("HTC_SHORTCUT_CHECK_WHEN_IDLE", true), "also check the shortcuts whenever the controller has been idle for --idle-memory-return (which finds the idle periods; with it 0, only --shortcut-check-every checks) (env HTC_SHORTCUT_CHECK_WHEN_IDLE)")
 	fs.StringVar(&f.memLimit, "memory-limit", envDefault("HTC_MEMORY_LIMIT", memoryLimitAuto), "soft memory limit of the Go runtime (e.g. 400Mi): the garbage collector works harder near it. auto: GOMEMLIMIT when set, else 90% of the container's memory limit (cgroup), else none; none: no limit (env HTC_MEMORY_LIMIT)")
 	fs.StringVar(&f.idleMemoryReturn, "idle-memory-return", envDefault("HTC_IDLE_MEMORY_RETURN", controller.DefaultIdleMemoryReturn.String()), idleMemoryReturnUsage())
 	fs.StringVar(&f.gcPercent, "gc-percent", envDefault("HTC_GC_PERCENT", gcPercentAuto), "how far the Go heap grows past its live data before a collection, in percent (1-10000): lower uses less memory and more CPU. auto: GOGC when set, else 50 (env HTC_GC_PERCENT)")
@@ -168,10 +184,13 @@ func defineControllerFlags(fs *pflag.FlagSet, stderr io.Writer) *controllerFlags
 
 // envBool is the boolean environment variable name (false when unset); a
 // value that is not a boolean is reported by options.
-func (f *controllerFlags) envBool(name string) bool {
+func (f *controllerFlags) envBool(name string) bool { return f.envBoolDefault(name, false) }
+
+// envBoolDefault is envBool with def when the variable is unset.
+func (f *controllerFlags) envBoolDefault(name string, def bool) bool {
 	v := envDefault(name, "")
 	if v == "" {
-		return false
+		return def
 	}
 	b, err := strconv.ParseBool(v)
 	if err != nil && f.envErr == nil {
@@ -210,6 +229,13 @@ func (f *controllerFlags) options() (controller.Options, error) {
 	}
 	if opts.ShutdownDelay, err = time.ParseDuration(f.shutdownDelay); err != nil || opts.ShutdownDelay < 0 {
 		return opts, usagef("--shutdown-delay: %q is not a duration of 0 or more (e.g. 5s)", f.shutdownDelay)
+	}
+	if opts.ShortcutCheckEvery, err = shortcutCheckEvery(f.shortcutCheckEvery); err != nil {
+		return opts, err
+	}
+	if opts.IdleMemoryReturn < 0 {
+		// No idle periods are found: the checks run by count alone.
+		opts.ShortcutCheckWhenIdle = false
 	}
 	for _, d := range []struct {
 		name, v string
@@ -293,6 +319,20 @@ func idleMemoryReturn(v string) (time.Duration, error) {
 		return 0, usagef("--idle-memory-return: %s is shorter than %s: a shorter period would find quiet moments inside a burst", d, memreturn.MinPeriod)
 	}
 	return d, nil
+}
+
+// shortcutCheckEvery parses --shortcut-check-every: a number of live
+// renders, or 0 for never by count (controller.Options takes a negative
+// value for that).
+func shortcutCheckEvery(v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	switch {
+	case err != nil || n < 0:
+		return 0, usagef("--shortcut-check-every: %q is not a number of live renders (e.g. 100), or 0 for never by count", v)
+	case n == 0:
+		return -1, nil
+	}
+	return n, nil
 }
 
 // positiveDuration parses a flag's duration ("250ms", "2s"), which must be > 0.

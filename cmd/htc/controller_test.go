@@ -31,6 +31,8 @@ func TestControllerHelpDocumentsEveryFlag(t *testing.T) {
 		"gc-percent":                "HTC_GC_PERCENT",
 		"idle-memory-return":        "HTC_IDLE_MEMORY_RETURN",
 		"full-render":               "HTC_FULL_RENDER",
+		"shortcut-check-every":      "HTC_SHORTCUT_CHECK_EVERY",
+		"shortcut-check-when-idle":  "HTC_SHORTCUT_CHECK_WHEN_IDLE",
 		"webhook-bind-address":      "HTC_WEBHOOK_BIND_ADDRESS",
 		"output-dir":                "HTC_OUTPUT_DIR",
 		"haproxy-master-socket":     "HTC_HAPROXY_MASTER_SOCKET",
@@ -52,6 +54,8 @@ func TestControllerHelpDocumentsEveryFlag(t *testing.T) {
 	assert.Contains(t, stdout, `(default "100ms")`)
 	assert.Contains(t, stdout, `(default "1s")`)
 	assert.Regexp(t, `(?m)^      --idle-memory-return string .*\(default "15s"\)$`, stdout)
+	assert.Regexp(t, `(?m)^      --shortcut-check-every string .*0: never by count.*\(default "100"\)$`, stdout)
+	assert.Regexp(t, `(?m)^      --shortcut-check-when-idle .*\(default true\)$`, stdout)
 	assert.Contains(t, stdout, `(default "info")`)
 	assert.Contains(t, stdout, `(default "json")`)
 	assert.Contains(t, stdout, "htc is starting: stores not synced")
@@ -61,7 +65,7 @@ func TestControllerHelpDocumentsEveryFlag(t *testing.T) {
 func TestControllerMissingInputExitsTwoWithOneLine(t *testing.T) {
 	unsetEnv(t, "HTC_CONFIG_NAMESPACE", "HTC_CONFIG_NAME", "HTC_WEBHOOK_PORT", "HTC_WEBHOOK_CERT_FILE", "HTC_WEBHOOK_KEY_FILE", "HTC_WEBHOOK_CERT_SECRET",
 		"HTC_WEBHOOK_BIND_ADDRESS", "HTC_OUTPUT_DIR", "HTC_HAPROXY_MASTER_SOCKET", "HTC_DEBOUNCE", "HTC_MAX_DELAY", "HTC_PPROF", "HTC_IDLE_MEMORY_RETURN",
-		"HTC_WATCH_NAMESPACE", "HTC_LOG_LEVEL", "HTC_LOG_FORMAT", "HTC_METRICS_BIND_ADDRESS", "HTC_METRICS_ADDR")
+		"HTC_WATCH_NAMESPACE", "HTC_LOG_LEVEL", "HTC_LOG_FORMAT", "HTC_METRICS_BIND_ADDRESS", "HTC_METRICS_ADDR", "HTC_SHORTCUT_CHECK_EVERY")
 	valid := []string{"controller", "--config-namespace", "ns", "--config-name", "n", "--webhook-cert-secret", "a/b"}
 	for _, tc := range []struct {
 		name string
@@ -80,6 +84,7 @@ func TestControllerMissingInputExitsTwoWithOneLine(t *testing.T) {
 		{"socket without output dir", append(valid, "--haproxy-master-socket", "/run/m.sock"), "--haproxy-master-socket needs --output-dir"},
 		{"bad debounce", append(valid, "--debounce", "soon"), `--debounce: "soon" is not a positive duration`},
 		{"bad idle memory return", append(valid, "--idle-memory-return", "-1s"), `--idle-memory-return: "-1s" is not a duration of 1s or more (e.g. 15s), or 0 for never`},
+		{"bad shortcut check count", append(valid, "--shortcut-check-every", "-1"), `--shortcut-check-every: "-1" is not a number of live renders (e.g. 100), or 0 for never by count`},
 		{"zero max delay", append(valid, "--max-delay", "0s"), `--max-delay: "0s" is not a positive duration`},
 		{"max delay below debounce", append(valid, "--debounce", "2s", "--max-delay", "1s"), "--max-delay (1s) must not be shorter than --debounce (2s)"},
 		{"pprof without metrics", append(valid, "--pprof", "--metrics-bind-address="), "--pprof needs --metrics-bind-address"},
@@ -166,6 +171,41 @@ func TestControllerFlagsToOptions(t *testing.T) {
 				assert.Empty(t, stderr.String())
 			}
 			assert.Empty(t, stdout.String())
+		})
+	}
+}
+
+// --shortcut-check-every and --shortcut-check-when-idle as they reach
+// controller.Options: 0 checks never by count (a negative option), and
+// without an idle memory return there are no idle periods to check in.
+func TestShortcutCheckFlags(t *testing.T) {
+	base := []string{"--config-namespace", "ns", "--config-name", "n", "--webhook-cert-secret", "a/b"}
+	for _, tc := range []struct {
+		name     string
+		env      map[string]string
+		args     []string
+		every    int
+		whenIdle bool
+	}{
+		{name: "defaults", every: 100, whenIdle: true},
+		{name: "every 1, never when idle", args: []string{"--shortcut-check-every", "1", "--shortcut-check-when-idle=false"}, every: 1},
+		{name: "never by count", args: []string{"--shortcut-check-every=0"}, every: -1, whenIdle: true},
+		{name: "environment", env: map[string]string{"HTC_SHORTCUT_CHECK_EVERY": "7", "HTC_SHORTCUT_CHECK_WHEN_IDLE": "false"}, every: 7},
+		{name: "no idle memory return, no idle checks", args: []string{"--idle-memory-return", "0"}, every: 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			unsetEnv(t, "HTC_SHORTCUT_CHECK_EVERY", "HTC_SHORTCUT_CHECK_WHEN_IDLE", "HTC_IDLE_MEMORY_RETURN")
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			var stdout, stderr strings.Builder
+			fs := newFlagSet("controller", "", "", &stdout, &stderr)
+			f := defineControllerFlags(fs, &stderr)
+			require.NoError(t, parse(fs, append(append([]string{}, base...), tc.args...)))
+			opts, err := f.options()
+			require.NoError(t, err)
+			assert.Equal(t, tc.every, opts.ShortcutCheckEvery)
+			assert.Equal(t, tc.whenIdle, opts.ShortcutCheckWhenIdle)
 		})
 	}
 }

@@ -36,6 +36,8 @@ import (
 	"github.com/haproxy-template/htc/pkg/haproxy/master"
 	"github.com/haproxy-template/htc/pkg/publish"
 	"github.com/haproxy-template/htc/pkg/redact"
+	"github.com/haproxy-template/htc/pkg/shadow"
+	"github.com/haproxy-template/htc/pkg/shortcut"
 	"github.com/haproxy-template/htc/pkg/watched"
 	"github.com/haproxy-template/htc/pkg/webhook"
 )
@@ -138,6 +140,17 @@ type Options struct {
 	// record nothing, so every render (admissions included) runs every
 	// fragment of the templates (see render.Input.Record).
 	FullRender bool
+	// ShortcutCheckEvery: the controller checks its shortcuts against the
+	// full computation (package shadow: a full render of the live state,
+	// haproxy -c without reuse, the state with and without a change
+	// admitted unrendered) at least every this many live renders; a check
+	// that work interrupts waits for the next occasion. Zero means
+	// DefaultShortcutCheckEvery (100); negative never checks by count.
+	ShortcutCheckEvery int
+	// ShortcutCheckWhenIdle also checks them when the controller has been
+	// idle for a period of IdleMemoryReturn (which must then not be
+	// negative). The htc controller command turns it on by default.
+	ShortcutCheckWhenIdle bool
 	// Build describes this binary for the htc_build_info metric.
 	Build BuildInfo
 	// AdmissionTimeout bounds one admission decision (the proposed change
@@ -219,6 +232,9 @@ func (o *Options) Validate() error {
 	if o.Debounce < 0 || o.MaxDelay < 0 {
 		problems = append(problems, "the debounce and maximum delay must not be negative")
 	}
+	if o.ShortcutCheckWhenIdle && o.IdleMemoryReturn < 0 {
+		problems = append(problems, "checking the shortcuts when idle needs the idle memory return, which finds the idle periods")
+	}
 	if o.IdleMemoryReturn > 0 && o.IdleMemoryReturn < memreturn.MinPeriod {
 		problems = append(problems, fmt.Sprintf("the idle memory return period %s is shorter than %s", o.IdleMemoryReturn, memreturn.MinPeriod))
 	}
@@ -250,9 +266,12 @@ type controller struct {
 	certs        *certSource
 	status       *statusReporter
 	live         *live
-	identity     string        // this replica's name in the Lease and its Events
-	leader       *leadership   // whether this replica writes status, Events, registration
-	registration *registration // the webhook registration; nil: none
+	switches     *shortcut.Switches // the shortcuts taken (off after a mismatch)
+	shadow       *shadow.Verifier   // the run-time checks of the shortcuts
+	mismatches   []shadow.Outcome   // found by the shadow checks (their goroutine)
+	identity     string             // this replica's name in the Lease and its Events
+	leader       *leadership        // whether this replica writes status, Events, registration
+	registration *registration      // the webhook registration; nil: none
 
 	synced   atomic.Bool // the stores of a good config synced; admissions served
 	draining atomic.Bool // Run's context ended: serving until ShutdownDelay ran out
@@ -329,9 +348,11 @@ func Run(ctx context.Context, opts Options) error {
 			_ = g.Wait()
 			return err
 		}
+		r.OnQuiet(c.shadow.Idle)
 		r.Start() // before the config loop lists anything: the load is work
 		spawn("idle memory return", func() error { r.Run(ctx); return nil })
 	}
+	spawn("shortcut checks", func() error { c.shadow.Run(ctx); return nil })
 	spawn("webhook registration", func() error { c.registration.run(ctx); return nil })
 	spawn("config", func() error { c.configLoop(ctx); return nil })
 	spawn("live", func() error {
@@ -528,8 +549,10 @@ func (c *controller) metricsHandler() http.Handler {
 // newController returns a controller whose pipelines check with checker
 // (nil: they can render but not check).
 func newController(opts Options, log *slog.Logger, dyn dynamic.Interface, mapper meta.RESTMapper, checker *haproxy.Checker) *controller {
-	env := dryrun.Env{Tests: testrun.NewCache(16), Grant: opts.AllowedDirectives}
+	switches := newSwitches(opts)
+	env := dryrun.Env{Tests: testrun.NewCache(16), Grant: opts.AllowedDirectives, Shortcuts: switches}
 	if checker != nil {
+		checker = checker.WithShortcuts(switches)
 		env.CheckerFor = func(allowed []string) dryrun.Checker { return checker.Allowing(allowed) }
 	}
 	c := &controller{
@@ -543,6 +566,7 @@ func newController(opts Options, log *slog.Logger, dyn dynamic.Interface, mapper
 		registry: &webhook.Registry{},
 		watchers: map[watched.WatchKey]*watcher{},
 		certs:    &certSource{log: log},
+		switches: switches,
 	}
 	c.metrics = newMetrics(c.certs.notAfter)
 	c.identity = orString(opts.Identity, defaultIdentity())
@@ -553,6 +577,8 @@ func newController(opts Options, log *slog.Logger, dyn dynamic.Interface, mapper
 	c.status.updates = newStatusUpdates(c.metrics.reg)
 	c.live = newLive(c.admitter, nil, nil, c.status, c.metrics, log)
 	c.live.record = !opts.FullRender
+	c.shadow = c.newShadow(checker)
+	c.live.shadow = c.shadow
 	return c
 }
 

@@ -60,6 +60,8 @@ func TestOptionsValidate(t *testing.T) {
 		"pprof without metrics": {Options{ConfigNamespace: "ns", ConfigName: "n", CertSecret: "a/b", Pprof: true}, "pprof is served on the metrics listener"},
 		"idle memory return too short": {Options{ConfigNamespace: "ns", ConfigName: "n", CertSecret: "a/b", IdleMemoryReturn: 500 * time.Millisecond},
 			"the idle memory return period 500ms is shorter than 1s"},
+		"idle shortcut checks without idle periods": {Options{ConfigNamespace: "ns", ConfigName: "n", CertSecret: "a/b", IdleMemoryReturn: -1, ShortcutCheckWhenIdle: true},
+			"checking the shortcuts when idle needs the idle memory return"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := tc.opts.Validate()

@@ -32,6 +32,17 @@
 // rendered over the actual stores (stores it newly watches are empty),
 // checked, and its embedded tests run.
 //
+// The shortcuts the controller takes (package shortcut: incremental
+// rendering, the map-only and read-set skips) are checked against the full
+// computation while it runs (package shadow, shortcuts.go): samples from
+// the live rounds and the admissions are checked when the controller is
+// idle (Options.ShortcutCheckWhenIdle, the idle periods internal/memreturn
+// finds) and at least every Options.ShortcutCheckEvery live renders, one at
+// a time, interrupted by any admission or live round. A mismatch turns that
+// shortcut off for the rest of the process, forgets the decisions kept for
+// repeated requests, runs the live round again in full, and sets condition
+// ShortcutsVerified False (True while every check agreed).
+//
 // Informer updates that keep an object's resourceVersion (resyncs) are
 // skipped; a config update that keeps the spec (metadata, status) does not
 // reload anything.
@@ -71,4 +82,9 @@
 //	htc_haproxy_reloads_total{result}                  counter: success, failed (HAProxy refused),
 //	                                                   error (socket not reached), skipped
 //	htc_haproxy_reload_duration_seconds                histogram, reload until the new worker
+//	htc_shortcut_checks_total{shortcut,result}         counter, run-time checks of a shortcut:
+//	                                                   agreed, mismatch, stale, cancelled, error
+//	htc_shortcut_mismatch_total{shortcut}              counter, shortcuts found giving another
+//	                                                   answer (render, map-only, read-set)
+//	htc_shortcut_enabled{shortcut}                     gauge, 1 while the shortcut is taken
 package controller

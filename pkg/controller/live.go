@@ -18,6 +18,7 @@ import (
 	"github.com/haproxy-template/htc/pkg/haproxy/master"
 	"github.com/haproxy-template/htc/pkg/phase"
 	"github.com/haproxy-template/htc/pkg/publish"
+	"github.com/haproxy-template/htc/pkg/shadow"
 	"github.com/haproxy-template/htc/pkg/store"
 )
 
@@ -49,6 +50,9 @@ type live struct {
 	// record makes the live renders keep their fragments' records, which
 	// later renders (admissions) reuse (render.Input.Record).
 	record bool
+	// shadow is offered every live render for the shortcut checks, and
+	// interrupted by each round (nil: none).
+	shadow *shadow.Verifier
 
 	changes atomic.Uint64 // incremented by trigger
 	signal  chan struct{} // capacity 1: a round is wanted
@@ -111,9 +115,13 @@ func (l *live) sync(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, liveTimeout)
 	defer cancel()
 
+	l.shadow.Busy()
 	start := time.Now()
+	gens := shadow.Generations(st.Stores)
 	d := l.diagnose(ctx, st)
 	v := d.First
+	l.shadow.LiveRendered(st.Pipeline, st.Stores, gens, v.Bundle)
+	l.shadow.AcceptedReusing(st.Pipeline, v, "the live state")
 	if parent.Err() != nil {
 		// Shutting down: a round cut short says nothing about the
 		// configuration, and nothing is published.
@@ -141,6 +149,16 @@ func (l *live) sync(ctx context.Context) bool {
 		l.publish(ctx, cfg, v.Bundle)
 	}
 	return true
+}
+
+// redo forgets the last diagnosis and asks for a round: the live state is
+// rendered and checked anew (after a shortcut was found wrong, with the
+// shortcut off).
+func (l *live) redo() {
+	l.mu.Lock()
+	l.last = nil
+	l.mu.Unlock()
+	l.trigger()
 }
 
 // diagnose finds the failures of the live state: a check, and while it

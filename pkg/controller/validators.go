@@ -34,17 +34,31 @@ func (c *controller) validators(rules []webhook.Rule) map[string]webhook.Validat
 			out[r.GVKString] = c.observed(r.GVKString, c.admitter.Config)
 			continue
 		}
-		out[r.GVKString] = c.observed(r.GVKString, c.admitter.Resource)
+		out[r.GVKString] = c.observed(r.GVKString, c.sampled(c.admitter.Resource))
 	}
 	return out
+}
+
+// sampled wraps the admission of watched resources: what it decided
+// through a shortcut is offered to the shadow checks.
+func (c *controller) sampled(admit func(context.Context, admission.Request) admission.Decision) func(context.Context, admission.Request) admission.Decision {
+	return func(ctx context.Context, req admission.Request) admission.Decision {
+		st := c.admitter.State()
+		d := admit(ctx, req)
+		c.sampleAdmission(st, req, d)
+		return d
+	}
 }
 
 // observed wraps an admission function with the validation metrics: the
 // decision's latency by phase, the per-phase check durations and test
 // cache hits; a change admitted only because of validationAction: Warn is
-// counted and recorded as an Event on the config.
+// counted and recorded as an Event on the config. Every admission first
+// interrupts a shadow check in progress (it runs when the controller is
+// idle).
 func (c *controller) observed(gvk string, admit func(context.Context, admission.Request) admission.Decision) webhook.Validator {
 	return webhook.ValidatorFunc(func(ctx context.Context, req admission.Request) admission.Decision {
+		c.shadow.Busy()
 		start := time.Now()
 		d := admit(ctx, req)
 		if d.Warned {

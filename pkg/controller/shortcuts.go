@@ -1,0 +1,131 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/haproxy-template/htc/pkg/admission"
+	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/dryrun"
+	"github.com/haproxy-template/htc/pkg/haproxy"
+	"github.com/haproxy-template/htc/pkg/shadow"
+	"github.com/haproxy-template/htc/pkg/shortcut"
+)
+
+// ConditionShortcutsVerified is True while every run-time check of the
+// controller's shortcuts (package shadow) agreed with the full
+// computation, False with reason ShortcutMismatch once one did not (that
+// shortcut is then off until the controller restarts). It is written
+// after the first check.
+const ConditionShortcutsVerified = "ShortcutsVerified"
+
+// DefaultShortcutCheckEvery is Options.ShortcutCheckEvery's default.
+const DefaultShortcutCheckEvery = shadow.DefaultEvery
+
+// newSwitches returns the process's shortcut switches: incremental
+// rendering is off from the start with Options.FullRender.
+func newSwitches(opts Options) *shortcut.Switches {
+	s := &shortcut.Switches{}
+	if opts.FullRender {
+		s.TurnOff(shortcut.Render)
+	}
+	return s
+}
+
+// newShadow returns the controller's shadow checks over checker (nil: no
+// map-only checks).
+func (c *controller) newShadow(checker *haproxy.Checker) *shadow.Verifier {
+	every := c.opts.ShortcutCheckEvery
+	switch {
+	case every == 0:
+		every = DefaultShortcutCheckEvery
+	case every < 0:
+		every = 0
+	}
+	opts := shadow.Options{
+		Switches:   c.switches,
+		State:      c.admitter.State,
+		Every:      every,
+		OnIdle:     c.opts.ShortcutCheckWhenIdle,
+		Report:     c.shortcutChecked,
+		Registerer: c.metrics.reg,
+		Log:        c.log,
+	}
+	if checker != nil {
+		opts.CheckUnreused = func(ctx context.Context, p *dryrun.Pipeline, b *bundle.Bundle) error {
+			_, err := checker.Allowing(p.Config.Spec.AllowedDirectives).Unreused().Check(ctx, b)
+			return err
+		}
+	}
+	return shadow.New(opts)
+}
+
+// shortcutChecked records a check's outcome on the config's status
+// (ConditionShortcutsVerified). After a mismatch (the shortcut is already
+// off) no decision made before is given again, and the live configuration
+// is rendered and checked anew, in full: what was published or judged by
+// the shortcut's answer is replaced. Called by the shadow checks' goroutine
+// only.
+func (c *controller) shortcutChecked(ctx context.Context, o shadow.Outcome) {
+	if !o.Agreed {
+		c.mismatches = append(c.mismatches, o)
+		c.admitter.ForgetDecisions()
+		c.live.redo()
+	}
+	st := c.admitter.State()
+	if st == nil || st.Pipeline == nil {
+		return
+	}
+	c.status.set(ctx, st.Pipeline.Config, shortcutsCondition(c.mismatches))
+}
+
+// shortcutsCondition is ConditionShortcutsVerified after the mismatches
+// found so far (none: True).
+func shortcutsCondition(mismatches []shadow.Outcome) metav1.Condition {
+	if len(mismatches) == 0 {
+		return metav1.Condition{Type: ConditionShortcutsVerified, Status: metav1.ConditionTrue, Reason: "Verified",
+			Message: "every run-time check of the shortcuts (incremental rendering, the map-only and read-set skips) agreed with the full computation"}
+	}
+	var parts []string
+	var kinds []string
+	for _, m := range mismatches {
+		if !slices.Contains(kinds, string(m.Shortcut)) {
+			kinds = append(kinds, string(m.Shortcut))
+			parts = append(parts, fmt.Sprintf("%s (%s)", m.Shortcut, m.Where))
+		}
+	}
+	return metav1.Condition{Type: ConditionShortcutsVerified, Status: metav1.ConditionFalse, Reason: "ShortcutMismatch",
+		Message: fmt.Sprintf("the %s shortcut gave another answer than the full computation: %s; it is off until the controller restarts",
+			strings.Join(kinds, ", "), strings.Join(parts, "; "))}
+}
+
+// sampleAdmission offers the shadow checks what an admission decided
+// through a shortcut, when the state did not change under it (before is
+// the state when the request arrived).
+func (c *controller) sampleAdmission(before *admission.State, req admission.Request, d admission.Decision) {
+	if d.Reused || before == nil || before != c.admitter.State() {
+		return
+	}
+	if d.RendersAlike {
+		c.shadow.AdmittedAlike(before, req)
+	}
+	if d.Verdict != nil {
+		c.shadow.AcceptedReusing(before.Pipeline, d.Verdict, "the admission of "+objectOf(req))
+	}
+}
+
+// objectOf names the object of a request ("Ingress default/web").
+func objectOf(req admission.Request) string {
+	obj := req.Object
+	if obj == nil {
+		obj = req.OldObject
+	}
+	if obj == nil {
+		return "a " + req.Resource.Resource
+	}
+	return bundle.ObjectRef{Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}.String()
+}
