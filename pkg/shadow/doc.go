@@ -11,11 +11,16 @@
 //	          change replaced
 //
 // The live loop and the admission path offer samples (LiveRendered,
-// AcceptedReusing, AdmittedAlike); offering never blocks and keeps at most
-// a few samples (a full queue drops the new one). The Verifier checks them
-// at low priority: when the controller is idle (Idle, which the idle
-// memory return calls after each quiet period) and every Every-th live
-// render, one check at a time, each under its own deadline; work arriving
+// AcceptedReusing, AdmittedAlike); offering never blocks. Kept until
+// checked, never more than:
+//
+//	render    1  the newest live render (its bundle: the live loop keeps it anyway)
+//	map-only  2  a bundle each (without its source map); a full queue drops the new one
+//	read-set  8  the change and the objects it replaced; likewise
+//
+// The Verifier checks them at low priority: when the controller is idle
+// (Idle, which the idle memory return calls after each quiet period) and
+// every Every-th live render, one check at a time, each under its own deadline; work arriving
 // (Busy: an admission, a live round) cancels the check in progress, and
 // its sample waits for the next occasion. A sample the state moved on from
 // (the stores changed under the renders, the config changed) is dropped as

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/haproxy-template/htc/pkg/controller"
 )
 
 const (
@@ -66,12 +68,13 @@ func TestKubectlDenials(t *testing.T) {
 	// stopped), so that -count=N starts each run from the same state.
 	t.Cleanup(func() {
 		cleanupKubectl(t, "delete", "--ignore-not-found", "-f", filepath.Join(root, stateFile))
-		cleanupKubectl(t, "delete", "--ignore-not-found", "-n", "default", "ingress/api", "ingress/late", "service/ext", "service/late")
+		cleanupKubectl(t, "delete", "--ignore-not-found", "-n", "default", "ingress/api", "ingress/late", "ingress/shortcut", "service/ext", "service/late")
 		cleanupKubectl(t, "delete", "--ignore-not-found", "-f", filepath.Join(root, configFile))
 	})
 
 	c := generateCerts(t, dir)
-	rc := startController(t, c)
+	// Every live render is checked against the full computation (7).
+	rc := startController(t, c, func(o *controller.Options) { o.ShortcutCheckEvery = 1 })
 
 	// Before the stores synced /readyz may be 503; wait until it is 200.
 	rc.waitReady(t, 60*time.Second)
@@ -241,6 +244,22 @@ spec:
 		assert.Eventually(t, func() bool { return strings.Contains(rc.logs.String(), "no longer watching") }, 30*time.Second, 20*time.Millisecond)
 	})
 
+	t.Run("7 the controller checks its shortcuts", func(t *testing.T) {
+		// A new Ingress to a Service in use changes only a map: admitted
+		// through the map-only skip. A label no template reads: admitted
+		// without rendering. Each lands, and every live render is checked.
+		mustKubectl(t, ingress("shortcut", "echo"), "apply", "-f", "-")
+		mustKubectl(t, "", "label", "service", "echo", "-n", "default", "htc-e2e=shortcut", "--overwrite")
+		for _, k := range []string{"render", "map-only", "read-set"} {
+			waitMetric(t, rc, `htc_shortcut_checks_total{result="agreed",shortcut="`+k+`"}`, 1)
+			assert.Zero(t, metric(t, rc, `htc_shortcut_mismatch_total{shortcut="`+k+`"}`), k)
+			assert.Equal(t, 1.0, metric(t, rc, `htc_shortcut_enabled{shortcut="`+k+`"}`), k)
+		}
+		r, _ := eventually(t, 30*time.Second, func(r kubectlResult) bool { return r.stdout == "True" }, "",
+			"get", "haproxytemplateconfig", "-n", "htc-system", "htc", "-o", `jsonpath={.status.conditions[?(@.type=="ShortcutsVerified")].status}`)
+		assert.Equal(t, "True", r.stdout, "%s", r)
+	})
+
 	verdictScenarios(t, rc, hookURL, c.caPEM)
 
 	t.Run("metrics", func(t *testing.T) {
@@ -262,4 +281,14 @@ spec:
 		}
 	})
 	t.Logf("e2e scenarios took %s", time.Since(start).Round(time.Millisecond))
+}
+
+// waitMetric waits until the series (as /metrics writes it) reaches at
+// least want (a failsafe bounds the wait).
+func waitMetric(t *testing.T, rc *runningController, series string, want float64) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		v, err := metricValue(rc, series)
+		return err == nil && v >= want
+	}, 60*time.Second, 50*time.Millisecond, "%s never reached %v", series, want)
 }
