@@ -10,6 +10,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -268,10 +269,11 @@ type controller struct {
 	live         *live
 	switches     *shortcut.Switches // the shortcuts taken (off after a mismatch)
 	shadow       *shadow.Verifier   // the run-time checks of the shortcuts
-	mismatches   []shadow.Outcome   // found by the shadow checks (their goroutine)
-	identity     string             // this replica's name in the Lease and its Events
-	leader       *leadership        // whether this replica writes status, Events, registration
-	registration *registration      // the webhook registration; nil: none
+	mismatches   []shadow.Outcome   // found by the shadow checks (mismatchesMu)
+	mismatchesMu sync.Mutex
+	identity     string        // this replica's name in the Lease and its Events
+	leader       *leadership   // whether this replica writes status, Events, registration
+	registration *registration // the webhook registration; nil: none
 
 	synced   atomic.Bool // the stores of a good config synced; admissions served
 	draining atomic.Bool // Run's context ended: serving until ShutdownDelay ran out

@@ -68,9 +68,11 @@ func (c *controller) newShadow(checker *haproxy.Checker) *shadow.Verifier {
 // (ConditionShortcutsVerified). After a mismatch (the shortcut is already
 // off) no decision made before is given again, and the live configuration
 // is rendered and checked anew, in full: what was published or judged by
-// the shortcut's answer is replaced. Called by the shadow checks' goroutine
-// only.
+// the shortcut's answer is replaced. Called by the shadow checks'
+// goroutine, one outcome at a time (mismatchesMu keeps them in order).
 func (c *controller) shortcutChecked(ctx context.Context, o shadow.Outcome) {
+	c.mismatchesMu.Lock()
+	defer c.mismatchesMu.Unlock()
 	if !o.Agreed {
 		c.mismatches = append(c.mismatches, o)
 		c.admitter.ForgetDecisions()

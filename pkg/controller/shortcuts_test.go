@@ -307,6 +307,7 @@ func TestMapOnlyShortcutMismatchFallsBack(t *testing.T) {
 func TestReadSetShortcutMismatchFallsBack(t *testing.T) {
 	f := newShortcutFixture(t, nil)
 	require.True(t, f.c.live.sync(t.Context()))
+	f.waitCondition(t, metav1.ConditionTrue)
 	echo, ok := f.stores["services"].ByName("default", "echo")
 	require.True(t, ok)
 	labelled := echo.DeepCopy()
