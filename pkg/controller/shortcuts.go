@@ -116,18 +116,6 @@ func (c *controller) sampleAdmission(before *admission.State, req admission.Requ
 		c.shadow.AdmittedAlike(before, req)
 	}
 	if d.Verdict != nil {
-		c.shadow.AcceptedReusing(before.Pipeline, d.Verdict, "the admission of "+objectOf(req))
+		c.shadow.AcceptedReusing(before.Pipeline, d.Verdict, "the admission of "+shadow.RequestObject(req))
 	}
-}
-
-// objectOf names the object of a request ("Ingress default/web").
-func objectOf(req admission.Request) string {
-	obj := req.Object
-	if obj == nil {
-		obj = req.OldObject
-	}
-	if obj == nil {
-		return "a " + req.Resource.Resource
-	}
-	return bundle.ObjectRef{Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}.String()
 }

@@ -139,7 +139,7 @@ func (v *Verifier) AdmittedAlike(st *admission.State, req admission.Request) {
 	if olds == nil || !st.Pipeline.RendersAlike(st.Stores, changes) || !sameObjects(olds, currentObjects(st.Stores, changes)) {
 		return // the store moved on meanwhile
 	}
-	offer(v.readSet, &readSetSample{pipeline: st.Pipeline, changes: changes, olds: olds, what: objectName(req)})
+	offer(v.readSet, &readSetSample{pipeline: st.Pipeline, changes: changes, olds: olds, what: RequestObject(req)})
 }
 
 // checkReadSet renders the live state in full with the objects the change
@@ -207,8 +207,8 @@ func sameObjects(a, b map[string]*unstructured.Unstructured) bool {
 	return a != nil && b != nil && maps.EqualFunc(a, b, func(x, y *unstructured.Unstructured) bool { return x == y })
 }
 
-// objectName names the object of a request: "Ingress default/web".
-func objectName(req admission.Request) string {
+// RequestObject names the object of a request: "Ingress default/web".
+func RequestObject(req admission.Request) string {
 	obj := req.Object
 	if obj == nil {
 		obj = req.OldObject
