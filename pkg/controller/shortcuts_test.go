@@ -24,9 +24,9 @@ import (
 	"github.com/haproxy-template/htc/pkg/watched"
 )
 
-// shortcutTemplate has a backend per Service (Each: incremental) whose
-// server timeout is its annotation, and a host map per Ingress read with
-// map(): an Ingress changes only a plain-string map.
+// shortcutTemplate has a backend per Service (a fragment: incremental)
+// whose server timeout is its annotation, and a host map per Ingress read
+// with map(): an Ingress changes only a plain-string map.
 const shortcutTemplate = `global
   maxconn 100
 defaults
@@ -39,10 +39,7 @@ frontend f
   use_backend %[req.hdr(host),lower,map({{ pathFor "map" "hosts.map" }},be_none)]
 backend be_none
   http-request return status 404
-{{- range $s := .resources.services.Each }}
-backend be_{{ word $s.metadata.name }}
-  timeout server {{ word (default "5s" (index (default dict $s.metadata.annotations) "timeout")) }}
-{{- end }}
+{{- fragments "backend" .resources.services }}
 `
 
 // shortcutConfig is the HAProxyTemplateConfig htc-system/htc of
@@ -57,6 +54,9 @@ func shortcutConfig() *unstructured.Unstructured {
 				"services":  map[string]any{"apiVersion": "v1", "resources": "services", "indexBy": []any{"metadata.namespace", "metadata.name"}, "webhookValidation": true},
 			},
 			"haproxyConfig": map[string]any{"template": shortcutTemplate},
+			"templateSnippets": map[string]any{"backend": map[string]any{"template": `
+backend be_{{ word .item.metadata.name }}
+  timeout server {{ word (default "5s" (index (default dict .item.metadata.annotations) "timeout")) }}`}},
 			"maps": map[string]any{"hosts.map": map[string]any{
 				"template": "{{ range $i := .resources.ingresses.Each }}{{ word $i.metadata.name }}.example.com be_none\n{{ end }}",
 			}},
@@ -232,9 +232,9 @@ func TestRenderShortcutMismatchFallsBack(t *testing.T) {
 	wanted := f.c.live.changes.Load() != f.c.live.roundStart
 	f.c.live.mu.Unlock()
 	require.True(t, wanted, "a round is wanted")
-	replayed := p.MemoStats().Replayed
+	replayed := p.FragmentStats().Reused
 	require.True(t, f.c.live.sync(t.Context()))
-	assert.Equal(t, replayed, p.MemoStats().Replayed, "nothing replayed")
+	assert.Equal(t, replayed, p.FragmentStats().Reused, "nothing replayed")
 	assert.Contains(t, f.published(t), "backend be_echo\n  timeout server 7s\n")
 }
 

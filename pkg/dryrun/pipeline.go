@@ -192,9 +192,9 @@ func (p *Pipeline) RenderFull(ctx context.Context, stores store.Set) (*bundle.Bu
 	return p.engine.Render(ctx, render.Input{Stores: stores, BaseDir: p.env.BaseDir, MaxBytes: p.env.MaxBundleBytes, Full: true})
 }
 
-// render renders the bundle over stores, recording the iterations of its
-// loops for later renders when record is set (render.Input.Record). With
-// the render shortcut off it renders in full and records nothing.
+// render renders the bundle over stores, keeping what its fragments did
+// for later renders when record is set (render.Input.Record). With the
+// render shortcut off it renders in full and records nothing.
 func (p *Pipeline) render(ctx context.Context, stores store.Set, record bool) (*bundle.Bundle, error) {
 	full := !p.env.Shortcuts.On(shortcut.Render)
 	return p.engine.Render(ctx, render.Input{Stores: stores, BaseDir: p.env.BaseDir, MaxBytes: p.env.MaxBundleBytes, Record: record && !full, Full: full})

@@ -30,10 +30,10 @@ func TestShortcutSwitches(t *testing.T) {
 	proposal, err := live.WithChange("ingresses", store.Change{Operation: store.Create, Object: testutil.ClusterIngress("ns1", "app1-new", "app1")})
 	require.NoError(t, err)
 	replays := func() int64 {
-		before := p.MemoStats().Replayed
+		before := p.FragmentStats().Reused
 		v := p.CheckWith(t.Context(), proposal, dryrun.CheckOptions{SkipTests: true})
 		require.NoError(t, v.Err)
-		return p.MemoStats().Replayed - before
+		return p.FragmentStats().Reused - before
 	}
 	require.Positive(t, replays())
 	v = p.CheckWith(t.Context(), proposal, dryrun.CheckOptions{SkipTests: true})
