@@ -249,7 +249,7 @@ spec:
 		// through the map-only skip. A label no template reads: admitted
 		// without rendering. Each lands, and every live render is checked.
 		mustKubectl(t, ingress("shortcut", "echo"), "apply", "-f", "-")
-		mustKubectl(t, "", "label", "service", "echo", "-n", "default", "htc-e2e=shortcut", "--overwrite")
+		mustKubectl(t, "", "label", "ingress", "shortcut", "-n", "default", "htc-e2e=shortcut", "--overwrite")
 		for _, k := range []string{"render", "map-only", "read-set"} {
 			waitMetric(t, rc, `htc_shortcut_checks_total{result="agreed",shortcut="`+k+`"}`, 1)
 			assert.Zero(t, metric(t, rc, `htc_shortcut_mismatch_total{shortcut="`+k+`"}`), k)
