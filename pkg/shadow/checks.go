@@ -92,7 +92,7 @@ func (v *Verifier) AcceptedReusing(p *dryrun.Pipeline, verdict *dryrun.Verdict, 
 		return
 	}
 	b := *verdict.Bundle
-	b.Sources = nil // the check needs the files only
+	b.SetSources(nil) // the check needs the files only
 	offer(v.mapOnly, &mapOnlySample{pipeline: p, bundle: &b, what: what})
 }
 

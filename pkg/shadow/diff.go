@@ -83,7 +83,7 @@ func templateOf(p *dryrun.Pipeline, f bundle.File) string {
 // objectOf names the object that wrote line of file ("" when none did, or
 // line 0 of a file not added for an object).
 func objectOf(b *bundle.Bundle, file string, line int) string {
-	if ref, ok := b.Sources.LineObject(file, line); ok {
+	if ref, ok := b.Sources().LineObject(file, line); ok {
 		return ", written for " + ref.String()
 	}
 	return ""
