@@ -128,6 +128,37 @@ func TestRenderMismatchTurnsTheShortcutOff(t *testing.T) {
 	assert.Nil(t, f.v.live.Load(), "a shortcut that is off is not checked")
 }
 
+// TestRenderShortcutAgreesAcrossChanges: live renders that replay
+// fragments across changes the fragments read (an EndpointSlice the
+// backend fragment lists, a Service the Ingress fragment gets) agree with
+// the full render. A renderer that replayed a fragment whose reads changed
+// would publish the old servers: this check is what sees it at run time
+// (it fails when render's fragment reuse skips its read validation).
+func TestRenderShortcutAgreesAcrossChanges(t *testing.T) {
+	f := newFixture(t, nil)
+	f.liveRender(t)
+
+	_, eps, _ := htctestutil.ClusterApp(3, false)
+	endpoints := eps.Object["endpoints"].([]any)
+	endpoints[0].(map[string]any)["addresses"] = []any{"10.99.99.99"}
+	require.NoError(t, f.ex.Stores["endpoints"].Update(eps))
+	svc, _, _ := htctestutil.ClusterApp(4, false)
+	svc.Object["spec"].(map[string]any)["type"] = "ExternalName"
+	svc.Object["spec"].(map[string]any)["externalName"] = "192.0.2.44" // an address: haproxy -c resolves no name
+	require.NoError(t, f.ex.Stores["services"].Update(svc))
+
+	reused := f.ex.Pipeline.FragmentStats().Reused
+	v := f.liveRender(t)
+	require.Greater(t, f.ex.Pipeline.FragmentStats().Reused, reused, "the render replayed the fragments of the other apps")
+	f.v.checkPending(t.Context())
+
+	assert.Equal(t, 1.0, f.checks(shortcut.Render, ResultAgreed))
+	assert.Equal(t, []Outcome{{Shortcut: shortcut.Render, Agreed: true}}, f.reports)
+	assert.True(t, f.switches.On(shortcut.Render))
+	assert.True(t, strings.Contains(v.Bundle.Config, " 10.99.99.99:"), "the changed EndpointSlice is rendered")
+	assert.True(t, strings.Contains(v.Bundle.Config, " 192.0.2.44:"), "the changed Service is rendered")
+}
+
 // A live sample whose stores changed before the check is stale: nothing is
 // compared, nothing reported.
 func TestRenderSampleOfAStateThatMovedOnIsStale(t *testing.T) {
