@@ -19,6 +19,11 @@
 //	  → config.FromUnstructured → dryrun.Build (validation, templates)
 //	  → the actual stores the proposed config would watch
 //	  → dryrun.Pipeline.Check → Decision
+//
+// The caches on the way (repeated decisions, the baseline, the redactor,
+// and those of packages render, dryrun and haproxy) are listed in one
+// table, with their keys, invalidation, bounds and metrics, in
+// docs/caches.md.
 package admission
 
 import (

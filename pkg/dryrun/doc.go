@@ -23,4 +23,7 @@
 // reads it from: the checker relocates it into a private workspace for
 // `haproxy -c`. So equal states render byte-identical bundles with equal
 // hashes, and the bundle that passed is the one that is published.
+//
+// The check outcomes (by bundle hash) and the embedded test reports (by
+// spec hash) are cached; docs/caches.md lists every cache on the path.
 package dryrun

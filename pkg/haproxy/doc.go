@@ -29,4 +29,7 @@
 // (`haproxy.cfg:10: unknown keyword 'bogus' in 'defaults' section`) and whose
 // Err is one of PolicyError, SyntaxError, SchemaError or SemanticError with
 // the individual findings.
+//
+// The parsed sections and the accepted haproxy -c runs are cached;
+// docs/caches.md lists every cache on the path.
 package haproxy

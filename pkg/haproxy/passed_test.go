@@ -168,3 +168,30 @@ func TestCheckRunsWithoutTheMapOnlyShortcut(t *testing.T) {
 	assert.False(t, check(c, "f.example.com").SemanticReused)
 	assert.Equal(t, 4, count(), "with the shortcut off, every check runs haproxy -c")
 }
+
+// An accepted run stands for the bundles that differ from it only in the
+// content of loose maps: a changed file (or certificate), which haproxy -c
+// may read, runs it again (docs/caches.md).
+func TestPassedRunsForgetAChangedFile(t *testing.T) {
+	runs := filepath.Join(t.TempDir(), "runs")
+	c := fakeChecker(t, "echo run >> "+runs+"\nexit 0\n", Options{})
+	ws := newTestWorkspace(t)
+	count := func() int {
+		b, err := os.ReadFile(runs)
+		require.NoError(t, err)
+		return strings.Count(string(b), "run")
+	}
+	check := func(files map[string]string, certs map[string]string) {
+		b := bundleFor(ws.Dir(), testConfig(""), testMaps(), files)
+		b.Certs = certs
+		_, err := c.Check(context.Background(), b)
+		require.NoError(t, err)
+	}
+	check(map[string]string{"503.http": "one"}, nil)
+	check(map[string]string{"503.http": "one"}, nil)
+	assert.Equal(t, 1, count(), "the same bundle")
+	check(map[string]string{"503.http": "two"}, nil)
+	assert.Equal(t, 2, count(), "a file changed")
+	check(map[string]string{"503.http": "two"}, map[string]string{"a.pem": "x"})
+	assert.Equal(t, 3, count(), "a certificate was added")
+}

@@ -170,4 +170,10 @@
 // value (it would vanish and shift the next arguments), any whitespace,
 // '#', quotes, backslashes and any '$' (HAProxy expands every '$' of an
 // address). Messages name the object and field.
+//
+// # Caches
+//
+// The read set, the fragment records and the parsed field paths are the
+// engine's caches; docs/caches.md lists every cache on the path with its
+// key, invalidation, bound and metric.
 package render
