@@ -6,7 +6,6 @@ import (
 	"io"
 	"slices"
 	"strconv"
-	"sync"
 
 	"k8s.io/utils/lru"
 
@@ -24,9 +23,10 @@ const DefaultPassedEntries = 64
 // reads as plain strings (see looseMaps). A bundle that differs from an
 // accepted one only in such maps is accepted too, with the same warnings,
 // without running haproxy again: a new Ingress that adds a route to an
-// existing backend changes only a map. Safe for concurrent use.
+// existing backend changes only a map. Safe for concurrent use: lru.Cache
+// is ("Cache is a thread-safe fixed size LRU cache", k8s.io/utils/lru), and
+// the warnings are copied in and out, so no caller shares a slice.
 type passedRuns struct {
-	mu   sync.Mutex
 	runs *lru.Cache // key -> []string (warnings)
 }
 
@@ -37,8 +37,6 @@ func (p *passedRuns) get(key string) ([]string, bool) {
 	if p == nil || key == "" {
 		return nil, false
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	v, ok := p.runs.Get(key)
 	if !ok {
 		return nil, false
@@ -51,8 +49,6 @@ func (p *passedRuns) add(key string, warnings []string) {
 	if p == nil || key == "" {
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.runs.Add(key, slices.Clone(warnings))
 }
 

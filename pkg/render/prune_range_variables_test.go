@@ -6,13 +6,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Holes a second review found in pruning (watched.Keep over the ReadSet):
-// a range that assigns its variables, a variable declared in parentheses,
-// each fixed in the scan and kept as a regression test.
+// Pruning (watched.Keep over the ReadSet) follows variables as
+// text/template scopes them: a range that assigns its variables leaves the
+// last element in them, a variable declared in parentheses outlives them.
 
 // range with an assignment ($x = ...) leaves the last element in the outer
 // variable after the loop; the scan declares a new variable instead.
-func TestPruneReview2RangeAssignLeaksElement(t *testing.T) {
+func TestPruneRangeAssignLeaksElement(t *testing.T) {
 	requireSameRender(t,
 		`{{ $x := "" }}{{ range $x = .resources.things.List }}{{ end }}{{ $x.spec.secret }}`,
 		map[string][]map[string]any{"things": {obj("a", map[string]any{"spec": map[string]any{"secret": "s3cr3t"}})}})
@@ -20,14 +20,14 @@ func TestPruneReview2RangeAssignLeaksElement(t *testing.T) {
 
 // A variable declared inside a parenthesized pipeline stays in scope for
 // the rest of the enclosing block; the scan drops it at the closing paren.
-func TestPruneReview2ParenDeclOutlivesParens(t *testing.T) {
+func TestPruneParenDeclOutlivesParens(t *testing.T) {
 	requireSameRender(t,
 		`{{ range $i := .resources.things.List }}{{ $_ := dict "a" ($x := $i.spec) }}{{ $x.secret }}{{ end }}`,
 		map[string][]map[string]any{"things": {obj("a", map[string]any{"spec": map[string]any{"secret": "s3cr3t"}})}})
 }
 
 // range $x = over a built list: the outer $x holds the list's last element.
-func TestPruneReview2RangeAssignBuiltList(t *testing.T) {
+func TestPruneRangeAssignBuiltList(t *testing.T) {
 	requireSameRender(t,
 		`{{ range $i := .resources.things.List }}{{ $x := dict }}{{ range $x = list $i.spec }}{{ end }}{{ $x.secret }}{{ end }}`,
 		map[string][]map[string]any{"things": {obj("a", map[string]any{"spec": map[string]any{"secret": "s3cr3t"}})}})
@@ -35,14 +35,14 @@ func TestPruneReview2RangeAssignBuiltList(t *testing.T) {
 
 // range $k, $v = (two variables, assigned): the outer $v holds the last
 // element after the loop.
-func TestPruneReview2RangeAssignTwoVars(t *testing.T) {
+func TestPruneRangeAssignTwoVars(t *testing.T) {
 	requireSameRender(t,
 		`{{ $k := 0 }}{{ $v := 0 }}{{ range $k, $v = .resources.things.List }}{{ end }}{{ $v.spec.secret }}`,
 		map[string][]map[string]any{"things": {obj("a", map[string]any{"spec": map[string]any{"secret": "s3cr3t"}})}})
 }
 
 // The same with Each, the loop form incremental rendering rewrites.
-func TestPruneReview2RangeAssignEach(t *testing.T) {
+func TestPruneRangeAssignEach(t *testing.T) {
 	requireSameRender(t,
 		`{{ $x := 0 }}{{ range $x = .resources.things.Each }}{{ end }}{{ $x.spec.secret }}`,
 		map[string][]map[string]any{"things": {obj("a", map[string]any{"spec": map[string]any{"secret": "s3cr3t"}})}})
@@ -50,7 +50,7 @@ func TestPruneReview2RangeAssignEach(t *testing.T) {
 
 // A variable declared in a parenthesized argument of an if's pipeline is
 // in scope in the if's body (and else).
-func TestPruneReview2ParenDeclInIfPipeline(t *testing.T) {
+func TestPruneParenDeclInIfPipeline(t *testing.T) {
 	requireSameRender(t,
 		`{{ range $i := .resources.things.List }}{{ if dict "a" ($x := $i.spec) }}{{ $x.secret }}{{ end }}{{ end }}`,
 		map[string][]map[string]any{"things": {obj("a", map[string]any{"spec": map[string]any{"secret": "s3cr3t"}})}})
@@ -58,7 +58,7 @@ func TestPruneReview2ParenDeclInIfPipeline(t *testing.T) {
 
 // A variable declared in a parenthesized template argument stays in the
 // caller's scope after the call.
-func TestPruneReview2ParenDeclInTemplateCall(t *testing.T) {
+func TestPruneParenDeclInTemplateCall(t *testing.T) {
 	requireSameRender(t,
 		`{{ range $i := .resources.things.List }}{{ template "static" ($x := $i.spec) }}{{ $x.secret }}{{ end }}`,
 		map[string][]map[string]any{"things": {obj("a", map[string]any{"spec": map[string]any{"secret": "s3cr3t"}})}},
@@ -71,7 +71,7 @@ func TestPruneReview2ParenDeclInTemplateCall(t *testing.T) {
 // minutes (a config proposed to the webhook could hold it). Now such a
 // value ends the scan: the templates read everything, and pruning keeps
 // whole objects. Were the scan unbounded again, this test would not end.
-func TestPruneReview2ScanOfSelfAssignmentEnds(t *testing.T) {
+func TestPruneScanOfSelfAssignmentEnds(t *testing.T) {
 	e, err := New(newSpec(`{{ range $i := .resources.things.List }}{{ $i = or $i.a $i.b }}{{ end }}`))
 	require.NoError(t, err)
 	require.True(t, e.Reads().Everything())

@@ -11,15 +11,17 @@ import (
 	"github.com/haproxy-template/htc/pkg/watched"
 )
 
-// Holes a review found in pruning (watched.Keep over the ReadSet), each
-// fixed and kept as a regression test: a field chain evaluated but not
-// used (a shape read), the field function's error naming a part of an
-// object, an empty key and a key holding the scan's path separator.
+// Pruning (watched.Keep over the ReadSet) keeps what a render can depend
+// on even where a field is evaluated but its value never used (a shape
+// read): a chain, an index, a dict value, each's argument, a snippet's
+// dot, an addFile owner, a string charged to the budget; and renders the
+// same where the field function's error names a part of an object, a key
+// is empty or holds the scan's path separator.
 
-// pruneReview renders cfg over stores holding objs (per store key, indexed
-// by namespace and name) whole, and pruned as the controller prunes them
-// (watched.Resource.Keep of the engine's ReadSet paths), and returns both.
-func pruneReview(t *testing.T, cfg string, objs map[string][]map[string]any, opts ...specOpt) (whole, pruned rendered) {
+// renderWholeAndPruned renders cfg over stores holding objs (per store
+// key, indexed by namespace and name) whole, and pruned as the
+// controller prunes them (watched.Resource.Keep of the engine's ReadSet paths), and returns both.
+func renderWholeAndPruned(t *testing.T, cfg string, objs map[string][]map[string]any, opts ...specOpt) (whole, pruned rendered) {
 	t.Helper()
 	e := mustEngine(t, cfg, opts...)
 	ws, ps, keeps := wholeAndPrunedStores(t, e, objs)
@@ -53,7 +55,7 @@ func wholeAndPrunedStores(t *testing.T, e *Engine, objs map[string][]map[string]
 
 func requireSameRender(t *testing.T, cfg string, objs map[string][]map[string]any, opts ...specOpt) {
 	t.Helper()
-	w, p := pruneReview(t, cfg, objs, opts...)
+	w, p := renderWholeAndPruned(t, cfg, objs, opts...)
 	t.Logf("whole:  out=%q err=%q", w.out, w.err)
 	t.Logf("pruned: out=%q err=%q", p.out, p.err)
 	require.Equal(t, w, p, "pruned stores render differently")
@@ -70,48 +72,48 @@ func obj(name string, fields map[string]any) map[string]any {
 	return o
 }
 
-// H1: a field chain evaluated but never used. With missingkey=zero a
+// A field chain evaluated but never used. With missingkey=zero a
 // missing intermediate map is an error; the scan reads a path only when its
 // value is used, so pruning removes spec and the chain now fails.
-func TestPruneReviewUnusedChain(t *testing.T) {
+func TestPruneUnusedChain(t *testing.T) {
 	requireSameRender(t,
 		`{{ range $i := .resources.things.Each }}{{ $unused := $i.spec.backend.name }}ok {{ $i.metadata.name }}{{ end }}`,
 		map[string][]map[string]any{"things": {obj("a", map[string]any{"spec": map[string]any{"backend": map[string]any{"name": "svc"}}})}})
 }
 
-// H1b: the other direction: the whole object errors (a scalar where the
+// The other direction: the whole object errors (a scalar where the
 // chain looks for a field), the pruned one renders.
-func TestPruneReviewUnusedChainScalar(t *testing.T) {
+func TestPruneUnusedChainScalar(t *testing.T) {
 	requireSameRender(t,
 		`{{ range $i := .resources.things.Each }}{{ $_ := $i.spec.backend.name }}ok{{ end }}`,
 		map[string][]map[string]any{"things": {obj("a", map[string]any{"spec": map[string]any{"backend": "svc"}})}})
 }
 
-// H1c: index of a list element whose value is unused.
-func TestPruneReviewUnusedIndex(t *testing.T) {
+// The index of a list element whose value is unused.
+func TestPruneUnusedIndex(t *testing.T) {
 	requireSameRender(t,
 		`{{ range $i := .resources.things.Each }}{{ $first := index $i.spec.rules 0 }}ok{{ end }}`,
 		map[string][]map[string]any{"things": {obj("a", map[string]any{"spec": map[string]any{"rules": []any{map[string]any{"host": "h"}}}})}})
 }
 
-// H1d: dict value in a dict never read.
-func TestPruneReviewUnusedDictValue(t *testing.T) {
+// A dict value in a dict never read.
+func TestPruneUnusedDictValue(t *testing.T) {
 	requireSameRender(t,
 		`{{ $d := dict }}{{ range $i := .resources.things.Each }}{{ $_ := set $d $i.metadata.name (dict "svc" $i.spec.backend.name) }}{{ end }}{{ len $d }}`,
 		map[string][]map[string]any{"things": {obj("a", map[string]any{"spec": map[string]any{"backend": map[string]any{"name": "svc"}}})}})
 }
 
-// H3: each dispatches on its argument's kind; the scan passes the value
+// The function each dispatches on its argument's kind; the scan passes the value
 // through without reading it.
-func TestPruneReviewEachUnused(t *testing.T) {
+func TestPruneEachUnused(t *testing.T) {
 	requireSameRender(t,
 		`{{ range $i := .resources.things.Each }}{{ $_ := each $i.spec.x }}ok{{ end }}`,
 		map[string][]map[string]any{"things": {obj("a", map[string]any{"spec": map[string]any{"x": "a string"}})}})
 }
 
-// H2: field OBJ PATH names OBJ in its error by OBJ's kind and
+// The function field OBJ PATH names OBJ in its error by OBJ's kind and
 // metadata.name; when OBJ is a part of a store object, those are not read.
-func TestPruneReviewFieldErrorNamesSubObject(t *testing.T) {
+func TestPruneFieldErrorNamesSubObject(t *testing.T) {
 	requireSameRender(t,
 		`{{ range $i := .resources.things.Each }}{{ field $i.spec.template "spec.containers" }}{{ end }}`,
 		map[string][]map[string]any{"things": {obj("a", map[string]any{"spec": map[string]any{"template": map[string]any{
@@ -120,31 +122,31 @@ func TestPruneReviewFieldErrorNamesSubObject(t *testing.T) {
 		}}})}})
 }
 
-// H5: index OBJ "" is taken for the object itself.
-func TestPruneReviewEmptyKeyAtRoot(t *testing.T) {
+// The call index OBJ "" is taken for the object itself.
+func TestPruneEmptyKeyAtRoot(t *testing.T) {
 	requireSameRender(t,
 		`{{ range $i := .resources.things.Each }}{{ (index $i "").name }}{{ end }}`,
 		map[string][]map[string]any{"things": {obj("a", map[string]any{"": map[string]any{"name": "x"}})}})
 }
 
-func TestPruneReviewEmptyKeyAtRootTested(t *testing.T) {
+func TestPruneEmptyKeyAtRootTested(t *testing.T) {
 	requireSameRender(t,
 		`{{ range $i := .resources.things.Each }}{{ if index $i "" }}set{{ else }}unset{{ end }}{{ end }}`,
 		map[string][]map[string]any{"things": {obj("a", map[string]any{"": "x"})}})
 }
 
-// H6: a key holding the scan's path separator.
-func TestPruneReviewNULKey(t *testing.T) {
+// A key holding the scan's path separator.
+func TestPruneNULKey(t *testing.T) {
 	requireSameRender(t,
 		`{{ range $i := .resources.things.Each }}{{ index $i.spec "a\x00b" }}{{ end }}`,
 		map[string][]map[string]any{"things": {obj("a", map[string]any{"spec": map[string]any{"a\x00b": "v"}})}})
 }
 
-// H1, realistic form: a dict passed to a snippet that reads only some of
+// Realistic form: a dict passed to a snippet that reads only some of
 // its keys. The snippet reads .name, so spec.backend.service keeps only its
 // name; evaluating the port chain, whose value nothing reads, then fails
 // over the pruned object.
-func TestPruneReviewDictToSnippet(t *testing.T) {
+func TestPruneDictToSnippet(t *testing.T) {
 	svc := map[string]any{"name": "web", "port": map[string]any{"number": int64(80)}}
 	requireSameRender(t,
 		`{{ range $i := .resources.things.Each }}{{ template "backend" (dict "name" $i.spec.backend.service.name "port" $i.spec.backend.service.port.number) }}{{ end }}`,
@@ -152,25 +154,24 @@ func TestPruneReviewDictToSnippet(t *testing.T) {
 		withSnippet("backend", `server {{ .name }}`))
 }
 
-// H1: a snippet that ignores its dot.
-func TestPruneReviewTemplateIgnoresDot(t *testing.T) {
+// A snippet that ignores its dot.
+func TestPruneTemplateIgnoresDot(t *testing.T) {
 	requireSameRender(t,
 		`{{ range $i := .resources.things.Each }}{{ template "static" $i.spec.tls.secretName }}{{ end }}`,
 		map[string][]map[string]any{"things": {obj("a", map[string]any{"spec": map[string]any{"tls": map[string]any{"secretName": "s"}}})}},
 		withSnippet("static", `static`))
 }
 
-// H1 through change 1: an addFile owner is no longer read, yet it is
-// evaluated.
-func TestPruneReviewAddFileOwnerChain(t *testing.T) {
+// An addFile owner is no longer read, yet it is evaluated.
+func TestPruneAddFileOwnerChain(t *testing.T) {
 	requireSameRender(t,
 		`{{ range $i := .resources.things.Each }}{{ addFile "map" (printf "%s.map" $i.metadata.name) "x" $i.spec.owner }}{{ end }}`,
 		map[string][]map[string]any{"things": {obj("a", map[string]any{"spec": map[string]any{"owner": map[string]any{"name": "o"}}})}})
 }
 
-// H1, budget form: list charges the length of a string it holds to the
+// Budget form: list charges the length of a string it holds to the
 // scratch budget, read or not.
-func TestPruneReviewUnreadStringCharged(t *testing.T) {
+func TestPruneUnreadStringCharged(t *testing.T) {
 	e := mustEngine(t, `{{ range $i := .resources.things.Each }}{{ $i.spec.name }}{{ $_ := list $i.spec.big }}{{ end }}`)
 	o := obj("a", map[string]any{"spec": map[string]any{"name": "n", "big": string(make([]byte, 5000))}})
 	keep := watched.Resource{Key: "things", IndexBy: nsName}.Keep(e.Reads().Paths("things"))
@@ -192,7 +193,7 @@ func TestPruneReviewUnreadStringCharged(t *testing.T) {
 
 // Same: two versions that differ only where nothing is "used" render
 // differently.
-func TestPruneReviewSame(t *testing.T) {
+func TestPruneSame(t *testing.T) {
 	cfg := `{{ range $i := .resources.things.Each }}{{ $unused := $i.spec.backend.name }}ok{{ end }}`
 	e := mustEngine(t, cfg)
 	old := obj("a", map[string]any{"spec": map[string]any{"backend": map[string]any{"name": "svc"}}})
@@ -205,7 +206,7 @@ func TestPruneReviewSame(t *testing.T) {
 }
 
 // Things checked that held.
-func TestPruneReviewHeld(t *testing.T) {
+func TestPruneHeld(t *testing.T) {
 	rules := []any{map[string]any{"host": "h", "http": map[string]any{"x": 1}}, map[string]any{"http": map[string]any{"y": 2}}, "scalar"}
 	objs := map[string][]map[string]any{
 		"things": {
