@@ -2,17 +2,15 @@ package admission
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/lru"
 
+	"github.com/haproxy-template/htc/internal/contenthash"
 	"github.com/haproxy-template/htc/internal/flight"
 )
 
@@ -84,10 +82,8 @@ func slim(d Decision) Decision {
 // of every store (their generations). "" when an object cannot be encoded
 // (the request is then decided on its own).
 func (a *Admitter) repeatKey(st *State, base *Baseline, req Request) string {
-	h := sha256.New()
-	field := func(s string) {
-		_, _ = io.WriteString(h, strconv.Itoa(len(s))+":"+s)
-	}
+	k := contenthash.New()
+	field := func(s string) { k.String(s) }
 	field(string(req.Operation))
 	field(req.Resource.String())
 	for _, o := range []*unstructured.Unstructured{req.Object, req.OldObject} {
@@ -113,5 +109,5 @@ func (a *Admitter) repeatKey(st *State, base *Baseline, req Request) string {
 			field(strconv.FormatUint(s.Generation(), 10))
 		}
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return k.Sum()
 }

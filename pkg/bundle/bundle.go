@@ -7,13 +7,12 @@
 package bundle
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/haproxy-template/htc/internal/contenthash"
 )
 
 // Kind of a bundle file, as used by pathFor and assertion targets.
@@ -123,21 +122,11 @@ func (b *Bundle) AllFiles() []File {
 // write identical directories. BaseDir enters only through the content (the
 // paths pathFor wrote into it).
 func (b *Bundle) Hash() string {
-	h := sha256.New()
-	var n [8]byte
-	var chunk [32 << 10]byte // a string goes in through it: no copy of a whole file
+	k := contenthash.New()
 	for _, f := range b.AllFiles() {
-		for _, s := range []string{f.RelPath, f.Content} {
-			binary.BigEndian.PutUint64(n[:], uint64(len(s)))
-			h.Write(n[:])
-			for len(s) > 0 {
-				c := copy(chunk[:], s)
-				h.Write(chunk[:c])
-				s = s[c:]
-			}
-		}
+		k.String(f.RelPath).String(f.Content)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return k.Sum()
 }
 
 // Target returns the content an assertion target names: "haproxy.cfg",

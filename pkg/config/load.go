@@ -1,8 +1,6 @@
 package config
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/haproxy-template/htc/internal/contenthash"
 )
 
 // ErrWrongKind is returned when a document is not an HAProxyTemplateConfig.
@@ -104,6 +104,5 @@ func (s *HAProxyTemplateConfigSpec) Hash() string {
 		// Every field is plain data; Marshal cannot fail on it.
 		panic(fmt.Sprintf("config: marshal spec: %v", err))
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return contenthash.New().Bytes(b).Sum()
 }

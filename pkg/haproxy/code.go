@@ -1,11 +1,11 @@
 package haproxy
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/haproxy-template/htc/internal/contenthash"
 	"github.com/haproxy-template/htc/pkg/bundle"
 )
 
@@ -43,16 +43,16 @@ func CodeFingerprint(b *bundle.Bundle, allowed []string) string {
 	for _, f := range b.AllFiles() {
 		contents[f.RelPath] = f.Content
 	}
-	h := sha256.New()
+	k := contenthash.New().String(strconv.Itoa(len(s.codeAt)))
 	for _, at := range s.codeAt {
-		h.Write([]byte(at.file + "\x00" + lineOf(contents[at.file], at.line) + "\x00"))
+		k.String(at.file).String(lineOf(contents[at.file], at.line))
 	}
 	for _, f := range b.AllFiles() {
 		if f.Kind == bundle.KindFile {
-			h.Write([]byte(f.RelPath + "\x00" + f.Content + "\x00"))
+			k.String(f.RelPath).String(f.Content)
 		}
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return k.Sum()
 }
 
 // lineOf returns line n (1-based) of text, "" when there is none.

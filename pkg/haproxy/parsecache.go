@@ -4,13 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"hash"
 	"sort"
 	"strings"
 	"sync"
 
 	parser "github.com/haproxytech/config-parser/v5"
 
+	"github.com/haproxy-template/htc/internal/contenthash"
 	"github.com/haproxy-template/htc/pkg/bundle"
 )
 
@@ -132,7 +132,7 @@ type cfgSection struct {
 // reproduce the uncached result faithfully (two sections with the same kind
 // and name, which config-parser merges or replaces).
 func splitConfig(cfg string) (secs []*cfgSection, ok bool) {
-	sp := &splitter{seen: make(map[[2]string]bool), defaultsCtx: sha256.New()}
+	sp := &splitter{seen: make(map[[2]string]bool), defaultsCtx: contenthash.New()}
 	cur := &cfgSection{kind: "#", name: "data"}
 	secs = append(secs, cur)
 	lineNo, textStart := 0, 0
@@ -155,13 +155,11 @@ func splitConfig(cfg string) (secs []*cfgSection, ok bool) {
 		pos = next
 	}
 	cur.text = cfg[textStart:]
-	// One scratch buffer for every section's hash input: no digest and no
-	// copy of the text per section.
-	var in []byte
+	// One Key for every section's: no digest per section.
+	k := contenthash.New()
 	for _, s := range secs {
 		if s.cacheable {
-			in = append(append(append(in[:0], s.ctx...), 0), s.text...)
-			s.key = sha256.Sum256(in)
+			s.key = k.Reset().Bytes(s.ctx).String(s.text).Sum256()
 		}
 	}
 	return secs, true
@@ -174,7 +172,7 @@ type splitter struct {
 	// defaultsCtx hashes every defaults header seen so far: config-parser
 	// names unnamed defaults by counting them, and frontend, backend and
 	// listen sections take the last defaults name as their "from".
-	defaultsCtx hash.Hash
+	defaultsCtx *contenthash.Key
 	ctxSum      []byte
 }
 
@@ -183,9 +181,8 @@ type splitter struct {
 func (sp *splitter) header(words []string, line string, lineNo int) *cfgSection {
 	name := sectionName(words, &sp.unnamed)
 	if words[0] == "defaults" {
-		sp.defaultsCtx.Write([]byte(line))
-		sp.defaultsCtx.Write([]byte{'\n'})
-		sp.ctxSum = sp.defaultsCtx.Sum(nil)
+		sum := sp.defaultsCtx.String(line).Sum256()
+		sp.ctxSum = sum[:]
 	}
 	k := [2]string{words[0], name}
 	if sp.seen[k] {

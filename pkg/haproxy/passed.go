@@ -1,14 +1,11 @@
 package haproxy
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"io"
 	"slices"
-	"strconv"
 
 	"k8s.io/utils/lru"
 
+	"github.com/haproxy-template/htc/internal/contenthash"
 	"github.com/haproxy-template/htc/pkg/bundle"
 )
 
@@ -59,12 +56,8 @@ func semanticKey(b *bundle.Bundle, loose map[string]bool) string {
 	if loose == nil {
 		return ""
 	}
-	h := sha256.New()
-	field := func(s string) {
-		_, _ = io.WriteString(h, strconv.Itoa(len(s)))
-		_, _ = io.WriteString(h, ":")
-		_, _ = io.WriteString(h, s)
-	}
+	k := contenthash.New()
+	field := func(s string) { k.String(s) }
 	field(b.BaseDir)
 	field(b.Config)
 	for _, g := range []struct {
@@ -86,5 +79,5 @@ func semanticKey(b *bundle.Bundle, loose map[string]bool) string {
 			field(g.files[n])
 		}
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return k.Sum()
 }

@@ -1,11 +1,11 @@
 package testrun
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
+
+	"github.com/haproxy-template/htc/internal/contenthash"
 )
 
 // Store keeps complete test reports beyond one process (see Cache.Store).
@@ -28,8 +28,7 @@ type DirStore struct {
 
 // file is the path of key's report.
 func (d DirStore) file(key string) string {
-	sum := sha256.Sum256([]byte(d.Salt + "\x00" + key))
-	return filepath.Join(d.Dir, hex.EncodeToString(sum[:])+".json")
+	return filepath.Join(d.Dir, contenthash.Of(d.Salt, key)+".json")
 }
 
 // Load reads key's report; a missing or unreadable one is a miss.
