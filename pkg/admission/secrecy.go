@@ -12,6 +12,7 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/haproxy"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy"
 	"github.com/haproxy-template/htc/pkg/phase"
 	"github.com/haproxy-template/htc/pkg/redact"
 	"github.com/haproxy-template/htc/pkg/render"
@@ -147,7 +148,7 @@ func hideLiveStateDetails(d Decision) Decision {
 // (each has the AllowedDirectives key that would permit it) repeat no
 // rendered text, so they can be shown.
 func vocabularyOnly(err error) bool {
-	pe, ok := errors.AsType[*haproxy.PolicyError](err)
+	pe, ok := errors.AsType[*policy.Error](err)
 	if !ok || len(pe.Findings) == 0 {
 		return false
 	}
@@ -218,7 +219,7 @@ func location(err error) string {
 
 // findings are the located findings of a policy, syntax or schema failure.
 func findings(err error) []haproxy.Finding {
-	var pe *haproxy.PolicyError
+	var pe *policy.Error
 	var sy *haproxy.SyntaxError
 	var sc *haproxy.SchemaError
 	switch {

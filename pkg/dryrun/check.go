@@ -8,6 +8,7 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/haproxy"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy"
 	"github.com/haproxy-template/htc/pkg/phase"
 	"github.com/haproxy-template/htc/pkg/shortcut"
 	"github.com/haproxy-template/htc/pkg/store"
@@ -62,7 +63,7 @@ type CheckOptions struct {
 	SkipTests bool
 	// RunnableCode, when set, is asked about a bundle that loads code (a
 	// code directive of spec.allowedDirectives: lua-load, ssl-provider,
-	// external-check, ...) with its haproxy.CodeFingerprint; when it
+	// external-check, ...) with its policy.CodeFingerprint; when it
 	// answers false, haproxy -c and the embedded tests (which would run
 	// that code) are skipped and the verdict rests on the policy, syntax
 	// and schema phases (Verdict.CodeNotRun, with a warning). Admission
@@ -113,7 +114,7 @@ func (p *Pipeline) CheckWith(ctx context.Context, stores store.Set, opts CheckOp
 	if opts.SkipTests {
 		return v
 	}
-	if opts.RunnableCode != nil && haproxy.GrantsCode(p.Config.Spec.AllowedDirectives) && !p.cache.Cached(p.Hash) {
+	if opts.RunnableCode != nil && policy.GrantsCode(p.Config.Spec.AllowedDirectives) && !p.cache.Cached(p.Hash) {
 		// The tests render their own fixtures, whose bundles may load
 		// code the one above did not: under a code grant, an admission
 		// runs only tests whose report the live loop already has.
@@ -165,10 +166,10 @@ func (p *Pipeline) renderAndCheck(ctx context.Context, stores store.Set, opts Ch
 	return err
 }
 
-// CodeFingerprint is haproxy.CodeFingerprint of b under the config's
+// CodeFingerprint is policy.CodeFingerprint of b under the config's
 // allowedDirectives: "" when b loads no code.
 func (p *Pipeline) CodeFingerprint(b *bundle.Bundle) string {
-	return haproxy.CodeFingerprint(b, p.Config.Spec.AllowedDirectives)
+	return policy.CodeFingerprint(b, p.Config.Spec.AllowedDirectives)
 }
 
 // fail records err in v and returns v. A deadline says which phase ran out

@@ -8,6 +8,7 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/haproxy"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy"
 	"github.com/haproxy-template/htc/pkg/phase"
 )
 
@@ -115,7 +116,7 @@ type located struct {
 // semantic failure with their locations.
 func locatedMessages(err error) []located {
 	var fs []haproxy.Finding
-	if pe, ok := errors.AsType[*haproxy.PolicyError](err); ok {
+	if pe, ok := errors.AsType[*policy.Error](err); ok {
 		fs = pe.Findings
 	} else if se, ok := errors.AsType[*haproxy.SyntaxError](err); ok {
 		fs = se.Findings

@@ -8,6 +8,7 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/haproxy"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy"
 	"github.com/haproxy-template/htc/pkg/phase"
 )
 
@@ -78,7 +79,7 @@ func TestFailuresAttribution(t *testing.T) {
 			[]Failure{{Phase: phase.Semantic, Objects: []bundle.ObjectRef{secS}, Dependents: []bundle.ObjectRef{ingA},
 				Reason: "haproxy.cfg:1: unable to load certificate from 'certs/a_tls.pem'"}}},
 		{"policy findings", &Verdict{Phase: phase.Policy, Bundle: b, Reason: "…",
-			Err: &phase.Error{Phase: phase.Policy, Err: &haproxy.PolicyError{Findings: []haproxy.Finding{{File: "haproxy.cfg", Line: 4, Message: "no"}}}}},
+			Err: &phase.Error{Phase: phase.Policy, Err: &policy.Error{Findings: []haproxy.Finding{{File: "haproxy.cfg", Line: 4, Message: "no"}}}}},
 			[]Failure{{Phase: phase.Policy, Objects: []bundle.ObjectRef{ingB}, Reason: "haproxy.cfg:4: no"}}},
 		{"a passing verdict", &Verdict{}, nil},
 		{"an error of no known kind", &Verdict{Phase: phase.Tests, Reason: "1/1 validation tests failed: x", Err: errors.New("x")},

@@ -14,6 +14,7 @@ import (
 	"github.com/haproxy-template/htc/pkg/config/validation"
 	"github.com/haproxy-template/htc/pkg/dryrun/testrun"
 	"github.com/haproxy-template/htc/pkg/haproxy"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy"
 	"github.com/haproxy-template/htc/pkg/render"
 	"github.com/haproxy-template/htc/pkg/shortcut"
 	"github.com/haproxy-template/htc/pkg/store"
@@ -48,7 +49,7 @@ type Env struct {
 	// spec.allowedDirectives (the controller's --allowed-directives):
 	// directive names, "env-expansion" and "path:<dir>" entries. A config
 	// can only narrow it: Build refuses a config that asks for more (see
-	// haproxy.Grants). Empty grants nothing.
+	// policy.Grants). Empty grants nothing.
 	Grant []string
 	// BaseDir is the absolute directory HAProxy reads the bundle from:
 	// pathFor's base, written into the rendered text. Empty means
@@ -162,7 +163,7 @@ func ungranted(allowed, grant []string) field.ErrorList {
 	var errs field.ErrorList
 	p := field.NewPath("spec", "allowedDirectives")
 	for i, a := range allowed {
-		if !haproxy.Grants(grant, a) {
+		if !policy.Grants(grant, a) {
 			errs = append(errs, field.Forbidden(p.Index(i), fmt.Sprintf("%q is not granted by the operator (the controller's --allowed-directives, Helm value controller.allowedDirectives); a config can only narrow what the operator allows", a)))
 		}
 	}

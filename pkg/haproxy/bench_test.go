@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy"
 	"github.com/haproxy-template/htc/pkg/phase"
 )
 
@@ -62,7 +63,7 @@ func BenchmarkCheck(b *testing.B) {
 			b.Run("phase=policy", func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					if err := CheckPolicy(bdl, nil); err != nil {
+					if err := policy.Check(bdl, nil); err != nil {
 						b.Fatal(err)
 					}
 				}

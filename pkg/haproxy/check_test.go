@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/haproxy-template/htc/pkg/haproxy/policy"
 	"github.com/haproxy-template/htc/pkg/phase"
 )
 
@@ -100,14 +101,14 @@ func TestCheckFailingPhases(t *testing.T) {
 			extra:  "backend lua\n    lua-load {{dir}}/files/x.lua\n",
 			phase:  phase.Policy,
 			reason: "haproxy.cfg:18: directive 'lua-load' is not allowed (add it to spec.allowedDirectives to permit it)",
-			detail: &PolicyError{},
+			detail: &policy.Error{},
 		},
 		{
 			name:   "policy unknown keyword",
 			extra:  "backend be1\n    frobnicate yes\n",
 			phase:  phase.Policy,
 			reason: "haproxy.cfg:18: unknown keyword 'frobnicate' in 'backend' section",
-			detail: &PolicyError{},
+			detail: &policy.Error{},
 		},
 		{
 			name:   "syntax",

@@ -40,8 +40,8 @@ type Options struct {
 	// SkipSchema skips the client-native models phase.
 	SkipSchema bool
 	// AllowedDirectives permits otherwise refused directives, environment
-	// expansion (EnvExpansionKey) and paths outside the bundle
-	// (AllowPathPrefix entries); see CheckPolicy.
+	// expansion (policy.EnvExpansionKey) and paths outside the bundle
+	// (policy.AllowPathPrefix entries); see policy.Check.
 	AllowedDirectives []string
 	// TempDir is the parent of the per-check workspaces ("" means
 	// os.TempDir()).
@@ -222,7 +222,7 @@ func (c *Checker) Check(ctx context.Context, b *bundle.Bundle) (*Result, error) 
 	if err != nil {
 		return res, phaseError(phase.Policy, err)
 	}
-	key := semanticKey(b, scan.looseMaps())
+	key := semanticKey(b, scan.LooseMaps)
 	if !c.shortcuts.On(shortcut.MapOnly) {
 		key = "" // neither reused nor recorded
 	}
@@ -280,7 +280,7 @@ func (c *Checker) Check(ctx context.Context, b *bundle.Bundle) (*Result, error) 
 // not run, so a syntax or schema finding fails the check (there is no
 // haproxy -c to confirm or overrule it). Admission uses it for a bundle
 // that loads code the running configuration does not (see
-// CodeFingerprint): no admission runs code a request brought.
+// policy.CodeFingerprint): no admission runs code a request brought.
 func (c *Checker) CheckStatic(ctx context.Context, b *bundle.Bundle) (*Result, error) {
 	c.active.Add(1)
 	defer c.active.Done()

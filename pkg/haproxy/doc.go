@@ -3,32 +3,33 @@
 //
 // A Checker runs four phases in order and stops at the first that fails:
 //
-//   - policy: the rendered text is scanned, without parsing or executing
-//     anything, for directives that make HAProxy run code, load libraries,
-//     read the environment or touch files outside the bundle, and for map
-//     lines HAProxy would misread. The policy reads the text as HAProxy 3.0
-//     does: its words (tokenize.go), the lines it applies (the conditional
-//     blocks .if/.elif/.else/.endif, evaluated with HAProxy's grammar and
-//     predicates: cfgblock.go, cond.go; a condition whose value depends on
-//     the machine or the environment is denied), the directory a relative
-//     file name is opened from (cwd.go), the pieces its map reader reads
-//     (mapcheck.go). Every keyword, option, action, converter, filter and
-//     address prefix that names a file, an address or code is classified in
-//     inventory_table.go, and what the policy cannot classify is denied (see
-//     CheckPolicy and docs/policy-inventory.md for the method and counts).
-//     The policy is a pure function of the bundle, the grant and the
-//     checker's HAProxy version (CheckPolicyVersion);
-//   - syntax: client-native's config-parser must understand every line;
+//   - policy: package policy (pkg/haproxy/policy) reads the rendered text
+//     as HAProxy 3.0 does, without parsing or executing anything, and
+//     denies what could make HAProxy run code, load libraries, read the
+//     environment or touch files outside the bundle, and map lines HAProxy
+//     would misread. It is a pure function of the bundle, the grant and the
+//     checker's HAProxy version, which the Checker finds (haproxy -v) only
+//     when a condition needs it (version.go);
+//   - syntax: client-native's config-parser must understand every line
+//     (syntax.go);
 //   - schema: the parsed sections are converted to client-native models and
-//     validated;
+//     validated (schema.go); sections.go locates their findings, and the
+//     parse cache (parsecache.go, chunks.go) reparses only the sections
+//     whose text changed;
 //   - semantic: `haproxy -c` is run on the bundle written to a private
-//     directory, with a scrubbed environment, a deadline that kills the whole
-//     process group, and a bound on how many run at once.
+//     directory (workspace.go), with a scrubbed environment, a deadline
+//     that kills the whole process group, and a bound on how many run at
+//     once (semantic.go); a bundle that differs from one it accepted only
+//     in maps HAProxy reads as plain strings is accepted without a run
+//     (passed.go).
+//
+// The syntax and schema phases parse while haproxy -c runs; their
+// findings are only reported when haproxy -c confirms them (checker.go).
 //
 // A failure is a *phase.Error whose Reason is a simplified message
-// (`haproxy.cfg:10: unknown keyword 'bogus' in 'defaults' section`) and whose
-// Err is one of PolicyError, SyntaxError, SchemaError or SemanticError with
-// the individual findings.
+// (`haproxy.cfg:10: unknown keyword 'bogus' in 'defaults' section`,
+// simplify.go) and whose Err is one of *policy.Error, *SyntaxError,
+// *SchemaError or *SemanticError with the individual findings.
 //
 // The parsed sections and the accepted haproxy -c runs are cached;
 // docs/caches.md lists every cache on the path.

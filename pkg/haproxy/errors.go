@@ -2,77 +2,23 @@ package haproxy
 
 import (
 	"strconv"
-	"strings"
-	"unicode/utf8"
+
+	"github.com/haproxy-template/htc/pkg/haproxy/policy"
 )
 
-// MaxReasonLen caps the length in bytes of a simplified reason; longer
-// reasons are cut at a rune boundary and end with "…".
-const MaxReasonLen = 512
+// Finding is one problem at one place of a bundle: the policy's and the
+// syntax and schema phases' findings are alike.
+type Finding = policy.Finding
 
-// Finding is one problem at one place of a bundle.
-type Finding struct {
-	// File is the bundle-relative file name ("haproxy.cfg", "maps/x.map").
-	File string
-	// Line is the 1-based line number, 0 when unknown.
-	Line int
-	// Key is the AllowedDirectives entry that would permit this finding;
-	// empty when none can.
-	Key string
-	// Message describes the problem without the location.
-	Message string
-}
-
-// String formats the finding as "file:line: message".
-func (f Finding) String() string {
-	var b strings.Builder
-	if f.File != "" {
-		b.WriteString(f.File)
-		if f.Line > 0 {
-			b.WriteByte(':')
-			b.WriteString(strconv.Itoa(f.Line))
-		}
-		b.WriteString(": ")
-	}
-	b.WriteString(f.Message)
-	return b.String()
-}
-
-// findingsReason joins findings into one capped reason.
-func findingsReason(fs []Finding) string {
-	parts := make([]string, len(fs))
-	for i, f := range fs {
-		parts[i] = f.String()
-	}
-	return JoinReason(parts)
-}
+// MaxReasonLen caps the length in bytes of a simplified reason (see
+// policy.MaxReasonLen).
+const MaxReasonLen = policy.MaxReasonLen
 
 // JoinReason joins messages with "; " and caps the result at MaxReasonLen.
-func JoinReason(msgs []string) string {
-	return capReason(strings.Join(msgs, "; "))
-}
+func JoinReason(msgs []string) string { return policy.JoinReason(msgs) }
 
 // capReason shortens s to MaxReasonLen bytes, ending it with "…".
-func capReason(s string) string {
-	if len(s) <= MaxReasonLen {
-		return s
-	}
-	const ell = "…"
-	cut := MaxReasonLen - len(ell)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + ell
-}
-
-// PolicyError lists the policy violations of a bundle.
-type PolicyError struct {
-	// Findings are the violations in the order they were found.
-	Findings []Finding
-}
-
-// Error returns the findings joined by "; ".
-func (e *PolicyError) Error() string { return findingsReason(e.Findings) }
+func capReason(s string) string { return policy.JoinReason([]string{s}) }
 
 // SyntaxError lists the lines config-parser could not process.
 type SyntaxError struct {
@@ -81,7 +27,7 @@ type SyntaxError struct {
 }
 
 // Error returns the findings joined by "; ".
-func (e *SyntaxError) Error() string { return findingsReason(e.Findings) }
+func (e *SyntaxError) Error() string { return policy.FindingsReason(e.Findings) }
 
 // SchemaError lists the client-native model validation failures.
 type SchemaError struct {
@@ -90,7 +36,7 @@ type SchemaError struct {
 }
 
 // Error returns the findings joined by "; ".
-func (e *SchemaError) Error() string { return findingsReason(e.Findings) }
+func (e *SchemaError) Error() string { return policy.FindingsReason(e.Findings) }
 
 // SemanticError is a failed or aborted `haproxy -c` run.
 type SemanticError struct {

@@ -135,24 +135,23 @@ func splitConfig(cfg string) (secs []*cfgSection, ok bool) {
 	sp := &splitter{seen: make(map[[2]string]bool), defaultsCtx: contenthash.New()}
 	cur := &cfgSection{kind: "#", name: "data"}
 	secs = append(secs, cur)
-	lineNo, textStart := 0, 0
-	for pos := 0; pos < len(cfg); {
-		end, next := len(cfg), len(cfg)
-		if i := strings.IndexByte(cfg[pos:], '\n'); i >= 0 {
-			end, next = pos+i, pos+i+1
+	textStart := 0
+	ok = true
+	eachLine(cfg, func(n, offset int, line string, header []string) bool {
+		if header == nil {
+			return true
 		}
-		lineNo++
-		if line := cfg[pos:end]; isHeaderCandidate(line) {
-			if words := splitLine(line).words; len(words) > 0 && sectionKeyword(words[0]) {
-				cur.text = cfg[textStart:pos]
-				textStart = pos
-				if cur = sp.header(words, line, lineNo); cur == nil {
-					return nil, false
-				}
-				secs = append(secs, cur)
-			}
+		cur.text = cfg[textStart:offset]
+		textStart = offset
+		if cur = sp.header(header, line, n); cur == nil {
+			ok = false
+			return false
 		}
-		pos = next
+		secs = append(secs, cur)
+		return true
+	})
+	if !ok {
+		return nil, false
 	}
 	cur.text = cfg[textStart:]
 	// One Key for every section's: no digest per section.
@@ -196,36 +195,6 @@ func (sp *splitter) header(words []string, line string, lineNo int) *cfgSection 
 		s.ctx = sp.ctxSum
 	}
 	return s
-}
-
-// isHeaderCandidate is a cheap pre-filter that spares the tokenizer most
-// lines: blank lines and comments are no headers, and a first word made
-// of letters, digits, '-', '_' and '.' only is what the tokenizer makes of
-// it (nothing in it is a quote, an escape, a variable or a comment), so
-// it is a header only when it is a section keyword. Any other first word
-// (quoted, escaped, ...) is left to the tokenizer.
-func isHeaderCandidate(line string) bool {
-	i := 0
-	for i < len(line) && isSpace(line[i]) {
-		i++
-	}
-	if i == len(line) || line[i] == '#' {
-		return false
-	}
-	j := i
-	for j < len(line) && isPlainWordByte(line[j]) {
-		j++
-	}
-	if j < len(line) && !isSpace(line[j]) {
-		return true
-	}
-	return sectionKeyword(line[i:j])
-}
-
-// isPlainWordByte reports whether c stands for itself in a word, wherever
-// it is.
-func isPlainWordByte(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.'
 }
 
 // errNoCache makes the cached path fall back to the uncached one.

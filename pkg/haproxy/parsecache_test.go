@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy"
 	"github.com/haproxy-template/htc/pkg/phase"
 )
 
@@ -282,7 +283,7 @@ func TestSectionIndexMatchesScan(t *testing.T) {
 		for _, span := range idx.sections {
 			var queries [][]string
 			for _, n := range span.lines {
-				words := splitLine(idx.text[n-1]).words
+				words := policy.Words(idx.text[n-1])
 				for k := 0; k <= min(len(words), 3); k++ {
 					queries = append(queries, words[:k])
 				}

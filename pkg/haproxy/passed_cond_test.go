@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy"
 )
 
 // skippedDefaultPath are conditional blocks around "default-path origin
@@ -51,9 +52,9 @@ func TestLooseMapsFollowConditionalBlocks(t *testing.T) {
 		for rname, rule := range typedRules {
 			b := &bundle.Bundle{BaseDir: testBase, Config: strings.ReplaceAll(condSkipConfig(block, rule), "{{dir}}", testBase),
 				Maps: testMaps(), Files: map[string]string{"maps/host.map": "1 be0\n"}}
-			s, err := checkPolicy(b, nil, testVersion)
+			s, err := policy.Evaluate(b, nil, testVersion)
 			require.NoError(t, err, "%s, %s", bname, rname)
-			assert.False(t, s.looseMaps()["host.map"], "%s, %s: host.map is read by %s", bname, rname, rname)
+			assert.False(t, s.LooseMaps["host.map"], "%s, %s: host.map is read by %s", bname, rname, rname)
 		}
 	}
 }

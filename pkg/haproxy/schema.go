@@ -15,6 +15,7 @@ import (
 	"github.com/haproxytech/config-parser/v5/types"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy"
 )
 
 // validatable is a client-native model.
@@ -108,7 +109,7 @@ func (r *schemaRun) defaults(name string) {
 	if configuration.ParseSection(d, parser.Defaults, name, r.p) == nil {
 		label := "defaults"
 		if !strings.HasPrefix(name, "unnamed_defaults_") {
-			label = fmt.Sprintf("defaults '%s'", shorten(name))
+			label = fmt.Sprintf("defaults '%s'", policy.Shorten(name))
 		}
 		r.validate(r.idx.section("defaults", name), label, d)
 	}
@@ -117,7 +118,7 @@ func (r *schemaRun) defaults(name string) {
 // frontend validates one frontend and what it contains.
 func (r *schemaRun) frontend(name string) {
 	span := r.idx.section("frontend", name)
-	label := fmt.Sprintf("frontend '%s'", shorten(name))
+	label := fmt.Sprintf("frontend '%s'", policy.Shorten(name))
 	fe := &models.Frontend{Name: name}
 	if configuration.ParseSection(fe, parser.Frontends, name, r.p) == nil {
 		r.validate(span, label, fe)
@@ -139,7 +140,7 @@ func (r *schemaRun) frontend(name string) {
 // backend validates one backend and what it contains.
 func (r *schemaRun) backend(name string) {
 	span := r.idx.section("backend", name)
-	label := fmt.Sprintf("backend '%s'", shorten(name))
+	label := fmt.Sprintf("backend '%s'", policy.Shorten(name))
 	be := &models.Backend{Name: name}
 	if configuration.ParseSection(be, parser.Backends, name, r.p) == nil {
 		r.validate(span, label, be)
@@ -147,7 +148,7 @@ func (r *schemaRun) backend(name string) {
 	r.servers(span, label, name)
 	if tmpls, err := configuration.ParseServerTemplates(name, r.p); err == nil {
 		for _, t := range tmpls {
-			r.validateAt(r.idx.lineStarting(span, "server-template", t.Prefix), fmt.Sprintf("%s server-template '%s'", label, shorten(t.Prefix)), t)
+			r.validateAt(r.idx.lineStarting(span, "server-template", t.Prefix), fmt.Sprintf("%s server-template '%s'", label, policy.Shorten(t.Prefix)), t)
 		}
 	}
 	r.proxyRules(span, label, "backend", parser.Backends, name)
@@ -184,7 +185,7 @@ func (r *schemaRun) servers(span *sectionSpan, label, name string) {
 			return
 		}
 		if s := configuration.ParseServer(ondisk); s != nil {
-			r.validateAt(r.idx.lineStarting(span, "server", s.Name), fmt.Sprintf("%s server '%s'", label, shorten(s.Name)), s)
+			r.validateAt(r.idx.lineStarting(span, "server", s.Name), fmt.Sprintf("%s server '%s'", label, policy.Shorten(s.Name)), s)
 		}
 	}
 }

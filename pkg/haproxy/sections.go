@@ -3,6 +3,8 @@ package haproxy
 import (
 	"strconv"
 	"strings"
+
+	"github.com/haproxy-template/htc/pkg/haproxy/policy"
 )
 
 // sectionSpan is one section of haproxy.cfg as HAProxy sees it.
@@ -36,20 +38,33 @@ func indexConfig(cfg string) *configIndex {
 	cur := &sectionSpan{kind: "#", name: "data"}
 	idx.add(cur)
 	unnamed := 0
-	for i, line := range idx.text {
-		n := i + 1
-		words := splitLine(line).words
-		if len(words) == 0 {
-			continue
-		}
-		if sectionKeyword(words[0]) {
-			cur = &sectionSpan{kind: words[0], name: sectionName(words, &unnamed), start: n}
+	eachLine(cfg, func(n, _ int, line string, header []string) bool {
+		switch {
+		case header != nil:
+			cur = &sectionSpan{kind: header[0], name: sectionName(header, &unnamed), start: n}
 			idx.add(cur)
-			continue
+		case len(policy.Words(line)) > 0:
+			cur.lines = append(cur.lines, n)
 		}
-		cur.lines = append(cur.lines, n)
-	}
+		return true
+	})
 	return idx
+}
+
+// eachLine is the one section splitter of haproxy.cfg (indexConfig and
+// splitConfig build on it): it calls fn with each line (policy.Lines), its
+// byte offset in cfg and, when the line starts a section as config-parser
+// models sections, its words (policy.SectionHeader; nil for other lines),
+// until fn returns false.
+func eachLine(cfg string, fn func(n, offset int, line string, header []string) bool) {
+	offset := 0
+	for n, line := range policy.Lines(cfg) {
+		header, _ := policy.SectionHeader(line)
+		if !fn(n, offset, line, header) {
+			return
+		}
+		offset += len(line) + 1
+	}
 }
 
 // sectionName is the name config-parser gives the section whose header
@@ -124,7 +139,7 @@ func (idx *configIndex) lineStarting(s *sectionSpan, prefix ...string) int {
 	if s.byPrefix == nil {
 		s.byPrefix = make(map[string]int)
 		for _, n := range s.lines {
-			words := splitLine(idx.text[n-1]).words
+			words := policy.Words(idx.text[n-1])
 			if len(words) == 0 {
 				continue
 			}
@@ -147,7 +162,7 @@ func (idx *configIndex) lineStarting(s *sectionSpan, prefix ...string) int {
 // scanStarting is lineStarting by a scan of the section's lines.
 func (idx *configIndex) scanStarting(s *sectionSpan, prefix []string) int {
 	for _, n := range s.lines {
-		words := splitLine(idx.text[n-1]).words
+		words := policy.Words(idx.text[n-1])
 		if len(words) < len(prefix) {
 			continue
 		}

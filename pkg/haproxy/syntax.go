@@ -14,6 +14,7 @@ import (
 	"github.com/haproxytech/config-parser/v5/types"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy"
 )
 
 // configParserSlot serialises config-parser runs. config-parser v5.1.4
@@ -160,7 +161,7 @@ func syntaxSection(p parser.Parser, idx *configIndex, sec parser.Section, name s
 // judgeUnprocessed decides whether an unprocessed line is a syntax error and
 // describes it. Only keywords are repeated, never argument values.
 func judgeUnprocessed(p parser.Parser, sec parser.Section, line string) (string, bool) {
-	words := splitLine(line).words
+	words := policy.Words(line)
 	if len(words) == 0 || strings.HasPrefix(words[0], ".") {
 		return "", false
 	}
@@ -171,15 +172,15 @@ func judgeUnprocessed(p parser.Parser, sec parser.Section, line string) (string,
 	for i := min(len(kw), 4); i >= 1; i-- {
 		name := strings.Join(kw[:i], " ")
 		if p.HasParser(sec, name) {
-			return fmt.Sprintf("invalid arguments to '%s'", shorten(name)), true
+			return fmt.Sprintf("invalid arguments to '%s'", policy.Shorten(name)), true
 		}
 	}
-	if isHAProxyKeyword(words[0]) {
+	if policy.IsKeyword(words[0]) {
 		return "", false
 	}
 	where := string(sec)
 	if sec == parser.Comments {
-		return fmt.Sprintf("unknown keyword '%s' out of section", shorten(words[0])), true
+		return fmt.Sprintf("unknown keyword '%s' out of section", policy.Shorten(words[0])), true
 	}
-	return fmt.Sprintf("unknown keyword '%s' in '%s' section", shorten(words[0]), where), true
+	return fmt.Sprintf("unknown keyword '%s' in '%s' section", policy.Shorten(words[0]), where), true
 }

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy"
 )
 
 // versionLine matches the first line of `haproxy -v`:
@@ -76,16 +77,16 @@ func (k *knownVersion) set(v string) {
 // checkPolicy runs the policy with the checker's grant and, when a
 // condition needs it, the checker's HAProxy version (found once, with
 // Version; if that fails the condition stays denied).
-func (c *Checker) checkPolicy(ctx context.Context, b *bundle.Bundle) (*policyScan, error) {
+func (c *Checker) checkPolicy(ctx context.Context, b *bundle.Bundle) (policy.Report, error) {
 	known := c.version.get()
-	scan, err := checkPolicy(b, c.allowed, known)
-	if err == nil || known != "" || !scan.needVersion {
-		return scan, err
+	report, err := policy.Evaluate(b, c.allowed, known)
+	if err == nil || known != "" || !report.NeedsVersion {
+		return report, err
 	}
 	v, verr := c.Version(ctx)
 	if verr != nil {
-		return scan, err
+		return report, err
 	}
 	c.version.set(v)
-	return checkPolicy(b, c.allowed, v)
+	return policy.Evaluate(b, c.allowed, v)
 }

@@ -23,7 +23,7 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/config"
-	"github.com/haproxy-template/htc/pkg/haproxy"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy"
 	"github.com/haproxy-template/htc/pkg/render"
 	"github.com/haproxy-template/htc/pkg/store"
 )
@@ -158,16 +158,16 @@ func templateField(spec *field.Path, name string) *field.Path {
 
 func validateAllowed(allowed []string, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	known := haproxy.DangerousDirectives()
+	known := policy.DangerousDirectives()
 	for i, d := range allowed {
-		if dir, ok := strings.CutPrefix(d, haproxy.AllowPathPrefix); ok {
+		if dir, ok := strings.CutPrefix(d, policy.AllowPathPrefix); ok {
 			if !path.IsAbs(dir) || path.Clean(dir) != dir || dir == "/" {
 				errs = append(errs, field.Invalid(p.Index(i), d, `a "path:" entry needs a clean absolute directory other than "/", e.g. "path:/etc/ssl/certs"`))
 			}
 			continue
 		}
 		if !contains(known, d) {
-			errs = append(errs, field.NotSupported(p.Index(i), d, append(known, haproxy.AllowPathPrefix+"<dir>")))
+			errs = append(errs, field.NotSupported(p.Index(i), d, append(known, policy.AllowPathPrefix+"<dir>")))
 		}
 	}
 	return errs

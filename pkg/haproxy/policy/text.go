@@ -1,0 +1,80 @@
+package policy
+
+import (
+	"iter"
+	"strings"
+)
+
+// The text helpers the checker shares with the policy, so that both read
+// haproxy.cfg alike: one line iterator, one word splitter, one test for a
+// section header.
+
+// Lines yields each line of text as HAProxy's fgets loop reads it: split at
+// '\n' only, numbered from 1. A final line without '\n' is a line too; an
+// empty text has none.
+func Lines(text string) iter.Seq2[int, string] {
+	return func(yield func(int, string) bool) {
+		for n := 1; len(text) > 0; n++ {
+			line, rest, _ := strings.Cut(text, "\n")
+			if !yield(n, line) {
+				return
+			}
+			text = rest
+		}
+	}
+}
+
+// Words cuts one line into words as HAProxy 3.0 does, keeping environment
+// expansions as written.
+func Words(line string) []string { return splitLine(line).words }
+
+// SectionHeader reports whether line starts a configuration section as
+// config-parser models sections (its first word, as HAProxy reads it, is a
+// section keyword), with the line's words. Most lines are told apart
+// without running the tokenizer (see isHeaderCandidate).
+func SectionHeader(line string) (words []string, ok bool) {
+	if !isHeaderCandidate(line) {
+		return nil, false
+	}
+	if words = Words(line); len(words) == 0 || !sectionKeyword(words[0]) {
+		return nil, false
+	}
+	return words, true
+}
+
+// IsKeyword reports whether kw can start a line HAProxy 3.0 accepts in
+// some section (see isHAProxyKeyword).
+func IsKeyword(kw string) bool { return isHAProxyKeyword(kw) }
+
+// Shorten caps a name or value repeated in a message (see shorten).
+func Shorten(s string) string { return shorten(s) }
+
+// isHeaderCandidate is a cheap pre-filter that spares the tokenizer most
+// lines: blank lines and comments are no headers, and a first word made
+// of letters, digits, '-', '_' and '.' only is what the tokenizer makes of
+// it (nothing in it is a quote, an escape, a variable or a comment), so
+// it is a header only when it is a section keyword. Any other first word
+// (quoted, escaped, ...) is left to the tokenizer.
+func isHeaderCandidate(line string) bool {
+	i := 0
+	for i < len(line) && isSpace(line[i]) {
+		i++
+	}
+	if i == len(line) || line[i] == '#' {
+		return false
+	}
+	j := i
+	for j < len(line) && isPlainWordByte(line[j]) {
+		j++
+	}
+	if j < len(line) && !isSpace(line[j]) {
+		return true
+	}
+	return sectionKeyword(line[i:j])
+}
+
+// isPlainWordByte reports whether c stands for itself in a word, wherever
+// it is.
+func isPlainWordByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.'
+}

@@ -1,0 +1,205 @@
+package policy
+
+import (
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// tokenCases were each checked with haproxy 3.0.11 (`haproxy -dC0,line -c`,
+// TestTokenizeAgainstHAProxy30) under oracleEnv. words nil means HAProxy
+// rejects the line (err).
+var tokenCases = []struct {
+	in    string
+	words []string
+	err   parseErr
+}{
+	{`k  a b  `, []string{"k", "a", "b"}, errNone},
+	{`k "b c" 'd e'`, []string{"k", "b c", "d e"}, errNone},
+	{`k a\ b c`, []string{"k", "a b", "c"}, errNone},
+	{`k a # c`, []string{"k", "a"}, errNone},
+	{`k a#b`, []string{"k", "a"}, errNone},
+	{`k "#c" '#d' \#e`, []string{"k", "#c", "#d", "#e"}, errNone},
+	{`k \x41\x42`, []string{"k", "AB"}, errNone},
+	{`k \x4`, nil, errHex},
+	{`k \xZZ`, nil, errHex},
+	{`k a\qb`, []string{"k", `a\qb`}, errNone},
+	{`k \$A`, []string{"k", `\$A`}, errNone},
+	{`k "\$A"`, []string{"k", "$A"}, errNone},
+	{`k '\$A' '\'`, []string{"k", `\$A`, `\`}, errNone},
+	{`k "\'" '"'`, []string{"k", "'", `"`}, errNone},
+	{`k "" x`, []string{"k", "", "x"}, errNone},
+	{`k x ""`, []string{"k", "x"}, errNone},
+	{`k x "" `, []string{"k", "x", ""}, errNone},
+	{`k a"b"'c'd`, []string{"k", "abcd"}, errNone},
+	{`k "a`, nil, errQuote},
+	{`k 'a`, nil, errQuote},
+	{`k $A`, []string{"k", "$A"}, errNone},
+	{`k ${A}`, []string{"k", "${A}"}, errNone},
+	{`k "$A"`, []string{"k", "va"}, errNone},
+	{`k "${A}x"`, []string{"k", "vax"}, errNone},
+	{`k "$A_x"`, []string{"k"}, errNone},
+	{`k "$UNSET" next`, []string{"k", "next"}, errNone},
+	{`k "a$UNSET" next w`, []string{"k", "anext", "w"}, errNone},
+	{`k "$UNSET"x`, []string{"k", "x"}, errNone},
+	{`k "${UNSET}" next`, []string{"k", "next"}, errNone},
+	{`k "${UNSET-def}" next`, []string{"k", "def", "next"}, errNone},
+	{`k "${UNSET-a b}"`, []string{"k", "a b"}, errNone},
+	{`k "${A-def}"`, []string{"k", "va"}, errNone},
+	{`k "${L[*]}"`, []string{"k", "one", "two"}, errNone},
+	{`k "x${L[*]}y"`, []string{"k", "xone", "twoy"}, errNone},
+	{`k "${L}"`, []string{"k", "one two"}, errNone},
+	{`k "${L[x]}"`, nil, errWordExpand},
+	{`k "${A"`, nil, errBrace},
+	{`k "$1"`, nil, errVarName},
+	{`k "$"`, nil, errVarName},
+	{`k "$.BOGUS"`, nil, errVarName},
+	{`k a` + "\r" + `b c`, []string{"k", "a"}, errNone},
+	{`k a ` + "\r" + `b c`, []string{"k", "a", "b", "c"}, errNone},
+	{"k a\v\fb", []string{"k", "a", "b"}, errNone},
+	{`k a\x00b c`, []string{"k", "a", "c"}, errNone},
+	{`k "a\nb"`, []string{"k", "a\nb"}, errNone},
+	{`k "a\tb" \r`, []string{"k", "a\tb", "\r"}, errNone},
+}
+
+// oracleEnv is the environment of the oracle runs.
+var oracleEnv = map[string]string{"A": "va", "L": "one two", "B": " b "}
+
+func TestTokenizeTable(t *testing.T) {
+	for _, tc := range tokenCases {
+		lt := tokenizeLineEnv(tc.in, envExact, oracleEnv)
+		assert.Equal(t, tc.err, lt.err, "%q", tc.in)
+		if tc.err == errNone {
+			assert.Equal(t, tc.words, texts(lt.words), "%q", tc.in)
+		}
+	}
+}
+
+func TestTokenizeLeadingAndScope(t *testing.T) {
+	lt := tokenizeLine("\r\t\v lua-load x", envChecker)
+	assert.Equal(t, []string{"lua-load", "x"}, texts(lt.words))
+	lt = tokenizeLine("  [scope] lua-load x", envChecker)
+	assert.True(t, lt.scope)
+	assert.Empty(t, lt.words)
+}
+
+func TestTokenizeModes(t *testing.T) {
+	line := `k "${A}/x" "$UNSET" y "$.LINE"`
+	assert.Equal(t, []string{"k", "${A}/x", "$UNSET", "y", "$.LINE"}, texts(tokenizeLine(line, envLiteral).words))
+	checker := tokenizeLine(line, envChecker)
+	assert.Equal(t, []string{"k", "/x", "y", "$"}, texts(checker.words))
+	assert.True(t, checker.exps[1].glued)
+	assert.Equal(t, []string{"k", "$/x", "$", "y", "$"}, texts(tokenizeLine(line, envAllSet).words))
+	assert.Equal(t, []string{"k", "$"}, texts(tokenizeLine(`k "$PATH"`, envChecker).words))
+}
+
+func TestTokenizeTooManyWords(t *testing.T) {
+	line := "k" + strings.Repeat(" w", maxLineWords-1)
+	assert.Equal(t, errNone, tokenizeLine(line, envChecker).err)
+	assert.Equal(t, errTooMany, tokenizeLine(line+" ", envChecker).err)
+	assert.Equal(t, errTooMany, tokenizeLine(line+" w", envChecker).err)
+}
+
+func texts(ws []cfgWord) []string {
+	out := make([]string, 0, len(ws))
+	for _, w := range ws {
+		out = append(out, w.text)
+	}
+	return out
+}
+
+// haproxy30 returns the HAProxy 3.0 binary (or wrapper script) named by
+// HTC_HAPROXY30, or skips the test.
+func haproxy30(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("HTC_HAPROXY30")
+	if bin == "" {
+		t.Skip("HTC_HAPROXY30 is not set (path of an haproxy 3.0 binary or wrapper)")
+	}
+	return bin
+}
+
+// TestTokenizeAgainstHAProxy30 is a differential test: the fixed cases and
+// generated lines go through `haproxy -dC0,line -c`, which prints the words
+// of every line it tokenized, and through tokenizeLine.
+func TestTokenizeAgainstHAProxy30(t *testing.T) {
+	bin := haproxy30(t)
+	var lines []string
+	for _, tc := range tokenCases {
+		lines = append(lines, tc.in)
+	}
+	rng := rand.New(rand.NewSource(30))
+	for i := 0; i < 3000; i++ {
+		lines = append(lines, "k "+randomLine(rng))
+	}
+	accepted := 0
+	defer func() { t.Logf("%d of %d lines accepted by both", accepted, len(lines)) }()
+	for start := 0; start < len(lines); start += 40 {
+		chunk := lines[start:min(start+40, len(lines))]
+		got := dumpWithHAProxy(t, bin, chunk)
+		for i, line := range chunk {
+			lt := tokenizeLineEnv(line, envExact, oracleEnv)
+			want, ok := got[i+2]
+			if lt.err != errNone {
+				assert.False(t, ok, "%q: haproxy accepted it as %q", line, want)
+				continue
+			}
+			accepted++
+			if assert.True(t, ok, "%q: haproxy rejected it", line) {
+				assert.Equal(t, want, strings.Join(texts(lt.words), " ")+" ", "%q", line)
+			}
+		}
+	}
+}
+
+// randomLine builds a line from the characters parse_line treats specially.
+func randomLine(rng *rand.Rand) string {
+	pieces := []string{"a", "b", "x", " ", " ", "\t", "\v", `"`, `"`, `'`, `\`, `\ `, `\"`, `\'`, `\$`,
+		`\#`, `\\`, `\t`, `\x41`, `\x0`, `\xg1`, `\x00`, "$", "$A", "${A}", "$L", "${L[*]}", "${L[", "${B[*]}",
+		"${U-d e}", "$U", "$_", "${", "}", "#", "\r", "\r ", "-", "[*]", "$1", "é"}
+	var b strings.Builder
+	for n := rng.Intn(12); n >= 0; n-- {
+		b.WriteString(pieces[rng.Intn(len(pieces))])
+	}
+	return b.String()
+}
+
+var dumpLine = regexp.MustCompile(`(?m)^(\d+)\t\t`)
+
+// dumpWithHAProxy runs `haproxy -dC0,line -c` on "global" followed by
+// lines and returns the dumped text of each accepted line by line number.
+func dumpWithHAProxy(t *testing.T, bin string, lines []string) map[int]string {
+	t.Helper()
+	cfg := filepath.Join(t.TempDir(), "t.cfg")
+	require.NoError(t, os.WriteFile(cfg, []byte("global\n"+strings.Join(lines, "\n")+"\nk end\n"), 0o600))
+	cmd := exec.Command(bin, "-dC0,line", "-c", "-f", cfg)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	for k, v := range oracleEnv {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stderr = nil
+	out, _ := cmd.Output()
+	got := map[int]string{}
+	idx := dumpLine.FindAllSubmatchIndex(out, -1)
+	for i, m := range idx {
+		n, _ := strconv.Atoi(string(out[m[2]:m[3]]))
+		end := len(out)
+		if i+1 < len(idx) {
+			end = idx[i+1][0]
+		}
+		got[n] = strings.TrimSuffix(string(out[m[1]:end]), "\n")
+	}
+	if len(got) == 0 {
+		t.Fatalf("no dump from %s: %s", bin, fmt.Sprint(string(out)))
+	}
+	return got
+}
