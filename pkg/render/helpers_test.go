@@ -91,7 +91,15 @@ func (r *fakeReader) Fetch(keys ...string) []*unstructured.Unstructured {
 	return out
 }
 
-func (r *fakeReader) Len() int          { return len(r.objs) }
+func (r *fakeReader) Len() int { return len(r.objs) }
+func (r *fakeReader) ByName(namespace, name string) (*unstructured.Unstructured, bool) {
+	for _, o := range r.objs {
+		if o.GetNamespace() == namespace && o.GetName() == name {
+			return o, true
+		}
+	}
+	return nil, false
+}
 func (r *fakeReader) IndexBy() []string { return r.indexBy }
 
 // ingress returns an Ingress-like object.

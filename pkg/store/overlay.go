@@ -166,6 +166,18 @@ func (o *Overlay) IndexBy() []string {
 	return o.base.IndexBy()
 }
 
+// ByName returns the object with this namespace and name, taking the
+// change into account.
+func (o *Overlay) ByName(namespace, name string) (*unstructured.Unstructured, bool) {
+	if (objID{namespace: namespace, name: name}) == o.hide {
+		if o.add == nil {
+			return nil, false
+		}
+		return o.add.obj, true
+	}
+	return o.base.ByName(namespace, name)
+}
+
 // Base returns the store o presents a change of.
 func (o *Overlay) Base() *Store {
 	return o.base

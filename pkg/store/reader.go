@@ -21,6 +21,9 @@ type Reader interface {
 	Len() int
 	// IndexBy returns the index expressions the store is keyed by.
 	IndexBy() []string
+	// ByName returns the object with this namespace ("" for a
+	// cluster-scoped object) and name, whatever its index keys.
+	ByName(namespace, name string) (*unstructured.Unstructured, bool)
 }
 
 // Operation is the kind of change an Overlay presents.

@@ -94,6 +94,15 @@ func (w *Without) Len() int {
 // IndexBy returns the base's index expressions.
 func (w *Without) IndexBy() []string { return w.base.IndexBy() }
 
+// ByName returns the base's object with this namespace and name unless it
+// is hidden.
+func (w *Without) ByName(namespace, name string) (*unstructured.Unstructured, bool) {
+	if w.hidden[Name{Namespace: namespace, Name: name}] {
+		return nil, false
+	}
+	return w.base.ByName(namespace, name)
+}
+
 // WithoutNames returns a new Set in which the stores named in hidden (by
 // store key) present their readers without those objects; other stores
 // are the same readers as in s.
