@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/haproxy-template/htc/internal/contenthash"
+	"github.com/haproxy-template/htc/pkg/resourcestatus"
 )
 
 // Kind of a bundle file, as used by pathFor and assertion targets.
@@ -31,6 +32,10 @@ const (
 // ConfigFileName is the name of the main configuration file inside a bundle.
 const ConfigFileName = "haproxy.cfg"
 
+// StatusTarget is the assertion target of the documents spec.resourceStatus
+// rendered (Bundle.Status, as resourcestatus.Marshal prints them).
+const StatusTarget = "resourceStatus"
+
 // Bundle is one complete rendered HAProxy configuration: haproxy.cfg plus the
 // maps, files and certificates it references. BaseDir is the directory the
 // bundle was rendered for: pathFor returned paths under it, and the bundle is
@@ -46,6 +51,10 @@ type Bundle struct {
 	Files map[string]string
 	// Certs are rendered PEM bundles by name.
 	Certs map[string]string
+	// Status holds the documents spec.resourceStatus rendered (nil without
+	// that template): the status of watched objects, from the same render.
+	// They are not files of the bundle and take no part in Hash.
+	Status []resourcestatus.Document
 	// sources returns the source map (see Sources); nil: none.
 	sources func() *Sources
 }
@@ -130,11 +139,16 @@ func (b *Bundle) Hash() string {
 }
 
 // Target returns the content an assertion target names: "haproxy.cfg",
-// "map:<name>", "file:<name>" or "cert:<name>". ok is false when the bundle
-// has no such file.
+// "map:<name>", "file:<name>", "cert:<name>", or StatusTarget (the status
+// documents, "" when there are none). ok is false when the bundle has no
+// such file.
 func (b *Bundle) Target(target string) (content string, ok bool) {
 	if target == "" || target == ConfigFileName {
 		return b.Config, true
+	}
+	if target == StatusTarget {
+		s, err := resourcestatus.Marshal(b.Status)
+		return s, err == nil
 	}
 	for _, k := range []Kind{KindMap, KindFile, KindCert} {
 		prefix := string(k) + ":"
@@ -178,6 +192,7 @@ func (b *Bundle) Relocated(baseDir string) *Bundle {
 		Maps:    copyContents(b.Maps),
 		Files:   copyContents(b.Files),
 		Certs:   copyContents(b.Certs),
+		Status:  b.Status,
 		sources: b.sources,
 	}
 	oldPrefix, newPrefix := dirPrefix(b.BaseDir), dirPrefix(baseDir)

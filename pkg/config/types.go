@@ -68,6 +68,18 @@ type HAProxyTemplateConfigSpec struct {
 	// +optional
 	SSLCertificates map[string]Template `json:"sslCertificates,omitempty"`
 
+	// ResourceStatus renders the status of watched objects, from the same
+	// render (the same state) as the configuration: YAML documents, each
+	// {apiVersion, kind, metadata: {namespace, name}, status: {...}} naming
+	// an object of a watched resource. A document that does not parse or
+	// names an object not in the watched resources fails the render. Once
+	// the configuration is accepted (and published), the leader applies
+	// each document's status to its object's status subresource (server-side
+	// apply, field manager "htc") when it differs from what the object
+	// holds; see the README, "Status of watched objects".
+	// +optional
+	ResourceStatus *Template `json:"resourceStatus,omitempty"`
+
 	// ExtraContext is arbitrary data made available to templates as .extraContext.
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
@@ -210,7 +222,9 @@ type Assertion struct {
 	// Type is the assertion type.
 	Type AssertionType `json:"type"`
 	// Target is what the assertion reads: "haproxy.cfg" (the default),
-	// "map:<name>", "file:<name>" or "cert:<name>".
+	// "map:<name>", "file:<name>", "cert:<name>", or "resourceStatus" (the
+	// documents spec.resourceStatus rendered, as `htc render --status`
+	// prints them).
 	// +optional
 	Target string `json:"target,omitempty"`
 	// Pattern is a regular expression (contains, not_contains, match_count,

@@ -137,6 +137,11 @@ func (in *HAProxyTemplateConfigSpec) DeepCopyInto(out *HAProxyTemplateConfigSpec
 			(*out)[key] = val
 		}
 	}
+	if in.ResourceStatus != nil {
+		in, out := &in.ResourceStatus, &out.ResourceStatus
+		*out = new(Template)
+		**out = **in
+	}
 	if in.ExtraContext != nil {
 		in, out := &in.ExtraContext, &out.ExtraContext
 		*out = new(runtime.RawExtension)

@@ -34,6 +34,9 @@ type Engine struct {
 	names map[bundle.Kind]map[string]struct{}
 	// extra is spec.extraContext decoded; shared, never modified.
 	extra map[string]any
+	// apiVersions maps each store key to its watched resource's
+	// apiVersion; nil without spec.resourceStatus (status.go).
+	apiVersions map[string]string
 	// paths caches parsed field paths (string -> store.FieldPath) for field;
 	// at most maxCachedPaths entries, counted by npaths.
 	paths  sync.Map
@@ -222,6 +225,7 @@ func New(spec *config.HAProxyTemplateConfigSpec) (*Engine, error) {
 			sources = append(sources, source{name: tn, text: g.m[name].Template})
 		}
 	}
+	sources = append(sources, e.statusSource(spec)...)
 	for _, name := range sortedNames(spec.TemplateSnippets) {
 		if strings.TrimSpace(name) == "" {
 			return nil, templateError(strconv.Quote(name), 0, "a snippet needs a name")
@@ -367,6 +371,12 @@ func (e *Engine) render(ctx context.Context, in Input, reuse bool) (_ *bundle.Bu
 			b.Files[o.name] = out
 		case bundle.KindCert:
 			b.Certs[o.name] = out
+		case kindStatus:
+			docs, perr := e.statusDocuments(out, in.Stores, st)
+			if perr != nil {
+				return nil, perr, false
+			}
+			b.Status = docs
 		}
 	}
 	st.addedTo(b)
@@ -380,10 +390,14 @@ func (e *Engine) render(ctx context.Context, in Input, reuse bool) (_ *bundle.Bu
 	return b, nil, false
 }
 
-// relPath is the bundle-relative path of an output.
+// relPath is the bundle-relative path of an output (for resourceStatus,
+// which is not a file, its template name).
 func relPath(k bundle.Kind, name string) string {
-	if k == "" {
+	switch k {
+	case "":
 		return bundle.ConfigFileName
+	case kindStatus:
+		return StatusTemplateName
 	}
 	return bundle.Dir(k) + "/" + name
 }

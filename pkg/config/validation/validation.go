@@ -145,6 +145,8 @@ func templateField(spec *field.Path, name string) *field.Path {
 	switch {
 	case name == bundle.ConfigFileName:
 		return spec.Child("haproxyConfig", "template")
+	case name == render.StatusTemplateName:
+		return spec.Child("resourceStatus", "template")
 	case found && kind == string(bundle.KindMap):
 		return spec.Child("maps").Key(key).Child("template")
 	case found && kind == string(bundle.KindFile):
@@ -259,17 +261,17 @@ func validateAssertion(spec *config.HAProxyTemplateConfigSpec, a config.Assertio
 // file name: templates may add it at render time with addFile, and a test
 // whose target was not rendered fails.
 func badTarget(target string) string {
-	if target == bundle.ConfigFileName {
+	if target == bundle.ConfigFileName || target == bundle.StatusTarget {
 		return ""
 	}
 	kind, name, found := strings.Cut(target, ":")
 	if !found {
-		return `must be "haproxy.cfg", "map:<name>", "file:<name>" or "cert:<name>"`
+		return `must be "haproxy.cfg", "map:<name>", "file:<name>", "cert:<name>" or "resourceStatus"`
 	}
 	switch bundle.Kind(kind) {
 	case bundle.KindMap, bundle.KindFile, bundle.KindCert:
 	default:
-		return fmt.Sprintf(`unknown target kind %q: must be "haproxy.cfg", "map:<name>", "file:<name>" or "cert:<name>"`, kind)
+		return fmt.Sprintf(`unknown target kind %q: must be "haproxy.cfg", "map:<name>", "file:<name>", "cert:<name>" or "resourceStatus"`, kind)
 	}
 	if msg := badFileName(name); msg != "" {
 		return fmt.Sprintf("%s name %q: %s", kind, name, msg)

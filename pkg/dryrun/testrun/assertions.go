@@ -158,5 +158,9 @@ func firstDifference(a, b *bundle.Bundle) string {
 	if len(fa) != len(fb) {
 		return "the set of files"
 	}
+	sa, _ := a.Target(bundle.StatusTarget)
+	if sb, _ := b.Target(bundle.StatusTarget); sa != sb {
+		return fmt.Sprintf("%s line %d", bundle.StatusTarget, firstDifferentLine(sa, sb))
+	}
 	return ""
 }

@@ -1,0 +1,200 @@
+package resourcestatus
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/yaml"
+)
+
+// Document is one object's status as spec.resourceStatus rendered it.
+type Document struct {
+	// APIVersion and Kind name the object's type.
+	APIVersion, Kind string
+	// Namespace ("" for a cluster-scoped object) and Name name the object.
+	Namespace, Name string
+	// Status holds the status fields the document sets (decoded like an
+	// unstructured object: whole numbers are int64).
+	Status map[string]any
+	// Store is the key of the watched resource whose store holds the
+	// object; Resolve sets it.
+	Store string
+	// Index is the 1-based position of the document among the non-empty
+	// ones, Line the 1-based line of the rendered text it starts on.
+	Index, Line int
+}
+
+// Object names the document's object as reasons do: "Ingress default/web".
+func (d *Document) Object() string {
+	if d.Namespace == "" {
+		return d.Kind + " " + d.Name
+	}
+	return d.Kind + " " + d.Namespace + "/" + d.Name
+}
+
+// Error is a document that cannot be applied: it does not parse, is not
+// one object's status, or names an object that is not watched.
+type Error struct {
+	// Index and Line locate the document (see Document).
+	Index, Line int
+	// Object names the document's object when it is known.
+	Object string
+	// Problem says what is wrong.
+	Problem string
+}
+
+// Error returns "resourceStatus document N (line L, Kind ns/name): problem".
+func (e *Error) Error() string {
+	where := fmt.Sprintf("line %d", e.Line)
+	if e.Object != "" {
+		where += ", " + e.Object
+	}
+	return fmt.Sprintf("resourceStatus document %d (%s): %s", e.Index, where, e.Problem)
+}
+
+// Parse splits text into its documents and decodes each. The first
+// document that is not one object's status is an *Error.
+func Parse(text string) ([]Document, error) {
+	var docs []Document
+	for _, c := range split(text) {
+		d, err := decode(c.text)
+		if err != nil {
+			err.Index, err.Line = len(docs)+1, c.line
+			return nil, err
+		}
+		if d == nil {
+			continue
+		}
+		d.Index, d.Line = len(docs)+1, c.line
+		docs = append(docs, *d)
+	}
+	return docs, nil
+}
+
+// chunk is the text of one document and the line it starts on.
+type chunk struct {
+	text string
+	line int
+}
+
+// split cuts text at the lines that hold only "---" (trailing spaces
+// aside).
+func split(text string) []chunk {
+	var out []chunk
+	start, startLine, line := 0, 1, 1
+	for off := 0; off <= len(text); {
+		end := strings.IndexByte(text[off:], '\n')
+		if end < 0 {
+			end = len(text)
+		} else {
+			end += off
+		}
+		if strings.TrimRight(text[off:end], " \t\r") == "---" {
+			out = append(out, chunk{text: text[start:off], line: startLine})
+			start, startLine = end+1, line+1
+		}
+		off, line = end+1, line+1
+	}
+	if start < len(text) {
+		out = append(out, chunk{text: text[start:], line: startLine})
+	}
+	return out
+}
+
+// decode decodes one document; nil, nil for an empty one.
+func decode(text string) (*Document, *Error) {
+	j, err := yaml.YAMLToJSONStrict([]byte(text))
+	if err != nil {
+		// One line: YAML's messages may span several.
+		msg := strings.Join(strings.Fields(err.Error()), " ")
+		return nil, &Error{Problem: "invalid YAML: " + strings.TrimPrefix(msg, "error converting YAML to JSON: ")}
+	}
+	if t := bytes.TrimSpace(j); len(t) == 0 || string(t) == "null" {
+		return nil, nil
+	}
+	var v any
+	if err := utiljson.Unmarshal(j, &v); err != nil {
+		return nil, &Error{Problem: "invalid YAML: " + err.Error()}
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, &Error{Problem: fmt.Sprintf("a document must be a map with apiVersion, kind, metadata and status, not %s", kindOf(v))}
+	}
+	return fromMap(m)
+}
+
+// fromMap checks a decoded document's shape.
+func fromMap(m map[string]any) (*Document, *Error) {
+	d := &Document{}
+	meta, _ := m["metadata"].(map[string]any)
+	d.Namespace, _ = meta["namespace"].(string)
+	d.Name, _ = meta["name"].(string)
+	d.APIVersion, _ = m["apiVersion"].(string)
+	d.Kind, _ = m["kind"].(string)
+	bad := func(format string, args ...any) (*Document, *Error) {
+		e := &Error{Problem: fmt.Sprintf(format, args...)}
+		if d.Kind != "" && d.Name != "" {
+			e.Object = d.Object()
+		}
+		return nil, e
+	}
+	for _, k := range sortedKeys(m) {
+		switch k {
+		case "apiVersion", "kind", "metadata", "status":
+		default:
+			return bad("unknown field %q: a document has only apiVersion, kind, metadata and status", k)
+		}
+	}
+	for _, k := range sortedKeys(meta) {
+		if k != "namespace" && k != "name" {
+			return bad("unknown field metadata.%s: metadata has only namespace and name", k)
+		}
+	}
+	if v, ok := m["metadata"]; ok && meta == nil {
+		return bad("metadata must be a map, not %s", kindOf(v))
+	}
+	for _, f := range []struct {
+		name string
+		v    any
+		need bool
+	}{{"apiVersion", m["apiVersion"], true}, {"kind", m["kind"], true}, {"metadata.name", meta["name"], true}, {"metadata.namespace", meta["namespace"], false}} {
+		s, isString := f.v.(string)
+		switch {
+		case f.v == nil && !f.need:
+		case f.v == nil || (isString && s == ""):
+			return bad("%s is required", f.name)
+		case !isString:
+			return bad("%s must be a string, not %s", f.name, kindOf(f.v))
+		}
+	}
+	status, ok := m["status"].(map[string]any)
+	if !ok {
+		if m["status"] == nil {
+			return bad("status is required (a map of the status fields to set)")
+		}
+		return bad("status must be a map, not %s", kindOf(m["status"]))
+	}
+	d.Status = status
+	return d, nil
+}
+
+// kindOf names the JSON type of v for messages.
+func kindOf(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case int64, float64:
+		return "a number"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a map"
+	}
+	return fmt.Sprintf("%T", v)
+}
