@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -187,7 +188,8 @@ func (c *controller) startWatchers(ctx context.Context, p *dryrun.Pipeline, log 
 // keepOf is what the store of watch key k keeps of each object: what p's
 // templates can read of it (render.ReadSet) through every store key k
 // fills, with what the store and the controller need themselves
-// (watched.Resource.Keep).
+// (watched.Resource.Keep); with spec.resourceStatus also the whole
+// status, which the status writer compares its documents with.
 func keepOf(p *dryrun.Pipeline, k watched.WatchKey) *watched.Keep {
 	var keep *watched.Keep
 	first := true
@@ -195,7 +197,11 @@ func keepOf(p *dryrun.Pipeline, k watched.WatchKey) *watched.Keep {
 		if r.WatchKey() != k {
 			continue
 		}
-		rk := r.Keep(p.Reads().Paths(r.Key))
+		whole, shape := p.Reads().Paths(r.Key)
+		if p.Config.Spec.ResourceStatus != nil {
+			whole = append(slices.Clone(whole), []string{"status"})
+		}
+		rk := r.Keep(whole, shape)
 		if first {
 			keep, first = rk, false
 		} else {

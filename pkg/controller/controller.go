@@ -73,6 +73,7 @@ type controller struct {
 	metrics      *metrics
 	certs        *certSource
 	status       *statusReporter
+	objStatus    *objectStatusWriter // the status of watched objects (spec.resourceStatus)
 	live         *live
 	switches     *shortcut.Switches // the shortcuts taken (off after a mismatch)
 	shadow       *shadow.Verifier   // the run-time checks of the shortcuts
@@ -164,6 +165,7 @@ func Run(ctx context.Context, opts Options) error {
 	spawn("shortcut checks", func() error { c.shadow.Run(ctx); return nil })
 	spawn("webhook registration", func() error { c.registration.run(ctx); return nil })
 	spawn("config", func() error { c.configLoop(ctx); return nil })
+	spawn("resource status", func() error { c.objStatus.run(ctx); return nil })
 	spawn("live", func() error {
 		c.live.run(ctx, newDebouncer(nil, opts.Debounce, orDuration(opts.MaxDelay, DefaultMaxDelay)))
 		return nil
@@ -384,7 +386,9 @@ func newController(opts Options, log *slog.Logger, dyn dynamic.Interface, mapper
 	c.status = newStatusReporter(dyn, nil, log)
 	c.status.leading = c.leader.isLeading
 	c.status.updates = newStatusUpdates(c.metrics.reg)
+	c.objStatus = newObjectStatusWriter(dyn, c.leader.isLeading, c.metrics.reg, log)
 	c.live = newLive(c.admitter, nil, nil, c.status, c.metrics, log)
+	c.live.objStatus = c.objStatus
 	c.live.record = !opts.FullRender
 	c.shadow = c.newShadow(checker)
 	c.live.shadow = c.shadow

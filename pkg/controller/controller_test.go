@@ -364,17 +364,18 @@ func testChecker(t *testing.T) *haproxy.Checker {
 	return c
 }
 
-// runLoops runs c's config loop and live loop until the test ends, and
+// runLoops runs c's config loop, live loop and status writer until the test ends, and
 // returns their context.
 func runLoops(t *testing.T, c *controller) context.Context {
 	ctx, cancel := context.WithCancel(t.Context())
-	done, liveDone := make(chan struct{}), make(chan struct{})
+	done, liveDone, statusDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() { defer close(done); c.configLoop(ctx) }()
+	go func() { defer close(statusDone); c.objStatus.run(ctx) }()
 	go func() {
 		defer close(liveDone)
 		c.live.run(ctx, newDebouncer(nil, 10*time.Millisecond, 100*time.Millisecond))
 	}()
-	t.Cleanup(func() { cancel(); <-done; <-liveDone })
+	t.Cleanup(func() { cancel(); <-done; <-liveDone; <-statusDone })
 	return ctx
 }
 

@@ -149,6 +149,16 @@ func newStatusUpdates(reg prometheus.Registerer) *prometheus.CounterVec {
 	return v
 }
 
+// startedLeading writes what a follower only kept: the config's status,
+// the webhook registration, the status of watched objects.
+func (c *controller) startedLeading(ctx context.Context) {
+	c.status.resume(ctx)
+	if c.registration != nil {
+		c.registration.kick()
+	}
+	c.objStatus.kick()
+}
+
 // elect campaigns for the Lease until ctx ends, again after a lost term.
 // While it leads, the status reporter and the webhook registration write;
 // when ctx ends the Lease is released, so another replica takes over at
@@ -173,9 +183,8 @@ func (c *controller) elect(ctx context.Context, kube kubernetes.Interface) error
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(lctx context.Context) {
 				c.leader.lead(lctx, func(lctx context.Context) {
-					log.Info("leading: this replica writes the config's status, its Events and the webhook registration")
-					c.status.resume(lctx)
-					c.registration.kick()
+					log.Info("leading: this replica writes the config's status, its Events, the webhook registration and the status of watched objects")
+					c.startedLeading(lctx)
 				})
 			},
 			OnStoppedLeading: func() {},

@@ -45,8 +45,11 @@ type live struct {
 	out      *publish.Dir        // nil: validate only
 	master   *master.Client      // nil: publish without reloading
 	status   *statusReporter
-	metrics  *metrics
-	log      *slog.Logger
+	// objStatus writes the status documents of each accepted round; nil:
+	// none are written.
+	objStatus *objectStatusWriter
+	metrics   *metrics
+	log       *slog.Logger
 	// record makes the live renders keep their fragments' records, which
 	// later renders (admissions) reuse (render.Input.Record).
 	record bool
@@ -145,8 +148,14 @@ func (l *live) sync(ctx context.Context) bool {
 	l.log.Info("live configuration checked", "duration", took.Round(time.Millisecond), "warnings", len(v.Warnings))
 	l.status.set(ctx, cfg, metav1.Condition{Type: ConditionValid, Status: metav1.ConditionTrue, Reason: "Checked",
 		Message: "the configuration rendered from the current resources passes every check"})
-	if l.out != nil {
-		l.publish(ctx, cfg, v.Bundle)
+	if l.out != nil && !l.publish(ctx, cfg, v.Bundle) {
+		return true
+	}
+	// The status documents of this render are written once its
+	// configuration is accepted: checked and, when publishing, run by
+	// HAProxy (or written, with no master socket).
+	if l.objStatus != nil {
+		l.objStatus.offer(newStatusBatch(st, v.Bundle.Status))
 	}
 	return true
 }
@@ -220,8 +229,9 @@ func (l *live) reportFailures(ctx context.Context, st *admission.State, d *dryru
 }
 
 // publish writes the checked bundle (rendered for the output directory)
-// into the output directory, then reloads.
-func (l *live) publish(ctx context.Context, cfg *config.HAProxyTemplateConfig, b *bundle.Bundle) {
+// into the output directory, then reloads. It reports whether HAProxy
+// runs the bundle (or, with no master socket, the directory holds it).
+func (l *live) publish(ctx context.Context, cfg *config.HAProxyTemplateConfig, b *bundle.Bundle) bool {
 	// HAProxy runs what the directory holds: nothing is pending and this
 	// process has reloaded it at least once.
 	inSync := !l.reloadPending && l.reloaded
@@ -230,7 +240,7 @@ func (l *live) publish(ctx context.Context, cfg *config.HAProxyTemplateConfig, b
 		l.metrics.publishes.WithLabelValues("error").Inc()
 		l.log.Error("writing the configuration to the output directory failed", "dir", l.out.Path(), "error", err)
 		l.status.set(ctx, cfg, metav1.Condition{Type: ConditionPublished, Status: metav1.ConditionFalse, Reason: "WriteFailed", Message: err.Error()})
-		return
+		return false
 	}
 	if pub.Changed {
 		l.metrics.publishes.WithLabelValues("written").Inc()
@@ -242,16 +252,16 @@ func (l *live) publish(ctx context.Context, cfg *config.HAProxyTemplateConfig, b
 	if l.master == nil {
 		l.status.set(ctx, cfg, metav1.Condition{Type: ConditionPublished, Status: metav1.ConditionTrue, Reason: "Written",
 			Message: "the configuration is in the output directory (no HAProxy master socket to reload through)"})
-		return
+		return true
 	}
 	// The first round of this process reloads even when no file changed:
 	// HAProxy may still run what an earlier process wrote and never loaded.
 	if inSync && !pub.Changed {
 		l.metrics.reloadsHAProxy.WithLabelValues("skipped").Inc()
 		l.status.set(ctx, cfg, runningCondition())
-		return
+		return true
 	}
-	l.reload(ctx, cfg, pub, inSync)
+	return l.reload(ctx, cfg, pub, inSync)
 }
 
 // runningCondition is Published=True: HAProxy runs the files.
@@ -264,8 +274,9 @@ func runningCondition() metav1.Condition {
 // reload HAProxy refuses rolls this round's write back; when HAProxy ran the
 // directory before it (inSync), the directory is then what HAProxy runs
 // again, otherwise the reload stays pending. A master socket that cannot be
-// reached is retried with back-off.
-func (l *live) reload(ctx context.Context, cfg *config.HAProxyTemplateConfig, pub *publish.Result, inSync bool) {
+// reached is retried with back-off. It reports whether HAProxy runs the
+// new files.
+func (l *live) reload(ctx context.Context, cfg *config.HAProxyTemplateConfig, pub *publish.Result, inSync bool) bool {
 	start := time.Now()
 	r, err := l.master.Reload(ctx)
 	l.metrics.reloadDuration.Observe(time.Since(start).Seconds())
@@ -286,12 +297,14 @@ func (l *live) reload(ctx context.Context, cfg *config.HAProxyTemplateConfig, pu
 		l.reloadPending = !(inSync && pub.Changed && rbErr == nil)
 		l.log.Error("HAProxy refused to reload", "error", msg)
 		l.status.set(ctx, cfg, metav1.Condition{Type: ConditionPublished, Status: metav1.ConditionFalse, Reason: "ReloadFailed", Message: msg})
+		return false
 	case err != nil:
 		l.metrics.reloadsHAProxy.WithLabelValues("error").Inc()
 		l.scheduleRetry()
 		l.log.Warn("reloading HAProxy failed; retrying", "in", l.retryIn, "error", err)
 		l.status.set(ctx, cfg, metav1.Condition{Type: ConditionPublished, Status: metav1.ConditionFalse, Reason: "ReloadPending",
 			Message: fmt.Sprintf("the configuration was written but HAProxy could not be reloaded yet: %v", err)})
+		return false
 	default:
 		l.metrics.reloadsHAProxy.WithLabelValues("success").Inc()
 		l.reloaded, l.reloadPending = true, false
@@ -299,6 +312,7 @@ func (l *live) reload(ctx context.Context, cfg *config.HAProxyTemplateConfig, pu
 		l.log.Info("HAProxy reloaded", "duration", r.Duration.Round(time.Millisecond), "reloads", r.After.Master.Reloads, "workers", r.After.WorkerPIDs())
 		l.status.set(ctx, cfg, runningCondition())
 		l.checkVersionSkew(ctx, cfg)
+		return true
 	}
 }
 

@@ -1,0 +1,192 @@
+package controller
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/haproxy-template/htc/pkg/admission"
+	"github.com/haproxy-template/htc/pkg/resourcestatus"
+	"github.com/haproxy-template/htc/pkg/store"
+)
+
+// Status write retry back-off after a failed write (an API error or a
+// conflict).
+const (
+	minStatusRetry = time.Second
+	maxStatusRetry = time.Minute
+)
+
+// Results of htc_resource_status_writes_total.
+const (
+	objWritten   = "written"    // applied: the object's status differed
+	objUnchanged = "unchanged"  // the object's status already held the document
+	objConflict  = "conflict"   // the object changed since the render read it: retried
+	objGone      = "gone"       // the object was deleted since the render
+	objError     = "error"      // the API server refused or was not reached: retried
+	objFollower  = "not_leader" // a follower writes nothing
+)
+
+// statusBatch is what one live round asks to be written: the status
+// documents of its render, the stores that render read (the objects'
+// current status is read from them at write time) and each store's
+// resource.
+type statusBatch struct {
+	docs   []resourcestatus.Document
+	stores map[string]*store.Store
+	gvrs   map[string]schema.GroupVersionResource
+}
+
+// newStatusBatch is the batch of docs rendered from st.
+func newStatusBatch(st *admission.State, docs []resourcestatus.Document) *statusBatch {
+	b := &statusBatch{docs: docs, stores: st.Stores, gvrs: map[string]schema.GroupVersionResource{}}
+	for _, r := range st.Pipeline.Model.All() {
+		b.gvrs[r.Key] = r.GVR
+	}
+	return b
+}
+
+// objectStatusWriter writes the status documents of the newest accepted
+// live round to their objects (package resourcestatus): only on the
+// leader, only what differs from the object's status in the store, with
+// server-side apply (field manager "htc", force) on the status
+// subresource and the object's resourceVersion as a precondition. It runs
+// beside the live loop, so that writing many objects never delays a
+// publish; a newer batch replaces one being written. A failed write is
+// retried with back-off (the whole newest batch: what is already there
+// is not written again); a follower keeps the newest batch and writes it
+// when it starts leading (kick).
+type objectStatusWriter struct {
+	dyn     dynamic.Interface
+	leading func() bool
+	writes  *prometheus.CounterVec
+	log     *slog.Logger
+	now     func() time.Time
+
+	signal  chan struct{} // capacity 1: a batch is waiting
+	mu      sync.Mutex
+	pending *statusBatch // the newest batch (mu)
+	gen     uint64       // incremented by offer (mu)
+}
+
+func newObjectStatusWriter(dyn dynamic.Interface, leading func() bool, reg prometheus.Registerer, log *slog.Logger) *objectStatusWriter {
+	w := &objectStatusWriter{dyn: dyn, leading: leading, log: log, now: time.Now, signal: make(chan struct{}, 1),
+		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "htc_resource_status_writes_total",
+			Help: "Status documents of spec.resourceStatus by what became of them: written (applied), unchanged (the object already said so), conflict (the object changed since the render; retried), gone (deleted since), error (retried), not_leader (a follower writes nothing).",
+		}, []string{"result"})}
+	reg.MustRegister(w.writes)
+	return w
+}
+
+// offer makes b the batch to write (nil: nothing) and wakes the writer. It
+// never blocks.
+func (w *objectStatusWriter) offer(b *statusBatch) {
+	w.mu.Lock()
+	w.pending, w.gen = b, w.gen+1
+	w.mu.Unlock()
+	w.kick()
+}
+
+// kick wakes the writer to write the newest batch again (a new leader).
+func (w *objectStatusWriter) kick() {
+	select {
+	case w.signal <- struct{}{}:
+	default:
+	}
+}
+
+// newest returns the newest batch and its generation.
+func (w *objectStatusWriter) newest() (*statusBatch, uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pending, w.gen
+}
+
+// run writes batches until ctx ends.
+func (w *objectStatusWriter) run(ctx context.Context) {
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	var backoff time.Duration
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.signal:
+		case <-retry.C:
+		}
+		b, gen := w.newest()
+		if b == nil || !w.write(ctx, b, gen) {
+			backoff = 0
+			continue
+		}
+		backoff = min(max(2*backoff, minStatusRetry), maxStatusRetry)
+		retry.Reset(backoff)
+	}
+}
+
+// write writes b's documents that differ from their objects and reports
+// whether a write failed. It stops early when a newer batch arrives (the
+// signal to write it is pending) or ctx ends.
+func (w *objectStatusWriter) write(ctx context.Context, b *statusBatch, gen uint64) (failed bool) {
+	for i := range b.docs {
+		if _, now := w.newest(); now != gen || ctx.Err() != nil {
+			return false
+		}
+		if !w.leading() {
+			w.writes.WithLabelValues(objFollower).Add(float64(len(b.docs) - i))
+			return false
+		}
+		result := w.writeOne(ctx, b, &b.docs[i])
+		w.writes.WithLabelValues(result).Inc()
+		failed = failed || result == objConflict || result == objError
+	}
+	return failed
+}
+
+// statusWriteTimeout bounds one object's status write.
+const statusWriteTimeout = 10 * time.Second
+
+// writeOne applies d to its object unless the object's status (as the
+// store holds it) already satisfies it, and returns the result.
+func (w *objectStatusWriter) writeOne(ctx context.Context, b *statusBatch, d *resourcestatus.Document) string {
+	s, gvr := b.stores[d.Store], b.gvrs[d.Store]
+	if s == nil || gvr.Resource == "" {
+		return objGone // the config changed since the render
+	}
+	obj, ok := s.ByName(d.Namespace, d.Name)
+	if !ok {
+		return objGone
+	}
+	have, _ := obj.Object["status"].(map[string]any)
+	if resourcestatus.Satisfied(have, d.Status) {
+		return objUnchanged
+	}
+	status := resourcestatus.FillTransitionTimes(d.Status, have, w.now().UTC().Format(time.RFC3339))
+	apply := resourcestatus.ApplyObject(d, status, obj.GetResourceVersion())
+	ctx, cancel := context.WithTimeout(ctx, statusWriteTimeout)
+	defer cancel()
+	_, err := w.dyn.Resource(gvr).Namespace(d.Namespace).ApplyStatus(ctx, d.Name, apply,
+		metav1.ApplyOptions{FieldManager: resourcestatus.FieldManager, Force: true})
+	switch {
+	case err == nil:
+		w.log.Debug("status written", "object", d.Object())
+		return objWritten
+	case apierrors.IsConflict(err):
+		w.log.Debug("status not written: the object changed since it was rendered; retrying", "object", d.Object())
+		return objConflict
+	case apierrors.IsNotFound(err):
+		return objGone
+	default:
+		w.log.Warn("writing the status failed; retrying", "object", d.Object(), "error", err)
+		return objError
+	}
+}
