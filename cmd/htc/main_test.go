@@ -185,6 +185,31 @@ func TestRender(t *testing.T) {
 	assert.NoError(t, err)
 }
 
+// htc render --status shows the status documents the controller would
+// apply, offline: to a file, or instead of the bundle with -.
+func TestRenderStatus(t *testing.T) {
+	raw, err := os.ReadFile(exampleConfig)
+	require.NoError(t, err)
+	cfg := writeFile(t, "cfg.yaml", strings.Replace(string(raw), "statusAddresses: []", "statusAddresses: [203.0.113.10, lb.example.com]", 1))
+	const want = "---\napiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: echo\n  namespace: default\n" +
+		"status:\n  loadBalancer:\n    ingress:\n    - ip: 203.0.113.10\n    - hostname: lb.example.com\n"
+	code, out, stderr := htc(t, "render", "-f", cfg, "--state", exampleState, "--status", "-")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Equal(t, want, out, "only the status documents")
+
+	file := filepath.Join(t.TempDir(), "status.yaml")
+	code, out, stderr = htc(t, "render", "-f", cfg, "--state", exampleState, "--status", file)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, out, "# ---- haproxy.cfg ----", "the bundle is printed as without --status")
+	got, err := os.ReadFile(file)
+	require.NoError(t, err)
+	assert.Equal(t, want, string(got))
+
+	code, out, stderr = htc(t, "render", "-f", exampleConfig, "--state", exampleState, "--status", "-")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Empty(t, out, "the example writes no status without addresses")
+}
+
 func TestHelpAndVersion(t *testing.T) {
 	for _, cmd := range []string{"validate", "render", "check"} {
 		code, out, _ := htc(t, cmd, "--help")
