@@ -246,3 +246,47 @@ func (g *gen) ingress(name string) map[string]any {
 	return map[string]any{"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
 		"metadata": map[string]any{"name": name, "namespace": g.pick("default", "other")}, "spec": spec}
 }
+
+// With extraContext.statusAddresses, the Ingress library writes the status
+// of exactly the Ingresses it serves (class htc, or none), each an ip or a
+// hostname; without, none.
+func TestIngressLibraryStatusIsTheServedIngresses(t *testing.T) {
+	withAddresses := build(t, func(cfg *config.HAProxyTemplateConfig) {
+		cfg.Spec.ExtraContext.Raw = []byte(`{"ingressClassName": "htc", "watchIngressWithoutClass": true, "httpPort": 8080, "httpsPort": 8443,
+			"statusAddresses": ["203.0.113.10", "2001:db8::1", "lb.example.com"]}`)
+	})
+	without := build(t, nil)
+	lb := map[string]any{"loadBalancer": map[string]any{"ingress": []any{
+		map[string]any{"ip": "203.0.113.10"}, map[string]any{"ip": "2001:db8::1"}, map[string]any{"hostname": "lb.example.com"}}}}
+	checked := 0
+	for i := range 100 {
+		objs := generateCluster(rand.New(rand.NewPCG(uint64(i), 11)), 6)
+		stores := withAddresses.Model.NewStores()
+		var served []string
+		for key, list := range objs {
+			for _, o := range list {
+				require.NoError(t, stores[key].Add(&unstructured.Unstructured{Object: o}))
+				if class, _, _ := unstructured.NestedString(o, "spec", "ingressClassName"); key == "ingresses" && (class == "" || class == "htc") {
+					meta := o["metadata"].(map[string]any)
+					served = append(served, "Ingress "+meta["namespace"].(string)+"/"+meta["name"].(string))
+				}
+			}
+		}
+		b, err := withAddresses.Render(t.Context(), store.ReadOnly(stores))
+		if err != nil {
+			continue // a cluster that fails rendering has no status either
+		}
+		checked++
+		var got []string
+		for _, d := range b.Status {
+			got = append(got, d.Object())
+			assert.Equal(t, lb, d.Status, "cluster %d: %s", i, d.Object())
+			assert.Equal(t, "ingresses", d.Store)
+		}
+		assert.ElementsMatch(t, served, got, "cluster %d", i)
+		b, err = without.Render(t.Context(), store.ReadOnly(stores))
+		require.NoError(t, err)
+		assert.Empty(t, b.Status, "cluster %d: no addresses, no status", i)
+	}
+	assert.Greater(t, checked, 50, "most clusters render")
+}

@@ -226,6 +226,7 @@ func TestWatchedResourcesCannotDrift(t *testing.T) {
 		{"cert-manager", []string{"-f", "testdata/values-cert-manager.yaml"}},
 		{"out-of-cluster", []string{"-f", "testdata/values-out-of-cluster.yaml"}},
 		{"haproxy", []string{"-f", "testdata/values-haproxy.yaml"}},
+		{"no-resource-status", []string{"--set", "config.resourceStatus=null"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -244,10 +245,20 @@ func TestWatchedResourcesCannotDrift(t *testing.T) {
 				watchedGR[group+"/"+r["resources"].(string)] = true
 			}
 
-			// the ClusterRole lists/watches exactly the watched resources
-			granted := map[string]bool{}
+			// the ClusterRole lists/watches exactly the watched resources,
+			// and patches their status when the config writes status
+			granted, statusGranted := map[string]bool{}, map[string]bool{}
 			for _, r := range l(one(t, objs, "ClusterRole")["rules"]) {
 				rule := m(r)
+				if res := strs(rule["resources"]); len(res) > 0 && strings.HasSuffix(res[0], "/status") {
+					assert.Equal(t, []string{"patch"}, strs(rule["verbs"]), "server-side apply only")
+					for _, g := range strs(rule["apiGroups"]) {
+						for _, r := range res {
+							statusGranted[g+"/"+strings.TrimSuffix(r, "/status")] = true
+						}
+					}
+					continue
+				}
 				if contains(strs(rule["resources"]), "events") {
 					assert.ElementsMatch(t, []string{"create", "patch"}, strs(rule["verbs"]))
 					continue
@@ -265,6 +276,11 @@ func TestWatchedResourcesCannotDrift(t *testing.T) {
 				}
 			}
 			assert.Equal(t, sortedKeys(watchedGR), sortedKeys(granted), "ClusterRole rules vs watched resources")
+			if _, writes := m(cfg["spec"])["resourceStatus"]; writes {
+				assert.Equal(t, sortedKeys(watchedGR), sortedKeys(statusGranted), "ClusterRole status rules vs watched resources")
+			} else {
+				assert.Empty(t, statusGranted, "no status is written: none may be")
+			}
 		})
 	}
 }

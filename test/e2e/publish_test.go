@@ -98,6 +98,16 @@ func TestPublishToHAProxy(t *testing.T) {
 	// changed since: the counter stands still until the next change.
 	reloads := metric(t, rc, reloadsSuccess)
 
+	// The Ingress HAProxy serves gets the library's status (the leader,
+	// here the only replica, applies it as field manager htc).
+	waitMetricAbove(t, rc, statusWrites, 0, "the Ingress's status was never written")
+	lb := mustKubectl(t, "", "get", "-n", publishNS, "ingress/web", "-o", "jsonpath={.status.loadBalancer.ingress}")
+	assert.JSONEq(t, `[{"ip": "127.0.0.1"}, {"hostname": "publish-lb.example.com"}]`, lb)
+	managers := mustKubectl(t, "", "get", "-n", publishNS, "ingress/web", "--show-managed-fields",
+		"-o", `jsonpath={range .metadata.managedFields[*]}{.manager}/{.operation}/{.subresource} {end}`)
+	assert.Contains(t, managers, "htc/Apply/status", "the status is htc's, by server-side apply on the status subresource")
+	written := metric(t, rc, statusWrites)
+
 	// Changing the Ingress path changes routing.
 	mustKubectl(t, publishIngress("/v2", backendPort), "apply", "-f", "-")
 	status, body = waitRoute(t, proxy, "/v2/x", http.StatusOK)
@@ -118,6 +128,12 @@ func TestPublishToHAProxy(t *testing.T) {
 	// The skip is counted where a reload would be: once it is, the round is over.
 	waitMetricAbove(t, rc, reloadsSkipped, skipped, "the unchanged render was not seen")
 	assert.Equal(t, reloads, metric(t, rc, reloadsSuccess), "no reload for an unchanged bundle")
+	// Nor is the status written again: the round compares it with what the
+	// Ingress holds (the writer counts it once the round offered it).
+	unchanged := waitMetricAbove(t, rc, statusUnchanged, 0, "the status was never compared again")
+	mustKubectl(t, "", "annotate", "-n", publishNS, "ingress/web", "note=still-the-same", "--overwrite")
+	waitMetricAbove(t, rc, statusUnchanged, unchanged, "the status was not compared after the second annotation")
+	assert.Equal(t, written, metric(t, rc, statusWrites), "an unchanged status is not written again")
 
 	// A change outside admission that fails `haproxy -c` never reaches HAProxy.
 	mustKubectl(t, externalNameService("local", "does-not-exist.invalid", backendPort), "apply", "-f", "-")
@@ -287,10 +303,12 @@ func waitCondition(t *testing.T, rc *runningController, typ, want string) {
 	}
 }
 
-// Series of htc_haproxy_reloads_total.
+// Series of htc_haproxy_reloads_total and htc_resource_status_writes_total.
 const (
-	reloadsSuccess = `htc_haproxy_reloads_total{result="success"}`
-	reloadsSkipped = `htc_haproxy_reloads_total{result="skipped"}`
+	reloadsSuccess  = `htc_haproxy_reloads_total{result="success"}`
+	reloadsSkipped  = `htc_haproxy_reloads_total{result="skipped"}`
+	statusWrites    = `htc_resource_status_writes_total{result="written"}`
+	statusUnchanged = `htc_resource_status_writes_total{result="unchanged"}`
 )
 
 // waitMetricAbove waits until series is above was (the controller counted
@@ -349,6 +367,7 @@ func publishConfig(t *testing.T, root, port string) string {
 	require.NoError(t, err)
 	extra["bindAddress"] = "127.0.0.1"
 	extra["httpPort"] = p
+	extra["statusAddresses"] = []any{"127.0.0.1", "publish-lb.example.com"}
 	out, err := json.Marshal(cfg)
 	require.NoError(t, err)
 	return string(out)
