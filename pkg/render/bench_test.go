@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/store"
 )
 
@@ -122,9 +123,19 @@ func BenchmarkRenderOverhead(b *testing.B) {
 // applications (an Ingress, its Service, EndpointSlice and TLS Secret
 // each): in full, as the live loop does (recording), and as an admission
 // of a new Ingress does after a recording render (reusing the fragments
-// it does not change).
+// it does not change). With status=true the library also renders the
+// status of every (served) Ingress (extraContext.statusAddresses).
 func BenchmarkExample(b *testing.B) {
-	spec := exampleSpec(b)
+	for _, status := range []bool{false, true} {
+		spec := exampleSpec(b)
+		if status {
+			spec.ExtraContext.Raw = []byte(`{"ingressClassName": "htc", "watchIngressWithoutClass": true, "httpPort": 8080, "httpsPort": 8443, "statusAddresses": ["203.0.113.10"]}`)
+		}
+		benchmarkExample(b, spec, status)
+	}
+}
+
+func benchmarkExample(b *testing.B, spec *config.HAProxyTemplateConfigSpec, status bool) {
 	for _, n := range []int{1000, 10000} {
 		stores := map[string]*store.Store{}
 		set := store.Set{}
@@ -158,7 +169,7 @@ func BenchmarkExample(b *testing.B) {
 			{"recording", Input{Stores: set, BaseDir: in.BaseDir, Record: true}},
 			{"proposal", Input{Stores: proposal, BaseDir: in.BaseDir}},
 		} {
-			b.Run(fmt.Sprintf("render=%s/apps=%d", step.name, n), func(b *testing.B) {
+			b.Run(fmt.Sprintf("render=%s/apps=%d/status=%t", step.name, n, status), func(b *testing.B) {
 				if _, err := e.Render(context.Background(), Input{Stores: set, BaseDir: in.BaseDir, Record: true}); err != nil {
 					b.Fatal(err)
 				}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/resourcestatus"
 	"github.com/haproxy-template/htc/pkg/store"
 )
 
@@ -37,6 +38,9 @@ type Engine struct {
 	// apiVersions maps each store key to its watched resource's
 	// apiVersion; nil without spec.resourceStatus (status.go).
 	apiVersions map[string]string
+	// statusCache holds the decoded status documents of the last render
+	// that rendered them all, by text (status.go).
+	statusCache atomic.Pointer[resourcestatus.Cache]
 	// paths caches parsed field paths (string -> store.FieldPath) for field;
 	// at most maxCachedPaths entries, counted by npaths.
 	paths  sync.Map

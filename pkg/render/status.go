@@ -38,12 +38,23 @@ func (e *Engine) statusSource(spec *config.HAProxyTemplateConfigSpec) []source {
 // document's object in stores. A bad document is a render failure named
 // after it (a *resourcestatus.Error), attributed to the object it names
 // when that object is watched, else to the object that wrote it.
+//
+// Documents are decoded with the decodings of the last render that
+// rendered them all (resourcestatus.ParseCached: a pure function of each
+// document's text, so any render's answer as well as another's); each such
+// render keeps its own for the next. The cache holds one render's
+// documents.
 func (e *Engine) statusDocuments(text string, stores store.Set, st *renderState) ([]resourcestatus.Document, *phase.Error) {
-	docs, err := resourcestatus.Parse(text)
+	var old resourcestatus.Cache
+	if c := e.statusCache.Load(); c != nil {
+		old = *c
+	}
+	docs, next, err := resourcestatus.ParseCached(text, old)
 	if err == nil {
 		err = resourcestatus.Resolve(docs, stores, e.apiVersions)
 	}
 	if err == nil {
+		e.statusCache.Store(&next)
 		return docs, nil
 	}
 	de, _ := err.(*resourcestatus.Error)
