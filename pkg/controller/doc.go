@@ -87,4 +87,15 @@
 //	htc_shortcut_mismatch_total{shortcut}              counter, shortcuts found giving another
 //	                                                   answer (render, map-only, read-set)
 //	htc_shortcut_enabled{shortcut}                     gauge, 1 while the shortcut is taken
+//	htc_resource_status_writes_total{result}           counter, status documents: written, unchanged,
+//	                                                   conflict, gone, error, not_leader
+//
+// The status of watched objects (objstatus.go, package resourcestatus):
+// the resourceStatus documents of a round whose configuration passed (and
+// runs, when publishing) go to a writer beside the live loop; the leader
+// applies each one the object's status (as the store holds it: with
+// spec.resourceStatus the stores keep .status) does not already satisfy,
+// by server-side apply on the status subresource (field manager htc,
+// force, the object's resourceVersion as a precondition); failures are
+// retried with back-off, and a new leader writes the newest documents.
 package controller

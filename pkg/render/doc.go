@@ -11,6 +11,18 @@
 // the same name twice (in two sources) and referring to a template that does
 // not exist are parse errors.
 //
+// # Status documents
+//
+// spec.resourceStatus, when set, is one more template ("resourceStatus"),
+// rendered after every output over the same context: its text is parsed
+// into status documents of watched objects (package resourcestatus) that
+// ride on the bundle as Bundle.Status, not as a file and not in its hash.
+// A document that does not parse or names an object not in the rendered
+// state fails the render with a *resourcestatus.Error, attributed to the
+// object it names when watched, else to the object that wrote it. Its
+// reads count like any template's. Decodings are reused by text from the
+// last render that rendered them all (resourcestatus.ParseCached).
+//
 // # The render context
 //
 // The dot of every template is a map with two keys:
