@@ -19,9 +19,12 @@
 // a status that is not a map, a duplicate key, two documents for one
 // object) and Resolve refuses a document whose object is not in a watched
 // resource of the rendered state: both are render failures (package
-// render) whose message names the document, its line and its object. A
+// render) whose message names the document, its line and its object (a
+// YAML parser's own "line N" counts from the document's first line). A
 // template emits a document only for objects it serves; an object without
-// one is left alone.
+// one is left alone. Templates should put values in with toJson: YAML
+// reads an unquoted no or on as a boolean, and a value holding a newline
+// and "---" would start a document of its own (naming another object).
 //
 // # Writing
 //
