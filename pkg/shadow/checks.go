@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"reflect"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -69,10 +70,14 @@ func (v *Verifier) checkRender(ctx context.Context, s *liveSample) (result, wher
 	case err != nil:
 		// Not its reason: a template can put any object's data into it.
 		return ResultMismatch, "the full render fails where the incremental one did not"
-	case full.Hash() == s.bundle.Hash():
-		return ResultAgreed, ""
+	case full.Hash() != s.bundle.Hash():
+		return ResultMismatch, firstDifference(s.pipeline, full, s.bundle)
+	case !reflect.DeepEqual(full.Status, s.bundle.Status):
+		// Status documents are no file of the bundle (not in its hash);
+		// fragments render them too.
+		return ResultMismatch, "the status documents (resourceStatus) differ"
 	}
-	return ResultMismatch, firstDifference(s.pipeline, full, s.bundle)
+	return ResultAgreed, ""
 }
 
 // mapOnlySample is a bundle accepted through the map-only skip.

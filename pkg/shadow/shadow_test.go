@@ -18,6 +18,7 @@ import (
 	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/phase"
+	"github.com/haproxy-template/htc/pkg/resourcestatus"
 	"github.com/haproxy-template/htc/pkg/shortcut"
 	"github.com/haproxy-template/htc/pkg/store"
 	"github.com/haproxy-template/htc/pkg/watched"
@@ -126,6 +127,24 @@ func TestRenderMismatchTurnsTheShortcutOff(t *testing.T) {
 	f.liveRender(t)
 	assert.Equal(t, before, f.ex.Pipeline.FragmentStats().Reused, "renders are full")
 	assert.Nil(t, f.v.live.Load(), "a shortcut that is off is not checked")
+}
+
+// TestRenderMismatchInStatusTurnsTheShortcutOff: the status documents are
+// no file of the bundle (not in its hash), yet an incremental render that
+// got them wrong is a mismatch too.
+func TestRenderMismatchInStatusTurnsTheShortcutOff(t *testing.T) {
+	f := newFixture(t, nil)
+	v := f.liveRender(t)
+	wrong := *v.Bundle
+	wrong.Status = []resourcestatus.Document{{APIVersion: "networking.k8s.io/v1", Kind: "Ingress", Namespace: "ns0", Name: "app0",
+		Status: map[string]any{}, Store: "ingresses", Index: 1, Line: 1}}
+	require.Equal(t, v.Bundle.Hash(), wrong.Hash())
+	f.v.LiveRendered(f.ex.Pipeline, f.ex.Stores, Generations(f.ex.Stores), &wrong)
+	f.v.checkPending(t.Context())
+	assert.Equal(t, 1.0, f.mismatches(shortcut.Render))
+	require.Len(t, f.reports, 1)
+	assert.Equal(t, "the status documents (resourceStatus) differ", f.reports[0].Where)
+	assert.False(t, f.switches.On(shortcut.Render))
 }
 
 // TestRenderShortcutAgreesAcrossChanges: live renders that replay
