@@ -66,12 +66,13 @@ func reusable(d Decision) bool {
 	return !d.Busy && !d.Incomplete && (d.Verdict == nil || !d.Verdict.TimedOut)
 }
 
-// slim returns d without its rendered bundle (kept decisions must not
-// hold a whole configuration each).
+// slim returns d without its rendered bundle and the stores it rendered
+// over (kept decisions must not hold a whole configuration, or the
+// proposed objects, each).
 func slim(d Decision) Decision {
-	if d.Verdict != nil && d.Verdict.Bundle != nil {
+	if d.Verdict != nil && (d.Verdict.Bundle != nil || d.Verdict.Stores != nil) {
 		v := *d.Verdict
-		v.Bundle = nil
+		v.Bundle, v.Stores = nil, nil
 		d.Verdict = &v
 	}
 	return d

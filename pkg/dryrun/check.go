@@ -40,6 +40,10 @@ type Verdict struct {
 	Bundle *bundle.Bundle
 	// BundleHash is Bundle.Hash() (empty when rendering failed).
 	BundleHash string
+	// Stores are the stores the check rendered over (for a round of
+	// Diagnose, without the objects it hid): what a full render needs to
+	// render the same state again (package shadow's admission samples).
+	Stores store.Set
 	// TestsCached reports that the embedded tests' report came from the
 	// cache.
 	TestsCached bool
@@ -100,7 +104,7 @@ func (p *Pipeline) Check(ctx context.Context, stores store.Set) *Verdict {
 
 // CheckWith is Check, tuned by opts.
 func (p *Pipeline) CheckWith(ctx context.Context, stores store.Set, opts CheckOptions) *Verdict {
-	v := &Verdict{Durations: map[phase.Phase]time.Duration{}}
+	v := &Verdict{Durations: map[phase.Phase]time.Duration{}, Stores: stores}
 	if p.checker == nil {
 		return v.fail(ctx, &phase.Error{Phase: phase.Semantic, Reason: "no HAProxy checker is configured"})
 	}
