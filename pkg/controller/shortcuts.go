@@ -107,8 +107,8 @@ func shortcutsCondition(mismatches []shadow.Outcome) metav1.Condition {
 
 // sampleAdmission offers the shadow checks what an admission decided
 // through a shortcut, when the state did not change under it (before is
-// the state when the request arrived).
-func (c *controller) sampleAdmission(before *admission.State, req admission.Request, d admission.Decision) {
+// the state when the request arrived, gens its stores' generations then).
+func (c *controller) sampleAdmission(before *admission.State, gens map[string]uint64, req admission.Request, d admission.Decision) {
 	if d.Reused || before == nil || before != c.admitter.State() {
 		return
 	}
@@ -116,6 +116,7 @@ func (c *controller) sampleAdmission(before *admission.State, req admission.Requ
 		c.shadow.AdmittedAlike(before, req)
 	}
 	if d.Verdict != nil {
+		c.shadow.AdmissionRendered(before, gens, req, d.Verdict)
 		c.shadow.AcceptedReusing(before.Pipeline, d.Verdict, "the admission of "+shadow.RequestObject(req))
 	}
 }

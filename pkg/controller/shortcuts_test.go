@@ -168,9 +168,9 @@ func metricValue(c *controller, name string, labels map[string]string) float64 {
 }
 
 // TestShortcutChecksAgree: over a real pipeline and checker, the live
-// round's incremental render, a map-only admission and a label-only
-// admission are each checked and agree: ShortcutsVerified is True, no
-// shortcut is off.
+// round's incremental render, a map-only admission (its incremental
+// render and its reused haproxy -c run) and a label-only admission are
+// each checked and agree: ShortcutsVerified is True, no shortcut is off.
 func TestShortcutChecksAgree(t *testing.T) {
 	f := newShortcutFixture(t, nil)
 	require.True(t, f.c.live.sync(t.Context()))
@@ -190,6 +190,7 @@ func TestShortcutChecksAgree(t *testing.T) {
 	f.c.shadow.Idle() // what the idle memory return says after a quiet period
 	f.waitChecks(t, shortcut.MapOnly, shadow.ResultAgreed, 1)
 	f.waitChecks(t, shortcut.ReadSet, shadow.ResultAgreed, 1)
+	f.waitChecks(t, shortcut.Render, shadow.ResultAgreed, 2) // the live round's, the Ingress admission's
 
 	for _, k := range shortcut.Kinds {
 		assert.Zero(t, f.mismatches(k))

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/haproxy-template/htc/pkg/admission"
+	"github.com/haproxy-template/htc/pkg/shadow"
 	"github.com/haproxy-template/htc/pkg/store"
 	"github.com/haproxy-template/htc/pkg/watched"
 	"github.com/haproxy-template/htc/pkg/webhook"
@@ -40,12 +41,18 @@ func (c *controller) validators(rules []webhook.Rule) map[string]webhook.Validat
 }
 
 // sampled wraps the admission of watched resources: what it decided
-// through a shortcut is offered to the shadow checks.
+// through a shortcut is offered to the shadow checks, with the generations
+// of the stores before it started (a sample of a render the stores changed
+// under is not taken).
 func (c *controller) sampled(admit func(context.Context, admission.Request) admission.Decision) func(context.Context, admission.Request) admission.Decision {
 	return func(ctx context.Context, req admission.Request) admission.Decision {
 		st := c.admitter.State()
+		var gens map[string]uint64
+		if st != nil {
+			gens = shadow.Generations(st.Stores)
+		}
 		d := admit(ctx, req)
-		c.sampleAdmission(st, req, d)
+		c.sampleAdmission(st, gens, req, d)
 		return d
 	}
 }

@@ -80,6 +80,58 @@ func (v *Verifier) checkRender(ctx context.Context, s *liveSample) (result, wher
 	return ResultAgreed, ""
 }
 
+// admissionSample is an admission's incremental render of a proposal:
+// the stores it rendered over (the live stores with the change in an
+// overlay, without the objects its diagnosis hid), the generations of the
+// live stores under them, and the hash of the bundle it produced. It holds
+// no copy of the state.
+type admissionSample struct {
+	pipeline *dryrun.Pipeline
+	live     map[string]*store.Store
+	gens     map[string]uint64
+	stores   store.Set
+	hash     string
+	what     string // "the admission of Secret default/web-tls"
+}
+
+// AdmissionRendered is called for a request st's admission decided by
+// verdict; gens are the generations of st's stores before the admission
+// started. When the verdict rendered a bundle (a failure never rests on
+// replayed work), through the render shortcut, over stores that did not
+// change meanwhile, the proposal is kept (a few at most) to be rendered
+// again, in full.
+func (v *Verifier) AdmissionRendered(st *admission.State, gens map[string]uint64, req admission.Request, verdict *dryrun.Verdict) {
+	if v == nil || st == nil || st.Pipeline == nil || verdict == nil || verdict.Bundle == nil || verdict.Stores == nil ||
+		!v.opts.Switches.On(shortcut.Render) || len(v.admitted) == cap(v.admitted) || !maps.Equal(gens, Generations(st.Stores)) {
+		return
+	}
+	offer(v.admitted, &admissionSample{pipeline: st.Pipeline, live: st.Stores, gens: gens, stores: verdict.Stores,
+		hash: verdict.BundleHash, what: "the admission of " + RequestObject(req)})
+}
+
+// checkAdmission renders the sample's proposal in full, over the same
+// live state, and compares the bundles' hashes. A live state that moved
+// on (an admitted change is usually stored moments later) leaves nothing
+// to compare: the overlays read the live stores as they are now.
+func (v *Verifier) checkAdmission(ctx context.Context, s *admissionSample) (result, where string) {
+	if !maps.Equal(s.gens, Generations(s.live)) {
+		return ResultStale, ""
+	}
+	full, err := s.pipeline.RenderFull(ctx, s.stores)
+	switch {
+	case ctx.Err() != nil:
+		return interrupted(ctx), ""
+	case !maps.Equal(s.gens, Generations(s.live)):
+		return ResultStale, ""
+	case err != nil:
+		return ResultMismatch, s.what + ": the full render fails where the incremental one did not"
+	case full.Hash() == s.hash:
+		return ResultAgreed, ""
+	}
+	// The incremental bundle is not kept: the object is all it names.
+	return ResultMismatch, s.what + ": the full render differs from the incremental one"
+}
+
 // mapOnlySample is a bundle accepted through the map-only skip.
 type mapOnlySample struct {
 	pipeline *dryrun.Pipeline

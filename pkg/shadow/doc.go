@@ -3,7 +3,10 @@
 //
 //	render    the live state, rendered in full (render.Input.Full), is
 //	          byte for byte the incremental render the live loop published
-//	          and judged admissions by
+//	          and judged admissions by; and an admission's proposal (the
+//	          live stores with the change in an overlay, the path live
+//	          renders never take), rendered in full over the same live
+//	          state, has the hash of the bundle the admission rendered
 //	map-only  haproxy -c, reusing no run (haproxy.Checker.Unreused),
 //	          accepts a bundle that was accepted through the map-only skip
 //	read-set  the live state with a change admitted without rendering
@@ -11,11 +14,14 @@
 //	          change replaced
 //
 // The live loop and the admission path offer samples (LiveRendered,
-// AcceptedReusing, AdmittedAlike); offering never blocks. Kept until
-// checked, never more than:
+// AdmissionRendered, AcceptedReusing, AdmittedAlike); offering never
+// blocks. Kept until checked, never more than:
 //
 //	render    1  the newest live render (its bundle: the live loop keeps it anyway)
-//	map-only  2  a bundle each (without its source map); a full queue drops the new one
+//	          4  admission renders: the stores rendered over (the change's
+//	             overlay, no copy), the live stores' generations, the bundle's
+//	             hash; a full queue drops the new one
+//	map-only  2  a bundle each (without its source map); likewise
 //	read-set  8  the change and the objects it replaced; likewise
 //
 // The Verifier checks them at low priority: when the controller is idle
@@ -24,7 +30,14 @@
 // (Busy: an admission, a live round) cancels the check in progress, and
 // its sample waits for the next occasion. A sample the state moved on from
 // (the stores changed under the renders, the config changed) is dropped as
-// stale.
+// stale: an admission sample once any live store's generation moved (an
+// admitted change is usually stored moments later, so mostly dry runs and
+// denials are compared), never counted as a mismatch. An admission render
+// that failed is not sampled: a failure never rests on replayed work.
+//
+// A mismatch of an admission render names the request's object only
+// ("the admission of Secret default/web-tls: ..."): its bundle is not
+// kept.
 //
 // A mismatch is logged (the shortcut, the output, line and object the
 // bundles' source map names, never their content), counted, reported

@@ -22,9 +22,10 @@ const (
 	// DefaultTimeout bounds one check (a full render, or haproxy -c, or
 	// two full renders).
 	DefaultTimeout = time.Minute
-	// mapOnlySamples and readSetSamples bound the samples kept of each
-	// kind: a map-only sample holds a whole bundle.
-	mapOnlySamples, readSetSamples = 2, 8
+	// admissionSamples, mapOnlySamples and readSetSamples bound the
+	// samples kept of each kind: a map-only sample holds a whole bundle,
+	// an admission sample the proposed objects.
+	admissionSamples, mapOnlySamples, readSetSamples = 4, 2, 8
 )
 
 // Results of htc_shortcut_checks_total.
@@ -86,11 +87,12 @@ type Verifier struct {
 	metrics *metrics
 	log     *slog.Logger
 
-	wake    chan struct{} // capacity 1: checks are wanted
-	live    atomic.Pointer[liveSample]
-	mapOnly chan *mapOnlySample
-	readSet chan *readSetSample
-	renders atomic.Uint64 // live renders seen
+	wake     chan struct{} // capacity 1: checks are wanted
+	live     atomic.Pointer[liveSample]
+	admitted chan *admissionSample
+	mapOnly  chan *mapOnlySample
+	readSet  chan *readSetSample
+	renders  atomic.Uint64 // live renders seen
 	// cancel cancels the check in progress (nil: none).
 	cancel atomic.Pointer[context.CancelFunc]
 }
@@ -108,7 +110,8 @@ func New(opts Options) *Verifier {
 		log = slog.New(slog.DiscardHandler)
 	}
 	v := &Verifier{opts: opts, log: log, metrics: newMetrics(opts.Registerer),
-		wake: make(chan struct{}, 1), mapOnly: make(chan *mapOnlySample, mapOnlySamples), readSet: make(chan *readSetSample, readSetSamples)}
+		wake: make(chan struct{}, 1), admitted: make(chan *admissionSample, admissionSamples),
+		mapOnly: make(chan *mapOnlySample, mapOnlySamples), readSet: make(chan *readSetSample, readSetSamples)}
 	for _, k := range shortcut.Kinds {
 		v.metrics.setEnabled(k, opts.Switches.On(k))
 	}
@@ -154,25 +157,31 @@ func (v *Verifier) trigger() {
 	}
 }
 
-// checkPending checks the newest live sample, then the queued map-only and
-// read-set samples, one at a time, until one is cancelled.
+// checkPending checks the newest live sample, then the queued admission,
+// map-only and read-set samples, one at a time, until one is cancelled.
 func (v *Verifier) checkPending(ctx context.Context) {
 	if s := v.live.Swap(nil); s != nil {
-		if !v.run(ctx, shortcut.Render, func(ctx context.Context) (string, string) { return v.checkRender(ctx, s) }) {
+		if !v.run(ctx, shortcut.Render, "the live state", func(ctx context.Context) (string, string) { return v.checkRender(ctx, s) }) {
 			v.live.CompareAndSwap(nil, s) // unless a newer one came
 			return
 		}
 	}
 	for {
 		select {
+		case s := <-v.admitted:
+			if !v.run(ctx, shortcut.Render, s.what, func(ctx context.Context) (string, string) { return v.checkAdmission(ctx, s) }) {
+				offer(v.admitted, s)
+				return
+			}
+			continue
 		case s := <-v.mapOnly:
-			if !v.run(ctx, shortcut.MapOnly, func(ctx context.Context) (string, string) { return v.checkMapOnly(ctx, s) }) {
+			if !v.run(ctx, shortcut.MapOnly, s.what, func(ctx context.Context) (string, string) { return v.checkMapOnly(ctx, s) }) {
 				offer(v.mapOnly, s)
 				return
 			}
 			continue
 		case s := <-v.readSet:
-			if !v.run(ctx, shortcut.ReadSet, func(ctx context.Context) (string, string) { return v.checkReadSet(ctx, s) }) {
+			if !v.run(ctx, shortcut.ReadSet, s.what, func(ctx context.Context) (string, string) { return v.checkReadSet(ctx, s) }) {
 				offer(v.readSet, s)
 				return
 			}
@@ -183,11 +192,12 @@ func (v *Verifier) checkPending(ctx context.Context) {
 	}
 }
 
-// run runs one check of shortcut k under its own deadline, cancellable by
-// Busy, counts and reports its result, and turns k off on a mismatch. It
-// returns false when the check was cancelled (the caller keeps the
+// run runs one check of shortcut k (of what: "the live state", "the
+// admission of Ingress default/web") under its own deadline, cancellable
+// by Busy, counts and reports its result, and turns k off on a mismatch.
+// It returns false when the check was cancelled (the caller keeps the
 // sample). A check of a shortcut already off is skipped.
-func (v *Verifier) run(ctx context.Context, k shortcut.Kind, check func(context.Context) (result, where string)) bool {
+func (v *Verifier) run(ctx context.Context, k shortcut.Kind, what string, check func(context.Context) (result, where string)) bool {
 	if !v.opts.Switches.On(k) {
 		return true
 	}
@@ -204,7 +214,7 @@ func (v *Verifier) run(ctx context.Context, k shortcut.Kind, check func(context.
 	case ResultCancelled:
 		return ctx.Err() != nil // stopping: nothing waits
 	case ResultAgreed:
-		v.log.Debug("a shortcut agreed with the full computation", "shortcut", string(k))
+		v.log.Debug("a shortcut agreed with the full computation", "shortcut", string(k), "checked", what)
 		v.report(ctx, Outcome{Shortcut: k, Agreed: true})
 	case ResultMismatch:
 		v.opts.Switches.TurnOff(k)

@@ -410,5 +410,6 @@ func TestNilVerifierTakesNothing(t *testing.T) {
 		v.LiveRendered(nil, nil, nil, &bundle.Bundle{})
 		v.AcceptedReusing(nil, &dryrun.Verdict{SemanticReused: true}, "x")
 		v.AdmittedAlike(&admission.State{}, admission.Request{})
+		v.AdmissionRendered(&admission.State{}, nil, admission.Request{}, &dryrun.Verdict{})
 	})
 }
