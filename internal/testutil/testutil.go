@@ -41,6 +41,15 @@ func (s *SyncBuffer) String() string {
 	return s.b.String()
 }
 
+// Contains reports whether what was written so far contains sub, without
+// copying it (a test that polls a server's log allocates nothing in the
+// server's process).
+func (s *SyncBuffer) Contains(sub string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Contains(s.b.Bytes(), []byte(sub))
+}
+
 // Cert is a self-signed ECDSA certificate (its own CA) and its key.
 type Cert struct {
 	// CertPEM and KeyPEM are the PEM encodings.

@@ -184,8 +184,9 @@ func startController(t *testing.T, c certs, edits ...func(*controller.Options)) 
 		KeyFile:         c.keyFile,
 		MetricsAddr:     rc.metricsAddr,
 		HealthAddr:      rc.healthAddr,
-		Logger:          slog.New(slog.NewTextHandler(rc.logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
-		OnListening:     func(a net.Addr) { listening <- a },
+		// Debug: the shadow checks say what each check agreed on.
+		Logger:      slog.New(slog.NewTextHandler(rc.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		OnListening: func(a net.Addr) { listening <- a },
 		// A config's admission runs its embedded tests; on a busy machine
 		// under -race that can take longer than the 5 s default, which
 		// would make the reason a timeout instead of the one the test

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/haproxy-template/htc/internal/memreturn"
 	"github.com/haproxy-template/htc/pkg/controller"
 )
 
@@ -73,8 +74,11 @@ func TestKubectlDenials(t *testing.T) {
 	})
 
 	c := generateCerts(t, dir)
-	// Every live render is checked against the full computation (7).
-	rc := startController(t, c, func(o *controller.Options) { o.ShortcutCheckEvery = 1 })
+	// Every live render is checked against the full computation, and
+	// what is pending whenever the controller was idle for a second (7).
+	rc := startController(t, c, func(o *controller.Options) {
+		o.ShortcutCheckEvery, o.ShortcutCheckWhenIdle, o.IdleMemoryReturn = 1, true, memreturn.MinPeriod
+	})
 
 	// Before the stores synced /readyz may be 503; wait until it is 200.
 	rc.waitReady(t, 60*time.Second)
@@ -258,6 +262,30 @@ spec:
 		r, _ := eventually(t, 30*time.Second, func(r kubectlResult) bool { return r.stdout == "True" }, "",
 			"get", "haproxytemplateconfig", "-n", "htc-system", "htc", "-o", `jsonpath={.status.conditions[?(@.type=="ShortcutsVerified")].status}`)
 		assert.Equal(t, "True", r.stdout, "%s", r)
+
+		// An admission renders the proposal incrementally, replaying the
+		// live render's fragments through the overlay of the change. A
+		// dry run of the echo Service as an ExternalName Service at an
+		// address changes what the fragments of the Ingresses that read
+		// it render. Nothing is stored, so the live state stays the one
+		// the admission rendered over: once the controller is idle, the
+		// shadow checks render the proposal in full over it and compare.
+		r = kubectl(t, `apiVersion: v1
+kind: Service
+metadata: {name: echo, namespace: default}
+spec:
+  type: ExternalName
+  externalName: 192.0.2.44
+  selector: {app: echo}
+  ports: [{name: http, port: 80, targetPort: 8080}]
+`, "apply", "--dry-run=server", "-f", "-")
+		require.NoError(t, r.err, "%s", r)
+		agreed := `shortcut=render checked="the admission of Service default/echo"`
+		require.Eventually(t, func() bool {
+			return rc.logs.Contains(agreed) || rc.logs.Contains(`shortcut=render where="the admission of Service default/echo`)
+		}, 60*time.Second, 50*time.Millisecond, "the admission's render was never checked")
+		assert.True(t, rc.logs.Contains(agreed), "the admission's incremental render differs from the full render")
+		assert.Zero(t, metric(t, rc, `htc_shortcut_mismatch_total{shortcut="render"}`))
 	})
 
 	verdictScenarios(t, rc, hookURL, c.caPEM)
