@@ -13,19 +13,24 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// exportedMetrics are the metric names pkg/controller registers (its
-// `Name: "htc_..."` lines); histograms also export _bucket, _sum and _count.
+// exportedMetrics are the metric names the controller registers (the
+// `Name: "htc_..."` lines of pkg/controller and of the packages
+// that register their own on its registry: pkg/shadow, internal/memreturn);
+// histograms also export _bucket, _sum and _count.
 func exportedMetrics(t *testing.T) map[string]bool {
 	t.Helper()
-	src, err := os.ReadFile(filepath.Join(repoRoot, "pkg", "controller", "metrics.go"))
-	require.NoError(t, err)
 	out := map[string]bool{}
-	for _, m := range regexp.MustCompile(`Name:\s+"(htc_[a-z0-9_]+)"`).FindAllStringSubmatch(string(src), -1) {
-		for _, suffix := range []string{"", "_bucket", "_sum", "_count"} {
-			out[m[1]+suffix] = true
+	for _, file := range []string{"pkg/controller/metrics.go", "pkg/controller/leader.go", "pkg/shadow/shadow.go", "internal/memreturn/returner.go"} {
+		src, err := os.ReadFile(filepath.Join(repoRoot, filepath.FromSlash(file)))
+		require.NoError(t, err)
+		for _, m := range regexp.MustCompile(`Name:\s+"(htc_[a-z0-9_]+)"`).FindAllStringSubmatch(string(src), -1) {
+			for _, suffix := range []string{"", "_bucket", "_sum", "_count"} {
+				out[m[1]+suffix] = true
+			}
 		}
 	}
 	require.Contains(t, out, "htc_build_info")
+	require.Contains(t, out, "htc_shortcut_mismatch_total")
 	return out
 }
 
@@ -83,7 +88,7 @@ func TestObservability(t *testing.T) {
 			assert.Contains(t, expr, `namespace="htc-system"`, "%s is scoped to the release", m(r)["alert"])
 		}
 	}
-	assert.ElementsMatch(t, []string{"HTCWebhookErrors", "HTCWebhookSlow", "HTCConfigNotValid", "HTCConfigNotPublished", "HTCHAProxyVersionSkew"}, alerts)
+	assert.ElementsMatch(t, []string{"HTCWebhookErrors", "HTCWebhookSlow", "HTCConfigNotValid", "HTCConfigNotPublished", "HTCHAProxyVersionSkew", "HTCShortcutMismatch"}, alerts)
 
 	cm := one(t, objs, "ConfigMap")
 	assert.Equal(t, "1", m(m(cm["metadata"])["labels"])["grafana_dashboard"])
