@@ -110,9 +110,11 @@ func (v *Verifier) AdmissionRendered(st *admission.State, gens map[string]uint64
 }
 
 // checkAdmission renders the sample's proposal in full, over the same
-// live state, and compares the bundles' hashes. A live state that moved
-// on (an admitted change is usually stored moments later) leaves nothing
-// to compare: the overlays read the live stores as they are now.
+// live state, and compares the bundles' hashes: what the admission
+// checked (its status documents, not in the hash, are never used). A live
+// state that moved on (an admitted change is usually stored moments
+// later) leaves nothing to compare: the overlays read the live stores as
+// they are now.
 func (v *Verifier) checkAdmission(ctx context.Context, s *admissionSample) (result, where string) {
 	if !maps.Equal(s.gens, Generations(s.live)) {
 		return ResultStale, ""
