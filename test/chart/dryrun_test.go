@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -28,10 +29,24 @@ func TestServerDryRun(t *testing.T) {
 		require.NoError(t, err)
 		return out
 	}
+	// kubectl wait fails at once ("accessor error") when it reads a CRD
+	// before the API server wrote its status: ask again until it passes.
+	established := func(crds ...string) {
+		t.Helper()
+		args := append([]string{"wait", "--for=condition=Established", "--timeout=60s"}, crds...)
+		var err error
+		for range 120 {
+			if _, err = run(repoRoot, env, nil, kubectl, args...); err == nil {
+				return
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		require.NoError(t, err, "CRDs not Established: %v", crds)
+	}
 	k(nil, "apply", "--server-side", "-f", filepath.Join(chartDir, "crds"))
-	k(nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/"+crdName)
+	established("crd/" + crdName)
 	k(nil, "apply", "--server-side", "-f", filepath.Join("test", "chart", "testdata", "monitoring-crds.yaml"))
-	k(nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/servicemonitors.monitoring.coreos.com", "crd/prometheusrules.monitoring.coreos.com")
+	established("crd/servicemonitors.monitoring.coreos.com", "crd/prometheusrules.monitoring.coreos.com")
 	if _, err := run(repoRoot, env, nil, kubectl, "get", "namespace", releaseNS); err != nil {
 		k(nil, "create", "namespace", releaseNS)
 	}

@@ -212,9 +212,13 @@ func testMetrics(t *testing.T, e *env) {
 
 	out, err := e.kubectl(t, "apply", "--server-side", "-f", filepath.Join(e.root, "test", "chart", "testdata", "monitoring-crds.yaml"))
 	require.NoError(t, err, out)
-	_, err = e.kubectl(t, "wait", "--for=condition=Established", "--timeout=60s",
-		"crd/servicemonitors.monitoring.coreos.com", "crd/prometheusrules.monitoring.coreos.com")
-	require.NoError(t, err)
+	// kubectl wait fails at once ("accessor error") when it reads a CRD
+	// before the API server wrote its status: ask again until it passes.
+	eventually(t, time.Minute, "the monitoring CRDs Established", func() error {
+		_, err := e.kubectl(t, "wait", "--for=condition=Established", "--timeout=60s",
+			"crd/servicemonitors.monitoring.coreos.com", "crd/prometheusrules.monitoring.coreos.com")
+		return err
+	})
 	out, err = e.helmRun(t, "upgrade", release, e.chart(), "--namespace", ns, "--reuse-values",
 		"--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.prometheusRule.enabled=true", "--wait", "--timeout", "5m")
 	require.NoError(t, err, out)

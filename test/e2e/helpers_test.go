@@ -293,3 +293,14 @@ func webhookConfiguration(url string, caPEM []byte) string {
 		hook("configmaps.validate.htc", "", "v1", "configmaps", resourceOps) +
 		hook("secrets.validate.htc", "", "v1", "secrets", resourceOps)
 }
+
+// waitCRDEstablished waits until the API server reports the CRD named name
+// Established. It reads the condition itself rather than running `kubectl
+// wait`, which fails at once ("accessor error") when it reads the CRD before
+// the API server wrote any status.
+func waitCRDEstablished(t *testing.T, name string) {
+	t.Helper()
+	r, attempts := eventually(t, 30*time.Second, func(r kubectlResult) bool { return r.err == nil && r.stdout == "True" },
+		"", "get", "crd", name, "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
+	require.Equal(t, "True", r.stdout, "CRD %s not Established after %d reads: %s", name, attempts, r)
+}

@@ -35,7 +35,7 @@ func setUpInstall(t *testing.T, ns, failurePolicy string) installFixture {
 	addr := freeAddr(t)
 	f := installFixture{ns: ns, addr: addr, url: "https://" + addr + "/validate"}
 	mustKubectl(t, installableCRD(t, env.root), "apply", "-f", "-")
-	mustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=30s", "crd/haproxytemplateconfigs.haproxy-template.io")
+	waitCRDEstablished(t, "haproxytemplateconfigs.haproxy-template.io")
 	mustKubectl(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}\n", "apply", "-f", "-")
 	r, _ := eventually(t, 15*time.Second, succeeded, configIn(t, ns, 8080), "apply", "-f", "-")
 	require.NoError(t, r.err, "applying the config:\n%s", r)

@@ -52,7 +52,7 @@ func TestPublishToHAProxy(t *testing.T) {
 	_, frontendPort, _ := net.SplitHostPort(frontend)
 
 	mustKubectl(t, installableCRD(t, root), "apply", "-f", "-")
-	mustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=30s", "crd/haproxytemplateconfigs.haproxy-template.io")
+	waitCRDEstablished(t, "haproxytemplateconfigs.haproxy-template.io")
 	for _, ns := range []string{publishConfigNS, publishNS} {
 		mustKubectl(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}\n", "apply", "-f", "-")
 	}

@@ -60,7 +60,7 @@ func TestKubectlDenials(t *testing.T) {
 	dir := t.TempDir()
 
 	mustKubectl(t, installableCRD(t, root), "apply", "-f", "-")
-	mustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=30s", "crd/haproxytemplateconfigs.haproxy-template.io")
+	waitCRDEstablished(t, "haproxytemplateconfigs.haproxy-template.io")
 	mustKubectl(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: htc-system}\n", "apply", "-f", "-")
 	// kubectl's discovery may not know the new kind for a moment.
 	r, _ := eventually(t, 15*time.Second, succeeded, "", "apply", "-f", filepath.Join(root, configFile))
