@@ -29,6 +29,9 @@ type checkFlags struct {
 	testCache                                                   string
 }
 
+// checkTimeout bounds htc check's decision (not the baseline before it).
+const checkTimeout = dryrun.DefaultRenderCheckTimeout + testrun.DefaultTimeout
+
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	f, err := parseCheckFlags(args, stdout, stderr)
 	if err != nil {
@@ -49,9 +52,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := o.loadState(f.state); err != nil {
 		return err
 	}
-	// Offline there is no API server waiting: allow the full render-check
-	// and test budgets.
-	a := &admission.Admitter{Env: env, Timeout: dryrun.DefaultRenderCheckTimeout + testrun.DefaultTimeout, RevealLiveState: f.showDetails,
+	a := &admission.Admitter{Env: env, RevealLiveState: f.showDetails,
 		Private: redact.ProcessValues(), PrivateWords: redact.ProcessWords()}
 	st := &admission.State{Pipeline: o.pipeline, Stores: o.stores}
 	a.SetState(st)
@@ -66,15 +67,20 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	// The decision's deadline, which the webhook takes from the API server:
+	// offline there is none waiting, so the full render-check and test
+	// budgets.
+	dctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
 	var d admission.Decision
 	if isConfig(obj) {
-		d = a.Config(ctx, admission.Request{Change: watched.Change{Resource: config.GroupVersion.WithResource(config.Resource), Operation: store.Update, Object: obj.Unstructured}})
+		d = a.Config(dctx, admission.Request{Change: watched.Change{Resource: config.GroupVersion.WithResource(config.Resource), Operation: store.Update, Object: obj.Unstructured}})
 	} else {
 		req, err := o.request(obj, f)
 		if err != nil {
 			return err
 		}
-		d = a.Resource(ctx, req)
+		d = a.Resource(dctx, req)
 	}
 	if ctx.Err() != nil {
 		return errInterrupted // the decision is about the signal, not the change

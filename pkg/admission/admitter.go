@@ -19,10 +19,6 @@ import (
 	"github.com/haproxy-template/htc/pkg/watched"
 )
 
-// DefaultTimeout bounds one decision (the requirements' ValidateDirect
-// deadline of 5 s).
-const DefaultTimeout = 5 * time.Second
-
 // ReasonNoConfig denies every change while no configuration is loaded.
 const ReasonNoConfig = "the controller has no valid configuration loaded yet"
 
@@ -38,12 +34,14 @@ type State struct {
 // Admitter decides requests against the current State. It is safe for
 // concurrent use; the admission path takes no lock (the State is swapped
 // atomically when the configuration changes).
+//
+// The Admitter sets no deadline of its own: a decision is bounded by the
+// caller's ctx (the webhook Handler's, or the one htc check sets), and a
+// caller that gives none waits for the checks' own bounds.
 type Admitter struct {
 	state atomic.Pointer[State]
 	// Env builds the pipelines of proposed configurations.
 	Env dryrun.Env
-	// Timeout bounds one decision; zero means DefaultTimeout.
-	Timeout time.Duration
 	// OwnConfig is the HAProxyTemplateConfig this controller uses. Config
 	// judges only that one; any other is allowed with a warning that no
 	// controller uses it. Zero judges every config (htc check).
@@ -71,7 +69,7 @@ type Admitter struct {
 	// MaxInFlight bounds the checks that run at once (each renders and
 	// checks the whole configuration); zero means the number of CPUs. A
 	// request that cannot start its check in time to finish before its
-	// deadline is denied at once with ReasonBusy.
+	// ctx's deadline is denied at once with ReasonBusy.
 	MaxInFlight int
 
 	redactors redactors
@@ -104,7 +102,7 @@ func (a *Admitter) resource(ctx context.Context, st *State, req Request) Decisio
 		return Allow()
 	}
 	base := a.Baseline(st)
-	return a.repeated().decide(ctx, a.repeatKey(st, base, req), a.timeout().String(), func(ctx context.Context) Decision {
+	return a.repeated().decide(ctx, a.repeatKey(st, base, req), func(ctx context.Context) Decision {
 		return a.decideResource(ctx, st, base, req)
 	})
 }
@@ -120,8 +118,6 @@ func (a *Admitter) repeated() *repeats {
 
 // decideResource is Resource's decision, against the baseline base.
 func (a *Admitter) decideResource(ctx context.Context, st *State, base *Baseline, req Request) Decision {
-	ctx, cancel := context.WithTimeout(ctx, a.timeout())
-	defer cancel()
 	changes, err := st.Pipeline.Model.StoreChanges(req.Change)
 	if err != nil {
 		return Deny(phase.Render, err.Error())
@@ -196,8 +192,6 @@ func (a *Admitter) config(ctx context.Context, req Request) Decision {
 	if name := (types.NamespacedName{Namespace: req.Object.GetNamespace(), Name: req.Object.GetName()}); a.OwnConfig.Name != "" && name != a.OwnConfig {
 		return Allow(fmt.Sprintf("HAProxyTemplateConfig %s is not checked: no htc controller uses it (this one uses %s)", name, a.OwnConfig))
 	}
-	ctx, cancel := context.WithTimeout(ctx, a.timeout())
-	defer cancel()
 	cfg, err := config.FromUnstructured(req.Object)
 	if err != nil {
 		return Deny(phase.Config, err.Error())
@@ -296,11 +290,4 @@ func busy() Decision {
 	d := Deny("", ReasonBusy)
 	d.Busy = true
 	return d
-}
-
-func (a *Admitter) timeout() time.Duration {
-	if a.Timeout <= 0 {
-		return DefaultTimeout
-	}
-	return a.Timeout
 }

@@ -245,8 +245,9 @@ func TestConfig(t *testing.T) {
 
 func TestTimeoutDenies(t *testing.T) {
 	v, _ := newValidator(t)
-	v.Timeout = time.Nanosecond
-	d := v.Resource(context.Background(), req(ingressesGVR, store.Create, obj(t, ingress(t, "new", "new.example.com", "echo")), nil))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+	defer cancel()
+	d := v.Resource(ctx, req(ingressesGVR, store.Create, obj(t, ingress(t, "new", "new.example.com", "echo")), nil))
 	assert.False(t, d.Allowed)
 	assert.Contains(t, d.Reason, "timed out")
 }

@@ -7,7 +7,7 @@
 //
 // The path reads top to bottom:
 //
-//	Admitter.Resource(Request) (5 s)
+//	Admitter.Resource(ctx, Request)
 //	  → watched.Model.StoreChanges (what each store would see)
 //	  → dryrun.Pipeline.RendersAlike? (no field the templates read changes:
 //	    allowed, nothing to check)
@@ -15,10 +15,17 @@
 //	  → dryrun.Pipeline.Check → *dryrun.Verdict
 //	  → Decision{Allowed, Reason, Phase, Warnings}
 //
-//	Admitter.Config(Request) (5 s)
+//	Admitter.Config(ctx, Request)
 //	  → config.FromUnstructured → dryrun.Build (validation, templates)
 //	  → the actual stores the proposed config would watch
 //	  → dryrun.Pipeline.Check → Decision
+//
+// The Admitter sets no deadline: ctx's is the webhook handler's (the API
+// server's ?timeout=, capped by the configured admission timeout, 5 s by
+// default) or the one htc check sets. Every step honours it, and a request
+// that could not get a check slot early enough to finish before it is
+// denied at once with ReasonBusy (the estimate of one check against ctx's
+// deadline).
 //
 // The caches on the way (repeated decisions, the baseline, the redactor,
 // and those of packages render, dryrun and haproxy) are listed in one

@@ -3,7 +3,6 @@ package admission_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -25,7 +24,7 @@ func TestDeleteNamesEveryDependent(t *testing.T) {
 	for _, name := range []string{"b-web", "a-api", "c-docs"} {
 		require.NoError(t, ex.Stores["ingresses"].Add(obj(t, ingress(t, name, name+".example.com", "shared"))))
 	}
-	a := &admission.Admitter{Env: testEnv(t), Timeout: time.Minute}
+	a := &admission.Admitter{Env: testEnv(t)}
 	a.SetState(&admission.State{Pipeline: ex.Pipeline, Stores: ex.Stores})
 	ctx := context.Background()
 	base := ex.Pipeline.Diagnose(ctx, store.ReadOnly(ex.Stores), dryrun.DiagnoseOptions{})

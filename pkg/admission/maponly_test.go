@@ -3,7 +3,6 @@ package admission_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,7 +20,7 @@ import (
 func TestMapOnlyChangesReuseTheAcceptedRun(t *testing.T) {
 	ctx := context.Background()
 	ex := testutil.NewExample(t, "../../examples/ingress/config.yaml", testutil.ExampleOptions{Apps: 5})
-	a := &admission.Admitter{Env: testEnv(t), Timeout: time.Minute}
+	a := &admission.Admitter{Env: testEnv(t)}
 	a.SetState(&admission.State{Pipeline: ex.Pipeline, Stores: ex.Stores})
 	base := ex.Pipeline.Diagnose(ctx, store.ReadOnly(ex.Stores), dryrun.DiagnoseOptions{})
 	require.Empty(t, base.Failures)

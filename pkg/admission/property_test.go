@@ -149,7 +149,7 @@ func TestIntroducedIsExactlyNotSubset(t *testing.T) {
 	p, stores := ex.Pipeline, ex.Stores
 	// A deadline that never runs out here: the property is about the
 	// decision, not about how much of it fits in 5 s on a busy machine.
-	a := &admission.Admitter{Env: testEnv(t), Timeout: 10 * time.Minute}
+	a := &admission.Admitter{Env: testEnv(t)}
 	a.SetState(&admission.State{Pipeline: p, Stores: stores})
 	ctx := context.Background()
 	diagnose := func(set store.Set) *dryrun.Diagnosis {

@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -36,8 +37,13 @@ type repeats struct {
 func (a *Admitter) ForgetDecisions() { a.repeats.Store(nil) }
 
 // decide returns the decision for req under key: a reused one, or
-// decide's.
-func (r *repeats) decide(ctx context.Context, key string, timeout string, decide func(context.Context) Decision) Decision {
+// decide's. A shared run keeps the deadline of the request that started it
+// (the flight's own context carries none): the caller owns the deadline,
+// here as everywhere on the path. At that deadline a caller waits for the
+// run's own answer (a timed-out verdict, given as soon as its checks stop)
+// instead of racing it; a cancelled ctx (the client gone) stops the wait
+// at once.
+func (r *repeats) decide(ctx context.Context, key string, decide func(context.Context) Decision) Decision {
 	if key == "" {
 		return decide(ctx)
 	}
@@ -46,7 +52,20 @@ func (r *repeats) decide(ctx context.Context, key string, timeout string, decide
 		d.Reused = true
 		return d
 	}
-	d, shared, err := r.flights.Do(ctx, key, func(ctx context.Context) (Decision, error) {
+	deadline, bounded := ctx.Deadline()
+	wait, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	defer context.AfterFunc(ctx, func() {
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			stop()
+		}
+	})()
+	d, shared, err := r.flights.Do(wait, key, func(ctx context.Context) (Decision, error) {
+		if bounded {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, deadline)
+			defer cancel()
+		}
 		d := decide(ctx)
 		if reusable(d) {
 			r.decided.Add(key, slim(d))
@@ -54,7 +73,7 @@ func (r *repeats) decide(ctx context.Context, key string, timeout string, decide
 		return d, nil
 	})
 	if err != nil {
-		return Deny("", "validation timed out after "+timeout)
+		return Deny("", ReasonCancelled)
 	}
 	d.Reused = shared
 	return d

@@ -372,7 +372,7 @@ func newController(opts Options, log *slog.Logger, dyn dynamic.Interface, mapper
 		dyn:    dyn,
 		mapper: mapper,
 		env:    env,
-		admitter: &admission.Admitter{Env: env, Log: log, Timeout: opts.AdmissionTimeout, WatchNamespaces: opts.WatchNamespaces,
+		admitter: &admission.Admitter{Env: env, Log: log, WatchNamespaces: opts.WatchNamespaces,
 			OwnConfig: types.NamespacedName{Namespace: opts.ConfigNamespace, Name: opts.ConfigName}},
 		registry: &webhook.Registry{},
 		watchers: map[watched.WatchKey]*watcher{},

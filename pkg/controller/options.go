@@ -106,7 +106,8 @@ type Options struct {
 	Build BuildInfo
 	// AdmissionTimeout bounds one admission decision (the proposed change
 	// rendered, checked and its embedded tests run); zero means
-	// admission.DefaultTimeout (5 s). Keep it below the webhook's
+	// webhook.DefaultValidationTimeout (5 s). The webhook handler sets the
+	// deadline (this, or the shorter timeout the API server sends). Keep it below the webhook's
 	// timeoutSeconds. Tests on a busy machine under -race raise it.
 	AdmissionTimeout time.Duration
 

@@ -139,10 +139,11 @@ func (p *Pipeline) CheckWith(ctx context.Context, stores store.Set, opts CheckOp
 	return v
 }
 
-// renderAndCheck renders and checks under the render-check timeout,
-// recording the bundle, its hash, the warnings and the durations in v.
+// renderAndCheck renders and checks under ctx's deadline (see
+// renderCheckContext), recording the bundle, its hash, the warnings and
+// the durations in v.
 func (p *Pipeline) renderAndCheck(ctx context.Context, stores store.Set, opts CheckOptions, v *Verdict) error {
-	ctx, cancel := context.WithTimeout(ctx, orDefault(p.env.RenderCheckTimeout, DefaultRenderCheckTimeout))
+	ctx, cancel := p.renderCheckContext(ctx)
 	defer cancel()
 	start := time.Now()
 	b, err := p.render(ctx, stores, opts.Record)
@@ -168,6 +169,18 @@ func (p *Pipeline) renderAndCheck(ctx context.Context, stores store.Set, opts Ch
 		v.Warnings, v.Overruled, v.SemanticReused = res.Warnings, res.Overruled, res.SemanticReused
 	}
 	return err
+}
+
+// renderCheckContext is ctx as it is when it has a deadline (the webhook
+// handler's for an admission, the live round's in the controller: the
+// caller owns it), or ctx bounded by the render-check timeout when it has
+// none (a caller such as htc render or a test that set no deadline), so
+// that a template that loops forever still ends.
+func (p *Pipeline) renderCheckContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, orDefault(p.env.RenderCheckTimeout, DefaultRenderCheckTimeout))
 }
 
 // CodeFingerprint is policy.CodeFingerprint of b under the config's

@@ -8,11 +8,19 @@
 // Check reads top to bottom (the requirements' "three-phase dry run"):
 //
 //	Pipeline.Check(ctx, stores)
-//	  → render (templates over the stores, for Env.BaseDir)   ┐ render-check
-//	  → policy → syntax → schema ‖ `haproxy -c` (Checker)     ┘ timeout, 30 s
+//	  → render (templates over the stores, for Env.BaseDir)   ┐ ctx's deadline
+//	  → policy → syntax → schema ‖ `haproxy -c` (Checker)     ┘ (30 s if none)
 //	  → the embedded tests (Workers: 1, 60 s; cached by config hash,
 //	    concurrent callers share one run; package dryrun/testrun)
 //	  → Verdict{Phase, Reason, Warnings, Durations, Bundle, BundleHash}
+//
+// The deadline is the caller's: the webhook handler's for an admission
+// (see package webhook), the live round's in the controller. Check adds
+// none of its own to a ctx that has one; only a ctx without a deadline
+// (htc render, tests) gets Env.RenderCheckTimeout. Two process-level
+// bounds stay, each the earlier of ctx's deadline and its own, against a
+// hung child: one `haproxy -c` run (haproxy.Options.Timeout, 10 s) and one
+// run of the embedded tests (testrun.Options.Timeout, 60 s).
 //
 // The pipeline depends on small interfaces, not on their implementations:
 // a Checker (a *haproxy.Checker, chosen per config by Env.CheckerFor) and

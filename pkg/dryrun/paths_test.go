@@ -23,7 +23,16 @@ import (
 	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/haproxy-template/htc/pkg/store"
 	"github.com/haproxy-template/htc/pkg/watched"
+	"github.com/haproxy-template/htc/pkg/webhook"
 )
+
+// within returns a context with timeout d, as the webhook handler gives a
+// decision (cancelled when tb ends).
+func within(tb testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	tb.Cleanup(cancel)
+	return ctx
+}
 
 // pathsIngress is an Ingress of class htc in namespace default routing
 // host paths.example.com, paths /p<first> .. /p<first+n-1> (Prefix), to
@@ -69,8 +78,8 @@ func newPathsCase(tb testing.TB, n int, one bool) *pathsCase {
 	return &pathsCase{ex: ex, req: admission.Request{Change: watched.Change{Resource: ingressesGVR, Operation: store.Create, Object: proposed}}}
 }
 
-func (c *pathsCase) admitter(timeout time.Duration) *admission.Admitter {
-	a := &admission.Admitter{Timeout: timeout}
+func (c *pathsCase) admitter() *admission.Admitter {
+	a := &admission.Admitter{}
 	a.SetState(&admission.State{Pipeline: c.ex.Pipeline, Stores: c.ex.Stores})
 	return a
 }
@@ -105,7 +114,7 @@ func BenchmarkPathsPerIngress(b *testing.B) {
 			reportRatio(b, tOne, tMany)
 		})
 		b.Run(fmt.Sprintf("step=admission/paths=%d", n), func(b *testing.B) {
-			ao, am := one.admitter(time.Minute), many.admitter(time.Minute)
+			ao, am := one.admitter(), many.admitter()
 			for _, c := range []struct {
 				a *admission.Admitter
 				r admission.Request
@@ -154,17 +163,17 @@ func TestPathsIngressIsBounded(t *testing.T) {
 	if end, ok := t.Deadline(); ok {
 		warmFor = time.Until(end) - 30*time.Second
 	}
-	warm := c.admitter(warmFor).Resource(context.Background(), c.req)
+	warm := c.admitter().Resource(within(t, warmFor), c.req)
 	require.True(t, warm.Allowed, warm.Reason)
-	a := c.admitter(admission.DefaultTimeout)
-	d := a.Resource(context.Background(), c.req)
+	a := c.admitter() // its own: the warm-up's decision is not reused
+	d := a.Resource(within(t, webhook.DefaultValidationTimeout), c.req)
 	require.True(t, d.Allowed || (d.Verdict != nil && d.Verdict.TimedOut), "a verdict or a timeout, got %q", d.Reason)
 
 	peak := watchMemory(t)
 	var wg sync.WaitGroup
 	decisions := make([]admission.Decision, 6)
 	for i := range decisions {
-		wg.Go(func() { decisions[i] = a.Resource(context.Background(), c.req) })
+		wg.Go(func() { decisions[i] = a.Resource(within(t, webhook.DefaultValidationTimeout), c.req) })
 	}
 	wg.Wait()
 	heap, hwm := peak()

@@ -25,8 +25,8 @@ import (
 // empty: the directory pathFor resolves names against.
 const DefaultBaseDir = "/etc/haproxy"
 
-// DefaultRenderCheckTimeout bounds rendering and checking one proposal (the
-// requirements' ProposalValidator: 30 s).
+// DefaultRenderCheckTimeout bounds rendering and checking one proposal
+// whose context has no deadline of its own (30 s).
 const DefaultRenderCheckTimeout = 30 * time.Second
 
 // Checker checks a rendered bundle (a *haproxy.Checker).
@@ -58,8 +58,9 @@ type Env struct {
 	// Tests caches embedded test reports across pipelines by config hash;
 	// nil gives the pipeline a cache of its own.
 	Tests *testrun.Cache
-	// RenderCheckTimeout bounds render + check of one proposal; zero means
-	// DefaultRenderCheckTimeout.
+	// RenderCheckTimeout bounds render + check of one proposal whose
+	// context has no deadline (a context with one is the caller's to
+	// bound); zero means DefaultRenderCheckTimeout.
 	RenderCheckTimeout time.Duration
 	// CheckCacheEntries bounds the pipeline's cache of check results by
 	// bundle hash; zero means DefaultCheckCacheEntries.

@@ -24,7 +24,11 @@
 //     metadata.generateName, else Denied without running a validator, even
 //     for a kind no validator is registered for); the Validator registered
 //     for the request's kind (request.kind) in the Registry, called with
-//     admission.Request{Resource: request.resource, ...} under a 5 s deadline.
+//     admission.Request{Resource: request.resource, ...} under the one
+//     deadline of the admission path, set here when the request arrives:
+//     the timeout the API server puts in the URL (?timeout=10s, the
+//     webhook's timeoutSeconds), capped by HandlerOptions.Timeout (5 s by
+//     default), which is also the default. Everything below honours it.
 //     Other operations (CONNECT) are allowed. A request with dryRun: true is
 //     validated like any other. The response always carries the request's
 //     uid. A panic is answered 500 and the server keeps serving.

@@ -17,15 +17,19 @@ import (
 	"github.com/haproxy-template/htc/pkg/watched"
 )
 
-// DefaultValidationTimeout bounds one validator call (5 s).
-const DefaultValidationTimeout = admission.DefaultTimeout
+// DefaultValidationTimeout bounds one admission decision when
+// HandlerOptions.Timeout is zero (5 s).
+const DefaultValidationTimeout = 5 * time.Second
 
 // HandlerOptions configures NewHandler.
 type HandlerOptions struct {
 	// Registry maps GVK strings to validators. When nil or never Set, no
 	// validator is configured and every request is allowed with a warning.
 	Registry *Registry
-	// Timeout bounds one validation; zero means DefaultValidationTimeout.
+	// Timeout bounds one admission decision; zero means
+	// DefaultValidationTimeout. A request whose URL carries a shorter
+	// timeout (the API server sends the webhook's timeoutSeconds as
+	// ?timeout=10s) gets that one.
 	Timeout time.Duration
 	// Logger receives one line per admission and the warnings; nil discards.
 	Logger *slog.Logger
@@ -42,6 +46,11 @@ type HandlerOptions struct {
 // runs the structural check, calls the validator registered for the
 // request's kind under a deadline and answers with an AdmissionReview
 // carrying the request's uid. It is safe for concurrent use.
+//
+// The Handler is the one owner of the admission deadline: it is set once,
+// when the request arrives (the URL's ?timeout=, capped by
+// HandlerOptions.Timeout), and everything below (the Admitter, the checks,
+// the busy estimate) honours that context instead of setting its own.
 type Handler struct {
 	registry *Registry
 	timeout  time.Duration
@@ -81,13 +90,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.logOutcome(r.Context(), out)
 	}()
 
+	budget := h.timeoutOf(r)
+	ctx, cancel := context.WithDeadline(r.Context(), start.Add(budget))
+	defer cancel()
 	review, herr := decodeReview(w, r)
 	if herr != nil {
 		out.HTTPStatus, out.Reason = herr.status, herr.msg
 		http.Error(w, herr.msg, herr.status)
 		return
 	}
-	resp := h.admit(r.Context(), review.Request, out)
+	resp := h.admit(ctx, budget, review.Request, out)
 	body, err := json.Marshal(Review(resp))
 	if err != nil {
 		panic(fmt.Errorf("encoding AdmissionReview: %w", err))
@@ -97,8 +109,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
-// admit decides req and records what it learns in out.
-func (h *Handler) admit(ctx context.Context, req *admissionv1.AdmissionRequest, out *Outcome) *admissionv1.AdmissionResponse {
+// admit decides req within budget (ctx's deadline) and records what it
+// learns in out.
+func (h *Handler) admit(ctx context.Context, budget time.Duration, req *admissionv1.AdmissionRequest, out *Outcome) *admissionv1.AdmissionResponse {
 	out.UID, out.Namespace, out.Name = req.UID, req.Namespace, req.Name
 	out.Operation, out.DryRun = string(req.Operation), req.DryRun != nil && *req.DryRun
 	out.GVK = GVKString(schema.GroupVersionKind(req.Kind))
@@ -140,7 +153,7 @@ func (h *Handler) admit(ctx context.Context, req *admissionv1.AdmissionRequest, 
 		return Allowed(req.UID)
 	}
 
-	d := h.validate(ctx, v, admission.Request{Change: watched.Change{
+	d := h.validate(ctx, budget, v, admission.Request{Change: watched.Change{
 		Resource:  schema.GroupVersionResource(req.Resource),
 		Operation: store.Operation(req.Operation),
 		Object:    obj,
@@ -159,12 +172,23 @@ func (h *Handler) admit(ctx context.Context, req *admissionv1.AdmissionRequest, 
 	return FromDecision(req.UID, d)
 }
 
-// validate calls v under the handler's deadline. It answers when the
-// deadline passes even if v has not returned yet (v's goroutine finishes on
-// its own); a panic in v is carried back to ServeHTTP's recover.
-func (h *Handler) validate(ctx context.Context, v Validator, req admission.Request) admission.Decision {
-	ctx, cancel := context.WithTimeout(ctx, h.timeout)
-	defer cancel()
+// timeoutOf is how long the Handler gives the decision of r: the timeout the
+// API server put in r's URL (?timeout=10s, the webhook's timeoutSeconds),
+// capped by HandlerOptions.Timeout, which is also the default when the URL
+// carries none (or one that does not parse as a positive duration).
+func (h *Handler) timeoutOf(r *http.Request) time.Duration {
+	d, err := time.ParseDuration(r.URL.Query().Get("timeout"))
+	if err != nil || d <= 0 || d > h.timeout {
+		return h.timeout
+	}
+	return d
+}
+
+// validate calls v under ctx's deadline (budget from the request's start,
+// set by ServeHTTP). It answers when the deadline passes even if v has not
+// returned yet (v's goroutine finishes on its own); a panic in v is carried
+// back to ServeHTTP's recover.
+func (h *Handler) validate(ctx context.Context, budget time.Duration, v Validator, req admission.Request) admission.Decision {
 	type result struct {
 		d admission.Decision
 		p *panicValue
@@ -185,7 +209,7 @@ func (h *Handler) validate(ctx context.Context, v Validator, req admission.Reque
 		select {
 		case res = <-done:
 		default:
-			return admission.Deny("", fmt.Sprintf("validation timed out after %s", h.timeout))
+			return admission.Deny("", fmt.Sprintf("validation timed out after %s", budget))
 		}
 	}
 	if res.p != nil {

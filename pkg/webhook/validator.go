@@ -10,9 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// Validator decides one proposed change. Implementations must honour ctx:
-// the Handler cancels it when the validation deadline (5 s by default)
-// passes, and answers with a denial without waiting any longer.
+// Validator decides one proposed change. Implementations must honour ctx
+// and set no deadline of their own: the Handler sets ctx's (the request's
+// timeout, capped by HandlerOptions.Timeout), cancels it when it passes,
+// and answers with a denial without waiting any longer.
 type Validator interface {
 	// Admit returns the decision for req.
 	Admit(ctx context.Context, req admission.Request) admission.Decision
