@@ -5,20 +5,34 @@
 // Decision. The webhook and `htc check` both call it, so the offline CLI
 // decides exactly as the webhook does.
 //
-// The path reads top to bottom:
+// The path reads top to bottom, one file per step:
 //
-//	Admitter.Resource(ctx, Request)
-//	  → watched.Model.StoreChanges (what each store would see)
-//	  → dryrun.Pipeline.RendersAlike? (no field the templates read changes:
-//	    allowed, nothing to check)
-//	  → watched.Apply (the actual stores + the proposed change)
-//	  → dryrun.Pipeline.Check → *dryrun.Verdict
-//	  → Decision{Allowed, Reason, Phase, Warnings}
+//	webhook.Handler (package webhook): the deadline, from ?timeout=
+//	Admitter.Resource(ctx, Request)                      admitter.go
+//	  → not watched (namespace)? allowed
+//	  → repeats: an identical request against the same
+//	    live state shares or reuses its decision          repeat.go
+//	  → watched.Model.StoreChanges (what each store would
+//	    see); none: allowed
+//	  → dryrun.Pipeline.RendersAlike? (no field the
+//	    templates read changes: allowed, the baseline's
+//	    failures as warnings)
+//	  → watched.Apply (the actual stores + the change)
+//	  → a check slot, or ReasonBusy when ctx's deadline
+//	    leaves no time for one                            slots.go
+//	  → judge against the Baseline: diagnose with its
+//	    broken objects hidden, confirm with nothing
+//	    hidden, attribute (dryrun.Pipeline.Diagnose)      judge.go, baseline.go
+//	  → redacted (Secret data, the process's values)     secrecy.go
+//	  → Decision{Allowed, Reason, Phase, Warnings, ...}  decision.go
 //
-//	Admitter.Config(ctx, Request)
+//	Admitter.Config(ctx, Request)                        admitter.go
+//	  → not this controller's config? allowed, a warning
 //	  → config.FromUnstructured → dryrun.Build (validation, templates)
-//	  → the actual stores the proposed config would watch
-//	  → dryrun.Pipeline.Check → Decision
+//	  → a check slot (or ReasonBusy)
+//	  → judge over the actual stores the proposed config would watch,
+//	    against the baseline moved to its stores
+//	  → the live state's details hidden (unless RevealLiveState), redacted
 //
 // The Admitter sets no deadline: ctx's is the webhook handler's (the API
 // server's ?timeout=, capped by the configured admission timeout, 5 s by

@@ -29,46 +29,102 @@ type proposal struct {
 	action watched.Admission
 }
 
-// judge checks a proposal against the baseline: the objects the baseline
-// already knows are broken are left out (unless the change touches them),
-// the rest is checked, and only failures the baseline does not have deny
-// (or, in Warn mode, warn). Failures that were there before are warnings.
+// judge decides a proposal against the baseline (what is already broken
+// in the live state); only failures the change introduces deny. In three
+// steps:
+//
+//  1. Diagnose the proposal with the baseline's broken objects (and their
+//     dependents) hidden, except those the change touches, stopping at the
+//     first failure the baseline does not have: a candidate.
+//  2. Confirm, when objects were hidden and the deadline leaves time for
+//     it: diagnose once more with nothing hidden (confirm). Hiding an object
+//     can itself fail the change, and the change can fix, or break anew,
+//     what was hidden.
+//  3. Attribute (decide): failures the baseline has are existing (a
+//     warning each); the others are introduced and deny (Warn mode: a
+//     warning). A check that timed out denies, and so does a diagnosis
+//     whose rounds ran out before the rest passed (incomplete).
 func (a *Admitter) judge(ctx context.Context, base *Baseline, pr proposal) Decision {
 	known := base.keys()
+	hidden := base.quarantine(pr.changed)
 	diag := pr.pipeline.Diagnose(ctx, pr.stores, dryrun.DiagnoseOptions{
-		Hidden:       base.quarantine(pr.changed),
+		Hidden:       hidden,
 		MaxRounds:    maxJudgeRounds,
 		Stop:         func(f dryrun.Failure) bool { return !known[f.Key()] },
 		RunnableCode: base.runnableCode(),
 	})
-	last := lastVerdict(diag)
-	if last.TimedOut {
+	if last := lastVerdict(diag); last.TimedOut {
 		d := Deny(last.Phase, last.Reason)
 		d.Verdict = last
 		return d
 	}
-	var existing, introduced []dryrun.Failure
-	if full := a.unquarantined(ctx, base, pr, diag, known); full != nil {
-		diag, last = full, lastVerdict(full)
-		existing, introduced = split(full.Failures, known)
-	} else {
-		existing = a.existing(ctx, base, pr, diag, known)
-		_, introduced = split(diag.Failures, known)
+	return a.decide(base, pr, confirm(ctx, base, pr, hidden, diag))
+}
+
+// judgement is what the judge found: the diagnosis the decision stands
+// on, and its failures split into those the baseline has and the others.
+type judgement struct {
+	diag                 *dryrun.Diagnosis
+	existing, introduced []dryrun.Failure
+}
+
+// confirm is the judge's second step. Without it (nothing was hidden, no
+// time, or nothing to confirm), the first diagnosis stands: its candidates
+// are introduced, and the baseline's failures the change did not fix
+// (stillFailing) are existing. With it, one diagnosis of the proposal with
+// nothing hidden (tests skipped: they depend on the config alone):
+//
+//   - after candidates, it replaces the first when it completes (a
+//     candidate it does not find was caused by the hiding); when it does
+//     not, the first stands and the change is denied;
+//   - after the first passed, it tells which of the hidden failures are
+//     still there (existing) and which the change broke differently
+//     (introduced, also when its rounds ran out before the rest).
+func confirm(ctx context.Context, base *Baseline, pr proposal, hidden []bundle.ObjectRef, diag *dryrun.Diagnosis) judgement {
+	known := base.keys()
+	_, candidates := split(diag.Failures, known)
+	first := judgement{diag: diag, existing: stillFailing(base, pr.changed, diag), introduced: candidates}
+	if len(hidden) == 0 || (len(candidates) == 0 && diag.Passing == nil) || !timeFor(ctx, 2*roundTime(lastVerdict(diag))) {
+		return first
 	}
+	// Once the change passed without the hidden objects, only they can
+	// fail: one round each and one to pass.
+	rounds := len(hidden) + 1
+	if len(candidates) > 0 {
+		rounds = len(hidden) + maxJudgeRounds
+	}
+	full := pr.pipeline.Diagnose(ctx, pr.stores, dryrun.DiagnoseOptions{MaxRounds: rounds, SkipTests: true, RunnableCode: base.runnableCode()})
+	existing, introduced := split(full.Failures, known)
+	switch {
+	case len(candidates) > 0 && full.Complete:
+		return judgement{diag: full, existing: existing, introduced: introduced}
+	case len(candidates) > 0:
+		return first
+	case full.Complete:
+		return judgement{diag: diag, existing: existing, introduced: introduced}
+	default:
+		first.introduced = introduced
+		return first
+	}
+}
+
+// decide is the judge's last step: the decision on what it found.
+func (a *Admitter) decide(base *Baseline, pr proposal, f judgement) Decision {
+	last := lastVerdict(f.diag)
 	var d Decision
 	switch {
-	case len(introduced) > 0 && pr.action == watched.AdmissionWarn:
-		d = Allow(append([]string{"would be denied (validationAction: Warn): " + a.introducedReason(base, pr, introduced)}, existingWarnings(existing)...)...)
+	case len(f.introduced) > 0 && pr.action == watched.AdmissionWarn:
+		d = Allow(append([]string{"would be denied (validationAction: Warn): " + a.introducedReason(base, pr, f.introduced)}, existingWarnings(f.existing)...)...)
 		d.Warned = true
-	case len(introduced) > 0:
-		d = Deny(introduced[0].Phase, a.introducedReason(base, pr, introduced))
-	case !diag.Complete:
+	case len(f.introduced) > 0:
+		d = Deny(f.introduced[0].Phase, a.introducedReason(base, pr, f.introduced))
+	case !f.diag.Complete:
 		d = Deny(last.Phase, "the change could not be judged: failures kept appearing in objects it does not touch; "+last.Reason)
 		d.Incomplete = true
 	default:
-		d = Allow(append(existingWarnings(existing), last.Warnings...)...)
+		d = Allow(append(existingWarnings(f.existing), last.Warnings...)...)
 	}
-	d.Introduced, d.Existing, d.Verdict = introduced, existing, last
+	d.Introduced, d.Existing, d.Verdict = f.introduced, f.existing, last
 	return d
 }
 
@@ -78,37 +134,6 @@ func lastVerdict(d *dryrun.Diagnosis) *dryrun.Verdict {
 		return d.Passing
 	}
 	return d.First
-}
-
-// existing returns the baseline's failures that are still there with the
-// change. Once the change passed without the quarantined objects, those
-// are the only ones that can fail; a change can fix them without touching
-// them (e.g. by creating the Service a broken Ingress needs), so, time
-// permitting, they are checked again with the change; failures found then
-// with a key the baseline does not have were introduced after all (the
-// change broke them differently). Without the time, the baseline's list
-// stands (stillFailing).
-func (a *Admitter) existing(ctx context.Context, base *Baseline, pr proposal, diag *dryrun.Diagnosis, known map[string]bool) []dryrun.Failure {
-	hidden := base.quarantine(pr.changed)
-	if len(hidden) == 0 || diag.Passing == nil || !timeFor(ctx, 2*roundTime(diag.Passing)) {
-		return stillFailing(base, pr.changed, diag)
-	}
-	again := pr.pipeline.Diagnose(ctx, pr.stores, dryrun.DiagnoseOptions{MaxRounds: len(hidden) + 1, SkipTests: true, RunnableCode: base.runnableCode()})
-	var out []dryrun.Failure
-	for _, f := range again.Failures {
-		if known[f.Key()] {
-			out = append(out, f)
-		} else {
-			// Introduced, also when the rounds ran out before the rest
-			// was found: the proposed state has it and the baseline does
-			// not. The judge denies.
-			diag.Failures = append(diag.Failures, f)
-		}
-	}
-	if !again.Complete {
-		return stillFailing(base, pr.changed, diag)
-	}
-	return out
 }
 
 // split divides failures into those the baseline knows and the others.
@@ -121,28 +146,6 @@ func split(fs []dryrun.Failure, known map[string]bool) (old, introduced []dryrun
 		}
 	}
 	return old, introduced
-}
-
-// unquarantined confirms failures that look introduced while objects of
-// the baseline were quarantined: hiding a broken object can itself break
-// the change (an Ingress that now reads a quarantined Secret finds it
-// missing), so, time permitting, the proposed state is diagnosed again
-// with nothing hidden. It returns that diagnosis when it completed, nil
-// when no confirmation was needed or it could not finish (the first
-// diagnosis then stands: the change is denied).
-func (a *Admitter) unquarantined(ctx context.Context, base *Baseline, pr proposal, diag *dryrun.Diagnosis, known map[string]bool) *dryrun.Diagnosis {
-	hidden := base.quarantine(pr.changed)
-	if len(hidden) == 0 || !slices.ContainsFunc(diag.Failures, func(f dryrun.Failure) bool { return !known[f.Key()] }) {
-		return nil
-	}
-	if v := lastVerdict(diag); !timeFor(ctx, 2*roundTime(v)) {
-		return nil
-	}
-	full := pr.pipeline.Diagnose(ctx, pr.stores, dryrun.DiagnoseOptions{MaxRounds: len(hidden) + maxJudgeRounds, SkipTests: true, RunnableCode: base.runnableCode()})
-	if !full.Complete {
-		return nil
-	}
-	return full
 }
 
 // roundTime is how long one check took (render and check phases).
