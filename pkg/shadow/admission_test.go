@@ -1,6 +1,8 @@
 package shadow
 
 import (
+	"context"
+
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -34,10 +36,12 @@ func serviceChange(t *testing.T, f *fixture) admission.Request {
 // under -race on a busy machine.
 func (f *fixture) admit(t *testing.T, req admission.Request) (admission.Decision, map[string]uint64) {
 	t.Helper()
-	a := &admission.Admitter{Timeout: testWait}
+	a := &admission.Admitter{}
 	a.SetState(f.state)
 	gens := Generations(f.ex.Stores)
-	d := a.Resource(t.Context(), req)
+	ctx, cancel := context.WithTimeout(t.Context(), testWait) // the webhook's deadline, longer
+	defer cancel()
+	d := a.Resource(ctx, req)
 	require.True(t, d.Allowed, d.Reason)
 	require.NotNil(t, d.Verdict)
 	return d, gens

@@ -370,7 +370,9 @@ func TestServerRun(t *testing.T) {
 
 func TestServerReadTimeoutClosesSlowConnections(t *testing.T) {
 	cert := newCert(t, "webhook")
-	ts := startWith(t, cert, ServerOptions{ReadTimeout: 50 * time.Millisecond})
+	// The read timeout also bounds the TLS handshake: long enough for a
+	// handshake on a loaded machine, far below the failsafe.
+	ts := startWith(t, cert, ServerOptions{ReadTimeout: 2 * time.Second})
 
 	conn, err := tls.Dial("tcp", ts.addr, &tls.Config{RootCAs: cert.pool()})
 	require.NoError(t, err)
