@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/haproxy-template/htc/pkg/store/manifest"
@@ -80,6 +81,10 @@ spec:
 		{schema.GroupVersionKind{Version: "v1", Kind: "Endpoints"}, schema.GroupVersionResource{Version: "v1", Resource: "endpoints"}},
 		{schema.GroupVersionKind{Group: "discovery.k8s.io", Version: "v1", Kind: "EndpointSlice"}, schema.GroupVersionResource{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"}},
 		{schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}, schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgetz"}},
+		{schema.GroupVersionKind{Group: "gateway.networking.k8s.io", Version: "v1", Kind: "HTTPRoute"}, schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "httproutes"}},
+		{schema.GroupVersionKind{Group: "gateway.networking.k8s.io", Version: "v1", Kind: "GatewayClass"}, schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gatewayclasses"}},
+		{schema.GroupVersionKind{Group: "gateway.networking.k8s.io", Version: "v1", Kind: "BackendTLSPolicy"}, schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "backendtlspolicies"}},
+		{schema.GroupVersionKind{Group: "gateway.networking.k8s.io", Version: "v1beta1", Kind: "ReferenceGrant"}, schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1beta1", Resource: "referencegrants"}},
 	} {
 		mapping, err := m.RESTMapping(tc.gvk.GroupKind(), tc.gvk.Version)
 		require.NoError(t, err, tc.gvk.String())
@@ -87,4 +92,12 @@ spec:
 	}
 	_, err = m.RESTMapping(schema.GroupKind{Group: "example.com", Kind: "Gadget"}, "v1")
 	assert.Error(t, err)
+	for gk, want := range map[schema.GroupKind]meta.RESTScopeName{
+		{Group: "gateway.networking.k8s.io", Kind: "GatewayClass"}: meta.RESTScopeNameRoot,
+		{Group: "gateway.networking.k8s.io", Kind: "Gateway"}:      meta.RESTScopeNameNamespace,
+	} {
+		mapping, err := m.RESTMapping(gk, "v1")
+		require.NoError(t, err, gk.String())
+		assert.Equal(t, want, mapping.Scope.Name(), gk.String())
+	}
 }

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 )
 
 type runtimeObject = runtime.Object
@@ -20,22 +22,46 @@ var clusterScoped = map[string]bool{
 	"CustomResourceDefinition": true, "PriorityClass": true, "CSIDriver": true,
 	"CSINode": true, "RuntimeClass": true, "ValidatingWebhookConfiguration": true,
 	"MutatingWebhookConfiguration": true, "APIService": true, "VolumeAttachment": true,
+	"GatewayClass": true,
+}
+
+// knownTypes is client-go's scheme plus the Gateway API versions the
+// standard channel serves (sigs.k8s.io/gateway-api: v1, and v1beta1 for
+// Gateway, GatewayClass, HTTPRoute and ReferenceGrant), so that `htc check`
+// resolves Gateway API objects without their CRDs in the state.
+func knownTypes() (map[schema.GroupVersionKind]bool, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{scheme.AddToScheme, gatewayv1.Install, gatewayv1beta1.Install} {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("building the scheme: %w", err)
+		}
+	}
+	out := map[schema.GroupVersionKind]bool{}
+	for gvk := range s.AllKnownTypes() {
+		out[gvk] = true
+	}
+	return out, nil
 }
 
 // NewRESTMapper returns a static RESTMapper of every kind in client-go's
-// scheme plus the CustomResourceDefinitions found in objs (with the plural
-// names they declare).
+// scheme and the Gateway API's standard channel, plus the
+// CustomResourceDefinitions found in objs (with the plural names they
+// declare).
 func NewRESTMapper(objs []Object) (meta.RESTMapper, error) {
+	types, err := knownTypes()
+	if err != nil {
+		return nil, err
+	}
 	var gvs []schema.GroupVersion
 	seen := map[schema.GroupVersion]bool{}
-	for gvk := range scheme.Scheme.AllKnownTypes() {
+	for gvk := range types {
 		if !seen[gvk.GroupVersion()] {
 			seen[gvk.GroupVersion()] = true
 			gvs = append(gvs, gvk.GroupVersion())
 		}
 	}
 	m := meta.NewDefaultRESTMapper(gvs)
-	for gvk := range scheme.Scheme.AllKnownTypes() {
+	for gvk := range types {
 		if gvk.Version == runtime.APIVersionInternal || strings.HasSuffix(gvk.Kind, "List") || strings.HasSuffix(gvk.Kind, "Options") || gvk.Kind == "WatchEvent" {
 			continue
 		}
