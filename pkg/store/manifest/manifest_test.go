@@ -1,6 +1,7 @@
 package manifest_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/haproxy-template/htc/internal/testutil"
 	"github.com/haproxy-template/htc/pkg/store/manifest"
 )
 
@@ -100,4 +102,47 @@ spec:
 		require.NoError(t, err, gk.String())
 		assert.Equal(t, want, mapping.Scope.Name(), gk.String())
 	}
+}
+
+// TestRESTMapperKnowsTheGatewayAPIAsItsCRDsDeclareIt resolves every kind
+// and served version of the Gateway API's standard CRDs (from the module
+// go.mod requires) without the CRDs, to the plural and scope they declare.
+func TestRESTMapperKnowsTheGatewayAPIAsItsCRDsDeclareIt(t *testing.T) {
+	m, err := manifest.NewRESTMapper(nil)
+	require.NoError(t, err)
+	checked := 0
+	for _, path := range testutil.GatewayAPICRDs(t) {
+		raw, err := os.ReadFile(path)
+		require.NoError(t, err)
+		objs, err := manifest.Decode(path, raw)
+		require.NoError(t, err)
+		for _, crd := range objs {
+			var spec struct {
+				Group string
+				Scope string
+				Names struct{ Kind, Plural string }
+				Versions []struct {
+					Name   string
+					Served bool
+				}
+			}
+			b, err := json.Marshal(crd.Object["spec"])
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(b, &spec))
+			if spec.Names.Kind == "ListenerSet" {
+				continue // in the CRDs, but not in the module's typed API
+			}
+			for _, v := range spec.Versions {
+				if !v.Served {
+					continue
+				}
+				mapping, err := m.RESTMapping(schema.GroupKind{Group: spec.Group, Kind: spec.Names.Kind}, v.Name)
+				require.NoError(t, err, "%s %s", spec.Names.Kind, v.Name)
+				assert.Equal(t, spec.Names.Plural, mapping.Resource.Resource, "%s %s", spec.Names.Kind, v.Name)
+				assert.Equal(t, spec.Scope == "Cluster", mapping.Scope.Name() == meta.RESTScopeNameRoot, "%s scope", spec.Names.Kind)
+				checked++
+			}
+		}
+	}
+	assert.GreaterOrEqual(t, checked, 12, "kinds and versions checked")
 }

@@ -25,6 +25,14 @@ var clusterScoped = map[string]bool{
 	"GatewayClass": true,
 }
 
+// gatewayPlurals are the resource names of the Gateway API kinds, as their
+// CRDs declare them (a test compares them with the module's CRDs).
+var gatewayPlurals = map[string]string{
+	"BackendTLSPolicy": "backendtlspolicies", "GRPCRoute": "grpcroutes", "Gateway": "gateways",
+	"GatewayClass": "gatewayclasses", "HTTPRoute": "httproutes", "ReferenceGrant": "referencegrants",
+	"TCPRoute": "tcproutes", "TLSRoute": "tlsroutes", "UDPRoute": "udproutes",
+}
+
 // knownTypes is client-go's scheme plus the Gateway API versions the
 // standard channel serves (sigs.k8s.io/gateway-api: v1, and v1beta1 for
 // Gateway, GatewayClass, HTTPRoute and ReferenceGrant), so that `htc check`
@@ -68,6 +76,11 @@ func NewRESTMapper(objs []Object) (meta.RESTMapper, error) {
 		scope := meta.RESTScopeNamespace
 		if clusterScoped[gvk.Kind] {
 			scope = meta.RESTScopeRoot
+		}
+		if plural, ok := gatewayPlurals[gvk.Kind]; ok && gvk.Group == gatewayv1.GroupName {
+			// The guesser would say "gatewaies".
+			m.AddSpecific(gvk, gvk.GroupVersion().WithResource(plural), gvk.GroupVersion().WithResource(strings.ToLower(gvk.Kind)), scope)
+			continue
 		}
 		m.Add(gvk, scope)
 	}
