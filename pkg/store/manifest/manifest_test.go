@@ -118,9 +118,9 @@ func TestRESTMapperKnowsTheGatewayAPIAsItsCRDsDeclareIt(t *testing.T) {
 		require.NoError(t, err)
 		for _, crd := range objs {
 			var spec struct {
-				Group string
-				Scope string
-				Names struct{ Kind, Plural string }
+				Group    string
+				Scope    string
+				Names    struct{ Kind, Plural string }
 				Versions []struct {
 					Name   string
 					Served bool
