@@ -1,0 +1,168 @@
+package examples_test
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/dryrun"
+	"github.com/haproxy-template/htc/pkg/dryrun/testrun"
+	"github.com/haproxy-template/htc/pkg/haproxy"
+	"github.com/haproxy-template/htc/pkg/phase"
+	"github.com/haproxy-template/htc/pkg/store"
+)
+
+// checking builds the pipeline of the config at path (after edit) with the
+// haproxy of PATH as its checker.
+func checking(t *testing.T, path string, edit func(*config.HAProxyTemplateConfig)) *dryrun.Pipeline {
+	t.Helper()
+	bin, err := exec.LookPath("haproxy")
+	require.NoError(t, err, "haproxy in PATH (make haproxy; PATH=$PWD/bin/image-haproxy:$PATH)")
+	checker, err := haproxy.NewChecker(haproxy.Options{HAProxyPath: bin})
+	require.NoError(t, err)
+	t.Cleanup(checker.Wait)
+	cfg, err := config.LoadFile(path)
+	require.NoError(t, err)
+	if edit != nil {
+		edit(cfg)
+	}
+	p, err := dryrun.Build(cfg, dryrun.Env{CheckerFor: func(allowed []string) dryrun.Checker { return checker.Allowing(allowed) }})
+	require.NoError(t, err)
+	return p
+}
+
+// TestExampleLibrariesPassTheirValidationTests runs the embedded
+// validationTests of every shipped library, as `htc validate` does.
+func TestExampleLibrariesPassTheirValidationTests(t *testing.T) {
+	for _, tc := range []struct {
+		path     string
+		minTests int
+	}{
+		{"minimal/config.yaml", 2},
+		{"ingress/config.yaml", 15},
+		{"gateway/config.yaml", 33},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			p := checking(t, tc.path, nil)
+			report, err := p.RunTests(context.Background(), testrun.Options{Workers: 2})
+			require.NoError(t, err)
+			for _, res := range report.Results {
+				assert.Equal(t, testrun.StatusPassed, res.Status, "%s: %s", res.Name, res.Problem())
+			}
+			assert.GreaterOrEqual(t, report.Total, tc.minTests)
+			assert.True(t, report.OK(), "%d/%d passed", report.Passed, report.Total)
+		})
+	}
+}
+
+// gatewayState is a Gateway of the library's class in infra (HTTP on
+// port 80, routes from every namespace) and the Service app/web.
+const gatewayState = `
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: htc}
+spec: {controllerName: haproxy-template.io/htc}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: infra}
+spec:
+  gatewayClassName: htc
+  listeners: [{name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: app}
+spec: {ports: [{name: http, port: 80}]}
+`
+
+// stores returns p's stores holding the objects of the YAML documents.
+func stores(t *testing.T, p *dryrun.Pipeline, docs ...string) store.Set {
+	t.Helper()
+	s := p.Model.NewStores()
+	keys := map[string]string{"GatewayClass": "gatewayclasses", "Gateway": "gateways", "HTTPRoute": "httproutes",
+		"Service": "services", "ReferenceGrant": "referencegrants", "Secret": "secrets"}
+	for _, doc := range docs {
+		for _, part := range strings.Split(doc, "\n---\n") {
+			var obj map[string]any
+			require.NoError(t, yaml.Unmarshal([]byte(part), &obj))
+			if obj == nil {
+				continue
+			}
+			key := keys[obj["kind"].(string)]
+			require.NotEmpty(t, key, "kind %v", obj["kind"])
+			require.NoError(t, s[key].Add(&unstructured.Unstructured{Object: obj}))
+		}
+	}
+	return store.ReadOnly(s)
+}
+
+// TestGatewayRegexHAProxyCannotCompileIsRefusedNamingTheRoute: the library
+// cannot tell which regular expressions PCRE compiles; haproxy -c can, and
+// its message carries the ACL name, which names the route and field.
+func TestGatewayRegexHAProxyCannotCompileIsRefusedNamingTheRoute(t *testing.T) {
+	p := checking(t, "gateway/config.yaml", nil)
+	route := `
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: web, namespace: app}
+spec:
+  parentRefs: [{name: gw, namespace: infra}]
+  rules:
+    - matches: [{path: {type: PathPrefix, value: /ok}}, {headers: [{name: X-Version, type: RegularExpression, value: 'v(1|2'}]}]
+      backendRefs: [{name: web, port: 80}]
+`
+	v := p.Check(context.Background(), stores(t, p, gatewayState, route))
+	require.False(t, v.Passed())
+	assert.Equal(t, phase.Semantic, v.Phase, v.Reason)
+	assert.Regexp(t, `^haproxy\.cfg:\d+: error detected while parsing ACL 'HTTPRoute:app:web:rules\.0\.matches\.1\.headers\.0' : regex '\^\(\?:v\(1\|2\)\$' is invalid`, v.Reason)
+
+	// The same route with a regular expression PCRE compiles passes.
+	v = p.Check(context.Background(), stores(t, p, gatewayState, strings.Replace(route, "'v(1|2'", "'v(1|2)'", 1)))
+	assert.True(t, v.Passed(), v.Reason)
+}
+
+// TestGatewayDenyInvalidFalseServesWhatTheSpecSays: with
+// extraContext.denyInvalid false, what the spec reports in status instead
+// of failing is served as the spec asks of the data plane: a backendRef
+// that cannot be resolved answers 500 for its share of the weight, and a
+// parentRef that does not attach is left out, while the rest routes.
+func TestGatewayDenyInvalidFalseServesWhatTheSpecSays(t *testing.T) {
+	route := `
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: web, namespace: app}
+spec:
+  parentRefs: [{name: gw, namespace: infra}, {name: gone, namespace: infra}, {name: gw, namespace: infra, sectionName: nope}]
+  rules:
+    - backendRefs:
+        - {name: web, port: 80, weight: 2}
+        - {name: missing, port: 80, weight: 1}
+        - {name: api, namespace: other, port: 80, weight: 1}
+`
+	strict := checking(t, "gateway/config.yaml", nil)
+	v := strict.Check(context.Background(), stores(t, strict, gatewayState, route))
+	assert.Equal(t, phase.Render, v.Phase)
+	assert.Equal(t, "HTTPRoute app/web: parentRef Gateway infra/gone not found (NoMatchingParent)", v.Reason)
+
+	serving := checking(t, "gateway/config.yaml", func(cfg *config.HAProxyTemplateConfig) {
+		cfg.Spec.ExtraContext.Raw = []byte(strings.Replace(string(cfg.Spec.ExtraContext.Raw), `"denyInvalid":true`, `"denyInvalid":false`, 1))
+		require.Contains(t, string(cfg.Spec.ExtraContext.Raw), `"denyInvalid":false`)
+		cfg.Spec.ValidationTests = nil // they expect the denials
+	})
+	v = serving.Check(context.Background(), stores(t, serving, gatewayState, route))
+	require.True(t, v.Passed(), v.Reason)
+	cfg := v.Bundle.Config
+	assert.Contains(t, cfg, "http-request set-var(txn.pick) rand(4) if { var(txn.match) -m beg app_web_0_ }\n")
+	assert.Contains(t, cfg, "use_backend app_web_80 if { var(txn.match) -m beg app_web_0_ } { var(txn.pick) -m int ge 0 } { var(txn.pick) -m int lt 2 }\n")
+	assert.Contains(t, cfg, `http-request return status 500 content-type text/plain string "backend not available\n" if { var(txn.match) -m beg app_web_0_ } { var(txn.pick) -m int ge 2 } { var(txn.pick) -m int lt 3 }`+"\n")
+	assert.Contains(t, cfg, `http-request return status 500 content-type text/plain string "backend not available\n" if { var(txn.match) -m beg app_web_0_ } { var(txn.pick) -m int ge 3 } { var(txn.pick) -m int lt 4 }`+"\n")
+	assert.Equal(t, 1, strings.Count(cfg, "str(app_web_0_0)"), "attached once, to the listener that exists")
+}
