@@ -1,0 +1,149 @@
+package e2e
+
+import (
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/haproxy-template/htc/internal/testutil"
+	"github.com/haproxy-template/htc/pkg/controller"
+)
+
+// gatewayConfigNamespace holds this test's HAProxyTemplateConfig (the
+// Gateway library), apart from the Ingress tests' htc-system.
+const gatewayConfigNamespace = "htc-gateway"
+
+// gatewayObjects are a GatewayClass of the library, a Gateway in gw-infra
+// admitting routes from every namespace, and the Service gw-other/api.
+const gatewayObjects = `apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: htc-e2e}
+spec: {controllerName: haproxy-template.io/htc}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: gw-infra}
+spec:
+  gatewayClassName: htc-e2e
+  listeners: [{name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: api, namespace: gw-other}
+spec: {ports: [{name: http, port: 80}]}
+`
+
+// crossRoute is an HTTPRoute in gw-app whose backendRef is gw-other/api.
+const crossRoute = `apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: web, namespace: gw-app}
+spec:
+  parentRefs: [{name: gw, namespace: gw-infra}]
+  rules: [{backendRefs: [{name: api, namespace: gw-other, port: 80}]}]
+`
+
+// grant lets HTTPRoutes of gw-app refer to Services of gw-other.
+const grant = `apiVersion: gateway.networking.k8s.io/v1
+kind: ReferenceGrant
+metadata: {name: from-app, namespace: gw-other}
+spec:
+  from: [{group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: gw-app}]
+  to: [{group: "", kind: Service}]
+`
+
+// TestGatewayAPIDenials installs the Gateway API's standard CRDs from the
+// module go.mod requires and the Gateway library, runs the controller for
+// it and reads with kubectl: an HTTPRoute whose backendRef crosses
+// namespaces is denied until a ReferenceGrant in the Service's namespace
+// permits it, then admitted.
+func TestGatewayAPIDenials(t *testing.T) {
+	root := env.root
+	mustKubectl(t, installableCRD(t, root), "apply", "-f", "-")
+	for _, crd := range testutil.GatewayAPICRDs(t) {
+		// Server-side: the CRDs are too large for the last-applied annotation.
+		mustKubectl(t, "", "apply", "--server-side", "--force-conflicts", "-f", crd)
+	}
+	mustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=60s",
+		"crd/haproxytemplateconfigs.haproxy-template.io", "crd/httproutes.gateway.networking.k8s.io",
+		"crd/gateways.gateway.networking.k8s.io", "crd/referencegrants.gateway.networking.k8s.io")
+	for _, ns := range []string{gatewayConfigNamespace, "gw-infra", "gw-app", "gw-other"} {
+		mustKubectl(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}\n", "apply", "-f", "-")
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "examples/gateway/config.yaml"))
+	require.NoError(t, err)
+	cfg := strings.Replace(string(raw), "  namespace: htc-system\n", "  namespace: "+gatewayConfigNamespace+"\n", 1)
+	require.Contains(t, cfg, "namespace: "+gatewayConfigNamespace)
+	r, _ := eventually(t, 15*time.Second, succeeded, cfg, "apply", "-f", "-")
+	require.NoError(t, r.err, "applying the Gateway library:\n%s", r)
+	t.Cleanup(func() {
+		cleanupKubectl(t, "delete", "--ignore-not-found", "-n", "gw-app", "httproute/web")
+		cleanupKubectl(t, "delete", "--ignore-not-found", "-n", "gw-other", "referencegrant/from-app")
+		if r := kubectl(t, gatewayObjects, "delete", "--ignore-not-found", "-f", "-"); r.err != nil {
+			t.Errorf("cleanup: %s", r)
+		}
+		cleanupKubectl(t, "delete", "--ignore-not-found", "-n", gatewayConfigNamespace, "haproxytemplateconfig/htc")
+	})
+
+	c := generateCerts(t, t.TempDir())
+	rc := startController(t, c, func(o *controller.Options) { o.ConfigNamespace = gatewayConfigNamespace })
+	rc.waitReady(t, 90*time.Second)
+
+	_, port, _ := strings.Cut(rc.webhookAddr, ":")
+	mustKubectl(t, gatewayWebhook("https://127.0.0.1:"+port+"/validate", c.caPEM), "apply", "-f", "-")
+	t.Cleanup(func() {
+		cleanupKubectl(t, "delete", "validatingwebhookconfiguration", "htc-gateway", "--ignore-not-found")
+	})
+	mustKubectl(t, gatewayObjects, "apply", "-f", "-")
+
+	// The API server picks the webhook up, and the controller's informers
+	// the Gateway and the Service, asynchronously: until both happened the
+	// route is admitted (no webhook yet, only a dry run) or denied for
+	// another reason (NoMatchingParent, BackendNotFound).
+	want := "denied the request: HTTPRoute gw-app/web: backendRef gw-other/api crosses namespaces without a ReferenceGrant in gw-other (RefNotPermitted)"
+	r, attempts := eventually(t, 30*time.Second, func(r kubectlResult) bool {
+		return strings.Contains(r.stderr, "RefNotPermitted")
+	}, crossRoute, "apply", "--dry-run=server", "-f", "-")
+	t.Logf("webhook denies after %d dry run(s)", attempts)
+	require.Contains(t, r.stderr, want, "%s", r)
+
+	r = kubectl(t, crossRoute, "apply", "-f", "-")
+	t.Logf("kubectl stderr: %s", r.stderr)
+	require.Error(t, r.err)
+	assert.Contains(t, r.stderr, want)
+	assert.Error(t, kubectl(t, "", "get", "-n", "gw-app", "httproute", "web").err, "the denied route was not stored")
+
+	// With the grant the same route is admitted (once the informer saw it).
+	mustKubectl(t, grant, "apply", "-f", "-")
+	r, attempts = eventually(t, 30*time.Second, succeeded, crossRoute, "apply", "-f", "-")
+	require.NoError(t, r.err, "the route with a ReferenceGrant:\n%s", r)
+	t.Logf("admitted after %d attempt(s): %s", attempts, strings.TrimSpace(r.stdout))
+	mustKubectl(t, "", "get", "-n", "gw-app", "httproute", "web")
+}
+
+// gatewayWebhook returns a ValidatingWebhookConfiguration validating
+// HTTPRoutes in the gw-* namespaces at url.
+func gatewayWebhook(url string, caPEM []byte) string {
+	return fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: htc-gateway}
+webhooks:
+- name: httproutes.validate.htc
+  clientConfig: {url: %s, caBundle: %s}
+  rules:
+  - {apiGroups: [gateway.networking.k8s.io], apiVersions: [v1], resources: [httproutes], operations: [CREATE, UPDATE, DELETE]}
+  failurePolicy: Fail
+  sideEffects: None
+  admissionReviewVersions: [v1]
+  timeoutSeconds: %d
+  namespaceSelector:
+    matchExpressions:
+    - {key: kubernetes.io/metadata.name, operator: In, values: [gw-infra, gw-app, gw-other]}
+`, url, base64.StdEncoding.EncodeToString(caPEM), webhookTimeoutSeconds)
+}
