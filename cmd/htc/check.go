@@ -179,12 +179,16 @@ func printBaseline(stdout io.Writer, output string, d *dryrun.Diagnosis, red *re
 		Failures []failure `json:"failures"`
 		Complete bool      `json:"complete"`
 	}{Failures: []failure{}, Complete: d.Complete}
+	var lines []string // the text output: one failure a line, named once (dryrun.Failure.String)
 	for _, f := range d.Failures {
 		out := failure{Phase: string(f.Phase), Reason: red.String(f.Reason)}
 		for _, o := range f.Objects {
 			out.Objects = append(out.Objects, o.String())
 		}
 		list.Failures = append(list.Failures, out)
+		named := f
+		named.Reason = out.Reason
+		lines = append(lines, fmt.Sprintf("%s: %s", f.Phase, named))
 	}
 	if output == "json" {
 		enc := json.NewEncoder(stdout)
@@ -193,12 +197,8 @@ func printBaseline(stdout io.Writer, output string, d *dryrun.Diagnosis, red *re
 			return err
 		}
 	} else {
-		for _, f := range list.Failures {
-			objs := ""
-			if len(f.Objects) > 0 {
-				objs = strings.Join(f.Objects, ", ") + ": "
-			}
-			fmt.Fprintf(stdout, "%s: %s%s\n", f.Phase, objs, f.Reason)
+		for _, line := range lines {
+			fmt.Fprintln(stdout, line)
 		}
 		if !d.Complete {
 			fmt.Fprintln(stdout, "(the diagnosis stopped before every failure was found)")

@@ -65,3 +65,37 @@ func TestCheckJudgesAgainstTheBrokenState(t *testing.T) {
 	assert.Equal(t, exitRejected, code)
 	assert.Equal(t, "render: Ingress default/legacy: Service 'gone' not found", strings.TrimSpace(out))
 }
+
+// TestBaselineNamesAnObjectOnce: the Gateway library's reasons name their
+// route already; --baseline prints each failure with its object named once,
+// as the JSON output lists the object apart from the reason.
+func TestBaselineNamesAnObjectOnce(t *testing.T) {
+	state := writeFile(t, "state.yaml", `apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: htc}
+spec: {controllerName: haproxy-template.io/htc}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: infra}
+spec:
+  gatewayClassName: htc
+  listeners: [{name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: web, namespace: app}
+spec:
+  parentRefs: [{name: gw, namespace: infra}]
+  rules: [{backendRefs: [{name: gone, port: 80}]}]
+`)
+	args := []string{"check", "-f", "../../examples/gateway/config.yaml", "--state", state, "--baseline"}
+	code, out, stderr := htc(t, args...)
+	assert.Equal(t, exitRejected, code, stderr)
+	assert.Equal(t, "render: HTTPRoute app/web: backendRef app/gone: Service not found (BackendNotFound)", strings.TrimSpace(out))
+
+	code, out, stderr = htc(t, append(args, "-o", "json")...)
+	assert.Equal(t, exitRejected, code, stderr)
+	assert.JSONEq(t, `{"failures": [{"phase": "render", "objects": ["HTTPRoute app/web"],
+		"reason": "HTTPRoute app/web: backendRef app/gone: Service not found (BackendNotFound)"}], "complete": true}`, out)
+}

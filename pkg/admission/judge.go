@@ -212,8 +212,21 @@ func (a *Admitter) introducedReason(base *Baseline, pr proposal, fs []dryrun.Fai
 	}
 	if len(fs[0].Objects) > 0 {
 		reason = fs[0].Reason // the objects are named as the users
+		if namedAll(users, fs[0].Objects) {
+			reason = fs[0].Detail() // and need not be named again
+		}
 	}
 	return fmt.Sprintf("%s is still needed by %s: %s", pr.deleted, strings.Join(users, ", "), reason)
+}
+
+// namedAll reports whether names holds the name of every object of objs.
+func namedAll(names []string, objs []bundle.ObjectRef) bool {
+	for _, o := range objs {
+		if !slices.Contains(names, o.String()) {
+			return false
+		}
+	}
+	return true
 }
 
 // ownFailure reports whether f is a failure of the changed object alone.

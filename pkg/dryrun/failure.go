@@ -32,16 +32,36 @@ type Failure struct {
 func (f Failure) Attributed() bool { return len(f.Objects) > 0 }
 
 // String is the failure as one line: "Ingress team-a/web: <reason>", or
-// the reason alone when no object is known.
+// the reason alone when no object is known. A reason that starts with the
+// names already (a library's message that names its object, "HTTPRoute
+// app/web: backendRef ...") is not prefixed again.
 func (f Failure) String() string {
 	if len(f.Objects) == 0 {
 		return f.Reason
 	}
+	return f.names() + ": " + f.Detail()
+}
+
+// Detail is the reason without a leading "<objects>: " (the names String
+// puts in front), for messages that name the objects themselves, such as
+// "X is still needed by <objects>: <detail>".
+func (f Failure) Detail() string {
+	if len(f.Objects) == 0 {
+		return f.Reason
+	}
+	if rest, ok := strings.CutPrefix(f.Reason, f.names()+": "); ok {
+		return rest
+	}
+	return f.Reason
+}
+
+// names is the failure's objects, comma-separated.
+func (f Failure) names() string {
 	names := make([]string, len(f.Objects))
 	for i, o := range f.Objects {
 		names[i] = o.String()
 	}
-	return strings.Join(names, ", ") + ": " + f.Reason
+	return strings.Join(names, ", ")
 }
 
 // Key identifies a failure across states (and across configs): its phase,

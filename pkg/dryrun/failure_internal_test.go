@@ -39,6 +39,33 @@ func TestFailureKeyIgnoresLineNumbersAndStores(t *testing.T) {
 	assert.Equal(t, "boom", Failure{Reason: "boom"}.String())
 }
 
+// A reason that names its object already (the Gateway library's
+// "HTTPRoute app/web: backendRef ...", the Ingress library's wildcard
+// message) is not prefixed with the name again; any other reason is, even
+// one that names another object or this one elsewhere.
+func TestFailureStringNamesTheObjectOnce(t *testing.T) {
+	route := bundle.ObjectRef{Store: "httproutes", Kind: "HTTPRoute", Namespace: "app", Name: "web"}
+	for _, tc := range []struct {
+		f            Failure
+		want, detail string
+	}{
+		{Failure{Objects: []bundle.ObjectRef{route}, Reason: "HTTPRoute app/web: backendRef other/api: Service not found (BackendNotFound)"},
+			"HTTPRoute app/web: backendRef other/api: Service not found (BackendNotFound)", "backendRef other/api: Service not found (BackendNotFound)"},
+		{Failure{Objects: []bundle.ObjectRef{ingA}, Reason: "Ingress a/web: wildcard host '*.x' is not supported"},
+			"Ingress a/web: wildcard host '*.x' is not supported", "wildcard host '*.x' is not supported"},
+		{Failure{Objects: []bundle.ObjectRef{ingA}, Reason: "Service 'api' not found"},
+			"Ingress a/web: Service 'api' not found", "Service 'api' not found"},
+		{Failure{Objects: []bundle.ObjectRef{ingA}, Reason: "Ingress b/api: Service 'api' not found"},
+			"Ingress a/web: Ingress b/api: Service 'api' not found", "Ingress b/api: Service 'api' not found"},
+		{Failure{Objects: []bundle.ObjectRef{ingA}, Reason: "Ingress a/webby: x"}, "Ingress a/web: Ingress a/webby: x", "Ingress a/webby: x"},
+		{Failure{Objects: []bundle.ObjectRef{ingA, ingB}, Reason: "Ingress a/web, Ingress b/api: clash"}, "Ingress a/web, Ingress b/api: clash", "clash"},
+		{Failure{Reason: "HTTPRoute app/web: x"}, "HTTPRoute app/web: x", "HTTPRoute app/web: x"},
+	} {
+		assert.Equal(t, tc.want, tc.f.String())
+		assert.Equal(t, tc.detail, tc.f.Detail())
+	}
+}
+
 // attributed is a render error that knows its objects.
 type attributed struct{ objs []bundle.ObjectRef }
 
