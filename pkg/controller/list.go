@@ -23,7 +23,9 @@ const listPageSize = 500
 // prunedListWatch lists and watches ri for an informer with the label and
 // field selectors of key, pruning every listed object with transform (the
 // informer's, watched.Keep.SharingTransform) page by page (listPruned).
-// Watched objects are pruned by the informer's transform.
+// Watched objects are pruned by the informer's transform, and so are the
+// objects of a streaming list (the watch-list the informer opens first
+// where the API server serves it; the paged list is its fallback).
 func prunedListWatch(ri dynamic.ResourceInterface, key watched.WatchKey, transform cache.TransformFunc) *cache.ListWatch {
 	selectors := func(o *metav1.ListOptions) { o.LabelSelector, o.FieldSelector = key.Selector, key.Fields }
 	return &cache.ListWatch{

@@ -79,7 +79,12 @@ func runInformer(ctx context.Context, client dynamic.Interface, key watched.Watc
 	// One table per informer: its list and its watch share parts alike.
 	transform := sink.keep.SharingTransform(watched.NewShareTable(0))
 	lw := prunedListWatch(client.Resource(key.GVR).Namespace(ns), key, transform)
-	inf := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
+	// Since client-go v0.35 an informer lists by a streaming watch
+	// (WatchListClient) where the API server serves one (kube-apiserver
+	// 1.34 does), each object pruned by the transform as it arrives, and
+	// falls back to lw's paged list otherwise. A client that cannot stream
+	// (the fake dynamic client of unit tests) says so, and is listed.
+	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &unstructured.Unstructured{}, 0, cache.Indexers{})
 	log := sink.log
 	if ns != metav1.NamespaceAll {
 		log = log.With("namespace", ns)
