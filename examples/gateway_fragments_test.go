@@ -1,0 +1,287 @@
+package examples_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/phase"
+	htcrender "github.com/haproxy-template/htc/pkg/render"
+	"github.com/haproxy-template/htc/pkg/store"
+)
+
+// gatewayEngine is the Gateway library's template engine with
+// extraContext.denyInvalid set as given, after edit.
+func gatewayEngine(t *testing.T, denyInvalid bool, edit func(*config.HAProxyTemplateConfigSpec)) (*htcrender.Engine, *config.HAProxyTemplateConfig) {
+	t.Helper()
+	cfg, err := config.LoadFile("gateway/config.yaml")
+	require.NoError(t, err)
+	if !denyInvalid {
+		raw := strings.Replace(string(cfg.Spec.ExtraContext.Raw), `"denyInvalid":true`, `"denyInvalid":false`, 1)
+		require.Contains(t, raw, `"denyInvalid":false`)
+		cfg.Spec.ExtraContext.Raw = []byte(raw)
+	}
+	if edit != nil {
+		edit(&cfg.Spec)
+	}
+	e, err := htcrender.New(&cfg.Spec)
+	require.NoError(t, err)
+	return e, cfg
+}
+
+// beforeTemplates puts the library's templates before fragments
+// (gateway/testdata/before.yaml) into spec.
+func beforeTemplates(t *testing.T) func(*config.HAProxyTemplateConfigSpec) {
+	raw, err := os.ReadFile("gateway/testdata/before.yaml")
+	require.NoError(t, err)
+	var before struct {
+		Spec config.HAProxyTemplateConfigSpec `json:"spec"`
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &before))
+	require.NotEmpty(t, before.Spec.HAProxyConfig.Template)
+	return func(spec *config.HAProxyTemplateConfigSpec) {
+		spec.TemplateSnippets, spec.HAProxyConfig = before.Spec.TemplateSnippets, before.Spec.HAProxyConfig
+	}
+}
+
+// gatewayStores are the library's stores (cfg's watched resources)
+// holding objs.
+func gatewayStores(t *testing.T, cfg *config.HAProxyTemplateConfig, objs map[string][]map[string]any) map[string]*store.Store {
+	t.Helper()
+	stores := map[string]*store.Store{}
+	for key, w := range cfg.Spec.WatchedResources {
+		s, err := store.New(w.IndexBy)
+		require.NoError(t, err)
+		stores[key] = s
+	}
+	for key, list := range objs {
+		require.Contains(t, stores, key)
+		for _, o := range list {
+			require.NoError(t, stores[key].Add(&unstructured.Unstructured{Object: o}))
+		}
+	}
+	return stores
+}
+
+// asBefore is a render's outcome as text: every file of the bundle, or
+// the failure's reason with template locations elided (the two template
+// sets name other templates and lines).
+func asBefore(b *bundle.Bundle, err error) string {
+	if err != nil {
+		return "error: " + templateLine.ReplaceAllString(phase.Reason(err), "template T line N")
+	}
+	var parts []string
+	for _, f := range b.AllFiles() {
+		parts = append(parts, "== "+f.RelPath+"\n"+f.Content)
+	}
+	return strings.Join(parts, "\n")
+}
+
+// exactly is a render's outcome as text: every file of the bundle and the
+// source map, or the failure's reason and the objects it is attributed to.
+func exactly(b *bundle.Bundle, err error) string {
+	if err != nil {
+		out := "error: " + phase.Reason(err)
+		var ae interface{ Objects() []bundle.ObjectRef }
+		if errors.As(err, &ae) {
+			out += fmt.Sprintf(" %v", ae.Objects())
+		}
+		return out
+	}
+	return asBefore(b, nil) + fmt.Sprintf("\n== sources\n%+v", *b.Sources())
+}
+
+// TestGatewayLibraryRendersAsBefore renders the Gateway library and its
+// templates before fragments (gateway/testdata/before.yaml) over generated
+// Gateway API states, with extraContext.denyInvalid true and false: both
+// render the same bundle byte for byte, or fail with the same reason
+// (template line numbers aside).
+func TestGatewayLibraryRendersAsBefore(t *testing.T) {
+	outcomes := map[string]int{}
+	for _, deny := range []bool{true, false} {
+		current, cfg := gatewayEngine(t, deny, nil)
+		before, _ := gatewayEngine(t, deny, beforeTemplates(t))
+		for i := range 300 {
+			size := 6
+			if i%50 == 0 {
+				size = 80
+			}
+			objs := generateGatewayState(rand.New(rand.NewPCG(uint64(i), 11)), size)
+			set := store.ReadOnly(gatewayStores(t, cfg, objs))
+			in := htcrender.Input{Stores: set, BaseDir: "/b"}
+			want := asBefore(before.Render(context.Background(), in))
+			got := asBefore(current.Render(context.Background(), in))
+			if strings.HasPrefix(want, "error: ") {
+				outcomes["fails"]++
+				outcomes[regexp.MustCompile(`\(([A-Za-z]+)[);]`).FindString(want)]++
+			} else {
+				outcomes["renders"]++
+			}
+			require.Equal(t, want, got, "state %d (denyInvalid %v)", i, deny)
+		}
+	}
+	t.Logf("generated states: %v", outcomes)
+	assert.Greater(t, outcomes["renders"], 200, "a third of the states render")
+	for _, reason := range []string{"(NoMatchingParent)", "(RefNotPermitted)", "(BackendNotFound)", "(NotAllowedByListeners)", "(UnsupportedValue)", "(InvalidCertificateRef)", "(HostnameConflict)"} {
+		assert.Positive(t, outcomes[reason], "some states fail with %s", reason)
+	}
+}
+
+// TestGatewayFragmentsRenderAsInFull walks generated Gateway API states
+// through random changes, as the controller and the webhook render them:
+// the render of each proposed change (reusing the records of the last
+// recording render of the live state) and the next recording render
+// equal a full render of the same stores, byte for byte, source map and
+// the objects a failure is attributed to included.
+func TestGatewayFragmentsRenderAsInFull(t *testing.T) {
+	var reused int64
+	for i := range 40 {
+		deny := i%2 == 0
+		e, cfg := gatewayEngine(t, deny, nil)
+		r := rand.New(rand.NewPCG(uint64(i), 13))
+		objs := generateGatewayState(r, 30)
+		live := gatewayStores(t, cfg, objs)
+		w := &changer{r: r, objs: objs}
+		render1 := func(set store.Set, in htcrender.Input) string {
+			in.Stores, in.BaseDir = set, "/b"
+			return exactly(e.Render(context.Background(), in))
+		}
+		render1(store.ReadOnly(live), htcrender.Input{Record: true})
+		for step := range 8 {
+			key, change := w.next(t)
+			proposal, err := store.ReadOnly(live).WithChange(key, change)
+			require.NoError(t, err)
+			want := render1(proposal, htcrender.Input{Full: true})
+			require.Equal(t, want, render1(proposal, htcrender.Input{}), "state %d step %d: a proposed %s of %s", i, step, change.Operation, key)
+			applyChange(t, live[key], change)
+			want = render1(store.ReadOnly(live), htcrender.Input{Full: true})
+			require.Equal(t, want, render1(store.ReadOnly(live), htcrender.Input{Record: true}), "state %d step %d: after a %s of %s", i, step, change.Operation, key)
+		}
+		reused += e.FragmentStats().Reused
+	}
+	assert.Positive(t, reused, "renders reused fragments")
+}
+
+// TestGatewayOneRouteChangeRendersOneFragment: with 300 HTTPRoutes on one
+// Gateway recorded, a proposed change of one route's path runs that
+// route's fragment and the fragment of the backend it emits (a new value:
+// the emitted dict is the route's) and reuses every other.
+func TestGatewayOneRouteChangeRendersOneFragment(t *testing.T) {
+	e, cfg := gatewayEngine(t, true, nil)
+	objs := map[string][]map[string]any{
+		"gatewayclasses": {{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass", "metadata": map[string]any{"name": "htc"}, "spec": map[string]any{"controllerName": "haproxy-template.io/htc"}}},
+		"gateways": {{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway", "metadata": map[string]any{"name": "gw", "namespace": "infra"},
+			"spec": map[string]any{"gatewayClassName": "htc", "listeners": []any{map[string]any{"name": "http", "port": int64(80), "protocol": "HTTP", "allowedRoutes": map[string]any{"namespaces": map[string]any{"from": "All"}}}}}}},
+	}
+	const n = 300
+	for i := range n {
+		ns, name := fmt.Sprintf("ns%d", i%10), fmt.Sprintf("app%d", i)
+		objs["services"] = append(objs["services"], map[string]any{"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{"name": name, "namespace": ns},
+			"spec": map[string]any{"ports": []any{map[string]any{"port": int64(80)}}}})
+		objs["httproutes"] = append(objs["httproutes"], benchRoute(ns, name, "/"))
+	}
+	live := gatewayStores(t, cfg, objs)
+	_, err := e.Render(context.Background(), htcrender.Input{Stores: store.ReadOnly(live), BaseDir: "/b", Record: true})
+	require.NoError(t, err)
+	before := e.FragmentStats()
+	old, ok := live["httproutes"].Get("ns7", "app17")
+	require.True(t, ok)
+	proposal, err := store.ReadOnly(live).WithChange("httproutes", store.Change{Operation: store.Update,
+		Object: &unstructured.Unstructured{Object: benchRoute("ns7", "app17", "/v2")}, OldObject: old})
+	require.NoError(t, err)
+	b, err := e.Render(context.Background(), htcrender.Input{Stores: proposal, BaseDir: "/b"})
+	require.NoError(t, err)
+	assert.Contains(t, b.Config, `{ var(txn.ps) -m beg "/v2/" }`)
+	after := e.FragmentStats()
+	assert.Equal(t, int64(2), after.Ran-before.Ran, "fragments run: the changed route's and the backend it emits")
+	assert.Equal(t, int64(2*n-2), after.Reused-before.Reused, "fragments reused: every other route's and backend's")
+}
+
+// benchRoute is an HTTPRoute ns/name on infra/gw routing path to the
+// Service ns/name.
+func benchRoute(ns, name, path string) map[string]any {
+	return map[string]any{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute", "metadata": map[string]any{"name": name, "namespace": ns},
+		"spec": map[string]any{"parentRefs": []any{map[string]any{"name": "gw", "namespace": "infra"}}, "hostnames": []any{name + ".example.com"},
+			"rules": []any{map[string]any{"matches": []any{map[string]any{"path": map[string]any{"type": "PathPrefix", "value": path}}},
+				"backendRefs": []any{map[string]any{"name": name, "port": int64(80)}}}}}}
+}
+
+// changer picks random changes of a generated state: an object of a
+// random store updated with a field of another generated state's object
+// of its kind, deleted, or one added.
+type changer struct {
+	r    *rand.Rand
+	objs map[string][]map[string]any
+	n    int // objects added
+}
+
+func (c *changer) next(t *testing.T) (string, store.Change) {
+	t.Helper()
+	other := generateGatewayState(c.r, 30)
+	var keys []string
+	for k, list := range other {
+		if len(list) > 0 {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	key := keys[c.r.IntN(len(keys))]
+	fresh := other[key][c.r.IntN(len(other[key]))]
+	list := c.objs[key]
+	if len(list) == 0 || c.r.IntN(4) == 0 {
+		c.n++
+		md := fresh["metadata"].(map[string]any)
+		md["name"] = fmt.Sprintf("%v-new%d", md["name"], c.n)
+		c.objs[key] = append(list, fresh)
+		return key, store.Change{Operation: store.Create, Object: &unstructured.Unstructured{Object: fresh}}
+	}
+	i := c.r.IntN(len(list))
+	old := list[i]
+	if c.r.IntN(5) == 0 {
+		c.objs[key] = append(list[:i:i], list[i+1:]...)
+		return key, store.Change{Operation: store.Delete, OldObject: &unstructured.Unstructured{Object: old}}
+	}
+	// The old object's identity with the fresh one's content.
+	upd := map[string]any{}
+	for k, v := range fresh {
+		upd[k] = v
+	}
+	md := map[string]any{}
+	for k, v := range fresh["metadata"].(map[string]any) {
+		md[k] = v
+	}
+	om := old["metadata"].(map[string]any)
+	md["name"], md["namespace"] = om["name"], om["namespace"]
+	if om["namespace"] == nil {
+		delete(md, "namespace")
+	}
+	upd["metadata"] = md
+	c.objs[key] = append(append(list[:i:i], upd), list[i+1:]...)
+	return key, store.Change{Operation: store.Update, Object: &unstructured.Unstructured{Object: upd}, OldObject: &unstructured.Unstructured{Object: old}}
+}
+
+// applyChange applies change to s, as the controller's informers would.
+func applyChange(t *testing.T, s *store.Store, change store.Change) {
+	t.Helper()
+	switch change.Operation {
+	case store.Create:
+		require.NoError(t, s.Add(change.Object))
+	case store.Update:
+		require.NoError(t, s.Update(change.Object))
+	case store.Delete:
+		require.NoError(t, s.Delete(change.OldObject))
+	}
+}
