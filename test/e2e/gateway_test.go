@@ -62,7 +62,8 @@ spec:
 // module go.mod requires and the Gateway library, runs the controller for
 // it and reads with kubectl: an HTTPRoute whose backendRef crosses
 // namespaces is denied until a ReferenceGrant in the Service's namespace
-// permits it, then admitted.
+// permits it, then admitted; then the grant's DELETE is denied, naming the
+// route that needs it.
 func TestGatewayAPIDenials(t *testing.T) {
 	root := env.root
 	mustKubectl(t, installableCRD(t, root), "apply", "-f", "-")
@@ -125,10 +126,20 @@ func TestGatewayAPIDenials(t *testing.T) {
 	require.NoError(t, r.err, "the route with a ReferenceGrant:\n%s", r)
 	t.Logf("admitted after %d attempt(s): %s", attempts, strings.TrimSpace(r.stdout))
 	mustKubectl(t, "", "get", "-n", "gw-app", "httproute", "web")
+
+	// Deleting the grant now would break the route: denied (once the
+	// controller's informers saw the route), naming the route once.
+	want = "denied the request: ReferenceGrant gw-other/from-app is still needed by HTTPRoute gw-app/web: backendRef gw-other/api crosses namespaces without a ReferenceGrant in gw-other (RefNotPermitted)"
+	r, attempts = eventually(t, 30*time.Second, func(r kubectlResult) bool {
+		return strings.Contains(r.stderr, "RefNotPermitted")
+	}, "", "delete", "--dry-run=server", "-n", "gw-other", "referencegrant", "from-app")
+	t.Logf("the grant's DELETE is denied after %d dry run(s)", attempts)
+	require.Contains(t, r.stderr, want, "%s", r)
+	mustKubectl(t, "", "get", "-n", "gw-other", "referencegrant", "from-app")
 }
 
 // gatewayWebhook returns a ValidatingWebhookConfiguration validating
-// HTTPRoutes in the gw-* namespaces at url.
+// HTTPRoutes and ReferenceGrants in the gw-* namespaces at url.
 func gatewayWebhook(url string, caPEM []byte) string {
 	return fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingWebhookConfiguration
@@ -137,7 +148,7 @@ webhooks:
 - name: httproutes.validate.htc
   clientConfig: {url: %s, caBundle: %s}
   rules:
-  - {apiGroups: [gateway.networking.k8s.io], apiVersions: [v1], resources: [httproutes], operations: [CREATE, UPDATE, DELETE]}
+  - {apiGroups: [gateway.networking.k8s.io], apiVersions: [v1], resources: [httproutes, referencegrants], operations: [CREATE, UPDATE, DELETE]}
   failurePolicy: Fail
   sideEffects: None
   admissionReviewVersions: [v1]
