@@ -166,3 +166,46 @@ spec:
 	assert.Contains(t, cfg, `http-request return status 500 content-type text/plain string "backend not available\n" if { var(txn.match) -m beg app_web_0_ } { var(txn.pick) -m int ge 3 } { var(txn.pick) -m int lt 4 }`+"\n")
 	assert.Equal(t, 1, strings.Count(cfg, "str(app_web_0_0)"), "attached once, to the listener that exists")
 }
+
+// TestGatewayLibraryChecksWithoutWarnings: a state using every feature of
+// the library (both listener kinds of hostname, every match, every filter,
+// weighted backendRefs with one missing, timeouts) passes every check
+// phase without a warning, so that admissions under the library carry
+// none (client-native's schema does not know every action HAProxy has).
+func TestGatewayLibraryChecksWithoutWarnings(t *testing.T) {
+	serving := checking(t, "gateway/config.yaml", func(cfg *config.HAProxyTemplateConfig) {
+		cfg.Spec.ExtraContext.Raw = []byte(strings.Replace(string(cfg.Spec.ExtraContext.Raw), `"denyInvalid":true`, `"denyInvalid":false`, 1))
+		cfg.Spec.ValidationTests = nil
+	})
+	route := `
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: web, namespace: app}
+spec:
+  parentRefs: [{name: gw, namespace: infra}]
+  hostnames: [a.example.com, '*.example.com']
+  rules:
+    - matches: [{path: {type: PathPrefix, value: /api}, headers: [{name: X-A, type: RegularExpression, value: 'v[0-9]'}, {name: X-B, value: b}], queryParams: [{name: q, value: x}, {name: p, type: RegularExpression, value: '\d+'}], method: GET}]
+      filters:
+        - {type: RequestHeaderModifier, requestHeaderModifier: {set: [{name: X-S, value: '50%'}], add: [{name: X-A, value: b}], remove: [X-R]}}
+        - {type: ResponseHeaderModifier, responseHeaderModifier: {set: [{name: X-S, value: a}], add: [{name: X-A, value: b}], remove: [X-R]}}
+        - {type: URLRewrite, urlRewrite: {hostname: b.example.com, path: {type: ReplacePrefixMatch, replacePrefixMatch: /v2}}}
+      timeouts: {request: 10s, backendRequest: 5s}
+      backendRefs:
+        - {name: web, port: 80, weight: 2, filters: [{type: ResponseHeaderModifier, responseHeaderModifier: {add: [{name: X-B, value: c}]}}, {type: RequestHeaderModifier, requestHeaderModifier: {remove: [X-C]}}]}
+        - {name: gone, port: 80, weight: 1}
+    - matches: [{path: {type: Exact, value: /old}}]
+      filters: [{type: RequestRedirect, requestRedirect: {scheme: https, hostname: r.example.com, port: 8443, statusCode: 301, path: {type: ReplaceFullPath, replaceFullPath: /new}}}]
+    - matches: [{path: {type: PathPrefix, value: /moved}}]
+      filters: [{type: RequestRedirect, requestRedirect: {path: {type: ReplacePrefixMatch, replacePrefixMatch: /}}}]
+    - matches: [{path: {type: RegularExpression, value: '/r/.*'}}]
+      filters: [{type: URLRewrite, urlRewrite: {path: {type: ReplaceFullPath, replaceFullPath: /x}}}]
+      backendRefs: [{name: web, port: 80}]
+`
+	v := serving.Check(context.Background(), stores(t, serving, gatewayState, route))
+	require.True(t, v.Passed(), v.Reason)
+	assert.Empty(t, v.Warnings)
+	for _, want := range []string{"req.fhdr(X-A) -m reg", "http-response add-header X-B", "redirect location", "set-path", "set-var(txn.tmo)", "return status 500"} {
+		assert.Contains(t, v.Bundle.Config, want)
+	}
+}
