@@ -30,6 +30,9 @@ var classes = []string{
 	// issue 23: where the policy's reading of the configuration could
 	// differ from HAProxy's (conditional blocks, the working directory)
 	"conditional-blocks",
+	// issue 25: every Gateway API field of the Gateway library that
+	// reaches the config
+	"gateway-injection",
 }
 
 // Case is one case of the corpus (see README.md for the format).
@@ -38,9 +41,9 @@ type Case struct {
 	Class       string `json:"class"`
 	Description string `json:"description"`
 	// Config is the base config that judges the case: "example"
-	// (examples/ingress/config.yaml, the default) or "wide" (the example
+	// (examples/ingress/config.yaml, the default), "wide" (the example
 	// with every watched resource validated and the sinks of
-	// configs/sinks.tmpl).
+	// configs/sinks.tmpl) or "gateway" (examples/gateway/config.yaml).
 	Config string `json:"config,omitempty"`
 	// Object is the proposed watched resource; Proposed builds a proposed
 	// HAProxyTemplateConfig instead.
@@ -90,7 +93,7 @@ type Case struct {
 
 // Proposed is a proposed HAProxyTemplateConfig: a base config and patches.
 type Proposed struct {
-	// Base is "example", "wide" or "minimal" (configs/minimal.yaml).
+	// Base is "example", "wide", "gateway" or "minimal" (configs/minimal.yaml).
 	Base  string    `json:"base"`
 	Patch []PatchOp `json:"patch,omitempty"`
 }
@@ -274,7 +277,7 @@ func loadCase(file string) (*Case, error) {
 		c.Config = "example"
 	}
 	if _, ok := env.configs[c.Config]; !ok {
-		return nil, fmt.Errorf("config %q: want example or wide", c.Config)
+		return nil, fmt.Errorf("config %q: want example, wide or gateway", c.Config)
 	}
 	for _, p := range c.Paths {
 		if p != "offline" && p != "https" {

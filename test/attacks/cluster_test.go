@@ -43,9 +43,10 @@ var cluster struct {
 	memLimit int64
 }
 
-// ensureCluster starts the API server and loads the CRD, the state and the
-// base configs ("htc" = example, "wide", and "bounded" = the wide config
-// under another name, for the bounded test's own controller). Without the assets
+// ensureCluster starts the API server and loads the CRDs (htc's and the
+// Gateway API's standard channel), the state and the base configs ("htc" =
+// example, "wide", "gateway", and "bounded" = the wide config under
+// another name, for the bounded test's own controller). Without the assets
 // (no Go module proxy) the test is skipped, or fails under CI=true.
 func ensureCluster(t *testing.T) {
 	t.Helper()
@@ -108,11 +109,21 @@ func startCluster() {
 	steps := [][]string{
 		{"apply", "-f", crd},
 		{"wait", "--for=condition=Established", "--timeout=60s", "crd/haproxytemplateconfigs.haproxy-template.io"},
-		{"apply", "-f", env.state},
-		{"apply", "-f", env.configs["example"]},
-		{"apply", "-f", env.configs["wide"]},
-		{"apply", "-f", boundedFile},
 	}
+	// The Gateway API's standard CRDs, from the module go.mod requires
+	// (server-side: they are too large for the last-applied annotation).
+	for _, f := range testutil.GatewayAPICRDs(panicTB{}) {
+		steps = append(steps, []string{"apply", "--server-side", "--force-conflicts", "-f", f})
+	}
+	steps = append(steps,
+		[]string{"wait", "--for=condition=Established", "--timeout=60s", "crd/gatewayclasses.gateway.networking.k8s.io",
+			"crd/gateways.gateway.networking.k8s.io", "crd/httproutes.gateway.networking.k8s.io", "crd/referencegrants.gateway.networking.k8s.io"},
+		[]string{"apply", "-f", env.state},
+		[]string{"apply", "-f", env.configs["example"]},
+		[]string{"apply", "-f", env.configs["wide"]},
+		[]string{"apply", "-f", env.configs["gateway"]},
+		[]string{"apply", "-f", boundedFile},
+	)
 	for _, args := range steps {
 		// Namespaces and a new CRD become usable a moment after they
 		// were created: retry until kubectl succeeds (bounded).

@@ -16,7 +16,7 @@ import (
 const configNamespace = "htc-system"
 
 // baseConfigNames maps a base config to its HAProxyTemplateConfig name.
-var baseConfigNames = map[string]string{"example": "htc", "wide": "wide"}
+var baseConfigNames = map[string]string{"example": "htc", "wide": "wide", "gateway": "gateway"}
 
 var fixtures struct {
 	state   []map[string]any          // the state objects
@@ -30,7 +30,8 @@ var fixtures struct {
 // sinks of configs/sinks.tmpl appended to its haproxy.cfg template (object
 // fields a template author passes to HAProxy through the safe helpers), and
 // a default-path in a block HAProxy skips at the start of its global
-// section (wideGlobal, for the intmap sink).
+// section (wideGlobal, for the intmap sink); "gateway" is
+// examples/gateway/config.yaml (the Gateway API library) named gateway.
 func writeFixtures() error {
 	raw, err := os.ReadFile("state/state.yaml")
 	if err != nil {
@@ -98,6 +99,15 @@ func writeFixtures() error {
 	if err := os.WriteFile(env.configs["wide"], b, 0o644); err != nil {
 		return err
 	}
+	gateway, err := readYAML(filepath.Join(env.repo, "examples/gateway/config.yaml"))
+	if err != nil {
+		return err
+	}
+	gateway["metadata"].(map[string]any)["name"] = baseConfigNames["gateway"]
+	fixtures.configs["gateway"] = gateway
+	if env.configs["gateway"], err = writeJSON(env.root, "gateway.json", gateway); err != nil {
+		return err
+	}
 	fixtures.minimal, err = readYAML("configs/minimal.yaml")
 	return err
 }
@@ -156,12 +166,12 @@ func objectKey(obj map[string]any) string {
 func buildProposed(p *Proposed, judge string) (map[string]any, error) {
 	var obj map[string]any
 	switch p.Base {
-	case "example", "wide":
+	case "example", "wide", "gateway":
 		obj = baseConfigObject(p.Base)
 	case "minimal":
 		obj = deepCopy(fixtures.minimal)
 	default:
-		return nil, fmt.Errorf("base %q: want example, wide or minimal", p.Base)
+		return nil, fmt.Errorf("base %q: want example, wide, gateway or minimal", p.Base)
 	}
 	obj["metadata"] = map[string]any{"name": baseConfigNames[judge], "namespace": configNamespace}
 	delete(obj, "status")

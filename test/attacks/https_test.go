@@ -24,6 +24,8 @@ import (
 var resources = map[string]string{
 	"Ingress": "ingresses", "Service": "services", "EndpointSlice": "endpointslices",
 	"Secret": "secrets", "ConfigMap": "configmaps", "HAProxyTemplateConfig": "haproxytemplateconfigs",
+	"GatewayClass": "gatewayclasses", "Gateway": "gateways", "HTTPRoute": "httproutes", "GRPCRoute": "grpcroutes",
+	"ReferenceGrant": "referencegrants",
 }
 
 // newUID returns a request uid naming the case.
@@ -149,18 +151,22 @@ func (x exchange) leaks(label string, o scanOpts) []string {
 
 // TestHTTPS runs every case (but the exhaustion class, which
 // TestBoundedWorstCase runs) over HTTPS against the real controller: one
-// `htc controller` per base config, the two groups in parallel, the cases of
+// `htc controller` per base config, the groups in parallel, the cases of
 // a group one after the other. Cases marked kubectl also go through kubectl
-// --dry-run=server and the API server's webhook call.
+// --dry-run=server and the API server's webhook call (the example's
+// controller for Ingresses, Services and configs, the gateway's for
+// Gateway API objects).
 func TestHTTPS(t *testing.T) {
 	ensureCluster(t)
+	configs := []string{"example", "wide", "gateway"}
 	ctrls := map[string]*controllerProc{}
-	for _, cfg := range []string{"example", "wide"} {
+	for _, cfg := range configs {
 		ctrls[cfg] = startController(t, baseConfigNames[cfg])
 	}
 	registerWebhook(t, ctrls["example"])
+	registerGatewayWebhook(t, ctrls["gateway"])
 	client := webhookClient()
-	for _, cfg := range []string{"example", "wide"} {
+	for _, cfg := range configs {
 		t.Run(cfg, func(t *testing.T) {
 			t.Parallel()
 			for _, c := range env.cases {
@@ -198,14 +204,11 @@ func runHTTPS(t *testing.T, client *http.Client, cp *controllerProc, c *Case) {
 	finish(t, c, "https", problems)
 }
 
-// registerWebhook registers cp for Ingresses, Services and
-// HAProxyTemplateConfigs (the example's validated kinds) in the namespaces
-// of the corpus, and waits until the API server calls it.
-func registerWebhook(t *testing.T, cp *controllerProc) {
-	t.Helper()
+// webhookEntry is one webhook of a ValidatingWebhookConfiguration calling
+// cp for a resource in the namespaces of the corpus.
+func webhookEntry(cp *controllerProc, name, group, version, res string) string {
 	ca := base64.StdEncoding.EncodeToString(cluster.cert.CertPEM)
-	hook := func(name, group, version, res string) string {
-		return fmt.Sprintf(`- name: %s
+	return fmt.Sprintf(`- name: %s
   clientConfig: {url: %q, caBundle: %s}
   rules: [{apiGroups: [%q], apiVersions: [%q], resources: [%q], operations: [CREATE, UPDATE]}]
   failurePolicy: Fail
@@ -215,22 +218,33 @@ func registerWebhook(t *testing.T, cp *controllerProc) {
   namespaceSelector:
     matchExpressions: [{key: kubernetes.io/metadata.name, operator: In, values: [default, htc-system, tenant-a]}]
 `, name, cp.url, ca, group, version, res, int(cluster.timeout.Seconds()))
+}
+
+// registerGatewayWebhook registers cp (the gateway config's controller)
+// for Gateways, HTTPRoutes and ReferenceGrants in the namespaces of the
+// corpus, and waits until the API server calls it.
+func registerGatewayWebhook(t *testing.T, cp *controllerProc) {
+	t.Helper()
+	vwc := "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: htc-attacks-gateway}\nwebhooks:\n"
+	for _, res := range []string{"gateways", "httproutes", "referencegrants"} {
+		vwc += webhookEntry(cp, res+".attacks.htc", "gateway.networking.k8s.io", "v1", res)
 	}
-	vwc := "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: htc-attacks}\nwebhooks:\n" +
-		hook("ingresses.attacks.htc", "networking.k8s.io", "v1", "ingresses") +
-		hook("services.attacks.htc", "", "v1", "services") +
-		hook("haproxytemplateconfigs.attacks.htc", "haproxy-template.io", "v1alpha1", "haproxytemplateconfigs")
 	if r := kubectl(t.Context(), vwc, "apply", "-f", "-"); r.err != nil {
-		t.Fatalf("registering the webhook: %s", r)
+		t.Fatalf("registering the gateway webhook: %s", r)
 	}
 	t.Cleanup(func() {
-		kubectl(context.Background(), "", "delete", "validatingwebhookconfiguration", "htc-attacks", "--ignore-not-found")
+		kubectl(context.Background(), "", "delete", "validatingwebhookconfiguration", "htc-attacks-gateway", "--ignore-not-found")
 	})
-	probe := `{"apiVersion":"networking.k8s.io/v1","kind":"Ingress","metadata":{"name":"probe","namespace":"default"},
-"spec":{"ingressClassName":"htc","rules":[{"host":"probe.example.com","http":{"paths":[{"path":"/","pathType":"Prefix",
-"backend":{"service":{"name":"probe-missing","port":{"number":80}}}}]}}]}}`
-	// The API server picks the configuration up asynchronously: probe
-	// until the webhook denies an Ingress without its Service.
+	probe := `{"apiVersion":"gateway.networking.k8s.io/v1","kind":"HTTPRoute","metadata":{"name":"probe","namespace":"default"},
+"spec":{"parentRefs":[{"name":"gw"}],"rules":[{"backendRefs":[{"name":"probe-missing","port":80}]}]}}`
+	waitForWebhook(t, probe)
+}
+
+// waitForWebhook probes until the API server calls the webhook (it picks a
+// configuration up asynchronously): a dry run of probe, an object the
+// webhook denies, is denied by it.
+func waitForWebhook(t *testing.T, probe string) {
+	t.Helper()
 	var r kubectlResult
 	for attempt := 0; attempt < 100; attempt++ {
 		r = kubectl(t.Context(), probe, "create", "--dry-run=server", "-f", "-")
@@ -240,6 +254,27 @@ func registerWebhook(t *testing.T, cp *controllerProc) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Fatalf("the API server never called the webhook: %s", r)
+}
+
+// registerWebhook registers cp for Ingresses, Services and
+// HAProxyTemplateConfigs (the example's validated kinds) in the namespaces
+// of the corpus, and waits until the API server calls it.
+func registerWebhook(t *testing.T, cp *controllerProc) {
+	t.Helper()
+	vwc := "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: htc-attacks}\nwebhooks:\n" +
+		webhookEntry(cp, "ingresses.attacks.htc", "networking.k8s.io", "v1", "ingresses") +
+		webhookEntry(cp, "services.attacks.htc", "", "v1", "services") +
+		webhookEntry(cp, "haproxytemplateconfigs.attacks.htc", "haproxy-template.io", "v1alpha1", "haproxytemplateconfigs")
+	if r := kubectl(t.Context(), vwc, "apply", "-f", "-"); r.err != nil {
+		t.Fatalf("registering the webhook: %s", r)
+	}
+	t.Cleanup(func() {
+		kubectl(context.Background(), "", "delete", "validatingwebhookconfiguration", "htc-attacks", "--ignore-not-found")
+	})
+	// Until the webhook denies an Ingress without its Service.
+	waitForWebhook(t, `{"apiVersion":"networking.k8s.io/v1","kind":"Ingress","metadata":{"name":"probe","namespace":"default"},
+"spec":{"ingressClassName":"htc","rules":[{"host":"probe.example.com","http":{"paths":[{"path":"/","pathType":"Prefix",
+"backend":{"service":{"name":"probe-missing","port":{"number":80}}}}]}}]}}`)
 }
 
 // kubectlProblems sends the case through kubectl --dry-run=server: create
