@@ -63,3 +63,28 @@ func AddClusterApps(stores map[string]*store.Store, n int, loopback bool) error 
 	}
 	return nil
 }
+
+// ClusterGateway is the Gateway the HTTPRoutes of ClusterHTTPRoute attach
+// to, ns/name, of GatewayClass class (controllerName
+// haproxy-template.io/htc, the Gateway library's): one HTTP listener on
+// port 80 taking routes from every namespace.
+func ClusterGateway(ns, name, class string) (gatewayClass, gateway *unstructured.Unstructured) {
+	gatewayClass = &unstructured.Unstructured{Object: map[string]any{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
+		"metadata": map[string]any{"name": class}, "spec": map[string]any{"controllerName": "haproxy-template.io/htc"}}}
+	gateway = &unstructured.Unstructured{Object: map[string]any{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec": map[string]any{"gatewayClassName": class, "listeners": []any{map[string]any{"name": "http", "port": int64(80), "protocol": "HTTP",
+			"allowedRoutes": map[string]any{"namespaces": map[string]any{"from": "All"}}}}}}}
+	return gatewayClass, gateway
+}
+
+// ClusterHTTPRoute is an HTTPRoute named name in ns attached to the
+// Gateway gwNS/gwName, routing host <name>.example.com, path / (PathPrefix),
+// to port 80 of Service service: ClusterIngress for the Gateway library.
+func ClusterHTTPRoute(ns, name, service, gwNS, gwName string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec": map[string]any{"parentRefs": []any{map[string]any{"name": gwName, "namespace": gwNS}}, "hostnames": []any{name + ".example.com"},
+			"rules": []any{map[string]any{"matches": []any{map[string]any{"path": map[string]any{"type": "PathPrefix", "value": "/"}}},
+				"backendRefs": []any{map[string]any{"name": service, "port": int64(80)}}}}}}}
+}

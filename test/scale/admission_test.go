@@ -27,7 +27,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
-	"github.com/haproxy-template/htc/internal/testutil"
 	"github.com/haproxy-template/htc/pkg/admission"
 )
 
@@ -93,16 +92,14 @@ func newUID() string {
 	return hex.EncodeToString(b)
 }
 
-// ingressGVK and ingressGVR describe networking.k8s.io/v1 Ingresses in a review.
-var (
-	ingressGVK = metav1.GroupVersionKind{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress"}
-	ingressGVR = metav1.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"}
-)
-
 // review builds the AdmissionReview the API server sends for a change of
-// an Ingress by a user (not a dry run: kubectl apply).
+// a route (an Ingress or an HTTPRoute) by a user (not a dry run: kubectl
+// apply).
 func review(op admissionv1.Operation, obj, old *unstructured.Unstructured, uid string) []byte {
-	gvk, gvr := ingressGVK, ingressGVR
+	k := obj.GroupVersionKind()
+	r := routeResources[k.Kind]
+	gvk := metav1.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind}
+	gvr := metav1.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
 	req := &admissionv1.AdmissionRequest{
 		UID: types.UID(uid), Kind: gvk, Resource: gvr, RequestKind: &gvk, RequestResource: &gvr,
 		Name: obj.GetName(), Namespace: obj.GetNamespace(), Operation: op,
@@ -124,27 +121,26 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// createObject is a new Ingress named name routing to the Service of app
-// (which exists and backs app's Ingress already: a new route to an
+// createObject is a new route named name routing to the Service of app
+// (which exists and backs app's route already: a new route to an
 // existing backend, under the example library a change of the maps only).
 func (h *harness) createObject(name string, app int) *unstructured.Unstructured {
-	return newIngress(name, app%h.s.n)
+	return newRoute(h.s.workload, name, app%h.s.n)
 }
 
-// backendObject is a new Ingress named name routing to the spare Service of
-// sample k of run (which exists, with its EndpointSlice, and no Ingress
+// backendObject is a new route named name routing to the spare Service of
+// sample k of run (which exists, with its EndpointSlice, and no route
 // uses): the rendered haproxy.cfg gains a backend section. Each sample has
 // a spare of its own, so no cached decision or result can answer it.
 func (h *harness) backendObject(name string, run, k int) *unstructured.Unstructured {
-	return newIngress(name, h.s.spareApp(run, k))
+	return newRoute(h.s.workload, name, h.s.spareApp(run, k))
 }
 
-// newIngress is a new Ingress named name in the namespace of app
+// newRoute is a new route of w named name in the namespace of app
 // (testutil.ClusterApp) routing to app's Service, as the API server
 // presents a CREATE to webhooks.
-func newIngress(name string, app int) *unstructured.Unstructured {
-	_, _, ing := testutil.ClusterApp(app, false)
-	obj := testutil.ClusterIngress(ing.GetNamespace(), name, ing.GetName())
+func newRoute(w workload, name string, app int) *unstructured.Unstructured {
+	obj := w.appRoute(name, app)
 	applied(obj)
 	obj.SetUID(types.UID(newUID()))
 	obj.SetGeneration(1)

@@ -138,7 +138,10 @@ func (h *harness) startCluster() {
 	if err := createRetrying(ctx, dyn.Resource(gvrCRD), crd); err != nil {
 		t.Fatalf("the CRD: %v", err)
 	}
-	cfg, err := readYAML(filepath.Join(h.root, "examples/ingress/config.yaml"))
+	if h.s.workload.name == "gateway" {
+		h.installGatewayAPI(ctx)
+	}
+	cfg, err := readYAML(filepath.Join(h.root, h.s.workload.config))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +151,7 @@ func (h *harness) startCluster() {
 	// The CRD serves a moment after it was created: createRetrying
 	// retries until the resource exists (bounded by ctx).
 	if err := createRetrying(ctx, dyn.Resource(gvrConfig).Namespace(configNamespace), cfg); err != nil {
-		t.Fatalf("the example config: %v", err)
+		t.Fatalf("the config of %s: %v", h.s.workload.config, err)
 	}
 }
 
@@ -232,13 +235,13 @@ type loadObject struct {
 // appObjects are the objects of app i (testutil.ClusterApp) in the order
 // they are created: a headless Service (the test API server's service CIDR
 // holds only 254 cluster IPs), its EndpointSlice and, unless the app is a
-// spare, its Ingress.
-func appObjects(i int, spare bool) []loadObject {
-	svc, eps, ing := testutil.ClusterApp(i, false)
+// spare, its route (w's: an Ingress or an HTTPRoute).
+func appObjects(w workload, i int, spare bool) []loadObject {
+	svc, eps, _ := testutil.ClusterApp(i, false)
 	_ = unstructured.SetNestedField(svc.Object, "None", "spec", "clusterIP")
 	objs := []loadObject{{gvrService, svc}, {gvrSlice, eps}}
 	if !spare {
-		objs = append(objs, loadObject{gvrIngress, ing})
+		objs = append(objs, loadObject{w.gvr, w.appRoute(svc.GetName(), i)})
 	}
 	return objs
 }
@@ -268,7 +271,7 @@ func (h *harness) load() {
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				for _, o := range appObjects(i, i >= h.s.n) {
+				for _, o := range appObjects(h.s.workload, i, i >= h.s.n) {
 					applied(o.obj)
 					if err := createRetrying(ctx, dyn.Resource(o.gvr).Namespace(o.obj.GetNamespace()), o.obj); err != nil {
 						errOnce.Do(func() {
@@ -347,9 +350,10 @@ func (h *harness) configValid(ctx context.Context) (bool, error) {
 	return false, nil
 }
 
-// ingress fetches one Ingress as the API server stores it.
-func (h *harness) ingress(ctx context.Context, ns, name string) (*unstructured.Unstructured, error) {
-	u, err := h.cluster.dyn.Resource(gvrIngress).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+// route fetches one route (an Ingress or an HTTPRoute) as the API server
+// stores it.
+func (h *harness) route(ctx context.Context, ns, name string) (*unstructured.Unstructured, error) {
+	u, err := h.cluster.dyn.Resource(h.s.workload.gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}

@@ -246,12 +246,12 @@ func perCoreFloor(c counts, wall, floorP50 time.Duration, cores int) string {
 func (rep *report) markdown() string {
 	s, m := rep.settings, rep.machine
 	var b strings.Builder
-	fmt.Fprintf(&b, "### %s Ingresses\n\n", thousands(s.n))
+	fmt.Fprintf(&b, "### %s\n\n", s.workload.title(s.n))
 	fmt.Fprintf(&b, "`%s`, %s.\n\n", s.command, time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(&b, "Machine: %d × %s, %s RAM, Linux %s, open files %s; %s; %s; %s (branch %s). ",
 		m.cores, m.cpu, gib(m.mem), m.kernel, m.nofile, m.goVersion, m.haproxy, m.htc, m.branch)
-	fmt.Fprintf(&b, "Loaded %s objects (%s Ingresses, Services, EndpointSlices; %s more Services with EndpointSlices that no Ingress uses, one per \"CREATE adding a backend\" sample) in %s (%.0f objects/s; %d workers, client QPS %.0f). ",
-		thousands(rep.loaded.objects), thousands(s.n), thousands(rep.loaded.spares), secs(rep.loaded.took), float64(rep.loaded.objects)/rep.loaded.took.Seconds(), rep.loaded.workers, rep.loaded.qps)
+	fmt.Fprintf(&b, "Loaded %s objects (%s %s, Services, EndpointSlices; %s more Services with EndpointSlices that no %s uses, one per \"CREATE adding a backend\" sample) in %s (%.0f objects/s; %d workers, client QPS %.0f). ",
+		thousands(rep.loaded.objects), thousands(s.n), s.workload.routes, thousands(rep.loaded.spares), s.workload.route, secs(rep.loaded.took), float64(rep.loaded.objects)/rep.loaded.took.Seconds(), rep.loaded.workers, rep.loaded.qps)
 	fmt.Fprintf(&b, "Published haproxy.cfg: %s lines, %s KiB; %d files, %s KiB in all.\n\n",
 		thousands(rep.published.cfgLines), thousands(rep.published.cfgBytes>>10), rep.published.files, thousands(int(rep.published.totalBytes>>10)))
 
@@ -412,8 +412,8 @@ func thousands(n int) string {
 // it, replaced on every run for that N.
 const (
 	sectionTitle = "## At scale: a real API server, the controller as a process (`make bench-scale`)"
-	sectionIntro = `Written by ` + "`make bench-scale N=1000|10000 [RUNS=n] [PROFILE=dir]`" + ` (test/scale; it
-replaces the block of its N on every run). It starts etcd and kube-apiserver on
+	sectionIntro = `Written by ` + "`make bench-scale N=1000|10000 [WORKLOAD=gateway] [RUNS=n] [PROFILE=dir]`" + ` (test/scale; it
+replaces the block of its workload and N on every run). It starts etcd and kube-apiserver on
 127.0.0.1 from the test assets, installs the CRD and the example Ingress library
 (` + "`extraContext.bindAddress: 127.0.0.1`" + `), creates N Ingresses, N headless
 Services and N EndpointSlices (internal/testutil.ClusterApp, 50 namespaces, each
@@ -435,7 +435,11 @@ costs a render plus ` + "`haproxy -c`" + `; every sample has a new name and a sp
 of its own, so no cached decision or result answers it), and REQUESTS ×
 label-only UPDATE of an existing Ingress; then 16 clients for 60 s sending
 distinct CREATEs (new routes to existing backends) back to back, and 16 sending
-one identical CREATE. Their allowed/s ÷ (cores ÷ floor p50) is the throughput
+one identical CREATE. With ` + "`WORKLOAD=gateway`" + ` the routes are HTTPRoutes of the Gateway
+library instead (the Gateway API's standard CRDs from the module go.mod requires,
+one GatewayClass and one Gateway, htc-system/gw, whose HTTP listener takes routes
+from every namespace; each HTTPRoute routes its host, path prefix /, to its
+Service), in the same rows. Their allowed/s ÷ (cores ÷ floor p50) is the throughput
 of allowed admissions as a share of the bare ` + "`haproxy -c`" + ` runs the cores
 could do: busy and timed-out denials are answers but not admissions. The client
 gives up at the chart's webhook timeout (an error). Ratios are to the floor of
@@ -444,19 +448,30 @@ load average beside each run.
 `
 )
 
-func blockMarkers(n int) (string, string) {
-	return fmt.Sprintf("<!-- bench-scale N=%d begin -->", n), fmt.Sprintf("<!-- bench-scale N=%d end -->", n)
+// markerPrefix starts the markers of w's blocks (the Ingress workload's
+// are as they were before there were workloads).
+func markerPrefix(w workload) string {
+	if w.name == "ingress" {
+		return "<!-- bench-scale N="
+	}
+	return "<!-- bench-scale WORKLOAD=" + w.name + " N="
 }
 
-// updateBenchmarks writes table as the block of N in the harness's section
-// of path, creating the section (after the first one, "Machine") if needed.
-func updateBenchmarks(path string, n int, table string) error {
+func blockMarkers(w workload, n int) (string, string) {
+	return fmt.Sprintf("%s%d begin -->", markerPrefix(w), n), fmt.Sprintf("%s%d end -->", markerPrefix(w), n)
+}
+
+// updateBenchmarks writes table as the block of w and N in the harness's
+// section of path, creating the section (after the first one, "Machine")
+// if needed. A new block goes before w's block of a larger N, else at the
+// end of the section.
+func updateBenchmarks(path string, w workload, n int, table string) error {
 	raw, err := os.ReadFile(path)
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
 	doc := string(raw)
-	begin, end := blockMarkers(n)
+	begin, end := blockMarkers(w, n)
 	block := begin + "\n" + table + end + "\n"
 	if i := strings.Index(doc, begin); i >= 0 {
 		j := strings.Index(doc[i:], end)
@@ -491,12 +506,12 @@ func updateBenchmarks(path string, n int, table string) error {
 	}
 	at := stop
 	for k := start; ; {
-		m := strings.Index(doc[k:stop], "<!-- bench-scale N=")
+		m := strings.Index(doc[k:stop], markerPrefix(w))
 		if m < 0 {
 			break
 		}
 		var other int
-		if _, err := fmt.Sscanf(doc[k+m:], "<!-- bench-scale N=%d begin -->", &other); err == nil && other > n {
+		if _, err := fmt.Sscanf(doc[k+m+len(markerPrefix(w)):], "%d begin -->", &other); err == nil && other > n {
 			at = k + m
 			break
 		}

@@ -125,15 +125,15 @@ func (h *harness) sequential(cp *controllerProc, deadline time.Time, floors, che
 }
 
 // sendLabelUpdate sends sample k of run's label-only UPDATEs: an existing
-// Ingress as the API server stores it, with one label changed.
+// route as the API server stores it, with one label changed.
 func (h *harness) sendLabelUpdate(client *http.Client, url string, run, k int) outcome {
 	app := (k*7919 + run*104729 + 1) % h.s.n
 	ctx, cancel := context.WithTimeout(h.ctx, time.Minute)
-	old, err := h.ingress(ctx, fmt.Sprintf("ns%d", app%appNamespaces), fmt.Sprintf("app%d", app))
+	old, err := h.route(ctx, fmt.Sprintf("ns%d", app%appNamespaces), fmt.Sprintf("app%d", app))
 	cancel()
 	h.checkCtx()
 	if err != nil {
-		h.t.Fatalf("reading Ingress app%d: %v", app, err)
+		h.t.Fatalf("reading %s app%d: %v", h.s.workload.route, app, err)
 	}
 	obj := old.DeepCopy()
 	labels := obj.GetLabels()

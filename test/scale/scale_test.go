@@ -2,7 +2,9 @@
 // kube-apiserver and etcd on 127.0.0.1 (hack/apiserver-up.sh, the test
 // assets), the example Ingress library with N Ingresses, N Services and N
 // EndpointSlices (plus RUNS × REQUESTS spare Services and EndpointSlices no
-// Ingress uses, the backends of the CREATEs that add one), the controller as
+// Ingress uses, the backends of the CREATEs that add one), or with
+// WORKLOAD=gateway the Gateway library with N HTTPRoutes on one Gateway
+// instead of the Ingresses (the Gateway API's CRDs from the module), the controller as
 // a process of its own (`htc controller --output-dir`), and AdmissionReviews
 // POSTed over HTTPS to its /validate.
 // Every latency is reported beside a bare `haproxy -c` of the published
@@ -17,6 +19,7 @@
 // with haproxy in PATH (make haproxy). Settings (environment):
 //
 //	HTC_SCALE_N        number of apps (Ingress + Service + EndpointSlice); unset: the test is skipped
+//	HTC_SCALE_WORKLOAD ingress (default) or gateway: an HTTPRoute per app instead of an Ingress
 //	HTC_SCALE_RUNS     measured runs, each with a fresh controller (default 1)
 //	HTC_SCALE_REQUESTS sequential admissions of each kind per run (default 20): CREATEs of a new route
 //	                   to an existing backend, CREATEs adding a backend, label-only UPDATEs; the
@@ -52,6 +55,7 @@ import (
 // settings are the run's parameters (see the package documentation).
 type settings struct {
 	n, runs, requests, clients int
+	workload                   workload
 	duration                   time.Duration
 	profileDir                 string
 	profileFor                 time.Duration
@@ -89,6 +93,14 @@ func readSettings(t *testing.T, root string) settings {
 		}
 	}
 	atoi("HTC_SCALE_N", &s.n, 1)
+	s.workload = workloads["ingress"]
+	if v := os.Getenv("HTC_SCALE_WORKLOAD"); v != "" {
+		w, ok := workloads[v]
+		if !ok {
+			t.Fatalf("HTC_SCALE_WORKLOAD=%q: want ingress or gateway", v)
+		}
+		s.workload = w
+	}
 	atoi("HTC_SCALE_RUNS", &s.runs, 1)
 	atoi("HTC_SCALE_REQUESTS", &s.requests, 1)
 	atoi("HTC_SCALE_CLIENTS", &s.clients, 1)
@@ -124,7 +136,7 @@ func readSettings(t *testing.T, root string) settings {
 	}
 	s.command = os.Getenv("HTC_SCALE_COMMAND")
 	if s.command == "" {
-		s.command = fmt.Sprintf("HTC_SCALE_N=%d HTC_SCALE_RUNS=%d go test -count=1 -v -timeout 4h -run '^TestScale$' ./test/scale/", s.n, s.runs)
+		s.command = fmt.Sprintf("HTC_SCALE_N=%d HTC_SCALE_RUNS=%d HTC_SCALE_WORKLOAD=%s go test -count=1 -v -timeout 4h -run '^TestScale$' ./test/scale/", s.n, s.runs, s.workload.name)
 	}
 	return s
 }
@@ -163,10 +175,10 @@ func TestScale(t *testing.T) {
 	table := rep.markdown()
 	fmt.Printf("\n%s\n", table)
 	if s.report != "-" {
-		if err := updateBenchmarks(s.report, s.n, table); err != nil {
+		if err := updateBenchmarks(s.report, s.workload, s.n, table); err != nil {
 			t.Fatalf("writing %s: %v", s.report, err)
 		}
-		t.Logf("wrote the N=%d section of %s", s.n, s.report)
+		t.Logf("wrote the %s N=%d section of %s", s.workload.name, s.n, s.report)
 	}
 	if ctx.Err() != nil {
 		t.Fatal("interrupted")

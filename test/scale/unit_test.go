@@ -6,6 +6,9 @@ package scale
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +41,7 @@ func busyOutcomes(n int) []outcome {
 // and p99 200 ms (with the checker's environment 80 ms and 160 ms); CREATEs adding a backend p50 300 ms and p99 400 ms; 10
 // allowed distinct CREATEs and 30 busy denials in 10 s on 2 cores.
 func testReport() *report {
-	s := settings{n: 1000, runs: 1, requests: 2, clients: 16, duration: time.Minute, command: "make bench-scale N=1000"}
+	s := settings{n: 1000, runs: 1, requests: 2, clients: 16, duration: time.Minute, command: "make bench-scale N=1000", workload: workloads["ingress"]}
 	r := runResult{
 		index:     1,
 		loadStart: "1.00 1.00 1.00", loadEnd: "2.00 2.00 2.00",
@@ -109,6 +112,60 @@ func TestMarkdownRows(t *testing.T) {
 	if want := "Loaded 3,004 objects (1,000 Ingresses, Services, EndpointSlices; 2 more Services with EndpointSlices that no Ingress uses, one per \"CREATE adding a backend\" sample)"; !strings.Contains(md, want) {
 		t.Errorf("no %q in\n%s", want, md)
 	}
+	if !strings.HasPrefix(md, "### 1,000 Ingresses\n") {
+		t.Errorf("heading of the Ingress workload:\n%s", md)
+	}
+	rep := testReport()
+	rep.settings.workload = workloads["gateway"]
+	md = rep.markdown()
+	for _, want := range []string{"### 1,000 HTTPRoutes on one Gateway (`WORKLOAD=gateway`)\n",
+		"Loaded 3,004 objects (1,000 HTTPRoutes, Services, EndpointSlices; 2 more Services with EndpointSlices that no HTTPRoute uses"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("no %q in\n%s", want, md)
+		}
+	}
+}
+
+// TestBlocksOfEachWorkload: each workload's block of an N is replaced by
+// its next run, and never another workload's; a new block goes before the
+// same workload's block of a larger N.
+func TestBlocksOfEachWorkload(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "BENCHMARKS.md")
+	if err := os.WriteFile(path, []byte("# Benchmarks\n\n## Machine\n\nx\n\n## Other\n\ny\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ing, gw := workloads["ingress"], workloads["gateway"]
+	for _, step := range []struct {
+		w     workload
+		n     int
+		table string
+	}{{ing, 10000, "I10k\n"}, {gw, 1000, "G1k\n"}, {ing, 1000, "I1k\n"}, {gw, 1000, "G1k again\n"}, {gw, 100, "G100\n"}} {
+		if err := updateBenchmarks(path, step.w, step.n, step.table); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	var at []int
+	for _, table := range []string{"I1k", "I10k", "G100", "G1k again"} {
+		i := strings.Index(doc, table+"\n")
+		if i < 0 {
+			t.Fatalf("no %s in\n%s", table, doc)
+		}
+		at = append(at, i)
+	}
+	if strings.Contains(doc, "G1k\n") {
+		t.Errorf("the gateway block of 1,000 was not replaced:\n%s", doc)
+	}
+	if !slices.IsSorted(at) || strings.Index(doc, "## Other") < at[len(at)-1] {
+		t.Errorf("blocks out of order (at %v):\n%s", at, doc)
+	}
+	if got := strings.Count(doc, "<!-- bench-scale WORKLOAD=gateway N=1000 begin -->"); got != 1 {
+		t.Errorf("%d gateway N=1000 blocks:\n%s", got, doc)
+	}
 }
 
 // containsRun reports whether want occurs in lines as consecutive lines.
@@ -157,11 +214,17 @@ func TestPerCoreFloor(t *testing.T) {
 }
 
 // TestBackendObjects checks that every "CREATE adding a backend" sample of
-// every run is a new Ingress name routing to a spare Service of its own:
+// every run is a new route name routing to a spare Service of its own:
 // one that is loaded (index in N..N+spares-1, same namespace) and that no
-// loaded Ingress uses.
+// loaded route uses, for each workload.
 func TestBackendObjects(t *testing.T) {
-	h := &harness{s: settings{n: 1000, runs: 3, requests: 20}}
+	for _, w := range workloads {
+		t.Run(w.name, func(t *testing.T) { testBackendObjects(t, w) })
+	}
+}
+
+func testBackendObjects(t *testing.T, w workload) {
+	h := &harness{s: settings{n: 1000, runs: 3, requests: 20, workload: w}}
 	names, services := map[string]bool{}, map[string]bool{}
 	for run := 1; run <= h.s.runs; run++ {
 		for k := range h.s.requests {
@@ -169,9 +232,12 @@ func TestBackendObjects(t *testing.T) {
 			if app < h.s.n || app >= h.s.n+h.s.spares() {
 				t.Fatalf("run %d sample %d: spare app %d outside [%d, %d)", run, k, app, h.s.n, h.s.n+h.s.spares())
 			}
-			objs := appObjects(app, true)
+			objs := appObjects(w, app, true)
 			if len(objs) != 2 || objs[0].gvr != gvrService || objs[1].gvr != gvrSlice {
-				t.Fatalf("spare app %d: want a Service and an EndpointSlice, not an Ingress", app)
+				t.Fatalf("spare app %d: want a Service and an EndpointSlice, not a route", app)
+			}
+			if loaded := appObjects(w, app, false); len(loaded) != 3 || loaded[2].gvr != w.gvr || loaded[2].obj.GetKind() != w.route {
+				t.Fatalf("app %d: want a Service, an EndpointSlice and a %s", app, w.route)
 			}
 			ing := h.backendObject(fmt.Sprintf("bench-r%d-b%d", run, k), run, k)
 			svc := backendService(t, ing)
@@ -188,10 +254,19 @@ func TestBackendObjects(t *testing.T) {
 }
 
 // backendService is the Service of the first path of the first rule of
-// an Ingress (testutil.ClusterIngress has one of each).
+// an Ingress (testutil.ClusterIngress has one of each), or of the first
+// backendRef of the first rule of an HTTPRoute.
 func backendService(t *testing.T, ing *unstructured.Unstructured) string {
 	t.Helper()
 	rules, _, _ := unstructured.NestedSlice(ing.Object, "spec", "rules")
+	if ing.GetKind() == "HTTPRoute" && len(rules) > 0 {
+		refs, _, _ := unstructured.NestedSlice(rules[0].(map[string]any), "backendRefs")
+		if len(refs) == 0 {
+			t.Fatalf("HTTPRoute %s: no backendRefs", ing.GetName())
+		}
+		name, _, _ := unstructured.NestedString(refs[0].(map[string]any), "name")
+		return name
+	}
 	if len(rules) == 0 {
 		t.Fatalf("Ingress %s: no rules", ing.GetName())
 	}
