@@ -285,3 +285,49 @@ func applyChange(t *testing.T, s *store.Store, change store.Change) {
 		require.NoError(t, s.Delete(change.OldObject))
 	}
 }
+
+// BenchmarkGatewayRender renders the Gateway library over N HTTPRoutes on
+// one Gateway, each with its Service: in full, and a proposed change of
+// one route's path after a recording render (what an admission renders).
+func BenchmarkGatewayRender(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		t := &testing.T{}
+		e, cfg := gatewayEngine(t, true, nil)
+		objs := map[string][]map[string]any{
+			"gatewayclasses": {{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass", "metadata": map[string]any{"name": "htc"}, "spec": map[string]any{"controllerName": "haproxy-template.io/htc"}}},
+			"gateways": {{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway", "metadata": map[string]any{"name": "gw", "namespace": "infra"},
+				"spec": map[string]any{"gatewayClassName": "htc", "listeners": []any{map[string]any{"name": "http", "port": int64(80), "protocol": "HTTP", "allowedRoutes": map[string]any{"namespaces": map[string]any{"from": "All"}}}}}}},
+		}
+		for i := range n {
+			ns, name := fmt.Sprintf("ns%d", i%50), fmt.Sprintf("app%d", i)
+			objs["services"] = append(objs["services"], map[string]any{"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{"name": name, "namespace": ns},
+				"spec": map[string]any{"ports": []any{map[string]any{"port": int64(80)}}}})
+			objs["httproutes"] = append(objs["httproutes"], benchRoute(ns, name, "/"))
+		}
+		live := gatewayStores(t, cfg, objs)
+		ctx := context.Background()
+		b.Run(fmt.Sprintf("routes=%d/full", n), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := e.Render(ctx, htcrender.Input{Stores: store.ReadOnly(live), BaseDir: "/b", Full: true}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("routes=%d/one-route-changed", n), func(b *testing.B) {
+			if _, err := e.Render(ctx, htcrender.Input{Stores: store.ReadOnly(live), BaseDir: "/b", Record: true}); err != nil {
+				b.Fatal(err)
+			}
+			old, _ := live["httproutes"].Get("ns7", "app7")
+			proposal, err := store.ReadOnly(live).WithChange("httproutes", store.Change{Operation: store.Update,
+				Object: &unstructured.Unstructured{Object: benchRoute("ns7", "app7", "/v2")}, OldObject: old})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if _, err := e.Render(ctx, htcrender.Input{Stores: proposal, BaseDir: "/b"}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
