@@ -45,7 +45,10 @@ func generateGatewayState(r *rand.Rand, size int) map[string][]map[string]any {
 		if g.r.IntN(5) == 0 {
 			continue
 		}
-		data := map[string]any{"tls.crt": "Y2VydA==", "tls.key": "a2V5"}
+		// PEM-shaped (the library refuses a tls.crt or tls.key that is not
+		// PEM; haproxy -c, not run here, would refuse these).
+		data := map[string]any{"tls.crt": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tClkyVnlkQT09Ci0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K",
+			"tls.key": "LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0tCmEyVjUKLS0tLS1FTkQgUFJJVkFURSBLRVktLS0tLQo="}
 		if g.rarely(4) {
 			delete(data, g.pick("tls.crt", "tls.key"))
 		}

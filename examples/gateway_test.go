@@ -2,6 +2,8 @@ package examples_test
 
 import (
 	"context"
+	"encoding/base64"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -62,14 +64,17 @@ func TestExampleLibrariesPassTheirValidationTests(t *testing.T) {
 	}
 }
 
-// gatewayState is a Gateway of the library's class in infra (HTTP on
-// port 80, routes from every namespace) and the Service app/web.
-const gatewayState = `
+// gatewayClass is the GatewayClass htc of the library's controllerName.
+const gatewayClass = `
 apiVersion: gateway.networking.k8s.io/v1
 kind: GatewayClass
 metadata: {name: htc}
 spec: {controllerName: haproxy-template.io/htc}
----
+`
+
+// gatewayState is a Gateway of the library's class in infra (HTTP on
+// port 80, routes from every namespace) and the Service app/web.
+const gatewayState = gatewayClass + `---
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata: {name: gw, namespace: infra}
@@ -127,6 +132,37 @@ spec:
 	// The same route with a regular expression PCRE compiles passes.
 	v = p.Check(context.Background(), stores(t, p, gatewayState, strings.Replace(route, "'v(1|2'", "'v(1|2)'", 1)))
 	assert.True(t, v.Passed(), v.Reason)
+}
+
+// TestGatewayCertificateHAProxyCannotLoadIsRefusedNamingTheSecret: the
+// library refuses a certificate Secret whose tls.crt or tls.key is not PEM
+// (InvalidCertificateRef); one that is PEM but that HAProxy cannot load
+// is refused by haproxy -c, attributed to the Secret.
+func TestGatewayCertificateHAProxyCannotLoadIsRefusedNamingTheSecret(t *testing.T) {
+	p := checking(t, "gateway/config.yaml", nil)
+	gateway := gatewayClass + `---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: infra}
+spec:
+  gatewayClassName: htc
+  listeners: [{name: https, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: bad}]}}]
+`
+	secret := func(crt, key string) string {
+		return fmt.Sprintf("apiVersion: v1\nkind: Secret\ntype: kubernetes.io/tls\nmetadata: {name: bad, namespace: infra}\ndata: {tls.crt: %s, tls.key: %s}\n",
+			base64.StdEncoding.EncodeToString([]byte(crt)), base64.StdEncoding.EncodeToString([]byte(key)))
+	}
+	pem := func(kind, body string) string {
+		return "-----BEGIN " + kind + "-----\n" + body + "\n-----END " + kind + "-----\n"
+	}
+	d := p.Diagnose(context.Background(), stores(t, p, gateway, secret(pem("CERTIFICATE", "bm90IGRlcg=="), pem("PRIVATE KEY", "bm90IGRlcg=="))), dryrun.DiagnoseOptions{})
+	require.Len(t, d.Failures, 1)
+	assert.Equal(t, phase.Semantic, d.Failures[0].Phase)
+	assert.Regexp(t, `^Secret infra/bad: haproxy\.cfg:\d+: .*unable to load certificate from file 'certs/infra_bad\.pem'`, d.Failures[0].String())
+
+	v := p.Check(context.Background(), stores(t, p, gateway, secret("Hello world\n", "Hello world\n")))
+	assert.Equal(t, phase.Render, v.Phase, v.Reason)
+	assert.Equal(t, "Gateway infra/gw: listener https: certificateRef Secret infra/bad has a tls.crt that is not a PEM certificate (InvalidCertificateRef)", v.Reason)
 }
 
 // TestGatewayDenyInvalidFalseServesWhatTheSpecSays: with

@@ -37,7 +37,9 @@ var conformanceRefusals = map[string]map[string]string{
 		"Gateway gateway-conformance-infra/gateway-certificate-nonexistent-secret": `certificateRef Secret gateway-conformance-infra/nonexistent-certificate not found \(InvalidCertificateRef\)$`,
 		"Gateway gateway-conformance-infra/gateway-certificate-unsupported-group":  `certificateRefs\[0\] kind .* is not supported, only Secret \(InvalidCertificateRef\)$`,
 		"Gateway gateway-conformance-infra/gateway-certificate-unsupported-kind":   `certificateRefs\[0\] kind .* is not supported, only Secret \(InvalidCertificateRef\)$`,
-		"Gateway gateway-conformance-infra/gateway-certificate-malformed-secret":   `.`, // haproxy -c cannot load it
+		// Applied before its Secret (file order); the malformed Secret itself
+		// is the library's validationTest malformed-certificate-secret-is-refused.
+		"Gateway gateway-conformance-infra/gateway-certificate-malformed-secret": `certificateRef Secret gateway-conformance-infra/malformed-certificate not found \(InvalidCertificateRef\)$`,
 	},
 	"gateway-secret-invalid-reference-grant.yaml": {
 		"Gateway gateway-conformance-infra/gateway-secret-invalid-reference-grant": `crosses namespaces without a ReferenceGrant in gateway-conformance-web-backend \(RefNotPermitted\)$`,
