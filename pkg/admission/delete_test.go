@@ -24,15 +24,23 @@ func TestDeleteNamesEveryDependent(t *testing.T) {
 	for _, name := range []string{"b-web", "a-api", "c-docs"} {
 		require.NoError(t, ex.Stores["ingresses"].Add(obj(t, ingress(t, name, name+".example.com", "shared"))))
 	}
-	a := &admission.Admitter{Env: testEnv(t)}
-	a.SetState(&admission.State{Pipeline: ex.Pipeline, Stores: ex.Stores})
+	a := admitterOverLive(t, ex)
 	ctx := context.Background()
-	base := ex.Pipeline.Diagnose(ctx, store.ReadOnly(ex.Stores), dryrun.DiagnoseOptions{})
-	require.Empty(t, base.Failures)
-	a.SetBaseline(&admission.Baseline{Pipeline: ex.Pipeline, Diagnosis: base})
 
 	d := a.Resource(ctx, req(servicesGVR, store.Delete, nil, svc))
 	assert.False(t, d.Allowed)
 	assert.Equal(t, phase.Render, d.Phase)
 	assert.Equal(t, "Service default/shared is still needed by Ingress default/a-api, Ingress default/b-web, Ingress default/c-docs: Service 'shared' not found", d.Reason)
+}
+
+// admitterOverLive returns an admitter whose live state and baseline are
+// ex's stores, which must pass.
+func admitterOverLive(t *testing.T, ex *testutil.Example) *admission.Admitter {
+	t.Helper()
+	a := &admission.Admitter{Env: testEnv(t)}
+	a.SetState(&admission.State{Pipeline: ex.Pipeline, Stores: ex.Stores})
+	base := ex.Pipeline.Diagnose(context.Background(), store.ReadOnly(ex.Stores), dryrun.DiagnoseOptions{})
+	require.Empty(t, base.Failures)
+	a.SetBaseline(&admission.Baseline{Pipeline: ex.Pipeline, Diagnosis: base})
+	return a
 }

@@ -2,15 +2,16 @@ package admission_test
 
 import (
 	"context"
+	"encoding/base64"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/haproxy-template/htc/internal/testutil"
-	"github.com/haproxy-template/htc/pkg/admission"
-	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/phase"
 	"github.com/haproxy-template/htc/pkg/store"
 )
@@ -35,12 +36,8 @@ func TestReasonsThatNameTheirObjectNameItOnce(t *testing.T) {
 	} {
 		require.NoError(t, ex.Stores[key].Add(obj(t, doc)))
 	}
-	a := &admission.Admitter{Env: testEnv(t)}
-	a.SetState(&admission.State{Pipeline: ex.Pipeline, Stores: ex.Stores})
+	a := admitterOverLive(t, ex)
 	ctx := context.Background()
-	base := ex.Pipeline.Diagnose(ctx, store.ReadOnly(ex.Stores), dryrun.DiagnoseOptions{})
-	require.Empty(t, base.Failures)
-	a.SetBaseline(&admission.Baseline{Pipeline: ex.Pipeline, Diagnosis: base})
 
 	svc, _ := ex.Stores["services"].Get("other", "api")
 	portless := obj(t, `{apiVersion: v1, kind: Service, metadata: {name: api, namespace: other}, spec: {ports: [{port: 8080}]}}`)
@@ -53,4 +50,40 @@ func TestReasonsThatNameTheirObjectNameItOnce(t *testing.T) {
 	d = a.Resource(ctx, req(referenceGrantsGVR, store.Delete, nil, grant))
 	assert.False(t, d.Allowed)
 	assert.Equal(t, "ReferenceGrant other/from-app is still needed by HTTPRoute app/web: backendRef other/api crosses namespaces without a ReferenceGrant in other (RefNotPermitted)", d.Reason)
+
+	d = a.Resource(ctx, req(servicesGVR, store.Delete, nil, svc))
+	assert.False(t, d.Allowed)
+	assert.Equal(t, "Service other/api is still needed by HTTPRoute app/web: backendRef other/api: Service not found (BackendNotFound)", d.Reason)
+}
+
+// TestGatewayCertificateSecretDeleteIsDeniedNamingTheGateway: the DELETE
+// of the Secret an HTTPS listener terminates TLS with is denied, naming
+// the Gateway and listener that need it once; another Secret's is allowed.
+func TestGatewayCertificateSecretDeleteIsDeniedNamingTheGateway(t *testing.T) {
+	ex := testutil.NewExample(t, "../../examples/gateway/config.yaml", testutil.ExampleOptions{})
+	c := testutil.SelfSigned(t, "web.example.com", time.Now().Add(time.Hour))
+	for key, doc := range map[string]string{
+		"gatewayclasses": `{apiVersion: gateway.networking.k8s.io/v1, kind: GatewayClass, metadata: {name: htc}, spec: {controllerName: haproxy-template.io/htc}}`,
+		"gateways": `{apiVersion: gateway.networking.k8s.io/v1, kind: Gateway, metadata: {name: gw, namespace: infra},
+		  spec: {gatewayClassName: htc, listeners: [{name: https, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: web-tls}]}}]}}`,
+	} {
+		require.NoError(t, ex.Stores[key].Add(obj(t, doc)))
+	}
+	for _, name := range []string{"web-tls", "unused"} {
+		secret := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+			"metadata": map[string]any{"name": name, "namespace": "infra"},
+			"data":     map[string]any{"tls.crt": base64.StdEncoding.EncodeToString(c.CertPEM), "tls.key": base64.StdEncoding.EncodeToString(c.KeyPEM)}}}
+		require.NoError(t, ex.Stores["secrets"].Add(secret))
+	}
+	a := admitterOverLive(t, ex)
+	ctx := context.Background()
+
+	secret, _ := ex.Stores["secrets"].Get("infra", "web-tls")
+	d := a.Resource(ctx, req(secretsGVR, store.Delete, nil, secret))
+	assert.False(t, d.Allowed)
+	assert.Equal(t, "Secret infra/web-tls is still needed by Gateway infra/gw: listener https: certificateRef Secret infra/web-tls not found (InvalidCertificateRef)", d.Reason)
+
+	unused, _ := ex.Stores["secrets"].Get("infra", "unused")
+	d = a.Resource(ctx, req(secretsGVR, store.Delete, nil, unused))
+	assert.True(t, d.Allowed, d.Reason)
 }

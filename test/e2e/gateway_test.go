@@ -62,8 +62,8 @@ spec:
 // module go.mod requires and the Gateway library, runs the controller for
 // it and reads with kubectl: an HTTPRoute whose backendRef crosses
 // namespaces is denied until a ReferenceGrant in the Service's namespace
-// permits it, then admitted; then the grant's DELETE is denied, naming the
-// route that needs it.
+// permits it, then admitted; then the DELETEs of the grant and of the
+// Service are denied, naming the route that needs them.
 func TestGatewayAPIDenials(t *testing.T) {
 	root := env.root
 	mustKubectl(t, installableCRD(t, root), "apply", "-f", "-")
@@ -136,10 +136,17 @@ func TestGatewayAPIDenials(t *testing.T) {
 	t.Logf("the grant's DELETE is denied after %d dry run(s)", attempts)
 	require.Contains(t, r.stderr, want, "%s", r)
 	mustKubectl(t, "", "get", "-n", "gw-other", "referencegrant", "from-app")
+
+	// So is the DELETE of the Service the route sends to.
+	want = "denied the request: Service gw-other/api is still needed by HTTPRoute gw-app/web: backendRef gw-other/api: Service not found (BackendNotFound)"
+	r = kubectl(t, "", "delete", "--dry-run=server", "-n", "gw-other", "service", "api")
+	require.Contains(t, r.stderr, want, "%s", r)
+	mustKubectl(t, "", "get", "-n", "gw-other", "service", "api")
 }
 
 // gatewayWebhook returns a ValidatingWebhookConfiguration validating
-// HTTPRoutes and ReferenceGrants in the gw-* namespaces at url.
+// HTTPRoutes and ReferenceGrants, and the DELETE of Services, in the gw-*
+// namespaces at url.
 func gatewayWebhook(url string, caPEM []byte) string {
 	return fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingWebhookConfiguration
@@ -149,6 +156,7 @@ webhooks:
   clientConfig: {url: %s, caBundle: %s}
   rules:
   - {apiGroups: [gateway.networking.k8s.io], apiVersions: [v1], resources: [httproutes, referencegrants], operations: [CREATE, UPDATE, DELETE]}
+  - {apiGroups: [""], apiVersions: [v1], resources: [services], operations: [DELETE]}
   failurePolicy: Fail
   sideEffects: None
   admissionReviewVersions: [v1]
