@@ -17,6 +17,14 @@ import (
 // the library refuses (missing and unusable references, unsupported
 // values, conflicting listeners). Routes number about size.
 func generateGatewayState(r *rand.Rand, size int) map[string][]map[string]any {
+	return generateGatewayStateOf(r, size, false)
+}
+
+// generateGatewayStateOf is generateGatewayState, with, when newer is set,
+// what the templates before fragments (testdata/before.yaml) do not know:
+// Secrets that are not PEM, TLSRoutes, TCPRoutes, UDPRoutes, ListenerSets
+// and BackendTLSPolicies, on the library's Gateways or another's.
+func generateGatewayStateOf(r *rand.Rand, size int, newer bool) map[string][]map[string]any {
 	g := &gwGen{r: r, bad: r.IntN(3) == 0, size: size}
 	out := map[string][]map[string]any{}
 	add := func(key string, obj map[string]any) { out[key] = append(out[key], obj) }
@@ -51,6 +59,9 @@ func generateGatewayState(r *rand.Rand, size int) map[string][]map[string]any {
 			"tls.key": "LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0tCmEyVjUKLS0tLS1FTkQgUFJJVkFURSBLRVktLS0tLQo="}
 		if g.rarely(4) {
 			delete(data, g.pick("tls.crt", "tls.key"))
+		}
+		if newer && g.r.IntN(8) == 0 {
+			data[g.pick("tls.crt", "tls.key")] = "SGVsbG8gd29ybGQK" // the conformance suite's malformed Secret
 		}
 		add("secrets", g.meta("Secret", ns, "tls", map[string]any{"apiVersion": "v1", "type": "kubernetes.io/tls", "data": data}))
 	}
@@ -88,7 +99,39 @@ func generateGatewayState(r *rand.Rand, size int) map[string][]map[string]any {
 	if g.rarely(8) {
 		add("grpcroutes", g.meta("GRPCRoute", "app", "rpc", map[string]any{"spec": map[string]any{"parentRefs": []any{map[string]any{"name": "gw", "namespace": "infra"}}}}))
 	}
+	if newer {
+		g.newerKinds(add)
+	}
 	return out
+}
+
+// newerKinds adds a route kind other than HTTPRoute or a ListenerSet, on
+// another controller's Gateway (allowed) or, at times, on the library's,
+// and BackendTLSPolicies for Services that routes may send to (in every
+// state: the library refuses them where a good state would otherwise pass).
+func (g *gwGen) newerKinds(add func(string, map[string]any)) {
+	parent := func() map[string]any {
+		if g.r.IntN(2) == 0 {
+			return map[string]any{"name": "gw", "namespace": "infra"}
+		}
+		return map[string]any{"name": "theirs", "namespace": "infra"}
+	}
+	// One kind per state, so that each is at times the first refusal.
+	switch k := g.r.IntN(4); k {
+	case 0, 1, 2:
+		key, kind := []string{"tlsroutes", "tcproutes", "udproutes"}[k], []string{"TLSRoute", "TCPRoute", "UDPRoute"}[k]
+		add(key, g.meta(kind, g.pick("app", "infra"), "r", map[string]any{"spec": map[string]any{"parentRefs": []any{parent()},
+			"rules": []any{map[string]any{"backendRefs": []any{map[string]any{"name": "web", "port": int64(443)}}}}}}))
+	default:
+		add("listenersets", g.meta("ListenerSet", "infra", "more", map[string]any{"spec": map[string]any{"parentRef": parent(),
+			"listeners": []any{map[string]any{"name": "more", "port": int64(81), "protocol": "HTTP"}}}}))
+	}
+	if g.r.IntN(3) == 0 {
+		ns, name := g.pick("app", "other"), g.pick("web", "api")
+		add("backendtlspolicies", g.meta("BackendTLSPolicy", ns, "tls", map[string]any{"spec": map[string]any{
+			"targetRefs": []any{map[string]any{"group": "", "kind": "Service", "name": name}},
+			"validation": map[string]any{"hostname": name + ".example.com", "wellKnownCACertificates": "System"}}}))
+	}
 }
 
 // gwGen generates one state; bad states may hold what the library refuses.
