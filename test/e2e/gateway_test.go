@@ -67,13 +67,17 @@ spec:
 func TestGatewayAPIDenials(t *testing.T) {
 	root := env.root
 	mustKubectl(t, installableCRD(t, root), "apply", "-f", "-")
+	crds := []string{"haproxytemplateconfigs.haproxy-template.io"}
 	for _, crd := range testutil.GatewayAPICRDs(t) {
 		// Server-side: the CRDs are too large for the last-applied annotation.
 		mustKubectl(t, "", "apply", "--server-side", "--force-conflicts", "-f", crd)
+		// gateway.networking.k8s.io_<plural>.yaml holds <plural>.gateway.networking.k8s.io
+		plural := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(crd), "gateway.networking.k8s.io_"), ".yaml")
+		crds = append(crds, plural+".gateway.networking.k8s.io")
 	}
-	mustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=60s",
-		"crd/haproxytemplateconfigs.haproxy-template.io", "crd/httproutes.gateway.networking.k8s.io",
-		"crd/gateways.gateway.networking.k8s.io", "crd/referencegrants.gateway.networking.k8s.io")
+	for _, name := range crds {
+		waitCRDEstablished(t, name)
+	}
 	for _, ns := range []string{gatewayConfigNamespace, "gw-infra", "gw-app", "gw-other"} {
 		mustKubectl(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}\n", "apply", "-f", "-")
 	}
