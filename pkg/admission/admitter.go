@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"slices"
 	"sync/atomic"
-	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/lru"
@@ -88,23 +87,23 @@ func (a *Admitter) State() *State { return a.state.Load() }
 // rendered over the actual stores with the change applied and checked. A
 // change that alters no store (e.g. outside every label selector), or
 // that alters no field the templates read (e.g. labels no template reads),
-// is allowed without a check.
+// is allowed without a check. An identical request against the same live
+// state is answered with the decision made for it (repeats).
 func (a *Admitter) Resource(ctx context.Context, req Request) Decision {
 	st := a.state.Load()
-	return a.redacted(st, req, a.resource(ctx, st, req))
-}
-
-func (a *Admitter) resource(ctx context.Context, st *State, req Request) Decision {
-	if st == nil || st.Pipeline == nil {
-		return Deny(phase.Render, ReasonNoConfig)
+	var o outcome
+	switch {
+	case st == nil || st.Pipeline == nil:
+		o = deny(phase.Render, ReasonNoConfig)
+	case !a.watched(req):
+		o = allow()
+	default:
+		base := a.Baseline(st)
+		o = a.repeated().decide(ctx, a.repeatKey(st, base, req), func(ctx context.Context) outcome {
+			return a.decideResource(ctx, st, base, req)
+		})
 	}
-	if !a.watched(req) {
-		return Allow()
-	}
-	base := a.Baseline(st)
-	return a.repeated().decide(ctx, a.repeatKey(st, base, req), func(ctx context.Context) Decision {
-		return a.decideResource(ctx, st, base, req)
-	})
+	return a.redacted(st, req, o).answer(ctx)
 }
 
 // repeated returns the Admitter's repeats, made on first use.
@@ -116,23 +115,25 @@ func (a *Admitter) repeated() *repeats {
 	return a.repeats.Load()
 }
 
-// decideResource is Resource's decision, against the baseline base.
-func (a *Admitter) decideResource(ctx context.Context, st *State, base *Baseline, req Request) Decision {
+// decideResource is Resource's decision, against the baseline base: what
+// each store would see (none: allowed), a change no template reads
+// (allowed, see rendersAlike), else a check slot (or busy) and the judge.
+func (a *Admitter) decideResource(ctx context.Context, st *State, base *Baseline, req Request) outcome {
 	changes, err := st.Pipeline.Model.StoreChanges(req.Change)
 	if err != nil {
-		return Deny(phase.Render, err.Error())
+		return deny(phase.Render, err.Error())
 	}
 	if len(changes) == 0 {
-		return Allow()
+		return allow()
 	}
 	if st.Pipeline.RendersAlike(st.Stores, changes) {
 		return a.rendersAlike(base)
 	}
 	stores, changed, err := watched.Apply(store.ReadOnly(st.Stores), changes)
 	if err != nil {
-		return Deny(phase.Render, err.Error())
+		return deny(phase.Render, err.Error())
 	}
-	release, ok := a.slot(ctx)
+	release, ok := a.slots.acquire(ctx, a.MaxInFlight)
 	if !ok {
 		return busy()
 	}
@@ -149,11 +150,11 @@ func (a *Admitter) decideResource(ctx context.Context, st *State, base *Baseline
 // exactly as before, so the change introduces nothing and needs no check.
 // What was failing before is still failing; it is a warning, as for any
 // other change.
-func (a *Admitter) rendersAlike(base *Baseline) Decision {
-	d := Allow(existingWarnings(base.failures())...)
-	d.Existing = base.failures()
-	d.RendersAlike = true
-	return d
+func (a *Admitter) rendersAlike(base *Baseline) outcome {
+	o := allow(existingWarnings(base.failures())...)
+	o.Existing = base.failures()
+	o.RendersAlike = true
+	return o
 }
 
 // watched reports whether the object req changes is in a watched namespace
@@ -182,28 +183,30 @@ func (a *Admitter) watched(req Request) bool {
 // and so does the log: htc check over the same state shows the details.
 func (a *Admitter) Config(ctx context.Context, req Request) Decision {
 	st := a.state.Load()
-	return a.redacted(st, req, a.config(ctx, req))
+	return a.redacted(st, req, a.config(ctx, req)).answer(ctx)
 }
 
-func (a *Admitter) config(ctx context.Context, req Request) Decision {
+// config is Config's decision, over the state in use once the check slot
+// is taken.
+func (a *Admitter) config(ctx context.Context, req Request) outcome {
 	if req.Object == nil {
-		return Allow()
+		return allow()
 	}
 	if name := (types.NamespacedName{Namespace: req.Object.GetNamespace(), Name: req.Object.GetName()}); a.OwnConfig.Name != "" && name != a.OwnConfig {
-		return Allow(fmt.Sprintf("HAProxyTemplateConfig %s is not checked: no htc controller uses it (this one uses %s)", name, a.OwnConfig))
+		return allow(fmt.Sprintf("HAProxyTemplateConfig %s is not checked: no htc controller uses it (this one uses %s)", name, a.OwnConfig))
 	}
 	cfg, err := config.FromUnstructured(req.Object)
 	if err != nil {
-		return Deny(phase.Config, err.Error())
+		return deny(phase.Config, err.Error())
 	}
 	p, err := dryrun.Build(cfg, a.Env)
 	if err != nil {
 		if ic, ok := errors.AsType[*dryrun.InvalidConfigError](err); ok {
-			return Deny(phase.Config, ic.Error())
+			return deny(phase.Config, ic.Error())
 		}
-		return Deny(phase.Render, phase.Reason(err))
+		return deny(phase.Render, phase.Reason(err))
 	}
-	release, ok := a.slot(ctx)
+	release, ok := a.slots.acquire(ctx, a.MaxInFlight)
 	if !ok {
 		return busy()
 	}
@@ -213,16 +216,16 @@ func (a *Admitter) config(ctx context.Context, req Request) Decision {
 	if base != nil {
 		base = base.movedTo(p.Model)
 	}
-	d := a.judge(ctx, base, proposal{pipeline: p, stores: a.storesFor(p), action: configAdmission(st, cfg)})
+	o := a.judge(ctx, base, proposal{pipeline: p, stores: a.storesFor(p), action: configAdmission(st, cfg)})
 	if a.RevealLiveState {
-		return d
+		return o
 	}
-	hidden := hideLiveStateDetails(d)
-	if hidden.Reason != d.Reason {
+	hidden := hideLiveStateDetails(o)
+	if hidden.Reason != o.Reason {
 		// The details stay out of the log too: a template can slice any
 		// object's data into them, past what redaction recognises.
 		a.logger().Warn("a proposed HAProxyTemplateConfig fails over the current resources",
-			"namespace", req.Object.GetNamespace(), "name", req.Object.GetName(), "phase", string(d.Phase),
+			"namespace", req.Object.GetNamespace(), "name", req.Object.GetName(), "phase", string(o.Phase),
 			"reason", hidden.Reason)
 	}
 	return hidden
@@ -273,21 +276,9 @@ func (a *Admitter) storesFor(p *dryrun.Pipeline) store.Set {
 	return out
 }
 
-// slot takes one of the MaxInFlight check slots (see slots.acquire); the
-// returned release also records how long the check took.
-func (a *Admitter) slot(ctx context.Context) (release func(), ok bool) {
-	a.slots.init(a.MaxInFlight)
-	free, ok := a.slots.acquire(ctx)
-	if !ok {
-		return nil, false
-	}
-	start := time.Now()
-	return func() { a.slots.observe(time.Since(start)); free() }, true
-}
-
 // busy denies a change the controller could not check in time.
-func busy() Decision {
-	d := Deny("", ReasonBusy)
-	d.Busy = true
-	return d
+func busy() outcome {
+	o := deny("", ReasonBusy)
+	o.Busy = true
+	return o
 }

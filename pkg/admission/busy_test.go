@@ -47,7 +47,7 @@ func busyAdmitter(t *testing.T) (a *Admitter, release func()) {
 	a.SetState(&State{Pipeline: p, Stores: p.Model.NewStores()})
 	a.slots.init(1)
 	a.slots.observe(time.Minute)
-	release, ok := a.slots.acquire(context.Background())
+	release, ok := a.slots.acquire(context.Background(), 1)
 	require.True(t, ok)
 	return a, release
 }
@@ -70,18 +70,20 @@ func TestBusyIsDecidedByTheCallersDeadline(t *testing.T) {
 
 	short, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
+	short, report := WithReport(short)
 	d := a.Resource(short, newIngress(t, "short"))
 	assert.False(t, d.Allowed)
-	assert.True(t, d.Busy, "two seconds do not leave time for a one-minute check")
+	assert.True(t, report.Busy, "two seconds do not leave time for a one-minute check")
 	assert.Equal(t, ReasonBusy, d.Reason)
 
 	long, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
+	long, report = WithReport(long)
 	got := make(chan Decision)
 	go func() { got <- a.Resource(long, newIngress(t, "long")) }()
 	release()
 	d = <-got
-	assert.False(t, d.Busy, "an hour leaves time: it waits for the slot")
-	require.NotNil(t, d.Verdict, "and is checked")
+	assert.False(t, report.Busy, "an hour leaves time: it waits for the slot")
+	require.NotNil(t, report.Verdict, "and is checked")
 	assert.Contains(t, d.Reason, "no HAProxy checker is configured")
 }

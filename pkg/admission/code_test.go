@@ -75,7 +75,7 @@ func TestAdmissionRunsOnlyTheRunningCode(t *testing.T) {
 	a.SetBaseline(&admission.Baseline{Pipeline: p, Diagnosis: base})
 
 	t.Run("a proposed config with other Lua", func(t *testing.T) {
-		d := a.Config(context.Background(), configReq(t, luaConfig(brought)))
+		d := decided(context.Background(), a.Config, configReq(t, luaConfig(brought)))
 		assert.True(t, d.Allowed, d.Reason)
 		require.NotNil(t, d.Verdict)
 		assert.True(t, d.Verdict.CodeNotRun)
@@ -84,7 +84,7 @@ func TestAdmissionRunsOnlyTheRunningCode(t *testing.T) {
 	})
 	t.Run("a proposed config with other Lua that fails the policy", func(t *testing.T) {
 		bad := strings.Replace(luaConfig(brought), "maxconn 100", "maxconn 100\n        lua-load /etc/passwd", 1)
-		d := a.Config(context.Background(), configReq(t, bad))
+		d := decided(context.Background(), a.Config, configReq(t, bad))
 		assert.False(t, d.Allowed)
 		assert.NoFileExists(t, brought)
 	})
@@ -98,7 +98,7 @@ func TestAdmissionRunsOnlyTheRunningCode(t *testing.T) {
       fixtures: {ingresses: [{apiVersion: networking.k8s.io/v1, kind: Ingress, metadata: {name: trigger, namespace: default}}]}
       assertions: [{type: haproxy_valid}]
 `
-		d := a.Config(context.Background(), configReq(t, doc))
+		d := decided(context.Background(), a.Config, configReq(t, doc))
 		assert.True(t, d.Allowed, d.Reason)
 		require.NotNil(t, d.Verdict)
 		assert.True(t, d.Verdict.CodeNotRun)
@@ -106,7 +106,7 @@ func TestAdmissionRunsOnlyTheRunningCode(t *testing.T) {
 		assert.NoFileExists(t, brought, "an admission's embedded tests ran the Lua its request brought")
 	})
 	t.Run("an Ingress under the running Lua", func(t *testing.T) {
-		d := a.Resource(context.Background(), req(ingressesGVR, store.Create, obj(t, ingress(t, "web", "web.example.com", "web")), nil))
+		d := decided(context.Background(), a.Resource, req(ingressesGVR, store.Create, obj(t, ingress(t, "web", "web.example.com", "web")), nil))
 		assert.True(t, d.Allowed, d.Reason)
 		require.NotNil(t, d.Verdict)
 		assert.False(t, d.Verdict.CodeNotRun, "the running config's own code runs")
@@ -115,7 +115,7 @@ func TestAdmissionRunsOnlyTheRunningCode(t *testing.T) {
 	})
 	t.Run("before any baseline, no code runs", func(t *testing.T) {
 		a.SetBaseline(nil)
-		d := a.Resource(context.Background(), req(ingressesGVR, store.Create, obj(t, ingress(t, "web", "web.example.com", "web")), nil))
+		d := decided(context.Background(), a.Resource, req(ingressesGVR, store.Create, obj(t, ingress(t, "web", "web.example.com", "web")), nil))
 		assert.True(t, d.Allowed, d.Reason)
 		require.NotNil(t, d.Verdict)
 		assert.True(t, d.Verdict.CodeNotRun)

@@ -5,34 +5,44 @@
 // Decision. The webhook and `htc check` both call it, so the offline CLI
 // decides exactly as the webhook does.
 //
-// The path reads top to bottom, one file per step:
+// The path reads top to bottom, one file per step (each step calls the
+// next; "→" a step of the function above it):
 //
-//	webhook.Handler (package webhook): the deadline, from ?timeout=
+//	webhook.Handler.ServeHTTP (package webhook, handler.go): the one
+//	  deadline, from ?timeout=; admit: decode, structural check;
+//	  validate: the Validator under that deadline, with a Report
+//	  (WithReport) the controller's metrics wrapper reads too
 //	Admitter.Resource(ctx, Request)                      admitter.go
-//	  → not watched (namespace)? allowed
-//	  → repeats: an identical request against the same
-//	    live state shares or reuses its decision          repeat.go
-//	  → watched.Model.StoreChanges (what each store would
-//	    see); none: allowed
-//	  → dryrun.Pipeline.RendersAlike? (no field the
-//	    templates read changes: allowed, the baseline's
-//	    failures as warnings)
-//	  → watched.Apply (the actual stores + the change)
-//	  → a check slot, or ReasonBusy when ctx's deadline
-//	    leaves no time for one                            slots.go
-//	  → judge against the Baseline: diagnose with its
-//	    broken objects hidden, confirm with nothing
-//	    hidden, attribute (dryrun.Pipeline.Diagnose)      judge.go, baseline.go
+//	  → no config: denied; not watched (namespace): allowed
+//	  → repeats.decide: an identical request against the
+//	    same live state shares or reuses its decision     repeat.go
+//	  → decideResource:                                  admitter.go
+//	    → watched.Model.StoreChanges (what each store
+//	      would see); none: allowed
+//	    → dryrun.Pipeline.RendersAlike? (no field the
+//	      templates read changes: allowed, the baseline's
+//	      failures as warnings)
+//	    → watched.Apply (the actual stores + the change)
+//	    → slots.acquire: a check slot, or ReasonBusy when
+//	      ctx's deadline leaves no time for one           slots.go
+//	    → judge against the Baseline: diagnose with its
+//	      broken objects hidden, confirm with nothing
+//	      hidden, attribute (dryrun.Pipeline.Diagnose →
+//	      CheckWith → the check cache → haproxy)         judge.go, baseline.go
 //	  → redacted (Secret data, the process's values)     secrecy.go
-//	  → Decision{Allowed, Reason, Phase, Warnings, ...}  decision.go
+//	  → answer: the Decision{Allowed, Reason, Phase,
+//	    Warnings, Introduced} the response is built
+//	    from; the rest (verdict, existing failures, how
+//	    the decision was reached) to ctx's Report         decision.go
 //
 //	Admitter.Config(ctx, Request)                        admitter.go
 //	  → not this controller's config? allowed, a warning
 //	  → config.FromUnstructured → dryrun.Build (validation, templates)
-//	  → a check slot (or ReasonBusy)
+//	  → slots.acquire (or ReasonBusy)
 //	  → judge over the actual stores the proposed config would watch,
 //	    against the baseline moved to its stores
 //	  → the live state's details hidden (unless RevealLiveState), redacted
+//	  → answer, as above
 //
 // The Admitter sets no deadline: ctx's is the webhook handler's (the API
 // server's ?timeout=, capped by the configured admission timeout, 5 s by
@@ -48,6 +58,8 @@
 package admission
 
 import (
+	"context"
+
 	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/phase"
 	"github.com/haproxy-template/htc/pkg/watched"
@@ -59,22 +71,47 @@ type Request struct {
 	watched.Change
 }
 
-// Decision is the answer to one Request.
+// Decision is the answer to one Request: what the response is built from
+// (package webhook's FromDecision, htc check's output), and nothing else.
+// What the decision learned on the way (the verdict, the failures that
+// were there before, how it was reached) is its Report.
 type Decision struct {
 	// Allowed is true when the change may be admitted.
 	Allowed bool
 	// Reason is the short, user-readable denial reason (empty when allowed).
 	Reason string
-	// Phase is the phase that denied (empty when allowed).
+	// Phase is the phase that denied (empty when allowed, or when the
+	// denial is no phase's: busy, cancelled).
 	Phase phase.Phase
 	// Warnings are shown to the user with an allowed change.
 	Warnings []string
+	// Introduced are the failures the change introduces (it is denied for
+	// them, or admitted with a warning in Warn mode): the response's
+	// status causes.
+	Introduced []dryrun.Failure
+}
+
+// Allow admits a change, with warnings.
+func Allow(warnings ...string) Decision {
+	return Decision{Allowed: true, Warnings: warnings}
+}
+
+// Deny rejects a change for reason, found in phase ph.
+func Deny(ph phase.Phase, reason string) Decision {
+	if reason == "" {
+		reason = "the change was denied without a reason"
+	}
+	return Decision{Phase: ph, Reason: reason}
+}
+
+// Report is what one decision learned besides its answer, for those who
+// observe the path (the webhook's outcome, the controller's metrics,
+// Events and shadow checks, tests): a caller that wants it asks with
+// WithReport.
+type Report struct {
 	// Verdict is the check behind the decision; nil when none ran (the
 	// change touches no watched store, or was denied before rendering).
 	Verdict *dryrun.Verdict
-	// Introduced are the failures the change introduces (it is denied for
-	// them, or admitted with a warning in Warn mode).
-	Introduced []dryrun.Failure
 	// Existing are failures of the current resources the change leaves as
 	// they were (each is a warning).
 	Existing []dryrun.Failure
@@ -97,26 +134,39 @@ type Decision struct {
 	Busy bool
 }
 
-// Allow admits a change, with warnings.
-func Allow(warnings ...string) Decision {
-	return Decision{Allowed: true, Warnings: warnings}
+// reportKey is the context key of a decision's *Report.
+type reportKey struct{}
+
+// WithReport returns ctx carrying a Report, and that Report: Resource and
+// Config fill it, before they return, with what their decision under ctx
+// learned. When ctx carries one already it returns ctx and that one, so
+// every wrapper on the way (the webhook's handler, the controller's
+// metrics) reads the same report. One report holds one decision: give
+// each Resource or Config call a ctx of its own.
+func WithReport(ctx context.Context) (context.Context, *Report) {
+	if r, ok := ctx.Value(reportKey{}).(*Report); ok {
+		return ctx, r
+	}
+	r := &Report{}
+	return context.WithValue(ctx, reportKey{}, r), r
 }
 
-// Deny rejects a change for reason, found in phase ph.
-func Deny(ph phase.Phase, reason string) Decision {
-	if reason == "" {
-		reason = "the change was denied without a reason"
-	}
-	return Decision{Phase: ph, Reason: reason}
+// outcome is a decision and its report, as the steps of the path pass
+// them on; only the entry points split them (answer).
+type outcome struct {
+	Decision
+	Report
 }
 
-// fromVerdict admits a change whose configuration passed every check and
-// denies one whose configuration failed, with the verdict's reason.
-func fromVerdict(v *dryrun.Verdict) Decision {
-	d := Allow(v.Warnings...)
-	if !v.Passed() {
-		d = Deny(v.Phase, v.Reason)
+// allow and deny are Allow and Deny with an empty report.
+func allow(warnings ...string) outcome           { return outcome{Decision: Allow(warnings...)} }
+func deny(ph phase.Phase, reason string) outcome { return outcome{Decision: Deny(ph, reason)} }
+
+// answer is the Decision of o, after o's report is given to the report
+// ctx carries (see WithReport).
+func (o outcome) answer(ctx context.Context) Decision {
+	if r, ok := ctx.Value(reportKey{}).(*Report); ok {
+		*r = o.Report
 	}
-	d.Verdict = v
-	return d
+	return o.Decision
 }

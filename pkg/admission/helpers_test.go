@@ -1,12 +1,15 @@
 package admission_test
 
 import (
+	"context"
+
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/haproxy"
@@ -35,4 +38,18 @@ func obj(t testing.TB, doc string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	require.NoError(t, yaml.Unmarshal([]byte(doc), &u.Object))
 	return u
+}
+
+// decision is a Decision with its Report, as the tests read them.
+type decision struct {
+	admission.Decision
+	admission.Report
+}
+
+// decided is admit's decision of r (an Admitter's Resource or Config)
+// with the report it gave (admission.WithReport).
+func decided(ctx context.Context, admit func(context.Context, admission.Request) admission.Decision, r admission.Request) decision {
+	ctx, rep := admission.WithReport(ctx)
+	d := admit(ctx, r)
+	return decision{Decision: d, Report: *rep}
 }

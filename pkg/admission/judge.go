@@ -44,7 +44,7 @@ type proposal struct {
 //     warning each); the others are introduced and deny (Warn mode: a
 //     warning). A check that timed out denies, and so does a diagnosis
 //     whose rounds ran out before the rest passed (incomplete).
-func (a *Admitter) judge(ctx context.Context, base *Baseline, pr proposal) Decision {
+func (a *Admitter) judge(ctx context.Context, base *Baseline, pr proposal) outcome {
 	known := base.keys()
 	hidden := base.quarantine(pr.changed)
 	diag := pr.pipeline.Diagnose(ctx, pr.stores, dryrun.DiagnoseOptions{
@@ -54,9 +54,9 @@ func (a *Admitter) judge(ctx context.Context, base *Baseline, pr proposal) Decis
 		RunnableCode: base.runnableCode(),
 	})
 	if last := lastVerdict(diag); last.TimedOut {
-		d := Deny(last.Phase, last.Reason)
-		d.Verdict = last
-		return d
+		o := deny(last.Phase, last.Reason)
+		o.Verdict = last
+		return o
 	}
 	return a.decide(base, pr, confirm(ctx, base, pr, hidden, diag))
 }
@@ -109,23 +109,23 @@ func confirm(ctx context.Context, base *Baseline, pr proposal, hidden []bundle.O
 }
 
 // decide is the judge's last step: the decision on what it found.
-func (a *Admitter) decide(base *Baseline, pr proposal, f judgement) Decision {
+func (a *Admitter) decide(base *Baseline, pr proposal, f judgement) outcome {
 	last := lastVerdict(f.diag)
-	var d Decision
+	var o outcome
 	switch {
 	case len(f.introduced) > 0 && pr.action == watched.AdmissionWarn:
-		d = Allow(append([]string{"would be denied (validationAction: Warn): " + a.introducedReason(base, pr, f.introduced)}, existingWarnings(f.existing)...)...)
-		d.Warned = true
+		o = allow(append([]string{"would be denied (validationAction: Warn): " + a.introducedReason(base, pr, f.introduced)}, existingWarnings(f.existing)...)...)
+		o.Warned = true
 	case len(f.introduced) > 0:
-		d = Deny(f.introduced[0].Phase, a.introducedReason(base, pr, f.introduced))
+		o = deny(f.introduced[0].Phase, a.introducedReason(base, pr, f.introduced))
 	case !f.diag.Complete:
-		d = Deny(last.Phase, "the change could not be judged: failures kept appearing in objects it does not touch; "+last.Reason)
-		d.Incomplete = true
+		o = deny(last.Phase, "the change could not be judged: failures kept appearing in objects it does not touch; "+last.Reason)
+		o.Incomplete = true
 	default:
-		d = Allow(append(existingWarnings(f.existing), last.Warnings...)...)
+		o = allow(append(existingWarnings(f.existing), last.Warnings...)...)
 	}
-	d.Introduced, d.Existing, d.Verdict = f.introduced, f.existing, last
-	return d
+	o.Introduced, o.Existing, o.Verdict = f.introduced, f.existing, last
+	return o
 }
 
 // lastVerdict is the verdict of the diagnosis's last round.

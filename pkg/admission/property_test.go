@@ -185,7 +185,7 @@ func TestIntroducedIsExactlyNotSubset(t *testing.T) {
 		what := fmt.Sprintf("seed %d step %d: %s %s/%s %q -> %q; state %s", seed, step, change.Operation, o.gvr.Resource, o.name, current[i], next, describe(universe, current))
 
 		a.SetBaseline(&admission.Baseline{Pipeline: p, Diagnosis: base})
-		d := a.Resource(ctx, admission.Request{Change: change})
+		d := decided(ctx, a.Resource, admission.Request{Change: change})
 		proposed, _, err := p.Model.Overlay(store.ReadOnly(stores), change)
 		require.NoError(t, err)
 		after := diagnose(proposed)

@@ -27,8 +27,8 @@ const DefaultRepeatEntries = 32
 // depended on how busy the controller was (busy, timed out, not judged in
 // time) is never reused.
 type repeats struct {
-	flights flight.Group[Decision]
-	decided *lru.Cache // key -> Decision (Verdict without its Bundle)
+	flights flight.Group[outcome]
+	decided *lru.Cache // key -> outcome (Verdict without its Bundle)
 }
 
 // ForgetDecisions drops the decisions kept for repeated requests: after a
@@ -43,14 +43,14 @@ func (a *Admitter) ForgetDecisions() { a.repeats.Store(nil) }
 // run's own answer (a timed-out verdict, given as soon as its checks stop)
 // instead of racing it; a cancelled ctx (the client gone) stops the wait
 // at once.
-func (r *repeats) decide(ctx context.Context, key string, decide func(context.Context) Decision) Decision {
+func (r *repeats) decide(ctx context.Context, key string, decide func(context.Context) outcome) outcome {
 	if key == "" {
 		return decide(ctx)
 	}
 	if v, ok := r.decided.Get(key); ok {
-		d := v.(Decision)
-		d.Reused = true
-		return d
+		o := v.(outcome)
+		o.Reused = true
+		return o
 	}
 	deadline, bounded := ctx.Deadline()
 	wait, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -60,41 +60,41 @@ func (r *repeats) decide(ctx context.Context, key string, decide func(context.Co
 			stop()
 		}
 	})()
-	d, shared, err := r.flights.Do(wait, key, func(ctx context.Context) (Decision, error) {
+	o, shared, err := r.flights.Do(wait, key, func(ctx context.Context) (outcome, error) {
 		if bounded {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithDeadline(ctx, deadline)
 			defer cancel()
 		}
-		d := decide(ctx)
-		if reusable(d) {
-			r.decided.Add(key, slim(d))
+		o := decide(ctx)
+		if reusable(o) {
+			r.decided.Add(key, slim(o))
 		}
-		return d, nil
+		return o, nil
 	})
 	if err != nil {
-		return Deny("", ReasonCancelled)
+		return deny("", ReasonCancelled)
 	}
-	d.Reused = shared
-	return d
+	o.Reused = shared
+	return o
 }
 
-// reusable reports whether d holds for any identical request against the
+// reusable reports whether o holds for any identical request against the
 // same state: not if it depended on time or load.
-func reusable(d Decision) bool {
-	return !d.Busy && !d.Incomplete && (d.Verdict == nil || !d.Verdict.TimedOut)
+func reusable(o outcome) bool {
+	return !o.Busy && !o.Incomplete && (o.Verdict == nil || !o.Verdict.TimedOut)
 }
 
-// slim returns d without its rendered bundle and the stores it rendered
+// slim returns o without its rendered bundle and the stores it rendered
 // over (kept decisions must not hold a whole configuration, or the
 // proposed objects, each).
-func slim(d Decision) Decision {
-	if d.Verdict != nil && (d.Verdict.Bundle != nil || d.Verdict.Stores != nil) {
-		v := *d.Verdict
+func slim(o outcome) outcome {
+	if o.Verdict != nil && (o.Verdict.Bundle != nil || o.Verdict.Stores != nil) {
+		v := *o.Verdict
 		v.Bundle, v.Stores = nil, nil
-		d.Verdict = &v
+		o.Verdict = &v
 	}
-	return d
+	return o
 }
 
 // repeatKey identifies a request against a live state: the operation,

@@ -22,10 +22,10 @@ func TestIdenticalRequestsShareOneDecision(t *testing.T) {
 		return req(ingressesGVR, store.Create, obj(t, ingress(t, "api", "api.example.com", "api")), nil)
 	}
 	const clients = 8
-	decisions := make([]admission.Decision, clients)
+	decisions := make([]decision, clients)
 	var wg sync.WaitGroup
 	for i := range clients {
-		wg.Go(func() { decisions[i] = v.Resource(ctx, missing()) })
+		wg.Go(func() { decisions[i] = decided(ctx, v.Resource, missing()) })
 	}
 	wg.Wait()
 	fresh := 0
@@ -38,16 +38,16 @@ func TestIdenticalRequestsShareOneDecision(t *testing.T) {
 	}
 	assert.Equal(t, 1, fresh, "one check for all of them")
 
-	d := v.Resource(ctx, missing())
+	d := decided(ctx, v.Resource, missing())
 	assert.True(t, d.Reused, "decided moments before")
 	assert.Equal(t, "Service 'api' not found", d.Reason)
 
-	other := v.Resource(ctx, req(ingressesGVR, store.Create, obj(t, ingress(t, "api", "api.example.com", "echo")), nil))
+	other := decided(ctx, v.Resource, req(ingressesGVR, store.Create, obj(t, ingress(t, "api", "api.example.com", "echo")), nil))
 	assert.False(t, other.Reused, "another request")
 	assert.True(t, other.Allowed, other.Reason)
 
 	require.NoError(t, stores["services"].Add(obj(t, service("api", ""))))
-	d = v.Resource(ctx, missing())
+	d = decided(ctx, v.Resource, missing())
 	assert.False(t, d.Reused, "the live state changed")
 	assert.True(t, d.Allowed, "the Service exists now: %s", d.Reason)
 }
@@ -60,10 +60,10 @@ func TestForgetDecisions(t *testing.T) {
 	missing := func() admission.Request {
 		return req(ingressesGVR, store.Create, obj(t, ingress(t, "api", "api.example.com", "api")), nil)
 	}
-	assert.False(t, v.Resource(ctx, missing()).Reused)
-	assert.True(t, v.Resource(ctx, missing()).Reused)
+	assert.False(t, decided(ctx, v.Resource, missing()).Reused)
+	assert.True(t, decided(ctx, v.Resource, missing()).Reused)
 	v.ForgetDecisions()
-	d := v.Resource(ctx, missing())
+	d := decided(ctx, v.Resource, missing())
 	assert.False(t, d.Reused, "decided again")
 	assert.Equal(t, "Service 'api' not found", d.Reason)
 }

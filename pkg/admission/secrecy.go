@@ -65,22 +65,22 @@ func (a *Admitter) Redactor(st *State) *redact.Redactor {
 	return a.redactors.of(st, a.Private, a.PrivateWords)
 }
 
-// redacted returns d with every secret value removed from its reason and
-// warnings: the data of the State's Secrets and of the request's own
-// objects (a Secret's admission never prints its data), and the private
-// values.
-func (a *Admitter) redacted(st *State, req Request, d Decision) Decision {
-	if d.Reason == "" && len(d.Warnings) == 0 && len(d.Introduced) == 0 && len(d.Existing) == 0 {
-		return d
+// redacted returns o with every secret value removed from its reason,
+// warnings and failures: the data of the State's Secrets and of the
+// request's own objects (a Secret's admission never prints its data), and
+// the private values.
+func (a *Admitter) redacted(st *State, req Request, o outcome) outcome {
+	if o.Reason == "" && len(o.Warnings) == 0 && len(o.Introduced) == 0 && len(o.Existing) == 0 {
+		return o
 	}
 	own := redact.NewBuilder().AddSecret(req.Object).AddSecret(req.OldObject).Build()
 	all := a.redactors.of(st, a.Private, a.PrivateWords)
 	clean := func(s string) string { return own.String(all.String(s)) }
-	d.Reason = clean(d.Reason)
-	d.Warnings = own.Strings(all.Strings(d.Warnings))
-	d.Introduced = withReasons(d.Introduced, clean)
-	d.Existing = withReasons(d.Existing, clean)
-	return d
+	o.Reason = clean(o.Reason)
+	o.Warnings = own.Strings(all.Strings(o.Warnings))
+	o.Introduced = withReasons(o.Introduced, clean)
+	o.Existing = withReasons(o.Existing, clean)
+	return o
 }
 
 // withReasons returns a copy of fs with each reason passed through f (the
@@ -109,7 +109,7 @@ func mapFailures(fs []dryrun.Failure, f func(dryrun.Failure) dryrun.Failure) []d
 // object's data), so it never leaves in the response. A config's own
 // failures (validation, templates that do not parse, its embedded tests
 // over their fixtures) are shown in full.
-func hideLiveStateDetails(d Decision) Decision {
+func hideLiveStateDetails(d outcome) outcome {
 	v := d.Verdict
 	if v == nil {
 		return d

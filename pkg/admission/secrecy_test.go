@@ -90,7 +90,7 @@ func assertNoLeak(t *testing.T, text string) {
 
 // everythingSaid is all the text of d that leaves in a response: the
 // reason, the warnings and the failures (status causes).
-func everythingSaid(d admission.Decision) string {
+func everythingSaid(d decision) string {
 	parts := append([]string{d.Reason}, d.Warnings...)
 	for _, f := range append(d.Introduced, d.Existing...) {
 		parts = append(parts, f.String())
@@ -102,7 +102,7 @@ func everythingSaid(d admission.Decision) string {
 // are gone from the reason.
 func TestResourceReasonIsRedacted(t *testing.T) {
 	a, _ := secretAdmitter(t)
-	d := a.Resource(context.Background(), req(ingressesGVR, store.Create, obj(t, leakyIngress("tls")), nil))
+	d := decided(context.Background(), a.Resource, req(ingressesGVR, store.Create, obj(t, leakyIngress("tls")), nil))
 	assert.False(t, d.Allowed)
 	assert.Equal(t, phase.Render, d.Phase)
 	assert.Contains(t, d.Reason, "[redacted]")
@@ -116,7 +116,7 @@ func TestResourceReasonIsRedacted(t *testing.T) {
 	stores := map[string]*store.Store{"ingresses": a.State().Stores["ingresses"], "secrets": a.State().Stores["secrets"]}
 	require.NoError(t, stores["ingresses"].Add(obj(t, leakyIngress("new"))))
 	a.SetState(&admission.State{Pipeline: p, Stores: stores})
-	d = a.Resource(context.Background(), req(secretsGVR, store.Create, obj(t, secretObj("new", other)), nil))
+	d = decided(context.Background(), a.Resource, req(secretsGVR, store.Create, obj(t, secretObj("new", other)), nil))
 	assert.False(t, d.Allowed)
 	assert.NotContains(t, d.Reason, "AAAAnotyetstored")
 }
@@ -126,7 +126,7 @@ func TestResourceReasonIsRedacted(t *testing.T) {
 func TestProposedConfigCannotReadSecrets(t *testing.T) {
 	a, logs := secretAdmitter(t)
 	require.NoError(t, a.State().Stores["ingresses"].Add(obj(t, leakyIngress("tls"))))
-	d := a.Config(context.Background(), configReq(t, secretConfig))
+	d := decided(context.Background(), a.Config, configReq(t, secretConfig))
 	assert.False(t, d.Allowed)
 	assert.Equal(t, phase.Render, d.Phase)
 	assert.Regexp(t, `^the proposed configuration fails over the current resources in the render phase at template haproxy\.cfg line \d+;`, d.Reason)
@@ -151,7 +151,7 @@ func TestProposedConfigCannotGrantItself(t *testing.T) {
     canary.lua: {template: "os.execute('touch `+marker+`')"}
   haproxyConfig:`, 1)
 	cfg = strings.Replace(cfg, "        maxconn 100\n", "        maxconn 100\n        lua-load {{ pathFor \"file\" \"canary.lua\" }}\n", 1)
-	d := a.Config(context.Background(), configReq(t, cfg))
+	d := decided(context.Background(), a.Config, configReq(t, cfg))
 	assert.False(t, d.Allowed)
 	assert.Equal(t, phase.Config, d.Phase)
 	assert.Contains(t, d.Reason, `spec.allowedDirectives[0]: Forbidden: "lua-load" is not granted by the operator`)
@@ -162,7 +162,7 @@ func TestProposedConfigCannotGrantItself(t *testing.T) {
 	// and says so: a refused directive's name is HAProxy's vocabulary, not
 	// data.
 	cfg = strings.Replace(cfg, `  allowedDirectives: [lua-load, "path:/"]`+"\n", "", 1)
-	d = a.Config(context.Background(), configReq(t, cfg))
+	d = decided(context.Background(), a.Config, configReq(t, cfg))
 	assert.False(t, d.Allowed)
 	assert.Equal(t, phase.Policy, d.Phase, d.Reason)
 	assert.Contains(t, d.Reason, "directive 'lua-load' is not allowed")
@@ -174,7 +174,7 @@ func TestConfigOfAnotherControllerIsNotChecked(t *testing.T) {
 	a, _ := secretAdmitter(t)
 	other := strings.Replace(secretConfig, "metadata: {name: htc, namespace: htc-system}", "metadata: {name: other, namespace: team-a}", 1)
 	other = strings.Replace(other, "global\n", "global\n        lua-load /etc/passwd\n", 1)
-	d := a.Config(context.Background(), configReq(t, other))
+	d := decided(context.Background(), a.Config, configReq(t, other))
 	assert.True(t, d.Allowed)
 	assert.Equal(t, []string{"HAProxyTemplateConfig team-a/other is not checked: no htc controller uses it (this one uses htc-system/htc)"}, d.Warnings)
 	assert.Nil(t, d.Verdict, "nothing was rendered or run")

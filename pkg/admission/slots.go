@@ -38,13 +38,15 @@ func (s *slots) init(n int) {
 	})
 }
 
-// acquire takes a slot, waiting while ctx leaves time for one check after
-// the wait. It returns a release function, or false when the request
-// should be turned away.
-func (s *slots) acquire(ctx context.Context) (release func(), ok bool) {
+// acquire takes one of n slots (sized on first use, see init), waiting
+// while ctx leaves time for one check after the wait. It returns a release
+// function, which also folds how long the check took into the estimate,
+// or false when the request should be turned away (busy).
+func (s *slots) acquire(ctx context.Context, n int) (release func(), ok bool) {
+	s.init(n)
 	select {
 	case s.sem <- struct{}{}:
-		return s.release, true
+		return s.taken(), true
 	default:
 	}
 	wait := ctx
@@ -59,13 +61,17 @@ func (s *slots) acquire(ctx context.Context) (release func(), ok bool) {
 	}
 	select {
 	case s.sem <- struct{}{}:
-		return s.release, true
+		return s.taken(), true
 	case <-wait.Done():
 		return nil, false
 	}
 }
 
-func (s *slots) release() { <-s.sem }
+// taken is the release function of a slot taken now.
+func (s *slots) taken() func() {
+	start := time.Now()
+	return func() { s.observe(time.Since(start)); <-s.sem }
+}
 
 // observe folds one check's duration into the estimate.
 func (s *slots) observe(d time.Duration) {

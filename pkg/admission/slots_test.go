@@ -14,20 +14,20 @@ func TestSlotsTurnAwayWhatCannotFinish(t *testing.T) {
 	var s slots
 	s.init(1)
 	s.observe(time.Hour) // one check takes an hour
-	release, ok := s.acquire(context.Background())
+	release, ok := s.acquire(context.Background(), 1)
 	require.True(t, ok, "a free slot is taken at once")
 
 	// Every slot is busy and no deadline leaves time for a check: turned
 	// away at once, without waiting.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, ok = s.acquire(ctx)
+	_, ok = s.acquire(ctx, 1)
 	assert.False(t, ok)
 
 	// Without a deadline it waits for the slot.
 	got := make(chan bool)
 	go func() {
-		r, ok := s.acquire(context.Background())
+		r, ok := s.acquire(context.Background(), 1)
 		if ok {
 			r()
 		}
@@ -41,13 +41,13 @@ func TestSlotsWaitWhileTimeRemains(t *testing.T) {
 	var s slots
 	s.init(1)
 	s.observe(time.Millisecond)
-	release, ok := s.acquire(context.Background())
+	release, ok := s.acquire(context.Background(), 1)
 	require.True(t, ok)
 	got := make(chan bool)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 		defer cancel()
-		r, ok := s.acquire(ctx)
+		r, ok := s.acquire(ctx, 1)
 		if ok {
 			r()
 		}
@@ -69,12 +69,12 @@ func TestBusyDecision(t *testing.T) {
 	a := &Admitter{MaxInFlight: 1}
 	a.slots.init(1)
 	a.slots.observe(time.Hour)
-	hold, ok := a.slot(context.Background())
+	hold, ok := a.slots.acquire(context.Background(), a.MaxInFlight)
 	require.True(t, ok)
 	defer hold()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, ok = a.slot(ctx)
+	_, ok = a.slots.acquire(ctx, a.MaxInFlight)
 	assert.False(t, ok)
 	d := busy()
 	assert.False(t, d.Allowed)

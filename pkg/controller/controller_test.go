@@ -224,9 +224,10 @@ func TestConfigLoopWiring(t *testing.T) {
 	d := ing.Admit(ctx, ingressReq(ingressObj("a", "missing")))
 	assert.False(t, d.Allowed)
 	assert.Equal(t, "Service 'missing' not found", d.Reason)
-	d = ing.Admit(ctx, ingressReq(ingressObj("a", "echo")))
+	rctx, report := admission.WithReport(ctx)
+	d = ing.Admit(rctx, ingressReq(ingressObj("a", "echo")))
 	assert.True(t, d.Allowed, "%+v", d)
-	assert.True(t, d.Verdict.TestsCached, "the tests were warmed when the config was applied")
+	assert.True(t, report.Verdict.TestsCached, "the tests were warmed when the config was applied")
 
 	// A Service created later reaches the store through the informer.
 	_, err := dyn.Resource(servicesGVR).Namespace("default").Create(ctx, svc("default", "late", ""), metav1.CreateOptions{})

@@ -108,15 +108,15 @@ func shortcutsCondition(mismatches []shadow.Outcome) metav1.Condition {
 // sampleAdmission offers the shadow checks what an admission decided
 // through a shortcut, when the state did not change under it (before is
 // the state when the request arrived, gens its stores' generations then).
-func (c *controller) sampleAdmission(before *admission.State, gens map[string]uint64, req admission.Request, d admission.Decision) {
-	if d.Reused || before == nil || before != c.admitter.State() {
+func (c *controller) sampleAdmission(before *admission.State, gens map[string]uint64, req admission.Request, r admission.Report) {
+	if r.Reused || before == nil || before != c.admitter.State() {
 		return
 	}
-	if d.RendersAlike {
+	if r.RendersAlike {
 		c.shadow.AdmittedAlike(before, req)
 	}
-	if d.Verdict != nil {
-		c.shadow.AdmissionRendered(before, gens, req, d.Verdict)
-		c.shadow.AcceptedReusing(before.Pipeline, d.Verdict, "the admission of "+shadow.RequestObject(req))
+	if r.Verdict != nil {
+		c.shadow.AdmissionRendered(before, gens, req, r.Verdict)
+		c.shadow.AcceptedReusing(before.Pipeline, r.Verdict, "the admission of "+shadow.RequestObject(req))
 	}
 }

@@ -136,9 +136,17 @@ func (f *shortcutFixture) waitCondition(t *testing.T, status metav1.ConditionSta
 }
 
 // admit decides req as the webhook does (the validators' wrappers).
-func (f *shortcutFixture) admit(t *testing.T, req admission.Request) admission.Decision {
+func (f *shortcutFixture) admit(t *testing.T, req admission.Request) reported {
 	t.Helper()
-	return f.c.observed("test", f.c.sampled(f.c.admitter.Resource)).Admit(t.Context(), req)
+	ctx, report := admission.WithReport(t.Context())
+	d := f.c.observed("test", f.c.sampled(f.c.admitter.Resource)).Admit(ctx, req)
+	return reported{Decision: d, Report: *report}
+}
+
+// reported is a Decision with its Report, as the tests read them.
+type reported struct {
+	admission.Decision
+	admission.Report
 }
 
 // metricValue is the value of the controller's metric name with labels.

@@ -51,35 +51,37 @@ func (c *controller) sampled(admit func(context.Context, admission.Request) admi
 		if st != nil {
 			gens = shadow.Generations(st.Stores)
 		}
+		ctx, report := admission.WithReport(ctx)
 		d := admit(ctx, req)
-		c.sampleAdmission(st, gens, req, d)
+		c.sampleAdmission(st, gens, req, *report)
 		return d
 	}
 }
 
-// observed wraps an admission function with the validation metrics: the
-// decision's latency by phase, the per-phase check durations and test
-// cache hits; a change admitted only because of validationAction: Warn is
-// counted and recorded as an Event on the config. Every admission first
-// interrupts a shadow check in progress (it runs when the controller is
-// idle).
+// observed wraps an admission function with the validation metrics, read
+// from the decision's report (admission.WithReport): the decision's
+// latency by phase, the per-phase check durations and test cache hits; a
+// change admitted only because of validationAction: Warn is counted and
+// recorded as an Event on the config. Every admission first interrupts a
+// shadow check in progress (it runs when the controller is idle).
 func (c *controller) observed(gvk string, admit func(context.Context, admission.Request) admission.Decision) webhook.Validator {
 	return webhook.ValidatorFunc(func(ctx context.Context, req admission.Request) admission.Decision {
 		c.shadow.Busy()
 		start := time.Now()
+		ctx, report := admission.WithReport(ctx)
 		d := admit(ctx, req)
-		if d.Warned {
+		if report.Warned {
 			c.warned(gvk, req, d)
 		}
-		if d.RendersAlike {
+		if report.RendersAlike {
 			c.metrics.alike.Inc()
 		}
 		label := phaseLabel(string(d.Phase))
-		if d.Busy {
+		if report.Busy {
 			label = webhook.PhaseBusy
 		}
 		c.metrics.validation.WithLabelValues(label).Observe(time.Since(start).Seconds())
-		if v := d.Verdict; v != nil && !d.Reused {
+		if v := report.Verdict; v != nil && !report.Reused {
 			if v.TestsCached {
 				c.metrics.testHits.Inc()
 			}

@@ -166,14 +166,23 @@ func TestPathsIngressIsBounded(t *testing.T) {
 	warm := c.admitter().Resource(within(t, warmFor), c.req)
 	require.True(t, warm.Allowed, warm.Reason)
 	a := c.admitter() // its own: the warm-up's decision is not reused
-	d := a.Resource(within(t, webhook.DefaultValidationTimeout), c.req)
-	require.True(t, d.Allowed || (d.Verdict != nil && d.Verdict.TimedOut), "a verdict or a timeout, got %q", d.Reason)
+	ctx, report := admission.WithReport(within(t, webhook.DefaultValidationTimeout))
+	d := a.Resource(ctx, c.req)
+	require.True(t, d.Allowed || (report.Verdict != nil && report.Verdict.TimedOut), "a verdict or a timeout, got %q", d.Reason)
 
 	peak := watchMemory(t)
 	var wg sync.WaitGroup
-	decisions := make([]admission.Decision, 6)
+	type decision struct {
+		admission.Decision
+		admission.Report
+	}
+	decisions := make([]decision, 6)
 	for i := range decisions {
-		wg.Go(func() { decisions[i] = a.Resource(within(t, webhook.DefaultValidationTimeout), c.req) })
+		wg.Go(func() {
+			ctx, report := admission.WithReport(within(t, webhook.DefaultValidationTimeout))
+			decisions[i].Decision = a.Resource(ctx, c.req)
+			decisions[i].Report = *report
+		})
 	}
 	wg.Wait()
 	heap, hwm := peak()

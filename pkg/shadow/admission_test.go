@@ -34,17 +34,18 @@ func serviceChange(t *testing.T, f *fixture) admission.Request {
 // and the generations of the stores before it. The decision runs the
 // config's embedded tests, which can take longer than the webhook's 5 s
 // under -race on a busy machine.
-func (f *fixture) admit(t *testing.T, req admission.Request) (admission.Decision, map[string]uint64) {
+func (f *fixture) admit(t *testing.T, req admission.Request) (admission.Report, map[string]uint64) {
 	t.Helper()
 	a := &admission.Admitter{}
 	a.SetState(f.state)
 	gens := Generations(f.ex.Stores)
 	ctx, cancel := context.WithTimeout(t.Context(), testWait) // the webhook's deadline, longer
 	defer cancel()
+	ctx, report := admission.WithReport(ctx)
 	d := a.Resource(ctx, req)
 	require.True(t, d.Allowed, d.Reason)
-	require.NotNil(t, d.Verdict)
-	return d, gens
+	require.NotNil(t, report.Verdict)
+	return *report, gens
 }
 
 // TestAdmissionRenderAgrees: an admission renders the proposal

@@ -183,7 +183,7 @@ type readSetSample struct {
 }
 
 // AdmittedAlike is called for a request st's admission allowed because it
-// renders alike (admission.Decision.RendersAlike). The change is kept (a
+// renders alike (admission.Report.RendersAlike). The change is kept (a
 // few at most) with the objects it replaces, once RendersAlike holds for
 // exactly those.
 func (v *Verifier) AdmittedAlike(st *admission.State, req admission.Request) {

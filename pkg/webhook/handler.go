@@ -153,7 +153,7 @@ func (h *Handler) admit(ctx context.Context, budget time.Duration, req *admissio
 		return Allowed(req.UID)
 	}
 
-	d := h.validate(ctx, budget, v, admission.Request{Change: watched.Change{
+	d, report := h.validate(ctx, budget, v, admission.Request{Change: watched.Change{
 		Resource:  schema.GroupVersionResource(req.Resource),
 		Operation: store.Operation(req.Operation),
 		Object:    obj,
@@ -163,7 +163,7 @@ func (h *Handler) admit(ctx context.Context, budget time.Duration, req *admissio
 		d.Reason = "the change was denied without a reason"
 	}
 	out.Result, out.Phase = ResultAllowed, string(d.Phase)
-	if d.Busy {
+	if report.Busy {
 		out.Phase = PhaseBusy
 	}
 	if !d.Allowed {
@@ -185,12 +185,14 @@ func (h *Handler) timeoutOf(r *http.Request) time.Duration {
 }
 
 // validate calls v under ctx's deadline (budget from the request's start,
-// set by ServeHTTP). It answers when the deadline passes even if v has not
-// returned yet (v's goroutine finishes on its own); a panic in v is carried
-// back to ServeHTTP's recover.
-func (h *Handler) validate(ctx context.Context, budget time.Duration, v Validator, req admission.Request) admission.Decision {
+// set by ServeHTTP), with the decision's report (admission.WithReport). It
+// answers when the deadline passes even if v has not returned yet (v's
+// goroutine finishes on its own); a panic in v is carried back to
+// ServeHTTP's recover.
+func (h *Handler) validate(ctx context.Context, budget time.Duration, v Validator, req admission.Request) (admission.Decision, admission.Report) {
 	type result struct {
 		d admission.Decision
+		r admission.Report
 		p *panicValue
 	}
 	done := make(chan result, 1)
@@ -200,7 +202,9 @@ func (h *Handler) validate(ctx context.Context, budget time.Duration, v Validato
 				done <- result{p: &panicValue{value: p, stack: debug.Stack()}}
 			}
 		}()
-		done <- result{d: v.Admit(ctx, req)}
+		ctx, report := admission.WithReport(ctx)
+		d := v.Admit(ctx, req)
+		done <- result{d: d, r: *report}
 	}()
 	var res result
 	select {
@@ -209,13 +213,13 @@ func (h *Handler) validate(ctx context.Context, budget time.Duration, v Validato
 		select {
 		case res = <-done:
 		default:
-			return admission.Deny("", fmt.Sprintf("validation timed out after %s", budget))
+			return admission.Deny("", fmt.Sprintf("validation timed out after %s", budget)), admission.Report{}
 		}
 	}
 	if res.p != nil {
 		panic(res.p)
 	}
-	return res.d
+	return res.d, res.r
 }
 
 // panicValue is a panic recovered on another goroutine, with its stack.
