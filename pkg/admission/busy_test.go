@@ -87,3 +87,21 @@ func TestBusyIsDecidedByTheCallersDeadline(t *testing.T) {
 	require.NotNil(t, report.Verdict, "and is checked")
 	assert.Contains(t, d.Reason, "no HAProxy checker is configured")
 }
+
+// Every wrapper that asks for the report of one decision gets the same
+// one: the webhook's handler and the controller's metrics read what the
+// Admitter wrote.
+func TestWithReportIsSharedAlongTheWay(t *testing.T) {
+	outer, first := WithReport(context.Background())
+	inner, second := WithReport(outer)
+	assert.Same(t, first, second)
+	assert.Equal(t, outer, inner)
+	a, release := busyAdmitter(t)
+	defer release()
+	short, cancel := context.WithTimeout(inner, 2*time.Second)
+	defer cancel()
+	a.Resource(short, newIngress(t, "short"))
+	assert.True(t, first.Busy, "the outer report holds the decision")
+	_, fresh := WithReport(context.Background())
+	assert.NotSame(t, first, fresh)
+}

@@ -139,7 +139,7 @@ func (f *shortcutFixture) waitCondition(t *testing.T, status metav1.ConditionSta
 func (f *shortcutFixture) admit(t *testing.T, req admission.Request) reported {
 	t.Helper()
 	ctx, report := admission.WithReport(t.Context())
-	d := f.c.observed("test", f.c.sampled(f.c.admitter.Resource)).Admit(ctx, req)
+	d := f.c.observed("test", f.c.admitter.Resource, true).Admit(ctx, req)
 	return reported{Decision: d, Report: *report}
 }
 

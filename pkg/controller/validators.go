@@ -27,35 +27,18 @@ func (c *controller) rules(model *watched.Model, log *slog.Logger) []webhook.Rul
 
 // validators returns the webhook validators of a config's rules: the
 // admitter's Resource for every watched resource admission checks, its
-// Config for HAProxyTemplateConfig objects, each observed by the metrics.
+// Config for HAProxyTemplateConfig objects, each observed by the metrics
+// (and the Resource admissions by the shadow checks).
 func (c *controller) validators(rules []webhook.Rule) map[string]webhook.Validator {
 	out := make(map[string]webhook.Validator, len(rules))
 	for _, r := range rules {
 		if r.StoreKey == "" {
-			out[r.GVKString] = c.observed(r.GVKString, c.admitter.Config)
+			out[r.GVKString] = c.observed(r.GVKString, c.admitter.Config, false)
 			continue
 		}
-		out[r.GVKString] = c.observed(r.GVKString, c.sampled(c.admitter.Resource))
+		out[r.GVKString] = c.observed(r.GVKString, c.admitter.Resource, true)
 	}
 	return out
-}
-
-// sampled wraps the admission of watched resources: what it decided
-// through a shortcut is offered to the shadow checks, with the generations
-// of the stores before it started (a sample of a render the stores changed
-// under is not taken).
-func (c *controller) sampled(admit func(context.Context, admission.Request) admission.Decision) func(context.Context, admission.Request) admission.Decision {
-	return func(ctx context.Context, req admission.Request) admission.Decision {
-		st := c.admitter.State()
-		var gens map[string]uint64
-		if st != nil {
-			gens = shadow.Generations(st.Stores)
-		}
-		ctx, report := admission.WithReport(ctx)
-		d := admit(ctx, req)
-		c.sampleAdmission(st, gens, req, *report)
-		return d
-	}
 }
 
 // observed wraps an admission function with the validation metrics, read
@@ -63,37 +46,55 @@ func (c *controller) sampled(admit func(context.Context, admission.Request) admi
 // latency by phase, the per-phase check durations and test cache hits; a
 // change admitted only because of validationAction: Warn is counted and
 // recorded as an Event on the config. Every admission first interrupts a
-// shadow check in progress (it runs when the controller is idle).
-func (c *controller) observed(gvk string, admit func(context.Context, admission.Request) admission.Decision) webhook.Validator {
+// shadow check in progress (it runs when the controller is idle). With
+// sample (the admission of watched resources), what it decided through a
+// shortcut is offered to the shadow checks, with the generations of the
+// stores before it started (a sample of a render the stores changed under
+// is not taken).
+func (c *controller) observed(gvk string, admit func(context.Context, admission.Request) admission.Decision, sample bool) webhook.Validator {
 	return webhook.ValidatorFunc(func(ctx context.Context, req admission.Request) admission.Decision {
 		c.shadow.Busy()
 		start := time.Now()
+		before := c.admitter.State()
+		var gens map[string]uint64
+		if sample && before != nil {
+			gens = shadow.Generations(before.Stores)
+		}
 		ctx, report := admission.WithReport(ctx)
 		d := admit(ctx, req)
-		if report.Warned {
-			c.warned(gvk, req, d)
+		if sample {
+			c.sampleAdmission(before, gens, req, *report)
 		}
-		if report.RendersAlike {
-			c.metrics.alike.Inc()
-		}
-		label := phaseLabel(string(d.Phase))
-		if report.Busy {
-			label = webhook.PhaseBusy
-		}
-		c.metrics.validation.WithLabelValues(label).Observe(time.Since(start).Seconds())
-		if v := report.Verdict; v != nil && !report.Reused {
-			if v.TestsCached {
-				c.metrics.testHits.Inc()
-			}
-			for ph, took := range v.Durations {
-				c.metrics.phases.WithLabelValues(string(ph)).Observe(took.Seconds())
-			}
-			for _, o := range v.Overruled {
-				c.metrics.overruled.WithLabelValues(string(o.Phase)).Inc()
-			}
-		}
+		c.measured(gvk, req, d, *report, time.Since(start))
 		return d
 	})
+}
+
+// measured records one admission in the metrics: d, decided in took, and
+// its report r.
+func (c *controller) measured(gvk string, req admission.Request, d admission.Decision, r admission.Report, took time.Duration) {
+	if r.Warned {
+		c.warned(gvk, req, d)
+	}
+	if r.RendersAlike {
+		c.metrics.alike.Inc()
+	}
+	label := phaseLabel(string(d.Phase))
+	if r.Busy {
+		label = webhook.PhaseBusy
+	}
+	c.metrics.validation.WithLabelValues(label).Observe(took.Seconds())
+	if v := r.Verdict; v != nil && !r.Reused {
+		if v.TestsCached {
+			c.metrics.testHits.Inc()
+		}
+		for ph, took := range v.Durations {
+			c.metrics.phases.WithLabelValues(string(ph)).Observe(took.Seconds())
+		}
+		for _, o := range v.Overruled {
+			c.metrics.overruled.WithLabelValues(string(o.Phase)).Inc()
+		}
+	}
 }
 
 // warned counts a change admitted with validationAction: Warn and records

@@ -231,6 +231,30 @@ func TestHandlerDenialCarriesReasonAndPhase(t *testing.T) {
 	assert.Contains(t, logs.String(), "allowed=false phase=render")
 }
 
+// A validator's report reaches the outcome: a decision the Admitter
+// reports busy (admission.Report.Busy, through the ctx the handler gives
+// it) is observed and logged with phase busy.
+func TestHandlerObservesTheBusyReport(t *testing.T) {
+	v := &fakeValidator{decide: func(ctx context.Context, _ admission.Request) admission.Decision {
+		_, report := admission.WithReport(ctx) // the handler's report, as the Admitter fills it
+		report.Busy = true
+		return admission.Deny("", admission.ReasonBusy)
+	}}
+	var outcomes []Outcome
+	h, logs := newTestHandler(v, func(o *HandlerOptions) {
+		o.Observer = ObserverFuncs{OnObserve: func(o Outcome) { outcomes = append(outcomes, o) }}
+	})
+	rec := post(h, review("uid-busy", admissionv1.Create, "echo"))
+
+	require.Equal(t, http.StatusOK, rec.Code)
+	resp := decodeResponse(t, rec.Body.Bytes())
+	assert.False(t, resp.Allowed)
+	assert.Equal(t, admission.ReasonBusy, resp.Result.Message)
+	require.Len(t, outcomes, 1)
+	assert.Equal(t, PhaseBusy, outcomes[0].Phase)
+	assert.Contains(t, logs.String(), "allowed=false phase=busy")
+}
+
 func TestHandlerDenialWithoutReasonGetsOne(t *testing.T) {
 	v := &fakeValidator{decide: func(context.Context, admission.Request) admission.Decision { return admission.Decision{} }}
 	h, _ := newTestHandler(v)
