@@ -27,8 +27,8 @@
 //	      ctx's deadline leaves no time for one           slots.go
 //	    → judge against the Baseline: diagnose with its
 //	      broken objects hidden, confirm with nothing
-//	      hidden, attribute (dryrun.Pipeline.Diagnose →
-//	      CheckWith → the check cache → haproxy)         judge.go, baseline.go
+//	      hidden, attribute (dryrun.Pipeline.Diagnose,
+//	      one CheckWith a round: see package dryrun)     judge.go, baseline.go
 //	  → redacted (Secret data, the process's values)     secrecy.go
 //	  → answer: the Decision{Allowed, Reason, Phase,
 //	    Warnings, Introduced} the response is built

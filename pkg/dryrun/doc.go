@@ -14,6 +14,15 @@
 //	    concurrent callers share one run; package dryrun/testrun)
 //	  → Verdict{Phase, Reason, Warnings, Durations, Bundle, BundleHash}
 //
+// Admission reaches it through Diagnose, one check a round, one file per
+// step:
+//
+//	Pipeline.Diagnose(ctx, stores, opts)                 diagnose.go
+//	  → CheckWith: no checker? failed; the tests after   check.go
+//	    → renderAndCheck: render, then the check phases
+//	      → checkCache.check: an equal bundle's outcome,
+//	        or one shared run of Checker.Check           checkcache.go
+//
 // The deadline is the caller's: the webhook handler's for an admission
 // (see package webhook), the live round's in the controller. Check adds
 // none of its own to a ctx that has one; only a ctx without a deadline
