@@ -130,20 +130,7 @@ func propUniverse(t testing.TB) []propObject {
 //
 // HTC_PROPERTY_SEED and HTC_PROPERTY_STEPS replay or extend a run.
 func TestIntroducedIsExactlyNotSubset(t *testing.T) {
-	seed, steps := uint64(12), 240
-	if s := os.Getenv("HTC_PROPERTY_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		require.NoError(t, err)
-		seed = v
-	}
-	if s := os.Getenv("HTC_PROPERTY_STEPS"); s != "" {
-		v, err := strconv.Atoi(s)
-		require.NoError(t, err)
-		steps = v
-	}
-	if testing.Short() {
-		steps = 40
-	}
+	seed, steps := propertyRun(t)
 	rng := mrand.New(mrand.NewPCG(seed, seed^0x5eed))
 	ex := testutil.NewExample(t, "../../examples/ingress/config.yaml", testutil.ExampleOptions{})
 	p, stores := ex.Pipeline, ex.Stores
@@ -173,15 +160,7 @@ func TestIntroducedIsExactlyNotSubset(t *testing.T) {
 		if next == current[i] {
 			continue
 		}
-		var change watched.Change
-		switch {
-		case current[i] == "":
-			change = watched.Change{Resource: o.gvr, Operation: store.Create, Object: o.variants[next]()}
-		case next == "":
-			change = watched.Change{Resource: o.gvr, Operation: store.Delete, OldObject: o.variants[current[i]]()}
-		default:
-			change = watched.Change{Resource: o.gvr, Operation: store.Update, Object: o.variants[next](), OldObject: o.variants[current[i]]()}
-		}
+		change := o.change(current[i], next)
 		what := fmt.Sprintf("seed %d step %d: %s %s/%s %q -> %q; state %s", seed, step, change.Operation, o.gvr.Resource, o.name, current[i], next, describe(universe, current))
 
 		a.SetBaseline(&admission.Baseline{Pipeline: p, Diagnosis: base})
@@ -190,17 +169,7 @@ func TestIntroducedIsExactlyNotSubset(t *testing.T) {
 		require.NoError(t, err)
 		after := diagnose(proposed)
 
-		baseKeys := base.Keys()
-		var news []string
-		for _, f := range after.Failures {
-			if !baseKeys[f.Key()] {
-				news = append(news, f.String())
-			}
-		}
-		var introduced []string
-		for _, f := range d.Introduced {
-			introduced = append(introduced, f.String())
-		}
+		news, introduced := newFailures(base, after), failureStrings(d.Introduced)
 		require.Equal(t, len(news) == 0, len(introduced) == 0,
 			"%s\nintroduced by admission: %q\nnew in the full diagnosis of the proposal: %q\nbaseline: %q\nproposal: %q\ndecision: allowed=%v %q warnings %q",
 			what, introduced, news, failureLines(base), failureLines(after), d.Allowed, d.Reason, d.Warnings)
@@ -227,16 +196,7 @@ func TestIntroducedIsExactlyNotSubset(t *testing.T) {
 			fixed++
 		}
 
-		// Apply the change whatever the decision.
-		s := stores[storeKey(o.gvr)]
-		switch change.Operation {
-		case store.Create:
-			require.NoError(t, s.Add(change.Object))
-		case store.Update:
-			require.NoError(t, s.Update(change.Object))
-		case store.Delete:
-			require.NoError(t, s.Delete(change.OldObject))
-		}
+		apply(t, stores[storeKey(o.gvr)], change) // whatever the decision
 		current[i] = next
 		base = after
 	}
@@ -244,6 +204,72 @@ func TestIntroducedIsExactlyNotSubset(t *testing.T) {
 	require.Positive(t, alike, "no change rendered alike: the unchecked path was not exercised")
 	require.Positive(t, denied, "the sequence denied nothing: the property was not exercised")
 	require.Positive(t, broken, "no state was broken")
+}
+
+// propertyRun is the seed and the number of steps of a run: 12 and 240
+// (40 with -short) unless HTC_PROPERTY_SEED or HTC_PROPERTY_STEPS say.
+func propertyRun(t *testing.T) (seed uint64, steps int) {
+	seed, steps = 12, 240
+	if s := os.Getenv("HTC_PROPERTY_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		require.NoError(t, err)
+		seed = v
+	}
+	if s := os.Getenv("HTC_PROPERTY_STEPS"); s != "" {
+		v, err := strconv.Atoi(s)
+		require.NoError(t, err)
+		steps = v
+	}
+	if testing.Short() {
+		steps = 40
+	}
+	return seed, steps
+}
+
+// change is the change of o from variant from to variant to ("": absent).
+func (o propObject) change(from, to string) watched.Change {
+	switch {
+	case from == "":
+		return watched.Change{Resource: o.gvr, Operation: store.Create, Object: o.variants[to]()}
+	case to == "":
+		return watched.Change{Resource: o.gvr, Operation: store.Delete, OldObject: o.variants[from]()}
+	default:
+		return watched.Change{Resource: o.gvr, Operation: store.Update, Object: o.variants[to](), OldObject: o.variants[from]()}
+	}
+}
+
+// apply makes change in s.
+func apply(t *testing.T, s *store.Store, change watched.Change) {
+	t.Helper()
+	switch change.Operation {
+	case store.Create:
+		require.NoError(t, s.Add(change.Object))
+	case store.Update:
+		require.NoError(t, s.Update(change.Object))
+	case store.Delete:
+		require.NoError(t, s.Delete(change.OldObject))
+	}
+}
+
+// newFailures are the failures of after that base does not have.
+func newFailures(base, after *dryrun.Diagnosis) []string {
+	known := base.Keys()
+	var out []string
+	for _, f := range after.Failures {
+		if !known[f.Key()] {
+			out = append(out, f.String())
+		}
+	}
+	return out
+}
+
+// failureStrings are fs, one string each.
+func failureStrings(fs []dryrun.Failure) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.String())
+	}
+	return out
 }
 
 // storeKey is the example library's store of a resource.
