@@ -76,31 +76,84 @@ func TestPhasesAgreeWithHAProxy(t *testing.T) {
 	haproxyPath, err := exec.LookPath("haproxy")
 	require.NoError(t, err)
 	cert, key := selfSigned(t, "app0.example.com")
-	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
-	base := func() app {
-		svc, eps, ing := testutil.ClusterApp(0, false)
-		secret := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
-			"metadata": map[string]any{"name": "app0-tls", "namespace": "ns0"},
-			"data":     map[string]any{"tls.crt": b64(cert), "tls.key": b64(key)}}}
-		return app{svc: svc, eps: eps, ing: ing, secret: secret}
+	variants := phaseVariants(cert, key)
+
+	var agree, renderFailures, policyRefusals int
+	for name, mutate := range variants {
+		t.Run(name, func(t *testing.T) {
+			a := baseApp(cert, key)
+			mutate(t, &a)
+			stores := ex.Pipeline.Model.NewStores()
+			for key, o := range map[string]*unstructured.Unstructured{"services": a.svc, "endpoints": a.eps, "ingresses": a.ing, "secrets": a.secret} {
+				require.NoError(t, stores[key].Add(o))
+			}
+			v := ex.Pipeline.Check(context.Background(), store.ReadOnly(stores))
+			require.False(t, v.TimedOut, "timed out")
+			switch v.Phase {
+			case phase.Render:
+				renderFailures++
+				t.Logf("render failure (its own class): %s", v.Reason)
+				return
+			case phase.Policy:
+				policyRefusals++
+				t.Logf("policy refusal (deliberate): %s", v.Reason)
+				return
+			}
+			require.NotNil(t, v.Bundle)
+			bare, out := bareCheck(t, haproxyPath, v.Bundle)
+			htc := v.Passed() || v.Phase == phase.Tests
+			if !assert.Equal(t, bare, htc, "htc: %s %q; bare haproxy -c: %v\n%s", v.Phase, v.Reason, bare, out) {
+				return
+			}
+			agree++
+			if !htc {
+				t.Logf("both refuse (%s): %s", v.Phase, v.Reason)
+			}
+		})
 	}
-	set := func(which func(*app) *unstructured.Unstructured, path string, v any) func(*testing.T, *app) {
-		return func(t *testing.T, a *app) { field(t, which(a), path, v) }
+	t.Logf("%d variants: %d judged alike by htc and haproxy -c, %d render failures, %d policy refusals", len(variants), agree, renderFailures, policyRefusals)
+	assert.Positive(t, agree)
+}
+
+// baseApp is app0 of the example cluster with a TLS Secret of cert and key.
+func baseApp(cert, key string) app {
+	svc, eps, ing := testutil.ClusterApp(0, false)
+	secret := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+		"metadata": map[string]any{"name": "app0-tls", "namespace": "ns0"},
+		"data":     map[string]any{"tls.crt": b64(cert), "tls.key": b64(key)}}}
+	return app{svc: svc, eps: eps, ing: ing, secret: secret}
+}
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// set sets the field at path of the object which picks to v.
+func set(which func(*app) *unstructured.Unstructured, path string, v any) func(*testing.T, *app) {
+	return func(t *testing.T, a *app) { field(t, which(a), path, v) }
+}
+
+func ingOf(a *app) *unstructured.Unstructured { return a.ing }
+func svcOf(a *app) *unstructured.Unstructured { return a.svc }
+func epsOf(a *app) *unstructured.Unstructured { return a.eps }
+
+// withTLS makes the Ingress serve its host with the app's TLS Secret.
+func withTLS(t *testing.T, a *app) {
+	field(t, a.ing, "spec.tls", []any{map[string]any{"hosts": []any{"app0.example.com"}, "secretName": "app0-tls"}})
+}
+
+// external makes the Service an ExternalName Service of name.
+func external(name string) func(*testing.T, *app) {
+	return func(t *testing.T, a *app) {
+		field(t, a.svc, "spec.type", "ExternalName")
+		field(t, a.svc, "spec.externalName", name)
 	}
-	ing := func(a *app) *unstructured.Unstructured { return a.ing }
-	svc := func(a *app) *unstructured.Unstructured { return a.svc }
-	eps := func(a *app) *unstructured.Unstructured { return a.eps }
-	withTLS := func(t *testing.T, a *app) {
-		field(t, a.ing, "spec.tls", []any{map[string]any{"hosts": []any{"app0.example.com"}, "secretName": "app0-tls"}})
-	}
-	external := func(name string) func(*testing.T, *app) {
-		return func(t *testing.T, a *app) {
-			field(t, a.svc, "spec.type", "ExternalName")
-			field(t, a.svc, "spec.externalName", name)
-		}
-	}
+}
+
+// phaseVariants are the variants of app0 TestPhasesAgreeWithHAProxy checks
+// (cert and key: the Secret's own pair).
+func phaseVariants(cert, key string) map[string]func(*testing.T, *app) {
+	ing, svc, eps := ingOf, svcOf, epsOf
 	host, path, rule := "spec.rules[0].host", "spec.rules[0].http.paths[0].path", "spec.rules[0].http.paths[0]"
-	variants := map[string]func(*testing.T, *app){
+	return map[string]func(*testing.T, *app){
 		"unchanged":                func(*testing.T, *app) {},
 		"host uppercase":           set(ing, host, "App0.Example.COM"),
 		"host with port":           set(ing, host, "app0.example.com:8080"),
@@ -167,42 +220,6 @@ func TestPhasesAgreeWithHAProxy(t *testing.T) {
 			field(t, a.secret, "data", map[string]any{"tls.crt": b64(cert)})
 		},
 	}
-
-	var agree, renderFailures, policyRefusals int
-	for name, mutate := range variants {
-		t.Run(name, func(t *testing.T) {
-			a := base()
-			mutate(t, &a)
-			stores := ex.Pipeline.Model.NewStores()
-			for key, o := range map[string]*unstructured.Unstructured{"services": a.svc, "endpoints": a.eps, "ingresses": a.ing, "secrets": a.secret} {
-				require.NoError(t, stores[key].Add(o))
-			}
-			v := ex.Pipeline.Check(context.Background(), store.ReadOnly(stores))
-			require.False(t, v.TimedOut, "timed out")
-			switch v.Phase {
-			case phase.Render:
-				renderFailures++
-				t.Logf("render failure (its own class): %s", v.Reason)
-				return
-			case phase.Policy:
-				policyRefusals++
-				t.Logf("policy refusal (deliberate): %s", v.Reason)
-				return
-			}
-			require.NotNil(t, v.Bundle)
-			bare, out := bareCheck(t, haproxyPath, v.Bundle)
-			htc := v.Passed() || v.Phase == phase.Tests
-			if !assert.Equal(t, bare, htc, "htc: %s %q; bare haproxy -c: %v\n%s", v.Phase, v.Reason, bare, out) {
-				return
-			}
-			agree++
-			if !htc {
-				t.Logf("both refuse (%s): %s", v.Phase, v.Reason)
-			}
-		})
-	}
-	t.Logf("%d variants: %d judged alike by htc and haproxy -c, %d render failures, %d policy refusals", len(variants), agree, renderFailures, policyRefusals)
-	assert.Positive(t, agree)
 }
 
 // bareCheck runs `haproxy -c` on b written to a directory of its own, as an
