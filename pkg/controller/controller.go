@@ -391,6 +391,9 @@ func newController(opts Options, log *slog.Logger, dyn dynamic.Interface, mapper
 	c.live.objStatus = c.objStatus
 	c.live.record = !opts.FullRender
 	c.shadow = c.newShadow(checker)
+	if checker != nil {
+		c.metrics.watchParseCache(checker)
+	}
 	c.live.shadow = c.shadow
 	return c
 }

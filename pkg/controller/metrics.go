@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/haproxy-template/htc/pkg/haproxy"
 	"github.com/haproxy-template/htc/pkg/webhook"
 )
 
@@ -34,6 +35,56 @@ type metrics struct {
 	reloadDuration prometheus.Histogram
 	buildInfo      *prometheus.GaugeVec
 	versionSkew    prometheus.Gauge
+
+	caches cacheMetrics
+}
+
+// cacheMetrics count what the caches of the admission path answered (see
+// docs/caches.md), from each admission's report.
+type cacheMetrics struct {
+	reused         prometheus.Counter
+	checkHits      prometheus.Counter
+	semanticReused prometheus.Counter
+}
+
+func newCacheMetrics() cacheMetrics {
+	return cacheMetrics{
+		reused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "htc_admission_reused_total",
+			Help: "Admissions answered with the decision of an identical request against the same live state (decided moments before, or at the same time).",
+		}),
+		checkHits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "htc_check_cache_hits_total",
+			Help: "Admissions whose check phases' outcome came from the check cache (an equal bundle checked before).",
+		}),
+		semanticReused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "htc_check_semantic_reused_total",
+			Help: "Admissions whose haproxy -c run was reused from an accepted bundle that differs only in maps HAProxy reads as plain strings (the map-only shortcut).",
+		}),
+	}
+}
+
+func (cm cacheMetrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{cm.reused, cm.checkHits, cm.semanticReused}
+}
+
+// watchParseCache exports the counters of checker's per-section parse
+// cache (shared by every checker Allowing derives from it).
+func (m *metrics) watchParseCache(checker *haproxy.Checker) {
+	stat := func(f func(haproxy.ParseCacheStats) float64) func() float64 {
+		return func() float64 { return f(checker.ParseCacheStats()) }
+	}
+	m.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "htc_parse_cache_hits_total",
+			Help: "Sections of haproxy.cfg whose syntax and schema findings came from the parse cache."},
+			stat(func(s haproxy.ParseCacheStats) float64 { return float64(s.Hits) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "htc_parse_cache_misses_total",
+			Help: "Sections of haproxy.cfg parsed because the parse cache did not have them."},
+			stat(func(s haproxy.ParseCacheStats) float64 { return float64(s.Misses) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "htc_parse_cache_entries",
+			Help: "Sections the parse cache holds."},
+			stat(func(s haproxy.ParseCacheStats) float64 { return float64(s.Entries) })),
+	)
 }
 
 // admissionBuckets cover a cached-test admission (a few ms) up to the 5 s
@@ -42,7 +93,8 @@ var admissionBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 1
 
 func newMetrics(certNotAfter func() time.Time) *metrics {
 	m := &metrics{
-		reg: prometheus.NewRegistry(),
+		reg:    prometheus.NewRegistry(),
+		caches: newCacheMetrics(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "htc_admission_requests_total",
 			Help: "Admission requests to /validate by GVK and result (allowed, denied, invalid, error).",
@@ -143,6 +195,7 @@ func newMetrics(certNotAfter func() time.Time) *metrics {
 		m.liveChecks, m.liveValid, m.liveFailures, m.warned, m.overruled, m.liveDuration, m.publishes, m.reloadsHAProxy, m.reloadDuration,
 		m.buildInfo, m.versionSkew,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(m.caches.collectors()...)
 	return m
 }
 

@@ -84,9 +84,18 @@ func (c *controller) measured(gvk string, req admission.Request, d admission.Dec
 		label = webhook.PhaseBusy
 	}
 	c.metrics.validation.WithLabelValues(label).Observe(took.Seconds())
+	if r.Reused {
+		c.metrics.caches.reused.Inc()
+	}
 	if v := r.Verdict; v != nil && !r.Reused {
 		if v.TestsCached {
 			c.metrics.testHits.Inc()
+		}
+		if v.CheckCached {
+			c.metrics.caches.checkHits.Inc()
+		}
+		if v.SemanticReused {
+			c.metrics.caches.semanticReused.Inc()
 		}
 		for ph, took := range v.Durations {
 			c.metrics.phases.WithLabelValues(string(ph)).Observe(took.Seconds())
