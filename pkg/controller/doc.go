@@ -70,6 +70,14 @@
 //	                                                   test results came from the cache
 //	htc_admission_renders_alike_total                  counter, changes admitted without a
 //	                                                   check: no field the templates read changed
+//	htc_admission_reused_total                         counter, admissions answered with the
+//	                                                   decision of an identical request
+//	htc_check_cache_hits_total                         counter, admissions whose check outcome
+//	                                                   came from the check cache
+//	htc_check_semantic_reused_total                    counter, admissions whose haproxy -c run
+//	                                                   was reused (map-only shortcut)
+//	htc_parse_cache_hits_total, _misses_total          counters, the checker's parse cache
+//	htc_parse_cache_entries                            gauge, sections it holds
 //	htc_webhook_certificate_expiry_seconds             gauge, seconds until NotAfter
 //	htc_config_reloads_total{result}                   counter
 //	htc_ready                                          gauge, 1 when serving
