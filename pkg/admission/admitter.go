@@ -111,7 +111,7 @@ func (a *Admitter) repeated() *repeats {
 	if r := a.repeats.Load(); r != nil {
 		return r
 	}
-	a.repeats.CompareAndSwap(nil, &repeats{decided: lru.New(DefaultRepeatEntries)})
+	a.repeats.CompareAndSwap(nil, &repeats{decided: lru.New(defaultRepeatEntries)})
 	return a.repeats.Load()
 }
 

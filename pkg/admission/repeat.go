@@ -15,9 +15,9 @@ import (
 	"github.com/haproxy-template/htc/internal/flight"
 )
 
-// DefaultRepeatEntries bounds the decisions kept for repeated requests
+// defaultRepeatEntries bounds the decisions kept for repeated requests
 // (see repeats).
-const DefaultRepeatEntries = 32
+const defaultRepeatEntries = 32
 
 // repeats answers a request identical to one decided (or being decided)
 // against the same live state with that decision: `kubectl apply
@@ -73,7 +73,7 @@ func (r *repeats) decide(ctx context.Context, key string, decide func(context.Co
 		return o, nil
 	})
 	if err != nil {
-		return deny("", ReasonCancelled)
+		return deny("", reasonCancelled)
 	}
 	o.Reused = shared
 	return o

@@ -12,9 +12,9 @@ import (
 // time: too many checks run at once for the deadline to be met.
 const ReasonBusy = "htc is busy: too many changes are being checked at once to check this one before the deadline; try again in a moment"
 
-// ReasonCancelled denies a change whose ctx was cancelled while it waited
+// reasonCancelled denies a change whose ctx was cancelled while it waited
 // for its decision (the client gone).
-const ReasonCancelled = "validation was cancelled before the decision was made"
+const reasonCancelled = "validation was cancelled before the decision was made"
 
 // slots bounds the checks that run at once and estimates how long one
 // takes, so that a request that cannot finish before its deadline is

@@ -12,8 +12,8 @@ import (
 	"github.com/haproxy-template/htc/pkg/phase"
 )
 
-// DefaultCheckCacheEntries bounds a pipeline's cache of check results.
-const DefaultCheckCacheEntries = 64
+// defaultCheckCacheEntries bounds a pipeline's cache of check results.
+const defaultCheckCacheEntries = 64
 
 // checkCache remembers the outcome of checking a bundle by its hash:
 // equal bundles (a label-only change, an admission of what is already
@@ -34,7 +34,7 @@ type checkOutcome struct {
 
 func newCheckCache(size int) *checkCache {
 	if size <= 0 {
-		size = DefaultCheckCacheEntries
+		size = defaultCheckCacheEntries
 	}
 	return &checkCache{results: lru.New(size)}
 }

@@ -8,8 +8,8 @@ import (
 	"github.com/haproxy-template/htc/pkg/store"
 )
 
-// DefaultMaxRounds bounds the checks of one Diagnose.
-const DefaultMaxRounds = 16
+// defaultMaxRounds bounds the checks of one Diagnose.
+const defaultMaxRounds = 16
 
 // Diagnosis is the set of failures of one state of the stores: every
 // failure found, attributed to its objects, until the state without those
@@ -47,7 +47,7 @@ type DiagnoseOptions struct {
 	// Hidden are hidden from the start (e.g. objects a baseline already
 	// knows are broken).
 	Hidden []bundle.ObjectRef
-	// MaxRounds bounds the number of checks; zero means DefaultMaxRounds.
+	// MaxRounds bounds the number of checks; zero means 16.
 	MaxRounds int
 	// Stop, when set, ends the diagnosis after a round that found a
 	// failure for which it returns true (e.g. one a change introduced).
@@ -71,7 +71,7 @@ func (p *Pipeline) Diagnose(ctx context.Context, stores store.Set, opts Diagnose
 	d := &Diagnosis{Hidden: slices.Clone(opts.Hidden)}
 	rounds := opts.MaxRounds
 	if rounds <= 0 {
-		rounds = DefaultMaxRounds
+		rounds = defaultMaxRounds
 	}
 	for range rounds {
 		v := p.CheckWith(ctx, stores.WithoutNames(byStore(d.Hidden)), CheckOptions{SkipTests: opts.SkipTests, RunnableCode: opts.RunnableCode, Record: opts.Record})

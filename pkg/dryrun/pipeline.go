@@ -63,7 +63,7 @@ type Env struct {
 	// bound); zero means DefaultRenderCheckTimeout.
 	RenderCheckTimeout time.Duration
 	// CheckCacheEntries bounds the pipeline's cache of check results by
-	// bundle hash; zero means DefaultCheckCacheEntries.
+	// bundle hash; zero means 64.
 	CheckCacheEntries int
 	// TestTimeout bounds one run of the embedded tests; zero means
 	// testrun.DefaultTimeout (60 s).

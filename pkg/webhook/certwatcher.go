@@ -14,15 +14,14 @@ import (
 	"time"
 )
 
-// DefaultCertPollInterval is how often a file-based CertWatcher rereads its files.
-const DefaultCertPollInterval = 5 * time.Second
+// defaultCertPollInterval is how often a file-based CertWatcher rereads its files.
+const defaultCertPollInterval = 5 * time.Second
 
 // CertWatcherOptions configures a CertWatcher.
 type CertWatcherOptions struct {
 	// Logger receives reload errors and notices; nil discards.
 	Logger *slog.Logger
-	// PollInterval is how often Run rereads the files; zero means
-	// DefaultCertPollInterval.
+	// PollInterval is how often Run rereads the files; zero means 5 s.
 	PollInterval time.Duration
 	// OnChange, when set, is called with the new certificate's NotAfter
 	// each time a certificate is loaded, the first one included (e.g. to set
@@ -81,7 +80,7 @@ func newCertWatcher(opts CertWatcherOptions) *CertWatcher {
 		w.log = slog.New(slog.DiscardHandler)
 	}
 	if w.opts.PollInterval <= 0 {
-		w.opts.PollInterval = DefaultCertPollInterval
+		w.opts.PollInterval = defaultCertPollInterval
 	}
 	return w
 }

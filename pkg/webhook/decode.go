@@ -14,13 +14,13 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
-// MaxRequestBytes bounds the body of a request to /validate (8 MiB); a
+// maxRequestBytes bounds the body of a request to /validate (8 MiB); a
 // larger one is answered 413. The API server itself limits objects to
 // about 3 MiB, and an UPDATE carries two of them.
-const MaxRequestBytes = 8 << 20
+const maxRequestBytes = 8 << 20
 
-// ReasonNameRequired is the denial reason of the structural check.
-const ReasonNameRequired = "metadata.name or metadata.generateName is required"
+// reasonNameRequired is the denial reason of the structural check.
+const reasonNameRequired = "metadata.name or metadata.generateName is required"
 
 // httpError is a request that is not an AdmissionReview the webhook can
 // answer; it becomes an HTTP status and a plain-text message.
@@ -40,10 +40,10 @@ func decodeReview(w http.ResponseWriter, r *http.Request) (*admissionv1.Admissio
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return nil, &httpError{http.StatusUnsupportedMediaType, fmt.Sprintf("unsupported Content-Type %q: want application/json", r.Header.Get("Content-Type"))}
 	}
-	if r.ContentLength > MaxRequestBytes {
+	if r.ContentLength > maxRequestBytes {
 		return nil, tooLarge()
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBytes))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return nil, tooLarge()
@@ -68,7 +68,7 @@ func decodeReview(w http.ResponseWriter, r *http.Request) (*admissionv1.Admissio
 }
 
 func tooLarge() *httpError {
-	return &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", MaxRequestBytes)}
+	return &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", maxRequestBytes)}
 }
 
 // parseObjects decodes the request's object (not for DELETE) and old object
@@ -94,7 +94,7 @@ func parseObjects(req *admissionv1.AdmissionRequest) (obj, old *unstructured.Uns
 		subject = old
 	}
 	if subject.GetName() == "" && subject.GetGenerateName() == "" {
-		return nil, nil, ReasonNameRequired
+		return nil, nil, reasonNameRequired
 	}
 	return obj, old, ""
 }

@@ -1,7 +1,7 @@
 // Package webhook is htc's HTTPS admission server: it decodes AdmissionReview
 // v1 requests, runs the structural check, looks up the validator registered
-// for the object's GVK, and answers Allowed, Denied (with the simplified
-// reason) or Errored. It also extracts the webhook rules from the config and
+// for the object's GVK, and answers allowed (with warnings) or denied (with
+// the simplified reason and a status cause per failure). It also extracts the webhook rules from the config and
 // resolves them to GVKs with a discovery-backed RESTMapper.
 //
 // The pieces, in the order a request meets them:
@@ -21,7 +21,7 @@
 //     and DELETE:
 //     the structural check (the object, or the old object for DELETE, must
 //     be a JSON object with apiVersion, kind and metadata.name or
-//     metadata.generateName, else Denied without running a validator, even
+//     metadata.generateName, else denied without running a validator, even
 //     for a kind no validator is registered for); the Validator registered
 //     for the request's kind (request.kind) in the Registry, called with
 //     admission.Request{Resource: request.resource, ...} under the one
@@ -41,7 +41,7 @@
 //     Registry, a Registry never Set, or a registered kind without a
 //     Validator is allowed with a logged warning.
 //   - Registry: GVK string ("v1.Service", "networking.k8s.io/v1.Ingress",
-//     see GVKString) to Validator, replaced as a whole, atomically, when the
+//     "version.Kind" or "group/version.Kind", as Rule.GVKString) to Validator, replaced as a whole, atomically, when the
 //     configuration changes; lookups take no lock.
 //   - Rules and NewDiscoveryRESTMapper: the watched resources with
 //     webhookValidation: true, resolved from plural resource to Kind by the

@@ -114,24 +114,24 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) admit(ctx context.Context, budget time.Duration, req *admissionv1.AdmissionRequest, out *Outcome) *admissionv1.AdmissionResponse {
 	out.UID, out.Namespace, out.Name = req.UID, req.Namespace, req.Name
 	out.Operation, out.DryRun = string(req.Operation), req.DryRun != nil && *req.DryRun
-	out.GVK = GVKString(schema.GroupVersionKind(req.Kind))
+	out.GVK = gvkString(schema.GroupVersionKind(req.Kind))
 
 	if h.ready != nil {
 		if ok, reason := h.ready(); !ok {
-			out.Result, out.Reason, out.Phase = ResultDenied, reason, PhaseNotReady
-			return Denied(req.UID, reason)
+			out.Result, out.Reason, out.Phase = ResultDenied, reason, phaseNotReady
+			return deniedResponse(req.UID, reason)
 		}
 	}
 	switch req.Operation {
 	case admissionv1.Create, admissionv1.Update, admissionv1.Delete:
 	default:
 		out.Result, out.FailOpen = ResultAllowed, true
-		return Allowed(req.UID)
+		return allowedResponse(req.UID)
 	}
 	obj, old, reason := parseObjects(req)
 	if reason != "" {
 		out.Result, out.Reason = ResultDenied, reason
-		return Denied(req.UID, reason)
+		return deniedResponse(req.UID, reason)
 	}
 	switch { // the API server leaves request.name empty for generateName
 	case out.Name != "":
@@ -150,7 +150,7 @@ func (h *Handler) admit(ctx context.Context, budget time.Duration, req *admissio
 		case registered:
 			h.log.WarnContext(ctx, "no validator for a registered kind, allowing the request (fail-open)", "gvk", out.GVK, "uid", req.UID)
 		}
-		return Allowed(req.UID)
+		return allowedResponse(req.UID)
 	}
 
 	d, report := h.validate(ctx, budget, v, admission.Request{Change: watched.Change{

@@ -58,8 +58,8 @@ func TestHandlerRejectsRequestsThatAreNotAdmissionReviews(t *testing.T) {
 		{name: "text content type", method: http.MethodPost, contentType: "text/plain", body: bytes.NewReader(valid), status: http.StatusUnsupportedMediaType, message: "want application/json"},
 		{name: "no content type", method: http.MethodPost, body: bytes.NewReader(valid), status: http.StatusUnsupportedMediaType, message: "want application/json"},
 		{name: "yaml content type", method: http.MethodPost, contentType: "application/yaml", body: bytes.NewReader(valid), status: http.StatusUnsupportedMediaType, message: "want application/json"},
-		{name: "oversized body with length", method: http.MethodPost, contentType: "application/json", body: bytes.NewReader(make([]byte, MaxRequestBytes+1)), status: http.StatusRequestEntityTooLarge, message: "exceeds"},
-		{name: "oversized body chunked", method: http.MethodPost, contentType: "application/json", body: bytes.NewReader(make([]byte, MaxRequestBytes+1)), chunked: true, status: http.StatusRequestEntityTooLarge, message: "exceeds"},
+		{name: "oversized body with length", method: http.MethodPost, contentType: "application/json", body: bytes.NewReader(make([]byte, maxRequestBytes+1)), status: http.StatusRequestEntityTooLarge, message: "exceeds"},
+		{name: "oversized body chunked", method: http.MethodPost, contentType: "application/json", body: bytes.NewReader(make([]byte, maxRequestBytes+1)), chunked: true, status: http.StatusRequestEntityTooLarge, message: "exceeds"},
 		{name: "not JSON", method: http.MethodPost, contentType: "application/json", body: strings.NewReader("{not json"), status: http.StatusBadRequest, message: "not an AdmissionReview"},
 		{name: "v1beta1", method: http.MethodPost, contentType: "application/json", body: strings.NewReader(`{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"u1"}}`), status: http.StatusBadRequest, message: `unsupported AdmissionReview apiVersion "admission.k8s.io/v1beta1"`},
 		{name: "wrong kind", method: http.MethodPost, contentType: "application/json", body: strings.NewReader(`{"apiVersion":"admission.k8s.io/v1","kind":"Ingress","request":{"uid":"u1"}}`), status: http.StatusBadRequest, message: `kind "Ingress"`},
@@ -170,9 +170,9 @@ func TestHandlerStructuralCheck(t *testing.T) {
 		allowed bool
 		reason  string
 	}{
-		{name: "CREATE without name or generateName", body: review("u", admissionv1.Create, "", withObject(nameless)), reason: ReasonNameRequired},
-		{name: "UPDATE without name or generateName", body: review("u", admissionv1.Update, "", withObject(nameless), withOld(ingress("echo", "x"))), reason: ReasonNameRequired},
-		{name: "DELETE checks oldObject", body: review("u", admissionv1.Delete, "", withOld(nameless)), reason: ReasonNameRequired},
+		{name: "CREATE without name or generateName", body: review("u", admissionv1.Create, "", withObject(nameless)), reason: reasonNameRequired},
+		{name: "UPDATE without name or generateName", body: review("u", admissionv1.Update, "", withObject(nameless), withOld(ingress("echo", "x"))), reason: reasonNameRequired},
+		{name: "DELETE checks oldObject", body: review("u", admissionv1.Delete, "", withOld(nameless)), reason: reasonNameRequired},
 		{name: "DELETE without oldObject", body: review("u", admissionv1.Delete, "echo"), reason: "oldObject is not a valid Kubernetes resource: it is missing"},
 		{name: "CREATE without object", body: review("u", admissionv1.Create, "echo", withObject(nil)), reason: "object is not a valid Kubernetes resource: it is missing"},
 		{name: "object not a JSON object", body: review("u", admissionv1.Create, "echo", withObject([]byte(`["a"]`))), reason: "object is not a valid Kubernetes resource: "},
@@ -198,7 +198,7 @@ func TestHandlerStructuralCheck(t *testing.T) {
 			assert.False(t, resp.Allowed)
 			require.NotNil(t, resp.Result)
 			assert.EqualValues(t, http.StatusForbidden, resp.Result.Code)
-			if tt.reason == ReasonNameRequired {
+			if tt.reason == reasonNameRequired {
 				assert.Equal(t, "metadata.name or metadata.generateName is required", resp.Result.Message)
 			} else {
 				assert.Contains(t, resp.Result.Message, tt.reason)
@@ -448,7 +448,7 @@ func TestHandlerDeniesUntilReady(t *testing.T) {
 	assert.Equal(t, "htc is starting", resp.Result.Message)
 	require.Len(t, observed, 1)
 	assert.Equal(t, ResultDenied, observed[0].Result)
-	assert.Equal(t, PhaseNotReady, observed[0].Phase)
+	assert.Equal(t, phaseNotReady, observed[0].Phase)
 	assert.Equal(t, ingressKey, observed[0].GVK)
 	assert.Empty(t, v.requests())
 

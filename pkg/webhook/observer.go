@@ -23,9 +23,9 @@ const (
 	ResultError Result = "error"
 )
 
-// PhaseNotReady is the Outcome phase of a request denied because the
+// phaseNotReady is the Outcome phase of a request denied because the
 // handler was not ready (HandlerOptions.Ready).
-const PhaseNotReady = "not-ready"
+const phaseNotReady = "not-ready"
 
 // PhaseBusy is the Outcome phase of a request denied because the
 // controller could not check it before its deadline (admission.ReasonBusy).
@@ -37,7 +37,7 @@ const PhaseBusy = "busy"
 type Outcome struct {
 	// UID is the AdmissionRequest's uid.
 	UID types.UID
-	// GVK is the request's kind as a GVK string (see GVKString).
+	// GVK is the request's kind as a GVK string (as Rule.GVKString).
 	GVK string
 	// Namespace and Name identify the object (Name may be empty when only
 	// generateName is set).

@@ -17,15 +17,15 @@ import (
 // the configuration with this annotation and no webhooks.
 const TemplateAnnotation = "haproxy-template.io/webhook-template"
 
-// WebhookNameSuffix ends every webhook name: "<resource>.validate.htc".
-const WebhookNameSuffix = ".validate.htc"
+// webhookNameSuffix ends every webhook name: "<resource>.validate.htc".
+const webhookNameSuffix = ".validate.htc"
 
-// NamespaceLabel is the label every namespace carries with its own name.
-const NamespaceLabel = "kubernetes.io/metadata.name"
+// namespaceLabel is the label every namespace carries with its own name.
+const namespaceLabel = "kubernetes.io/metadata.name"
 
 // Defaults of a RegistrationTemplate.
 const (
-	DefaultFailurePolicy  = admissionregistrationv1.Fail
+	defaultFailurePolicy  = admissionregistrationv1.Fail
 	DefaultTimeoutSeconds = int32(10)
 )
 
@@ -129,7 +129,7 @@ func Webhooks(tmpl *RegistrationTemplate, rules []Rule, caBundle []byte, ns Name
 		if isConfig && tmpl.ValidateConfig != nil && !*tmpl.ValidateConfig {
 			continue
 		}
-		name := r.GVR.Resource + WebhookNameSuffix
+		name := r.GVR.Resource + webhookNameSuffix
 		h, ok := byName[name]
 		if !ok {
 			h = baseWebhook(tmpl, name, cc)
@@ -139,7 +139,7 @@ func Webhooks(tmpl *RegistrationTemplate, rules []Rule, caBundle []byte, ns Name
 				h.NamespaceSelector = excluding(tmpl.NamespaceSelector, ownNamespace, metav1.NamespaceSystem)
 				if len(ns.Watched) > 0 {
 					h.NamespaceSelector.MatchExpressions = append(h.NamespaceSelector.MatchExpressions, metav1.LabelSelectorRequirement{
-						Key: NamespaceLabel, Operator: metav1.LabelSelectorOpIn, Values: slices.Sorted(slices.Values(ns.Watched)),
+						Key: namespaceLabel, Operator: metav1.LabelSelectorOpIn, Values: slices.Sorted(slices.Values(ns.Watched)),
 					})
 				}
 				h.ObjectSelector = selectorOrEmpty(tmpl.ObjectSelector)
@@ -165,7 +165,7 @@ func Webhooks(tmpl *RegistrationTemplate, rules []Rule, caBundle []byte, ns Name
 // the API server stores it (its defaults filled in), so that a registered
 // webhook compares equal to a freshly computed one.
 func baseWebhook(tmpl *RegistrationTemplate, name string, cc admissionregistrationv1.WebhookClientConfig) *admissionregistrationv1.ValidatingWebhook {
-	policy, timeout := DefaultFailurePolicy, DefaultTimeoutSeconds
+	policy, timeout := defaultFailurePolicy, DefaultTimeoutSeconds
 	if tmpl.FailurePolicy != nil {
 		policy = *tmpl.FailurePolicy
 	}
@@ -215,7 +215,7 @@ func selectorOrEmpty(s *metav1.LabelSelector) *metav1.LabelSelector {
 // namespaceIn selects the namespace ns only.
 func namespaceIn(ns string) *metav1.LabelSelector {
 	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-		Key: NamespaceLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{ns},
+		Key: namespaceLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{ns},
 	}}}
 }
 
@@ -225,7 +225,7 @@ func namespaceIn(ns string) *metav1.LabelSelector {
 func excluding(sel *metav1.LabelSelector, namespaces ...string) *metav1.LabelSelector {
 	out := selectorOrEmpty(sel)
 	for i, e := range out.MatchExpressions {
-		if e.Key == NamespaceLabel && e.Operator == metav1.LabelSelectorOpNotIn {
+		if e.Key == namespaceLabel && e.Operator == metav1.LabelSelectorOpNotIn {
 			values := append(slices.Clone(e.Values), namespaces...)
 			slices.Sort(values)
 			out.MatchExpressions[i].Values = slices.Compact(values)
@@ -235,7 +235,7 @@ func excluding(sel *metav1.LabelSelector, namespaces ...string) *metav1.LabelSel
 	values := slices.Clone(namespaces)
 	slices.Sort(values)
 	out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{
-		Key: NamespaceLabel, Operator: metav1.LabelSelectorOpNotIn, Values: slices.Compact(values),
+		Key: namespaceLabel, Operator: metav1.LabelSelectorOpNotIn, Values: slices.Compact(values),
 	})
 	return out
 }

@@ -58,13 +58,13 @@ func TestWebhooksFromTheChartTemplate(t *testing.T) {
 	}
 	assert.Equal(t, []string{"haproxytemplateconfigs.validate.htc", "ingresses.validate.htc", "services.validate.htc"}, names)
 
-	notOwn := metav1.LabelSelectorRequirement{Key: NamespaceLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"htc-system", "kube-system"}}
+	notOwn := metav1.LabelSelectorRequirement{Key: namespaceLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"htc-system", "kube-system"}}
 	assert.Equal(t, &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{notOwn}}, hooks[1].NamespaceSelector,
 		"the exclusion is merged into the template's NotIn expression")
 	assert.Equal(t, []string{"networking.k8s.io"}, hooks[1].Rules[0].APIGroups)
 	assert.Equal(t, []string{"ingresses"}, hooks[1].Rules[0].Resources)
 	assert.Equal(t, &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-		Key: NamespaceLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{"htc-system"},
+		Key: namespaceLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{"htc-system"},
 	}}}, hooks[0].NamespaceSelector, "the config's webhook sees the controller's namespace only")
 	assert.Equal(t, []string{"haproxy-template.io"}, hooks[0].Rules[0].APIGroups)
 }
@@ -95,7 +95,7 @@ func TestWebhooksNeverMatchOwnNamespaceOrKubeSystem(t *testing.T) {
 	assert.Equal(t, &metav1.LabelSelector{
 		MatchLabels: map[string]string{"team": "a"},
 		MatchExpressions: []metav1.LabelSelectorRequirement{{
-			Key: NamespaceLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"ctl", "kube-system"},
+			Key: namespaceLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"ctl", "kube-system"},
 		}},
 	}, ing.NamespaceSelector)
 	assert.Equal(t, map[string]string{"validate": "yes"}, ing.ObjectSelector.MatchLabels)
@@ -121,7 +121,7 @@ func TestWebhooksMergeOneResourceAcrossGroups(t *testing.T) {
 	assert.Equal(t, "widgets.validate.htc", hooks[0].Name)
 	require.Len(t, hooks[0].Rules, 2, "a repeated rule is registered once")
 	assert.Equal(t, []string{"b.example"}, hooks[0].Rules[1].APIGroups)
-	assert.Equal(t, DefaultFailurePolicy, *hooks[0].FailurePolicy)
+	assert.Equal(t, defaultFailurePolicy, *hooks[0].FailurePolicy)
 	assert.Equal(t, DefaultTimeoutSeconds, *hooks[0].TimeoutSeconds)
 }
 
@@ -163,17 +163,17 @@ func TestWebhooksMatchOnlyTheWatchedNamespaces(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, hooks, 3)
 	assert.Equal(t, &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-		Key: NamespaceLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{"htc-system"},
+		Key: namespaceLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{"htc-system"},
 	}}}, hooks[0].NamespaceSelector, "the config's webhook")
 	for _, h := range hooks[1:] {
 		assert.Equal(t, &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-			{Key: NamespaceLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"htc-system", "kube-system"}},
-			{Key: NamespaceLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{"team-a", "team-b"}},
+			{Key: namespaceLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"htc-system", "kube-system"}},
+			{Key: namespaceLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{"team-a", "team-b"}},
 		}}, h.NamespaceSelector, h.Name)
 		sel, err := metav1.LabelSelectorAsSelector(h.NamespaceSelector)
 		require.NoError(t, err)
 		for ns, want := range map[string]bool{"team-a": true, "team-b": true, "team-c": false, "kube-system": false, "htc-system": false} {
-			assert.Equal(t, want, sel.Matches(labels.Set{NamespaceLabel: ns}), "%s matches namespace %s", h.Name, ns)
+			assert.Equal(t, want, sel.Matches(labels.Set{namespaceLabel: ns}), "%s matches namespace %s", h.Name, ns)
 		}
 	}
 }

@@ -15,14 +15,14 @@ import (
 // warnings anyway and kubectl prints them one per line.
 const maxWarningLen = 256
 
-// Allowed returns a response admitting the request, with warnings.
-func Allowed(uid types.UID, warnings ...string) *admissionv1.AdmissionResponse {
+// allowedResponse returns a response admitting the request, with warnings.
+func allowedResponse(uid types.UID, warnings ...string) *admissionv1.AdmissionResponse {
 	return &admissionv1.AdmissionResponse{UID: uid, Allowed: true, Warnings: shortWarnings(warnings)}
 }
 
-// Denied returns a response rejecting the request with reason, which kubectl
+// deniedResponse returns a response rejecting the request with reason, which kubectl
 // prints after "denied the request: ".
-func Denied(uid types.UID, reason string) *admissionv1.AdmissionResponse {
+func deniedResponse(uid types.UID, reason string) *admissionv1.AdmissionResponse {
 	return &admissionv1.AdmissionResponse{
 		UID:     uid,
 		Allowed: false,
@@ -35,19 +35,9 @@ func Denied(uid types.UID, reason string) *admissionv1.AdmissionResponse {
 	}
 }
 
-// Errored returns a response rejecting a request the webhook could not
-// process (malformed input), with an HTTP-like code.
-func Errored(uid types.UID, code int32, msg string) *admissionv1.AdmissionResponse {
-	return &admissionv1.AdmissionResponse{
-		UID:     uid,
-		Allowed: false,
-		Result:  &metav1.Status{Status: metav1.StatusFailure, Code: code, Message: msg},
-	}
-}
-
-// CausePrefix starts the type of every status cause a denial carries:
+// causePrefix starts the type of every status cause a denial carries:
 // "htc/<phase>" (e.g. "htc/render"), so tools need not parse the reason.
-const CausePrefix = "htc/"
+const causePrefix = "htc/"
 
 // FromDecision converts an admission Decision into a response. A denial
 // carries, in status.details.causes, one cause per failure the change
@@ -55,12 +45,12 @@ const CausePrefix = "htc/"
 // from as the field ("Ingress team-a/web"), and its reason.
 func FromDecision(uid types.UID, d admission.Decision) *admissionv1.AdmissionResponse {
 	if d.Allowed {
-		return Allowed(uid, d.Warnings...)
+		return allowedResponse(uid, d.Warnings...)
 	}
-	resp := Denied(uid, d.Reason)
+	resp := deniedResponse(uid, d.Reason)
 	var causes []metav1.StatusCause
 	for _, f := range d.Introduced {
-		c := metav1.StatusCause{Type: metav1.CauseType(CausePrefix + string(f.Phase)), Message: f.Reason}
+		c := metav1.StatusCause{Type: metav1.CauseType(causePrefix + string(f.Phase)), Message: f.Reason}
 		names := make([]string, len(f.Objects))
 		for i, o := range f.Objects {
 			names[i] = o.String()
@@ -69,7 +59,7 @@ func FromDecision(uid types.UID, d admission.Decision) *admissionv1.AdmissionRes
 		causes = append(causes, c)
 	}
 	if len(causes) == 0 && d.Phase != "" {
-		causes = append(causes, metav1.StatusCause{Type: metav1.CauseType(CausePrefix + string(d.Phase)), Message: d.Reason})
+		causes = append(causes, metav1.StatusCause{Type: metav1.CauseType(causePrefix + string(d.Phase)), Message: d.Reason})
 	}
 	if len(causes) > 0 {
 		resp.Result.Details = &metav1.StatusDetails{Causes: causes}

@@ -37,7 +37,7 @@ func TestFromDecisionCarriesCauses(t *testing.T) {
 
 func TestWarningsAreCutOnRuneBoundaries(t *testing.T) {
 	long := strings.Repeat("é", maxWarningLen)
-	resp := Allowed("u", long)
+	resp := allowedResponse("u", long)
 	require.Len(t, resp.Warnings, 1)
 	assert.True(t, utf8.ValidString(resp.Warnings[0]))
 	assert.LessOrEqual(t, len(resp.Warnings[0]), maxWarningLen)

@@ -22,7 +22,7 @@ type Rule struct {
 	GVR schema.GroupVersionResource
 	// GVK is the kind the RESTMapper resolved GVR to.
 	GVK schema.GroupVersionKind
-	// GVKString is GVKString(GVK), the Registry key.
+	// GVKString is gvkString(GVK), the Registry key.
 	GVKString string
 	// Operations are the intercepted operations.
 	Operations []admissionregistrationv1.OperationType
@@ -50,7 +50,7 @@ func ConfigRule() Rule {
 	return Rule{
 		GVR:        config.GroupVersion.WithResource(config.Resource),
 		GVK:        gvk,
-		GVKString:  GVKString(gvk),
+		GVKString:  gvkString(gvk),
 		Operations: interceptedOperations(),
 	}
 }
@@ -98,5 +98,5 @@ func resolve(r watched.Resource, mapper meta.RESTMapper) (Rule, error) {
 	if err != nil {
 		return Rule{}, fmt.Errorf("watchedResources[%s]: resolving %s: %w", r.Key, watched.ResourceString(r.GVR), err)
 	}
-	return Rule{StoreKey: r.Key, GVR: r.GVR, GVK: gvk, GVKString: GVKString(gvk), Operations: resourceOperations()}, nil
+	return Rule{StoreKey: r.Key, GVR: r.GVR, GVK: gvk, GVKString: gvkString(gvk), Operations: resourceOperations()}, nil
 }

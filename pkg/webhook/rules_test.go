@@ -143,7 +143,7 @@ func TestDiscoveryRESTMapperResolvesResourcesAddedLater(t *testing.T) {
 
 	gvk, err := m.KindFor(schema.GroupVersionResource{Version: "v1", Resource: "services"})
 	require.NoError(t, err)
-	assert.Equal(t, "v1.Service", GVKString(gvk))
+	assert.Equal(t, "v1.Service", gvkString(gvk))
 
 	// The CRD is installed after the first lookup filled the cache.
 	dc.Resources = append(dc.Resources, &metav1.APIResourceList{
@@ -152,7 +152,7 @@ func TestDiscoveryRESTMapperResolvesResourcesAddedLater(t *testing.T) {
 	})
 	gvk, err = m.KindFor(config.GroupVersion.WithResource(config.Resource))
 	require.NoError(t, err)
-	assert.Equal(t, "haproxy-template.io/v1alpha1.HAProxyTemplateConfig", GVKString(gvk))
+	assert.Equal(t, "haproxy-template.io/v1alpha1.HAProxyTemplateConfig", gvkString(gvk))
 
 	mapping, err := m.RESTMapping(schema.GroupKind{Group: "networking.k8s.io", Kind: "Ingress"}, "v1")
 	require.NoError(t, err)

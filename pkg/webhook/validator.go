@@ -28,14 +28,14 @@ func (f ValidatorFunc) Admit(ctx context.Context, req admission.Request) admissi
 	return f(ctx, req)
 }
 
-// GVKString formats gvk as the registry key: "version.Kind" for the core
+// gvkString formats gvk as the registry key: "version.Kind" for the core
 // group ("v1.Service") and "group/version.Kind" otherwise
 // ("networking.k8s.io/v1.Ingress").
-func GVKString(gvk schema.GroupVersionKind) string {
+func gvkString(gvk schema.GroupVersionKind) string {
 	return gvk.GroupVersion().String() + "." + gvk.Kind
 }
 
-// Registry maps GVK strings (see GVKString) to the Validator of that kind.
+// Registry maps GVK strings (see Rule.GVKString) to the Validator of that kind.
 // Readers never lock: the whole mapping is replaced atomically with Set when
 // the configuration changes, so a request sees either the old or the new
 // mapping, never a mix. The zero Registry is unconfigured; a nil *Registry

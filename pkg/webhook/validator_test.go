@@ -25,7 +25,7 @@ func TestGVKString(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
-			assert.Equal(t, tt.want, GVKString(tt.gvk))
+			assert.Equal(t, tt.want, gvkString(tt.gvk))
 		})
 	}
 }
