@@ -28,8 +28,8 @@ type Failure struct {
 	Reason string
 }
 
-// Attributed reports whether the failure names objects.
-func (f Failure) Attributed() bool { return len(f.Objects) > 0 }
+// attributed reports whether the failure names objects.
+func (f Failure) attributed() bool { return len(f.Objects) > 0 }
 
 // String is the failure as one line: "Ingress team-a/web: <reason>", or
 // the reason alone when no object is known. A reason that starts with the
@@ -189,9 +189,9 @@ func mergeSame(fs []Failure) []Failure {
 	var out []Failure
 	for _, f := range fs {
 		i := slices.IndexFunc(out, func(o Failure) bool {
-			return o.Attributed() && slices.Equal(o.Objects, f.Objects)
+			return o.attributed() && slices.Equal(o.Objects, f.Objects)
 		})
-		if i < 0 || !f.Attributed() {
+		if i < 0 || !f.attributed() {
 			out = append(out, f)
 			continue
 		}

@@ -145,7 +145,7 @@ func (h *Handler) admit(ctx context.Context, budget time.Duration, req *admissio
 	if v == nil {
 		out.Result, out.FailOpen = ResultAllowed, true
 		switch {
-		case !h.registry.Configured():
+		case !h.registry.configured():
 			h.log.WarnContext(ctx, "no dry-run validator configured, allowing the request (fail-open)", "gvk", out.GVK, "uid", req.UID)
 		case registered:
 			h.log.WarnContext(ctx, "no validator for a registered kind, allowing the request (fail-open)", "gvk", out.GVK, "uid", req.UID)

@@ -148,7 +148,7 @@ func Webhooks(tmpl *RegistrationTemplate, rules []Rule, caBundle []byte, ns Name
 			byName[name] = h
 			names = append(names, name)
 		}
-		rule := scoped(r.RuleWithOperations())
+		rule := scoped(r.ruleWithOperations())
 		if !slices.ContainsFunc(h.Rules, func(x admissionregistrationv1.RuleWithOperations) bool { return sameRule(x, rule) }) {
 			h.Rules = append(h.Rules, rule)
 		}

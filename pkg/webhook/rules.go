@@ -28,9 +28,9 @@ type Rule struct {
 	Operations []admissionregistrationv1.OperationType
 }
 
-// RuleWithOperations returns r as a ValidatingWebhookConfiguration rule:
+// ruleWithOperations returns r as a ValidatingWebhookConfiguration rule:
 // API group, API version, resource and operations.
-func (r Rule) RuleWithOperations() admissionregistrationv1.RuleWithOperations {
+func (r Rule) ruleWithOperations() admissionregistrationv1.RuleWithOperations {
 	return admissionregistrationv1.RuleWithOperations{
 		Operations: slices.Clone(r.Operations),
 		Rule: admissionregistrationv1.Rule{

@@ -130,11 +130,11 @@ func TestRuleWithOperations(t *testing.T) {
 	assert.Equal(t, admissionregistrationv1.RuleWithOperations{
 		Operations: ops,
 		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"networking.k8s.io"}, APIVersions: []string{"v1"}, Resources: []string{"ingresses"}},
-	}, rules[0].RuleWithOperations())
+	}, rules[0].ruleWithOperations())
 	assert.Equal(t, admissionregistrationv1.RuleWithOperations{
 		Operations: ops,
 		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"services"}},
-	}, rules[1].RuleWithOperations())
+	}, rules[1].ruleWithOperations())
 }
 
 func TestDiscoveryRESTMapperResolvesResourcesAddedLater(t *testing.T) {

@@ -62,8 +62,8 @@ func (r *Registry) Set(validators map[string]Validator) {
 	r.m.Store(&m)
 }
 
-// Configured reports whether Set has been called (even with an empty map).
-func (r *Registry) Configured() bool {
+// configured reports whether Set has been called (even with an empty map).
+func (r *Registry) configured() bool {
 	return r != nil && r.m.Load() != nil
 }
 

@@ -36,7 +36,7 @@ func TestRegistryLookupAndSwap(t *testing.T) {
 	r := NewRegistry(src)
 	src["v1.Secret"] = a // a copy is kept: later changes to the map do not leak in
 
-	assert.True(t, r.Configured())
+	assert.True(t, r.configured())
 	v, ok := r.Lookup("v1.Service")
 	assert.True(t, ok)
 	assert.Same(t, a, v)
@@ -54,7 +54,7 @@ func TestRegistryLookupAndSwap(t *testing.T) {
 	assert.Same(t, b, v)
 
 	r.Set(nil)
-	assert.True(t, r.Configured(), "an empty mapping is still configured")
+	assert.True(t, r.configured(), "an empty mapping is still configured")
 	assert.Empty(t, r.GVKs())
 }
 
@@ -62,7 +62,7 @@ func TestRegistryUnconfigured(t *testing.T) {
 	var nilRegistry *Registry
 	for name, r := range map[string]*Registry{"nil": nilRegistry, "zero": {}} {
 		t.Run(name, func(t *testing.T) {
-			assert.False(t, r.Configured())
+			assert.False(t, r.configured())
 			v, ok := r.Lookup(ingressKey)
 			assert.Nil(t, v)
 			assert.False(t, ok)
