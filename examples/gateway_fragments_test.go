@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/haproxy-template/htc/internal/testutil"
 	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/phase"
@@ -173,7 +174,7 @@ func TestGatewayFragmentsRenderAsInFull(t *testing.T) {
 					seen[what]++
 				}
 			}
-			applyChange(t, live[key], change)
+			testutil.ApplyChange(t, live[key], change)
 			want = render1(store.ReadOnly(live), htcrender.Input{Full: true})
 			require.Equal(t, want, render1(store.ReadOnly(live), htcrender.Input{Record: true}), "state %d step %d: after a %s of %s", i, step, change.Operation, key)
 		}
@@ -282,19 +283,6 @@ func (c *changer) next(t *testing.T) (string, store.Change) {
 	upd["metadata"] = md
 	c.objs[key] = append(append(list[:i:i], upd), list[i+1:]...)
 	return key, store.Change{Operation: store.Update, Object: &unstructured.Unstructured{Object: upd}, OldObject: &unstructured.Unstructured{Object: old}}
-}
-
-// applyChange applies change to s, as the controller's informers would.
-func applyChange(t *testing.T, s *store.Store, change store.Change) {
-	t.Helper()
-	switch change.Operation {
-	case store.Create:
-		require.NoError(t, s.Add(change.Object))
-	case store.Update:
-		require.NoError(t, s.Update(change.Object))
-	case store.Delete:
-		require.NoError(t, s.Delete(change.OldObject))
-	}
 }
 
 // BenchmarkGatewayRender renders the Gateway library over N HTTPRoutes on

@@ -2,10 +2,12 @@ package testutil
 
 import (
 	"fmt"
+	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/haproxy-template/htc/pkg/store"
+	"github.com/stretchr/testify/require"
 )
 
 // ClusterApp is the i-th application of a generated benchmark cluster for
@@ -87,4 +89,17 @@ func ClusterHTTPRoute(ns, name, service, gwNS, gwName string) *unstructured.Unst
 		"spec": map[string]any{"parentRefs": []any{map[string]any{"name": gwName, "namespace": gwNS}}, "hostnames": []any{name + ".example.com"},
 			"rules": []any{map[string]any{"matches": []any{map[string]any{"path": map[string]any{"type": "PathPrefix", "value": "/"}}},
 				"backendRefs": []any{map[string]any{"name": service, "port": int64(80)}}}}}}}
+}
+
+// ApplyChange makes change in s, as the controller's informers would.
+func ApplyChange(t testing.TB, s *store.Store, change store.Change) {
+	t.Helper()
+	switch change.Operation {
+	case store.Create:
+		require.NoError(t, s.Add(change.Object))
+	case store.Update:
+		require.NoError(t, s.Update(change.Object))
+	case store.Delete:
+		require.NoError(t, s.Delete(change.OldObject))
+	}
 }

@@ -196,7 +196,7 @@ func TestIntroducedIsExactlyNotSubset(t *testing.T) {
 			fixed++
 		}
 
-		apply(t, stores[storeKey(o.gvr)], change) // whatever the decision
+		testutil.ApplyChange(t, stores[storeKey(o.gvr)], store.Change{Operation: change.Operation, Object: change.Object, OldObject: change.OldObject}) // whatever the decision
 		current[i] = next
 		base = after
 	}
@@ -235,19 +235,6 @@ func (o propObject) change(from, to string) watched.Change {
 		return watched.Change{Resource: o.gvr, Operation: store.Delete, OldObject: o.variants[from]()}
 	default:
 		return watched.Change{Resource: o.gvr, Operation: store.Update, Object: o.variants[to](), OldObject: o.variants[from]()}
-	}
-}
-
-// apply makes change in s.
-func apply(t *testing.T, s *store.Store, change watched.Change) {
-	t.Helper()
-	switch change.Operation {
-	case store.Create:
-		require.NoError(t, s.Add(change.Object))
-	case store.Update:
-		require.NoError(t, s.Update(change.Object))
-	case store.Delete:
-		require.NoError(t, s.Delete(change.OldObject))
 	}
 }
 
