@@ -173,15 +173,31 @@ func newMetrics(certNotAfter func() time.Time) *metrics {
 			Buckets: admissionBuckets,
 		}),
 	}
-	m.buildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	m.buildInfo, m.versionSkew = newBuildMetrics()
+	m.reg.MustRegister(m.requests, m.duration, m.validation, m.phases, m.inFlight, m.testHits, m.alike, m.reloads, m.ready, certExpiry(certNotAfter),
+		m.liveChecks, m.liveValid, m.liveFailures, m.warned, m.overruled, m.liveDuration, m.publishes, m.reloadsHAProxy, m.reloadDuration,
+		m.buildInfo, m.versionSkew,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(m.caches.collectors()...)
+	return m
+}
+
+// newBuildMetrics are htc_build_info and htc_haproxy_version_skew.
+func newBuildMetrics() (*prometheus.GaugeVec, prometheus.Gauge) {
+	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "htc_build_info",
 		Help: "1, labelled with the htc version, VCS revision and Go version of this binary and the version of the HAProxy that checks (haproxy -v).",
 	}, []string{"version", "revision", "goversion", "haproxy_version"})
-	m.versionSkew = prometheus.NewGauge(prometheus.GaugeOpts{
+	versionSkew := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "htc_haproxy_version_skew",
 		Help: "1 when the HAProxy reloaded through the master socket runs another version than the HAProxy that checks, else 0 (see the HAProxyVersionSkew condition).",
 	})
-	expiry := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	return buildInfo, versionSkew
+}
+
+// certExpiry is htc_webhook_certificate_expiry_seconds of certNotAfter.
+func certExpiry(certNotAfter func() time.Time) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "htc_webhook_certificate_expiry_seconds",
 		Help: "Seconds until the serving certificate's NotAfter (0 when none is loaded).",
 	}, func() float64 {
@@ -191,12 +207,6 @@ func newMetrics(certNotAfter func() time.Time) *metrics {
 		}
 		return time.Until(t).Seconds()
 	})
-	m.reg.MustRegister(m.requests, m.duration, m.validation, m.phases, m.inFlight, m.testHits, m.alike, m.reloads, m.ready, expiry,
-		m.liveChecks, m.liveValid, m.liveFailures, m.warned, m.overruled, m.liveDuration, m.publishes, m.reloadsHAProxy, m.reloadDuration,
-		m.buildInfo, m.versionSkew,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m.reg.MustRegister(m.caches.collectors()...)
-	return m
 }
 
 // setBuild sets htc_build_info: one series, of this binary and the
