@@ -142,6 +142,15 @@ type WatchedResource struct {
 	// +kubebuilder:validation:Enum=Deny;Warn
 	ValidationAction ValidationAction `json:"validationAction,omitempty"`
 
+	// WriteStatus lets spec.resourceStatus write the status of this
+	// resource's objects: a status document naming an object of a watched
+	// resource without it fails the render, so a value that breaks out of
+	// its place in a document cannot make the controller write the status
+	// of a Service, Secret or any other kind the library does not own. The
+	// chart grants patch on <resource>/status for exactly these resources.
+	// +optional
+	WriteStatus bool `json:"writeStatus,omitempty"`
+
 	// LabelSelector restricts the watch to matching objects.
 	// +optional
 	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`

@@ -31,6 +31,7 @@ const (
 	objConflict  = "conflict"   // the object changed since the render read it: retried
 	objGone      = "gone"       // the object was deleted since the render
 	objError     = "error"      // the API server refused or was not reached: retried
+	objForbidden = "forbidden"  // RBAC does not let htc write this status: not retried
 	objFollower  = "not_leader" // a follower writes nothing
 )
 
@@ -80,7 +81,7 @@ func newObjectStatusWriter(dyn dynamic.Interface, leading func() bool, reg prome
 	w := &objectStatusWriter{dyn: dyn, leading: leading, log: log, now: time.Now, signal: make(chan struct{}, 1),
 		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "htc_resource_status_writes_total",
-			Help: "Status documents of spec.resourceStatus by what became of them: written (applied), unchanged (the object already said so), conflict (the object changed since the render; retried), gone (deleted since), error (retried), not_leader (a follower writes nothing).",
+			Help: "Status documents of spec.resourceStatus by what became of them: written (applied), unchanged (the object already said so), conflict (the object changed since the render; retried), gone (deleted since), error (retried), forbidden (RBAC does not grant patch on the status; not retried), not_leader (a follower writes nothing).",
 		}, []string{"result"})}
 	reg.MustRegister(w.writes)
 	return w
@@ -185,6 +186,12 @@ func (w *objectStatusWriter) writeOne(ctx context.Context, b *statusBatch, d *re
 		return objConflict
 	case apierrors.IsNotFound(err):
 		return objGone
+	case apierrors.IsForbidden(err):
+		// Retrying cannot help until an operator grants it: the next
+		// render's batch tries again.
+		w.log.Error("writing the status is forbidden: grant patch on the status subresource (chart: writeStatus: true on the watched resource); not retried",
+			"object", d.Object(), "resource", gvr.GroupResource().String()+"/status", "error", err)
+		return objForbidden
 	default:
 		w.log.Warn("writing the status failed; retrying", "object", d.Object(), "error", err)
 		return objError

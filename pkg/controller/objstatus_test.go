@@ -3,8 +3,10 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/haproxy-template/htc/pkg/resourcestatus"
@@ -68,9 +71,10 @@ func applyStatus(t *testing.T, dyn interface {
 }
 
 // statusConfig is smallConfig with a resourceStatus template giving every
-// Ingress the address 203.0.113.10.
+// Ingress the address 203.0.113.10 (ingresses with writeStatus).
 func statusConfig(t *testing.T) *unstructured.Unstructured {
 	cfg := smallConfig(t, false)
+	require.NoError(t, unstructured.SetNestedField(cfg.Object, true, "spec", "watchedResources", "ingresses", "writeStatus"))
 	require.NoError(t, unstructured.SetNestedField(cfg.Object, `{{- range $i := .resources.ingresses.List }}
 ---
 {{ toJson (dict "apiVersion" "networking.k8s.io/v1" "kind" "Ingress" "metadata" (dict "namespace" $i.metadata.namespace "name" $i.metadata.name) "status" (dict "loadBalancer" (dict "ingress" (list (dict "ip" "203.0.113.10"))))) }}
@@ -195,4 +199,26 @@ func TestObjectStatusWriterFillsTransitionTimes(t *testing.T) {
 	require.NoError(t, err)
 	conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
 	assert.Equal(t, []any{map[string]any{"type": "Served", "status": "True", "lastTransitionTime": "2026-03-03T03:03:03Z"}}, conds)
+}
+
+// A status write RBAC forbids is logged as an error naming the object and
+// the grant it lacks, counted as forbidden, and not retried (write reports
+// no failure, so no back-off timer loops on it).
+func TestObjectStatusWriterForbiddenIsNotRetried(t *testing.T) {
+	o := ingressObj("web", "echo")
+	o.SetResourceVersion("1")
+	w, b, applied := newWriterFixture(t, true, o)
+	var logs strings.Builder
+	w.log = slog.New(slog.NewTextHandler(&logs, nil))
+	w.dyn.(*dynamicfake.FakeDynamicClient).PrependReactor("patch", "ingresses", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "networking.k8s.io", Resource: "ingresses/status"}, "web", errors.New("RBAC: no patch"))
+	})
+	w.offer(b)
+	_, gen := w.newest()
+	assert.False(t, w.write(t.Context(), b, gen), "not retried")
+	assert.Equal(t, 1.0, promtestutil.ToFloat64(w.writes.WithLabelValues(objForbidden)))
+	assert.Equal(t, 0.0, promtestutil.ToFloat64(w.writes.WithLabelValues(objError)))
+	assert.Zero(t, applied.Load())
+	assert.Contains(t, logs.String(), "level=ERROR")
+	assert.Contains(t, logs.String(), "object=\"Ingress default/web\" resource=ingresses.networking.k8s.io/status")
 }

@@ -20,15 +20,18 @@ const StatusTemplateName = "resourceStatus"
 const kindStatus bundle.Kind = "resourceStatus"
 
 // statusSource adds spec.resourceStatus, when set, to the sources and the
-// outputs (last), and remembers each store's apiVersion for
-// resourcestatus.Resolve.
+// outputs (last), and remembers the apiVersion of each store whose watched
+// resource has writeStatus for resourcestatus.Resolve: a document for an
+// object of any other store fails the render.
 func (e *Engine) statusSource(spec *config.HAProxyTemplateConfigSpec) []source {
 	if spec.ResourceStatus == nil {
 		return nil
 	}
 	e.apiVersions = make(map[string]string, len(spec.WatchedResources))
 	for k, w := range spec.WatchedResources {
-		e.apiVersions[k] = w.APIVersion
+		if w.WriteStatus {
+			e.apiVersions[k] = w.APIVersion
+		}
 	}
 	e.outputs = append(e.outputs, output{kind: kindStatus, name: StatusTemplateName, tmpl: StatusTemplateName, size: new(atomic.Int64)})
 	return []source{{name: StatusTemplateName, text: spec.ResourceStatus.Template}}

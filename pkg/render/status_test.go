@@ -13,12 +13,13 @@ import (
 	"github.com/haproxy-template/htc/pkg/store"
 )
 
-// withStatus sets spec.resourceStatus and watches ingresses and services.
+// withStatus sets spec.resourceStatus and watches ingresses (writeStatus)
+// and services.
 func withStatus(text string) specOpt {
 	return func(s *config.HAProxyTemplateConfigSpec) {
 		s.ResourceStatus = &config.Template{Template: text}
 		s.WatchedResources = map[string]config.WatchedResource{
-			"ingresses": {APIVersion: "networking.k8s.io/v1", Resources: "ingresses", IndexBy: nsName},
+			"ingresses": {APIVersion: "networking.k8s.io/v1", Resources: "ingresses", IndexBy: nsName, WriteStatus: true},
 			"services":  {APIVersion: "v1", Resources: "services", IndexBy: nsName},
 		}
 	}
@@ -74,14 +75,16 @@ func TestBadStatusDocumentFailsTheRender(t *testing.T) {
 		objects            []string
 	}{
 		{"an object not in the state", `{{ range $i := .resources.ingresses.Each }}{{ if eq $i.metadata.name "web" }}` + doc("gone") + `{{ end }}{{ end }}`,
-			"resourceStatus document 1 (line 1, Ingress a/gone): the object is not in the watched resources", []string{"Ingress a/web"}},
+			"resourceStatus document 1 (line 1, Ingress a/gone): the object is not in the watched resources with writeStatus: true", []string{"Ingress a/web"}},
+		{"a watched object whose resource has no writeStatus", `{{ range $i := .resources.ingresses.Each }}{{ if eq $i.metadata.name "web" }}{apiVersion: v1, kind: Service, metadata: {namespace: a, name: web}, status: {loadBalancer: {ingress: [{ip: 10.0.0.9}]}}}{{ end }}{{ end }}`,
+			"resourceStatus document 1 (line 1, Service a/web): no watched resource with writeStatus: true has apiVersion v1", []string{"Ingress a/web"}},
 		{"a document that does not parse", `{{ range $i := .resources.ingresses.Each }}---
 {{ if eq $i.metadata.name "web" }}status: [{{ end }}
 {{ end }}`, "resourceStatus document 1 (line 4): invalid YAML: yaml: line 1: did not find expected node content", []string{"Ingress a/web"}},
 		{"twice the same object", doc("web") + "\n---\n" + doc("web"),
 			"resourceStatus document 2 (line 3, Ingress a/web): a second document for the object (the first is document 1)", []string{"Ingress a/web"}},
 		{"an unwatched kind, written outside any object", "{apiVersion: v1, kind: Pod, metadata: {namespace: a, name: p}, status: {}}",
-			"resourceStatus document 1 (line 1, Pod a/p): the object is not in the watched resources", nil},
+			"resourceStatus document 1 (line 1, Pod a/p): no watched resource with writeStatus: true has apiVersion v1", nil},
 		{"a template error", `{{ fail "status broke" }}`, "status broke", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

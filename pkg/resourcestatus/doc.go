@@ -16,9 +16,12 @@
 //	status: {loadBalancer: {ingress: [{ip: 203.0.113.10}]}}
 //
 // Parse refuses anything else (another key, a missing or non-string name,
-// a status that is not a map, a duplicate key, two documents for one
-// object) and Resolve refuses a document whose object is not in a watched
-// resource of the rendered state: both are render failures (package
+// a status that is not a map, a duplicate key, a document larger than
+// MaxDocumentBytes) and Resolve refuses two documents for one object and a
+// document whose object is not in a watched resource with writeStatus of
+// the rendered state (so a value that breaks out of its place cannot name
+// a Service, Secret or any kind the library does not declare, nor an
+// object that is not there): both are render failures (package
 // render) whose message names the document, its line and its object (a
 // YAML parser's own "line N" counts from the document's first line). A
 // template emits a document only for objects it serves; an object without

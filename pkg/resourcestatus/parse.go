@@ -9,6 +9,13 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// MaxDocumentBytes bounds the text of one document: a status larger than
+// this is a value out of place (an object's status is a few KiB; a
+// Gateway's with 64 listeners under 100 KiB), and the API server refuses
+// an object of more than 1.5 MiB, so such a document fails the render
+// instead of failing every write.
+const MaxDocumentBytes = 256 << 10
+
 // Document is one object's status as spec.resourceStatus rendered it.
 type Document struct {
 	// APIVersion and Kind name the object's type.
@@ -78,6 +85,10 @@ func ParseCached(text string, old Cache) ([]Document, Cache, error) {
 	var docs []Document
 	next := make(Cache, len(chunks))
 	for _, c := range chunks {
+		if len(c.text) > MaxDocumentBytes {
+			return nil, nil, &Error{Index: len(docs) + 1, Line: c.line,
+				Problem: fmt.Sprintf("the document is %d bytes, more than the %d KiB a status document may have", len(c.text), MaxDocumentBytes>>10)}
+		}
 		d, ok := old[c.text]
 		if !ok {
 			var err *Error

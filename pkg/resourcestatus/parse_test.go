@@ -1,6 +1,7 @@
 package resourcestatus
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -82,4 +83,19 @@ func TestMarshalPrintsDocumentsAsTheyApply(t *testing.T) {
 	s, err = Marshal(nil)
 	require.NoError(t, err)
 	assert.Empty(t, s)
+}
+
+// A document larger than MaxDocumentBytes (a value out of place: an
+// annotation of 300 KiB in a status) fails the parse, before decoding;
+// one just under it parses.
+func TestParseRefusesHugeDocuments(t *testing.T) {
+	doc := func(n int) string {
+		return "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {namespace: default, name: web}\nstatus: {message: \"" + strings.Repeat("x", n) + "\"}\n"
+	}
+	base := len(doc(0))
+	_, err := Parse("---\n" + doc(MaxDocumentBytes-base))
+	require.NoError(t, err, "a document of MaxDocumentBytes")
+	_, err = Parse("---\n" + doc(MaxDocumentBytes-base+1))
+	require.Error(t, err)
+	assert.Equal(t, "resourceStatus document 1 (line 2): the document is 262145 bytes, more than the 256 KiB a status document may have", err.Error())
 }

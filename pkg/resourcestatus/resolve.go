@@ -11,9 +11,10 @@ import (
 
 // Resolve finds the store holding each document's object and sets its
 // Store: the first store key, in order, whose watched resource has the
-// document's apiVersion (apiVersions: store key → apiVersion) and holds an
-// object of the document's kind, namespace and name. A document whose
-// object is in no store, or a second document for one object, is an
+// document's apiVersion (apiVersions: store key → apiVersion, only the
+// stores whose watched resource has writeStatus) and holds an object of
+// the document's kind, namespace and name. A document whose object is in
+// none of those stores, or a second document for one object, is an
 // *Error.
 func Resolve(docs []Document, stores store.Set, apiVersions map[string]string) error {
 	first := make(map[objectID]int, len(docs))
@@ -34,9 +35,9 @@ func Resolve(docs []Document, stores store.Set, apiVersions map[string]string) e
 		key, watched := Find(d, stores, apiVersions)
 		switch {
 		case !watched:
-			return bad("no watched resource has apiVersion %s", d.APIVersion)
+			return bad("no watched resource with writeStatus: true has apiVersion %s", d.APIVersion)
 		case key == "":
-			return bad("the object is not in the watched resources")
+			return bad("the object is not in the watched resources with writeStatus: true")
 		}
 		d.Store = key
 	}

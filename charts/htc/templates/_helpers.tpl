@@ -66,7 +66,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{/*
 htc.watched: the watched resources as a YAML list of
-{key, group, version, resource, webhookValidation}, sorted by key. The one
+{key, group, version, resource, webhookValidation, writeStatus}, sorted by key. The one
 place that reads .Values.config.watchedResources for RBAC and the webhook.
 */}}
 {{- define "htc.watched" -}}
@@ -83,7 +83,7 @@ place that reads .Values.config.watchedResources for RBAC and the webhook.
 {{- if eq (len $parts) 2 }}{{ $group = first $parts }}{{ $version = last $parts }}
 {{- else if ne (len $parts) 1 }}{{ fail (printf "config.watchedResources.%s.apiVersion %q is not group/version or version" $key $r.apiVersion) }}
 {{- end }}
-{{- $out = append $out (dict "key" $key "group" $group "version" $version "resource" $r.resources "webhookValidation" (eq (toString $r.webhookValidation) "true")) }}
+{{- $out = append $out (dict "key" $key "group" $group "version" $version "resource" $r.resources "webhookValidation" (eq (toString $r.webhookValidation) "true") "writeStatus" (eq (toString $r.writeStatus) "true")) }}
 {{- end }}
 {{- end }}
 {{- toYaml (dict "items" $out) }}
