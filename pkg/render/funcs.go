@@ -43,6 +43,7 @@ func buildStaticFuncs() template.FuncMap {
 	m["safe"] = safeFunc
 	m["word"] = wordFunc
 	m["quoteValue"] = quoteValueFunc
+	m["regexCompiles"] = regexCompilesFunc
 	return m
 }
 
