@@ -33,6 +33,9 @@ var classes = []string{
 	// issue 25: every Gateway API field of the Gateway library that
 	// reaches the config
 	"gateway-injection",
+	// issue 25: tenant values that break out of their place in a status
+	// document of spec.resourceStatus (the wide config's status sink)
+	"status-injection",
 }
 
 // Case is one case of the corpus (see README.md for the format).

@@ -90,6 +90,12 @@ func writeFixtures() error {
 		return fmt.Errorf("the example's haproxy.cfg template does not start with its global section")
 	}
 	hc["template"] = wideGlobal + strings.TrimPrefix(tmplText, "global\n") + string(sinks)
+	statusSink, err := os.ReadFile("configs/status-sink.tmpl")
+	if err != nil {
+		return err
+	}
+	rs := spec["resourceStatus"].(map[string]any)
+	rs["template"] = rs["template"].(string) + string(statusSink)
 	fixtures.configs["wide"] = wide
 	env.configs["wide"] = filepath.Join(env.root, "wide.json")
 	b, err := json.MarshalIndent(wide, "", "  ")
