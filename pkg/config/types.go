@@ -132,6 +132,17 @@ type WatchedResource struct {
 	// +optional
 	WebhookValidation bool `json:"webhookValidation,omitempty"`
 
+	// WebhookOperations narrows the operations webhookValidation registers
+	// the webhook for: CREATE, UPDATE and DELETE (all three when empty). A
+	// resource whose objects change often but matter to the configuration
+	// only when they go away (the Gateway library's certificate Secrets)
+	// can have only its DELETEs judged. Only meaningful with
+	// webhookValidation: true.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:items:Enum=CREATE;UPDATE;DELETE
+	WebhookOperations []string `json:"webhookOperations,omitempty"`
+
 	// ValidationAction is what the admission webhook does with a change
 	// of this resource that introduces a failure (failures that were there
 	// before the change are only warned about): Deny (the default) rejects

@@ -283,6 +283,11 @@ func (in *WatchedResource) DeepCopyInto(out *WatchedResource) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.WebhookOperations != nil {
+		in, out := &in.WebhookOperations, &out.WebhookOperations
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.LabelSelector != nil {
 		in, out := &in.LabelSelector, &out.LabelSelector
 		*out = new(v1.LabelSelector)

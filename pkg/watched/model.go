@@ -46,6 +46,9 @@ type Resource struct {
 	// Admission says whether and how admission checks changes of this
 	// resource.
 	Admission Admission
+	// Operations are the operations admission checks (webhookOperations:
+	// CREATE, UPDATE, DELETE); empty means all three.
+	Operations []string
 }
 
 // Admission is how the admission webhook treats changes of a resource.
@@ -203,7 +206,8 @@ func resource(key string, w config.WatchedResource) (Resource, error) {
 		IndexBy:   slices.Clone(w.IndexBy),
 		Selector:  sel,
 		Fields:    fieldSel,
-		Admission: adm,
+		Admission:  adm,
+		Operations: slices.Clone(w.WebhookOperations),
 	}, nil
 }
 

@@ -62,8 +62,9 @@ func interceptedOperations() []admissionregistrationv1.OperationType {
 }
 
 // resourceOperations are the operations of a watched resource's
-// admission: a DELETE of an object others still need (a Service that
-// Ingresses route to) is denied too.
+// admission unless its webhookOperations narrow them: a DELETE of an
+// object others still need (a Service that Ingresses route to) is denied
+// too.
 func resourceOperations() []admissionregistrationv1.OperationType {
 	return []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete}
 }
@@ -98,5 +99,12 @@ func resolve(r watched.Resource, mapper meta.RESTMapper) (Rule, error) {
 	if err != nil {
 		return Rule{}, fmt.Errorf("watchedResources[%s]: resolving %s: %w", r.Key, watched.ResourceString(r.GVR), err)
 	}
-	return Rule{StoreKey: r.Key, GVR: r.GVR, GVK: gvk, GVKString: gvkString(gvk), Operations: resourceOperations()}, nil
+	ops := resourceOperations()
+	if len(r.Operations) > 0 {
+		ops = make([]admissionregistrationv1.OperationType, 0, len(r.Operations))
+		for _, op := range r.Operations {
+			ops = append(ops, admissionregistrationv1.OperationType(op))
+		}
+	}
+	return Rule{StoreKey: r.Key, GVR: r.GVR, GVK: gvk, GVKString: gvkString(gvk), Operations: ops}, nil
 }

@@ -90,6 +90,20 @@ func TestRules(t *testing.T) {
 	assert.NotContains(t, gvkStrings(rules), "v1.Secret", "webhookValidation absent is not registered")
 }
 
+// webhookOperations narrows a resource's rule to the operations it lists
+// (the Gateway library's certificate Secrets: DELETE only).
+func TestRulesFollowWebhookOperations(t *testing.T) {
+	secrets := watchedResource("v1", "secrets", true)
+	secrets.WebhookOperations = []string{"DELETE"}
+	model := modelOf(t, map[string]config.WatchedResource{"secrets": secrets, "services": watchedResource("v1", "services", true)})
+	rules, errs := Rules(model, NewDiscoveryRESTMapper(fakeDiscovery()))
+	require.Empty(t, errs)
+	require.Len(t, rules, 3)
+	assert.Equal(t, "v1.Secret", rules[0].GVKString)
+	assert.Equal(t, []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}, rules[0].Operations)
+	assert.Equal(t, []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete}, rules[1].Operations, "no webhookOperations: all three")
+}
+
 func TestRulesReportUnresolvableResources(t *testing.T) {
 	model := modelOf(t, map[string]config.WatchedResource{
 		"ingresses": watchedResource("networking.k8s.io/v1", "ingresses", true),

@@ -11,9 +11,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/haproxy-template/htc/internal/testutil"
+	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/controller"
+	"github.com/haproxy-template/htc/pkg/watched"
+	"github.com/haproxy-template/htc/pkg/webhook"
 )
 
 // gatewayConfigNamespace holds this test's HAProxyTemplateConfig (the
@@ -63,7 +69,12 @@ spec:
 // it and reads with kubectl: an HTTPRoute whose backendRef crosses
 // namespaces is denied until a ReferenceGrant in the Service's namespace
 // permits it, then admitted; then the DELETEs of the grant and of the
-// Service are denied, naming the route that needs them.
+// Service are denied, naming the route that needs them; an HTTPRoute with
+// a regular expression HAProxy cannot compile is denied in the spec's
+// vocabulary; and once the Gateway has an HTTPS listener, the DELETE of
+// its certificate Secret is denied, naming the Gateway (the library
+// registers Secrets for DELETE only: the webhook's rules here are checked
+// against the ones the controller derives from the library).
 func TestGatewayAPIDenials(t *testing.T) {
 	root := env.root
 	mustKubectl(t, installableCRD(t, root), "apply", "-f", "-")
@@ -90,6 +101,7 @@ func TestGatewayAPIDenials(t *testing.T) {
 	t.Cleanup(func() {
 		cleanupKubectl(t, "delete", "--ignore-not-found", "-n", "gw-app", "httproute/web")
 		cleanupKubectl(t, "delete", "--ignore-not-found", "-n", "gw-other", "referencegrant/from-app")
+		cleanupKubectl(t, "delete", "--ignore-not-found", "-n", "gw-infra", "secret/web-tls")
 		if r := kubectl(t, gatewayObjects, "delete", "--ignore-not-found", "-f", "-"); r.err != nil {
 			t.Errorf("cleanup: %s", r)
 		}
@@ -99,6 +111,15 @@ func TestGatewayAPIDenials(t *testing.T) {
 	c := generateCerts(t, t.TempDir())
 	rc := startController(t, c, func(o *controller.Options) { o.ConfigNamespace = gatewayConfigNamespace })
 	rc.waitReady(t, 90*time.Second)
+
+	// The rules below are the controller's for these resources.
+	ops := gatewayLibraryRules(t)
+	all := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete}
+	for _, gr := range []string{"gateway.networking.k8s.io/httproutes", "gateway.networking.k8s.io/referencegrants"} {
+		assert.Equal(t, all, ops[gr], gr)
+	}
+	assert.Contains(t, ops["/services"], admissionregistrationv1.Delete)
+	assert.Equal(t, []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}, ops["/secrets"], "certificate Secrets: DELETE only")
 
 	_, port, _ := strings.Cut(rc.webhookAddr, ":")
 	mustKubectl(t, gatewayWebhook("https://127.0.0.1:"+port+"/validate", c.caPEM), "apply", "-f", "-")
@@ -146,11 +167,79 @@ func TestGatewayAPIDenials(t *testing.T) {
 	r = kubectl(t, "", "delete", "--dry-run=server", "-n", "gw-other", "service", "api")
 	require.Contains(t, r.stderr, want, "%s", r)
 	mustKubectl(t, "", "get", "-n", "gw-other", "service", "api")
+
+	// A regular expression that is not RE2 syntax: one line naming the
+	// route and field, in the spec's vocabulary.
+	want = `denied the request: HTTPRoute gw-app/web: spec.rules[0].matches[0].path.value '/v(1|2' is not a regular expression HAProxy compiles (UnsupportedValue)`
+	r = kubectl(t, regexRoute, "apply", "--dry-run=server", "-f", "-")
+	require.Contains(t, r.stderr, want, "%s", r)
+
+	// The DELETE of the certificate Secret of a live HTTPS listener.
+	mustKubectl(t, "", "create", "secret", "tls", "web-tls", "-n", "gw-infra", "--cert", c.certFile, "--key", c.keyFile)
+	mustKubectl(t, httpsGateway, "apply", "-f", "-")
+	// (The route, attached to every listener of gw, rides on it too.)
+	want = "denied the request: Secret gw-infra/web-tls is still needed by Gateway gw-infra/gw, HTTPRoute gw-app/web: listener https: certificateRef Secret gw-infra/web-tls not found (InvalidCertificateRef)"
+	r, attempts = eventually(t, 30*time.Second, func(r kubectlResult) bool {
+		return strings.Contains(r.stderr, "InvalidCertificateRef")
+	}, "", "delete", "--dry-run=server", "-n", "gw-infra", "secret", "web-tls")
+	t.Logf("the certificate Secret's DELETE is denied after %d dry run(s)", attempts)
+	require.Contains(t, r.stderr, want, "%s", r)
+	r = kubectl(t, "", "delete", "-n", "gw-infra", "secret", "web-tls")
+	require.Error(t, r.err)
+	assert.Contains(t, r.stderr, want)
+	mustKubectl(t, "", "get", "-n", "gw-infra", "secret", "web-tls")
+}
+
+// regexRoute is crossRoute with a path regular expression HAProxy cannot
+// compile.
+const regexRoute = `apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: web, namespace: gw-app}
+spec:
+  parentRefs: [{name: gw, namespace: gw-infra}]
+  rules: [{matches: [{path: {type: RegularExpression, value: '/v(1|2'}}], backendRefs: [{name: api, namespace: gw-other, port: 80}]}]
+`
+
+// httpsGateway is the Gateway gw with an HTTPS listener terminating TLS
+// with the Secret gw-infra/web-tls.
+const httpsGateway = `apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: gw-infra}
+spec:
+  gatewayClassName: htc-e2e
+  listeners:
+  - {name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}
+  - {name: https, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: web-tls}]}, allowedRoutes: {namespaces: {from: All}}}
+`
+
+// gatewayLibraryRules are the operations the controller registers for each
+// resource of the Gateway library (webhook.Rules over its watched
+// resources, kinds resolved by the test API server's discovery), by
+// "group/resource".
+func gatewayLibraryRules(t *testing.T) map[string][]admissionregistrationv1.OperationType {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(env.root, "examples/gateway/config.yaml"))
+	require.NoError(t, err)
+	cfg, err := config.Parse(raw)
+	require.NoError(t, err)
+	model, err := watched.New(&cfg.Spec)
+	require.NoError(t, err)
+	rc, err := clientcmd.BuildConfigFromFlags("", env.kubeconfig)
+	require.NoError(t, err)
+	dc, err := discovery.NewDiscoveryClientForConfig(rc)
+	require.NoError(t, err)
+	rules, errs := webhook.Rules(model, webhook.NewDiscoveryRESTMapper(dc))
+	require.Empty(t, errs)
+	out := map[string][]admissionregistrationv1.OperationType{}
+	for _, r := range rules {
+		out[r.GVR.Group+"/"+r.GVR.Resource] = r.Operations
+	}
+	return out
 }
 
 // gatewayWebhook returns a ValidatingWebhookConfiguration validating
-// HTTPRoutes and ReferenceGrants, and the DELETE of Services, in the gw-*
-// namespaces at url.
+// HTTPRoutes and ReferenceGrants, and the DELETE of Services and Secrets,
+// in the gw-* namespaces at url.
 func gatewayWebhook(url string, caPEM []byte) string {
 	return fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingWebhookConfiguration
@@ -160,7 +249,7 @@ webhooks:
   clientConfig: {url: %s, caBundle: %s}
   rules:
   - {apiGroups: [gateway.networking.k8s.io], apiVersions: [v1], resources: [httproutes, referencegrants], operations: [CREATE, UPDATE, DELETE]}
-  - {apiGroups: [""], apiVersions: [v1], resources: [services], operations: [DELETE]}
+  - {apiGroups: [""], apiVersions: [v1], resources: [services, secrets], operations: [DELETE]}
   failurePolicy: Fail
   sideEffects: None
   admissionReviewVersions: [v1]

@@ -44,6 +44,26 @@ func Validate(cfg *config.HAProxyTemplateConfig) field.ErrorList {
 // resourceName is a lower-case plural resource name such as "ingresses".
 var resourceName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
+// validateWebhookOperations checks a watched resource's webhookOperations:
+// CREATE, UPDATE or DELETE, each once, and only with webhookValidation.
+func validateWebhookOperations(w config.WatchedResource, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(w.WebhookOperations) > 0 && !w.WebhookValidation {
+		errs = append(errs, field.Invalid(p, w.WebhookOperations, "has no effect without webhookValidation: true"))
+	}
+	seen := map[string]bool{}
+	for i, op := range w.WebhookOperations {
+		switch {
+		case op != "CREATE" && op != "UPDATE" && op != "DELETE":
+			errs = append(errs, field.NotSupported(p.Index(i), op, []string{"CREATE", "UPDATE", "DELETE"}))
+		case seen[op]:
+			errs = append(errs, field.Duplicate(p.Index(i), op))
+		}
+		seen[op] = true
+	}
+	return errs
+}
+
 func validateWatched(spec *config.HAProxyTemplateConfigSpec, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if len(spec.WatchedResources) == 0 {
@@ -74,6 +94,7 @@ func validateWatched(spec *config.HAProxyTemplateConfigSpec, p *field.Path) fiel
 		if w.ValidationAction != "" && !w.WebhookValidation {
 			errs = append(errs, field.Invalid(wp.Child("validationAction"), w.ValidationAction, "has no effect without webhookValidation: true"))
 		}
+		errs = append(errs, validateWebhookOperations(w, wp.Child("webhookOperations"))...)
 		if w.LabelSelector != nil {
 			if _, err := metav1.LabelSelectorAsSelector(w.LabelSelector); err != nil {
 				errs = append(errs, field.Invalid(wp.Child("labelSelector"), w.LabelSelector.String(), err.Error()))
