@@ -201,11 +201,11 @@ func resource(key string, w config.WatchedResource) (Resource, error) {
 		adm = AdmissionDeny
 	}
 	return Resource{
-		Key:       key,
-		GVR:       gv.WithResource(w.Resources),
-		IndexBy:   slices.Clone(w.IndexBy),
-		Selector:  sel,
-		Fields:    fieldSel,
+		Key:        key,
+		GVR:        gv.WithResource(w.Resources),
+		IndexBy:    slices.Clone(w.IndexBy),
+		Selector:   sel,
+		Fields:     fieldSel,
 		Admission:  adm,
 		Operations: slices.Clone(w.WebhookOperations),
 	}, nil
