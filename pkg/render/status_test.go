@@ -121,3 +121,46 @@ func TestStatusTemplateErrorsNameIt(t *testing.T) {
 	require.ErrorAs(t, err, &te)
 	assert.Contains(t, te.Message, "defined twice")
 }
+
+// A document written while an object of one namespace is current may name
+// only objects of that namespace: an Ingress's value that breaks out of
+// its document cannot name another tenant's Ingress (which has no document
+// of its own) or a cluster-scoped object. Documents written outside any
+// object, or for the current object, are the library's own.
+func TestStatusDocumentOfAnotherNamespaceFailsTheRender(t *testing.T) {
+	in := Input{Stores: store.Set{
+		"ingresses": newFakeReader(t, nsName, ingress("a", "web", "web.example.com", "web"), ingress("b", "victim", "victim.example.com", "victim")),
+		"services":  newFakeReader(t, nsName),
+	}}
+	doc := func(ns, name string) string {
+		return "{apiVersion: networking.k8s.io/v1, kind: Ingress, metadata: {namespace: " + ns + ", name: " + name + "}, status: {}}"
+	}
+	for _, tc := range []struct {
+		name, tmpl, reason string
+		objects            []string
+	}{
+		{"another namespace, while a/web is current", `{{ range $i := .resources.ingresses.Each }}{{ if eq $i.metadata.name "web" }}` + doc("a", "web") + "\n---\n" + doc("b", "victim") + `{{ end }}{{ end }}`,
+			"resourceStatus document 2 (line 3, Ingress b/victim): written while Ingress a/web was rendered: a document written for an object of namespace a may name only objects of that namespace", []string{"Ingress a/web"}},
+		{"the lines of the document only, not its separator", `{{ range $i := .resources.ingresses.Each }}{{ if eq $i.metadata.name "web" }}` + doc("a", "web") + "\n---\n{{ end }}{{ end }}" + doc("b", "victim"),
+			"", nil},
+		{"each object its own document", `{{ range $i := .resources.ingresses.Each }}
+---
+` + `{{ toJson (dict "apiVersion" "networking.k8s.io/v1" "kind" "Ingress" "metadata" (dict "namespace" $i.metadata.namespace "name" $i.metadata.name) "status" dict) }}{{ end }}`,
+			"", nil},
+		{"outside any object", doc("a", "web") + "\n---\n" + doc("b", "victim"), "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := mustEngine(t, "global\n", withStatus(tc.tmpl)).Render(t.Context(), in)
+			if tc.reason == "" {
+				require.NoError(t, err)
+				assert.Len(t, b.Status, 2)
+				return
+			}
+			pe := renderErr(t, err)
+			assert.Equal(t, tc.reason, pe.Reason)
+			ae, ok := errors.AsType[*AttributedError](err)
+			require.True(t, ok)
+			assert.Equal(t, tc.objects, refStrings(ae.Objects()), "attributed to the writer")
+		})
+	}
+}
