@@ -1,7 +1,6 @@
 package render
 
 import (
-	"fmt"
 	"strings"
 	"sync/atomic"
 
@@ -58,9 +57,6 @@ func (e *Engine) statusDocuments(text string, stores store.Set, st *renderState)
 		err = resourcestatus.Resolve(docs, stores, e.apiVersions)
 	}
 	if err == nil {
-		if werr, writer := crossNamespaceWriter(docs, st.sources.sources()()); werr != nil {
-			return nil, attribute(renderError(werr.Error(), werr), []bundle.ObjectRef{writer})
-		}
 		e.statusCache.Store(&next)
 		return docs, nil
 	}
@@ -94,30 +90,4 @@ func writerOf(s *bundle.Sources, text string, line int) []bundle.ObjectRef {
 		}
 	}
 	return nil
-}
-
-// crossNamespaceWriter returns an error (and the writer) for the first
-// document a line of which was rendered while an object of another
-// namespace than the document's object was current (a cluster-scoped
-// document object counts as another namespace). A library renders an
-// object's status while that object (or another of its namespace) is
-// current, or outside any object; a document that a namespaced object's
-// values wrote for another namespace is a value out of its place (an
-// annotation holding a newline and "---" that names another tenant's
-// Ingress), which Resolve cannot tell from the library's own documents.
-// Lines written while a cluster-scoped object was current (a
-// GatewayClass) may name any object.
-func crossNamespaceWriter(docs []resourcestatus.Document, s *bundle.Sources) (*resourcestatus.Error, bundle.ObjectRef) {
-	for i := range docs {
-		d := &docs[i]
-		for l := d.Line; l < d.Line+d.Lines; l++ {
-			w, ok := s.LineObject(StatusTemplateName, l)
-			if !ok || w.Namespace == "" || w.Namespace == d.Namespace {
-				continue
-			}
-			return &resourcestatus.Error{Index: d.Index, Line: d.Line, Object: d.Object(), Problem: fmt.Sprintf(
-				"written while %s was rendered: a document written for an object of namespace %s may name only objects of that namespace", w, w.Namespace)}, w
-		}
-	}
-	return nil, bundle.ObjectRef{}
 }

@@ -21,10 +21,7 @@
 // document whose object is not in a watched resource with writeStatus of
 // the rendered state (so a value that breaks out of its place cannot name
 // a Service, Secret or any kind the library does not declare, nor an
-// object that is not there), and package render refuses a document a line
-// of which was written while an object of another namespace was current
-// (nor another tenant's object of a declared kind): all are render
-// failures (package
+// object that is not there): both are render failures (package
 // render) whose message names the document, its line and its object (a
 // YAML parser's own "line N" counts from the document's first line). A
 // template emits a document only for objects it serves; an object without

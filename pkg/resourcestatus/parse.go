@@ -29,9 +29,8 @@ type Document struct {
 	// object; Resolve sets it.
 	Store string
 	// Index is the 1-based position of the document among the non-empty
-	// ones, Line the 1-based line of the rendered text it starts on, and
-	// Lines the number of lines of its text (up to the next "---").
-	Index, Line, Lines int
+	// ones, Line the 1-based line of the rendered text it starts on.
+	Index, Line int
 }
 
 // Object names the document's object as reasons do: "Ingress default/web".
@@ -103,7 +102,7 @@ func ParseCached(text string, old Cache) ([]Document, Cache, error) {
 			continue
 		}
 		doc := *d
-		doc.Index, doc.Line, doc.Lines = len(docs)+1, c.line, strings.Count(strings.TrimSuffix(c.text, "\n"), "\n")+1
+		doc.Index, doc.Line = len(docs)+1, c.line
 		docs = append(docs, doc)
 	}
 	return docs, next, nil

@@ -23,13 +23,12 @@ status: {loadBalancer: {ingress: [{ip: 203.0.113.10}]}}
 	require.Len(t, docs, 2)
 	assert.Equal(t, Document{APIVersion: "networking.k8s.io/v1", Kind: "Ingress", Namespace: "default", Name: "web",
 		Status: map[string]any{"loadBalancer": map[string]any{"ingress": []any{map[string]any{"ip": "203.0.113.10"}}}},
-		Index:  1, Line: 3, Lines: 4}, docs[0])
+		Index:  1, Line: 3}, docs[0])
 	assert.Equal(t, "Ingress default/web", docs[0].Object())
 	assert.Equal(t, "GatewayClass htc", docs[1].Object(), "a cluster-scoped object has no namespace")
 	assert.Equal(t, map[string]any{"observedGeneration": int64(3)}, docs[1].Status, "whole numbers decode as int64, as in unstructured objects")
 	assert.Equal(t, 2, docs[1].Index)
 	assert.Equal(t, 9, docs[1].Line)
-	assert.Equal(t, 1, docs[1].Lines)
 }
 
 func TestParseOfNothingIsNoDocuments(t *testing.T) {
