@@ -1,0 +1,190 @@
+package conformance
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientset "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"sigs.k8s.io/gateway-api/apis/v1alpha2"
+	"sigs.k8s.io/gateway-api/apis/v1alpha3"
+	xv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
+	gwconformance "sigs.k8s.io/gateway-api/conformance"
+	confv1 "sigs.k8s.io/gateway-api/conformance/apis/v1"
+	"sigs.k8s.io/gateway-api/conformance/tests"
+	"sigs.k8s.io/gateway-api/conformance/utils/config"
+	"sigs.k8s.io/gateway-api/conformance/utils/suite"
+	"sigs.k8s.io/gateway-api/pkg/features"
+	"sigs.k8s.io/yaml"
+)
+
+// ReportFile is where the suite's report of a full run is written
+// (relative to the repository).
+const ReportFile = "docs/conformance/htc-gateway-http-report.yaml"
+
+// supportedFeatures are the extended GATEWAY-HTTP features the Gateway
+// library implements (examples/gateway/config.yaml's header); the
+// profile's core features (Gateway, HTTPRoute, ReferenceGrant) are implied.
+var supportedFeatures = []features.FeatureName{
+	features.SupportGatewayPort8080,
+	features.SupportGatewayHTTPListenerIsolation,
+	features.SupportHTTPRouteQueryParamMatching,
+	features.SupportHTTPRouteMethodMatching,
+	features.SupportHTTPRouteResponseHeaderModification,
+	features.SupportHTTPRouteBackendRequestHeaderModification,
+	features.SupportHTTPRoutePortRedirect,
+	features.SupportHTTPRouteSchemeRedirect,
+	features.SupportHTTPRoutePathRedirect,
+	features.SupportHTTPRoute303RedirectStatusCode,
+	features.SupportHTTPRoute307RedirectStatusCode,
+	features.SupportHTTPRoute308RedirectStatusCode,
+	features.SupportHTTPRouteHostRewrite,
+	features.SupportHTTPRoutePathRewrite,
+	features.SupportHTTPRouteRequestTimeout,
+	features.SupportHTTPRouteBackendTimeout,
+	features.SupportHTTPRouteParentRefPort,
+}
+
+// timeouts: the suite's defaults wait up to 3 minutes for a condition, so
+// a test of something htc does not report takes minutes to fail. htc
+// renders, checks and reloads within seconds of a change: these bounds
+// are still generous for that on a loaded 2-core machine.
+func timeouts() config.TimeoutConfig {
+	c := config.DefaultTimeoutConfig()
+	c.GatewayMustHaveAddress = 60 * time.Second
+	c.GatewayMustHaveCondition = 60 * time.Second
+	c.GWCMustBeAccepted = 60 * time.Second
+	c.GatewayStatusMustHaveListeners = 30 * time.Second
+	c.GatewayListenersMustHaveConditions = 30 * time.Second
+	c.HTTPRouteMustHaveCondition = 30 * time.Second
+	c.HTTPRouteMustNotHaveParents = 30 * time.Second
+	c.RouteMustHaveParents = 30 * time.Second
+	c.LatestObservedGenerationSet = 30 * time.Second
+	c.NamespacesMustBeReady = 180 * time.Second
+	c.MaxTimeToConsistency = 30 * time.Second
+	c.DefaultTestTimeout = 60 * time.Second
+	return c
+}
+
+// TestGatewayHTTP runs the suite's GATEWAY-HTTP profile. Every test the
+// suite runs is a subtest (TestGatewayHTTP/<ShortName>); a failing one
+// fails this test. HTC_CONFORMANCE_RUN=regexp runs only the tests whose
+// short name matches (the others are reported skipped, and the report is
+// not written to ReportFile).
+func TestGatewayHTTP(t *testing.T) {
+	if setupErr != nil {
+		t.Fatalf("the test cluster could not be set up: %v", setupErr)
+	}
+	e := setup
+	start := time.Now()
+	e.install(t)
+	t.Logf("setup (images, cluster, imports) %.1fs, install %.1fs", e.setupTime.Seconds(), time.Since(start).Seconds())
+
+	log.SetLogger(zap.New(zap.WriteTo(os.Stdout), zap.UseDevMode(true)))
+	cfg, err := clientcmd.BuildConfigFromFlags("", e.cluster.Kubeconfig)
+	require.NoError(t, err)
+	cfg.QPS, cfg.Burst = 50, 100
+	c, err := client.New(cfg, client.Options{})
+	require.NoError(t, err)
+	for _, install := range []func(*runtime.Scheme) error{v1alpha3.Install, v1alpha2.Install, xv1alpha1.Install, gwv1.Install, apiextensionsv1.AddToScheme} {
+		require.NoError(t, install(c.Scheme()))
+	}
+	cs, err := clientset.NewForConfig(cfg)
+	require.NoError(t, err)
+
+	var skip []string
+	run := os.Getenv("HTC_CONFORMANCE_RUN")
+	if run != "" {
+		re, err := regexp.Compile(run)
+		require.NoError(t, err, "HTC_CONFORMANCE_RUN")
+		for _, ct := range tests.ConformanceTests {
+			if !re.MatchString(ct.ShortName) {
+				skip = append(skip, ct.ShortName)
+			}
+		}
+	}
+
+	opts := suite.ConformanceOptions{
+		ConfigurableOptions: suite.ConfigurableOptions{
+			GatewayClassName:     gatewayClass,
+			CleanupBaseResources: true,
+			CleanupTestResources: true,
+			SupportedFeatures:    supportedFeatures,
+			ConformanceProfiles:  []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName},
+			TimeoutConfig:        timeouts(),
+			SkipTests:            skip,
+			Mode:                 "default",
+			Implementation: confv1.Implementation{
+				Organization: "haproxy-template",
+				Project:      "htc",
+				URL:          "https://github.com/haproxy-template/htc",
+				Version:      e.version(),
+				Contact:      []string{"@haproxy-template/htc-maintainers"},
+			},
+		},
+		Client:        c,
+		Clientset:     cs,
+		RestConfig:    cfg,
+		BaseManifests: "htc/" + baseManifestsPath,
+		ManifestFS: []fs.FS{
+			fstest.MapFS{"htc/" + baseManifestsPath: {Data: e.baseManifests}},
+			&gwconformance.Manifests,
+		},
+	}
+	cSuite, err := suite.NewConformanceTestSuite(opts)
+	require.NoError(t, err)
+	runStart := time.Now()
+	cSuite.Setup(t, tests.ConformanceTests)
+	require.NoError(t, cSuite.Run(t, tests.ConformanceTests))
+	t.Logf("the suite ran in %.1fs", time.Since(runStart).Seconds())
+
+	report, err := cSuite.Report()
+	require.NoError(t, err)
+	out, err := yaml.Marshal(report)
+	require.NoError(t, err)
+	path := filepath.Join(e.root, ReportFile)
+	if run != "" {
+		path = filepath.Join(t.TempDir(), "report.yaml")
+		t.Logf("HTC_CONFORMANCE_RUN=%s: the report is not written to %s", run, ReportFile)
+	}
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, out, 0o644))
+	fmt.Printf("test/conformance: the suite's report (%s):\n%s", path, out)
+	summarize(report)
+}
+
+// summarize prints each profile's core and extended results, one line each.
+func summarize(r *confv1.ConformanceReport) {
+	for _, p := range r.ProfileReports {
+		fmt.Printf("test/conformance: %s core: %s, %d passed, %d failed, %d skipped; failed: %v\n", p.Name, p.Core.Result,
+			p.Core.Statistics.Passed, p.Core.Statistics.Failed, p.Core.Statistics.Skipped, p.Core.FailedTests)
+		if x := p.Extended; x != nil {
+			fmt.Printf("test/conformance: %s extended: %s, %d passed, %d failed, %d skipped; failed: %v; features supported %v\n", p.Name, x.Result,
+				x.Statistics.Passed, x.Statistics.Failed, x.Statistics.Skipped, x.FailedTests, x.SupportedFeatures)
+		}
+	}
+}
+
+// version is git describe of the repository, or "dev".
+func (e *env) version() string {
+	out, err := exec.Command("git", "-C", e.root, "describe", "--tags", "--always", "--dirty").Output()
+	if err != nil || strings.TrimSpace(string(out)) == "" {
+		return "dev"
+	}
+	return strings.TrimSpace(string(out))
+}
