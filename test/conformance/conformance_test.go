@@ -85,7 +85,8 @@ func timeouts() config.TimeoutConfig {
 // suite runs is a subtest (TestGatewayHTTP/<ShortName>); a failing one
 // fails this test. HTC_CONFORMANCE_RUN=regexp runs only the tests whose
 // short name matches (the others are reported skipped, and the report is
-// not written to ReportFile).
+// not written to ReportFile); HTC_CONFORMANCE_FEATURES=a,b claims more
+// features (neither is the report then).
 func TestGatewayHTTP(t *testing.T) {
 	if setupErr != nil {
 		t.Fatalf("the test cluster could not be set up: %v", setupErr)
@@ -108,6 +109,15 @@ func TestGatewayHTTP(t *testing.T) {
 	require.NoError(t, err)
 
 	var skip []string
+	feats := supportedFeatures
+	// HTC_CONFORMANCE_FEATURES=a,b: also claim these features, to try
+	// whether the library passes their tests (the report is then not kept).
+	extra := os.Getenv("HTC_CONFORMANCE_FEATURES")
+	for _, f := range strings.Split(extra, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			feats = append(feats, features.FeatureName(f))
+		}
+	}
 	run := os.Getenv("HTC_CONFORMANCE_RUN")
 	if run != "" {
 		re, err := regexp.Compile(run)
@@ -124,7 +134,7 @@ func TestGatewayHTTP(t *testing.T) {
 			GatewayClassName:     gatewayClass,
 			CleanupBaseResources: true,
 			CleanupTestResources: true,
-			SupportedFeatures:    supportedFeatures,
+			SupportedFeatures:    feats,
 			ConformanceProfiles:  []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName},
 			TimeoutConfig:        timeouts(),
 			SkipTests:            skip,
@@ -148,19 +158,26 @@ func TestGatewayHTTP(t *testing.T) {
 	}
 	cSuite, err := suite.NewConformanceTestSuite(opts)
 	require.NoError(t, err)
+	// The suite reports only once Run's cleanup ended its run: registered
+	// before Run, this cleanup runs after that one.
+	t.Cleanup(func() { e.writeReport(t, cSuite, run != "" || extra != "") })
 	runStart := time.Now()
 	cSuite.Setup(t, tests.ConformanceTests)
 	require.NoError(t, cSuite.Run(t, tests.ConformanceTests))
 	t.Logf("the suite ran in %.1fs", time.Since(runStart).Seconds())
+}
 
+// writeReport writes the suite's report: to ReportFile after a full run,
+// to a temporary file after a partial one; and prints a summary.
+func (e *env) writeReport(t *testing.T, cSuite *suite.ConformanceTestSuite, partial bool) {
 	report, err := cSuite.Report()
 	require.NoError(t, err)
 	out, err := yaml.Marshal(report)
 	require.NoError(t, err)
 	path := filepath.Join(e.root, ReportFile)
-	if run != "" {
-		path = filepath.Join(t.TempDir(), "report.yaml")
-		t.Logf("HTC_CONFORMANCE_RUN=%s: the report is not written to %s", run, ReportFile)
+	if partial {
+		path = filepath.Join(os.TempDir(), "htc-conformance-report.yaml")
+		t.Logf("HTC_CONFORMANCE_RUN or HTC_CONFORMANCE_FEATURES is set: the report is not written to %s", ReportFile)
 	}
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 	require.NoError(t, os.WriteFile(path, out, 0o644))
