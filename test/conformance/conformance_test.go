@@ -58,6 +58,14 @@ var supportedFeatures = []features.FeatureName{
 	features.SupportHTTPRouteRequestTimeout,
 	features.SupportHTTPRouteBackendTimeout,
 	features.SupportHTTPRouteParentRefPort,
+	// Tried (make conformance FEATURES=...) and passing: HAProxy passes
+	// WebSocket upgrades through; rule names are accepted; a parentRef port
+	// no listener has does not attach; a spec.addresses entry without a
+	// value gets an address of the pool.
+	features.SupportHTTPRouteBackendProtocolWebSocket,
+	features.SupportHTTPRouteNamedRouteRule,
+	features.SupportHTTPRouteDestinationPortMatching,
+	features.SupportGatewayAddressEmpty,
 }
 
 // timeouts: the suite's defaults wait up to 3 minutes for a condition, so
