@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -96,6 +97,9 @@ func timeouts() config.TimeoutConfig {
 // not written to ReportFile); HTC_CONFORMANCE_FEATURES=a,b claims more
 // features (neither is the report then).
 func TestGatewayHTTP(t *testing.T) {
+	if errors.Is(setupErr, errOptIn) {
+		t.Skip(setupErr)
+	}
 	if setupErr != nil {
 		t.Fatalf("the test cluster could not be set up: %v", setupErr)
 	}
