@@ -55,6 +55,7 @@ func beforeTemplates(t *testing.T) func(*config.HAProxyTemplateConfigSpec) {
 	require.NotEmpty(t, before.Spec.HAProxyConfig.Template)
 	return func(spec *config.HAProxyTemplateConfigSpec) {
 		spec.TemplateSnippets, spec.HAProxyConfig = before.Spec.TemplateSnippets, before.Spec.HAProxyConfig
+		spec.ResourceStatus = nil // the templates before fragments wrote no status
 	}
 }
 
@@ -189,8 +190,9 @@ func TestGatewayFragmentsRenderAsInFull(t *testing.T) {
 
 // TestGatewayOneRouteChangeRendersOneFragment: with 300 HTTPRoutes on one
 // Gateway recorded, a proposed change of one route's path runs that
-// route's fragment and the fragment of the backend it emits (a new value:
-// the emitted dict is the route's) and reuses every other.
+// route's fragment, the fragment of the backend it emits (a new value:
+// the emitted dict is the route's) and its status fragment, and reuses
+// every other.
 func TestGatewayOneRouteChangeRendersOneFragment(t *testing.T) {
 	e, cfg := gatewayEngine(t, true, nil)
 	objs := map[string][]map[string]any{
@@ -218,8 +220,8 @@ func TestGatewayOneRouteChangeRendersOneFragment(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, b.Config, `{ var(txn.ps) -m beg "/v2/" }`)
 	after := e.FragmentStats()
-	assert.Equal(t, int64(2), after.Ran-before.Ran, "fragments run: the changed route's and the backend it emits")
-	assert.Equal(t, int64(2*n-2), after.Reused-before.Reused, "fragments reused: every other route's and backend's")
+	assert.Equal(t, int64(3), after.Ran-before.Ran, "fragments run: the changed route's, the backend it emits and its status document")
+	assert.Equal(t, int64(3*n-3), after.Reused-before.Reused, "fragments reused: every other route's, backend's and status document's")
 }
 
 // benchRoute is an HTTPRoute ns/name on infra/gw routing path to the
