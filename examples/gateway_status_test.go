@@ -287,3 +287,27 @@ func TestGatewayStatusAddresses(t *testing.T) {
 func deepCopy(o map[string]any) map[string]any {
 	return runtime.DeepCopyJSON(o)
 }
+
+// TestGatewayRouteStatusDropsOurEntriesWhenTheRouteLeaves: a route whose
+// parentRefs no longer name a Gateway of the class keeps the other
+// controllers' entries and loses this controller's; a route that never
+// had ours gets no document.
+func TestGatewayRouteStatusDropsOurEntriesWhenTheRouteLeaves(t *testing.T) {
+	theirs := map[string]any{"parentRef": map[string]any{"name": "theirs", "namespace": "infra"}, "controllerName": "example.com/nginx",
+		"conditions": []any{map[string]any{"type": "Accepted", "status": "True", "reason": "Accepted", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}}}
+	ours := map[string]any{"parentRef": map[string]any{"name": "gw", "namespace": "infra"}, "controllerName": "haproxy-template.io/htc",
+		"conditions": []any{map[string]any{"type": "Accepted", "status": "True", "reason": "Accepted", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}}}
+	left := route("app", "left", []any{map[string]any{"name": "theirs", "namespace": "infra"}}, nil)
+	left["status"] = map[string]any{"parents": []any{ours, theirs}}
+	never := route("app", "never", []any{map[string]any{"name": "theirs", "namespace": "infra"}}, nil)
+	never["status"] = map[string]any{"parents": []any{theirs}}
+	nginx := map[string]any{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass", "metadata": map[string]any{"name": "nginx"}, "spec": map[string]any{"controllerName": "example.com/nginx"}}
+	theirGw := gwObj("infra", "theirs", 80)
+	theirGw["spec"].(map[string]any)["gatewayClassName"] = "nginx"
+	st := gwStatusOf(t, nil, map[string][]map[string]any{"gatewayclasses": {gwClass, nginx}, "gateways": {gwObj("infra", "gw", 80), theirGw}, "httproutes": {left, never}})
+	rs, ok := st["HTTPRoute app/left"].(*gatewayv1.HTTPRouteStatus)
+	require.True(t, ok, "a document for the route that left")
+	require.Len(t, rs.Parents, 1)
+	assert.Equal(t, gatewayv1.GatewayController("example.com/nginx"), rs.Parents[0].ControllerName)
+	assert.NotContains(t, st, "HTTPRoute app/never")
+}
