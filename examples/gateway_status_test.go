@@ -311,3 +311,35 @@ func TestGatewayRouteStatusDropsOurEntriesWhenTheRouteLeaves(t *testing.T) {
 	assert.Equal(t, gatewayv1.GatewayController("example.com/nginx"), rs.Parents[0].ControllerName)
 	assert.NotContains(t, st, "HTTPRoute app/never")
 }
+
+// TestGatewayUnsupportedProtocolIsAListenerNotAccepted: with denyInvalid
+// false, a listener of a protocol the library does not serve is not
+// Accepted (UnsupportedProtocol, no supportedKinds), the Gateway is
+// Accepted only if another listener is (ListenersNotValid either way), and
+// a route naming that listener is not allowed by it.
+func TestGatewayUnsupportedProtocolIsAListenerNotAccepted(t *testing.T) {
+	invalid := map[string]any{"name": "invalid", "port": int64(9000), "protocol": "INVALID"}
+	http := map[string]any{"name": "http", "port": int64(80), "protocol": "HTTP"}
+	gw := func(name string, ls ...any) map[string]any {
+		return withGen(map[string]any{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway", "metadata": map[string]any{"name": name, "namespace": "infra"},
+			"spec": map[string]any{"gatewayClassName": "htc", "listeners": ls}}, 2)
+	}
+	st := gwStatusOf(t, nil, map[string][]map[string]any{"gatewayclasses": {gwClass}, "gateways": {gw("only", invalid), gw("both", http, invalid)},
+		"httproutes": {route("infra", "web", []any{pref("both", "invalid")}, nil)}})
+	only := st["Gateway infra/only"].(*gatewayv1.GatewayStatus)
+	assert.Equal(t, "False/ListenersNotValid", statusOf(only.Conditions, "Accepted"))
+	assert.Equal(t, "False/Invalid", statusOf(only.Conditions, "Programmed"))
+	require.Len(t, only.Listeners, 1)
+	assert.Empty(t, only.Listeners[0].SupportedKinds)
+	assert.Equal(t, "False/UnsupportedProtocol", statusOf(only.Listeners[0].Conditions, "Accepted"))
+	both := st["Gateway infra/both"].(*gatewayv1.GatewayStatus)
+	assert.Equal(t, "True/ListenersNotValid", statusOf(both.Conditions, "Accepted"))
+	assert.Equal(t, "True/Programmed", statusOf(both.Conditions, "Programmed"))
+	require.Len(t, both.Listeners, 2)
+	assert.Equal(t, "True/Accepted", statusOf(both.Listeners[0].Conditions, "Accepted"))
+	assert.Equal(t, "False/UnsupportedProtocol", statusOf(both.Listeners[1].Conditions, "Accepted"))
+	assert.Equal(t, []int32{0, 0}, attached(both))
+	rs := st["HTTPRoute infra/web"].(*gatewayv1.HTTPRouteStatus)
+	require.Len(t, rs.Parents, 1)
+	assert.Equal(t, "False/NotAllowedByListeners", statusOf(rs.Parents[0].Conditions, "Accepted"))
+}
