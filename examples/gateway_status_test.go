@@ -343,3 +343,19 @@ func TestGatewayUnsupportedProtocolIsAListenerNotAccepted(t *testing.T) {
 	require.Len(t, rs.Parents, 1)
 	assert.Equal(t, "False/NotAllowedByListeners", statusOf(rs.Parents[0].Conditions, "Accepted"))
 }
+
+// TestGatewayStatusValuesCannotStartDocuments: tenant values reach status
+// messages only through toJson, so a backendRef name holding a newline and
+// "---" stays one string in the route's own document instead of starting
+// a document for another object.
+func TestGatewayStatusValuesCannotStartDocuments(t *testing.T) {
+	evil := "x\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: infra}\nstatus: {a: b}\n"
+	st := gwStatusOf(t, nil, map[string][]map[string]any{"gatewayclasses": {gwClass}, "gateways": {gwObj("infra", "gw", 80)},
+		"httproutes": {route("infra", "web", []any{pref("gw")}, nil, map[string]any{"name": evil, "port": int64(80)})}})
+	assert.Len(t, st, 3, "the class, the Gateway and the route: %v", st)
+	rs := st["HTTPRoute infra/web"].(*gatewayv1.HTTPRouteStatus)
+	require.Len(t, rs.Parents, 1)
+	refs := cond(rs.Parents[0].Conditions, "ResolvedRefs")
+	assert.Equal(t, "BackendNotFound", refs.Reason)
+	assert.Contains(t, refs.Message, "backendRef infra/"+evil+": Service not found", "the value, whole, in the message")
+}
