@@ -205,6 +205,8 @@ func TestGatewayListenerStatusFollowsTheSpec(t *testing.T) {
 		{"a certificate in another namespace without a ReferenceGrant", https("l", 443, map[string]any{"name": "tls", "namespace": "certs"}),
 			[]map[string]any{secret("certs", "tls", "-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n")}, 1, "False/RefNotPermitted", "False/Invalid", "True/ListenersNotValid", "False/Invalid"},
 		{"a Secret that is not a certificate", https("l", 443, map[string]any{"name": "tls"}), []map[string]any{secret("infra", "tls", "not pem")}, 1, "False/InvalidCertificateRef", "False/Invalid", "True/ListenersNotValid", "False/Invalid"},
+		{"a certificateRef of another kind", https("l", 443, map[string]any{"group": "example.com", "kind": "Cert", "name": "tls"}), []map[string]any{secret("infra", "tls", "-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n")},
+			1, "False/InvalidCertificateRef", "False/Invalid", "True/ListenersNotValid", "False/Invalid"},
 		{"only a kind other than HTTPRoute", map[string]any{"name": "l", "port": int64(80), "protocol": "HTTP", "allowedRoutes": map[string]any{"kinds": []any{map[string]any{"kind": "FooRoute"}}}},
 			nil, 0, "False/InvalidRouteKinds", "True/Programmed", "True/ListenersNotValid", "True/Programmed"},
 		{"HTTPRoute and another kind", map[string]any{"name": "l", "port": int64(80), "protocol": "HTTP", "allowedRoutes": map[string]any{"kinds": []any{map[string]any{"kind": "HTTPRoute"}, map[string]any{"kind": "FooRoute"}}}},
