@@ -92,8 +92,9 @@ func asBefore(b *bundle.Bundle, err error) string {
 	return strings.Join(parts, "\n")
 }
 
-// exactly is a render's outcome as text: every file of the bundle and the
-// source map, or the failure's reason and the objects it is attributed to.
+// exactly is a render's outcome as text: every file of the bundle, the
+// source map and the status documents, or the failure's reason and the
+// objects it is attributed to.
 func exactly(b *bundle.Bundle, err error) string {
 	if err != nil {
 		out := "error: " + phase.Reason(err)
@@ -103,7 +104,8 @@ func exactly(b *bundle.Bundle, err error) string {
 		}
 		return out
 	}
-	return asBefore(b, nil) + fmt.Sprintf("\n== sources\n%+v", *b.Sources())
+	status, _ := b.Target(bundle.StatusTarget)
+	return asBefore(b, nil) + fmt.Sprintf("\n== sources\n%+v", *b.Sources()) + "\n== status\n" + status
 }
 
 // TestGatewayLibraryRendersAsBefore renders the Gateway library and its
@@ -175,6 +177,9 @@ func TestGatewayFragmentsRenderAsInFull(t *testing.T) {
 					seen[what]++
 				}
 			}
+			if strings.Contains(want, "controllerName: example.com/nginx") {
+				seen["status keeping another controller's entry"]++
+			}
 			testutil.ApplyChange(t, live[key], change)
 			want = render1(store.ReadOnly(live), htcrender.Input{Full: true})
 			require.Equal(t, want, render1(store.ReadOnly(live), htcrender.Input{Record: true}), "state %d step %d: after a %s of %s", i, step, change.Operation, key)
@@ -185,6 +190,7 @@ func TestGatewayFragmentsRenderAsInFull(t *testing.T) {
 	for _, what := range newer {
 		assert.Positive(t, seen[what], "some proposals fail naming %s", what)
 	}
+	assert.Positive(t, seen["status keeping another controller's entry"], "some proposals render route status")
 	t.Logf("proposals failing for what the templates before fragments did not know: %v", seen)
 }
 
