@@ -361,3 +361,15 @@ func TestGatewayStatusValuesCannotStartDocuments(t *testing.T) {
 	assert.Equal(t, "BackendNotFound", refs.Reason)
 	assert.Contains(t, refs.Message, "backendRef infra/"+evil+": Service not found", "the value, whole, in the message")
 }
+
+// TestGatewayClassSupportedFeaturesAreTheDeclaredOnes: served GatewayClasses
+// list extraContext.supportedFeatures, sorted and once each, in
+// status.supportedFeatures; without any, the field is not written.
+func TestGatewayClassSupportedFeaturesAreTheDeclaredOnes(t *testing.T) {
+	objs := map[string][]map[string]any{"gatewayclasses": {gwClass}}
+	st := gwStatusOf(t, map[string]any{"supportedFeatures": []any{"HTTPRoute", "Gateway", "ReferenceGrant", "Gateway"}}, objs)
+	gcs := st["GatewayClass htc"].(*gatewayv1.GatewayClassStatus)
+	assert.Equal(t, []gatewayv1.SupportedFeature{{Name: "Gateway"}, {Name: "HTTPRoute"}, {Name: "ReferenceGrant"}}, gcs.SupportedFeatures)
+	st = gwStatusOf(t, nil, objs)
+	assert.Empty(t, st["GatewayClass htc"].(*gatewayv1.GatewayClassStatus).SupportedFeatures)
+}
