@@ -55,6 +55,7 @@ func beforeTemplates(t *testing.T) func(*config.HAProxyTemplateConfigSpec) {
 	require.NotEmpty(t, before.Spec.HAProxyConfig.Template)
 	return func(spec *config.HAProxyTemplateConfigSpec) {
 		spec.TemplateSnippets, spec.HAProxyConfig = before.Spec.TemplateSnippets, before.Spec.HAProxyConfig
+		spec.ResourceStatus = nil // the templates before fragments wrote no status
 	}
 }
 
@@ -91,8 +92,9 @@ func asBefore(b *bundle.Bundle, err error) string {
 	return strings.Join(parts, "\n")
 }
 
-// exactly is a render's outcome as text: every file of the bundle and the
-// source map, or the failure's reason and the objects it is attributed to.
+// exactly is a render's outcome as text: every file of the bundle, the
+// source map and the status documents, or the failure's reason and the
+// objects it is attributed to.
 func exactly(b *bundle.Bundle, err error) string {
 	if err != nil {
 		out := "error: " + phase.Reason(err)
@@ -102,7 +104,8 @@ func exactly(b *bundle.Bundle, err error) string {
 		}
 		return out
 	}
-	return asBefore(b, nil) + fmt.Sprintf("\n== sources\n%+v", *b.Sources())
+	status, _ := b.Target(bundle.StatusTarget)
+	return asBefore(b, nil) + fmt.Sprintf("\n== sources\n%+v", *b.Sources()) + "\n== status\n" + status
 }
 
 // TestGatewayLibraryRendersAsBefore renders the Gateway library and its
@@ -174,6 +177,9 @@ func TestGatewayFragmentsRenderAsInFull(t *testing.T) {
 					seen[what]++
 				}
 			}
+			if strings.Contains(want, "controllerName: example.com/nginx") {
+				seen["status keeping another controller's entry"]++
+			}
 			testutil.ApplyChange(t, live[key], change)
 			want = render1(store.ReadOnly(live), htcrender.Input{Full: true})
 			require.Equal(t, want, render1(store.ReadOnly(live), htcrender.Input{Record: true}), "state %d step %d: after a %s of %s", i, step, change.Operation, key)
@@ -184,13 +190,15 @@ func TestGatewayFragmentsRenderAsInFull(t *testing.T) {
 	for _, what := range newer {
 		assert.Positive(t, seen[what], "some proposals fail naming %s", what)
 	}
+	assert.Positive(t, seen["status keeping another controller's entry"], "some proposals render route status")
 	t.Logf("proposals failing for what the templates before fragments did not know: %v", seen)
 }
 
 // TestGatewayOneRouteChangeRendersOneFragment: with 300 HTTPRoutes on one
 // Gateway recorded, a proposed change of one route's path runs that
-// route's fragment and the fragment of the backend it emits (a new value:
-// the emitted dict is the route's) and reuses every other.
+// route's fragment, the fragment of the backend it emits (a new value:
+// the emitted dict is the route's) and its status fragment, and reuses
+// every other.
 func TestGatewayOneRouteChangeRendersOneFragment(t *testing.T) {
 	e, cfg := gatewayEngine(t, true, nil)
 	objs := map[string][]map[string]any{
@@ -218,8 +226,8 @@ func TestGatewayOneRouteChangeRendersOneFragment(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, b.Config, `{ var(txn.ps) -m beg "/v2/" }`)
 	after := e.FragmentStats()
-	assert.Equal(t, int64(2), after.Ran-before.Ran, "fragments run: the changed route's and the backend it emits")
-	assert.Equal(t, int64(2*n-2), after.Reused-before.Reused, "fragments reused: every other route's and backend's")
+	assert.Equal(t, int64(3), after.Ran-before.Ran, "fragments run: the changed route's, the backend it emits and its status document")
+	assert.Equal(t, int64(3*n-3), after.Reused-before.Reused, "fragments reused: every other route's, backend's and status document's")
 }
 
 // benchRoute is an HTTPRoute ns/name on infra/gw routing path to the

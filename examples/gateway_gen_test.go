@@ -287,7 +287,22 @@ func (g *gwGen) route(name string) map[string]any {
 	if g.r.IntN(3) > 0 {
 		md["creationTimestamp"] = fmt.Sprintf("2026-01-0%dT00:00:00Z", 1+g.r.IntN(3))
 	}
-	return map[string]any{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute", "metadata": md, "spec": spec}
+	rt := map[string]any{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute", "metadata": md, "spec": spec}
+	// Status another controller and this one wrote (what status.parents'
+	// read-modify-write keeps and replaces), at some generation.
+	md["generation"] = int64(1 + g.r.IntN(3))
+	if g.r.IntN(3) == 0 {
+		entry := func(controller, gw string) any {
+			return map[string]any{"parentRef": map[string]any{"name": gw, "namespace": "infra"}, "controllerName": controller,
+				"conditions": []any{map[string]any{"type": "Accepted", "status": "True", "reason": "Accepted", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}}}
+		}
+		parents := []any{entry("example.com/nginx", "theirs")}
+		if g.r.IntN(2) == 0 {
+			parents = append(parents, entry("haproxy-template.io/htc", "gw"))
+		}
+		rt["status"] = map[string]any{"parents": parents}
+	}
+	return rt
 }
 
 func (g *gwGen) rule() map[string]any {

@@ -68,7 +68,8 @@ spec:
 // module go.mod requires and the Gateway library, runs the controller for
 // it and reads with kubectl: an HTTPRoute whose backendRef crosses
 // namespaces is denied until a ReferenceGrant in the Service's namespace
-// permits it, then admitted; then the DELETEs of the grant and of the
+// permits it, then admitted, and the GatewayClass, the Gateway and the
+// route get their status; then the DELETEs of the grant and of the
 // Service are denied, naming the route that needs them; an HTTPRoute with
 // a regular expression HAProxy cannot compile is denied in the spec's
 // vocabulary; and once the Gateway has an HTTPS listener, the DELETE of
@@ -151,6 +152,18 @@ func TestGatewayAPIDenials(t *testing.T) {
 	require.NoError(t, r.err, "the route with a ReferenceGrant:\n%s", r)
 	t.Logf("admitted after %d attempt(s): %s", attempts, strings.TrimSpace(r.stdout))
 	mustKubectl(t, "", "get", "-n", "gw-app", "httproute", "web")
+
+	// The leader writes the status of what the library serves, from the
+	// render that admitted the route: the class Accepted, the Gateway
+	// Programmed with the route attached to its listener, the route's
+	// parent entry Accepted with its refs resolved, at its generation.
+	waitJSONPath(t, "", "gatewayclass/htc-e2e", `{.status.conditions[?(@.type=="Accepted")].status}/{.status.conditions[?(@.type=="Accepted")].reason}`, "True/Accepted")
+	waitJSONPath(t, "gw-infra", "gateway/gw", `{.status.conditions[?(@.type=="Accepted")].status} {.status.conditions[?(@.type=="Programmed")].status} {.status.listeners[0].name}:{.status.listeners[0].attachedRoutes}`, "True True http:1")
+	gen := mustKubectl(t, "", "get", "-n", "gw-app", "httproute/web", "-o", "jsonpath={.metadata.generation}")
+	waitJSONPath(t, "gw-app", "httproute/web", `{.status.parents[*].controllerName} {.status.parents[0].conditions[?(@.type=="Accepted")].status} {.status.parents[0].conditions[?(@.type=="ResolvedRefs")].status} {.status.parents[0].conditions[0].observedGeneration}`,
+		"haproxy-template.io/htc True True "+gen)
+	managers := mustKubectl(t, "", "get", "-n", "gw-app", "httproute/web", "--show-managed-fields", "-o", `jsonpath={range .metadata.managedFields[*]}{.manager}/{.operation}/{.subresource} {end}`)
+	assert.Contains(t, managers, "htc/Apply/status", "the route's status is htc's, by server-side apply on the status subresource")
 
 	// Deleting the grant now would break the route: denied (once the
 	// controller's informers saw the route), naming the route once.
@@ -258,4 +271,17 @@ webhooks:
     matchExpressions:
     - {key: kubernetes.io/metadata.name, operator: In, values: [gw-infra, gw-app, gw-other]}
 `, url, base64.StdEncoding.EncodeToString(caPEM), webhookTimeoutSeconds)
+}
+
+// waitJSONPath waits (60 s at most) until kubectl's jsonpath of obj in ns
+// ("" for a cluster-scoped object) prints want: the leader writes status
+// asynchronously, after the round that rendered it.
+func waitJSONPath(t *testing.T, ns, obj, path, want string) {
+	t.Helper()
+	args := []string{"get", obj, "-o", "jsonpath=" + path}
+	if ns != "" {
+		args = append([]string{"-n", ns}, args...)
+	}
+	r, attempts := eventually(t, 60*time.Second, func(r kubectlResult) bool { return r.err == nil && r.stdout == want }, "", args...)
+	require.Equal(t, want, r.stdout, "%s %s after %d reads: %s", obj, path, attempts, r)
 }
