@@ -38,35 +38,29 @@ import (
 // (relative to the repository).
 const ReportFile = "docs/conformance/htc-gateway-http-report.yaml"
 
-// supportedFeatures are the extended GATEWAY-HTTP features the Gateway
-// library implements (examples/gateway/config.yaml's header); the
-// profile's core features (Gateway, HTTPRoute, ReferenceGrant) are implied.
-var supportedFeatures = []features.FeatureName{
-	features.SupportGatewayPort8080,
-	features.SupportGatewayHTTPListenerIsolation,
-	features.SupportHTTPRouteQueryParamMatching,
-	features.SupportHTTPRouteMethodMatching,
-	features.SupportHTTPRouteResponseHeaderModification,
-	features.SupportHTTPRouteBackendRequestHeaderModification,
-	features.SupportHTTPRoutePortRedirect,
-	features.SupportHTTPRouteSchemeRedirect,
-	features.SupportHTTPRoutePathRedirect,
-	features.SupportHTTPRoute303RedirectStatusCode,
-	features.SupportHTTPRoute307RedirectStatusCode,
-	features.SupportHTTPRoute308RedirectStatusCode,
-	features.SupportHTTPRouteHostRewrite,
-	features.SupportHTTPRoutePathRewrite,
-	features.SupportHTTPRouteRequestTimeout,
-	features.SupportHTTPRouteBackendTimeout,
-	features.SupportHTTPRouteParentRefPort,
-	// Tried (make conformance FEATURES=...) and passing: HAProxy passes
-	// WebSocket upgrades through; rule names are accepted; a parentRef port
-	// no listener has does not attach; a spec.addresses entry without a
-	// value gets an address of the pool.
-	features.SupportHTTPRouteBackendProtocolWebSocket,
-	features.SupportHTTPRouteNamedRouteRule,
-	features.SupportHTTPRouteDestinationPortMatching,
-	features.SupportGatewayAddressEmpty,
+// valuesFile is the conformance install's values; its
+// config.extraContext.supportedFeatures is what the Gateway library declares
+// in the GatewayClass's status.supportedFeatures, where the suite reads the
+// features to test.
+const valuesFile = "test/conformance/values.yaml"
+
+// declaredFeatures reads config.extraContext.supportedFeatures of valuesFile.
+func declaredFeatures(root string) ([]features.FeatureName, error) {
+	b, err := os.ReadFile(filepath.Join(root, valuesFile))
+	if err != nil {
+		return nil, err
+	}
+	var v struct {
+		Config struct {
+			ExtraContext struct {
+				SupportedFeatures []features.FeatureName `json:"supportedFeatures"`
+			} `json:"extraContext"`
+		} `json:"config"`
+	}
+	if err := yaml.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("%s: %w", valuesFile, err)
+	}
+	return v.Config.ExtraContext.SupportedFeatures, nil
 }
 
 // timeouts: the suite's defaults wait up to 3 minutes for a condition, so
@@ -121,13 +115,19 @@ func TestGatewayHTTP(t *testing.T) {
 	require.NoError(t, err)
 
 	var skip []string
-	feats := supportedFeatures
-	// HTC_CONFORMANCE_FEATURES=a,b: also claim these features, to try
-	// whether the library passes their tests (the report is then not kept).
+	// The features tested are those the GatewayClass's status declares
+	// (config.extraContext.supportedFeatures of valuesFile), unless
+	// HTC_CONFORMANCE_FEATURES=a,b claims more to try them: then these and
+	// the declared ones (and the report is not kept).
+	var feats []features.FeatureName
 	extra := os.Getenv("HTC_CONFORMANCE_FEATURES")
-	for _, f := range strings.Split(extra, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			feats = append(feats, features.FeatureName(f))
+	if extra != "" {
+		feats, err = declaredFeatures(e.root)
+		require.NoError(t, err)
+		for _, f := range strings.Split(extra, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				feats = append(feats, features.FeatureName(f))
+			}
 		}
 	}
 	run := os.Getenv("HTC_CONFORMANCE_RUN")

@@ -8,6 +8,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	gwconformance "sigs.k8s.io/gateway-api/conformance"
+	"sigs.k8s.io/gateway-api/pkg/features"
+
+	"github.com/haproxy-template/htc/internal/testcluster"
 )
 
 // TestSuiteImagesNameEveryEchoBasicImage: every image of the base
@@ -67,4 +70,24 @@ func TestBaseManifestsWithoutLeavesOutOnlyTheirDocuments(t *testing.T) {
 	}
 	assert.Equal(t, len(origDocs)-dropped, len(gotDocs))
 	assert.Equal(t, strings.Count(string(orig), "\nkind: Gateway\n"), strings.Count(string(got), "\nkind: Gateway\n"), "every Gateway kept")
+}
+
+// TestValuesDeclareKnownFeatures: the features the conformance install
+// declares are Gateway API feature names, once each, with the profile's core
+// features among them.
+func TestValuesDeclareKnownFeatures(t *testing.T) {
+	root, err := testcluster.RepoRoot()
+	require.NoError(t, err)
+	declared, err := declaredFeatures(root)
+	require.NoError(t, err)
+	known := features.SetsToNamesSet(features.AllFeatures)
+	seen := map[features.FeatureName]bool{}
+	for _, f := range declared {
+		assert.True(t, known.Has(f), "%s is not a Gateway API feature", f)
+		assert.False(t, seen[f], "%s declared twice", f)
+		seen[f] = true
+	}
+	for _, f := range []features.FeatureName{features.SupportGateway, features.SupportHTTPRoute, features.SupportReferenceGrant} {
+		assert.True(t, seen[f], "the core feature %s", f)
+	}
 }

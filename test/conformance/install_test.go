@@ -36,6 +36,10 @@ func (e *env) install(t *testing.T) {
 	gc := fmt.Sprintf(`{"apiVersion":"gateway.networking.k8s.io/v1","kind":"GatewayClass","metadata":{"name":%q},"spec":{"controllerName":%q}}`, gatewayClass, controllerName)
 	out, err = e.kubectlStdin(ctx, gc, "apply", "-f", "-")
 	require.NoError(t, err, "the GatewayClass: %s", out)
+	// The suite reads the features to test from the GatewayClass's status,
+	// written with Accepted.
+	out, err = c.Kubectl(ctx, "wait", "--for=condition=Accepted", "--timeout=60s", "gatewayclass/"+gatewayClass)
+	require.NoError(t, err, out)
 }
 
 // helmInstall installs the chart with the Gateway library and this
