@@ -17,7 +17,7 @@ IMAGE_ARCHIVE ?= bin/htc-image.oci.tar
 # The commit time, so that an unchanged tree builds an identical image.
 CREATED ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null || echo 1970-01-01T00:00:00Z)
 
-.PHONY: all build test test-repeat unit race e2e bench bench-scale fuzz lint generate demo demo-offline haproxy image clean help test-assets cluster-test cluster-demo cluster-up cluster-down
+.PHONY: all build test test-repeat unit race e2e bench bench-scale fuzz lint generate demo demo-offline haproxy image clean help test-assets cluster-test conformance cluster-demo cluster-up cluster-down
 
 all: build
 
@@ -141,6 +141,14 @@ generate: ## regenerate deepcopy and the CRD from pkg/config
 
 cluster-test: test-assets ## only the cluster tests: the image and the chart in a real single-node cluster (test/cluster; root)
 	HTC_IMAGE_ARCHIVE=$(CURDIR)/$(IMAGE_ARCHIVE) $(GO) test -count=1 -v -timeout 30m ./test/cluster/
+
+# make conformance [RUN=regexp] [FEATURES=a,b]: the upstream Gateway API conformance suite
+# (GATEWAY-HTTP) against htc in the test cluster (test/conformance; root);
+# writes the suite's report to docs/conformance/ (full runs only; FEATURES
+# claims more features to try, and keeps no report). Opt-in:
+# make test skips it.
+conformance: test-assets ## the Gateway API conformance suite (GATEWAY-HTTP) in the test cluster, report in docs/conformance/ (RUN=regexp of test names, FEATURES=more to claim; root)
+	HTC_CONFORMANCE=1 HTC_CONFORMANCE_RUN='$(RUN)' HTC_CONFORMANCE_FEATURES='$(FEATURES)' HTC_IMAGE_ARCHIVE=$(CURDIR)/$(IMAGE_ARCHIVE) $(GO) test -count=1 -v -timeout 60m ./test/conformance/
 
 cluster-demo: test-assets ## htc as users install it, in a real single-node cluster on this machine (root): helm install, a request through HAProxy, a denial, uninstall
 	hack/cluster-demo.sh $(IMAGE_ARCHIVE)

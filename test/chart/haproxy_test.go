@@ -175,7 +175,7 @@ func TestHAProxySidecar(t *testing.T) {
 			assert.Equal(t, "haproxy", args[0])
 			assert.Contains(t, args, "-W", "master-worker mode")
 			assert.Contains(t, args, "-db", "foreground")
-			assert.Equal(t, socket, optionValue(args, "-S"), "the master socket is the controller's --haproxy-master-socket")
+			assert.Equal(t, socket+",mode,660", optionValue(args, "-S"), "the master socket is the controller's --haproxy-master-socket, connectable by the pod's group")
 			assert.Equal(t, cfgFile, optionValue(args, "-f"), "HAProxy reads what the controller publishes")
 
 			// ports
@@ -206,6 +206,31 @@ func TestHAProxySidecar(t *testing.T) {
 			assert.NotContains(t, []string{"haproxy-run", "haproxy-config"}, v.Name)
 		}
 		assert.False(t, admitsFromAnywhere(r.netpol, port{"http", 8080}), "no HAProxy port is opened")
+	})
+
+	t.Run("host-network", func(t *testing.T) {
+		r := renderTyped(t, "-f", "testdata/values-haproxy.yaml")
+		assert.False(t, r.deploy.Spec.Template.Spec.HostNetwork, "the pod's own network namespace by default")
+		assert.Equal(t, r.container(t, "controller").SecurityContext, r.container(t, "haproxy").SecurityContext,
+			"HAProxy runs with the controller's securityContext by default")
+
+		r = renderTyped(t, "-f", "testdata/values-haproxy.yaml", "--set", "haproxy.hostNetwork=true",
+			"--set", "haproxy.securityContext.runAsUser=0", "--set", "haproxy.securityContext.capabilities.add[0]=NET_BIND_SERVICE")
+		spec := r.deploy.Spec.Template.Spec
+		assert.True(t, spec.HostNetwork, "haproxy.hostNetwork puts the pod in the node's network namespace")
+		assert.Equal(t, corev1.DNSClusterFirstWithHostNet, spec.DNSPolicy)
+		sc := r.container(t, "haproxy").SecurityContext
+		require.NotNil(t, sc)
+		require.NotNil(t, sc.RunAsUser)
+		assert.Equal(t, int64(0), *sc.RunAsUser, "haproxy.securityContext replaces the controller's in the haproxy container")
+		require.NotNil(t, sc.Capabilities)
+		assert.Equal(t, []corev1.Capability{"NET_BIND_SERVICE"}, sc.Capabilities.Add)
+		ctl := r.container(t, "controller").SecurityContext
+		require.NotNil(t, ctl)
+		assert.Nil(t, ctl.RunAsUser, "the controller keeps its own securityContext")
+
+		r = renderTyped(t, "--set", "haproxy.hostNetwork=true")
+		assert.False(t, r.deploy.Spec.Template.Spec.HostNetwork, "no host network without the HAProxy sidecar")
 	})
 
 	t.Run("port-collision", func(t *testing.T) {
@@ -317,7 +342,7 @@ func TestHAProxyScript(t *testing.T) {
 	}
 	b, err := os.ReadFile(record)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"-W", "-db", "-S", filepath.Join(runDir, "master.sock"), "-f", cfgFile}, strings.Fields(string(b)))
+	assert.Equal(t, []string{"-W", "-db", "-S", filepath.Join(runDir, "master.sock") + ",mode,660", "-f", cfgFile}, strings.Fields(string(b)))
 	assert.Contains(t, out.String(), "waiting for the controller to publish "+cfgFile)
 }
 

@@ -1,0 +1,93 @@
+package conformance
+
+import (
+	"io/fs"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	gwconformance "sigs.k8s.io/gateway-api/conformance"
+	"sigs.k8s.io/gateway-api/pkg/features"
+
+	"github.com/haproxy-template/htc/internal/testcluster"
+)
+
+// TestSuiteImagesNameEveryEchoBasicImage: every image of the base
+// manifests' backends is among the echo-basic names imported, and no
+// echo-basic image is left among the others.
+func TestSuiteImagesNameEveryEchoBasicImage(t *testing.T) {
+	echo, others, err := suiteImages()
+	require.NoError(t, err)
+	require.NotEmpty(t, echo)
+	for _, name := range echo {
+		assert.Contains(t, name, "/echo-basic", name)
+	}
+	for _, name := range others {
+		assert.NotContains(t, name, "/echo-basic:", "%s is an echo-basic image but not imported", name)
+	}
+	base, err := fs.ReadFile(gwconformance.Manifests, baseManifestsPath)
+	require.NoError(t, err)
+	found := 0
+	for _, m := range imageLine.FindAllStringSubmatch(string(base), -1) {
+		if strings.Contains(m[1], "/echo-basic") {
+			found++
+			assert.Contains(t, echo, m[1], "an image of the base manifests")
+		}
+	}
+	assert.NotZero(t, found, "the base manifests run echo-basic")
+}
+
+// TestBaseManifestsWithoutLeavesOutOnlyTheirDocuments: the documents that
+// run one of the images are left out, every other document is kept as it
+// is (every Gateway, Service and echo-basic Deployment).
+func TestBaseManifestsWithoutLeavesOutOnlyTheirDocuments(t *testing.T) {
+	orig, err := fs.ReadFile(gwconformance.Manifests, baseManifestsPath)
+	require.NoError(t, err)
+	same, err := baseManifestsWithout(nil)
+	require.NoError(t, err)
+	assert.Equal(t, string(orig), string(same), "nothing to leave out")
+
+	_, others, err := suiteImages()
+	require.NoError(t, err)
+	got, err := baseManifestsWithout(others)
+	require.NoError(t, err)
+	origDocs, gotDocs := strings.Split(string(orig), "\n---\n"), strings.Split(string(got), "\n---\n")
+	dropped := 0
+	for _, doc := range origDocs {
+		uses := false
+		for _, m := range imageLine.FindAllStringSubmatch(doc, -1) {
+			for _, o := range others {
+				uses = uses || m[1] == o
+			}
+		}
+		if uses {
+			dropped++
+			assert.NotContains(t, gotDocs, doc, "a document running an image not provided")
+		} else {
+			assert.Contains(t, gotDocs, doc, "a document kept as it is")
+		}
+	}
+	assert.Equal(t, len(origDocs)-dropped, len(gotDocs))
+	assert.Equal(t, strings.Count(string(orig), "\nkind: Gateway\n"), strings.Count(string(got), "\nkind: Gateway\n"), "every Gateway kept")
+}
+
+// TestValuesDeclareKnownFeatures: the features the conformance install
+// declares are Gateway API feature names, once each, with the profile's core
+// features among them.
+func TestValuesDeclareKnownFeatures(t *testing.T) {
+	root, err := testcluster.RepoRoot()
+	require.NoError(t, err)
+	declared, err := declaredFeatures(root)
+	require.NoError(t, err)
+	known := features.SetsToNamesSet(features.AllFeatures)
+	seen := map[features.FeatureName]bool{}
+	for _, f := range declared {
+		assert.True(t, known.Has(f), "%s is not a Gateway API feature", f)
+		assert.False(t, seen[f], "%s declared twice", f)
+		seen[f] = true
+	}
+	for _, f := range []features.FeatureName{features.SupportGateway, features.SupportHTTPRoute, features.SupportReferenceGrant} {
+		assert.True(t, seen[f], "the core feature %s", f)
+	}
+}
