@@ -51,8 +51,9 @@ type Engine struct {
 	// (fragment.go).
 	table atomic.Pointer[fragmentTable]
 	// reused and ran count fragments (FragmentStats); confirmed the renders
-	// that reused records, failed and were rendered again in full.
-	reused, ran, confirmed atomic.Int64
+	// that reused records, failed and were rendered again in full; torn
+	// the renders that failed while their stores moved and were done again.
+	reused, ran, confirmed, torn atomic.Int64
 	// recorded is how many records the last recording render kept: the
 	// next one's table starts with room for as many.
 	recorded atomic.Int64
@@ -305,17 +306,24 @@ func (e *Engine) Reads() *ReadSet { return e.reads }
 //     (List, Get, Fetch, Len) and the functions loops build lists and
 //     strings with: a render stops soon after its context ends, whatever
 //     its templates do.
+//
+// The stores change under a render (informers write them while it reads),
+// so a render may read two states: list an object in one and miss it in
+// the next read. A render that fails while a store it reads changed (the
+// sum of the stores' generations, see storesGeneration, moved between its
+// start and its end) is rendered again, at most tornRenderAttempts times
+// in all; the last failure stands. A failure over stores that did not move
+// is the state's own and is returned at once. FragmentStats.Torn counts
+// the renders done again.
 func (e *Engine) Render(ctx context.Context, in Input) (*bundle.Bundle, error) {
-	b, err, again := e.render(ctx, in, !in.Full)
-	if again {
-		// A render that reused records and failed is rendered again in
-		// full, so that no failure (a denial) ever rests on a reused
-		// record: its message would name the fragments that charged a
-		// budget, not the function that ran out of it.
-		e.confirmed.Add(1)
-		b, err, _ = e.render(ctx, in, false)
+	for attempt := 1; ; attempt++ {
+		gen := storesGeneration(in.Stores)
+		b, err := e.renderConfirmed(ctx, in)
+		if err == nil || attempt == tornRenderAttempts || contextErr(ctx) != nil || storesGeneration(in.Stores) == gen {
+			return b, err
+		}
+		e.torn.Add(1)
 	}
-	return b, err
 }
 
 // render is Render, reusing fragment records when reuse is set. again

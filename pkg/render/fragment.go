@@ -352,9 +352,12 @@ type FragmentStats struct {
 	// Confirmed counts the renders that reused records, failed, and were
 	// rendered again in full (Render).
 	Confirmed int64
+	// Torn counts the renders that failed while a store they read changed
+	// and were rendered again (Render).
+	Torn int64
 }
 
 // FragmentStats returns the counts of the Engine's renders so far.
 func (e *Engine) FragmentStats() FragmentStats {
-	return FragmentStats{Reused: e.reused.Load(), Ran: e.ran.Load(), Confirmed: e.confirmed.Load()}
+	return FragmentStats{Reused: e.reused.Load(), Ran: e.ran.Load(), Confirmed: e.confirmed.Load(), Torn: e.torn.Load()}
 }

@@ -178,6 +178,13 @@ func (o *Overlay) ByName(namespace, name string) (*unstructured.Unstructured, bo
 	return o.base.ByName(namespace, name)
 }
 
+// Generation is the generation of the base store (Store.Generation): the
+// change an Overlay presents is fixed, so it reads otherwise only when its
+// base was written.
+func (o *Overlay) Generation() uint64 {
+	return o.base.Generation()
+}
+
 // Base returns the store o presents a change of.
 func (o *Overlay) Base() *Store {
 	return o.base

@@ -35,6 +35,16 @@ type Without struct {
 
 var _ Reader = (*Without)(nil)
 
+// Generation is the generation of the base (Store.Generation), 0 when the
+// base has none: what Without hides is fixed, so it reads otherwise only
+// when its base was written.
+func (w *Without) Generation() uint64 {
+	if g, ok := w.base.(interface{ Generation() uint64 }); ok {
+		return g.Generation()
+	}
+	return 0
+}
+
 // NewWithout returns base without the named objects. With nothing to hide
 // it still wraps base (reads then cost the same as the base's).
 func NewWithout(base Reader, hidden ...Name) *Without {
