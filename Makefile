@@ -64,7 +64,7 @@ haproxy: ## the image's HAProxy 3.0 for tests: bin/image-haproxy/haproxy (root f
 # tests (tokenizer, keyword inventory, map reader against the real binary).
 HAPROXY30 = $$($(HAPROXY_DIR)/haproxy -v 2>/dev/null | grep -q 'version 3\.0\.' && echo $(HAPROXY_DIR)/haproxy)
 
-test: haproxy lint test-assets ## everything: lint, unit, integration (real haproxy), CLI, e2e (test/e2e) and cluster (test/cluster) tests, with -race
+test: haproxy lint test-assets ## everything: lint, unit, integration (real haproxy), CLI, e2e (test/e2e), cluster (test/cluster) and Gateway API conformance (test/conformance) tests, with -race
 	$(WITH_HAPROXY) HTC_HAPROXY30=$(HAPROXY30) HTC_IMAGE_ARCHIVE=$(CURDIR)/$(IMAGE_ARCHIVE) $(GO) test -race -count=1 -timeout 30m ./...
 	$(WITH_HAPROXY) $(GO) test -count=1 -run 'HeapIsBounded' ./pkg/haproxy/
 
@@ -148,7 +148,7 @@ cluster-test: test-assets ## only the cluster tests: the image and the chart in 
 # claims more features to try, and keeps no report). Opt-in:
 # make test skips it.
 conformance: test-assets ## the Gateway API conformance suite (GATEWAY-HTTP) in the test cluster, report in docs/conformance/ (RUN=regexp of test names, FEATURES=more to claim; root)
-	HTC_CONFORMANCE=1 HTC_CONFORMANCE_RUN='$(RUN)' HTC_CONFORMANCE_FEATURES='$(FEATURES)' HTC_IMAGE_ARCHIVE=$(CURDIR)/$(IMAGE_ARCHIVE) $(GO) test -count=1 -v -timeout 60m ./test/conformance/
+	HTC_CONFORMANCE_REPORT=1 HTC_CONFORMANCE_RUN='$(RUN)' HTC_CONFORMANCE_FEATURES='$(FEATURES)' HTC_IMAGE_ARCHIVE=$(CURDIR)/$(IMAGE_ARCHIVE) $(GO) test -count=1 -v -timeout 60m ./test/conformance/
 
 cluster-demo: test-assets ## htc as users install it, in a real single-node cluster on this machine (root): helm install, a request through HAProxy, a denial, uninstall
 	hack/cluster-demo.sh $(IMAGE_ARCHIVE)

@@ -4,10 +4,10 @@
 // GATEWAY-HTTP profile, and writes the suite's own YAML report to
 // docs/conformance/ (see docs/conformance/README.md).
 //
-// It is opt-in: the suite runs only with HTC_CONFORMANCE=1 (`make
-// conformance`), because it takes minutes and not every test passes yet;
-// `make test` runs only this package's tests that need no cluster. It needs
-// root, like test/cluster.
+// `make test` runs it (2-5 minutes), like test/cluster and under the same
+// machine-wide lock; -short runs only this package's tests that need no
+// cluster. It needs root, like test/cluster. `make conformance` runs it
+// alone and keeps its report in docs/conformance/ (HTC_CONFORMANCE_REPORT=1).
 //
 // The deployment: the chart with the Gateway library
 // (charts/htc/values-gateway.yaml) and values.yaml beside this file: one
@@ -67,14 +67,14 @@ var (
 	setupErr error
 )
 
-// errOptIn is setupErr when the suite is not to run.
-var errOptIn = errors.New("opt-in: HTC_CONFORMANCE=1 (make conformance; needs root)")
+// errShort is setupErr when the suite is not to run (-short).
+var errShort = errors.New("-short: the suite needs the test cluster (make test or make conformance; root)")
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if testing.Short() || os.Getenv("HTC_CONFORMANCE") != "1" {
+	if testing.Short() {
 		// Only the tests that need no cluster run.
-		setupErr = errOptIn
+		setupErr = errShort
 		os.Exit(m.Run())
 	}
 	os.Exit(run(m))
