@@ -13,7 +13,7 @@ const (
 	sectionIntro = `Written by ` + "`make bench-scale N=1000|10000 [WORKLOAD=gateway] [RUNS=n] [PROFILE=dir]`" + ` (test/scale; it
 replaces the block of its workload and N on every run). It starts etcd and kube-apiserver on
 127.0.0.1 from the test assets, installs the CRD and the example Ingress library
-(` + "`extraContext.bindAddress: 127.0.0.1`" + `), creates N Ingresses, N headless
+(` + "`extraContext.bindAddress: 127.0.0.1`" + `; the Gateway library keeps its defaults), creates N Ingresses, N headless
 Services and N EndpointSlices (internal/testutil.ClusterApp, 50 namespaces, each
 object with the last-applied annotation ` + "`kubectl apply`" + ` leaves), plus RUNS ×
 REQUESTS spare Services with their EndpointSlices that no Ingress uses, and runs

@@ -230,6 +230,7 @@ func (cp *controllerProc) waitReady(bound time.Duration) readiness {
 	var r readiness
 	deadline := time.Now().Add(bound)
 	client := &http.Client{Timeout: 5 * time.Second}
+	var asked time.Time
 	for {
 		if r.readyz == 0 {
 			if code, _, err := httpGet(client, "http://"+cp.health+"/readyz"); err == nil && code == http.StatusOK {
@@ -237,11 +238,22 @@ func (cp *controllerProc) waitReady(bound time.Duration) readiness {
 			}
 		}
 		if r.readyz != 0 {
+			// A config whose embedded tests fail stays invalid: say so now
+			// instead of waiting for the bound (asked once a second).
+			if time.Since(asked) > time.Second {
+				asked = time.Now()
+				ctx, cancel := context.WithTimeout(h.ctx, 10*time.Second)
+				_, reason, msg, _ := h.configValid(ctx)
+				cancel()
+				if reason == "TestsFailed" {
+					t.Fatalf("the config of %s is not valid: %s", h.s.workload.config, msg)
+				}
+			}
 			m, err := scrape(client, "http://"+cp.metrics+"/metrics")
 			if err == nil && m[`htc_live_config_valid`] == 1 &&
 				m[`htc_publish_total{result="written"}`]+m[`htc_publish_total{result="unchanged"}`] >= 1 {
 				ctx, cancel := context.WithTimeout(h.ctx, 10*time.Second)
-				ok, _ := h.configValid(ctx)
+				ok, _, _, _ := h.configValid(ctx)
 				cancel()
 				if ok {
 					r.valid = time.Since(cp.started)
