@@ -37,7 +37,9 @@ one identical CREATE. With ` + "`WORKLOAD=gateway`" + ` the routes are HTTPRoute
 library instead (the Gateway API's standard CRDs from the module go.mod requires,
 one GatewayClass and one Gateway, htc-system/gw, whose HTTP listener takes routes
 from every namespace; each HTTPRoute routes its host, path prefix /, to its
-Service), in the same rows. Their allowed/s ÷ (cores ÷ floor p50) is the throughput
+Service), in the same rows; measuring starts once the controller has written
+the status of every HTTPRoute and the Gateway counts them all (its first
+status writes, one per route, are watch events and new live states). Their allowed/s ÷ (cores ÷ floor p50) is the throughput
 of allowed admissions as a share of the bare ` + "`haproxy -c`" + ` runs the cores
 could do: busy and timed-out denials are answers but not admissions. The client
 gives up at the chart's webhook timeout (an error). Ratios are to the floor of

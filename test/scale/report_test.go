@@ -365,6 +365,9 @@ func (rep *report) markdown() string {
 		return secs(r.ready.serving)
 	})
 	row("… informers synced in (\"stores synced\")", func(r runResult) string { return secs(r.ready.synced) })
+	if rep.runs[0].statusWritten > 0 {
+		row("… process start → the status of every route written (measuring starts then)", func(r runResult) string { return secs(r.statusWritten) })
+	}
 	row("… process start → /readyz 200; → valid, published", func(r runResult) string {
 		return secs(r.ready.readyz) + "; " + secs(r.ready.valid)
 	})

@@ -25,6 +25,7 @@ type runResult struct {
 	index              int
 	loadStart, loadEnd string
 	ready              readiness
+	statusWritten      time.Duration // process start → every route's status written (gateway workload; 0: none)
 	rssLoaded, rssEnd  rss
 	// rssLoadedRest and rssEndRest are the RSS once the controller, idle
 	// after loading and after the runs, returned its free memory
@@ -56,7 +57,9 @@ func (h *harness) run(i int) runResult {
 	r := runResult{index: i, loadStart: loadavg()}
 	h.logf("run %d: starting the controller (load average %s)", i, r.loadStart)
 	cp := h.startController(fmt.Sprintf("run%d", i), false)
+	started := time.Now()
 	r.ready = cp.waitReady(readyBound)
+	r.statusWritten = h.waitStatusWritten(started)
 	r.rssLoaded = cp.rss()
 	r.rssLoadedRest = cp.restingRSS(h, false)
 	h.logf("run %d: ready: /readyz after %s, valid and published after %s; stores synced in %s, serving %s later; RSS %s",
