@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 
@@ -221,4 +223,98 @@ func TestObjectStatusWriterForbiddenIsNotRetried(t *testing.T) {
 	assert.Zero(t, applied.Load())
 	assert.Contains(t, logs.String(), "level=ERROR")
 	assert.Contains(t, logs.String(), "object=\"Ingress default/web\" resource=ingresses.networking.k8s.io/status")
+}
+
+// manyWriterFixture is newWriterFixture with n Ingresses web0..web<n-1>
+// and a document for each; gate (if any) runs in each status apply before
+// it reaches the fake client (which runs its reactors one at a time).
+func manyWriterFixture(t *testing.T, leading bool, n int, gate func()) (*objectStatusWriter, *statusBatch, *atomic.Int64) {
+	t.Helper()
+	var objs []runtime.Object
+	var text strings.Builder
+	for i := range n {
+		o := ingressObj(fmt.Sprintf("web%d", i), "echo")
+		o.SetResourceVersion("1")
+		objs = append(objs, o)
+		fmt.Fprintf(&text, "---\n{apiVersion: networking.k8s.io/v1, kind: Ingress, metadata: {namespace: default, name: web%d}, status: {loadBalancer: {ingress: [{ip: 203.0.113.10}]}}}\n", i)
+	}
+	w, b, applied := newWriterFixture(t, leading, objs...)
+	if gate != nil {
+		w.dyn = gatedDynamic{Interface: w.dyn, gate: gate}
+	}
+	docs, err := resourcestatus.Parse(text.String())
+	require.NoError(t, err)
+	for i := range docs {
+		docs[i].Store = "ingresses"
+	}
+	b.docs = docs
+	return w, b, applied
+}
+
+// gatedDynamic runs gate at the start of every ApplyStatus.
+type gatedDynamic struct {
+	dynamic.Interface
+	gate func()
+}
+
+func (g gatedDynamic) Resource(r schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
+	return gatedResource{NamespaceableResourceInterface: g.Interface.Resource(r), gate: g.gate}
+}
+
+type gatedResource struct {
+	dynamic.NamespaceableResourceInterface
+	gate func()
+}
+
+func (g gatedResource) Namespace(ns string) dynamic.ResourceInterface {
+	return gatedNamespace{ResourceInterface: g.NamespaceableResourceInterface.Namespace(ns), gate: g.gate}
+}
+
+type gatedNamespace struct {
+	dynamic.ResourceInterface
+	gate func()
+}
+
+func (g gatedNamespace) ApplyStatus(ctx context.Context, name string, obj *unstructured.Unstructured, opts metav1.ApplyOptions) (*unstructured.Unstructured, error) {
+	g.gate()
+	return g.ResourceInterface.ApplyStatus(ctx, name, obj, opts)
+}
+
+// The writer has statusWriters writes in flight at once: each of the first
+// statusWriters applies waits until all of them have started.
+func TestObjectStatusWriterWritesSeveralAtOnce(t *testing.T) {
+	const n = 3 * statusWriters
+	var started, inFlight, most atomic.Int64
+	all := make(chan struct{})
+	gate := func() {
+		now := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := most.Load(); now > m && !most.CompareAndSwap(m, now); m = most.Load() {
+		}
+		if started.Add(1) == statusWriters {
+			close(all)
+		}
+		select {
+		case <-all:
+		case <-time.After(2 * time.Second): // a bound: reached only when writes run one at a time
+		}
+	}
+	w, b, applied := manyWriterFixture(t, true, n, gate)
+	w.offer(b)
+	_, gen := w.newest()
+	assert.False(t, w.write(t.Context(), b, gen))
+	assert.Equal(t, int64(statusWriters), most.Load(), "writes in flight at once")
+	assert.Equal(t, int64(n), applied.Load())
+	assert.Equal(t, float64(n), promtestutil.ToFloat64(w.writes.WithLabelValues(objWritten)))
+}
+
+// A follower counts every document of the batch as not_leader, once.
+func TestObjectStatusWriterFollowerCountsEveryDocument(t *testing.T) {
+	const n = 3 * statusWriters
+	w, b, applied := manyWriterFixture(t, false, n, nil)
+	w.offer(b)
+	_, gen := w.newest()
+	assert.False(t, w.write(t.Context(), b, gen))
+	assert.Zero(t, applied.Load())
+	assert.Equal(t, float64(n), promtestutil.ToFloat64(w.writes.WithLabelValues(objFollower)))
 }
