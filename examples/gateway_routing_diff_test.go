@@ -1,0 +1,352 @@
+package examples_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/haproxy-template/htc/pkg/phase"
+	htcrender "github.com/haproxy-template/htc/pkg/render"
+	"github.com/haproxy-template/htc/pkg/store"
+)
+
+// routingServices are the Services of the routing states, each served by
+// an echo backend answering with its namespace/name.
+var routingServices = []string{"app/web", "app/api", "app/v1", "infra/web", "infra/api", "infra/v1", "other/web", "other/api"}
+
+// TestGatewayRouteMapsRouteAsTheChain renders generated Gateway API states
+// with extraContext.routeMaps true (simple matches looked up in two
+// HAProxy maps) and false (every match a chain line: the reference), runs
+// the real HAProxy 3.0 on each bundle and sends both the same requests:
+// every answer (status, Location, X- headers, and the body, which names
+// the Service reached and the request it saw) is the same.
+func TestGatewayRouteMapsRouteAsTheChain(t *testing.T) {
+	bin := servingHAProxy(t)
+	backends := echoBackends(t, routingServices)
+	r := rand.New(rand.NewPCG(1, 2))
+	pp := freePorts(t, r, 2)
+	engines := map[bool]*htcrender.Engine{}
+	for i, maps := range []bool{false, true} {
+		e, _ := gatewayEngine(t, false, withExtra(t, map[string]any{"routeMaps": maps, "bindAddress": "127.0.0.1",
+			"portOffset": pp[i].frontend - 80, "healthPort": pp[i].health}))
+		engines[maps] = e
+	}
+	_, cfg := gatewayEngine(t, false, nil)
+	n := map[string]int{}
+	for seed := range uint64(40) {
+		objs := generateRoutingState(rand.New(rand.NewPCG(seed, 29)), backends)
+		qs := routingRequests(rand.New(rand.NewPCG(seed, 31)), objs, 150)
+		set := store.ReadOnly(gatewayStores(t, cfg, objs))
+		var got [2][]answer
+		var errs [2]string
+		for i, maps := range []bool{false, true} {
+			dir := filepath.Join(t.TempDir(), "bundle")
+			require.NoError(t, os.Mkdir(dir, 0o700))
+			b, err := engines[maps].Render(context.Background(), htcrender.Input{Stores: set, BaseDir: dir})
+			if err != nil {
+				errs[i] = phase.Reason(err)
+				continue
+			}
+			if maps {
+				for _, m := range b.Maps {
+					n["map entries"] += strings.Count(m, "\n")
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			h, err := serve(ctx, bin, dir, b, pp[i].health)
+			cancel()
+			require.NoError(t, err, "seed %d routeMaps %v", seed, maps)
+			got[i] = sendAll(qs, pp[i].frontend)
+			h.stop()
+		}
+		require.Equal(t, errs[0], errs[1], "seed %d: the render fails alike with routeMaps false and true", seed)
+		if errs[0] != "" {
+			n["states refused"]++
+			continue
+		}
+		n["states"]++
+		bad := 0
+		for j, q := range qs {
+			n["requests"]++
+			n["answered "+strings.SplitN(got[0][j].text, "\n", 2)[0]]++
+			switch m := got[1][j].match; {
+			case strings.HasPrefix(m, "@"):
+				n["served by the maps"]++
+			case m != "":
+				n["served by the chain"]++
+			default:
+				n["matched no route"]++
+			}
+			if got[0][j].text != got[1][j].text && bad < 3 {
+				bad++
+				t.Errorf("seed %d: %s\nrouteMaps false (%s):\n%s\nrouteMaps true (%s):\n%s", seed, q, got[0][j].match, got[0][j].text, got[1][j].match, got[1][j].text)
+			}
+		}
+		if bad > 0 {
+			state, _ := json.Marshal(objs)
+			t.Logf("seed %d state: %s", seed, state)
+		}
+	}
+	t.Logf("routing states and requests: %v", n)
+	assert.Greater(t, n["states"], 30, "most states render")
+	assert.Positive(t, n["served by the chain"], "requests served by chain lines")
+	assert.Positive(t, n["matched no route"], "requests that match no route")
+}
+
+// generateRoutingState makes a Gateway API state for routing: infra/gw
+// (HTTP listeners on port 80 without a hostname, and at times *.example.com,
+// a.example.com, *.foo.example.com) and at times app/gw2 on 127.0.0.2,
+// the Services of routingServices with an EndpointSlice on the echo
+// backend's loopback port, a ReferenceGrant from app to other, and
+// HTTPRoutes with exact, wildcard and no hostnames; Exact, PathPrefix and
+// RegularExpression paths drawn from a small set (so routes share paths,
+// told apart by creationTimestamp and namespace/name); methods, headers,
+// query params; header modifiers, redirects, rewrites, weights, timeouts,
+// backendRefs that do not resolve.
+func generateRoutingState(r *rand.Rand, backends map[string]int) map[string][]map[string]any {
+	g := &gwGen{r: r, size: 4}
+	out := map[string][]map[string]any{"gatewayclasses": {gwClass}}
+	all := map[string]any{"namespaces": map[string]any{"from": "All"}}
+	listeners := []any{map[string]any{"name": "http", "port": int64(80), "protocol": "HTTP", "allowedRoutes": all}}
+	for _, l := range [][2]string{{"wild", "*.example.com"}, {"exact", "a.example.com"}, {"foo", "*.foo.example.com"}} {
+		if r.IntN(2) == 0 {
+			listeners = append(listeners, map[string]any{"name": l[0], "port": int64(80), "protocol": "HTTP", "hostname": l[1], "allowedRoutes": all})
+		}
+	}
+	out["gateways"] = append(out["gateways"], g.meta("Gateway", "infra", "gw", map[string]any{"spec": map[string]any{"gatewayClassName": "htc", "listeners": listeners}}))
+	if r.IntN(2) == 0 {
+		gw2 := gwObj("app", "gw2", 80, map[string]any{"value": "127.0.0.2"})
+		if r.IntN(2) == 0 {
+			gw2["spec"].(map[string]any)["listeners"] = append(gw2["spec"].(map[string]any)["listeners"].([]any),
+				map[string]any{"name": "exact", "port": int64(80), "protocol": "HTTP", "hostname": "b.example.com"})
+		}
+		out["gateways"] = append(out["gateways"], gw2)
+	}
+	for _, s := range routingServices {
+		ns, name, _ := strings.Cut(s, "/")
+		out["services"] = append(out["services"], g.meta("Service", ns, name, map[string]any{"apiVersion": "v1",
+			"spec": map[string]any{"ports": []any{map[string]any{"name": "http", "port": int64(80)}}}}))
+		out["endpoints"] = append(out["endpoints"], map[string]any{"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+			"metadata":    map[string]any{"name": name + "-0", "namespace": ns, "labels": map[string]any{"kubernetes.io/service-name": name}},
+			"addressType": "IPv4", "ports": []any{map[string]any{"name": "http", "port": int64(backends[s])}},
+			"endpoints": []any{map[string]any{"addresses": []any{"127.0.0.1"}}}})
+	}
+	out["referencegrants"] = append(out["referencegrants"], g.meta("ReferenceGrant", "other", "from-app", map[string]any{"spec": map[string]any{
+		"from": []any{map[string]any{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": "app"}},
+		"to":   []any{map[string]any{"group": "", "kind": "Service"}}}}))
+	for i := range 3 + r.IntN(14) {
+		out["httproutes"] = append(out["httproutes"], routingRoute(g, fmt.Sprintf("r%02d", i)))
+	}
+	return out
+}
+
+var (
+	routingHosts = []string{"a.example.com", "b.example.com", "*.example.com", "c.foo.example.com", "*.foo.example.com", "x.other.net", "B.Example.com"}
+	routingPaths = []string{"/", "/foo", "/foo/", "/foo/bar", "/foo/bar/", "/foobar", "/api", "/api/v1", "/v1", "/Foo", "/a.b"}
+	routingRegex = []string{"/foo/[0-9]+", "/api/.*", "/v[0-9]+(/.*)?", "/foo.*"}
+)
+
+// routingRoute is an HTTPRoute of generateRoutingState.
+func routingRoute(g *gwGen, name string) map[string]any {
+	r := g.r
+	var parents []any
+	for range 1 + r.IntN(2) {
+		p := map[string]any{"name": "gw", "namespace": "infra"}
+		switch r.IntN(5) {
+		case 0:
+			p["sectionName"] = g.pick("http", "wild", "exact", "foo")
+		case 1:
+			p = map[string]any{"name": "gw2", "namespace": "app"}
+		}
+		parents = append(parents, p)
+	}
+	spec := map[string]any{"parentRefs": parents}
+	if n := r.IntN(4); n > 0 {
+		var hosts []any
+		for range n {
+			hosts = append(hosts, g.pick(routingHosts...))
+		}
+		spec["hostnames"] = hosts
+	}
+	var rules []any
+	for range 1 + r.IntN(3) {
+		rules = append(rules, routingRule(g))
+	}
+	spec["rules"] = rules
+	md := map[string]any{"name": name, "namespace": g.pick("app", "app", "infra", "other")}
+	if r.IntN(4) > 0 {
+		md["creationTimestamp"] = fmt.Sprintf("2026-01-0%dT00:00:00Z", 1+r.IntN(3))
+	}
+	return map[string]any{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute", "metadata": md, "spec": spec}
+}
+
+// routingRule is a rule of routingRoute: mostly one backendRef and
+// simple matches, so that many matches are map-served.
+func routingRule(g *gwGen) map[string]any {
+	r := g.r
+	rule := map[string]any{}
+	var matches []any
+	for range r.IntN(4) {
+		matches = append(matches, routingMatch(g))
+	}
+	if matches != nil {
+		rule["matches"] = matches
+	}
+	ref := func() map[string]any {
+		b := map[string]any{"name": g.pick("web", "web", "api", "v1"), "port": int64(80)}
+		if r.IntN(6) == 0 {
+			b["namespace"] = "other"
+		}
+		if r.IntN(15) == 0 {
+			b["name"] = "missing"
+		}
+		return b
+	}
+	switch k := r.IntN(24); {
+	case k == 0: // weights: deterministic (one share is 0), or none at all
+		a, b := ref(), ref()
+		a["weight"], b["weight"] = int64(r.IntN(2)), int64(0)
+		rule["backendRefs"] = []any{a, b}
+	case k == 1:
+	default:
+		rule["backendRefs"] = []any{ref()}
+	}
+	if r.IntN(5) == 0 {
+		var filters []any
+		switch r.IntN(4) {
+		case 0:
+			filters = append(filters, map[string]any{"type": "RequestHeaderModifier", "requestHeaderModifier": map[string]any{"set": []any{map[string]any{"name": "X-Set", "value": "v"}}}})
+		case 1:
+			filters = append(filters, map[string]any{"type": "ResponseHeaderModifier", "responseHeaderModifier": g.headerMods()})
+		case 2:
+			rd := map[string]any{"hostname": "r.example.com", "statusCode": int64(g.pick2(301, 302))}
+			if r.IntN(2) == 0 {
+				rd["path"] = map[string]any{"type": "ReplaceFullPath", "replaceFullPath": "/new"}
+			}
+			filters = append(filters, map[string]any{"type": "RequestRedirect", "requestRedirect": rd})
+		default:
+			filters = append(filters, map[string]any{"type": "URLRewrite", "urlRewrite": map[string]any{"hostname": "rw.example.com"}})
+		}
+		rule["filters"] = filters
+	}
+	if r.IntN(10) == 0 {
+		rule["timeouts"] = map[string]any{"request": "10s"}
+	}
+	return rule
+}
+
+func routingMatch(g *gwGen) map[string]any {
+	r := g.r
+	m := map[string]any{}
+	switch k := r.IntN(20); {
+	case k < 7:
+		m["path"] = map[string]any{"type": "Exact", "value": g.pick(routingPaths...)}
+	case k < 16:
+		m["path"] = map[string]any{"type": "PathPrefix", "value": g.pick(routingPaths...)}
+	case k < 18:
+		m["path"] = map[string]any{"type": "RegularExpression", "value": g.pick(routingRegex...)}
+	}
+	if r.IntN(8) == 0 {
+		m["method"] = g.pick("GET", "POST")
+	}
+	if r.IntN(8) == 0 {
+		m["headers"] = []any{map[string]any{"name": "X-A", "type": g.pick("Exact", "RegularExpression"), "value": g.pick("a", "v[0-9]+")}}
+	}
+	if r.IntN(10) == 0 {
+		m["queryParams"] = []any{map[string]any{"name": "q", "value": "1"}}
+	}
+	return m
+}
+
+// routingRequests are n requests to the frontends of objs: hosts of the
+// routes and listeners (wildcards filled in), unknown hosts and none; the
+// routes' paths, their prefixes' boundaries (/foo, /foo/, /foobar,
+// /foo/x), deeper paths and query strings; methods and the headers the
+// matches use.
+func routingRequests(r *rand.Rand, objs map[string][]map[string]any, n int) []request {
+	hostSet := map[string]bool{"": true, "unknown.test": true, "example.com": true, "a.example.com:80": true, "A.EXAMPLE.COM": true}
+	pathSet := map[string]bool{"/": true, "/nope": true, "/foo/12": true, "/foo/x/y": true, "/v2": true, "/v2/z": true, "/api/": true, "/a.bc": true, "/aXb": true}
+	fill := func(h string) {
+		if strings.HasPrefix(h, "*.") {
+			hostSet["w"+h[1:]] = true
+			hostSet["x.y"+h[1:]] = true
+			hostSet[h[2:]] = true
+			return
+		}
+		hostSet[strings.ToLower(h)] = true
+	}
+	for _, gw := range objs["gateways"] {
+		for _, l := range gw["spec"].(map[string]any)["listeners"].([]any) {
+			if h, ok := l.(map[string]any)["hostname"].(string); ok {
+				fill(h)
+			}
+		}
+	}
+	for _, rt := range objs["httproutes"] {
+		spec := rt["spec"].(map[string]any)
+		hs, _ := spec["hostnames"].([]any)
+		for _, h := range hs {
+			fill(h.(string))
+		}
+		for _, rule := range spec["rules"].([]any) {
+			ms, _ := rule.(map[string]any)["matches"].([]any)
+			for _, m := range ms {
+				p, ok := m.(map[string]any)["path"].(map[string]any)
+				if !ok || p["type"] == "RegularExpression" {
+					continue
+				}
+				v := p["value"].(string)
+				for _, x := range []string{v, v + "/", strings.TrimSuffix(v, "/"), v + "x", strings.TrimSuffix(v, "/") + "/x", v + "/x/y"} {
+					if strings.HasPrefix(x, "/") {
+						pathSet[x] = true
+					}
+				}
+			}
+		}
+	}
+	hosts, paths := sortedKeys(hostSet), sortedKeys(pathSet)
+	addrs := []string{"127.0.0.1"}
+	if len(objs["gateways"]) > 1 {
+		addrs = append(addrs, "127.0.0.2")
+	}
+	qs := make([]request, 0, n)
+	for range n {
+		q := request{addr: addrs[r.IntN(len(addrs))], method: "GET", host: hosts[r.IntN(len(hosts))], target: paths[r.IntN(len(paths))]}
+		if r.IntN(5) == 0 {
+			q.method = "POST"
+		}
+		switch r.IntN(6) {
+		case 0:
+			q.target += "?q=1"
+		case 1:
+			q.target += "?page=2&q=x"
+		}
+		switch r.IntN(6) {
+		case 0:
+			q.headers = []string{"X-A: a"}
+		case 1:
+			q.headers = []string{"X-A: v12"}
+		}
+		qs = append(qs, q)
+	}
+	return qs
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
