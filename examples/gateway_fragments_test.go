@@ -108,15 +108,17 @@ func exactly(b *bundle.Bundle, err error) string {
 	return asBefore(b, nil) + fmt.Sprintf("\n== sources\n%+v", *b.Sources()) + "\n== status\n" + status
 }
 
-// TestGatewayLibraryRendersAsBefore renders the Gateway library and its
-// templates before fragments (gateway/testdata/before.yaml) over generated
+// TestGatewayLibraryRendersAsBefore renders the Gateway library without
+// route maps (extraContext.routeMaps false: every match a line of
+// haproxy.cfg) and its templates before fragments
+// (gateway/testdata/before.yaml) over generated
 // Gateway API states, with extraContext.denyInvalid true and false: both
 // render the same bundle byte for byte, or fail with the same reason
 // (template line numbers aside).
 func TestGatewayLibraryRendersAsBefore(t *testing.T) {
 	outcomes := map[string]int{}
 	for _, deny := range []bool{true, false} {
-		current, cfg := gatewayEngine(t, deny, nil)
+		current, cfg := gatewayEngine(t, deny, withExtra(t, map[string]any{"routeMaps": false}))
 		before, _ := gatewayEngine(t, deny, beforeTemplates(t))
 		for i := range 300 {
 			size := 6
@@ -214,7 +216,7 @@ func TestGatewayOneRouteChangeRendersOneFragment(t *testing.T) {
 		objs["httproutes"] = append(objs["httproutes"], benchRoute(ns, name, "/"))
 	}
 	live := gatewayStores(t, cfg, objs)
-	_, err := e.Render(context.Background(), htcrender.Input{Stores: store.ReadOnly(live), BaseDir: "/b", Record: true})
+	was, err := e.Render(context.Background(), htcrender.Input{Stores: store.ReadOnly(live), BaseDir: "/b", Record: true})
 	require.NoError(t, err)
 	before := e.FragmentStats()
 	old, ok := live["httproutes"].Get("ns7", "app17")
@@ -224,10 +226,21 @@ func TestGatewayOneRouteChangeRendersOneFragment(t *testing.T) {
 	require.NoError(t, err)
 	b, err := e.Render(context.Background(), htcrender.Input{Stores: proposal, BaseDir: "/b"})
 	require.NoError(t, err)
-	assert.Contains(t, b.Config, `{ var(txn.ps) -m beg "/v2/" }`)
+	assert.Contains(t, bundleFile(b, "maps/routes-prefix.map"), "gw_infra_gw_80@http@app17.example.com@/v2/ @ns7_app17_80:ns7_app17_0_0\n")
+	assert.Equal(t, was.Config, b.Config, "haproxy.cfg: the route is a route map entry")
 	after := e.FragmentStats()
 	assert.Equal(t, int64(3), after.Ran-before.Ran, "fragments run: the changed route's, the backend it emits and its status document")
 	assert.Equal(t, int64(3*n-3), after.Reused-before.Reused, "fragments reused: every other route's, backend's and status document's")
+}
+
+// bundleFile is the content of the bundle's file at relPath, "" if none.
+func bundleFile(b *bundle.Bundle, relPath string) string {
+	for _, f := range b.AllFiles() {
+		if f.RelPath == relPath {
+			return f.Content
+		}
+	}
+	return ""
 }
 
 // benchRoute is an HTTPRoute ns/name on infra/gw routing path to the
