@@ -43,7 +43,7 @@ func TestGatewayRouteMapsRouteAsTheChain(t *testing.T) {
 	}
 	_, cfg := gatewayEngine(t, false, nil)
 	n := map[string]int{}
-	for seed := range uint64(40) {
+	for seed := range uint64(60) {
 		objs := generateRoutingState(rand.New(rand.NewPCG(seed, 29)), backends)
 		qs := routingRequests(rand.New(rand.NewPCG(seed, 31)), objs, 150)
 		set := store.ReadOnly(gatewayStores(t, cfg, objs))
@@ -61,6 +61,7 @@ func TestGatewayRouteMapsRouteAsTheChain(t *testing.T) {
 				for _, m := range b.Maps {
 					n["map entries"] += strings.Count(m, "\n")
 				}
+				n["map lookups"] += len(mapLookup.FindAllString(b.Config, -1))
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			h, err := serve(ctx, bin, dir, b, pp[i].health)
@@ -80,7 +81,7 @@ func TestGatewayRouteMapsRouteAsTheChain(t *testing.T) {
 			n["requests"]++
 			n["answered "+strings.SplitN(got[0][j].text, "\n", 2)[0]]++
 			switch m := got[1][j].match; {
-			case strings.HasPrefix(m, "@"):
+			case got[1][j].viaMap:
 				n["served by the maps"]++
 			case m != "":
 				n["served by the chain"]++
@@ -98,10 +99,11 @@ func TestGatewayRouteMapsRouteAsTheChain(t *testing.T) {
 		}
 	}
 	t.Logf("routing states and requests: %v", n)
-	assert.Greater(t, n["states"], 30, "most states render")
-	assert.Greater(t, n["served by the maps"], n["requests"]/5, "requests served by the route maps (routeMaps true)")
-	assert.Greater(t, n["served by the chain"], n["requests"]/5, "requests served by chain lines (routeMaps true)")
+	assert.Greater(t, n["states"], 50, "most states render")
+	assert.Greater(t, n["served by the maps"], n["requests"]/10, "requests served by the route maps (routeMaps true)")
+	assert.Greater(t, n["served by the chain"], n["requests"]/10, "requests served by chain lines (routeMaps true)")
 	assert.Positive(t, n["matched no route"], "requests that match no route")
+	assert.Positive(t, n["map lookups"], "instrument finds the route map lookups")
 }
 
 // generateRoutingState makes a Gateway API state for routing: infra/gw
@@ -145,21 +147,35 @@ func generateRoutingState(r *rand.Rand, backends map[string]int) map[string][]ma
 	out["referencegrants"] = append(out["referencegrants"], g.meta("ReferenceGrant", "other", "from-app", map[string]any{"spec": map[string]any{
 		"from": []any{map[string]any{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": "app"}},
 		"to":   []any{map[string]any{"group": "", "kind": "Service"}}}}))
+	rg := &routingGen{gwGen: g, odds: []int{1, 3, 12}[r.IntN(3)]}
 	for i := range 3 + r.IntN(24) {
-		out["httproutes"] = append(out["httproutes"], routingRoute(g, fmt.Sprintf("r%02d", i)))
+		out["httproutes"] = append(out["httproutes"], rg.route(fmt.Sprintf("r%02d", i)))
 	}
 	return out
 }
 
 var (
-	routingHosts = []string{"a.example.com", "b.example.com", "*.example.com", "c.foo.example.com", "*.foo.example.com", "x.other.net", "B.Example.com"}
+	routingHosts = []string{"a.example.com", "b.example.com", "*.example.com", "c.foo.example.com", "*.foo.example.com", "x.other.net", "B.Example.com",
+		"c.example.com", "shop.test", "api.test"}
 	routingPaths = []string{"/", "/foo", "/foo/", "/foo/bar", "/foo/bar/", "/foobar", "/api", "/api/v1", "/v1", "/Foo", "/a.b",
 		"/foo/bar/baz", "//", "/foo//", "/a@b", "/x:y", "/a%20b", "/~u"}
 	routingRegex = []string{"/foo/[0-9]+", "/api/.*", "/v[0-9]+(/.*)?", "/foo.*"}
 )
 
-// routingRoute is an HTTPRoute of generateRoutingState.
-func routingRoute(g *gwGen, name string) map[string]any {
+// routingGen makes the HTTPRoutes of a routing state; odds scales down
+// how often a match or rule is one the route maps cannot serve (1 to 12:
+// from about half of the rules to about one in twelve), so that states
+// range from mostly chain lines to mostly map entries.
+type routingGen struct {
+	*gwGen
+	odds int
+}
+
+// unplain is true about once in n*odds.
+func (g *routingGen) unplain(n int) bool { return g.r.IntN(n*g.odds) == 0 }
+
+// route is an HTTPRoute of generateRoutingState.
+func (g *routingGen) route(name string) map[string]any {
 	r := g.r
 	var parents []any
 	for range 1 + r.IntN(2) {
@@ -182,7 +198,7 @@ func routingRoute(g *gwGen, name string) map[string]any {
 	}
 	var rules []any
 	for range 1 + r.IntN(3) {
-		rules = append(rules, routingRule(g))
+		rules = append(rules, g.rule())
 	}
 	spec["rules"] = rules
 	md := map[string]any{"name": name, "namespace": g.pick("app", "app", "infra", "other")}
@@ -192,14 +208,13 @@ func routingRoute(g *gwGen, name string) map[string]any {
 	return map[string]any{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute", "metadata": md, "spec": spec}
 }
 
-// routingRule is a rule of routingRoute: mostly one backendRef and
-// simple matches, so that many matches are map-served.
-func routingRule(g *gwGen) map[string]any {
+// rule is a rule of route.
+func (g *routingGen) rule() map[string]any {
 	r := g.r
 	rule := map[string]any{}
 	var matches []any
 	for range r.IntN(4) {
-		matches = append(matches, routingMatch(g))
+		matches = append(matches, g.match())
 	}
 	if matches != nil {
 		rule["matches"] = matches
@@ -209,21 +224,21 @@ func routingRule(g *gwGen) map[string]any {
 		if r.IntN(6) == 0 {
 			b["namespace"] = "other"
 		}
-		if r.IntN(15) == 0 {
+		if g.unplain(15) {
 			b["name"] = "missing"
 		}
 		return b
 	}
-	switch k := r.IntN(24); {
-	case k == 0: // weights: deterministic (one share is 0), or none at all
+	switch {
+	case g.unplain(24): // weights: deterministic (one share is 0), or none at all
 		a, b := ref(), ref()
 		a["weight"], b["weight"] = int64(r.IntN(2)), int64(0)
 		rule["backendRefs"] = []any{a, b}
-	case k == 1:
+	case g.unplain(24):
 	default:
 		rule["backendRefs"] = []any{ref()}
 	}
-	if r.IntN(5) == 0 {
+	if g.unplain(5) {
 		var filters []any
 		switch r.IntN(4) {
 		case 0:
@@ -241,30 +256,31 @@ func routingRule(g *gwGen) map[string]any {
 		}
 		rule["filters"] = filters
 	}
-	if r.IntN(10) == 0 {
+	if g.unplain(10) {
 		rule["timeouts"] = map[string]any{"request": "10s"}
 	}
 	return rule
 }
 
-func routingMatch(g *gwGen) map[string]any {
+// match is a match of rule.
+func (g *routingGen) match() map[string]any {
 	r := g.r
 	m := map[string]any{}
 	switch k := r.IntN(20); {
-	case k < 7:
-		m["path"] = map[string]any{"type": "Exact", "value": g.pick(routingPaths...)}
-	case k < 16:
-		m["path"] = map[string]any{"type": "PathPrefix", "value": g.pick(routingPaths...)}
-	case k < 18:
+	case g.unplain(10):
 		m["path"] = map[string]any{"type": "RegularExpression", "value": g.pick(routingRegex...)}
+	case k < 8:
+		m["path"] = map[string]any{"type": "Exact", "value": g.pick(routingPaths...)}
+	case k < 18:
+		m["path"] = map[string]any{"type": "PathPrefix", "value": g.pick(routingPaths...)}
 	}
-	if r.IntN(8) == 0 {
+	if g.unplain(8) {
 		m["method"] = g.pick("GET", "POST")
 	}
-	if r.IntN(8) == 0 {
+	if g.unplain(8) {
 		m["headers"] = []any{map[string]any{"name": "X-A", "type": g.pick("Exact", "RegularExpression"), "value": g.pick("a", "v[0-9]+")}}
 	}
-	if r.IntN(10) == 0 {
+	if g.unplain(10) {
 		m["queryParams"] = []any{map[string]any{"name": "q", "value": "1"}}
 	}
 	return m

@@ -117,18 +117,30 @@ func freePorts(t *testing.T, r *rand.Rand, n int) []ports {
 	return out
 }
 
-// matchHeader is the response header the test adds to every Gateway
-// frontend (see instrument): the route match that took the request
-// (txn.match: "@<backend>" for a map hit), so the test can count which
-// path served it. It takes no part in the comparison.
-const matchHeader = "X-Htc-Match"
+// matchHeader and mapHeader are response headers the test adds to every
+// Gateway frontend (see instrument): the route match that took the request
+// (txn.match), and "1" when a route map lookup set it, so the test can
+// count which path served it. They take no part in the comparison.
+const (
+	matchHeader = "X-Htc-Match"
+	mapHeader   = "X-Htc-Map"
+)
 
-var frontendBind = regexp.MustCompile(`(?m)^(frontend gw_\S+\n  bind [^\n]*\n)`)
+var (
+	frontendBind = regexp.MustCompile(`(?m)^(frontend gw_\S+\n  bind [^\n]*\n)`)
+	mapLookup    = regexp.MustCompile(`(?m)^(\s*)(http-request set-var\(txn\.match\) \S*,map_(?:str|beg)\([^\n]*\n)`)
+)
 
-// instrument adds to each Gateway frontend of cfg an http-after-response
-// rule reporting txn.match in matchHeader. It changes no routing decision.
+// instrument adds to each Gateway frontend of cfg http-after-response
+// rules reporting txn.match in matchHeader and txn.viamap in mapHeader;
+// around each route map lookup, a rule noting that txn.match was set
+// before it (txn.seen) and one setting txn.viamap when it was set by it.
+// They set only variables of their own: no routing decision changes.
 func instrument(cfg string) string {
-	return frontendBind.ReplaceAllString(cfg, "${1}  http-after-response set-header "+matchHeader+" %[var(txn.match)]\n")
+	cfg = frontendBind.ReplaceAllString(cfg, "${1}  http-after-response set-header "+matchHeader+" %[var(txn.match)]\n"+
+		"  http-after-response set-header "+mapHeader+" %[var(txn.viamap)]\n")
+	return mapLookup.ReplaceAllString(cfg, "${1}http-request set-var(txn.seen) str(1) if { var(txn.match) -m found }\n${1}${2}"+
+		"${1}http-request set-var(txn.viamap) str(1) if { var(txn.match) -m found } !{ var(txn.seen) -m found }\n")
 }
 
 // haproxyRun is one running HAProxy.
@@ -194,10 +206,12 @@ func (q request) String() string {
 }
 
 // answer is what the test compares of a response: status, Location, X-
-// headers (but matchHeader) and body; match is matchHeader's value.
+// headers (but the test's own) and body; match and viaMap are what
+// matchHeader and mapHeader say.
 type answer struct {
-	text  string
-	match string
+	text   string
+	match  string
+	viaMap bool
 }
 
 // send sends q to port and reads the answer (a connection error is an
@@ -236,12 +250,12 @@ func send(q request, port int) answer {
 	}
 	var hs []string
 	for k, vs := range resp.Header {
-		if k == "Location" || (strings.HasPrefix(k, "X-") && k != matchHeader) {
+		if k == "Location" || (strings.HasPrefix(k, "X-") && k != matchHeader && k != mapHeader) {
 			hs = append(hs, k+": "+strings.Join(vs, ","))
 		}
 	}
 	sort.Strings(hs)
-	return answer{text: fmt.Sprintf("%d\n%s\n%s", resp.StatusCode, strings.Join(hs, "\n"), body), match: resp.Header.Get(matchHeader)}
+	return answer{text: fmt.Sprintf("%d\n%s\n%s", resp.StatusCode, strings.Join(hs, "\n"), body), match: resp.Header.Get(matchHeader), viaMap: resp.Header.Get(mapHeader) == "1"}
 }
 
 // sendAll sends every request to port, a few at a time, in order of qs.
