@@ -42,42 +42,22 @@ func TestGatewayRouteMapsRouteAsTheChain(t *testing.T) {
 		engines[maps] = e
 	}
 	_, cfg := gatewayEngine(t, false, nil)
-	n := map[string]int{}
+	states := routingCases(backends)
 	for seed := range uint64(60) {
 		objs := generateRoutingState(rand.New(rand.NewPCG(seed, 29)), backends)
-		qs := routingRequests(rand.New(rand.NewPCG(seed, 31)), objs, 150)
-		set := store.ReadOnly(gatewayStores(t, cfg, objs))
-		var got [2][]answer
-		var errs [2]string
-		for i, maps := range []bool{false, true} {
-			dir := filepath.Join(t.TempDir(), "bundle")
-			require.NoError(t, os.Mkdir(dir, 0o700))
-			b, err := engines[maps].Render(context.Background(), htcrender.Input{Stores: set, BaseDir: dir})
-			if err != nil {
-				errs[i] = phase.Reason(err)
-				continue
-			}
-			if maps {
-				for _, m := range b.Maps {
-					n["map entries"] += strings.Count(m, "\n")
-				}
-				n["map lookups"] += len(mapLookup.FindAllString(b.Config, -1))
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			h, err := serve(ctx, bin, dir, b, pp[i].health)
-			cancel()
-			require.NoError(t, err, "seed %d routeMaps %v", seed, maps)
-			got[i] = sendAll(qs, pp[i].frontend)
-			h.stop()
-		}
-		require.Equal(t, errs[0], errs[1], "seed %d: the render fails alike with routeMaps false and true", seed)
+		states = append(states, routingState{fmt.Sprintf("seed %d", seed), objs, routingRequests(rand.New(rand.NewPCG(seed, 31)), objs, 150)})
+	}
+	n := map[string]int{}
+	for _, st := range states {
+		got, errs := serveBoth(t, bin, engines, pp, store.ReadOnly(gatewayStores(t, cfg, st.objs)), st.qs, n)
+		require.Equal(t, errs[0], errs[1], "%s: the render fails alike with routeMaps false and true", st.name)
 		if errs[0] != "" {
 			n["states refused"]++
 			continue
 		}
 		n["states"]++
 		bad := 0
-		for j, q := range qs {
+		for j, q := range st.qs {
 			n["requests"]++
 			n["answered "+strings.SplitN(got[0][j].text, "\n", 2)[0]]++
 			switch m := got[1][j].match; {
@@ -90,20 +70,56 @@ func TestGatewayRouteMapsRouteAsTheChain(t *testing.T) {
 			}
 			if got[0][j].text != got[1][j].text && bad < 3 {
 				bad++
-				t.Errorf("seed %d: %s\nrouteMaps false (%s):\n%s\nrouteMaps true (%s):\n%s", seed, q, got[0][j].match, got[0][j].text, got[1][j].match, got[1][j].text)
+				t.Errorf("%s: %s\nrouteMaps false (%s):\n%s\nrouteMaps true (%s):\n%s", st.name, q, got[0][j].match, got[0][j].text, got[1][j].match, got[1][j].text)
 			}
 		}
 		if bad > 0 {
-			state, _ := json.Marshal(objs)
-			t.Logf("seed %d state: %s", seed, state)
+			state, _ := json.Marshal(st.objs)
+			t.Logf("%s: state %s", st.name, state)
 		}
 	}
 	t.Logf("routing states and requests: %v", n)
-	assert.Greater(t, n["states"], 50, "most states render")
+	assert.Greater(t, n["states"], 60, "most states render")
 	assert.Greater(t, n["served by the maps"], n["requests"]/10, "requests served by the route maps (routeMaps true)")
 	assert.Greater(t, n["served by the chain"], n["requests"]/10, "requests served by chain lines (routeMaps true)")
 	assert.Positive(t, n["matched no route"], "requests that match no route")
 	assert.Positive(t, n["map lookups"], "instrument finds the route map lookups")
+}
+
+// routingState is a state of the routing test and the requests sent.
+type routingState struct {
+	name string
+	objs map[string][]map[string]any
+	qs   []request
+}
+
+// serveBoth renders set with routeMaps false and true (engines), serves
+// each bundle with HAProxy on its ports and sends both qs: the answers,
+// or the render's failure. It counts map entries and lookups in n.
+func serveBoth(t *testing.T, bin string, engines map[bool]*htcrender.Engine, pp []ports, set store.Set, qs []request, n map[string]int) (got [2][]answer, errs [2]string) {
+	t.Helper()
+	for i, maps := range []bool{false, true} {
+		dir := filepath.Join(t.TempDir(), "bundle")
+		require.NoError(t, os.Mkdir(dir, 0o700))
+		b, err := engines[maps].Render(context.Background(), htcrender.Input{Stores: set, BaseDir: dir})
+		if err != nil {
+			errs[i] = phase.Reason(err)
+			continue
+		}
+		if maps {
+			for _, m := range b.Maps {
+				n["map entries"] += strings.Count(m, "\n")
+			}
+			n["map lookups"] += len(mapLookup.FindAllString(b.Config, -1))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		h, err := serve(ctx, bin, dir, b, pp[i].health)
+		cancel()
+		require.NoError(t, err, "routeMaps %v", maps)
+		got[i] = sendAll(qs, pp[i].frontend)
+		h.stop()
+	}
+	return got, errs
 }
 
 // generateRoutingState makes a Gateway API state for routing: infra/gw
@@ -118,15 +134,13 @@ func TestGatewayRouteMapsRouteAsTheChain(t *testing.T) {
 // backendRefs that do not resolve.
 func generateRoutingState(r *rand.Rand, backends map[string]int) map[string][]map[string]any {
 	g := &gwGen{r: r, size: 4}
-	out := map[string][]map[string]any{"gatewayclasses": {gwClass}}
-	all := map[string]any{"namespaces": map[string]any{"from": "All"}}
-	listeners := []any{map[string]any{"name": "http", "port": int64(80), "protocol": "HTTP", "allowedRoutes": all}}
-	for _, l := range [][2]string{{"wild", "*.example.com"}, {"exact", "a.example.com"}, {"foo", "*.foo.example.com"}} {
+	var hosts []string
+	for _, h := range []string{"*.example.com", "a.example.com", "*.foo.example.com"} {
 		if r.IntN(2) == 0 {
-			listeners = append(listeners, map[string]any{"name": l[0], "port": int64(80), "protocol": "HTTP", "hostname": l[1], "allowedRoutes": all})
+			hosts = append(hosts, h)
 		}
 	}
-	out["gateways"] = append(out["gateways"], g.meta("Gateway", "infra", "gw", map[string]any{"spec": map[string]any{"gatewayClassName": "htc", "listeners": listeners}}))
+	out := routingBase(backends, hosts...)
 	if r.IntN(2) == 0 {
 		gw2 := gwObj("app", "gw2", 80, map[string]any{"value": "127.0.0.2"})
 		if r.IntN(2) == 0 {
@@ -135,6 +149,27 @@ func generateRoutingState(r *rand.Rand, backends map[string]int) map[string][]ma
 		}
 		out["gateways"] = append(out["gateways"], gw2)
 	}
+	rg := &routingGen{gwGen: g, odds: []int{1, 3, 12}[r.IntN(3)], hosts: some(r, routingHosts, 3), paths: some(r, routingPaths, 4)}
+	for i := range 3 + r.IntN(24) {
+		out["httproutes"] = append(out["httproutes"], rg.route(fmt.Sprintf("r%02d", i)))
+	}
+	return out
+}
+
+// routingBase is a state without routes: infra/gw with an HTTP listener
+// on port 80 without a hostname and one per listener hostname (named
+// after it), the Services of routingServices, each with an EndpointSlice
+// on its echo backend, and a ReferenceGrant from app to other.
+func routingBase(backends map[string]int, listenerHosts ...string) map[string][]map[string]any {
+	g := &gwGen{}
+	out := map[string][]map[string]any{"gatewayclasses": {gwClass}}
+	all := map[string]any{"namespaces": map[string]any{"from": "All"}}
+	listeners := []any{map[string]any{"name": "http", "port": int64(80), "protocol": "HTTP", "allowedRoutes": all}}
+	for _, h := range listenerHosts {
+		name := map[string]string{"*.example.com": "wild", "a.example.com": "exact", "*.foo.example.com": "foo"}[h]
+		listeners = append(listeners, map[string]any{"name": name, "port": int64(80), "protocol": "HTTP", "hostname": h, "allowedRoutes": all})
+	}
+	out["gateways"] = append(out["gateways"], g.meta("Gateway", "infra", "gw", map[string]any{"spec": map[string]any{"gatewayClassName": "htc", "listeners": listeners}}))
 	for _, s := range routingServices {
 		ns, name, _ := strings.Cut(s, "/")
 		out["services"] = append(out["services"], g.meta("Service", ns, name, map[string]any{"apiVersion": "v1",
@@ -147,10 +182,6 @@ func generateRoutingState(r *rand.Rand, backends map[string]int) map[string][]ma
 	out["referencegrants"] = append(out["referencegrants"], g.meta("ReferenceGrant", "other", "from-app", map[string]any{"spec": map[string]any{
 		"from": []any{map[string]any{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": "app"}},
 		"to":   []any{map[string]any{"group": "", "kind": "Service"}}}}))
-	rg := &routingGen{gwGen: g, odds: []int{1, 3, 12}[r.IntN(3)]}
-	for i := range 3 + r.IntN(24) {
-		out["httproutes"] = append(out["httproutes"], rg.route(fmt.Sprintf("r%02d", i)))
-	}
 	return out
 }
 
@@ -165,10 +196,19 @@ var (
 // routingGen makes the HTTPRoutes of a routing state; odds scales down
 // how often a match or rule is one the route maps cannot serve (1 to 12:
 // from about half of the rules to about one in twelve), so that states
-// range from mostly chain lines to mostly map entries.
+// range from mostly chain lines to mostly map entries. Its routes draw
+// from a few hosts and paths, so that they share them often.
 type routingGen struct {
 	*gwGen
-	odds int
+	odds         int
+	hosts, paths []string
+}
+
+// some is at least n of xs, in random order.
+func some(r *rand.Rand, xs []string, n int) []string {
+	out := append([]string(nil), xs...)
+	r.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out[:n+r.IntN(len(out)-n+1)]
 }
 
 // unplain is true about once in n*odds.
@@ -192,7 +232,7 @@ func (g *routingGen) route(name string) map[string]any {
 	if n := r.IntN(4); n > 0 {
 		var hosts []any
 		for range n {
-			hosts = append(hosts, g.pick(routingHosts...))
+			hosts = append(hosts, g.pick(g.hosts...))
 		}
 		spec["hostnames"] = hosts
 	}
@@ -227,6 +267,9 @@ func (g *routingGen) rule() map[string]any {
 		if g.unplain(15) {
 			b["name"] = "missing"
 		}
+		if g.unplain(15) {
+			b["filters"] = []any{map[string]any{"type": "RequestHeaderModifier", "requestHeaderModifier": map[string]any{"set": []any{map[string]any{"name": "X-B", "value": "b"}}}}}
+		}
 		return b
 	}
 	switch {
@@ -252,7 +295,11 @@ func (g *routingGen) rule() map[string]any {
 			}
 			filters = append(filters, map[string]any{"type": "RequestRedirect", "requestRedirect": rd})
 		default:
-			filters = append(filters, map[string]any{"type": "URLRewrite", "urlRewrite": map[string]any{"hostname": "rw.example.com"}})
+			rw := map[string]any{"hostname": "rw.example.com"}
+			if allPrefix(matches) { // the library refuses ReplacePrefixMatch on another match
+				rw = map[string]any{"path": map[string]any{"type": "ReplacePrefixMatch", "replacePrefixMatch": "/v2"}}
+			}
+			filters = append(filters, map[string]any{"type": "URLRewrite", "urlRewrite": rw})
 		}
 		rule["filters"] = filters
 	}
@@ -260,6 +307,16 @@ func (g *routingGen) rule() map[string]any {
 		rule["timeouts"] = map[string]any{"request": "10s"}
 	}
 	return rule
+}
+
+// allPrefix is whether every match has a PathPrefix path (or none).
+func allPrefix(matches []any) bool {
+	for _, m := range matches {
+		if p, ok := m.(map[string]any)["path"].(map[string]any); ok && p["type"] != "PathPrefix" {
+			return false
+		}
+	}
+	return true
 }
 
 // match is a match of rule.
@@ -270,9 +327,9 @@ func (g *routingGen) match() map[string]any {
 	case g.unplain(10):
 		m["path"] = map[string]any{"type": "RegularExpression", "value": g.pick(routingRegex...)}
 	case k < 8:
-		m["path"] = map[string]any{"type": "Exact", "value": g.pick(routingPaths...)}
+		m["path"] = map[string]any{"type": "Exact", "value": g.pick(g.paths...)}
 	case k < 18:
-		m["path"] = map[string]any{"type": "PathPrefix", "value": g.pick(routingPaths...)}
+		m["path"] = map[string]any{"type": "PathPrefix", "value": g.pick(g.paths...)}
 	}
 	if g.unplain(8) {
 		m["method"] = g.pick("GET", "POST")
@@ -292,6 +349,49 @@ func (g *routingGen) match() map[string]any {
 // /foo/x), deeper paths and query strings; methods and the headers the
 // matches use.
 func routingRequests(r *rand.Rand, objs map[string][]map[string]any, n int) []request {
+	hosts, paths, addrs := requestSpace(objs)
+	qs := make([]request, 0, n)
+	for range n {
+		q := request{addr: addrs[r.IntN(len(addrs))], method: "GET", host: hosts[r.IntN(len(hosts))], target: paths[r.IntN(len(paths))]}
+		if r.IntN(5) == 0 {
+			q.method = "POST"
+		}
+		if q.target == "*" {
+			q.method = "OPTIONS"
+		}
+		if q.target != "*" {
+			q.target += []string{"", "", "", "?q=1", "?page=2&q=x", "?"}[r.IntN(6)]
+		}
+		switch r.IntN(6) {
+		case 0:
+			q.headers = []string{"X-A: a"}
+		case 1:
+			q.headers = []string{"X-A: v12"}
+		}
+		qs = append(qs, q)
+	}
+	return qs
+}
+
+// everyRequest is a GET of every host and path of requestSpace.
+func everyRequest(objs map[string][]map[string]any) []request {
+	hosts, paths, addrs := requestSpace(objs)
+	var qs []request
+	for _, a := range addrs {
+		for _, h := range hosts {
+			for _, p := range paths {
+				if p != "*" {
+					qs = append(qs, request{addr: a, method: "GET", host: h, target: p})
+				}
+			}
+		}
+	}
+	return qs
+}
+
+// requestSpace is the hosts, paths (request targets) and frontend
+// addresses of routingRequests.
+func requestSpace(objs map[string][]map[string]any) (hosts, paths, addrs []string) {
 	hostSet := map[string]bool{"": true, "unknown.test": true, "example.com": true, "a.example.com:80": true, "A.EXAMPLE.COM": true, "a.example.com.": true, "b.example.com:8080": true}
 	pathSet := map[string]bool{"/": true, "/nope": true, "/foo/12": true, "/foo/x/y": true, "/v2": true, "/v2/z": true, "/api/": true, "/a.bc": true, "/aXb": true,
 		"*": true, "http://a.example.com/foo": true, "http://b.example.com/api/v1": true, "/foo;x": true, "/FOO": true, "/foo%2Fbar": true, "//foo": true, "/a@b/c": true, "/foo/./bar": true}
@@ -333,32 +433,11 @@ func routingRequests(r *rand.Rand, objs map[string][]map[string]any, n int) []re
 			}
 		}
 	}
-	hosts, paths := sortedKeys(hostSet), sortedKeys(pathSet)
-	addrs := []string{"127.0.0.1"}
+	addrs = []string{"127.0.0.1"}
 	if len(objs["gateways"]) > 1 {
 		addrs = append(addrs, "127.0.0.2")
 	}
-	qs := make([]request, 0, n)
-	for range n {
-		q := request{addr: addrs[r.IntN(len(addrs))], method: "GET", host: hosts[r.IntN(len(hosts))], target: paths[r.IntN(len(paths))]}
-		if r.IntN(5) == 0 {
-			q.method = "POST"
-		}
-		if q.target == "*" {
-			q.method = "OPTIONS"
-		}
-		if q.target != "*" {
-			q.target += []string{"", "", "", "?q=1", "?page=2&q=x", "?"}[r.IntN(6)]
-		}
-		switch r.IntN(6) {
-		case 0:
-			q.headers = []string{"X-A: a"}
-		case 1:
-			q.headers = []string{"X-A: v12"}
-		}
-		qs = append(qs, q)
-	}
-	return qs
+	return sortedKeys(hostSet), sortedKeys(pathSet), addrs
 }
 
 func sortedKeys(m map[string]bool) []string {
