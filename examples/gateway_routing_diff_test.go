@@ -33,13 +33,9 @@ var routingServices = []string{"app/web", "app/api", "app/v1", "infra/web", "inf
 func TestGatewayRouteMapsRouteAsTheChain(t *testing.T) {
 	bin := servingHAProxy(t)
 	backends := echoBackends(t, routingServices)
-	r := rand.New(rand.NewPCG(1, 2))
-	pp := freePorts(t, r, 2)
-	engines := map[bool]*htcrender.Engine{}
-	for i, maps := range []bool{false, true} {
-		e, _ := gatewayEngine(t, false, withExtra(t, map[string]any{"routeMaps": maps, "bindAddress": "127.0.0.1",
-			"portOffset": pp[i].frontend - 80, "healthPort": pp[i].health}))
-		engines[maps] = e
+	servers := [2]*server{{t: t, bin: bin, maps: false}, {t: t, bin: bin, maps: true}}
+	for _, s := range servers {
+		s.renew()
 	}
 	_, cfg := gatewayEngine(t, false, nil)
 	states := routingCases(backends)
@@ -49,7 +45,12 @@ func TestGatewayRouteMapsRouteAsTheChain(t *testing.T) {
 	}
 	n := map[string]int{}
 	for _, st := range states {
-		got, errs := serveBoth(t, bin, engines, pp, store.ReadOnly(gatewayStores(t, cfg, st.objs)), st.qs, n)
+		set := store.ReadOnly(gatewayStores(t, cfg, st.objs))
+		var got [2][]answer
+		var errs [2]string
+		for i, s := range servers {
+			got[i], errs[i] = s.answers(set, st.qs, n)
+		}
 		require.Equal(t, errs[0], errs[1], "%s: the render fails alike with routeMaps false and true", st.name)
 		if errs[0] != "" {
 			n["states refused"]++
@@ -93,33 +94,62 @@ type routingState struct {
 	qs   []request
 }
 
-// serveBoth renders set with routeMaps false and true (engines), serves
-// each bundle with HAProxy on its ports and sends both qs: the answers,
-// or the render's failure. It counts map entries and lookups in n.
-func serveBoth(t *testing.T, bin string, engines map[bool]*htcrender.Engine, pp []ports, set store.Set, qs []request, n map[string]int) (got [2][]answer, errs [2]string) {
+// server serves the library's bundles, rendered with
+// extraContext.routeMaps maps, with HAProxy on ports of its own.
+type server struct {
+	t      *testing.T
+	bin    string
+	maps   bool
+	ports  ports
+	engine *htcrender.Engine
+	token  string
+}
+
+// renew takes other free ports (and a new token) and builds the engine
+// rendering for them.
+func (s *server) renew() {
+	s.ports = freePorts(s.t, 1)[0]
+	s.token = fmt.Sprintf("%v-%016x", s.maps, rand.Uint64())
+	s.engine, _ = gatewayEngine(s.t, false, withExtra(s.t, map[string]any{"routeMaps": s.maps, "bindAddress": "127.0.0.1",
+		"portOffset": s.ports.frontend - 80, "healthPort": s.ports.health}))
+}
+
+// answers renders set, serves the bundle and sends it qs: the answers,
+// or the render's failure. A port taken by another process between
+// freePorts and HAProxy's start gets other ports (three times at most).
+// It counts the route maps' entries and lookups in n.
+func (s *server) answers(set store.Set, qs []request, n map[string]int) ([]answer, string) {
+	t := s.t
 	t.Helper()
-	for i, maps := range []bool{false, true} {
+	for attempt := 1; ; attempt++ {
 		dir := filepath.Join(t.TempDir(), "bundle")
 		require.NoError(t, os.Mkdir(dir, 0o700))
-		b, err := engines[maps].Render(context.Background(), htcrender.Input{Stores: set, BaseDir: dir})
+		b, err := s.engine.Render(context.Background(), htcrender.Input{Stores: set, BaseDir: dir})
 		if err != nil {
-			errs[i] = phase.Reason(err)
+			return nil, phase.Reason(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		h, err := serve(ctx, s.bin, dir, b, s.ports.frontend, s.token)
+		cancel()
+		if err != nil && attempt < 3 {
+			t.Logf("routeMaps %v: %v; taking other ports", s.maps, err)
+			s.renew()
 			continue
 		}
-		if maps {
+		require.NoError(t, err, "routeMaps %v", s.maps)
+		got := sendAll(qs, s.ports.frontend)
+		h.stop()
+		for j, a := range got {
+			require.True(t, a.token == s.token || (a.token == "" && !strings.HasPrefix(a.text, "200")), "routeMaps %v: %s was answered by another process: %s", s.maps, qs[j], a.text)
+		}
+		if s.maps {
 			for _, m := range b.Maps {
 				n["map entries"] += strings.Count(m, "\n")
 			}
 			n["map lookups"] += len(mapLookup.FindAllString(b.Config, -1))
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		h, err := serve(ctx, bin, dir, b, pp[i].health)
-		cancel()
-		require.NoError(t, err, "routeMaps %v", maps)
-		got[i] = sendAll(qs, pp[i].frontend)
-		h.stop()
+		return got, ""
 	}
-	return got, errs
 }
 
 // generateRoutingState makes a Gateway API state for routing: infra/gw

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -82,8 +83,9 @@ type ports struct{ frontend, health int }
 
 // freePorts finds n pairs of ports below the kernel's ephemeral range
 // (so that no outgoing connection of this test takes them while an
-// HAProxy is restarted) that are free now on 127.0.0.1 and 127.0.0.2.
-func freePorts(t *testing.T, r *rand.Rand, n int) []ports {
+// HAProxy is restarted) that are free now on 127.0.0.1 and 127.0.0.2,
+// at random (so that tests running at once seldom pick the same).
+func freePorts(t *testing.T, n int) []ports {
 	t.Helper()
 	var held []net.Listener
 	defer func() {
@@ -93,7 +95,7 @@ func freePorts(t *testing.T, r *rand.Rand, n int) []ports {
 	}()
 	take := func(addrs ...string) int {
 		for range 1000 {
-			p := 20000 + r.IntN(12000)
+			p := 20000 + rand.IntN(12000)
 			var ls []net.Listener
 			for _, a := range addrs {
 				l, err := net.Listen("tcp", net.JoinHostPort(a, strconv.Itoa(p)))
@@ -117,28 +119,34 @@ func freePorts(t *testing.T, r *rand.Rand, n int) []ports {
 	return out
 }
 
-// matchHeader and mapHeader are response headers the test adds to every
-// Gateway frontend (see instrument): the route match that took the request
-// (txn.match), and "1" when a route map lookup set it, so the test can
-// count which path served it. They take no part in the comparison.
+// matchHeader, mapHeader and runHeader are response headers the test
+// adds to every Gateway frontend (see instrument): the route match that
+// took the request (txn.match), "1" when a route map lookup set it, and
+// the token of the HAProxy run, so that the test counts which path served
+// a request and knows the answer came from the HAProxy it started. They
+// take no part in the comparison.
 const (
 	matchHeader = "X-Htc-Match"
 	mapHeader   = "X-Htc-Map"
+	runHeader   = "X-Htc-Run"
 )
 
 var (
+	globalLine   = regexp.MustCompile(`(?m)^global\n`)
 	frontendBind = regexp.MustCompile(`(?m)^(frontend gw_\S+\n  bind [^\n]*\n)`)
 	mapLookup    = regexp.MustCompile(`(?m)^(\s*)(http-request set-var\(txn\.match\) \S*,map_(?:str|beg)\([^\n]*\n)`)
 )
 
-// instrument adds to each Gateway frontend of cfg http-after-response
-// rules reporting txn.match in matchHeader and txn.viamap in mapHeader;
-// around each route map lookup, a rule noting that txn.match was set
-// before it (txn.seen) and one setting txn.viamap when it was set by it.
-// They set only variables of their own: no routing decision changes.
-func instrument(cfg string) string {
+// instrument adds to cfg: noreuseport (a port another process holds
+// fails HAProxy's start instead of being shared with it); to each Gateway
+// frontend, http-after-response rules reporting txn.match, txn.viamap and
+// token; around each route map lookup, a rule noting that txn.match was
+// set before it (txn.seen) and one setting txn.viamap when it was set by
+// it. They set only variables of their own: no routing decision changes.
+func instrument(cfg, token string) string {
+	cfg = globalLine.ReplaceAllString(cfg, "global\n  noreuseport\n")
 	cfg = frontendBind.ReplaceAllString(cfg, "${1}  http-after-response set-header "+matchHeader+" %[var(txn.match)]\n"+
-		"  http-after-response set-header "+mapHeader+" %[var(txn.viamap)]\n")
+		"  http-after-response set-header "+mapHeader+" %[var(txn.viamap)]\n  http-after-response set-header "+runHeader+" "+token+"\n")
 	return mapLookup.ReplaceAllString(cfg, "${1}http-request set-var(txn.seen) str(1) if { var(txn.match) -m found }\n${1}${2}"+
 		"${1}http-request set-var(txn.viamap) str(1) if { var(txn.match) -m found } !{ var(txn.seen) -m found }\n")
 }
@@ -148,31 +156,34 @@ type haproxyRun struct {
 	cmd    *exec.Cmd
 	done   chan struct{}
 	stderr *bytes.Buffer
-	dir    string
 }
 
-// serve writes b (rendered for dir) into dir, instrumented, and starts bin
-// on it, returning once its health port answers (or failing with what
-// HAProxy said when it exits first).
-func serve(ctx context.Context, bin, dir string, b *bundle.Bundle, health int) (*haproxyRun, error) {
+// serve writes b (rendered for dir) into dir, instrumented with token, and
+// starts bin on it, returning once a request to its Gateway frontend on
+// 127.0.0.1:port is answered with token (or failing with what HAProxy said
+// when it exits first).
+func serve(ctx context.Context, bin, dir string, b *bundle.Bundle, port int, token string) (*haproxyRun, error) {
 	inst := *b
-	inst.Config = instrument(b.Config)
+	inst.Config = instrument(b.Config, token)
 	if err := bundle.Write(dir, &inst); err != nil {
 		return nil, err
 	}
-	h := &haproxyRun{cmd: exec.Command(bin, "-db", "-f", filepath.Join(dir, bundle.ConfigFileName)), done: make(chan struct{}), stderr: &bytes.Buffer{}, dir: dir}
+	h := &haproxyRun{cmd: exec.Command(bin, "-db", "-f", filepath.Join(dir, bundle.ConfigFileName)), done: make(chan struct{}), stderr: &bytes.Buffer{}}
 	h.cmd.Dir, h.cmd.Stdout, h.cmd.Stderr = dir, io.Discard, h.stderr
+	h.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := h.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start haproxy: %w", err)
 	}
 	go func() { _ = h.cmd.Wait(); close(h.done) }()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
+	probe := request{addr: "127.0.0.1", method: "GET", host: "probe.test", target: "/"}
 	for {
-		c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(health)))
-		if err == nil {
-			_ = c.Close()
+		if a := send(probe, port); a.token == token {
 			return h, nil
+		} else if a.token != "" {
+			h.stop()
+			return nil, fmt.Errorf("port %d is answered by another HAProxy (run %s)", port, a.token)
 		}
 		select {
 		case <-h.done:
@@ -206,12 +217,13 @@ func (q request) String() string {
 }
 
 // answer is what the test compares of a response: status, Location, X-
-// headers (but the test's own) and body; match and viaMap are what
-// matchHeader and mapHeader say.
+// headers (but the test's own) and body; match, viaMap and token are
+// what matchHeader, mapHeader and runHeader say.
 type answer struct {
 	text   string
 	match  string
 	viaMap bool
+	token  string
 }
 
 // send sends q to port and reads the answer (a connection error is an
@@ -250,12 +262,12 @@ func send(q request, port int) answer {
 	}
 	var hs []string
 	for k, vs := range resp.Header {
-		if k == "Location" || (strings.HasPrefix(k, "X-") && k != matchHeader && k != mapHeader) {
+		if k == "Location" || (strings.HasPrefix(k, "X-") && k != matchHeader && k != mapHeader && k != runHeader) {
 			hs = append(hs, k+": "+strings.Join(vs, ","))
 		}
 	}
 	sort.Strings(hs)
-	return answer{text: fmt.Sprintf("%d\n%s\n%s", resp.StatusCode, strings.Join(hs, "\n"), body), match: resp.Header.Get(matchHeader), viaMap: resp.Header.Get(mapHeader) == "1"}
+	return answer{text: fmt.Sprintf("%d\n%s\n%s", resp.StatusCode, strings.Join(hs, "\n"), body), match: resp.Header.Get(matchHeader), viaMap: resp.Header.Get(mapHeader) == "1", token: resp.Header.Get(runHeader)}
 }
 
 // sendAll sends every request to port, a few at a time, in order of qs.
