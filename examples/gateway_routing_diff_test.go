@@ -41,7 +41,7 @@ func TestGatewayRouteMapsRouteAsTheChain(t *testing.T) {
 	states := routingCases(backends)
 	for seed := range uint64(60) {
 		objs := generateRoutingState(rand.New(rand.NewPCG(seed, 29)), backends)
-		states = append(states, routingState{fmt.Sprintf("seed %d", seed), objs, routingRequests(rand.New(rand.NewPCG(seed, 31)), objs, 150)})
+		states = append(states, routingState{fmt.Sprintf("seed %d", seed), objs, routingRequests(rand.New(rand.NewPCG(seed, 31)), objs, 120)})
 	}
 	n := map[string]int{}
 	for _, st := range states {
