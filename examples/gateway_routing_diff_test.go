@@ -24,12 +24,14 @@ import (
 // an echo backend answering with its namespace/name.
 var routingServices = []string{"app/web", "app/api", "app/v1", "infra/web", "infra/api", "infra/v1", "other/web", "other/api"}
 
-// TestGatewayRouteMapsRouteAsTheChain renders generated Gateway API states
-// with extraContext.routeMaps true (simple matches looked up in two
-// HAProxy maps) and false (every match a chain line: the reference), runs
-// the real HAProxy 3.0 on each bundle and sends both the same requests:
-// every answer (status, Location, X- headers, and the body, which names
-// the Service reached and the request it saw) is the same.
+// TestGatewayRouteMapsRouteAsTheChain renders Gateway API states (the
+// hand-made ones of routingCases, and 60 generated from fixed seeds) with
+// extraContext.routeMaps true (plain matches looked up in two HAProxy
+// maps) and false (every match a line: the reference), runs the real
+// HAProxy 3.0 on each bundle and sends both the same requests: every
+// answer (status, Location, X- headers, and the body, which names the
+// Service reached and the request it saw) is the same. It counts the
+// requests a route map lookup served, and requires a tenth of them to be.
 func TestGatewayRouteMapsRouteAsTheChain(t *testing.T) {
 	bin := servingHAProxy(t)
 	backends := echoBackends(t, routingServices)
@@ -69,8 +71,11 @@ func TestGatewayRouteMapsRouteAsTheChain(t *testing.T) {
 			default:
 				n["matched no route"]++
 			}
-			if got[0][j].text != got[1][j].text && bad < 3 {
-				bad++
+			if got[0][j].text == got[1][j].text {
+				continue
+			}
+			n["answered differently"]++
+			if bad++; bad <= 3 {
 				t.Errorf("%s: %s\nrouteMaps false (%s):\n%s\nrouteMaps true (%s):\n%s", st.name, q, got[0][j].match, got[0][j].text, got[1][j].match, got[1][j].text)
 			}
 		}
