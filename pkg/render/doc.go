@@ -78,7 +78,7 @@
 //   - word VALUE [OBJ PATH]: VALUE as a string usable as one unquoted HAProxy
 //     word.
 //   - quoteValue VALUE [OBJ PATH]: VALUE as an HAProxy double-quoted string.
-//   - fragments NAME ITEMS, emit CHANNEL KEY VALUE, emitted CHANNEL: see
+//   - fragments NAME ITEMS, emit CHANNEL KEY VALUE, emitted CHANNEL [PREFIX]: see
 //     Fragments below.
 //
 // # Bounds
@@ -152,7 +152,8 @@
 // the rest of the render only as its text, the files it adds and what it
 // emits: emit CHANNEL KEY VALUE (the first value of a key wins, in render
 // order) and, once every fragment that emits on it has run, emitted
-// CHANNEL, a dict of the channel's values nothing can modify. VALUE and
+// CHANNEL, a dict of the channel's values nothing can modify (emitted
+// CHANNEL PREFIX: those whose key begins with PREFIX). VALUE and
 // the items are data: strings, numbers, booleans, objects, lists and
 // dicts. pathFor inside a fragment knows the outputs of the spec and the
 // files the fragment added.

@@ -3,8 +3,11 @@ package render
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
 )
@@ -85,6 +88,7 @@ type fragmentState struct {
 type channel struct {
 	entries map[string]any
 	read    bool
+	sorted  []string // the keys, sorted by the first withPrefix
 }
 
 // reset forgets the render's fragment state.
@@ -273,18 +277,40 @@ func (s *renderState) applyEmit(e emission) error {
 	return nil
 }
 
-// emitted implements emitted CHANNEL: the entries emitted on CHANNEL (a
-// dict the template cannot modify); the channel takes no more.
-func (s *renderState) emitted(name string) (map[string]any, error) {
+// emitted implements emitted CHANNEL [PREFIX]: the entries emitted on
+// CHANNEL (a dict the template cannot modify), or only those whose key
+// begins with PREFIX; the channel takes no more.
+func (s *renderState) emitted(name string, prefix ...string) (map[string]any, error) {
 	if err := s.interrupted(); err != nil {
 		return nil, err
 	}
 	if s.sources.frag != nil {
 		return nil, fmt.Errorf("emitted %q: a fragment cannot read a channel", name)
 	}
+	if len(prefix) > 1 {
+		return nil, fmt.Errorf("emitted %q: want one key prefix at most, got %d", name, len(prefix))
+	}
 	c := s.channel(name)
 	c.read = true
-	return c.entries, nil
+	if len(prefix) == 0 {
+		return c.entries, nil
+	}
+	return c.withPrefix(prefix[0]), nil
+}
+
+// withPrefix returns the entries of a channel that was read whose key
+// begins with p. The keys are sorted once, on the first call (the channel
+// takes no more once read), so that each call costs a binary search and
+// the entries it returns.
+func (c *channel) withPrefix(p string) map[string]any {
+	if c.sorted == nil {
+		c.sorted = slices.Sorted(maps.Keys(c.entries))
+	}
+	out := map[string]any{}
+	for i, _ := slices.BinarySearch(c.sorted, p); i < len(c.sorted) && strings.HasPrefix(c.sorted[i], p); i++ {
+		out[c.sorted[i]] = c.entries[c.sorted[i]]
+	}
+	return out
 }
 
 // channel returns the channel called name, created empty when new, with

@@ -103,6 +103,17 @@ func TestEmitKeepsTheFirstValueOfAKey(t *testing.T) {
 	assert.Equal(t, "a=a b=b c=c same=a 0", renderText(t, e, Input{}))
 }
 
+func TestEmittedWithAPrefixReturnsTheKeysThatBeginWithIt(t *testing.T) {
+	e := mustEngine(t, `{{ fragments "f" (list "a/1" "a/2" "ab" "b/1" "a") }}`+
+		`{{ range $k, $v := emitted "c" "a/" }}{{ $k }}={{ $v }} {{ end }}|{{ len (emitted "c" "z") }}|{{ len (emitted "c" "") }}|{{ len (emitted "c") }}`,
+		withSnippet("f", `{{ emit "c" .item .item }}`))
+	assert.Equal(t, "a/1=a/1 a/2=a/2 |0|5|5", renderText(t, e, Input{}))
+	_, err := mustEngine(t, `{{ emitted "c" "a" "b" }}`).Render(context.Background(), Input{})
+	require.ErrorContains(t, err, "want one key prefix at most")
+	_, err = mustEngine(t, `{{ $m := emitted "c" "a" }}{{ $_ := set $m "x" 1 }}`).Render(context.Background(), Input{})
+	require.Error(t, err, "the dict emitted returns cannot be modified")
+}
+
 func TestEmittedValuesAreFrozen(t *testing.T) {
 	// A list the fragment built is copied when emitted: appending to it
 	// afterwards in the fragment does not change the emitted value.

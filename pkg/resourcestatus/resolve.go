@@ -18,6 +18,7 @@ import (
 // *Error.
 func Resolve(docs []Document, stores store.Set, apiVersions map[string]string) error {
 	first := make(map[objectID]int, len(docs))
+	keys := map[string][]string{} // candidate store keys by apiVersion
 	for i := range docs {
 		d := &docs[i]
 		bad := func(format string, args ...any) error {
@@ -32,7 +33,12 @@ func Resolve(docs []Document, stores store.Set, apiVersions map[string]string) e
 			return bad("a second document for the object (the first is document %d)", j)
 		}
 		first[id] = d.Index
-		key, watched := Find(d, stores, apiVersions)
+		cands, ok := keys[d.APIVersion]
+		if !ok {
+			cands = candidates(d.APIVersion, stores, apiVersions)
+			keys[d.APIVersion] = cands
+		}
+		key, watched := findIn(d, stores, cands), len(cands) > 0
 		switch {
 		case !watched:
 			return bad("no watched resource with writeStatus: true has apiVersion %s", d.APIVersion)
@@ -48,19 +54,34 @@ func Resolve(docs []Document, stores store.Set, apiVersions map[string]string) e
 // resource has d's apiVersion and holds d's object ("" when none does);
 // watched reports whether any watched resource has that apiVersion.
 func Find(d *Document, stores store.Set, apiVersions map[string]string) (key string, watched bool) {
-	keys := make([]string, 0, len(apiVersions))
+	cands := candidates(d.APIVersion, stores, apiVersions)
+	return findIn(d, stores, cands), len(cands) > 0
+}
+
+// candidates are the keys of the stores whose watched resource has
+// apiVersion, sorted.
+func candidates(apiVersion string, stores store.Set, apiVersions map[string]string) []string {
+	var keys []string
 	for k, v := range apiVersions {
-		if v == d.APIVersion && stores[k] != nil {
+		if v == apiVersion && stores[k] != nil {
 			keys = append(keys, k)
 		}
 	}
 	sort.Strings(keys)
+	return keys
+}
+
+// findIn returns the first of keys whose store holds an object of d's
+// kind, namespace and name, "" if none does.
+func findIn(d *Document, stores store.Set, keys []string) string {
 	for _, k := range keys {
-		if obj, ok := stores[k].ByName(d.Namespace, d.Name); ok && obj.GetKind() == d.Kind {
-			return k, true
+		if obj, ok := stores[k].ByName(d.Namespace, d.Name); ok {
+			if kind, _ := obj.Object["kind"].(string); kind == d.Kind {
+				return k
+			}
 		}
 	}
-	return "", len(keys) > 0
+	return ""
 }
 
 // objectID is an object's identity across API versions.
