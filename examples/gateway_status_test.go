@@ -39,6 +39,8 @@ func decodeStatus(t *testing.T, b *bundle.Bundle) map[string]any {
 			into = &gatewayv1.GatewayStatus{}
 		case "HTTPRoute":
 			into = &gatewayv1.HTTPRouteStatus{}
+		case "GRPCRoute":
+			into = &gatewayv1.GRPCRouteStatus{}
 		case "GatewayClass":
 			into = &gatewayv1.GatewayClassStatus{}
 		default:
