@@ -143,11 +143,11 @@ cluster-test: test-assets ## only the cluster tests: the image and the chart in 
 	HTC_IMAGE_ARCHIVE=$(CURDIR)/$(IMAGE_ARCHIVE) $(GO) test -count=1 -v -timeout 30m ./test/cluster/
 
 # make conformance [RUN=regexp] [FEATURES=a,b]: the upstream Gateway API conformance suite
-# (GATEWAY-HTTP) against htc in the test cluster (test/conformance; root);
+# (GATEWAY-HTTP and GATEWAY-GRPC) against htc in the test cluster (test/conformance; root);
 # writes the suite's report to docs/conformance/ (full runs only; FEATURES
 # claims more features to try, and keeps no report). Opt-in:
 # make test skips it.
-conformance: test-assets ## the Gateway API conformance suite (GATEWAY-HTTP) in the test cluster, report in docs/conformance/ (RUN=regexp of test names, FEATURES=more to claim; root)
+conformance: test-assets ## the Gateway API conformance suite (GATEWAY-HTTP, GATEWAY-GRPC) in the test cluster, report in docs/conformance/ (RUN=regexp of test names, FEATURES=more to claim; root)
 	HTC_CONFORMANCE_REPORT=1 HTC_CONFORMANCE_RUN='$(RUN)' HTC_CONFORMANCE_FEATURES='$(FEATURES)' HTC_IMAGE_ARCHIVE=$(CURDIR)/$(IMAGE_ARCHIVE) $(GO) test -count=1 -v -timeout 60m ./test/conformance/
 
 cluster-demo: test-assets ## htc as users install it, in a real single-node cluster on this machine (root): helm install, a request through HAProxy, a denial, uninstall

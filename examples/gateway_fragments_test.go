@@ -126,6 +126,10 @@ func TestGatewayLibraryRendersAsBefore(t *testing.T) {
 				size = 80
 			}
 			objs := generateGatewayState(rand.New(rand.NewPCG(uint64(i), 11)), size)
+			if servesGRPC(objs) {
+				outcomes["GRPCRoute (not served before)"]++
+				continue
+			}
 			set := store.ReadOnly(gatewayStores(t, cfg, objs))
 			in := htcrender.Input{Stores: set, BaseDir: "/b"}
 			want := asBefore(before.Render(context.Background(), in))
@@ -144,6 +148,26 @@ func TestGatewayLibraryRendersAsBefore(t *testing.T) {
 	for _, reason := range []string{"(NoMatchingParent)", "(RefNotPermitted)", "(BackendNotFound)", "(NotAllowedByListeners)", "(UnsupportedValue)", "(InvalidCertificateRef)", "(HostnameConflict)"} {
 		assert.Positive(t, outcomes[reason], "some states fail with %s", reason)
 	}
+}
+
+// servesGRPC: objs hold a GRPCRoute or a listener allowing kind
+// GRPCRoute, which the templates before fragments refused.
+func servesGRPC(objs map[string][]map[string]any) bool {
+	if len(objs["grpcroutes"]) > 0 {
+		return true
+	}
+	for _, gw := range objs["gateways"] {
+		spec, _ := gw["spec"].(map[string]any)
+		for _, l := range asList(spec["listeners"]) {
+			ar, _ := l.(map[string]any)["allowedRoutes"].(map[string]any)
+			for _, k := range asList(ar["kinds"]) {
+				if k.(map[string]any)["kind"] == "GRPCRoute" {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // TestGatewayFragmentsRenderAsInFull walks generated Gateway API states
@@ -179,6 +203,9 @@ func TestGatewayFragmentsRenderAsInFull(t *testing.T) {
 					seen[what]++
 				}
 			}
+			if strings.Contains(want, "kind: GRPCRoute") {
+				seen["GRPCRoute status"]++
+			}
 			if strings.Contains(want, "controllerName: example.com/nginx") {
 				seen["status keeping another controller's entry"]++
 			}
@@ -193,6 +220,7 @@ func TestGatewayFragmentsRenderAsInFull(t *testing.T) {
 		assert.Positive(t, seen[what], "some proposals fail naming %s", what)
 	}
 	assert.Positive(t, seen["status keeping another controller's entry"], "some proposals render route status")
+	assert.Positive(t, seen["GRPCRoute status"], "some proposals render GRPCRoute status")
 	t.Logf("proposals failing for what the templates before fragments did not know: %v", seen)
 }
 
@@ -259,6 +287,7 @@ type changer struct {
 	r    *rand.Rand
 	objs map[string][]map[string]any
 	n    int // objects added
+	n3   int // changes chosen
 }
 
 func (c *changer) next(t *testing.T) (string, store.Change) {
@@ -266,12 +295,18 @@ func (c *changer) next(t *testing.T) (string, store.Change) {
 	other := generateGatewayStateOf(c.r, 30, true)
 	var keys []string
 	for k, list := range other {
-		if len(list) > 0 {
+		if len(list) > 0 && k != "grpcroutes" {
 			keys = append(keys, k)
 		}
 	}
 	sort.Strings(keys)
 	key := keys[c.r.IntN(len(keys))]
+	// Every third route change is of a GRPCRoute when there is one,
+	// chosen without a draw of c.r (so the other changes are those of
+	// states without GRPCRoutes).
+	if c.n3++; key == "httproutes" && len(other["grpcroutes"]) > 0 && c.n3%3 == 0 {
+		key = "grpcroutes"
+	}
 	fresh := other[key][c.r.IntN(len(other[key]))]
 	list := c.objs[key]
 	if len(list) == 0 || c.r.IntN(4) == 0 {

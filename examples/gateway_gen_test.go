@@ -96,8 +96,13 @@ func generateGatewayStateOf(r *rand.Rand, size int, newer bool) map[string][]map
 	for i := range 1 + r.IntN(size) {
 		add("httproutes", g.route(fmt.Sprintf("rt-%03d", i)))
 	}
-	if g.rarely(8) {
-		add("grpcroutes", g.meta("GRPCRoute", "app", "rpc", map[string]any{"spec": map[string]any{"parentRefs": []any{map[string]any{"name": "gw", "namespace": "infra"}}}}))
+	if g.rarely(4) {
+		// Of a generator of their own: the draws of g stay those of a
+		// state without GRPCRoutes.
+		sub := &gwGen{r: rand.New(rand.NewPCG(uint64(len(out["httproutes"])), uint64(len(out["services"])+len(out["endpoints"])))), bad: g.bad, size: g.size}
+		for i := range 1 + sub.r.IntN(2) {
+			add("grpcroutes", sub.grpcRoute(fmt.Sprintf("rpc-%d", i)))
+		}
 	}
 	if newer {
 		g.newerKinds(add)
@@ -303,6 +308,74 @@ func (g *gwGen) route(name string) map[string]any {
 		rt["status"] = map[string]any{"parents": parents}
 	}
 	return rt
+}
+
+// grpcRoute is a GRPCRoute: an HTTPRoute's parentRefs, hostnames,
+// backendRefs and header modifier filters, with gRPC method and header
+// matches.
+func (g *gwGen) grpcRoute(name string) map[string]any {
+	rt := g.route(name)
+	rt["kind"] = "GRPCRoute"
+	spec := rt["spec"].(map[string]any)
+	rules, _ := spec["rules"].([]any)
+	for _, r := range rules {
+		rule := r.(map[string]any)
+		delete(rule, "timeouts")
+		delete(rule, "retry")
+		var filters []any
+		for _, f := range asList(rule["filters"]) {
+			if t := f.(map[string]any)["type"]; t == "RequestHeaderModifier" || t == "ResponseHeaderModifier" || g.rarely(10) {
+				filters = append(filters, f)
+			}
+		}
+		delete(rule, "filters")
+		if filters != nil {
+			rule["filters"] = filters
+		}
+		var matches []any
+		for range len(asList(rule["matches"])) {
+			matches = append(matches, g.grpcMatch())
+		}
+		delete(rule, "matches")
+		if matches != nil {
+			rule["matches"] = matches
+		}
+	}
+	return rt
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+func (g *gwGen) grpcMatch() map[string]any {
+	m := map[string]any{}
+	if g.r.IntN(4) > 0 {
+		meth := map[string]any{}
+		switch g.r.IntN(5) {
+		case 0, 1:
+			meth["service"], meth["method"] = g.pick("echo.Echo", "a.b.Svc"), g.pick("Echo", "EchoTwo")
+		case 2:
+			meth["service"] = g.pick("echo.Echo", "a.b.Svc")
+		case 3:
+			meth["method"] = "Echo"
+		default:
+			meth["type"], meth["service"] = "RegularExpression", g.pick("echo\\..*", "a.b.Svc")
+			if g.r.IntN(2) == 0 {
+				meth["method"] = "Echo(Two)?"
+			}
+		}
+		m["method"] = meth
+	}
+	var hs []any
+	for range g.r.IntN(3) {
+		hs = append(hs, map[string]any{"name": g.pick("version", "X-A"), "type": g.pick("Exact", "RegularExpression"), "value": g.pick("one", "v[0-9]+")})
+	}
+	if hs != nil {
+		m["headers"] = hs
+	}
+	return m
 }
 
 func (g *gwGen) rule() map[string]any {

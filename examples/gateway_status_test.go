@@ -39,6 +39,8 @@ func decodeStatus(t *testing.T, b *bundle.Bundle) map[string]any {
 			into = &gatewayv1.GatewayStatus{}
 		case "HTTPRoute":
 			into = &gatewayv1.HTTPRouteStatus{}
+		case "GRPCRoute":
+			into = &gatewayv1.GRPCRouteStatus{}
 		case "GatewayClass":
 			into = &gatewayv1.GatewayClassStatus{}
 		default:
@@ -178,8 +180,9 @@ func attached(gs *gatewayv1.GatewayStatus) []int32 {
 // addresses and listeners, as the conformance suite checks them: an HTTPS
 // listener whose certificate is missing, not granted or not a certificate
 // is not programmed (ResolvedRefs False with the spec's reason) yet counts
-// its routes; a listener allowing a kind other than HTTPRoute lists only
-// HTTPRoute (InvalidRouteKinds); the Gateway stays Accepted
+// its routes; a listener without allowedRoutes.kinds lists HTTPRoute and
+// GRPCRoute; one allowing a kind other than those lists only the valid
+// ones (InvalidRouteKinds); the Gateway stays Accepted
 // (ListenersNotValid).
 func TestGatewayListenerStatusFollowsTheSpec(t *testing.T) {
 	pem := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
@@ -200,13 +203,13 @@ func TestGatewayListenerStatusFollowsTheSpec(t *testing.T) {
 		gwAcc    string
 		gwProg   string
 	}{
-		{"an HTTP listener", map[string]any{"name": "l", "port": int64(80), "protocol": "HTTP"}, nil, 1, "True/ResolvedRefs", "True/Programmed", "True/Accepted", "True/Programmed"},
-		{"a missing certificate", https("l", 443, map[string]any{"name": "missing"}), nil, 1, "False/InvalidCertificateRef", "False/Invalid", "True/ListenersNotValid", "False/Invalid"},
+		{"an HTTP listener", map[string]any{"name": "l", "port": int64(80), "protocol": "HTTP"}, nil, 2, "True/ResolvedRefs", "True/Programmed", "True/Accepted", "True/Programmed"},
+		{"a missing certificate", https("l", 443, map[string]any{"name": "missing"}), nil, 2, "False/InvalidCertificateRef", "False/Invalid", "True/ListenersNotValid", "False/Invalid"},
 		{"a certificate in another namespace without a ReferenceGrant", https("l", 443, map[string]any{"name": "tls", "namespace": "certs"}),
-			[]map[string]any{secret("certs", "tls", "-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n")}, 1, "False/RefNotPermitted", "False/Invalid", "True/ListenersNotValid", "False/Invalid"},
-		{"a Secret that is not a certificate", https("l", 443, map[string]any{"name": "tls"}), []map[string]any{secret("infra", "tls", "not pem")}, 1, "False/InvalidCertificateRef", "False/Invalid", "True/ListenersNotValid", "False/Invalid"},
+			[]map[string]any{secret("certs", "tls", "-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n")}, 2, "False/RefNotPermitted", "False/Invalid", "True/ListenersNotValid", "False/Invalid"},
+		{"a Secret that is not a certificate", https("l", 443, map[string]any{"name": "tls"}), []map[string]any{secret("infra", "tls", "not pem")}, 2, "False/InvalidCertificateRef", "False/Invalid", "True/ListenersNotValid", "False/Invalid"},
 		{"a certificateRef of another kind", https("l", 443, map[string]any{"group": "example.com", "kind": "Cert", "name": "tls"}), []map[string]any{secret("infra", "tls", "-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n")},
-			1, "False/InvalidCertificateRef", "False/Invalid", "True/ListenersNotValid", "False/Invalid"},
+			2, "False/InvalidCertificateRef", "False/Invalid", "True/ListenersNotValid", "False/Invalid"},
 		{"only a kind other than HTTPRoute", map[string]any{"name": "l", "port": int64(80), "protocol": "HTTP", "allowedRoutes": map[string]any{"kinds": []any{map[string]any{"kind": "FooRoute"}}}},
 			nil, 0, "False/InvalidRouteKinds", "True/Programmed", "True/ListenersNotValid", "True/Programmed"},
 		{"HTTPRoute and another kind", map[string]any{"name": "l", "port": int64(80), "protocol": "HTTP", "allowedRoutes": map[string]any{"kinds": []any{map[string]any{"kind": "HTTPRoute"}, map[string]any{"kind": "FooRoute"}}}},
@@ -226,11 +229,11 @@ func TestGatewayListenerStatusFollowsTheSpec(t *testing.T) {
 			l := gs.Listeners[0]
 			assert.Equal(t, "l", string(l.Name))
 			require.Len(t, l.SupportedKinds, tc.kinds)
-			if tc.kinds == 1 {
-				assert.Equal(t, "HTTPRoute", string(l.SupportedKinds[0].Kind))
-				assert.Equal(t, "gateway.networking.k8s.io", string(*l.SupportedKinds[0].Group))
+			for i, k := range l.SupportedKinds {
+				assert.Equal(t, []string{"HTTPRoute", "GRPCRoute"}[i], string(k.Kind))
+				assert.Equal(t, "gateway.networking.k8s.io", string(*k.Group))
 			}
-			assert.Equal(t, int32(tc.kinds), l.AttachedRoutes, "the route counts where its kind is allowed, served or not")
+			assert.Equal(t, int32(min(tc.kinds, 1)), l.AttachedRoutes, "the route counts where its kind is allowed, served or not")
 			assert.Equal(t, "True/Accepted", statusOf(l.Conditions, "Accepted"))
 			assert.Equal(t, tc.prog, statusOf(l.Conditions, "Programmed"))
 			assert.Equal(t, tc.refs, statusOf(l.Conditions, "ResolvedRefs"))

@@ -111,7 +111,12 @@ var conformanceRefusals = map[string]map[string]string{
 	"httproute-cors.yaml": {
 		"HTTPRoute *": `CORS is not supported \(UnsupportedValue\)$`,
 	},
-	"gateway-http-listener-isolation.yaml": {},
+	"gateway-http-listener-isolation.yaml":      {},
+	"grpcroute-exact-method-matching.yaml":      {},
+	"grpcroute-header-matching.yaml":            {},
+	"grpcroute-listener-hostname-matching.yaml": {},
+	"grpcroute-named-rule.yaml":                 {},
+	"grpcroute-weight.yaml":                     {},
 	"gateway-with-attached-routes.yaml": {
 		"HTTPRoute gateway-conformance-infra/http-route-not-accepted":                             `no hostname of the route intersects listener http's 'foo.example.com' \(NoMatchingListenerHostname\)$`,
 		"Gateway gateway-conformance-infra/unresolved-gateway-with-one-attached-unresolved-route": `listener tls: certificateRef Secret gateway-conformance-infra/does-not-exist not found \(InvalidCertificateRef\)$`,
@@ -144,7 +149,7 @@ func TestGatewayConformanceManifestsThroughCheck(t *testing.T) {
 			state := append([]map[string]any(nil), base...)
 			for i, obj := range docs {
 				id := objectID(obj)
-				if !slices.Contains([]string{"Gateway", "HTTPRoute", "ReferenceGrant"}, kindOf(obj)) {
+				if !slices.Contains([]string{"Gateway", "HTTPRoute", "GRPCRoute", "ReferenceGrant"}, kindOf(obj)) {
 					state = append(state, obj)
 					continue
 				}

@@ -84,7 +84,8 @@ func timeouts() config.TimeoutConfig {
 	return c
 }
 
-// TestGatewayHTTP runs the suite's GATEWAY-HTTP profile. Every test the
+// TestGatewayHTTP runs the suite's GATEWAY-HTTP and GATEWAY-GRPC
+// profiles (one report, a section per profile). Every test the
 // suite runs is a subtest (TestGatewayHTTP/<ShortName>); a failing one
 // fails this test. HTC_CONFORMANCE_RUN=regexp runs only the tests whose
 // short name matches (the others are reported skipped);
@@ -148,7 +149,7 @@ func TestGatewayHTTP(t *testing.T) {
 			CleanupBaseResources: true,
 			CleanupTestResources: true,
 			SupportedFeatures:    feats,
-			ConformanceProfiles:  []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName},
+			ConformanceProfiles:  []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName, suite.GatewayGRPCConformanceProfileName},
 			TimeoutConfig:        timeouts(),
 			SkipTests:            skip,
 			Mode:                 "default",
