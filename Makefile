@@ -145,8 +145,8 @@ cluster-test: test-assets ## only the cluster tests: the image and the chart in 
 # make conformance [RUN=regexp] [FEATURES=a,b]: the upstream Gateway API conformance suite
 # (GATEWAY-HTTP and GATEWAY-GRPC) against htc in the test cluster (test/conformance; root);
 # writes the suite's report to docs/conformance/ (full runs only; FEATURES
-# claims more features to try, and keeps no report). Opt-in:
-# make test skips it.
+# claims more features to try, and keeps no report). make test runs the
+# suite too (test/conformance; skipped with -short), keeping no report.
 conformance: test-assets ## the Gateway API conformance suite (GATEWAY-HTTP, GATEWAY-GRPC) in the test cluster, report in docs/conformance/ (RUN=regexp of test names, FEATURES=more to claim; root)
 	HTC_CONFORMANCE_REPORT=1 HTC_CONFORMANCE_RUN='$(RUN)' HTC_CONFORMANCE_FEATURES='$(FEATURES)' HTC_IMAGE_ARCHIVE=$(CURDIR)/$(IMAGE_ARCHIVE) $(GO) test -count=1 -v -timeout 60m ./test/conformance/
 
