@@ -12,7 +12,7 @@
 # numeric user 65532 with only /tmp written (readOnlyRootFilesystem works).
 # test/image checks that both recipes agree.
 
-ARG GO_VERSION=1.26
+ARG GO_VERSION=1.27
 
 FROM golang:${GO_VERSION}-trixie AS build
 WORKDIR /src

@@ -23,8 +23,10 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
 K8S_VERSION=v1.34.4
 
-export GOTOOLCHAIN=local GOWORK=off GOFLAGS=-buildvcs=false
-k8s=$(cd / && go mod download -json "k8s.io/kubernetes@$K8S_VERSION" |
+export GOWORK=off GOFLAGS=-buildvcs=false
+# The kubernetes module is read with this machine's Go; the backend is built
+# from the repository with the toolchain the Makefile exports (go.mod's Go).
+k8s=$(cd / && GOTOOLCHAIN=local go mod download -json "k8s.io/kubernetes@$K8S_VERSION" |
 	sed -n 's/^[[:space:]]*"Dir":[[:space:]]*"\(.*\)",\{0,1\}$/\1/p') ||
 	die "go mod download k8s.io/kubernetes@$K8S_VERSION failed"
 PAUSE_C=$k8s/build/pause/linux/pause.c
@@ -33,7 +35,7 @@ PAUSE_C=$k8s/build/pause/linux/pause.c
 key=$({
 	grep -hv '^[[:space:]]*#' "$HERE/cluster-images.sh" "$HERE/oci-image.sh"
 	cat "$PAUSE_C" "$REPO"/test/cluster/backend/*.go
-	go version
+	(cd "$REPO" && go version)
 } | sha256sum | cut -c1-16)
 CACHE=${HTC_CACHE_DIR:-$HOME/.cache/htc}/cluster-images
 DIR=$CACHE/$key
