@@ -52,7 +52,7 @@ type Engine struct {
 	table atomic.Pointer[fragmentTable]
 	// reused and ran count fragments (FragmentStats); confirmed the renders
 	// that reused records, failed and were rendered again in full; torn
-	// the renders that failed while their stores moved and were done again.
+	// the renders whose stores moved while they read them, done again.
 	reused, ran, confirmed, torn atomic.Int64
 	// recorded is how many records the last recording render kept: the
 	// next one's table starts with room for as many.
@@ -309,21 +309,15 @@ func (e *Engine) Reads() *ReadSet { return e.reads }
 //
 // The stores change under a render (informers write them while it reads),
 // so a render may read two states: list an object in one and miss it in
-// the next read. A render that fails while a store it reads changed (the
-// sum of the stores' generations, see storesGeneration, moved between its
-// start and its end) is rendered again, at most tornRenderAttempts times
-// in all; the last failure stands. A failure over stores that did not move
-// is the state's own and is returned at once. FragmentStats.Torn counts
-// the renders done again.
+// the next read, or read one object twice with two contents. A render
+// during which a store it reads was written (the sum of the stores'
+// generations, see storesGeneration, moved between its start and its end)
+// is rendered again over a snapshot of the stores (store.Set.Snapshot),
+// whether it failed or passed: what Render returns is always a render of
+// one state the stores held. FragmentStats.Torn counts the renders done
+// again.
 func (e *Engine) Render(ctx context.Context, in Input) (*bundle.Bundle, error) {
-	for attempt := 1; ; attempt++ {
-		gen := storesGeneration(in.Stores)
-		b, err := e.renderConfirmed(ctx, in)
-		if err == nil || attempt == tornRenderAttempts || contextErr(ctx) != nil || storesGeneration(in.Stores) == gen {
-			return b, err
-		}
-		e.torn.Add(1)
-	}
+	return e.renderConsistent(ctx, in)
 }
 
 // render is Render, reusing fragment records when reuse is set. again

@@ -378,8 +378,8 @@ type FragmentStats struct {
 	// Confirmed counts the renders that reused records, failed, and were
 	// rendered again in full (Render).
 	Confirmed int64
-	// Torn counts the renders that failed while a store they read changed
-	// and were rendered again (Render).
+	// Torn counts the renders during which a store they read was written,
+	// rendered again over a snapshot of the stores (Render).
 	Torn int64
 }
 

@@ -7,15 +7,23 @@ import (
 	"github.com/haproxy-template/htc/pkg/store"
 )
 
-// tornRenderAttempts bounds the renders of one Render whose stores moved
-// while they failed.
-const tornRenderAttempts = 3
+// A render reads the stores while the informers write them. A render that
+// read a store while it was written may have read two states of it (an
+// object listed, then gone; one object read twice with two contents): a
+// state that never existed, whether the render then failed or passed. So
+// Render takes the generations of its stores before and after it renders
+// (storesGeneration): equal, no store was written in between, and every
+// read saw the one state the stores held throughout; otherwise the render
+// is torn and is done again over a snapshot of the stores
+// (store.Set.Snapshot: copies taken at one moment, which no write
+// changes), which reads one state by construction. Passed or failed, no
+// render Render returns read two states.
 
 // storesGeneration is the sum of the generations of the readers of set
 // (Store, Overlay and Without have one: their base store's): generations
 // only grow, so the sum is the same at two moments only when no store was
 // written between them. A Reader without a generation counts 0 (it cannot
-// be told to move).
+// be told to move, nor snapshotted: only tests make such readers).
 func storesGeneration(set store.Set) uint64 {
 	var sum uint64
 	for _, r := range set {
@@ -24,6 +32,21 @@ func storesGeneration(set store.Set) uint64 {
 		}
 	}
 	return sum
+}
+
+// renderConsistent renders in over one state of its stores: once over the
+// stores, and, when a store was written meanwhile, once more over a
+// snapshot of them (which records nothing: the first render's records
+// stay, each checked when reused).
+func (e *Engine) renderConsistent(ctx context.Context, in Input) (*bundle.Bundle, error) {
+	gen := storesGeneration(in.Stores)
+	b, err := e.renderConfirmed(ctx, in)
+	if contextErr(ctx) != nil || storesGeneration(in.Stores) == gen {
+		return b, err
+	}
+	e.torn.Add(1)
+	in.Stores, in.Record = in.Stores.Snapshot(), false
+	return e.renderConfirmed(ctx, in)
 }
 
 // renderConfirmed renders once, reusing fragment records unless in.Full,
