@@ -170,8 +170,7 @@ func eachItem(fn string, items any, each func(key string, item any) error) error
 // fragment renders NAME for one item: it applies a reusable record, or
 // runs NAME and applies what it recorded.
 func (s *renderState) fragment(name, key string, item any) error {
-	k := append(s.frags.key[:0], name...)
-	k = append(append(append(k, 0), key...), 0)
+	k := appendLenString(appendLenString(s.frags.key[:0], name), key)
 	k, err := s.appendFingerprint(k, item)
 	s.frags.key = k
 	if err != nil {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,17 +20,23 @@ import (
 // fuzz input chooses a configuration (fragments over stores, over lists and
 // over what other fragments emitted; snippets that read the stores with
 // Get, Fetch, Each, List and Len, emit on channels, add files, fail, build
-// and modify their own dicts, include other snippets, break out of loops)
+// and modify their own dicts, include other snippets, break out of loops;
+// items and emitted values that are nil, empty or filled lists and maps)
 // and a walk of store changes. At every step an admission's render of a
 // proposed change (reusing the records of the last recording render) and
 // the next recording render of the live stores must equal a full render
 // of the same stores, byte for byte: every output and added file, the
 // source map, the error and the objects it is attributed to.
 //
+// In torn mode, reading the store "tear" writes the live stores (a few
+// times per render, as an informer would while a render reads): the
+// render must then equal a full render of one of the states the stores
+// held, never a mix of two.
+//
 // make test runs the seed corpus (testdata/fuzz/FuzzFragmentsRenderAsInFull
 // and the seeds below); make fuzz runs the fuzzer.
 func FuzzFragmentsRenderAsInFull(f *testing.F) {
-	for seed := range uint64(24) {
+	for seed := range uint64(32) {
 		rnd := rand.New(rand.NewPCG(seed, 7))
 		data := make([]byte, 384)
 		for i := range data {
@@ -42,6 +50,7 @@ func FuzzFragmentsRenderAsInFull(f *testing.F) {
 	var engines sync.Map
 	f.Fuzz(func(t *testing.T, data []byte) {
 		src := &fuzzBytes{data: data}
+		torn := src.n(2) == 0
 		cfg, opts := fuzzFragmentConfig(src)
 		key := cfg + describeOpts(opts)
 		var e *Engine
@@ -57,15 +66,22 @@ func FuzzFragmentsRenderAsInFull(f *testing.F) {
 		e.table.Store(nil)
 		w := newFragmentWorld(t, src)
 		for step := range 10 {
-			proposal, what := w.proposal(src)
-			want, got := fuzzRender(e, Input{Stores: proposal, BaseDir: "/b", Full: true}), fuzzRender(e, Input{Stores: proposal, BaseDir: "/b"})
-			if want != got {
-				t.Fatalf("step %d, proposal %s: the incremental render differs from a full one\nconfig:\n%s\nsnippets: %v\nfull:\n%s\nincremental:\n%s", step, what, cfg, describeOpts(opts), want, got)
+			key, ch, what := w.proposal(src)
+			withChange := func(set store.Set) store.Set {
+				out, err := set.WithChange(key, ch)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return out
+			}
+			got, wants := w.render(e, src, torn, withChange, Input{BaseDir: "/b"})
+			if !slices.Contains(wants, got) {
+				t.Fatalf("step %d, proposal %s: the incremental render differs from a full one (of %d states)\nconfig:\n%s\nsnippets: %v\nfull:\n%s\nincremental:\n%s", step, what, len(wants), cfg, describeOpts(opts), wants[len(wants)-1], got)
 			}
 			what = w.change(src)
-			want, got = fuzzRender(e, Input{Stores: w.set, BaseDir: "/b", Full: true}), fuzzRender(e, Input{Stores: w.set, BaseDir: "/b", Record: true})
-			if want != got {
-				t.Fatalf("step %d, after %s: the recording render differs from a full one\nconfig:\n%s\nsnippets: %v\nfull:\n%s\nrecording:\n%s", step, what, cfg, describeOpts(opts), want, got)
+			got, wants = w.render(e, src, torn, func(set store.Set) store.Set { return set }, Input{BaseDir: "/b", Record: true})
+			if !slices.Contains(wants, got) {
+				t.Fatalf("step %d, after %s: the recording render differs from a full one (of %d states)\nconfig:\n%s\nsnippets: %v\nfull:\n%s\nrecording:\n%s", step, what, len(wants), cfg, describeOpts(opts), wants[len(wants)-1], got)
 			}
 		}
 	})
@@ -130,11 +146,16 @@ func fuzzFragmentConfig(src *fuzzBytes) (string, []specOpt) {
 	if src.n(3) == 0 {
 		cfg.WriteString("\n{{ len (emitted \"recs\") }} {{ pathFor \"map\" \"static.map\" }}")
 	}
+	if src.n(2) == 0 {
+		cfg.WriteString("\n{{ .resources.ingresses.Len }}{{ len .resources.tear.List }}{{ .resources.ingresses.Len }}")
+	}
+	cfg.WriteString("\n{{ fragments \"f4\" (emitted \"vals\") }}")
 	cfg.WriteString("\ntail\n")
 	opts := []specOpt{
 		withSnippet("f1", fuzzFragmentBody(src, ".item")),
 		withSnippet("f2", fuzzFragmentBody(src, ".item.obj")),
 		withSnippet("f3", fuzzFragmentBody(src, ".item")),
+		withSnippet("f4", `{{ .key }}={{ toJson .item }} {{ printf "%#v" .item }} {{ kindOf .item }};`),
 		withSnippet("helper", `{{ .metadata.namespace }}/{{ default "-" .metadata.labels.app }}`),
 		withMap("static.map", "static\n"),
 	}
@@ -145,7 +166,7 @@ func fuzzFragmentConfig(src *fuzzBytes) (string, []specOpt) {
 func fuzzFragmentBody(src *fuzzBytes, o string) string {
 	var b strings.Builder
 	for range 1 + src.n(7) {
-		switch src.n(16) {
+		switch src.n(18) {
 		case 0:
 			fmt.Fprintf(&b, "{{ %s.metadata.name }}", o)
 		case 1:
@@ -176,6 +197,12 @@ func fuzzFragmentBody(src *fuzzBytes, o string) string {
 			b.WriteString(`{{ .key }}{{ pathFor "map" "static.map" }}`)
 		case 14:
 			fmt.Fprintf(&b, `{{ $f := addFile "file" (printf "%%s.txt" %s.metadata.name) "t" }}{{ pathFor "file" (printf "%%s.txt" %s.metadata.name) }}`, o, o)
+		case 15:
+			fmt.Fprintf(&b, `{{ emit "vals" %s %s }}`, fuzzKey(src, o), src.pick(o+".spec.rules", o+".spec.tags",
+				`(rest (default (list) `+o+`.spec.rules))`, `(regexFindAll "r1" (toJson `+o+`.spec.rules) -1)`,
+				`(dict "r" `+o+`.spec.rules "t" `+o+`.spec.tags)`, `(list `+o+`.spec.rules)`))
+		case 16:
+			fmt.Fprintf(&b, `{{ len (.resources.ingresses.Fetch %s.metadata.namespace) }}{{ len $.resources.tear.List }}{{ len (.resources.ingresses.Fetch %s.metadata.namespace) }}`, o, o)
 		default:
 			b.WriteString("\n")
 		}
@@ -204,6 +231,11 @@ func newFragmentWorld(t *testing.T, src *fuzzBytes) *fragmentWorld {
 		}
 		w.stores[key], w.set[key] = s, s
 	}
+	tear, err := store.New(nsName) // empty: read to write the live stores (torn mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.set["tear"] = tear
 	for range 4 + src.n(6) {
 		key := src.pick("ingresses", "services")
 		w.add(key, w.object(src, key))
@@ -219,12 +251,30 @@ func (w *fragmentWorld) object(src *fuzzBytes, key string) *unstructured.Unstruc
 		meta["labels"] = map[string]any{"app": app}
 	}
 	spec := map[string]any{"svc": src.pick("svc", "a", "none")}
-	if n := src.n(3); n > 0 {
+	switch n := src.n(7); n {
+	case 0: // none
+	case 1:
+		spec["rules"] = []any(nil)
+	case 2:
+		spec["rules"] = []any{}
+	case 3:
+		spec["rules"] = []any{[]any(nil)}
+	case 4:
+		spec["rules"] = []any{[]any{}}
+	default:
 		rules := []any{}
-		for i := range n {
+		for i := range n - 4 {
 			rules = append(rules, fmt.Sprintf("r%d", i))
 		}
 		spec["rules"] = rules
+	}
+	switch src.n(4) {
+	case 1:
+		spec["tags"] = map[string]string(nil)
+	case 2:
+		spec["tags"] = map[string]string{}
+	case 3:
+		spec["tags"] = map[string]string{"t": "x"}
 	}
 	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": kind, "metadata": meta, "spec": spec}}
 }
@@ -258,7 +308,7 @@ func (w *fragmentWorld) change(src *fuzzBytes) string {
 		}
 		return "delete " + key + " " + old.GetNamespace() + "/" + old.GetName()
 	case op == 2:
-		c := objs[src.n(len(objs))].DeepCopy() // equal content, another object
+		c := &unstructured.Unstructured{Object: maps.Clone(objs[src.n(len(objs))].Object)} // equal content, another object
 		w.add(key, c)
 		return "replace " + key + " " + c.GetNamespace() + "/" + c.GetName() + " by an equal copy"
 	}
@@ -270,8 +320,8 @@ func (w *fragmentWorld) change(src *fuzzBytes) string {
 	return "update " + key + " " + old.GetNamespace() + "/" + old.GetName()
 }
 
-// proposal returns the live stores with a random proposed change.
-func (w *fragmentWorld) proposal(src *fuzzBytes) (store.Set, string) {
+// proposal returns a random proposed change of the store key.
+func (w *fragmentWorld) proposal(src *fuzzBytes) (string, store.Change, string) {
 	key := src.pick("ingresses", "services")
 	objs := w.stores[key].List()
 	var ch store.Change
@@ -287,11 +337,55 @@ func (w *fragmentWorld) proposal(src *fuzzBytes) (store.Set, string) {
 		obj.SetName(old.GetName())
 		ch = store.Change{Operation: store.Update, Object: obj, OldObject: old}
 	}
-	set, err := w.set.WithChange(key, ch)
-	if err != nil {
-		w.t.Fatal(err)
+	return key, ch, fmt.Sprintf("%s %s %s/%s", ch.Operation, key, ch.Object.GetNamespace(), ch.Object.GetName())
+}
+
+// render renders in over over(the live stores) and returns it with the
+// full renders over over(each state the live stores held meanwhile). In
+// torn mode each List of the store "tear" writes the live stores (a random
+// change, up to a few times): an informer writing while the render reads.
+func (w *fragmentWorld) render(e *Engine, src *fuzzBytes, torn bool, over func(store.Set) store.Set, in Input) (got string, wants []string) {
+	full := func(set store.Set) string {
+		return fuzzRender(e, Input{Stores: over(set), BaseDir: in.BaseDir, Full: true})
 	}
-	return set, fmt.Sprintf("%s %s %s/%s", ch.Operation, key, ch.Object.GetNamespace(), ch.Object.GetName())
+	if !torn {
+		want := full(w.set)
+		in.Stores = over(w.set)
+		return fuzzRender(e, in), []string{want}
+	}
+	states := []store.Set{w.copy()}
+	tears := src.n(4)
+	set := maps.Clone(w.set)
+	set["tear"] = &tearingStore{Store: w.set["tear"].(*store.Store), tear: func() {
+		if len(states) <= tears {
+			w.change(src)
+			states = append(states, w.copy())
+		}
+	}}
+	in.Stores = over(set)
+	got = fuzzRender(e, in)
+	for _, st := range states {
+		wants = append(wants, full(st))
+	}
+	return got, wants
+}
+
+// copy returns a copy of the live stores, as they are now.
+func (w *fragmentWorld) copy() store.Set {
+	out := store.Set{}
+	for key, r := range w.set {
+		s, err := store.New(nsName)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		for _, o := range r.List() {
+			if err := s.Add(o); err != nil {
+				w.t.Fatal(err)
+			}
+		}
+		out[key] = s
+	}
+	return out
 }
 
 // describeOpts lists the snippets of a configuration.

@@ -14,59 +14,98 @@ import (
 // nothing can modify. So:
 //
 //   - fingerprint names a map this render did not build by its address (its
-//     content never changes: the address stands for it) and a built map by
-//     its content; lists by their content; strings, numbers and booleans by
-//     their type and value;
+//     content never changes: the address stands for it) and everything
+//     else by its type and content, in an encoding where two values get
+//     the same text only when no template can tell them apart: a nil list
+//     or map is not an empty one, a typed nil is not nil, numbers carry
+//     their type (int 1, int64 1 and float64 1 print alike with %v, not
+//     with %T or toJson), floats every digit (-0 is not 0; NaNs, which no
+//     function tells apart, are one), strings their length. Each part
+//     starts with its own tag and ends where its tag says, so no sequence
+//     of parts reads as another;
 //   - freeze copies built maps and lists (a fragment gets its own copy, and
 //     an emitted value can no longer be modified by anyone) and keeps the
-//     rest as it is.
+//     rest as it is, nil lists nil.
 //
 // Any other value (a store handle, a function's result of another type) is
 // refused: a fragment's inputs are data.
 
 // appendFingerprint appends to b the text that identifies v as a
 // fragment's item (a record keeps the item, which keeps the maps the text
-// names by address alive).
+// names by address alive). The parts:
+//
+//	n                      nil
+//	s<len>:<bytes>         a string
+//	b0, b1                 a boolean
+//	#<len>:<type><value>;  a number: its Go type and value (%v; floats with
+//	                       every digit)
+//	N                      a nil map[string]any
+//	p<address>;            a map[string]any this render did not build
+//	{(<len>:<key><part>)*} a map[string]any it built, in key order
+//	M                      a nil map[string]string
+//	m(<len>:<key><len>:<value>)*;  a map[string]string, in key order
+//	[<len>:<type>n]        a nil list of that type
+//	[<len>:<type><count>;<part>*]  a list or array of that type
 func (s *renderState) appendFingerprint(b []byte, v any) ([]byte, error) {
 	switch x := v.(type) {
 	case nil:
 		return append(b, 'n'), nil
 	case string:
-		b = append(b, 's')
-		b = strconv.AppendInt(b, int64(len(x)), 10)
-		return append(append(b, ':'), x...), nil
+		return appendLenString(append(b, 's'), x), nil
 	case bool:
 		return append(b, 'b', "01"[boolIndex(x)]), nil
+	case int64:
+		b = append(b, "#5:int64"...)
+		return append(strconv.AppendInt(b, x, 10), ';'), nil
+	case int:
+		b = append(b, "#3:int"...)
+		return append(strconv.AppendInt(b, int64(x), 10), ';'), nil
+	case float64:
+		b = append(b, "#7:float64"...)
+		return append(strconv.AppendFloat(b, x, 'g', -1, 64), ';'), nil
 	case map[string]any:
 		if x == nil {
 			return append(b, 'N'), nil
 		}
 		if !s.isOwned(x) {
 			b = append(b, 'p')
-			return strconv.AppendUint(b, uint64(uintptr(mapPointer(x))), 16), nil
+			return append(strconv.AppendUint(b, uint64(uintptr(mapPointer(x))), 16), ';'), nil
 		}
 		b = append(b, '{')
 		for _, k := range slices.Sorted(mapKeys(x)) {
-			b = strconv.AppendInt(b, int64(len(k)), 10)
-			b = append(append(b, ':'), k...)
+			b = appendLenString(b, k)
 			var err error
 			if b, err = s.appendFingerprint(b, x[k]); err != nil {
 				return nil, err
 			}
 		}
 		return append(b, '}'), nil
+	case map[string]string:
+		if x == nil {
+			return append(b, 'M'), nil
+		}
+		b = append(b, 'm')
+		for _, k := range slices.Sorted(mapKeys(x)) {
+			b = appendLenString(appendLenString(b, k), x[k])
+		}
+		return append(b, ';'), nil
 	}
 	rv := reflect.ValueOf(v)
 	switch rv.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
 		reflect.Float32, reflect.Float64:
-		return fmt.Appendf(b, "%T:%v;", v, v), nil
+		b = appendLenString(append(b, '#'), rv.Type().String())
+		return fmt.Appendf(b, "%v;", v), nil
 	case reflect.Slice, reflect.Array:
 		if !dataElem(rv.Type().Elem()) {
 			break
 		}
-		b = fmt.Appendf(b, "[%T:%d", v, rv.Len())
+		b = appendLenString(append(b, '['), rv.Type().String())
+		if rv.Kind() == reflect.Slice && rv.IsNil() {
+			return append(b, 'n', ']'), nil
+		}
+		b = append(strconv.AppendInt(b, int64(rv.Len()), 10), ';')
 		for i := range rv.Len() {
 			var err error
 			if b, err = s.appendFingerprint(b, rv.Index(i).Interface()); err != nil {
@@ -74,17 +113,13 @@ func (s *renderState) appendFingerprint(b []byte, v any) ([]byte, error) {
 			}
 		}
 		return append(b, ']'), nil
-	case reflect.Map:
-		if ss, ok := v.(map[string]string); ok {
-			b = append(b, 'm')
-			for _, k := range slices.Sorted(mapKeys(ss)) {
-				b, _ = s.appendFingerprint(b, k)
-				b, _ = s.appendFingerprint(b, ss[k])
-			}
-			return append(b, ';'), nil
-		}
 	}
 	return nil, fmt.Errorf("a value of type %T cannot be a fragment's input or an emitted value (use strings, numbers, booleans, objects, lists and dicts)", v)
+}
+
+// appendLenString appends <len>:<s> to b.
+func appendLenString(b []byte, s string) []byte {
+	return append(append(strconv.AppendInt(b, int64(len(s)), 10), ':'), s...)
 }
 
 // freeze returns v with the maps this render built and the lists copied
