@@ -1,25 +1,34 @@
 package render
 
 import (
+	"errors"
 	"fmt"
+	"path"
 	"reflect"
 	"sort"
 	"text/template"
+	"time"
 	"unsafe"
 
 	"github.com/Masterminds/sprig/v3"
 )
 
 // removedFuncs are sprig functions templates may not use: they read the
-// process environment or the network, or depend on the clock or on
-// randomness (a configuration must render identically from the same
-// resources, or every render would reload HAProxy).
+// process environment, the host or the network, or depend on the clock or
+// on randomness (a configuration must render identically from the same
+// resources wherever it is rendered, or every render would reload HAProxy
+// and an admission could answer otherwise than htc render).
+// TestEveryFunctionIsAllowedForAReason says why each of the others stays.
 var removedFuncs = [...]string{
-	// environment, network
+	// environment, host, network
 	"env", "expandenv", "getHostByName",
 	// clock
 	"now", "ago", "date", "dateInZone", "date_in_zone", "dateModify", "date_modify",
 	"htmlDate", "htmlDateInZone",
+	// times: toDate and mustToDate parse in the host's time zone
+	// (time.Local), and a time's methods reach it (.Local) and the clock
+	// (durationRound of a time is its age); the others only take a time
+	"toDate", "mustToDate", "unixEpoch", "mustDateModify", "must_date_modify",
 	// randomness
 	"randAlpha", "randAlphaNum", "randAscii", "randNumeric", "randBytes", "randInt",
 	"shuffle", "uuidv4",
@@ -28,8 +37,9 @@ var removedFuncs = [...]string{
 }
 
 // staticFuncs is sprig's text function map without removedFuncs, with
-// deterministic keys and values and htc's stateless helpers. It is built once
-// and never modified (text/template copies it).
+// deterministic keys and values, durationRound without times, the os*
+// path functions as the path ones, and htc's stateless helpers. It is
+// built once and never modified (text/template copies it).
 var staticFuncs = buildStaticFuncs()
 
 func buildStaticFuncs() template.FuncMap {
@@ -39,12 +49,29 @@ func buildStaticFuncs() template.FuncMap {
 	}
 	m["keys"] = sortedKeys
 	m["values"] = sortedValues
+	m["durationRound"] = durationRound(m["durationRound"].(func(any) string))
+	// filepath's functions follow the host's operating system (its path
+	// separator); the configuration's paths are HAProxy's, on Linux.
+	m["osBase"], m["osClean"], m["osDir"], m["osExt"], m["osIsAbs"] = path.Base, path.Clean, path.Dir, path.Ext, path.IsAbs
 	m["fail"] = failFunc
 	m["safe"] = safeFunc
 	m["word"] = wordFunc
 	m["quoteValue"] = quoteValueFunc
 	m["regexCompiles"] = regexCompilesFunc
 	return m
+}
+
+// durationRound is sprig's durationRound (f) refusing a time: sprig
+// rounds the time elapsed since it, which the clock decides. No function
+// returns a time (see removedFuncs); this holds if one ever does.
+func durationRound(f func(any) string) func(any) (string, error) {
+	return func(d any) (string, error) {
+		switch d.(type) {
+		case time.Time, *time.Time:
+			return "", errors.New("durationRound: the age of a time depends on the clock, which a configuration may not read; give a duration (\"90s\") or nanoseconds")
+		}
+		return f(d), nil
+	}
 }
 
 // failFunc implements fail MESSAGE and fail OBJECT MESSAGE: rendering stops
