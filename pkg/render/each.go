@@ -2,7 +2,6 @@ package render
 
 import (
 	"fmt"
-	"iter"
 	"reflect"
 	"sort"
 )
@@ -14,21 +13,21 @@ import (
 // returned it, else the first store object among a dict element's values
 // (in key order), e.g. the Service in (dict "ns" $ns "svc" $svc). What the
 // body writes, adds and reads is then attributed to that object, as with
-// .resources.<key>.Each.
+// .resources.<key>.Each. The sequences print as "<sequence>".
 func (s *renderState) each(v any) (any, error) {
 	if err := s.interrupted(); err != nil {
 		return nil, err
 	}
 	switch x := v.(type) {
 	case nil:
-		return iter.Seq[any](func(func(any) bool) {}), nil
+		return valueSeq(func(func(any) bool) {}), nil
 	case map[string]any:
 		keys := make([]string, 0, len(x))
 		for k := range x {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		return iter.Seq2[string, any](func(yield func(string, any) bool) {
+		return pairSeq(func(yield func(string, any) bool) {
 			defer s.sources.unwinding(s.sources.entered)
 			for _, k := range keys {
 				if !s.within(x[k], func() bool { return yield(k, x[k]) }) {
@@ -41,7 +40,7 @@ func (s *renderState) each(v any) (any, error) {
 	if k := rv.Kind(); k != reflect.Slice && k != reflect.Array {
 		return nil, fmt.Errorf("each: want a list or a dict, got %T", v)
 	}
-	return iter.Seq[any](func(yield func(any) bool) {
+	return valueSeq(func(yield func(any) bool) {
 		defer s.sources.unwinding(s.sources.entered)
 		for i := range rv.Len() {
 			e := rv.Index(i).Interface()

@@ -143,9 +143,16 @@ func (s *renderState) produced(fn, out string) (string, error) {
 }
 
 // printf implements text/template's printf (fmt.Sprintf), refusing before
-// formatting when the result could exceed the budget.
+// formatting when the result could exceed the budget, and what would print
+// a memory address (checkFormat, checkPrintable).
 func (s *renderState) printf(format string, args ...any) (string, error) {
 	if err := s.fits("printf", satAdd(formatBound(format), argsBound(args))); err != nil {
+		return "", err
+	}
+	if err := checkFormat(format); err != nil {
+		return "", err
+	}
+	if err := checkPrintable("printf", args); err != nil {
 		return "", err
 	}
 	return s.produced("printf", fmt.Sprintf(format, args...))

@@ -3,7 +3,6 @@ package render
 import (
 	"context"
 	"fmt"
-	"iter"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -90,13 +89,14 @@ func (s *ResourceStore) Fetch(keys ...string) ([]map[string]any, error) {
 }
 
 // Each iterates, in List order, over the objects whose leading index keys
-// equal keys (every object with no keys), like Fetch — for range:
+// equal keys (every object with no keys), like Fetch — for range (it
+// prints as "<sequence>"):
 // {{ range $ing := .resources.ingresses.Each }}. While the body runs for an
 // object, that object is the current one: what the body writes, the files
 // it adds and the objects it reads are attributed to it, and a failure in
 // it names it (the source map admission uses to judge a change by what it
 // breaks).
-func (s *ResourceStore) Each(keys ...string) (iter.Seq[map[string]any], error) {
+func (s *ResourceStore) Each(keys ...string) (objectSeq, error) {
 	objs, err := s.Fetch(keys...)
 	if err != nil {
 		return nil, err
