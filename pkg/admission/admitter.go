@@ -99,7 +99,7 @@ func (a *Admitter) Resource(ctx context.Context, req Request) Decision {
 		o = allow()
 	default:
 		base := a.Baseline(st)
-		o = a.repeated().decide(ctx, a.repeatKey(st, base, req), func(ctx context.Context) outcome {
+		o = a.repeated().decide(ctx, a.repeatKey(st, base, req), st, base, func(ctx context.Context) outcome {
 			return a.decideResource(ctx, st, base, req)
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"weak"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/lru"
@@ -26,9 +27,30 @@ const defaultRepeatEntries = 32
 // decision (flight); decided ones are kept in a small LRU. A decision that
 // depended on how busy the controller was (busy, timed out, not judged in
 // time) is never reused.
+//
+// A kept decision stays right because everything it rests on is in its
+// key: the request; the State (the config's pipeline: templates, tests,
+// extraContext) and the Baseline, by identity; and every store's
+// generation, which moves with any change of what the stores hold. Nothing
+// else a template sees can change: no function a template can call reads
+// the clock, the environment, randomness or the host (package render,
+// TestEveryFunctionIsAllowedForAReason), every render reads one state of
+// the stores (render.Engine.Render), and haproxy -c is a function of the
+// bundle. The State and Baseline are named by their addresses in the
+// key's text, which a flight's callers keep alive; a kept decision also
+// holds weak pointers to them, which tell a gone State from a new one the
+// allocator put at its address.
 type repeats struct {
 	flights flight.Group[outcome]
-	decided *lru.Cache // key -> outcome (Verdict without its Bundle)
+	decided *lru.Cache // key text -> kept
+}
+
+// kept is a decision kept for repeats: the outcome (Verdict without its
+// Bundle) and the State and Baseline it was made against.
+type kept struct {
+	o    outcome
+	st   weak.Pointer[State]
+	base weak.Pointer[Baseline]
 }
 
 // ForgetDecisions drops the decisions kept for repeated requests: after a
@@ -43,12 +65,13 @@ func (a *Admitter) ForgetDecisions() { a.repeats.Store(nil) }
 // run's own answer (a timed-out verdict, given as soon as its checks stop)
 // instead of racing it; a cancelled ctx (the client gone) stops the wait
 // at once.
-func (r *repeats) decide(ctx context.Context, key string, decide func(context.Context) outcome) outcome {
+func (r *repeats) decide(ctx context.Context, key string, st *State, base *Baseline, decide func(context.Context) outcome) outcome {
 	if key == "" {
 		return decide(ctx)
 	}
-	if v, ok := r.decided.Get(key); ok {
-		o := v.(outcome)
+	against := kept{st: weak.Make(st), base: weak.Make(base)}
+	if v, ok := r.decided.Get(key); ok && v.(kept).st == against.st && v.(kept).base == against.base {
+		o := v.(kept).o
 		o.Reused = true
 		return o
 	}
@@ -68,7 +91,8 @@ func (r *repeats) decide(ctx context.Context, key string, decide func(context.Co
 		}
 		o := decide(ctx)
 		if reusable(o) {
-			r.decided.Add(key, slim(o))
+			against.o = slim(o)
+			r.decided.Add(key, against)
 		}
 		return o, nil
 	})
@@ -98,9 +122,10 @@ func slim(o outcome) outcome {
 }
 
 // repeatKey identifies a request against a live state: the operation,
-// resource and objects, the state and baseline in use, and the contents
-// of every store (their generations). "" when an object cannot be encoded
-// (the request is then decided on its own).
+// resource and objects, the state and baseline in use (their addresses:
+// see repeats), and the contents of every store (their generations). ""
+// when an object cannot be encoded (the request is then decided on its
+// own).
 func (a *Admitter) repeatKey(st *State, base *Baseline, req Request) string {
 	k := contenthash.New()
 	field := func(s string) { k.String(s) }

@@ -2,8 +2,11 @@ package admission_test
 
 import (
 	"context"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -66,4 +69,51 @@ func TestForgetDecisions(t *testing.T) {
 	d := decided(ctx, v.Resource, missing())
 	assert.False(t, d.Reused, "decided again")
 	assert.Equal(t, "Service 'api' not found", d.Reason)
+}
+
+// A kept decision belongs to the State it was made against, even once that
+// State is gone and another one lives at its address (the allocator reuses
+// addresses): the other State is a config change, decided afresh.
+func TestAKeptDecisionIsNotGivenToAStateAtTheAddressOfAGoneOne(t *testing.T) {
+	ctx := context.Background()
+	denying, stores := newValidator(t)
+	lenient := pipelineFor(t, strings.NewReplacer("{{- $svc := $.resources.services.Get $ing.metadata.namespace $ing.spec.rules0service }}\n", "",
+		`{{ fail (printf "Service '%s' not found" $svcName) }}`, "", "use_backend {{ $ing.metadata.namespace }}_{{ $svcName }} if", "http-request deny if").Replace(routingConfig))
+	missing := req(ingressesGVR, store.Create, obj(t, ingress(t, "api", "api.example.com", "echo")), nil)
+	missing.Object.Object["spec"].(map[string]any)["rules"].([]any)[0].(map[string]any)["http"].(map[string]any)["paths"].([]any)[0].(map[string]any)["backend"].(map[string]any)["service"].(map[string]any)["name"] = "api"
+	a := &admission.Admitter{Env: testEnv(t)}
+	// decideAndDrop decides with a State of the first config, which it then
+	// drops, and returns its address.
+	decideAndDrop := func() uintptr {
+		st := &admission.State{Pipeline: denying.State().Pipeline, Stores: stores}
+		a.SetState(st)
+		d := decided(ctx, a.Resource, missing)
+		require.False(t, d.Allowed, "the first config denies")
+		require.True(t, decided(ctx, a.Resource, missing).Reused, "and keeps its decision")
+		a.SetState(nil)
+		a.Redactor(nil)
+		return uintptr(unsafe.Pointer(st))
+	}
+	var other *admission.State
+	for attempt := 0; other == nil && attempt < 5; attempt++ { // another goroutine may take the address first
+		gone := decideAndDrop()
+		runtime.GC()
+		runtime.GC()
+		var held []*admission.State
+		for range 1 << 18 {
+			st := &admission.State{Pipeline: lenient, Stores: stores}
+			if uintptr(unsafe.Pointer(st)) == gone {
+				other = st
+				break
+			}
+			held = append(held, st) // no address twice
+		}
+	}
+	require.NotNil(t, other, "no State was made at the address of a gone one")
+	a.SetState(other)
+
+	d := decided(ctx, a.Resource, missing)
+
+	assert.False(t, d.Reused, "another State: another config")
+	assert.True(t, d.Allowed, "the second config allows: %s", d.Reason)
 }
