@@ -49,14 +49,33 @@
 // # Functions
 //
 // All of sprig's text functions, except those that read the process
-// environment, the network or the clock, or produce random output: env,
-// expandenv, getHostByName; now, ago, date, dateInZone, date_in_zone,
-// dateModify, date_modify, htmlDate, htmlDateInZone; randAlpha, randAlphaNum,
-// randAscii, randNumeric, randBytes, randInt, shuffle, uuidv4; genPrivateKey,
-// genCA, genCAWithKey, genSelfSignedCert, genSelfSignedCertWithKey,
-// genSignedCert, genSignedCertWithKey, encryptAES, bcrypt, htpasswd. A
-// template using one of them fails to parse ("function "env" not defined").
-// keys and values return their results in key order (sprig's are random).
+// environment, the host, the network or the clock, or produce random
+// output: env, expandenv, getHostByName; now, ago, date, dateInZone,
+// date_in_zone, dateModify, date_modify, htmlDate, htmlDateInZone; toDate,
+// mustToDate, unixEpoch, mustDateModify, must_date_modify (toDate parses
+// in the host's time zone, and a time's methods reach it and the clock);
+// randAlpha, randAlphaNum, randAscii, randNumeric, randBytes, randInt,
+// shuffle, uuidv4; genPrivateKey, genCA, genCAWithKey, genSelfSignedCert,
+// genSelfSignedCertWithKey, genSignedCert, genSignedCertWithKey,
+// encryptAES, bcrypt, htpasswd. A template using one of them fails to
+// parse ("function "env" not defined"). keys and values return their
+// results in key order (sprig's are random); durationRound refuses a time
+// (sprig rounds its age); osBase, osClean, osDir, osExt and osIsAbs are
+// base, clean, dir, ext and isAbs (sprig's follow the host's path
+// separator). So a template renders the same from the same stores
+// wherever and whenever it is rendered; TestEveryFunctionIsAllowedForAReason
+// lists every function a template can call with the reason it may, and
+// fails on one it does not know (a new sprig version's).
+//
+// # Printing
+//
+// What a template prints is the same in an admission (stores behind an
+// Overlay), in the live loop and in htc render (plain stores), from a
+// fresh fragment or a reused record: a store (.resources.<key>) prints as
+// "<store KEY>" and the sequences Each and each return as "<sequence>",
+// whatever the verb; printf refuses %p and arguments holding pointers
+// below their top level (fmt prints those as memory addresses); everything
+// else a template reaches is data. See printing.go.
 //
 // Replaced: set, unset, merge, mergeOverwrite, mustMerge and
 // mustMergeOverwrite only modify maps created during the current render
@@ -163,8 +182,11 @@
 // render with Input.Record (the controller's render of the live state)
 // keeps every record; a later render with the same BaseDir and size limit
 // (an admission's render of a proposed change, the next live render)
-// applies the record for the same NAME and item, instead of running NAME,
-// when every read it made returns the same objects now: reads of a store
+// applies the record for the same NAME and item (an item is named by its
+// type and content, so that items no template tells apart share a record
+// and items one does, a nil list and an empty one, int 1 and float64 1,
+// never do; a map the render did not build, by its address), instead of
+// running NAME, when every read it made returns the same objects now: reads of a store
 // still at the generation the recording render saw, and not of the keys a
 // proposed change touches, need not be made again. A fresh and a reused
 // record are applied the same way, so the result is a full render's, byte
@@ -173,6 +195,19 @@
 // source map, and a failure in it is attributed to that object. A render
 // that reused records and failed is rendered again in full (Input.Full
 // renders in full from the start), so that no denial rests on a record.
+//
+// # One state
+//
+// The informers write the stores while a render reads them. A render
+// during which a store it reads was written (the sum of the stores'
+// generations moved) may have read a state that never existed: an object
+// listed and then missing, one object read twice with two contents, a
+// record applied for one state beside a fragment run over the next. Such a
+// render, failed or passed, is rendered again over a snapshot of the
+// stores (store.Set.Snapshot: a copy of every store taken at one moment,
+// which no write changes), so every render Render returns read one state
+// the stores held (render_again.go; FuzzFragmentsRenderAsInFull's torn
+// mode writes the stores in the middle of renders).
 // Templates without fragments always render in full.
 //
 // field, safe, word and quoteValue are the sanctioned way to put resource

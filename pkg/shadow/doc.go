@@ -35,6 +35,13 @@
 // denials are compared), never counted as a mismatch. An admission render
 // that failed is not sampled: a failure never rests on replayed work.
 //
+// Each comparison is over one consistent state: a render reads one state
+// of the stores (package render renders one the stores were written under
+// again, over a snapshot), a sample is kept only when the live stores'
+// generations did not move from before its render to after it, and the
+// full render is compared only when they still have not moved once it
+// ended: both renders read the stores at those generations.
+//
 // A mismatch of an admission render names the request's object only
 // ("the admission of Secret default/web-tls: ..."): its bundle is not
 // kept.
