@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/store"
@@ -51,7 +52,9 @@ func decodeFixture(raw []byte, obj any) (*unstructured.Unstructured, error) {
 		}
 	}
 	u := &unstructured.Unstructured{}
-	if err := json.Unmarshal(raw, &u.Object); err != nil {
+	// As the API machinery decodes what the informers receive (whole
+	// numbers as int64): a test sees the values the live render sees.
+	if err := utiljson.Unmarshal(raw, &u.Object); err != nil {
 		return nil, fmt.Errorf("not a JSON object: %w", err)
 	}
 	if u.Object == nil {

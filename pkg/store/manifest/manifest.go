@@ -6,6 +6,7 @@ package manifest
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
@@ -63,13 +65,23 @@ func Decode(name string, data []byte) ([]Object, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	var out []Object
 	for doc := 1; ; doc++ {
-		var m map[string]any
-		err := dec.Decode(&m)
+		// Each document as JSON, then decoded as the API machinery decodes
+		// what the informers and the webhook receive (whole numbers as
+		// int64, not float64): a template sees the same values in htc
+		// render and htc check as in the controller.
+		var raw json.RawMessage
+		err := dec.Decode(&raw)
 		if errors.Is(err, io.EOF) {
 			return out, nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: document %d: invalid YAML: %w", name, doc, err)
+		}
+		var m map[string]any
+		if t := bytes.TrimSpace(raw); len(t) > 0 && string(t) != "null" {
+			if err := utiljson.Unmarshal(raw, &m); err != nil {
+				return nil, fmt.Errorf("%s: document %d: not an object: %w", name, doc, err)
+			}
 		}
 		if len(m) == 0 {
 			continue

@@ -9,7 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
 
 	"github.com/haproxy-template/htc/internal/testutil"
 	"github.com/haproxy-template/htc/pkg/store/manifest"
@@ -145,4 +147,22 @@ func TestRESTMapperKnowsTheGatewayAPIAsItsCRDsDeclareIt(t *testing.T) {
 		}
 	}
 	assert.GreaterOrEqual(t, checked, 12, "kinds and versions checked")
+}
+
+// TestObjectsDecodeAsTheInformersDecodeThem: a manifest's object holds the
+// values of the same object from the API server (the informers' and the
+// webhook's unstructured JSON decoding: whole numbers as int64), so that a
+// template sees the same in htc render and htc check as in the controller
+// (printf "%d", eq with an int, typeOf).
+func TestObjectsDecodeAsTheInformersDecodeThem(t *testing.T) {
+	doc := "apiVersion: v1\nkind: Service\nmetadata: {name: a}\nspec: {port: 80, ratio: 1.5, whole: 2.0, big: 9007199254740993, list: [1, 2.5, {n: 3}], none: null, empty: [], map: {}}\n"
+	objs, err := manifest.Decode("f.yaml", []byte(doc))
+	require.NoError(t, err)
+	require.Len(t, objs, 1)
+	asJSON, err := yaml.YAMLToJSON([]byte(doc))
+	require.NoError(t, err)
+	informer, _, err := unstructured.UnstructuredJSONScheme.Decode(asJSON, nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, informer.(*unstructured.Unstructured).Object, objs[0].Object)
+	assert.IsType(t, int64(0), objs[0].Object["spec"].(map[string]any)["port"])
 }
