@@ -26,6 +26,7 @@ var printFuncs = []string{
 	"{{ toJson @ }}", "{{ toPrettyJson @ }}", "{{ toRawJson @ }}", "{{ toJson (list @) }}",
 	"{{ typeOf @ }}", "{{ kindOf @ }}", "{{ typeIs \"*render.ResourceStore\" @ }}", "{{ typeIsLike \"store.Overlay\" @ }}",
 	"{{ kindIs \"ptr\" @ }}", "{{ deepEqual @ @ }}", "{{ empty @ }}", "{{ len @ }}", "{{ default \"d\" @ }}",
+	"{{ printf \"%#v\" (deepCopy @) }}", "{{ toJson (deepCopy @) }}", "{{ printf \"%#v\" (list @ @) }}",
 }
 
 // printedValues are the values a template reaches, outside a fragment
