@@ -170,8 +170,7 @@ func eachItem(fn string, items any, each func(key string, item any) error) error
 // fragment renders NAME for one item: it applies a reusable record, or
 // runs NAME and applies what it recorded.
 func (s *renderState) fragment(name, key string, item any) error {
-	k := appendLenString(appendLenString(s.frags.key[:0], name), key)
-	k, err := s.appendFingerprint(k, item)
+	k, err := s.appendFragmentKey(s.frags.key[:0], name, key, item)
 	s.frags.key = k
 	if err != nil {
 		return fmt.Errorf("fragments %q: %w", name, err)

@@ -72,7 +72,7 @@ func TestFragmentKeysTellApartWhatTemplatesTellApart(t *testing.T) {
 func TestFragmentKeysAreNotEachOthersPrefixes(t *testing.T) {
 	s := newRenderState(mustEngine(t, "x"), "")
 	fp := func(name, key string, v any) string {
-		k, err := s.appendFingerprint(appendLenString(appendLenString(nil, name), key), v)
+		k, err := s.appendFragmentKey(nil, name, key, v)
 		require.NoError(t, err)
 		return string(k)
 	}

@@ -117,6 +117,13 @@ func (s *renderState) appendFingerprint(b []byte, v any) ([]byte, error) {
 	return nil, fmt.Errorf("a value of type %T cannot be a fragment's input or an emitted value (use strings, numbers, booleans, objects, lists and dicts)", v)
 }
 
+// appendFragmentKey appends to b the key of the record of fragment name
+// for item, whose dict key is key: both strings length-prefixed (a key
+// holding any byte cannot run into the item), then the item's fingerprint.
+func (s *renderState) appendFragmentKey(b []byte, name, key string, item any) ([]byte, error) {
+	return s.appendFingerprint(appendLenString(appendLenString(b, name), key), item)
+}
+
 // appendLenString appends <len>:<s> to b.
 func appendLenString(b []byte, s string) []byte {
 	return append(append(strconv.AppendInt(b, int64(len(s)), 10), ':'), s...)
