@@ -30,7 +30,7 @@ var printFuncs = []string{
 }
 
 // printedValues are the values a template reaches, outside a fragment
-// and inside one (where .item is a store object).
+// and inside one (where .item is a store object or a frozen dict).
 var printedValues = map[string][]string{
 	"outer": {"$", "$.resources", "$.resources.cms", "$.resources.cms.Each", "($.resources.cms.List)",
 		`($.resources.cms.Get "ns" "a")`, "$.extraContext", "(each (list 1))", `(each (dict "a" 1))`,
@@ -87,7 +87,7 @@ func TestValuesPrintAlikeInEveryView(t *testing.T) {
 	// One engine: a snippet per use, the one rendered chosen by the
 	// object "sel" (outer: spec.v; in the fragment: spec.f).
 	opts := []specOpt{withSnippet("none", ""),
-		withSnippet("f", `{{ emit "ch" .item.metadata.name .item }}{{ include ($.resources.sel.Get "ns" "sel").spec.f . }};`)}
+		withSnippet("f", `{{ with .item.metadata }}{{ emit "ch" .name $.item }}{{ end }}{{ include ($.resources.sel.Get "ns" "sel").spec.f . }};`)}
 	type use struct{ where, snippet, text string }
 	var uses []use
 	for _, where := range []string{"outer", "fragment"} {
@@ -98,7 +98,9 @@ func TestValuesPrintAlikeInEveryView(t *testing.T) {
 			}
 		}
 	}
-	e := mustEngine(t, `{{ fragments "f" .resources.cms }}|{{ include (.resources.sel.Get "ns" "sel").spec.v . }}`, opts...)
+	// The fragments' items: store objects, and a dict the render built
+	// (frozen: a copy).
+	e := mustEngine(t, `{{ fragments "f" .resources.cms }}{{ fragments "f" (list (dict "l" (list 1) "m" (dict) "n" (rest (list)))) }}|{{ include (.resources.sel.Get "ns" "sel").spec.v . }}`, opts...)
 	for _, u := range uses {
 		sel := appsStore(t)
 		outer, inFragment := u.snippet, "none"
