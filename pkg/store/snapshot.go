@@ -59,7 +59,7 @@ func collectBases(r Reader, bases map[*Store]*Store) {
 			bases[x] = nil
 		}
 	case *Overlay:
-		if x != nil {
+		if x != nil && x.base != nil {
 			bases[x.base] = nil
 		}
 	case *Without:
@@ -78,7 +78,7 @@ func frozen(r Reader, copies map[*Store]*Store) Reader {
 			return copies[x]
 		}
 	case *Overlay:
-		if x != nil {
+		if x != nil && x.base != nil {
 			o := &Overlay{base: copies[x.base], hide: x.hide}
 			if x.add != nil {
 				o.addEntry = *x.add
