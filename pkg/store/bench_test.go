@@ -131,3 +131,18 @@ func benchKeys(n int) [][2]string {
 	}
 	return keys
 }
+
+// BenchmarkSnapshot is what a torn render pays before it renders again:
+// a snapshot of a store and of an Overlay of it.
+func BenchmarkSnapshot(b *testing.B) {
+	benchStores(b, func(b *testing.B, base *Store, n int) {
+		ov, err := NewOverlay(base, updateMiddle(n))
+		if err != nil {
+			b.Fatal(err)
+		}
+		set := Set{"plain": base, "overlay": ov}
+		for b.Loop() {
+			set.Snapshot()
+		}
+	})
+}
