@@ -1,10 +1,11 @@
 package render
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
-	"strconv"
 )
 
 // A fragment's item is the key of its record, and what it and its emits
@@ -19,10 +20,9 @@ import (
 //     the same text only when no template can tell them apart: a nil list
 //     or map is not an empty one, a typed nil is not nil, numbers carry
 //     their type (int 1, int64 1 and float64 1 print alike with %v, not
-//     with %T or toJson), floats every digit (-0 is not 0; NaNs, which no
-//     function tells apart, are one), strings their length. Each part
-//     starts with its own tag and ends where its tag says, so no sequence
-//     of parts reads as another;
+//     with %T or toJson), floats all their bits (-0 is not 0), strings
+//     their length. Each part starts with its own tag and ends where its
+//     tag says, so no sequence of parts reads as another;
 //   - freeze copies built maps and lists (a fragment gets its own copy, and
 //     an emitted value can no longer be modified by anyone) and keeps the
 //     rest as it is, nil lists nil.
@@ -30,48 +30,36 @@ import (
 // Any other value (a store handle, a function's result of another type) is
 // refused: a fragment's inputs are data.
 
-// appendFingerprint appends to b the text that identifies v as a
-// fragment's item (a record keeps the item, which keeps the maps the text
-// names by address alive). The parts:
+// appendFingerprint appends to b the bytes that identify v as a
+// fragment's item (a record keeps the item, which keeps the maps the bytes
+// name by address alive). Each part is a tag byte and what the tag says
+// follows: a fixed number of bytes, or a varint length or count and that
+// many bytes or parts, so no sequence of parts reads as another:
 //
-//	n                      nil
-//	s<len>:<bytes>         a string
-//	b0, b1                 a boolean
-//	#<len>:<type><value>;  a number: its Go type and value (%v; floats with
-//	                       every digit)
-//	N                      a nil map[string]any
-//	p<address>;            a map[string]any this render did not build
-//	{(<len>:<key><part>)*} a map[string]any it built, in key order
-//	M                      a nil map[string]string
-//	m(<len>:<key><len>:<value>)*;  a map[string]string, in key order
-//	[<len>:<type>n]        a nil list of that type
-//	[<len>:<type><count>;<part>*]  a list or array of that type
+//	n                         nil
+//	s <len> <bytes>           a string
+//	b 0|1                     a boolean
+//	i <varint>                an int64; I, an int
+//	f <8 bytes>               a float64, by its bits (-0 is not 0)
+//	# <len> <type> <%v> ;     another number: its Go type and value
+//	N                         a nil map[string]any
+//	p <8 bytes>               a map[string]any this render did not build,
+//	                          by address
+//	{ <count> (<len> <key> <part>)*  a map[string]any it built, in key order
+//	M                         a nil map[string]string
+//	m <count> (<len> <key> <len> <value>)*  a map[string]string, in key order
+//	[ <len> <type> n          a nil list of that type
+//	[ <len> <type> c <count> <part>*  a list or array of that type
 func (s *renderState) appendFingerprint(b []byte, v any) ([]byte, error) {
 	switch x := v.(type) {
-	case nil:
-		return append(b, 'n'), nil
-	case string:
-		return appendLenString(append(b, 's'), x), nil
-	case bool:
-		return append(b, 'b', "01"[boolIndex(x)]), nil
-	case int64:
-		b = append(b, "#5:int64"...)
-		return append(strconv.AppendInt(b, x, 10), ';'), nil
-	case int:
-		b = append(b, "#3:int"...)
-		return append(strconv.AppendInt(b, int64(x), 10), ';'), nil
-	case float64:
-		b = append(b, "#7:float64"...)
-		return append(strconv.AppendFloat(b, x, 'g', -1, 64), ';'), nil
 	case map[string]any:
 		if x == nil {
 			return append(b, 'N'), nil
 		}
 		if !s.isOwned(x) {
-			b = append(b, 'p')
-			return append(strconv.AppendUint(b, uint64(uintptr(mapPointer(x))), 16), ';'), nil
+			return binary.LittleEndian.AppendUint64(append(b, 'p'), uint64(uintptr(mapPointer(x)))), nil
 		}
-		b = append(b, '{')
+		b = binary.AppendUvarint(append(b, '{'), uint64(len(x)))
 		for _, k := range slices.Sorted(mapKeys(x)) {
 			b = appendLenString(b, k)
 			var err error
@@ -79,16 +67,28 @@ func (s *renderState) appendFingerprint(b []byte, v any) ([]byte, error) {
 				return nil, err
 			}
 		}
-		return append(b, '}'), nil
+		return b, nil
+	case nil:
+		return append(b, 'n'), nil
+	case string:
+		return appendLenString(append(b, 's'), x), nil
+	case bool:
+		return append(b, 'b', "01"[boolIndex(x)]), nil
+	case int64:
+		return binary.AppendVarint(append(b, 'i'), x), nil
+	case int:
+		return binary.AppendVarint(append(b, 'I'), int64(x)), nil
+	case float64:
+		return binary.LittleEndian.AppendUint64(append(b, 'f'), math.Float64bits(x)), nil
 	case map[string]string:
 		if x == nil {
 			return append(b, 'M'), nil
 		}
-		b = append(b, 'm')
+		b = binary.AppendUvarint(append(b, 'm'), uint64(len(x)))
 		for _, k := range slices.Sorted(mapKeys(x)) {
 			b = appendLenString(appendLenString(b, k), x[k])
 		}
-		return append(b, ';'), nil
+		return b, nil
 	}
 	rv := reflect.ValueOf(v)
 	switch rv.Kind() {
@@ -103,16 +103,16 @@ func (s *renderState) appendFingerprint(b []byte, v any) ([]byte, error) {
 		}
 		b = appendLenString(append(b, '['), rv.Type().String())
 		if rv.Kind() == reflect.Slice && rv.IsNil() {
-			return append(b, 'n', ']'), nil
+			return append(b, 'n'), nil
 		}
-		b = append(strconv.AppendInt(b, int64(rv.Len()), 10), ';')
+		b = binary.AppendUvarint(append(b, 'c'), uint64(rv.Len()))
 		for i := range rv.Len() {
 			var err error
 			if b, err = s.appendFingerprint(b, rv.Index(i).Interface()); err != nil {
 				return nil, err
 			}
 		}
-		return append(b, ']'), nil
+		return b, nil
 	}
 	return nil, fmt.Errorf("a value of type %T cannot be a fragment's input or an emitted value (use strings, numbers, booleans, objects, lists and dicts)", v)
 }
@@ -124,9 +124,9 @@ func (s *renderState) appendFragmentKey(b []byte, name, key string, item any) ([
 	return s.appendFingerprint(appendLenString(appendLenString(b, name), key), item)
 }
 
-// appendLenString appends <len>:<s> to b.
+// appendLenString appends s to b, preceded by its length (a varint).
 func appendLenString(b []byte, s string) []byte {
-	return append(append(strconv.AppendInt(b, int64(len(s)), 10), ':'), s...)
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
 // freeze returns v with the maps this render built and the lists copied
