@@ -183,9 +183,9 @@
 // keeps every record; a later render with the same BaseDir and size limit
 // (an admission's render of a proposed change, the next live render)
 // applies the record for the same NAME and item (an item is named by its
-// type and content, so that items no template tells apart share a record
-// and items one does, a nil list and an empty one, int 1 and float64 1,
-// never do; a map the render did not build, by its address), instead of
+// type and content, so that two items a template can tell apart, a nil
+// list and an empty one, int 1 and float64 1, never share a record; a map
+// the render did not build, by its address), instead of
 // running NAME, when every read it made returns the same objects now: reads of a store
 // still at the generation the recording render saw, and not of the keys a
 // proposed change touches, need not be made again. A fresh and a reused
