@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"slices"
 	"sync"
 	"time"
 
@@ -157,11 +156,11 @@ func (c *controller) notApplied(u *unstructured.Unstructured, log *slog.Logger, 
 
 // startWatchers starts an informer for every resource of p's model no
 // running informer serves yet, or serves pruned to fewer fields than p's
-// templates read (see keepOf); the informer it replaces keeps feeding the
+// templates read (dryrun.Pipeline.Keep); the informer it replaces keeps feeding the
 // stores in use until switchTo.
 func (c *controller) startWatchers(ctx context.Context, p *dryrun.Pipeline, log *slog.Logger) error {
 	for _, r := range p.Model.All() {
-		key, keep := r.WatchKey(), keepOf(p, r.WatchKey())
+		key, keep := r.WatchKey(), p.Keep(r.WatchKey())
 		old, ok := c.watchers[key]
 		if ok && old.keep.Covers(keep) {
 			continue
@@ -183,32 +182,6 @@ func (c *controller) startWatchers(ctx context.Context, p *dryrun.Pipeline, log 
 		c.watchers[key] = w
 	}
 	return nil
-}
-
-// keepOf is what the store of watch key k keeps of each object: what p's
-// templates can read of it (render.ReadSet) through every store key k
-// fills, with what the store and the controller need themselves
-// (watched.Resource.Keep); with spec.resourceStatus also the whole
-// status, which the status writer compares its documents with.
-func keepOf(p *dryrun.Pipeline, k watched.WatchKey) *watched.Keep {
-	var keep *watched.Keep
-	first := true
-	for _, r := range p.Model.All() {
-		if r.WatchKey() != k {
-			continue
-		}
-		whole, shape := p.Reads().Paths(r.Key)
-		if p.Config.Spec.ResourceStatus != nil {
-			whole = append(slices.Clone(whole), []string{"status"})
-		}
-		rk := r.Keep(whole, shape)
-		if first {
-			keep, first = rk, false
-		} else {
-			keep = watched.Union(keep, rk)
-		}
-	}
-	return keep
 }
 
 // watchNamespaces returns the namespaces to watch gvr in: nil (all) for a
@@ -253,10 +226,12 @@ func (c *controller) warmTests(ctx context.Context, p *dryrun.Pipeline, log *slo
 // admissions are served: it fills the checker's per-section parse cache, so
 // the first admission pays only for the section it changes.
 func (c *controller) switchTo(ctx context.Context, p *dryrun.Pipeline, log *slog.Logger) {
-	state := &admission.State{Pipeline: p, Stores: make(map[string]*store.Store, len(p.Model.Keys()))}
+	state := &admission.State{Pipeline: p, Stores: make(map[string]*store.Store, len(p.Model.Keys())),
+		Kept: make(map[string]*watched.Keep, len(p.Model.Keys()))}
 	used := map[watched.WatchKey]bool{}
 	for _, r := range p.Model.All() {
-		state.Stores[r.Key] = c.watchers[r.WatchKey()].store
+		w := c.watchers[r.WatchKey()]
+		state.Stores[r.Key], state.Kept[r.Key] = w.store, w.keep
 		used[r.WatchKey()] = true
 	}
 	c.admitter.SetState(state)
