@@ -52,7 +52,10 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := o.loadState(f.state); err != nil {
 		return err
 	}
-	a := &admission.Admitter{Env: env, RevealLiveState: f.showDetails,
+	// A proposed config is judged over the state's objects as it will
+	// watch and keep them (the Source), never over the stores of this
+	// config: those hold only what it watches, keyed as it indexes them.
+	a := &admission.Admitter{Env: env, RevealLiveState: f.showDetails, Source: o.objects,
 		Private: redact.ProcessValues(), PrivateWords: redact.ProcessWords()}
 	st := &admission.State{Pipeline: o.pipeline, Stores: o.stores}
 	a.SetState(st)

@@ -379,6 +379,7 @@ func newController(opts Options, log *slog.Logger, dyn dynamic.Interface, mapper
 		certs:    &certSource{log: log},
 		switches: switches,
 	}
+	c.admitter.Source = apiSource{dyn: dyn, namespaces: c.watchNamespaces}
 	c.metrics = newMetrics(c.certs.notAfter)
 	c.identity = orString(opts.Identity, defaultIdentity())
 	c.leader = newLeadership(opts.LeaderElection, c.metrics.reg)
