@@ -42,9 +42,9 @@ const proposalHead = `global
       frontend http
         bind 127.0.0.1:18080`
 
-// proposalSpec is a spec watching what watch says (watchedResources'
+// ProposalSpec is a spec watching what watch says (watchedResources'
 // entries, YAML flow maps one a line) with the template head + body.
-func proposalSpec(watch, body string) string {
+func ProposalSpec(watch, body string) string {
 	return `watchedResources:
     ` + strings.ReplaceAll(strings.TrimSpace(watch), "\n", "\n    ") + `
   haproxyConfig:
@@ -100,58 +100,58 @@ const (
 // config needs was missing: "<no value>", a missing field or an empty
 // store).
 func ProposalCases() []ProposalCase {
-	cms, cm := proposalSpec(cmsWatch, cmsBackends), func(v string) []string { return []string{configMap(v)} }
+	cms, cm := ProposalSpec(cmsWatch, cmsBackends), func(v string) []string { return []string{configMap(v)} }
 	svcs := func(h string) []string { return []string{configMap(goodTimeout), service(h)} }
-	liveWithServices := proposalSpec(cmsWatch+"\n"+servicesWatch, cmsBackends+"\n"+servicesBackend)
+	liveWithServices := ProposalSpec(cmsWatch+"\n"+servicesWatch, cmsBackends+"\n"+servicesBackend)
 	requireValue := func(expr, what string) string {
 		return "{{- $t := " + expr + " }}{{ if not $t }}{{ fail \"" + what + " is required\" }}{{ end }}\n  timeout server {{ $t }}"
 	}
 	return []ProposalCase{
-		{Name: "a new data read denies a bad value", Live: cms, Proposed: proposalSpec(cmsWatch, cmsWith("timeout server {{ $cm.data.u }}")),
+		{Name: "a new data read denies a bad value", Live: cms, Proposed: ProposalSpec(cmsWatch, cmsWith("timeout server {{ $cm.data.u }}")),
 			Objects: cm(badTimeout), Phase: "semantic"},
-		{Name: "a new data read allows a good value (false deny)", Live: cms, Proposed: proposalSpec(cmsWatch, cmsWith("timeout server {{ $cm.data.u }}")),
+		{Name: "a new data read allows a good value (false deny)", Live: cms, Proposed: ProposalSpec(cmsWatch, cmsWith("timeout server {{ $cm.data.u }}")),
 			Objects: cm(goodTimeout), Allowed: true},
-		{Name: "a new optional data read denies a bad value (false allow)", Live: cms, Proposed: proposalSpec(cmsWatch, cmsWith("{{- with $cm.data }}\n  timeout server {{ .u }}{{ end }}")),
+		{Name: "a new optional data read denies a bad value (false allow)", Live: cms, Proposed: ProposalSpec(cmsWatch, cmsWith("{{- with $cm.data }}\n  timeout server {{ .u }}{{ end }}")),
 			Objects: cm(badTimeout), Phase: "semantic"},
 		{Name: "an annotation through default denies a bad value (false allow)", Live: cms,
-			Proposed: proposalSpec(cmsWatch, cmsWith(`timeout server {{ index (default dict $cm.metadata.annotations) "t" | default "1s" }}`)),
+			Proposed: ProposalSpec(cmsWatch, cmsWith(`timeout server {{ index (default dict $cm.metadata.annotations) "t" | default "1s" }}`)),
 			Objects:  cm(badTimeout), Phase: "semantic"},
 		{Name: "an annotation through default allows a good value (false deny)", Live: cms,
-			Proposed: proposalSpec(cmsWatch, cmsWith(requireValue(`index (default dict $cm.metadata.annotations) "t" | default ""`, "annotation t"))),
+			Proposed: ProposalSpec(cmsWatch, cmsWith(requireValue(`index (default dict $cm.metadata.annotations) "t" | default ""`, "annotation t"))),
 			Objects:  cm(goodTimeout), Allowed: true},
 		{Name: "a label through dig denies a bad value (false allow)", Live: cms,
-			Proposed: proposalSpec(cmsWatch, cmsWith(`timeout server {{ dig "metadata" "labels" "t" "1s" $cm }}`)),
+			Proposed: ProposalSpec(cmsWatch, cmsWith(`timeout server {{ dig "metadata" "labels" "t" "1s" $cm }}`)),
 			Objects:  cm(badTimeout), Phase: "semantic"},
 		{Name: "a label through dig allows a good value (false deny)", Live: cms,
-			Proposed: proposalSpec(cmsWatch, cmsWith(requireValue(`dig "metadata" "labels" "t" "" $cm`, "label t"))),
+			Proposed: ProposalSpec(cmsWatch, cmsWith(requireValue(`dig "metadata" "labels" "t" "" $cm`, "label t"))),
 			Objects:  cm(goodTimeout), Allowed: true},
 		{Name: "a Service's status.loadBalancer denies a bad value (false allow)", Live: liveWithServices,
-			Proposed: proposalSpec(cmsWatch+"\n"+servicesWatch, cmsBackends+"\n"+servicesWith(`{{- range dig "status" "loadBalancer" "ingress" list $svc }}`+"\n  timeout server {{ .hostname }}{{ end }}")),
+			Proposed: ProposalSpec(cmsWatch+"\n"+servicesWatch, cmsBackends+"\n"+servicesWith(`{{- range dig "status" "loadBalancer" "ingress" list $svc }}`+"\n  timeout server {{ .hostname }}{{ end }}")),
 			Objects:  svcs(badTimeout), Phase: "semantic"},
 		{Name: "a Service's status.loadBalancer allows a good value (false deny)", Live: liveWithServices,
-			Proposed: proposalSpec(cmsWatch+"\n"+servicesWatch, cmsBackends+"\n"+servicesWith(`timeout server {{ (index $svc.status.loadBalancer.ingress 0).hostname }}`)),
+			Proposed: ProposalSpec(cmsWatch+"\n"+servicesWatch, cmsBackends+"\n"+servicesWith(`timeout server {{ (index $svc.status.loadBalancer.ingress 0).hostname }}`)),
 			Objects:  svcs(goodTimeout), Allowed: true},
 		{Name: "toJson of a whole object denies a bad value (false allow)", Live: cms,
-			Proposed: proposalSpec(cmsWatch, cmsWith("{{- with (fromJson (toJson $cm)).data }}\n  timeout server {{ .u }}{{ end }}")),
+			Proposed: ProposalSpec(cmsWatch, cmsWith("{{- with (fromJson (toJson $cm)).data }}\n  timeout server {{ .u }}{{ end }}")),
 			Objects:  cm(badTimeout), Phase: "semantic"},
 		{Name: "toJson of a whole object allows a good value (false deny)", Live: cms,
-			Proposed: proposalSpec(cmsWatch, cmsWith(requireValue(`dig "data" "u" "" (fromJson (toJson $cm))`, "data u"))),
+			Proposed: ProposalSpec(cmsWatch, cmsWith(requireValue(`dig "data" "u" "" (fromJson (toJson $cm))`, "data u"))),
 			Objects:  cm(goodTimeout), Allowed: true},
-		{Name: "a new indexBy denies a bad value (false allow)", Live: cms, Proposed: proposalSpec(cmsByNameWatch, cmsWith("timeout server {{ $cm.metadata.name }}")),
+		{Name: "a new indexBy denies a bad value (false allow)", Live: cms, Proposed: ProposalSpec(cmsByNameWatch, cmsWith("timeout server {{ $cm.metadata.name }}")),
 			Objects: cm(goodTimeout), Phase: "semantic"},
 		{Name: "a new indexBy allows what it needs (false deny)", Live: cms,
-			Proposed: proposalSpec(cmsByNameWatch, `{{- if not (.resources.cms.Get "a") }}{{ fail "ConfigMap a is required" }}{{ end }}`+"\n"+cmsBackends),
+			Proposed: ProposalSpec(cmsByNameWatch, `{{- if not (.resources.cms.Get "a") }}{{ fail "ConfigMap a is required" }}{{ end }}`+"\n"+cmsBackends),
 			Objects:  cm(goodTimeout), Allowed: true},
-		{Name: "a new label selector denies a bad value (false allow)", Live: cms, Proposed: proposalSpec(cmsPickedWatch, cmsWith("timeout server {{ $cm.metadata.name }}")),
+		{Name: "a new label selector denies a bad value (false allow)", Live: cms, Proposed: ProposalSpec(cmsPickedWatch, cmsWith("timeout server {{ $cm.metadata.name }}")),
 			Objects: cm(goodTimeout), Phase: "semantic"},
 		{Name: "a new label selector allows what it needs (false deny)", Live: cms,
-			Proposed: proposalSpec(cmsPickedWatch, `{{- if not (.resources.cms.Get "`+ProposalNamespace+`" "a") }}{{ fail "ConfigMap a is required" }}{{ end }}`+"\n"+cmsBackends),
+			Proposed: ProposalSpec(cmsPickedWatch, `{{- if not (.resources.cms.Get "`+ProposalNamespace+`" "a") }}{{ fail "ConfigMap a is required" }}{{ end }}`+"\n"+cmsBackends),
 			Objects:  cm(goodTimeout), Allowed: true},
 		{Name: "a new resource denies a bad value (false allow)", Live: cms,
-			Proposed: proposalSpec(cmsWatch+"\n"+servicesWatch, cmsBackends+"\n"+servicesWith("timeout server {{ $svc.metadata.name }}")),
+			Proposed: ProposalSpec(cmsWatch+"\n"+servicesWatch, cmsBackends+"\n"+servicesWith("timeout server {{ $svc.metadata.name }}")),
 			Objects:  svcs(goodTimeout), Phase: "semantic"},
 		{Name: "a new resource allows what it needs (false deny)", Live: cms,
-			Proposed: proposalSpec(cmsWatch+"\n"+servicesWatch, `{{- if not (.resources.services.Get "`+ProposalNamespace+`" "s") }}{{ fail "Service s is required" }}{{ end }}`+"\n"+cmsBackends),
+			Proposed: ProposalSpec(cmsWatch+"\n"+servicesWatch, `{{- if not (.resources.services.Get "`+ProposalNamespace+`" "s") }}{{ fail "Service s is required" }}{{ end }}`+"\n"+cmsBackends),
 			Objects:  svcs(goodTimeout), Allowed: true},
 	}
 }
