@@ -82,7 +82,7 @@ func configMap(v string) string {
 
 // service is Service s, its load balancer's hostname h.
 func service(h string) string {
-	return fmt.Sprintf(`{apiVersion: v1, kind: Service, metadata: {name: s, namespace: %s}, spec: {ports: [{port: 80}]}, status: {loadBalancer: {ingress: [{hostname: %q}]}}}`,
+	return fmt.Sprintf(`{apiVersion: v1, kind: Service, metadata: {name: s, namespace: %s}, spec: {type: LoadBalancer, ports: [{port: 80}]}, status: {loadBalancer: {ingress: [{hostname: %q}]}}}`,
 		ProposalNamespace, h)
 }
 
