@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -59,12 +60,61 @@ func (c *controller) configLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-c.relist:
+			c.relistWhole(ctx, latest, log)
 		case <-latest.ch:
 		}
 		if u := latest.take(); u != nil {
 			c.apply(ctx, u, latest, log)
 		}
 	}
+}
+
+// askRelist asks the config loop to list every watched resource again
+// (relistWhole); it never blocks.
+func (c *controller) askRelist() {
+	select {
+	case c.relist <- struct{}{}:
+	default:
+	}
+}
+
+// relistWhole lists every watched resource of the config in use again
+// where its store keeps less than the config's Keep says now, and
+// switches to the new stores: after a prune mismatch (the prune shortcut
+// is off, so Keep is whole objects) every store is listed again, whole.
+// When a newer config arrives meanwhile (the condition the mismatch
+// writes is one), it asks again: once that config is applied, the stores
+// it started are switched to, unless the config's own switch did.
+func (c *controller) relistWhole(ctx context.Context, latest *latestObject, log *slog.Logger) {
+	st := c.admitter.State()
+	if st == nil || st.Pipeline == nil || keepsEnough(st) {
+		return
+	}
+	p := st.Pipeline
+	log.Warn("listing every watched resource again, whole: a store's pruned objects rendered otherwise than the objects themselves")
+	if err := c.startWatchers(ctx, p, log); err != nil {
+		// The stores in use keep being fed; the next config change lists again.
+		log.Error("listing again failed", "error", err)
+		c.status.event(p.Config, corev1.EventTypeWarning, "ListingFailed", fmt.Sprintf("listing the watched resources again, whole, failed: %v", err))
+		return
+	}
+	if !c.waitSynced(ctx, p.Model, latest, log) {
+		c.askRelist()
+		return
+	}
+	c.switchTo(ctx, p, log)
+}
+
+// keepsEnough reports whether every store of st keeps what its config
+// reads of it now (State.Kept covers dryrun.Pipeline.Keep).
+func keepsEnough(st *admission.State) bool {
+	for _, r := range st.Pipeline.Model.All() {
+		if kept, ok := st.Kept[r.Key]; !ok || !kept.Covers(st.Pipeline.Keep(r.WatchKey())) {
+			return false
+		}
+	}
+	return true
 }
 
 // latestObject keeps only the newest object; ch signals that one is waiting.
