@@ -78,11 +78,12 @@ type Admitter struct {
 	// ctx's deadline is denied at once with ReasonBusy.
 	MaxInFlight int
 
-	// Source lists what a proposed config reads otherwise than the live
-	// stores hold it (another resource, selector or index, or fields the
-	// stores do not keep), under the request's deadline: the API server
-	// in the controller, the state manifests in htc check. Nil: such a
-	// config is denied, saying it could not be judged.
+	// Source gives the stores of what a proposed config reads otherwise
+	// than the live stores hold it (another resource, selector or index,
+	// or fields the stores do not keep), under the request's deadline:
+	// the informers the config will have in the controller, the state
+	// manifests in htc check. Nil: such a config is denied, saying it
+	// could not be judged.
 	Source Source
 
 	redactors redactors

@@ -41,10 +41,11 @@
 //	  → storesFor: the objects it renders once applied:   proposed.go
 //	    a live store that watches a resource the same
 //	    way and keeps every field it reads (State.Kept
-//	    covers dryrun.Pipeline.Keep), else what the
-//	    Source lists (the API server; htc check: the
-//	    state files), one proposal listing at a time;
-//	    not listed in time: denied, saying so
+//	    covers dryrun.Pipeline.Keep), else the Source's
+//	    store (the controller: the informer the config
+//	    will have; htc check: the state files), one
+//	    proposal listing at a time; not listed in time:
+//	    denied, saying so
 //	  → slots.acquire (or ReasonBusy)
 //	  → judge over those stores, against the baseline moved to them
 //	  → the live state's details hidden (unless RevealLiveState), redacted

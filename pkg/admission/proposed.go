@@ -7,7 +7,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/store"
@@ -15,17 +14,18 @@ import (
 )
 
 // Source reads the objects of a watched resource from where the live
-// stores are filled: the API server in the controller (a LIST), the state
-// manifests in htc check. A proposed config is judged over what it lists
+// stores are filled: the API server in the controller, the state
+// manifests in htc check. A proposed config is judged over what it gives
 // wherever no live store holds what the config reads (see storesFor).
 type Source interface {
-	// List returns the objects a store of r holds once a config watching
-	// r is applied: every object of r.GVR that r's label and field
-	// selectors admit (in the namespaces the controller watches), trimmed
-	// (watched.Trim) and pruned to keep (nil: whole), as the informers
-	// store them. The objects are the caller's. It returns within ctx's
-	// deadline, or fails.
-	List(ctx context.Context, r watched.Resource, keep *watched.Keep) ([]*unstructured.Unstructured, error)
+	// Store returns a store of the objects a store of r holds once a
+	// config watching r is applied: every object of r.GVR that r's label
+	// and field selectors admit (in the namespaces the controller
+	// watches), trimmed (watched.Trim), pruned to keep (nil: whole) and
+	// indexed as r says, as the informers store them. The store may be
+	// shared and kept current (the controller's informers); the caller
+	// only reads it. It returns within ctx's deadline, or fails.
+	Store(ctx context.Context, r watched.Resource, keep *watched.Keep) (*store.Store, error)
 }
 
 // storesFor returns the stores p's config renders over once it is
@@ -104,28 +104,21 @@ func containsWatch(rs []watched.Resource, k watched.WatchKey) bool {
 	return false
 }
 
-// list fills a new store of r with what a.Source lists of it, pruned to
-// keep.
+// list returns the store a.Source gives of r, pruned to keep.
 func (a *Admitter) list(ctx context.Context, r watched.Resource, keep *watched.Keep) (*store.Store, error) {
 	if a.Source == nil {
 		return nil, errNoSource
 	}
-	objs, err := a.Source.List(ctx, r, keep)
-	if err != nil {
-		return nil, err
-	}
-	s, err := store.New(r.IndexBy)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.Replace(objs); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return a.Source.Store(ctx, r, keep)
 }
 
 // errNoSource: the Admitter has no Source to list from.
 var errNoSource = errors.New("no source to list from")
+
+// ErrStillListing is what a Source returns when the list it started does
+// not finish within the deadline but goes on: the next admission of the
+// config finds it.
+var ErrStillListing = errors.New("still listing")
 
 // unlistedError is a watched resource a proposed config reads otherwise
 // than the live stores hold it, which could not be listed. Its message is
@@ -140,6 +133,8 @@ type unlistedError struct {
 func (e *unlistedError) Error() string {
 	what := fmt.Sprintf("the proposed config could not be judged: it reads %s otherwise than the config in use, and listing them", e.resource.WatchKey())
 	switch {
+	case errors.Is(e.err, ErrStillListing):
+		return what + " from the API server goes on after the admission deadline; apply it again in a moment"
 	case errors.Is(e.err, context.DeadlineExceeded) || errors.Is(e.err, context.Canceled):
 		return what + " from the API server did not finish before the admission deadline; apply it again"
 	case apierrors.IsForbidden(e.err):

@@ -113,6 +113,8 @@ func TestProposedConfigThatCannotBeListedIsDenied(t *testing.T) {
 		reason string
 	}{
 		{"no source", nil, "the proposed config could not be judged: it reads configmaps.v1 otherwise than the config in use, and listing them is not possible here"},
+		{"a list that goes on", failingSource{admission.ErrStillListing},
+			"the proposed config could not be judged: it reads configmaps.v1 otherwise than the config in use, and listing them from the API server goes on after the admission deadline; apply it again in a moment"},
 		{"the deadline", failingSource{context.DeadlineExceeded},
 			"the proposed config could not be judged: it reads configmaps.v1 otherwise than the config in use, and listing them from the API server did not finish before the admission deadline; apply it again"},
 		{"another error", failingSource{errors.New("dial tcp 10.0.0.1:443: connection refused")},
@@ -132,7 +134,7 @@ func TestProposedConfigThatCannotBeListedIsDenied(t *testing.T) {
 // failingSource fails every list with err.
 type failingSource struct{ err error }
 
-func (f failingSource) List(context.Context, watched.Resource, *watched.Keep) ([]*unstructured.Unstructured, error) {
+func (f failingSource) Store(context.Context, watched.Resource, *watched.Keep) (*store.Store, error) {
 	return nil, f.err
 }
 

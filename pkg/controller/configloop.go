@@ -46,8 +46,10 @@ func (c *controller) configLoop(ctx context.Context) {
 	})
 	done := make(chan struct{})
 	go func() { defer close(done); inf.Informer().RunWithContext(ctx) }()
+	c.prepared.run(ctx)
 	defer func() {
 		<-done
+		c.prepared.stopAll()
 		for _, w := range c.watchers {
 			w.stop()
 		}
@@ -206,8 +208,9 @@ func (c *controller) notApplied(u *unstructured.Unstructured, log *slog.Logger, 
 
 // startWatchers starts an informer for every resource of p's model no
 // running informer serves yet, or serves pruned to fewer fields than p's
-// templates read (dryrun.Pipeline.Keep); the informer it replaces keeps feeding the
-// stores in use until switchTo.
+// templates read (dryrun.Pipeline.Keep), unless the admission of p's
+// config started one already (a prepared watcher: it is adopted); the
+// informer it replaces keeps feeding the stores in use until switchTo.
 func (c *controller) startWatchers(ctx context.Context, p *dryrun.Pipeline, log *slog.Logger) error {
 	for _, r := range p.Model.All() {
 		key, keep := r.WatchKey(), p.Keep(r.WatchKey())
@@ -215,19 +218,25 @@ func (c *controller) startWatchers(ctx context.Context, p *dryrun.Pipeline, log 
 		if ok && old.keep.Covers(keep) {
 			continue
 		}
-		namespaces, err := c.watchNamespaces(r.GVR)
-		if err != nil {
-			return fmt.Errorf("store %s: %w", r.Key, err)
-		}
-		w, err := startWatcher(ctx, c.dyn, r, namespaces, keep, c.live.trigger, c.log)
-		if err != nil {
-			return fmt.Errorf("store %s: %w", r.Key, err)
+		w := c.prepared.take(key, keep)
+		if w != nil {
+			log.Info("watching with the informer the config's admission started", "store", r.Key, "resource", key.String(), "keep", w.keep.String())
+		} else {
+			namespaces, err := c.watchNamespaces(r.GVR)
+			if err != nil {
+				return fmt.Errorf("store %s: %w", r.Key, err)
+			}
+			if w, err = startWatcher(ctx, c.dyn, r, namespaces, keep, c.live.trigger, c.log); err != nil {
+				return fmt.Errorf("store %s: %w", r.Key, err)
+			}
+			if ok {
+				log.Info("listing again: the configuration reads fields the store does not keep", "store", r.Key, "resource", key.String(), "keep", keep.String())
+			} else {
+				log.Info("watching", "store", r.Key, "resource", key.String(), "namespaces", namespaces, "keep", keep.String())
+			}
 		}
 		if ok {
-			log.Info("listing again: the configuration reads fields the store does not keep", "store", r.Key, "resource", key.String(), "keep", keep.String())
 			c.retired = append(c.retired, old)
-		} else {
-			log.Info("watching", "store", r.Key, "resource", key.String(), "namespaces", namespaces, "keep", keep.String())
 		}
 		c.watchers[key] = w
 	}
@@ -354,4 +363,14 @@ func (c *controller) waitSynced(ctx context.Context, model *watched.Model, lates
 			return false
 		}
 	}
+}
+
+// startPrepared starts a prepared watcher (preparedWatchers.start): r's
+// informers in the namespaces the controller watches, pruned to keep.
+func (c *controller) startPrepared(ctx context.Context, r watched.Resource, keep *watched.Keep, changed func()) (*watcher, error) {
+	namespaces, err := c.watchNamespaces(r.GVR)
+	if err != nil {
+		return nil, err
+	}
+	return startWatcher(ctx, c.dyn, r, namespaces, keep, changed, c.log)
 }

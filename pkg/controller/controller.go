@@ -89,6 +89,9 @@ type controller struct {
 	// relist asks the config loop to list the watched resources again
 	// (capacity 1: askRelist).
 	relist chan struct{}
+	// prepared are the watchers of what proposed configs read otherwise
+	// than the stores in use (prepared.go; the Admitter's Source).
+	prepared *preparedWatchers
 
 	// owned by the config loop
 	watchers map[watched.WatchKey]*watcher
@@ -384,7 +387,6 @@ func newController(opts Options, log *slog.Logger, dyn dynamic.Interface, mapper
 		certs:    &certSource{log: log},
 		switches: switches,
 	}
-	c.admitter.Source = apiSource{dyn: dyn, namespaces: c.watchNamespaces}
 	c.metrics = newMetrics(c.certs.notAfter)
 	c.identity = orString(opts.Identity, defaultIdentity())
 	c.leader = newLeadership(opts.LeaderElection, c.metrics.reg)
@@ -401,6 +403,8 @@ func newController(opts Options, log *slog.Logger, dyn dynamic.Interface, mapper
 		c.metrics.watchParseCache(checker)
 	}
 	c.live.shadow = c.shadow
+	c.prepared = &preparedWatchers{start: c.startPrepared, trigger: c.live.trigger, log: log}
+	c.admitter.Source = c.prepared
 	return c
 }
 

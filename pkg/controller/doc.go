@@ -31,9 +31,10 @@
 // any namespace/name) is decoded, validated (denied with its field errors),
 // rendered over the objects it will render once applied, checked, and its
 // embedded tests run: a store in use where it watches the resource the same
-// way and keeps every field the proposed config reads, else a LIST from the
-// API server under the admission's deadline, pruned as the informers would
-// (apiSource, list.go; admission.Admitter.Source).
+// way and keeps every field the proposed config reads, else the store of
+// the informer the config will have once applied, which its admission
+// starts and waits for until its deadline (prepared.go: kept for the next
+// admission, adopted when the config is applied; admission.Admitter.Source).
 //
 // The informers keep of each object only what the templates can read
 // (dryrun.Pipeline.Keep). When idle, the shadow checks read one object of

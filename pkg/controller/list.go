@@ -7,7 +7,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
@@ -82,36 +81,4 @@ func listPruned(ctx context.Context, ri dynamic.ResourceInterface, opts metav1.L
 			return nil, err
 		}
 	}
-}
-
-// apiSource lists watched resources from the API server for the admission
-// of a proposed config (admission.Source): as an informer of the
-// controller lists them (the watched namespaces, the resource's
-// selectors, pruned page by page), under the admission's deadline.
-type apiSource struct {
-	dyn        dynamic.Interface
-	namespaces func(schema.GroupVersionResource) ([]string, error) // nil: all
-}
-
-// List lists r in every watched namespace, each object pruned to keep.
-func (s apiSource) List(ctx context.Context, r watched.Resource, keep *watched.Keep) ([]*unstructured.Unstructured, error) {
-	namespaces, err := s.namespaces(r.GVR)
-	if err != nil {
-		return nil, err
-	}
-	if len(namespaces) == 0 {
-		namespaces = []string{metav1.NamespaceAll}
-	}
-	key := r.WatchKey()
-	var out []*unstructured.Unstructured
-	for _, ns := range namespaces {
-		list, err := listPruned(ctx, s.dyn.Resource(r.GVR).Namespace(ns), metav1.ListOptions{LabelSelector: key.Selector, FieldSelector: key.Fields}, keep.Transform)
-		if err != nil {
-			return nil, err
-		}
-		for i := range list.Items {
-			out = append(out, &list.Items[i])
-		}
-	}
-	return out, nil
 }

@@ -5,10 +5,12 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/haproxy-template/htc/pkg/store"
 )
 
 // Objects are whole objects by resource, as a cluster holds them: what
-// htc check reads from its state manifests. Its List serves a proposed
+// htc check reads from its state manifests. Its Store serves a proposed
 // config the objects of any resource it watches, as the controller lists
 // them from the API server (package admission's Source).
 type Objects map[schema.GroupVersionResource][]*unstructured.Unstructured
@@ -29,4 +31,20 @@ func (o Objects) List(_ context.Context, r Resource, keep *Keep) ([]*unstructure
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// Store returns a new store of what List returns, indexed as r says.
+func (o Objects) Store(ctx context.Context, r Resource, keep *Keep) (*store.Store, error) {
+	objs, err := o.List(ctx, r, keep)
+	if err != nil {
+		return nil, err
+	}
+	s, err := store.New(r.IndexBy)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Replace(objs); err != nil {
+		return nil, err
+	}
+	return s, nil
 }

@@ -47,12 +47,16 @@ type runResult struct {
 	// reads what the stores keep, one that reads a field of every route no
 	// template read (its admission lists every route from the API server).
 	configsKept, configsListed []outcome
-	createPh                   phaseMeans
-	backendPh                  phaseMeans
-	updatePh                   phaseMeans
-	configKeptPh               phaseMeans
-	configListedPh             phaseMeans
-	distinct, same             concResult
+	// list is the prepared watcher's list of every route, as the
+	// controller logged it; listWhile the admission that started it.
+	list           listed
+	listWhile      outcome
+	createPh       phaseMeans
+	backendPh      phaseMeans
+	updatePh       phaseMeans
+	configKeptPh   phaseMeans
+	configListedPh phaseMeans
+	distinct, same concResult
 }
 
 // run starts a controller, waits until it is ready and measures: the
@@ -100,10 +104,16 @@ func (h *harness) run(i int) runResult {
 	})
 	h.logf("run %d: %d UPDATEs", i, len(r.updates))
 	// One unmeasured admission of each config first: its embedded tests
-	// run once (cached by the spec's hash), as for any new config.
+	// run once (cached by the spec's hash), as for any new config; the
+	// second starts the informer its admissions read the routes from
+	// (a prepared watcher), whose list is timed by the controller's log.
 	for _, listed := range []bool{false, true} {
-		h.sendConfig(client, cp.url, listed)
+		o := h.sendConfig(client, cp.url, listed)
+		if listed {
+			r.listWhile = o
+		}
 	}
+	r.list = cp.waitListed(h, 10*time.Minute)
 	r.configsKept, r.configKeptPh = h.sequential(cp, deadline, &r.floors, &r.checkerFloors, func(int) outcome {
 		return h.sendConfig(client, cp.url, false)
 	})
@@ -167,6 +177,35 @@ func (h *harness) sendLabelUpdate(client *http.Client, url string, run, k int) o
 	obj.SetLabels(labels)
 	uid := newUID()
 	return send(h.ctx, client, url, review(admissionv1.Update, obj, old, uid), uid)
+}
+
+// listed is what the controller logged of a prepared watcher's list.
+type listed struct {
+	objects int
+	took    time.Duration
+	ok      bool
+}
+
+// waitListed waits (at most bound) for the controller's log line of a
+// prepared watcher that synced.
+func (cp *controllerProc) waitListed(h *harness, bound time.Duration) listed {
+	deadline := time.Now().Add(bound)
+	for time.Now().Before(deadline) {
+		if m, _, ok := cp.logLine("listed for the admission of a proposed config"); ok {
+			n, _ := m["objects"].(float64)
+			var took time.Duration
+			switch d := m["duration"].(type) {
+			case float64:
+				took = time.Duration(d)
+			case string:
+				took, _ = time.ParseDuration(d)
+			}
+			return listed{objects: int(n), took: took, ok: true}
+		}
+		h.checkCtx()
+		time.Sleep(500 * time.Millisecond)
+	}
+	return listed{}
 }
 
 // sendConfig sends an UPDATE of the config in use that adds a loop over
