@@ -129,7 +129,7 @@ bench-scale: build haproxy ## admission at scale on a real API server, ratios to
 # each, one after another; make test runs their seed corpora only. A
 # failing input is written to the package's testdata/fuzz/<target>/, where
 # it becomes part of the seed corpus: commit it with the fix.
-FUZZ_TARGETS := ./pkg/render/:FuzzFragmentsRenderAsInFull ./pkg/haproxy/:FuzzTokenize ./pkg/haproxy/:FuzzPolicy ./pkg/haproxy/:FuzzMapEntry
+FUZZ_TARGETS := ./pkg/render/:FuzzFragmentsRenderAsInFull ./pkg/admission/:FuzzProposedConfigJudgedAsInFull ./pkg/haproxy/:FuzzTokenize ./pkg/haproxy/:FuzzPolicy ./pkg/haproxy/:FuzzMapEntry
 fuzz: haproxy ## run every fuzz target for FUZZTIME each (default 5m); make test runs only their seed corpora
 	@for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%%:*}; name=$${t##*:}; echo "==> $$name ($$pkg, $(or $(FUZZTIME),5m))"; \

@@ -52,7 +52,10 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := o.loadState(f.state); err != nil {
 		return err
 	}
-	a := &admission.Admitter{Env: env, RevealLiveState: f.showDetails,
+	// A proposed config is judged over the state's objects as it will
+	// watch and keep them (the Source), never over the stores of this
+	// config: those hold only what it watches, keyed as it indexes them.
+	a := &admission.Admitter{Env: env, RevealLiveState: f.showDetails, Source: o.objects,
 		Private: redact.ProcessValues(), PrivateWords: redact.ProcessWords()}
 	st := &admission.State{Pipeline: o.pipeline, Stores: o.stores}
 	a.SetState(st)
@@ -90,7 +93,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 func parseCheckFlags(args []string, stdout, stderr io.Writer) (*checkFlags, error) {
 	fs := newFlagSet("check", "htc check -f config.yaml --state PATH... --object FILE [--old FILE] [--operation CREATE|UPDATE|DELETE] [-o text|json]",
-		"Decide offline, exactly as the admission webhook would, whether a change is admitted:\nthe state manifests fill the stores, the object is applied as an overlay, and the\nconfiguration is rendered, checked with haproxy and tested. An object that is itself an\nHAProxyTemplateConfig is judged as the config webhook judges a proposed config (rendered\nover the state, checked, its tests run). Prints 'allowed' (exit 0) or 'denied: <reason>'\n(exit 1); -o json prints an AdmissionReview v1 response.", stdout, stderr)
+		"Decide offline, exactly as the admission webhook would, whether a change is admitted:\nthe state manifests fill the stores, the object is applied as an overlay, and the\nconfiguration is rendered, checked with haproxy and tested. An object that is itself an\nHAProxyTemplateConfig is judged as the config webhook judges a proposed config (rendered\nover every object of the state it will watch, as it will keep and index them, checked, its\ntests run). Prints 'allowed' (exit 0) or 'denied: <reason>'\n(exit 1); -o json prints an AdmissionReview v1 response.", stdout, stderr)
 	f := &checkFlags{}
 	configFlag(fs, &f.configPath)
 	fs.Var(&f.state, "state", "manifest file or directory of the cluster state (repeatable)")

@@ -15,6 +15,7 @@ import (
 	"github.com/haproxy-template/htc/pkg/haproxy"
 	"github.com/haproxy-template/htc/pkg/store"
 	"github.com/haproxy-template/htc/pkg/store/manifest"
+	"github.com/haproxy-template/htc/pkg/watched"
 )
 
 // offline is a config's pipeline and (optionally) stores filled from
@@ -23,6 +24,10 @@ type offline struct {
 	pipeline *dryrun.Pipeline
 	stores   map[string]*store.Store
 	mapper   meta.RESTMapper
+	// objects are every object of the state whose kind the mapper
+	// resolves, whole, whether the config watches it or not: what a
+	// proposed config is judged over (htc check).
+	objects watched.Objects
 }
 
 // allowedDirectivesFlag defines --allowed-directives, the operator's grant
@@ -81,8 +86,8 @@ func loadOffline(configPath string, env dryrun.Env) (*offline, error) {
 }
 
 // loadState reads the state manifests and adds each object to the store of
-// every watched resource that covers it (see watched.Model.Add). Objects no
-// watched resource covers are ignored.
+// every watched resource that covers it (see watched.Model.Add), and to
+// o.objects. Objects no watched resource covers are in o.objects only.
 func (o *offline) loadState(paths []string) error {
 	objs, err := manifest.LoadPaths(paths)
 	if err != nil {
@@ -91,11 +96,13 @@ func (o *offline) loadState(paths []string) error {
 	if o.mapper, err = manifest.NewRESTMapper(objs); err != nil {
 		return usageError{err}
 	}
+	o.objects = watched.Objects{}
 	for _, obj := range objs {
 		gvr, err := o.resourceOf(obj)
 		if err != nil {
-			continue // not a watched kind: a CRD, a Namespace, ...
+			continue // a kind the state does not define
 		}
+		o.objects[gvr] = append(o.objects[gvr], obj.Unstructured)
 		if _, err := o.pipeline.Model.Add(o.stores, gvr, obj.Unstructured); err != nil {
 			return usageError{fmt.Errorf("%s: %w", obj.Source, err)}
 		}

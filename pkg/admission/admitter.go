@@ -28,6 +28,13 @@ type State struct {
 	Pipeline *dryrun.Pipeline
 	// Stores are the actual stores, by store key.
 	Stores map[string]*store.Store
+	// Kept says what each store keeps of its objects, by store key
+	// (watched.Keep; nil: whole objects): the controller's informers
+	// prune them. A proposed config is judged over a live store only when
+	// it keeps every field the config reads; a store without an entry is
+	// never lent to a proposed config (its objects are listed from the
+	// Admitter's Source).
+	Kept map[string]*watched.Keep
 }
 
 // Admitter decides requests against the current State. It is safe for
@@ -71,9 +78,18 @@ type Admitter struct {
 	// ctx's deadline is denied at once with ReasonBusy.
 	MaxInFlight int
 
+	// Source gives the stores of what a proposed config reads otherwise
+	// than the live stores hold it (another resource, selector or index,
+	// or fields the stores do not keep), under the request's deadline:
+	// the informers the config will have in the controller, the state
+	// manifests in htc check. Nil: such a config is denied, saying it
+	// could not be judged.
+	Source Source
+
 	redactors redactors
 	baseline  atomic.Pointer[Baseline]
 	slots     slots
+	lists     slots // one proposed config lists at a time (storesFor)
 	repeats   atomic.Pointer[repeats]
 }
 
@@ -175,50 +191,57 @@ func (a *Admitter) watched(req Request) bool {
 
 // Config decides a proposed HAProxyTemplateConfig: it is decoded and
 // validated (denied with its field errors), built into a pipeline, rendered
-// over the actual stores it would watch (a resource the current config does
-// not watch the same way starts empty), checked and its embedded tests run.
+// over the objects it will render once applied (the live stores where they
+// hold what it reads, else what the Source lists: see storesFor), checked
+// and its embedded tests run.
 // A DELETE is allowed, and so is a config this controller does not use
 // (with a warning). When the proposed config fails over the current
 // resources, the reason says where but not what (see hideLiveStateDetails),
 // and so does the log: htc check over the same state shows the details.
 func (a *Admitter) Config(ctx context.Context, req Request) Decision {
 	st := a.state.Load()
-	return a.redacted(st, req, a.config(ctx, req)).answer(ctx)
+	o, listed := a.config(ctx, st, req)
+	return a.redacted(st, req, o, listed...).answer(ctx)
 }
 
-// config is Config's decision, over the state in use once the check slot
-// is taken.
-func (a *Admitter) config(ctx context.Context, req Request) outcome {
+// config is Config's decision against the state st, and the stores it
+// listed for it.
+func (a *Admitter) config(ctx context.Context, st *State, req Request) (outcome, []*store.Store) {
 	if req.Object == nil {
-		return allow()
+		return allow(), nil
 	}
 	if name := (types.NamespacedName{Namespace: req.Object.GetNamespace(), Name: req.Object.GetName()}); a.OwnConfig.Name != "" && name != a.OwnConfig {
-		return allow(fmt.Sprintf("HAProxyTemplateConfig %s is not checked: no htc controller uses it (this one uses %s)", name, a.OwnConfig))
+		return allow(fmt.Sprintf("HAProxyTemplateConfig %s is not checked: no htc controller uses it (this one uses %s)", name, a.OwnConfig)), nil
 	}
 	cfg, err := config.FromUnstructured(req.Object)
 	if err != nil {
-		return deny(phase.Config, err.Error())
+		return deny(phase.Config, err.Error()), nil
 	}
 	p, err := dryrun.Build(cfg, a.Env)
 	if err != nil {
 		if ic, ok := errors.AsType[*dryrun.InvalidConfigError](err); ok {
-			return deny(phase.Config, ic.Error())
+			return deny(phase.Config, ic.Error()), nil
 		}
-		return deny(phase.Render, phase.Reason(err))
+		return deny(phase.Render, phase.Reason(err)), nil
+	}
+	stores, listed, err := a.storesFor(ctx, st, p)
+	if err != nil {
+		a.logger().Warn("a proposed HAProxyTemplateConfig could not be judged: listing what it reads failed",
+			"namespace", req.Object.GetNamespace(), "name", req.Object.GetName(), "error", errors.Unwrap(err))
+		return deny("", err.Error()), nil
 	}
 	release, ok := a.slots.acquire(ctx, a.MaxInFlight)
 	if !ok {
-		return busy()
+		return busy(), listed
 	}
 	defer release()
-	st := a.state.Load()
 	base := a.Baseline(st)
 	if base != nil {
 		base = base.movedTo(p.Model)
 	}
-	o := a.judge(ctx, base, proposal{pipeline: p, stores: a.storesFor(p), action: configAdmission(st, cfg)})
+	o := a.judge(ctx, base, proposal{pipeline: p, stores: stores, action: configAdmission(st, cfg)})
 	if a.RevealLiveState {
-		return o
+		return o, listed
 	}
 	hidden := hideLiveStateDetails(o)
 	if hidden.Reason != o.Reason {
@@ -228,7 +251,7 @@ func (a *Admitter) config(ctx context.Context, req Request) outcome {
 			"namespace", req.Object.GetNamespace(), "name", req.Object.GetName(), "phase", string(o.Phase),
 			"reason", hidden.Reason)
 	}
-	return hidden
+	return hidden, listed
 }
 
 // configAdmission is how changes of the config are admitted: as the
@@ -250,30 +273,6 @@ func (a *Admitter) logger() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return a.Log
-}
-
-// storesFor returns, for each resource p watches, the actual store of the
-// current configuration that watches it the same way (resource, label
-// selector, index), or an empty store.
-func (a *Admitter) storesFor(p *dryrun.Pipeline) store.Set {
-	actual := map[any]*store.Store{}
-	if st := a.state.Load(); st != nil && st.Pipeline != nil {
-		for _, r := range st.Pipeline.Model.All() {
-			if s := st.Stores[r.Key]; s != nil {
-				actual[r.WatchKey()] = s
-			}
-		}
-	}
-	empty := p.Model.NewStores()
-	out := make(store.Set, len(empty))
-	for _, r := range p.Model.All() {
-		if s, ok := actual[r.WatchKey()]; ok {
-			out[r.Key] = s
-		} else {
-			out[r.Key] = empty[r.Key]
-		}
-	}
-	return out
 }
 
 // busy denies a change the controller could not check in time.

@@ -83,7 +83,7 @@ func newValidator(t *testing.T) (*admission.Admitter, map[string]*store.Store) {
 	require.NoError(t, stores["services"].Add(obj(t, service("echo", ""))))
 	require.NoError(t, stores["ingresses"].Add(obj(t, ingress(t, "echo", "echo.example.com", "echo"))))
 	a := &admission.Admitter{Env: testEnv(t)}
-	a.SetState(&admission.State{Pipeline: p, Stores: stores})
+	a.SetState(wholeState(p, stores))
 	return a, stores
 }
 
@@ -217,7 +217,7 @@ func TestFailingEmbeddedTestDenies(t *testing.T) {
 	cfg = strings.Replace(cfg, "{{- $svc := $.resources.services.Get $ing.metadata.namespace $ing.spec.rules0service }}\n", "", 1)
 	p := pipelineFor(t, cfg)
 	v := &admission.Admitter{Env: testEnv(t)}
-	v.SetState(&admission.State{Pipeline: p, Stores: p.Model.NewStores()})
+	v.SetState(wholeState(p, p.Model.NewStores()))
 	d := decided(context.Background(), v.Resource, req(servicesGVR, store.Create, obj(t, service("echo", "")), nil))
 	assert.False(t, d.Allowed)
 	assert.Equal(t, phase.Tests, d.Phase)

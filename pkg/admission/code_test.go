@@ -64,7 +64,7 @@ func TestAdmissionRunsOnlyTheRunningCode(t *testing.T) {
 	require.NoError(t, err)
 	stores := p.Model.NewStores()
 	a := &admission.Admitter{Env: env}
-	a.SetState(&admission.State{Pipeline: p, Stores: stores})
+	a.SetState(wholeState(p, stores))
 
 	// The live loop checks the stored config in full: the operator's
 	// grant lets its Lua run.

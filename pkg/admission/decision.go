@@ -38,10 +38,18 @@
 //	Admitter.Config(ctx, Request)                        admitter.go
 //	  → not this controller's config? allowed, a warning
 //	  → config.FromUnstructured → dryrun.Build (validation, templates)
+//	  → storesFor: the objects it renders once applied:   proposed.go
+//	    a live store that watches a resource the same
+//	    way and keeps every field it reads (State.Kept
+//	    covers dryrun.Pipeline.Keep), else the Source's
+//	    store (the controller: the informer the config
+//	    will have; htc check: the state files), one
+//	    proposal listing at a time; not listed in time:
+//	    denied, saying so
 //	  → slots.acquire (or ReasonBusy)
-//	  → judge over the actual stores the proposed config would watch,
-//	    against the baseline moved to its stores
+//	  → judge over those stores, against the baseline moved to them
 //	  → the live state's details hidden (unless RevealLiveState), redacted
+//	    (the listed Secrets too)
 //	  → answer, as above
 //
 // The Admitter sets no deadline: ctx's is the webhook handler's (the API

@@ -13,6 +13,8 @@ import (
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/haproxy"
+	"github.com/haproxy-template/htc/pkg/store"
+	"github.com/haproxy-template/htc/pkg/watched"
 )
 
 // testEnv builds pipelines that check with the real haproxy.
@@ -52,4 +54,14 @@ func decided(ctx context.Context, admit func(context.Context, admission.Request)
 	ctx, rep := admission.WithReport(ctx)
 	d := admit(ctx, r)
 	return decision{Decision: d, Report: *rep}
+}
+
+// wholeState is the State of p over stores that hold whole objects (as a
+// test fills them): a proposed config may read any field of them.
+func wholeState(p *dryrun.Pipeline, stores map[string]*store.Store) *admission.State {
+	kept := make(map[string]*watched.Keep, len(stores))
+	for key := range stores {
+		kept[key] = nil
+	}
+	return &admission.State{Pipeline: p, Stores: stores, Kept: kept}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/haproxy-template/htc/pkg/phase"
 	"github.com/haproxy-template/htc/pkg/redact"
 	"github.com/haproxy-template/htc/pkg/render"
+	"github.com/haproxy-template/htc/pkg/store"
 )
 
 // secretsGVR is the resource whose objects' data never leaves in a decision.
@@ -66,14 +67,21 @@ func (a *Admitter) Redactor(st *State) *redact.Redactor {
 }
 
 // redacted returns o with every secret value removed from its reason,
-// warnings and failures: the data of the State's Secrets and of the
+// warnings and failures: the data of the State's Secrets, of the Secrets
+// in listed (the stores listed for a proposed config) and of the
 // request's own objects (a Secret's admission never prints its data), and
 // the private values.
-func (a *Admitter) redacted(st *State, req Request, o outcome) outcome {
+func (a *Admitter) redacted(st *State, req Request, o outcome, listed ...*store.Store) outcome {
 	if o.Reason == "" && len(o.Warnings) == 0 && len(o.Introduced) == 0 && len(o.Existing) == 0 {
 		return o
 	}
-	own := redact.NewBuilder().AddSecret(req.Object).AddSecret(req.OldObject).Build()
+	ob := redact.NewBuilder().AddSecret(req.Object).AddSecret(req.OldObject)
+	for _, s := range listed {
+		for _, obj := range s.List() {
+			ob.AddSecret(obj)
+		}
+	}
+	own := ob.Build()
 	all := a.redactors.of(st, a.Private, a.PrivateWords)
 	clean := func(s string) string { return own.String(all.String(s)) }
 	o.Reason = clean(o.Reason)

@@ -72,7 +72,7 @@ func secretAdmitter(t *testing.T) (*admission.Admitter, *bytes.Buffer) {
 	logs := &bytes.Buffer{}
 	a := &admission.Admitter{Env: testEnv(t), OwnConfig: types.NamespacedName{Namespace: "htc-system", Name: "htc"},
 		Log: slog.New(slog.NewTextHandler(logs, nil)), Private: []string{"env-value-0xC0FFEE", "build-host-42.internal"}}
-	a.SetState(&admission.State{Pipeline: p, Stores: stores})
+	a.SetState(wholeState(p, stores))
 	return a, logs
 }
 
@@ -115,7 +115,7 @@ func TestResourceReasonIsRedacted(t *testing.T) {
 	p := a.State().Pipeline
 	stores := map[string]*store.Store{"ingresses": a.State().Stores["ingresses"], "secrets": a.State().Stores["secrets"]}
 	require.NoError(t, stores["ingresses"].Add(obj(t, leakyIngress("new"))))
-	a.SetState(&admission.State{Pipeline: p, Stores: stores})
+	a.SetState(wholeState(p, stores))
 	d = decided(context.Background(), a.Resource, req(secretsGVR, store.Create, obj(t, secretObj("new", other)), nil))
 	assert.False(t, d.Allowed)
 	assert.NotContains(t, d.Reason, "AAAAnotyetstored")

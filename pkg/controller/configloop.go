@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"slices"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -46,8 +46,10 @@ func (c *controller) configLoop(ctx context.Context) {
 	})
 	done := make(chan struct{})
 	go func() { defer close(done); inf.Informer().RunWithContext(ctx) }()
+	c.prepared.run(ctx)
 	defer func() {
 		<-done
+		c.prepared.stopAll()
 		for _, w := range c.watchers {
 			w.stop()
 		}
@@ -60,12 +62,61 @@ func (c *controller) configLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-c.relist:
+			c.relistWhole(ctx, latest, log)
 		case <-latest.ch:
 		}
 		if u := latest.take(); u != nil {
 			c.apply(ctx, u, latest, log)
 		}
 	}
+}
+
+// askRelist asks the config loop to list every watched resource again
+// (relistWhole); it never blocks.
+func (c *controller) askRelist() {
+	select {
+	case c.relist <- struct{}{}:
+	default:
+	}
+}
+
+// relistWhole lists every watched resource of the config in use again
+// where its store keeps less than the config's Keep says now, and
+// switches to the new stores: after a prune mismatch (the prune shortcut
+// is off, so Keep is whole objects) every store is listed again, whole.
+// When a newer config arrives meanwhile (the condition the mismatch
+// writes is one), it asks again: once that config is applied, the stores
+// it started are switched to, unless the config's own switch did.
+func (c *controller) relistWhole(ctx context.Context, latest *latestObject, log *slog.Logger) {
+	st := c.admitter.State()
+	if st == nil || st.Pipeline == nil || keepsEnough(st) {
+		return
+	}
+	p := st.Pipeline
+	log.Warn("listing every watched resource again, whole: a store's pruned objects rendered otherwise than the objects themselves")
+	if err := c.startWatchers(ctx, p, log); err != nil {
+		// The stores in use keep being fed; the next config change lists again.
+		log.Error("listing again failed", "error", err)
+		c.status.event(p.Config, corev1.EventTypeWarning, "ListingFailed", fmt.Sprintf("listing the watched resources again, whole, failed: %v", err))
+		return
+	}
+	if !c.waitSynced(ctx, p.Model, latest, log) {
+		c.askRelist()
+		return
+	}
+	c.switchTo(ctx, p, log)
+}
+
+// keepsEnough reports whether every store of st keeps what its config
+// reads of it now (State.Kept covers dryrun.Pipeline.Keep).
+func keepsEnough(st *admission.State) bool {
+	for _, r := range st.Pipeline.Model.All() {
+		if kept, ok := st.Kept[r.Key]; !ok || !kept.Covers(st.Pipeline.Keep(r.WatchKey())) {
+			return false
+		}
+	}
+	return true
 }
 
 // latestObject keeps only the newest object; ch signals that one is waiting.
@@ -157,58 +208,39 @@ func (c *controller) notApplied(u *unstructured.Unstructured, log *slog.Logger, 
 
 // startWatchers starts an informer for every resource of p's model no
 // running informer serves yet, or serves pruned to fewer fields than p's
-// templates read (see keepOf); the informer it replaces keeps feeding the
-// stores in use until switchTo.
+// templates read (dryrun.Pipeline.Keep), unless the admission of p's
+// config started one already (a prepared watcher: it is adopted); the
+// informer it replaces keeps feeding the stores in use until switchTo.
 func (c *controller) startWatchers(ctx context.Context, p *dryrun.Pipeline, log *slog.Logger) error {
 	for _, r := range p.Model.All() {
-		key, keep := r.WatchKey(), keepOf(p, r.WatchKey())
+		key, keep := r.WatchKey(), p.Keep(r.WatchKey())
 		old, ok := c.watchers[key]
 		if ok && old.keep.Covers(keep) {
 			continue
 		}
-		namespaces, err := c.watchNamespaces(r.GVR)
-		if err != nil {
-			return fmt.Errorf("store %s: %w", r.Key, err)
-		}
-		w, err := startWatcher(ctx, c.dyn, r, namespaces, keep, c.live.trigger, c.log)
-		if err != nil {
-			return fmt.Errorf("store %s: %w", r.Key, err)
+		w := c.prepared.take(key, keep)
+		if w != nil {
+			log.Info("watching with the informer the config's admission started", "store", r.Key, "resource", key.String(), "keep", w.keep.String())
+		} else {
+			namespaces, err := c.watchNamespaces(r.GVR)
+			if err != nil {
+				return fmt.Errorf("store %s: %w", r.Key, err)
+			}
+			if w, err = startWatcher(ctx, c.dyn, r, namespaces, keep, c.live.trigger, c.log); err != nil {
+				return fmt.Errorf("store %s: %w", r.Key, err)
+			}
+			if ok {
+				log.Info("listing again: the configuration reads fields the store does not keep", "store", r.Key, "resource", key.String(), "keep", keep.String())
+			} else {
+				log.Info("watching", "store", r.Key, "resource", key.String(), "namespaces", namespaces, "keep", keep.String())
+			}
 		}
 		if ok {
-			log.Info("listing again: the configuration reads fields the store does not keep", "store", r.Key, "resource", key.String(), "keep", keep.String())
 			c.retired = append(c.retired, old)
-		} else {
-			log.Info("watching", "store", r.Key, "resource", key.String(), "namespaces", namespaces, "keep", keep.String())
 		}
 		c.watchers[key] = w
 	}
 	return nil
-}
-
-// keepOf is what the store of watch key k keeps of each object: what p's
-// templates can read of it (render.ReadSet) through every store key k
-// fills, with what the store and the controller need themselves
-// (watched.Resource.Keep); with spec.resourceStatus also the whole
-// status, which the status writer compares its documents with.
-func keepOf(p *dryrun.Pipeline, k watched.WatchKey) *watched.Keep {
-	var keep *watched.Keep
-	first := true
-	for _, r := range p.Model.All() {
-		if r.WatchKey() != k {
-			continue
-		}
-		whole, shape := p.Reads().Paths(r.Key)
-		if p.Config.Spec.ResourceStatus != nil {
-			whole = append(slices.Clone(whole), []string{"status"})
-		}
-		rk := r.Keep(whole, shape)
-		if first {
-			keep, first = rk, false
-		} else {
-			keep = watched.Union(keep, rk)
-		}
-	}
-	return keep
 }
 
 // watchNamespaces returns the namespaces to watch gvr in: nil (all) for a
@@ -253,10 +285,12 @@ func (c *controller) warmTests(ctx context.Context, p *dryrun.Pipeline, log *slo
 // admissions are served: it fills the checker's per-section parse cache, so
 // the first admission pays only for the section it changes.
 func (c *controller) switchTo(ctx context.Context, p *dryrun.Pipeline, log *slog.Logger) {
-	state := &admission.State{Pipeline: p, Stores: make(map[string]*store.Store, len(p.Model.Keys()))}
+	state := &admission.State{Pipeline: p, Stores: make(map[string]*store.Store, len(p.Model.Keys())),
+		Kept: make(map[string]*watched.Keep, len(p.Model.Keys()))}
 	used := map[watched.WatchKey]bool{}
 	for _, r := range p.Model.All() {
-		state.Stores[r.Key] = c.watchers[r.WatchKey()].store
+		w := c.watchers[r.WatchKey()]
+		state.Stores[r.Key], state.Kept[r.Key] = w.store, w.keep
 		used[r.WatchKey()] = true
 	}
 	c.admitter.SetState(state)
@@ -329,4 +363,14 @@ func (c *controller) waitSynced(ctx context.Context, model *watched.Model, lates
 			return false
 		}
 	}
+}
+
+// startPrepared starts a prepared watcher (preparedWatchers.start): r's
+// informers in the namespaces the controller watches, pruned to keep.
+func (c *controller) startPrepared(ctx context.Context, r watched.Resource, keep *watched.Keep, changed func()) (*watcher, error) {
+	namespaces, err := c.watchNamespaces(r.GVR)
+	if err != nil {
+		return nil, err
+	}
+	return startWatcher(ctx, c.dyn, r, namespaces, keep, changed, c.log)
 }

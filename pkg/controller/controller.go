@@ -86,6 +86,13 @@ type controller struct {
 	synced   atomic.Bool // the stores of a good config synced; admissions served
 	draining atomic.Bool // Run's context ended: serving until ShutdownDelay ran out
 
+	// relist asks the config loop to list the watched resources again
+	// (capacity 1: askRelist).
+	relist chan struct{}
+	// prepared are the watchers of what proposed configs read otherwise
+	// than the stores in use (prepared.go; the Admitter's Source).
+	prepared *preparedWatchers
+
 	// owned by the config loop
 	watchers map[watched.WatchKey]*watcher
 	// retired are watchers a newer one replaced (it keeps fields they
@@ -376,6 +383,7 @@ func newController(opts Options, log *slog.Logger, dyn dynamic.Interface, mapper
 			OwnConfig: types.NamespacedName{Namespace: opts.ConfigNamespace, Name: opts.ConfigName}},
 		registry: &webhook.Registry{},
 		watchers: map[watched.WatchKey]*watcher{},
+		relist:   make(chan struct{}, 1),
 		certs:    &certSource{log: log},
 		switches: switches,
 	}
@@ -395,6 +403,8 @@ func newController(opts Options, log *slog.Logger, dyn dynamic.Interface, mapper
 		c.metrics.watchParseCache(checker)
 	}
 	c.live.shadow = c.shadow
+	c.prepared = &preparedWatchers{start: c.startPrepared, trigger: c.live.trigger, log: log}
+	c.admitter.Source = c.prepared
 	return c
 }
 

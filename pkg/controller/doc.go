@@ -29,19 +29,30 @@
 //
 // Every HAProxyTemplateConfig admitted through the webhook (CREATE, UPDATE;
 // any namespace/name) is decoded, validated (denied with its field errors),
-// rendered over the actual stores (stores it newly watches are empty),
-// checked, and its embedded tests run.
+// rendered over the objects it will render once applied, checked, and its
+// embedded tests run: a store in use where it watches the resource the same
+// way and keeps every field the proposed config reads, else the store of
+// the informer the config will have once applied, which its admission
+// starts and waits for until its deadline (prepared.go: kept for the next
+// admission, adopted when the config is applied; admission.Admitter.Source).
+//
+// The informers keep of each object only what the templates can read
+// (dryrun.Pipeline.Keep). When idle, the shadow checks read one object of
+// each store whole from the API server and render the live state with it
+// (package shadow, prune); a mismatch turns pruning off and the config
+// loop lists every watched resource again, whole (relistWhole).
 //
 // The shortcuts the controller takes (package shortcut: incremental
-// rendering, the map-only and read-set skips) are checked against the full
+// rendering, the map-only and read-set skips, pruned stores) are checked against the full
 // computation while it runs (package shadow, shortcuts.go): samples from
 // the live rounds and the admissions are checked when the controller is
 // idle (Options.ShortcutCheckWhenIdle, the idle periods internal/memreturn
 // finds) and at least every Options.ShortcutCheckEvery live renders, one at
 // a time, interrupted by any admission or live round. A mismatch turns that
 // shortcut off for the rest of the process, forgets the decisions kept for
-// repeated requests, runs the live round again in full, and sets condition
-// ShortcutsVerified False (True while every check agreed).
+// repeated requests, runs the live round again in full, records a Warning
+// Event (ShortcutMismatch) and sets condition ShortcutsVerified False (True
+// while every check agreed).
 //
 // Informer updates that keep an object's resourceVersion (resyncs) are
 // skipped; a config update that keeps the spec (metadata, status) does not
@@ -93,7 +104,7 @@
 //	htc_shortcut_checks_total{shortcut,result}         counter, run-time checks of a shortcut:
 //	                                                   agreed, mismatch, stale, cancelled, error
 //	htc_shortcut_mismatch_total{shortcut}              counter, shortcuts found giving another
-//	                                                   answer (render, map-only, read-set)
+//	                                                   answer (render, map-only, read-set, prune)
 //	htc_shortcut_enabled{shortcut}                     gauge, 1 while the shortcut is taken
 //	htc_resource_status_writes_total{result}           counter, status documents: written, unchanged,
 //	                                                   conflict, gone, error, not_leader

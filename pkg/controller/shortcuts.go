@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/haproxy-template/htc/pkg/bundle"
@@ -14,6 +16,7 @@ import (
 	"github.com/haproxy-template/htc/pkg/haproxy"
 	"github.com/haproxy-template/htc/pkg/shadow"
 	"github.com/haproxy-template/htc/pkg/shortcut"
+	"github.com/haproxy-template/htc/pkg/watched"
 )
 
 // ConditionShortcutsVerified is True while every run-time check of the
@@ -49,6 +52,7 @@ func (c *controller) newShadow(checker *haproxy.Checker) *shadow.Verifier {
 	opts := shadow.Options{
 		Switches:   c.switches,
 		State:      c.admitter.State,
+		Reread:     c.reread,
 		Every:      every,
 		OnIdle:     c.opts.ShortcutCheckWhenIdle,
 		Report:     c.shortcutChecked,
@@ -68,14 +72,19 @@ func (c *controller) newShadow(checker *haproxy.Checker) *shadow.Verifier {
 // (ConditionShortcutsVerified). After a mismatch (the shortcut is already
 // off) no decision made before is given again, and the live configuration
 // is rendered and checked anew, in full: what was published or judged by
-// the shortcut's answer is replaced. Called by the shadow checks'
-// goroutine, one outcome at a time (mismatchesMu keeps them in order).
+// the shortcut's answer is replaced (the condition's change is a Warning
+// Event). After a prune mismatch the config loop first lists every
+// watched resource again, whole (relistWhole). Called by the shadow checks' goroutine, one
+// outcome at a time (mismatchesMu keeps them in order).
 func (c *controller) shortcutChecked(ctx context.Context, o shadow.Outcome) {
 	c.mismatchesMu.Lock()
 	defer c.mismatchesMu.Unlock()
 	if !o.Agreed {
 		c.mismatches = append(c.mismatches, o)
 		c.admitter.ForgetDecisions()
+		if o.Shortcut == shortcut.Prune {
+			c.askRelist()
+		}
 		c.live.redo()
 	}
 	st := c.admitter.State()
@@ -85,12 +94,25 @@ func (c *controller) shortcutChecked(ctx context.Context, o shadow.Outcome) {
 	c.status.set(ctx, st.Pipeline.Config, shortcutsCondition(c.mismatches))
 }
 
+// reread reads one object whole from the API server for the prune checks
+// (shadow.Options.Reread), trimmed as every store's objects are.
+func (c *controller) reread(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
+	u, err := c.dyn.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := watched.Trim(u); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
 // shortcutsCondition is ConditionShortcutsVerified after the mismatches
 // found so far (none: True).
 func shortcutsCondition(mismatches []shadow.Outcome) metav1.Condition {
 	if len(mismatches) == 0 {
 		return metav1.Condition{Type: ConditionShortcutsVerified, Status: metav1.ConditionTrue, Reason: "Verified",
-			Message: "every run-time check of the shortcuts (incremental rendering, the map-only and read-set skips) agreed with the full computation"}
+			Message: "every run-time check of the shortcuts (incremental rendering, the map-only and read-set skips, pruned stores) agreed with the full computation"}
 	}
 	var parts []string
 	var kinds []string
@@ -100,9 +122,12 @@ func shortcutsCondition(mismatches []shadow.Outcome) metav1.Condition {
 			parts = append(parts, fmt.Sprintf("%s (%s)", m.Shortcut, m.Where))
 		}
 	}
-	return metav1.Condition{Type: ConditionShortcutsVerified, Status: metav1.ConditionFalse, Reason: "ShortcutMismatch",
-		Message: fmt.Sprintf("the %s shortcut gave another answer than the full computation: %s; it is off until the controller restarts",
-			strings.Join(kinds, ", "), strings.Join(parts, "; "))}
+	msg := fmt.Sprintf("the %s shortcut gave another answer than the full computation: %s; it is off until the controller restarts",
+		strings.Join(kinds, ", "), strings.Join(parts, "; "))
+	if slices.Contains(kinds, string(shortcut.Prune)) {
+		msg += "; every watched resource is listed again, whole"
+	}
+	return metav1.Condition{Type: ConditionShortcutsVerified, Status: metav1.ConditionFalse, Reason: "ShortcutMismatch", Message: msg}
 }
 
 // sampleAdmission offers the shadow checks what an admission decided

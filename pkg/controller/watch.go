@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -23,6 +24,16 @@ type watcher struct {
 	synced cache.InformerSynced
 	cancel context.CancelFunc
 	done   chan struct{}
+	sink   *storeSink
+}
+
+// listError is the last error listing or watching returned (nil: none
+// yet); the informers retry.
+func (w *watcher) listError() error {
+	if e := w.sink.failure.Load(); e != nil {
+		return *e
+	}
+	return nil
 }
 
 // startWatcher starts informers for r, filtered by its label and field
@@ -43,10 +54,10 @@ func startWatcher(ctx context.Context, client dynamic.Interface, r watched.Resou
 		namespaces = []string{metav1.NamespaceAll}
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	w := &watcher{store: st, keep: keep, cancel: cancel, done: make(chan struct{})}
 	var synced []cache.InformerSynced
 	var running sync.WaitGroup
 	sink := &storeSink{store: st, keep: keep, log: log, changed: changed}
+	w := &watcher{store: st, keep: keep, cancel: cancel, done: make(chan struct{}), sink: sink}
 	for _, ns := range namespaces {
 		s, err := runInformer(wctx, client, key, ns, sink, &running)
 		if err != nil {
@@ -107,6 +118,7 @@ func runInformer(ctx context.Context, client dynamic.Interface, key watched.Watc
 	}
 	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 		log.Warn("watch failed, retrying", "error", err)
+		sink.failure.Store(&err)
 	})
 	running.Go(func() { inf.RunWithContext(ctx) })
 	return func() bool { return inf.HasSynced() && reg.HasSynced() }, nil
@@ -124,6 +136,8 @@ type storeSink struct {
 	keep    *watched.Keep
 	log     *slog.Logger
 	changed func() // nil: nobody listens
+	// failure is the last error listing or watching returned.
+	failure atomic.Pointer[error]
 }
 
 func (s *storeSink) notify() {

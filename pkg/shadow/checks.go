@@ -47,8 +47,12 @@ func (v *Verifier) LiveRendered(p *dryrun.Pipeline, stores map[string]*store.Sto
 	if v == nil {
 		return
 	}
-	if b != nil && p != nil && v.opts.Switches.On(shortcut.Render) && maps.Equal(gens, Generations(stores)) {
-		v.live.Store(&liveSample{pipeline: p, stores: stores, gens: gens, bundle: b})
+	if b != nil && p != nil && maps.Equal(gens, Generations(stores)) {
+		s := &liveSample{pipeline: p, stores: stores, gens: gens, bundle: b}
+		if v.opts.Switches.On(shortcut.Render) {
+			v.live.Store(s)
+		}
+		v.published.Store(s)
 	}
 	if n := v.renders.Add(1); v.opts.Every > 0 && n%uint64(v.opts.Every) == 0 {
 		v.trigger()

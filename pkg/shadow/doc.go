@@ -12,12 +12,17 @@
 //	read-set  the live state with a change admitted without rendering
 //	          renders, in full, the bundle it renders with the objects the
 //	          change replaced
+//	prune     the live state with one object of each store read again
+//	          whole from the API server (Options.Reread), in place of what
+//	          the store keeps of it, renders in full the live render
+//	          (only when idle; another object of each store every time)
 //
 // The live loop and the admission path offer samples (LiveRendered,
 // AdmissionRendered, AcceptedReusing, AdmittedAlike); offering never
 // blocks. Kept until checked, never more than:
 //
 //	render    1  the newest live render (its bundle: the live loop keeps it anyway)
+//	prune     1  the same (the newest live render that rendered)
 //	          4  admission renders: the stores rendered over (the change's
 //	             overlay, no copy), the live stores' generations, the bundle's
 //	             hash; a full queue drops the new one
@@ -26,7 +31,8 @@
 //
 // The Verifier checks them at low priority: when the controller is idle
 // (Idle, which the idle memory return calls after each quiet period) and
-// every Every-th live render, one check at a time, each under its own deadline; work arriving
+// every Every-th live render (not prune: idle only), one check at a time,
+// each under its own deadline; work arriving
 // (Busy: an admission, a live round) cancels the check in progress, and
 // its sample waits for the next occasion. A sample the state moved on from
 // (the stores changed under the renders, the config changed) is dropped as
@@ -48,9 +54,11 @@
 //
 // A mismatch is logged (the shortcut, the output, line and object the
 // bundles' source map names, never their content), counted, reported
-// (Options.Report: the controller's ShortcutsVerified condition) and turns
-// that shortcut off for the rest of the process (shortcut.Switches): the
-// work is then done in full, never answered wrongly.
+// (Options.Report: the controller's ShortcutsVerified condition and an
+// Event; after a prune mismatch it lists every watched resource again,
+// whole) and turns that shortcut off for the rest of the process
+// (shortcut.Switches): the work is then done in full, never answered
+// wrongly.
 //
 // Metrics (registered on Options.Registerer):
 //

@@ -49,6 +49,9 @@ type Options struct {
 	// included, reusing no earlier run (haproxy.Checker.Unreused); nil:
 	// map-only samples are not kept.
 	CheckUnreused func(ctx context.Context, p *dryrun.Pipeline, b *bundle.Bundle) error
+	// Reread reads a live object whole from the API server, for the
+	// prune checks (run when idle); nil: no prune checks.
+	Reread Reread
 	// Every: a check runs at least every Every live renders (the newest
 	// sample then); zero never triggers one by count. Negative means
 	// DefaultEvery.
@@ -87,12 +90,18 @@ type Verifier struct {
 	metrics *metrics
 	log     *slog.Logger
 
-	wake     chan struct{} // capacity 1: checks are wanted
-	live     atomic.Pointer[liveSample]
-	admitted chan *admissionSample
-	mapOnly  chan *mapOnlySample
-	readSet  chan *readSetSample
-	renders  atomic.Uint64 // live renders seen
+	wake chan struct{} // capacity 1: checks are wanted
+	live atomic.Pointer[liveSample]
+	// published is the newest live render (published when its check
+	// passes; the prune checks compare with it); idle asks for a prune
+	// check (Idle); pruneRound picks each check's objects.
+	published  atomic.Pointer[liveSample]
+	idle       atomic.Bool
+	pruneRound atomic.Uint64
+	admitted   chan *admissionSample
+	mapOnly    chan *mapOnlySample
+	readSet    chan *readSetSample
+	renders    atomic.Uint64 // live renders seen
 	// cancel cancels the check in progress (nil: none).
 	cancel atomic.Pointer[context.CancelFunc]
 }
@@ -122,6 +131,7 @@ func New(opts Options) *Verifier {
 // samples are checked (with Options.OnIdle).
 func (v *Verifier) Idle() {
 	if v != nil && v.opts.OnIdle {
+		v.idle.Store(true)
 		v.trigger()
 	}
 }
@@ -157,12 +167,19 @@ func (v *Verifier) trigger() {
 	}
 }
 
-// checkPending checks the newest live sample, then the queued admission,
-// map-only and read-set samples, one at a time, until one is cancelled.
+// checkPending checks the newest live sample, then (when idle) the
+// pruning of the published one, then the queued admission, map-only and
+// read-set samples, one at a time, until one is cancelled.
 func (v *Verifier) checkPending(ctx context.Context) {
 	if s := v.live.Swap(nil); s != nil {
 		if !v.run(ctx, shortcut.Render, "the live state", func(ctx context.Context) (string, string) { return v.checkRender(ctx, s) }) {
 			v.live.CompareAndSwap(nil, s) // unless a newer one came
+			return
+		}
+	}
+	if s := v.published.Load(); s != nil && v.pruneChecked() && v.idle.Swap(false) {
+		if !v.run(ctx, shortcut.Prune, "the live state", func(ctx context.Context) (string, string) { return v.checkPrune(ctx, s) }) {
+			v.idle.Store(true) // the next occasion checks it
 			return
 		}
 	}
@@ -253,7 +270,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		checks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "htc_shortcut_checks_total",
-			Help: "Run-time checks of a shortcut against the full computation (render: incremental render; map-only: a haproxy -c run reused for a map-only change; read-set: a change admitted without rendering), by result: agreed, mismatch, stale, cancelled, error.",
+			Help: "Run-time checks of a shortcut against the full computation (render: incremental render; map-only: a haproxy -c run reused for a map-only change; read-set: a change admitted without rendering; prune: the stores' pruned objects, against objects read whole from the API server), by result: agreed, mismatch, stale, cancelled, error.",
 		}, []string{"shortcut", "result"}),
 		mismatches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "htc_shortcut_mismatch_total",

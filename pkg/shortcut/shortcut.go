@@ -1,4 +1,4 @@
-// Package shortcut names the three ways htc skips work and holds the
+// Package shortcut names the four ways htc skips work and holds the
 // switches that turn each of them off.
 //
 //	Render   incremental rendering: a render reuses the work a recording
@@ -9,6 +9,10 @@
 //	ReadSet  the read-set skip: a change that leaves every field the
 //	         templates read as it was is admitted without rendering
 //	         (dryrun.Pipeline.RendersAlike)
+//	Prune    pruned stores: the informers keep of each object only the
+//	         fields the templates can read (dryrun.Pipeline.Keep,
+//	         watched.Keep); off, they keep whole objects (after listing
+//	         them again)
 //
 // Each shortcut gives the answer the full computation would, and the
 // controller checks that at run time (package shadow). A shortcut caught
@@ -29,16 +33,17 @@ const (
 	Render  Kind = "render"
 	MapOnly Kind = "map-only"
 	ReadSet Kind = "read-set"
+	Prune   Kind = "prune"
 )
 
 // Kinds lists every shortcut, in a fixed order.
-var Kinds = []Kind{Render, MapOnly, ReadSet}
+var Kinds = []Kind{Render, MapOnly, ReadSet, Prune}
 
 // Switches says which shortcuts are off. The zero value has every shortcut
 // on; a nil *Switches too (tools that never turn one off). Safe for
 // concurrent use.
 type Switches struct {
-	render, mapOnly, readSet atomic.Bool // true: off
+	render, mapOnly, readSet, prune atomic.Bool // true: off
 }
 
 // On reports whether shortcut k may be taken.
@@ -68,6 +73,8 @@ func (s *Switches) flag(k Kind) *atomic.Bool {
 		return &s.mapOnly
 	case ReadSet:
 		return &s.readSet
+	case Prune:
+		return &s.prune
 	}
 	return nil
 }

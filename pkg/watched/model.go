@@ -7,7 +7,8 @@
 // list and watch, and which watches can be shared across config reloads),
 // the admission path (which stores a proposed change touches), the webhook
 // rules (which resources to intercept), the embedded tests (which stores a
-// fixture fills) and the offline CLI's state loader. A new option on a
+// fixture fills) and the offline CLI's state loader (and, through Objects,
+// what a proposed config is judged over in htc check). A new option on a
 // watched resource touches this package and its tests only.
 package watched
 

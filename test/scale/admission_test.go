@@ -47,6 +47,8 @@ func denialClass(reason string) string {
 	switch {
 	case strings.HasPrefix(reason, strings.SplitN(admission.ReasonBusy, ":", 2)[0]):
 		return "busy"
+	case strings.HasPrefix(reason, "the proposed config could not be judged"):
+		return "not judged yet: listing"
 	case strings.Contains(reason, "timed out") || strings.Contains(reason, "deadline"):
 		return "timeout"
 	default:

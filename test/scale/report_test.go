@@ -225,8 +225,8 @@ func (r runResult) summary() string {
 	}
 	d := count(r.distinct.outs)
 	w := r.distinct.wall.Seconds()
-	return fmt.Sprintf("  floor p50 %s p99 %s | CREATE, existing backend %s | CREATE adding a backend %s | UPDATE %s | %d clients: %.2f answers/s, %.2f allowed/s, denied %s, errors %s | RSS %s → %s (at rest %s → %s)",
-		secs(fp50), secs(percentile(r.floors, 0.99)), seq(r.creates), seq(r.backends), seq(r.updates),
+	return fmt.Sprintf("  floor p50 %s p99 %s | CREATE, existing backend %s | CREATE adding a backend %s | UPDATE %s | config UPDATE %s, listing %s | %d clients: %.2f answers/s, %.2f allowed/s, denied %s, errors %s | RSS %s → %s (at rest %s → %s)",
+		secs(fp50), secs(percentile(r.floors, 0.99)), seq(r.creates), seq(r.backends), seq(r.updates), seq(r.configsKept), seq(r.configsListed),
 		r.distinct.clients, float64(d.answers)/w, float64(d.allowed)/w, d.deniedText(), d.errorsText(),
 		mib(r.rssLoaded.now), mib(r.rssEnd.now), resting(r.rssLoadedRest), resting(r.rssEndRest))
 }
@@ -332,6 +332,22 @@ func (rep *report) markdown() string {
 	seqRows("CREATE (new route, existing backend)", func(r runResult) []outcome { return r.creates }, func(r runResult) phaseMeans { return r.createPh })
 	seqRows("CREATE adding a backend", func(r runResult) []outcome { return r.backends }, func(r runResult) phaseMeans { return r.backendPh })
 	seqRows("label-only UPDATE", func(r runResult) []outcome { return r.updates }, func(r runResult) phaseMeans { return r.updatePh })
+	seqRows("config UPDATE reading what the stores keep", func(r runResult) []outcome { return r.configsKept }, func(r runResult) phaseMeans { return r.configKeptPh })
+	row(fmt.Sprintf("config UPDATE reading what the stores do not keep: its first admission lists the %s (a prepared watcher), listed in; that admission", s.workload.routes), func(r runResult) string {
+		l := "– (never logged)"
+		if r.list.ok {
+			l = fmt.Sprintf("%s %s in %s", thousands(r.list.objects), s.workload.routes, secs(r.list.took))
+		}
+		o := secs(r.listWhile.took)
+		switch {
+		case r.listWhile.err != "":
+			o = "error: " + r.listWhile.err
+		case !r.listWhile.allowed:
+			o += " (denied: " + denialClass(r.listWhile.reason) + ")"
+		}
+		return l + "; " + o
+	})
+	seqRows("… then, its watcher prepared", func(r runResult) []outcome { return r.configsListed }, func(r runResult) phaseMeans { return r.configListedPh })
 	conc := func(title string, get func(runResult) concResult) {
 		row(fmt.Sprintf("%d clients × %s, %s: answers/s (allowed/s)", s.clients, s.duration, title), func(r runResult) string {
 			c := count(get(r).outs)
@@ -375,7 +391,7 @@ func (rep *report) markdown() string {
 	b.WriteString("\nDenial reasons seen: ")
 	reasons := map[string]int{}
 	for _, r := range rep.runs {
-		for _, outs := range [][]outcome{{r.first}, r.creates, r.backends, r.updates, r.distinct.outs, r.same.outs} {
+		for _, outs := range [][]outcome{{r.first}, r.creates, r.backends, r.updates, r.configsKept, r.configsListed, r.distinct.outs, r.same.outs} {
 			for k, v := range count(outs).reasons {
 				reasons[k] += v
 			}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/haproxy-template/htc/pkg/haproxy"
 )
@@ -37,13 +39,23 @@ type runResult struct {
 	// checkerFloors are `haproxy -c` of the same configuration with the
 	// checker's environment (haproxy.CheckerEnvironment), each run right
 	// after a bare one.
-	checkerFloors  []time.Duration
-	creates        []outcome // new route to an existing backend (maps only)
-	backends       []outcome // new route to a spare Service: a new backend
-	updates        []outcome // label-only
+	checkerFloors []time.Duration
+	creates       []outcome // new route to an existing backend (maps only)
+	backends      []outcome // new route to a spare Service: a new backend
+	updates       []outcome // label-only
+	// configsKept and configsListed are UPDATEs of the config: one that
+	// reads what the stores keep, one that reads a field of every route no
+	// template read (its admission lists every route from the API server).
+	configsKept, configsListed []outcome
+	// list is the prepared watcher's list of every route, as the
+	// controller logged it; listWhile the admission that started it.
+	list           listed
+	listWhile      outcome
 	createPh       phaseMeans
 	backendPh      phaseMeans
 	updatePh       phaseMeans
+	configKeptPh   phaseMeans
+	configListedPh phaseMeans
 	distinct, same concResult
 }
 
@@ -90,7 +102,25 @@ func (h *harness) run(i int) runResult {
 	r.updates, r.updatePh = h.sequential(cp, deadline, &r.floors, &r.checkerFloors, func(k int) outcome {
 		return h.sendLabelUpdate(client, cp.url, i, k)
 	})
-	h.logf("run %d: %d UPDATEs; %d clients for %s, distinct CREATEs", i, len(r.updates), h.s.clients, h.s.duration)
+	h.logf("run %d: %d UPDATEs", i, len(r.updates))
+	// One unmeasured admission of each config first: its embedded tests
+	// run once (cached by the spec's hash), as for any new config; the
+	// second starts the informer its admissions read the routes from
+	// (a prepared watcher), whose list is timed by the controller's log.
+	for _, listed := range []bool{false, true} {
+		o := h.sendConfig(client, cp.url, listed)
+		if listed {
+			r.listWhile = o
+		}
+	}
+	r.list = cp.waitListed(h, 10*time.Minute)
+	r.configsKept, r.configKeptPh = h.sequential(cp, deadline, &r.floors, &r.checkerFloors, func(int) outcome {
+		return h.sendConfig(client, cp.url, false)
+	})
+	r.configsListed, r.configListedPh = h.sequential(cp, deadline, &r.floors, &r.checkerFloors, func(int) outcome {
+		return h.sendConfig(client, cp.url, true)
+	})
+	h.logf("run %d: %d + %d config UPDATEs; %d clients for %s, distinct CREATEs", i, len(r.configsKept), len(r.configsListed), h.s.clients, h.s.duration)
 	r.distinct = h.concurrent(client, cp.url, i, false)
 	h.logf("run %d: %d clients for %s, one identical CREATE", i, h.s.clients, h.s.duration)
 	r.same = h.concurrent(client, cp.url, i, true)
@@ -145,6 +175,63 @@ func (h *harness) sendLabelUpdate(client *http.Client, url string, run, k int) o
 	}
 	labels["bench-scale/touched"] = fmt.Sprintf("r%d-%d", run, k)
 	obj.SetLabels(labels)
+	uid := newUID()
+	return send(h.ctx, client, url, review(admissionv1.Update, obj, old, uid), uid)
+}
+
+// listed is what the controller logged of a prepared watcher's list.
+type listed struct {
+	objects int
+	took    time.Duration
+	ok      bool
+}
+
+// waitListed waits (at most bound) for the controller's log line of a
+// prepared watcher that synced.
+func (cp *controllerProc) waitListed(h *harness, bound time.Duration) listed {
+	deadline := time.Now().Add(bound)
+	for time.Now().Before(deadline) {
+		if m, _, ok := cp.logLine("listed for the admission of a proposed config"); ok {
+			n, _ := m["objects"].(float64)
+			var took time.Duration
+			switch d := m["duration"].(type) {
+			case float64:
+				took = time.Duration(d)
+			case string:
+				took, _ = time.ParseDuration(d)
+			}
+			return listed{objects: int(n), took: took, ok: true}
+		}
+		h.checkCtx()
+		time.Sleep(500 * time.Millisecond)
+	}
+	return listed{}
+}
+
+// sendConfig sends an UPDATE of the config in use that adds a loop over
+// every route reading, when listed, its labels (which no template of the
+// libraries reads: the stores do not keep them, so the admission lists
+// every route from the API server), else its name (kept). Either renders
+// the configuration in use: only the listing differs.
+func (h *harness) sendConfig(client *http.Client, url string, listed bool) outcome {
+	ctx, cancel := context.WithTimeout(h.ctx, time.Minute)
+	old, err := h.cluster.dyn.Resource(gvrConfig).Namespace(configNamespace).Get(ctx, configName, metav1.GetOptions{})
+	cancel()
+	h.checkCtx()
+	if err != nil {
+		h.t.Fatalf("reading the config: %v", err)
+	}
+	read := `eq $r.metadata.name "bench-scale-never"`
+	if listed {
+		read = `index (default dict $r.metadata.labels) "bench-scale/never"`
+	}
+	obj := old.DeepCopy()
+	tpl, _, _ := unstructured.NestedString(obj.Object, "spec", "haproxyConfig", "template")
+	tpl += "{{- range $r := .resources." + h.s.workload.store + ".List }}{{ if " + read + " }}{{ fail \"never\" }}{{ end }}{{ end }}\n"
+	if err := unstructured.SetNestedField(obj.Object, tpl, "spec", "haproxyConfig", "template"); err != nil {
+		h.t.Fatal(err)
+	}
+	obj.SetGeneration(old.GetGeneration() + 1)
 	uid := newUID()
 	return send(h.ctx, client, url, review(admissionv1.Update, obj, old, uid), uid)
 }

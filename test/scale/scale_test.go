@@ -22,8 +22,10 @@
 //	HTC_SCALE_WORKLOAD ingress (default) or gateway: an HTTPRoute per app instead of an Ingress
 //	HTC_SCALE_RUNS     measured runs, each with a fresh controller (default 1)
 //	HTC_SCALE_REQUESTS sequential admissions of each kind per run (default 20): CREATEs of a new route
-//	                   to an existing backend, CREATEs adding a backend, label-only UPDATEs; the
-//	                   floor runs before each of them (three times as often)
+//	                   to an existing backend, CREATEs adding a backend, label-only UPDATEs, UPDATEs
+//	                   of the config reading what the stores keep and reading what they do not
+//	                   (listed from the API server); the floor runs before each of them (five
+//	                   times as often)
 //	HTC_SCALE_CLIENTS  concurrent clients (default 16)
 //	HTC_SCALE_DURATION how long the concurrent clients send (default 60s)
 //	HTC_SCALE_PROFILE  directory: after the runs, one more controller (built with a pprof
@@ -68,7 +70,7 @@ type settings struct {
 
 // sequentialKinds is how many kinds of sequential admission a run sends,
 // h.s.requests of each, each after a floor (see harness.run).
-const sequentialKinds = 3
+const sequentialKinds = 5
 
 // spares is how many Services (each with its EndpointSlice) are loaded
 // beside the N apps without an Ingress: one per "CREATE adding a backend"

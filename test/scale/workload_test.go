@@ -18,6 +18,8 @@ import (
 type workload struct {
 	name   string // "ingress" or "gateway"
 	config string // the library's file, relative to the repository
+	// store is the library's store key of the routes.
+	store string
 	// routes and route name the route kind in the report ("Ingresses",
 	// "Ingress").
 	routes, route string
@@ -40,16 +42,17 @@ var (
 )
 
 var workloads = map[string]workload{
-	"ingress": {name: "ingress", config: "examples/ingress/config.yaml", routes: "Ingresses", route: "Ingress", gvr: gvrIngress,
+	"ingress": {name: "ingress", config: "examples/ingress/config.yaml", store: "ingresses", routes: "Ingresses", route: "Ingress", gvr: gvrIngress,
 		object: testutil.ClusterIngress},
-	"gateway": {name: "gateway", config: "examples/gateway/config.yaml", routes: "HTTPRoutes", route: "HTTPRoute", gvr: gvrHTTPRoute,
+	"gateway": {name: "gateway", config: "examples/gateway/config.yaml", store: "httproutes", routes: "HTTPRoutes", route: "HTTPRoute", gvr: gvrHTTPRoute,
 		object: func(ns, name, service string) *unstructured.Unstructured {
 			return testutil.ClusterHTTPRoute(ns, name, service, gatewayNamespace, gatewayName)
 		}},
 }
 
-// routeResources are the resources of the route kinds, for reviews.
-var routeResources = map[string]schema.GroupVersionResource{"Ingress": gvrIngress, "HTTPRoute": gvrHTTPRoute}
+// routeResources are the resources of the route kinds (and of the
+// config), for reviews.
+var routeResources = map[string]schema.GroupVersionResource{"Ingress": gvrIngress, "HTTPRoute": gvrHTTPRoute, "HAProxyTemplateConfig": gvrConfig}
 
 // title is the heading of the workload's block in BENCHMARKS.md.
 func (w workload) title(n int) string {

@@ -1,0 +1,218 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/haproxy-template/htc/pkg/admission"
+	"github.com/haproxy-template/htc/pkg/store"
+	"github.com/haproxy-template/htc/pkg/watched"
+)
+
+// Prepared watchers are the stores a proposed config is judged over where
+// the stores in use do not hold what it reads (admission.Source): another
+// resource, selector or index, or fields they do not keep. The first
+// admission of such a config starts, for each such resource, the watcher
+// the config will have once applied (startWatcher: its selectors,
+// namespaces, index and Keep) and waits for it to sync until its
+// deadline. The watcher goes on (listing, then watching), so that the
+// next admission of the config (the retry a denial asks for, kubectl
+// apply after its dry run) finds its store synced and current; when the
+// config is applied, startWatchers adopts it instead of listing again. A
+// watcher no admission used for preparedTTL stops; at most preparedMax
+// run at once (a new one stops the least recently used).
+const (
+	preparedTTL = 5 * time.Minute
+	preparedMax = 4
+)
+
+// preparedWatchers are the controller's prepared watchers. Safe for
+// concurrent use.
+type preparedWatchers struct {
+	// start starts a watcher of r pruned to keep, whose store changes
+	// call changed (startWatcher with the controller's client and
+	// namespaces).
+	start func(ctx context.Context, r watched.Resource, keep *watched.Keep, changed func()) (*watcher, error)
+	// trigger is called for every change of an adopted watcher's store
+	// (the live loop's).
+	trigger func()
+	log     *slog.Logger
+
+	mu    sync.Mutex
+	ctx   context.Context // the config loop's (run); nil: not running
+	byKey map[watched.WatchKey]*prepared
+}
+
+// prepared is one prepared watcher.
+type prepared struct {
+	w       *watcher
+	started time.Time
+	used    time.Time
+	expiry  *time.Timer
+	adopted atomic.Bool
+}
+
+// errNotRunning: no config loop runs the prepared watchers.
+var errNotRunning = errors.New("the controller's watchers are not running")
+
+// run makes the watchers run under ctx (the config loop's) until ctx ends
+// or stopAll.
+func (ps *preparedWatchers) run(ctx context.Context) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	ps.ctx = ctx
+}
+
+// Store returns the store of r's prepared watcher pruned to (at least)
+// keep, once it synced: admission.ErrStillListing when ctx ends first
+// (it goes on), or the list's error when the API server refuses it.
+func (ps *preparedWatchers) Store(ctx context.Context, r watched.Resource, keep *watched.Keep) (*store.Store, error) {
+	p, err := ps.get(r, keep)
+	if err != nil {
+		return nil, err
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !p.w.synced() {
+		if err := p.w.listError(); refused(err) {
+			ps.drop(r.WatchKey(), p) // the next admission starts afresh (after RBAC or the CRD is fixed)
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, admission.ErrStillListing
+		case <-tick.C:
+		}
+	}
+	return p.w.store, nil
+}
+
+// get returns r's prepared watcher keeping at least keep, started now
+// unless one runs.
+func (ps *preparedWatchers) get(r watched.Resource, keep *watched.Keep) (*prepared, error) {
+	k := r.WatchKey()
+	var stop []*watcher
+	defer func() {
+		for _, w := range stop {
+			w.stop()
+		}
+	}()
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.ctx == nil || ps.ctx.Err() != nil {
+		return nil, errNotRunning
+	}
+	if p, ok := ps.byKey[k]; ok {
+		if p.w.keep.Covers(keep) {
+			p.used = time.Now()
+			p.expiry.Reset(preparedTTL)
+			return p, nil
+		}
+		stop = append(stop, ps.removeLocked(k)) // it keeps less: replaced
+	}
+	if len(ps.byKey) >= preparedMax {
+		stop = append(stop, ps.removeLocked(ps.leastRecentlyUsedLocked()))
+	}
+	p := &prepared{started: time.Now(), used: time.Now()}
+	w, err := ps.start(ps.ctx, r, keep, func() {
+		if p.adopted.Load() {
+			ps.trigger()
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.w = w
+	p.expiry = time.AfterFunc(preparedTTL, func() { ps.drop(k, p) })
+	go func() { // what the list costs, for the log
+		if cache.WaitForCacheSync(w.done, w.synced) {
+			ps.log.Info("listed for the admission of a proposed config", "resource", k.String(),
+				"objects", w.store.Len(), "duration", time.Since(p.started).Round(time.Millisecond))
+		}
+	}()
+	if ps.byKey == nil {
+		ps.byKey = map[watched.WatchKey]*prepared{}
+	}
+	ps.byKey[k] = p
+	ps.log.Info("listing for the admission of a proposed config", "resource", k.String(), "keep", keep.String())
+	return p, nil
+}
+
+// take hands the prepared watcher of k over to the caller (the config
+// loop, applying the config it was prepared for) when it keeps at least
+// keep; nil when there is none.
+func (ps *preparedWatchers) take(k watched.WatchKey, keep *watched.Keep) *watcher {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	p, ok := ps.byKey[k]
+	if !ok || !p.w.keep.Covers(keep) {
+		return nil
+	}
+	delete(ps.byKey, k)
+	p.expiry.Stop()
+	p.adopted.Store(true)
+	return p.w
+}
+
+// drop stops p, k's prepared watcher, unless it was replaced or adopted.
+func (ps *preparedWatchers) drop(k watched.WatchKey, p *prepared) {
+	ps.mu.Lock()
+	if ps.byKey[k] != p {
+		ps.mu.Unlock()
+		return
+	}
+	w := ps.removeLocked(k)
+	ps.mu.Unlock()
+	w.stop()
+}
+
+// stopAll stops every prepared watcher (the config loop ends).
+func (ps *preparedWatchers) stopAll() {
+	ps.mu.Lock()
+	var stop []*watcher
+	for k := range ps.byKey {
+		stop = append(stop, ps.removeLocked(k))
+	}
+	ps.ctx = nil
+	ps.mu.Unlock()
+	for _, w := range stop {
+		w.stop()
+	}
+}
+
+// removeLocked removes k's prepared watcher and returns it, to be
+// stopped once ps.mu is released.
+func (ps *preparedWatchers) removeLocked(k watched.WatchKey) *watcher {
+	p := ps.byKey[k]
+	delete(ps.byKey, k)
+	p.expiry.Stop()
+	return p.w
+}
+
+// leastRecentlyUsedLocked is the key of the prepared watcher used last
+// the longest ago.
+func (ps *preparedWatchers) leastRecentlyUsedLocked() watched.WatchKey {
+	var oldest watched.WatchKey
+	var at time.Time
+	for k, p := range ps.byKey {
+		if at.IsZero() || p.used.Before(at) {
+			oldest, at = k, p.used
+		}
+	}
+	return oldest
+}
+
+// refused reports whether err is the API server's lasting refusal to list
+// (forbidden, unauthorized, no such resource), which retrying does not
+// mend; other errors the informer retries.
+func refused(err error) bool {
+	return err != nil && (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsNotFound(err) || meta.IsNoMatchError(err))
+}
