@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/record"
 
 	htctestutil "github.com/haproxy-template/htc/internal/testutil"
@@ -109,7 +110,14 @@ func newLiveFixture(t *testing.T, outDir string, port int) *liveFixture {
 		events:   events,
 		metrics:  m,
 	}
-	f.status = func(typ string) *metav1.Condition {
+	f.status = statusOf(t, dyn)
+	return f
+}
+
+// statusOf returns a reader of the conditions of the config htc-system/htc
+// that dyn holds.
+func statusOf(t *testing.T, dyn dynamic.Interface) func(typ string) *metav1.Condition {
+	return func(typ string) *metav1.Condition {
 		got, err := dyn.Resource(configGVR).Namespace("htc-system").Get(t.Context(), "htc", metav1.GetOptions{})
 		require.NoError(t, err)
 		raw, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
@@ -122,7 +130,6 @@ func newLiveFixture(t *testing.T, outDir string, port int) *liveFixture {
 		}
 		return meta.FindStatusCondition(conds, typ)
 	}
-	return f
 }
 
 func (f *liveFixture) cfg(t *testing.T) string {
@@ -133,7 +140,7 @@ func (f *liveFixture) cfg(t *testing.T) string {
 }
 
 func (f *liveFixture) reloads(result string) float64 {
-	return testutil.ToFloat64(f.metrics.reloadsHAProxy.WithLabelValues(result))
+	return reloadCount(f.metrics, result)
 }
 
 // nextEvent returns the next recorded Event ("Type Reason Message").

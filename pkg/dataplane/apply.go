@@ -41,10 +41,49 @@ const (
 // Applied counts what a plan changed, by kind.
 type Applied map[string]int
 
-// payloadBytes bounds the payload of one command: HAProxy's CLI reads a
-// command with its payload into one buffer of tune.bufsize bytes (16384 by
-// default) and refuses a larger one.
+// payloadBytes bounds the payload of one add map command, so that a map is
+// sent in a few commands of moderate size.
 const payloadBytes = 8 << 10
+
+// defaultBufsize is HAProxy's tune.bufsize when the configuration does not
+// set it: the CLI reads a command with its payload into one buffer of that
+// size and refuses (or, for a line longer than the buffer, never answers)
+// a larger one.
+const defaultBufsize = 16384
+
+// cliBufsize is the tune.bufsize the configuration sets (the last one, as
+// HAProxy reads them), defaultBufsize when none, 0 when one is not a
+// number this package reads (a variable): then no payload is sent (a
+// payload larger than the buffer is not refused cleanly by HAProxy: the
+// CLI reads the rest of it as another command,
+// TestApplyStopsAtTheFirstCommandHAProxyRefuses).
+func cliBufsize(cfg string) int {
+	size := defaultBufsize
+	if !strings.Contains(cfg, "tune.bufsize") {
+		return size
+	}
+	for _, line := range policy.Lines(cfg) {
+		kw, words := firstWord(line)
+		if kw != "tune.bufsize" {
+			continue
+		}
+		if words == nil {
+			words = policy.Words(line)
+		}
+		size = 0
+		if len(words) > 1 {
+			if n, err := strconv.Atoi(words[1]); err == nil && n > 0 {
+				size = n
+			}
+		}
+	}
+	return size
+}
+
+// fits reports whether a command line cmd with a payload of n bytes fits
+// in HAProxy's CLI buffer of bufsize bytes, leaving the 1024 bytes HAProxy
+// keeps free in a buffer (tune.maxrewrite).
+func fits(cmd string, n, bufsize int) bool { return len(cmd)+n+1024 <= bufsize }
 
 // Apply makes the changes of p through c. First, when files changed, it
 // asks HAProxy what each one is (show map, show acl, show ssl cert, show
@@ -228,13 +267,16 @@ func (p *Plan) resolveFiles(ctx context.Context, c Commander) ([]fileUpdate, err
 			// after it is then not served (TestHAProxy30CAFileCommitStopsLaterCertCommits).
 			return nil, &Reason{Kind: ReasonFiles, Detail: name + " is a CA file (HAProxy 3.0 serves no certificate committed after a CA file was)"}
 		case as[0] == KindMap:
-			payloads, why := mapPayloads(f.Content)
+			payloads, why := mapPayloads(f.Content, "add map @4294967295 "+cliWord(f.Path), p.bufsize)
 			if why != "" {
 				return nil, &Reason{Kind: ReasonFiles, Detail: name + ": " + why}
 			}
 			u.kind, u.payloads = KindMap, payloads
 		default:
 			pem, why := pemPayload(f.Content)
+			if why == "" && !fits("set ssl cert "+cliWord(f.Path), len(pem), p.bufsize) {
+				why = fmt.Sprintf("%d bytes do not fit HAProxy's CLI buffer of %d bytes (tune.bufsize)", len(pem), p.bufsize)
+			}
 			if why != "" {
 				return nil, &Reason{Kind: ReasonFiles, Detail: name + ": " + why}
 			}
@@ -287,19 +329,25 @@ func (u fileUpdate) apply(ctx context.Context, c Commander) error {
 
 // mapPayloads turns a map file into the payloads of add map: "key value"
 // per entry HAProxy reads from the file (policy.MapEntries), in order, cut
-// into payloads of at most payloadBytes. The CLI reads a payload line's
-// key up to the first blank and its value to the end of the line, which
-// gives the file's entries back, except an entry without a value, which a
-// payload cannot carry (why says so).
-func mapPayloads(content string) (payloads []string, why string) {
+// into payloads of at most payloadBytes (or half the CLI buffer), each of
+// which with the command line cmd fits HAProxy's CLI buffer of bufsize
+// bytes. The CLI reads a payload line's key up to the first blank and its
+// value to the end of the line, which gives the file's entries back. An
+// entry without a value (a payload cannot carry it) or too long for the
+// buffer cannot be sent (why says so).
+func mapPayloads(content, cmd string, bufsize int) (payloads []string, why string) {
 	keys, values := policy.MapEntries(content)
+	limit := min(payloadBytes, bufsize/2)
 	var b strings.Builder
 	for i, k := range keys {
 		if values[i] == "" {
 			return nil, "the entry " + policy.Shorten(k) + " has no value, which add map cannot carry"
 		}
 		line := k + " " + values[i] + "\n"
-		if b.Len() > 0 && b.Len()+len(line) > payloadBytes {
+		if !fits(cmd, len(line), bufsize) {
+			return nil, fmt.Sprintf("an entry of %d bytes does not fit HAProxy's CLI buffer of %d bytes (tune.bufsize)", len(line), bufsize)
+		}
+		if b.Len() > 0 && (b.Len()+len(line) > limit || !fits(cmd, b.Len()+len(line), bufsize)) {
 			payloads = append(payloads, b.String())
 			b.Reset()
 		}

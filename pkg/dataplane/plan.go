@@ -74,6 +74,8 @@ type FileChange struct {
 type Plan struct {
 	Servers []ServerChange
 	Files   []FileChange
+	// bufsize is HAProxy's CLI buffer (cliBufsize).
+	bufsize int
 }
 
 // Empty reports whether the plan changes nothing.
@@ -93,7 +95,7 @@ func Diff(old, new *bundle.Bundle) (*Plan, *Reason) {
 	case old.BaseDir != new.BaseDir:
 		return nil, &Reason{Kind: ReasonStructure, Detail: "the bundle moved to another directory"}
 	}
-	p := &Plan{}
+	p := &Plan{bufsize: cliBufsize(new.Config)}
 	if old.Config != new.Config {
 		if r := p.diffServers(readConfig(old.Config), readConfig(new.Config)); r != nil {
 			return nil, r

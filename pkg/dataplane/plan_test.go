@@ -130,21 +130,35 @@ func TestDiffListsChangedFilesAndReloadsForAddedOrRemovedOnes(t *testing.T) {
 }
 
 func TestMapPayloadsCarryTheEntriesHAProxyReadsFromTheFile(t *testing.T) {
-	p, why := mapPayloads("# comment\n  key1   value with  spaces  \n\nkey2\tv2\r\nkey3 v3")
+	p, why := mapPayloads("# comment\n  key1   value with  spaces  \n\nkey2\tv2\r\nkey3 v3", "add map @1 /m", defaultBufsize)
 	require.Empty(t, why)
 	assert.Equal(t, []string{"key1 value with  spaces\nkey2 v2\nkey3 v3\n"}, p)
 
-	_, why = mapPayloads("alone\n")
+	_, why = mapPayloads("alone\n", "add map @1 /m", defaultBufsize)
 	assert.Contains(t, why, "no value")
 
 	big := strings.Repeat("k"+strings.Repeat("x", 100)+" v\n", 200)
-	p, why = mapPayloads(big)
+	p, why = mapPayloads(big, "add map @1 /m", defaultBufsize)
 	require.Empty(t, why)
 	assert.Greater(t, len(p), 1, "cut into payloads the CLI buffer takes")
 	for _, pl := range p {
 		assert.LessOrEqual(t, len(pl), payloadBytes)
 	}
 	assert.Equal(t, big, strings.Join(p, ""))
+
+	p, why = mapPayloads(big, "add map @1 /m", 4096)
+	require.Empty(t, why)
+	for _, pl := range p {
+		assert.LessOrEqual(t, len(pl), 2048, "half of a smaller CLI buffer")
+	}
+	_, why = mapPayloads("k "+strings.Repeat("v", 5000)+"\n", "add map @1 /m", 4096)
+	assert.Contains(t, why, "does not fit HAProxy's CLI buffer of 4096 bytes")
+
+	assert.Equal(t, 4096, cliBufsize("global\n  tune.bufsize 4096\n"))
+	assert.Equal(t, defaultBufsize, cliBufsize(planBase))
+	assert.Equal(t, 0, cliBufsize("global\n  tune.bufsize ${SIZE}\n"), "unknown: nothing is sent")
+	_, why = mapPayloads("k v\n", "add map @1 /m", 0)
+	assert.Contains(t, why, "does not fit")
 }
 
 func TestCLIWordEscapesWhatTheCLIWouldSplitOrUnescape(t *testing.T) {

@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/haproxy-template/htc/internal/testutil"
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/haproxy/master"
 )
 
 // TestAnswersOfHAProxy30 reads the answers of the real HAProxy 3.0 with the
@@ -58,4 +60,36 @@ func TestAnswersOfHAProxy30(t *testing.T) {
 	require.NoError(t, err)
 	_, err = h.session.Do(ctx, "commit ssl cert "+site, "")
 	assert.ErrorContains(t, err, "must contain at least a certificate and a private key", "a refused commit is an error")
+}
+
+// TestApplyStopsAtTheFirstCommandHAProxyRefuses: a map payload larger than
+// HAProxy's CLI buffer (from a plan made for a larger tune.bufsize than
+// HAProxy runs with, which Diff never makes) is refused by HAProxy, though
+// not cleanly: the CLI cuts the command and reads the rest as another
+// one. Apply returns a *Failure naming the command and HAProxy's answer,
+// and a reload brings HAProxy back to the files.
+func TestApplyStopsAtTheFirstCommandHAProxyRefuses(t *testing.T) {
+	bin := haproxy30(t)
+	cert := testutil.SelfSigned(t, "site", time.Now().Add(time.Hour))
+	f := &dpFixture{echoes: startEchoes(t, 1), certs: []testutil.Cert{cert}, cas: []testutil.Cert{cert}}
+	h := newInstance(t)
+	m := newModel()
+	old := f.render(m, h)
+	h.start(t, bin, old)
+	m.routes["long.example"] = strings.Repeat("v", 16000)
+	nb := f.render(m, h)
+	p, r := Diff(old, nb)
+	require.Nil(t, r)
+	p.bufsize = 1 << 20 // as if HAProxy ran with a larger tune.bufsize
+	require.NoError(t, bundle.Write(h.dir, nb))
+	_, err := p.Apply(t.Context(), h.session)
+	var failed *Failure
+	require.ErrorAs(t, err, &failed)
+	assert.Contains(t, failed.Command, "add map @")
+	var refused *master.CommandError
+	require.ErrorAs(t, err, &refused, "HAProxy refused it")
+	h.reload(t, nb)
+	mm, err := Verify(t.Context(), h.session, nb)
+	require.NoError(t, err)
+	assert.Empty(t, mm)
 }
