@@ -17,17 +17,10 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/tools/record"
 
 	htctestutil "github.com/haproxy-template/htc/internal/testutil"
-	"github.com/haproxy-template/htc/pkg/admission"
-	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/dataplane"
-	"github.com/haproxy-template/htc/pkg/dryrun"
-	"github.com/haproxy-template/htc/pkg/haproxy"
 	"github.com/haproxy-template/htc/pkg/haproxy/master"
-	"github.com/haproxy-template/htc/pkg/publish"
-	"github.com/haproxy-template/htc/pkg/store"
 )
 
 // runtimeTemplate serves backend app, one server per Service annotated
@@ -86,40 +79,10 @@ func newRuntimeFixture(t *testing.T, extra map[string]any) *runtimeFixture {
 	for k, v := range extra {
 		ctxExtra[k] = v
 	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": config.GroupVersion.String(), "kind": config.Kind,
-		"metadata": map[string]any{"namespace": "htc-system", "name": "htc", "generation": int64(1)},
-		"spec": map[string]any{
-			"watchedResources": map[string]any{
-				"services": map[string]any{"apiVersion": "v1", "resources": "services", "indexBy": []any{"metadata.namespace", "metadata.name"}},
-			},
-			"extraContext":  ctxExtra,
-			"haproxyConfig": map[string]any{"template": runtimeTemplate},
-			"maps": map[string]any{"hosts.map": map[string]any{
-				"template": "{{ range .resources.services.List }}{{ with (default dict .metadata.annotations).host }}{{ word . }} app\n{{ end }}{{ end }}",
-			}},
-		},
-	}}
-	cfg, err := config.FromUnstructured(u)
-	require.NoError(t, err)
-	out, err := publish.Open(filepath.Join(dir, "out"))
-	require.NoError(t, err)
-	checker, err := haproxy.NewChecker(haproxy.Options{TempDir: t.TempDir()})
-	require.NoError(t, err)
-	pipeline, err := dryrun.Build(cfg, dryrun.Env{BaseDir: out.Path(), CheckerFor: func(a []string) dryrun.Checker { return checker.Allowing(a) }})
-	require.NoError(t, err)
-	services, err := store.New([]string{"metadata.namespace", "metadata.name"})
-	require.NoError(t, err)
-	dyn := fakeClient(u)
-	events := record.NewFakeRecorder(100)
 	logs := &htctestutil.SyncBuffer{}
-	log := slog.New(slog.NewJSONHandler(logs, nil))
-	m := newMetrics(func() time.Time { return time.Time{} })
-	a := &admission.Admitter{}
-	a.SetState(&admission.State{Pipeline: pipeline, Stores: map[string]*store.Store{"services": services}})
-	lf := &liveFixture{live: newLive(a, out, nil, newStatusReporter(dyn, events, log), m, log), services: services,
-		cfgFile: filepath.Join(out.Path(), "haproxy.cfg"), events: events, metrics: m}
-	lf.status = statusOf(t, dyn)
+	lf := newServicesFixture(t, filepath.Join(dir, "out"), ctxExtra, runtimeTemplate, "hosts.map",
+		"{{ range .resources.services.List }}{{ with (default dict .metadata.annotations).host }}{{ word . }} app\n{{ end }}{{ end }}",
+		slog.New(slog.NewJSONHandler(logs, nil)))
 	f := &runtimeFixture{liveFixture: lf, addr: addr, logs: logs}
 	t.Cleanup(func() { f.live.mu.Lock(); f.live.stopRetry(); f.live.mu.Unlock() })
 	return f

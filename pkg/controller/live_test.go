@@ -72,6 +72,15 @@ type liveFixture struct {
 
 func newLiveFixture(t *testing.T, outDir string, port int) *liveFixture {
 	t.Helper()
+	return newServicesFixture(t, outDir, map[string]any{"port": int64(port)}, liveTemplate,
+		"names.map", "{{ range .resources.services.List }}/{{ word .metadata.name }} yes\n{{ end }}", slog.New(slog.DiscardHandler))
+}
+
+// newServicesFixture is a live fixture over a config watching Services
+// (store "services"), with extraContext extra, haproxy.cfg template cfg
+// and one map, logging to log.
+func newServicesFixture(t *testing.T, outDir string, extra map[string]any, cfgTemplate, mapName, mapTemplate string, log *slog.Logger) *liveFixture {
+	t.Helper()
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": config.GroupVersion.String(), "kind": config.Kind,
 		"metadata": map[string]any{"namespace": "htc-system", "name": "htc", "generation": int64(3)},
@@ -79,11 +88,9 @@ func newLiveFixture(t *testing.T, outDir string, port int) *liveFixture {
 			"watchedResources": map[string]any{
 				"services": map[string]any{"apiVersion": "v1", "resources": "services", "indexBy": []any{"metadata.namespace", "metadata.name"}},
 			},
-			"extraContext":  map[string]any{"port": int64(port)},
-			"haproxyConfig": map[string]any{"template": liveTemplate},
-			"maps": map[string]any{"names.map": map[string]any{
-				"template": "{{ range .resources.services.List }}/{{ word .metadata.name }} yes\n{{ end }}",
-			}},
+			"extraContext":  extra,
+			"haproxyConfig": map[string]any{"template": cfgTemplate},
+			"maps":          map[string]any{mapName: map[string]any{"template": mapTemplate}},
 		},
 	}}
 	cfg, err := config.FromUnstructured(u)
@@ -99,7 +106,6 @@ func newLiveFixture(t *testing.T, outDir string, port int) *liveFixture {
 
 	dyn := fakeClient(u)
 	events := record.NewFakeRecorder(100)
-	log := slog.New(slog.DiscardHandler)
 	m := newMetrics(func() time.Time { return time.Time{} })
 	a := &admission.Admitter{}
 	a.SetState(&admission.State{Pipeline: pipeline, Stores: map[string]*store.Store{"services": services}})

@@ -28,24 +28,8 @@ import (
 // that would otherwise hang.
 const failsafe = 30 * time.Second
 
-// haproxy30 returns the HAProxy 3.0 binary of HTC_HAPROXY30 (make haproxy
-// links it at bin/image-haproxy/haproxy). Without it the test is skipped
-// under -short and fails otherwise: it proves nothing without the real
-// HAProxy.
-func haproxy30(t *testing.T) string {
-	t.Helper()
-	bin := os.Getenv("HTC_HAPROXY30")
-	if bin == "" && testing.Short() {
-		t.Skip("HTC_HAPROXY30 is not set (path of an haproxy 3.0 binary or wrapper; make haproxy links bin/image-haproxy/haproxy)")
-	}
-	if bin == "" {
-		t.Fatal("HTC_HAPROXY30 is not set: run `make haproxy` and set HTC_HAPROXY30=$PWD/bin/image-haproxy/haproxy (or run with -short to skip)")
-	}
-	out, err := exec.Command(bin, "-v").Output()
-	require.NoError(t, err, "HTC_HAPROXY30=%s does not run", bin)
-	require.Contains(t, string(out), "version 3.0.", "HTC_HAPROXY30=%s is not HAProxy 3.0", bin)
-	return bin
-}
+// haproxy30 is testutil.HAProxy30.
+func haproxy30(t *testing.T) string { return testutil.HAProxy30(t) }
 
 // instance is a real HAProxy in master-worker mode reading a bundle from
 // its directory.
