@@ -277,6 +277,8 @@ func (c *controller) setUpPublishing() error {
 			p.checkEvery = DefaultRuntimeCheckEvery
 		case n > 0:
 			p.checkEvery = n
+		default:
+			p.checkEvery = 0
 		}
 	}
 	return nil

@@ -73,8 +73,12 @@ type live struct {
 	checkerVersion string
 }
 
+// newLive returns a live loop that compares what HAProxy runs with the
+// files every DefaultRuntimeCheckEvery runtime rounds and does not pace
+// reloads (the controller sets both from its Options).
 func newLive(a *admission.Admitter, out *publish.Dir, mc *master.Client, status *statusReporter, m *metrics, log *slog.Logger) *live {
-	return &live{admitter: a, out: out, master: mc, status: status, metrics: m, log: log, record: true, signal: make(chan struct{}, 1)}
+	return &live{admitter: a, out: out, master: mc, status: status, metrics: m, log: log, record: true, signal: make(chan struct{}, 1),
+		plane: planeState{checkEvery: DefaultRuntimeCheckEvery}}
 }
 
 // trigger records a change of the stores or the config. It never blocks.
