@@ -156,7 +156,7 @@ func (l *live) applyAtRuntime(ctx context.Context, cfg *config.HAProxyTemplateCo
 		l.log.Info("reloading HAProxy: the change cannot be applied at run time", "reason", why.Error())
 		return why.Kind, false
 	case errors.As(err, &failed):
-		l.metrics.runtimeApplies.WithLabelValues(failedKind(failed.Command), "failed").Inc()
+		l.metrics.runtimeApplies.WithLabelValues(failed.Kind, "failed").Inc()
 		l.log.Error("a runtime command failed; reloading HAProxy to run the files", "command", failed.Command, "reason", failed.Err.Error())
 		p.running = nil // HAProxy may run part of the plan
 		return reloadRuntimeFailed, true
@@ -176,19 +176,6 @@ func (l *live) applyAtRuntime(ctx context.Context, cfg *config.HAProxyTemplateCo
 		l.verify(ctx, cfg, "every "+fmt.Sprint(p.checkEvery)+" rounds applied at run time")
 	}
 	return "", false
-}
-
-// failedKind is the kind label of a failed runtime command.
-func failedKind(cmd string) string {
-	switch {
-	case strings.Contains(cmd, " map "):
-		return dataplane.KindMap
-	case strings.Contains(cmd, " ssl "):
-		return dataplane.KindCert
-	case strings.Contains(cmd, " server ") || strings.HasPrefix(cmd, "enable "):
-		return dataplane.KindServer
-	}
-	return "show"
 }
 
 // served records that the round's change is served (via "runtime" or

@@ -100,7 +100,7 @@
 //	                                                   runtime-failed, mismatch, runtime-off, unchanged
 //	htc_haproxy_reload_duration_seconds                histogram, reload until the new worker
 //	htc_haproxy_runtime_applies_total{kind,result}     counter, changes applied through the runtime
-//	                                                   API: server, map, cert (session); applied, failed
+//	                                                   API: server, map, cert (session, show); applied, failed
 //	htc_haproxy_reloads_avoided_total                  counter, rounds applied at run time
 //	htc_runtime_checks_total{result}                   counter, comparisons of what HAProxy runs with
 //	                                                   the files: agreed, mismatch, error

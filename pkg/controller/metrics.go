@@ -174,7 +174,7 @@ func newMetrics(certNotAfter func() time.Time) *metrics {
 		}, []string{"result", "reason"}),
 		runtimeApplies: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "htc_haproxy_runtime_applies_total",
-			Help: "Changes applied through HAProxy's runtime API instead of a reload, by kind (server, map, cert; session: the runtime API could not be reached) and result (applied, failed: the round reloaded instead).",
+			Help: "Changes applied through HAProxy's runtime API instead of a reload, by kind (server, map, cert; session: the runtime API could not be reached; show: a question asked before any change failed) and result (applied, failed: the round reloaded instead).",
 		}, []string{"kind", "result"}),
 		reloadsAvoided: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "htc_haproxy_reloads_avoided_total",

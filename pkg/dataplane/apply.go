@@ -14,6 +14,9 @@ import (
 // Failure is a runtime command that failed: HAProxy may run part of the
 // plan. The caller reloads.
 type Failure struct {
+	// Kind is what the command changed: KindServer, KindMap, KindCert,
+	// or "show" for the questions Apply asks first.
+	Kind string
 	// Command is the command line (without its payload).
 	Command string
 	// Err is HAProxy's refusal (*master.CommandError) or what broke the
@@ -99,20 +102,20 @@ func (p *Plan) Apply(ctx context.Context, c Commander) (Applied, error) {
 	done := Applied{}
 	files, err := p.resolveFiles(ctx, c)
 	if err != nil {
-		return done, err
+		return done, kindOf(err, "show")
 	}
 	for _, sc := range p.Servers {
 		if sc.Op == OpRemove {
 			continue
 		}
 		if err := sc.apply(ctx, c); err != nil {
-			return done, err
+			return done, kindOf(err, KindServer)
 		}
 		done[KindServer]++
 	}
 	for _, f := range files {
 		if err := f.apply(ctx, c); err != nil {
-			return done, err
+			return done, kindOf(err, f.kind)
 		}
 		done[f.kind]++
 	}
@@ -121,11 +124,19 @@ func (p *Plan) Apply(ctx context.Context, c Commander) (Applied, error) {
 			continue
 		}
 		if err := sc.apply(ctx, c); err != nil {
-			return done, err
+			return done, kindOf(err, KindServer)
 		}
 		done[KindServer]++
 	}
 	return done, nil
+}
+
+// kindOf sets the Kind of a *Failure err.
+func kindOf(err error, kind string) error {
+	if f, ok := err.(*Failure); ok {
+		f.Kind = kind
+	}
+	return err
 }
 
 // do sends one command; an error is a *Failure.
