@@ -54,7 +54,7 @@ func TestControllerHelpDocumentsEveryFlag(t *testing.T) {
 	assert.Contains(t, stdout, `(default "9443")`)
 	assert.Contains(t, stdout, `(default ":9090")`)
 	assert.Contains(t, stdout, `(default ":8081")`)
-	assert.Contains(t, stdout, `(default "100ms")`)
+	assert.Contains(t, stdout, `(default "20ms")`)
 	assert.Contains(t, stdout, `(default "1s")`)
 	assert.Regexp(t, `(?m)^      --idle-memory-return string .*\(default "15s"\)$`, stdout)
 	assert.Regexp(t, `(?m)^      --shortcut-check-every string .*0: never by count.*\(default "100"\)$`, stdout)

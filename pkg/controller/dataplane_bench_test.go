@@ -61,7 +61,7 @@ func startDPBench(b *testing.B, n int, quiet time.Duration) *dpBench {
 	out, err := publish.Open(filepath.Join(dir, "out"))
 	require.NoError(b, err)
 	ex := testutil.NewExample(b, "../../examples/ingress/config.yaml", testutil.ExampleOptions{
-		Apps: n, Loopback: true, BaseDir: out.Path(),
+		Apps: n, Loopback: true, BaseDir: out.Path(), CheckTimeout: time.Minute,
 		Edit: func(cfg *config.HAProxyTemplateConfig) {
 			cfg.Spec.ExtraContext = mergeExtra(b, cfg, map[string]any{"bindAddress": "127.0.0.1", "httpPort": port})
 		},
@@ -202,7 +202,7 @@ func answeredBy(addr, host, want string) bool {
 // HAProxy's master counted per iteration.
 func BenchmarkEndpointPropagation(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
-		for _, quiet := range []time.Duration{DefaultDebounce, 20 * time.Millisecond} {
+		for _, quiet := range []time.Duration{100 * time.Millisecond, 20 * time.Millisecond} {
 			b.Run(fmt.Sprintf("ingresses=%d/debounce=%s", n, quiet), func(b *testing.B) {
 				d := startDPBench(b, n, quiet)
 				first, port := echoOn(b, "127.250.0.1", 0)
@@ -250,7 +250,7 @@ func BenchmarkEndpointPropagation(b *testing.B) {
 // of its finished children (haproxy -c) per change.
 func BenchmarkReloadsDuringChurn(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
-		for _, quiet := range []time.Duration{DefaultDebounce, 20 * time.Millisecond} {
+		for _, quiet := range []time.Duration{100 * time.Millisecond, 20 * time.Millisecond} {
 			b.Run(fmt.Sprintf("ingresses=%d/debounce=%s", n, quiet), func(b *testing.B) {
 				churn(b, n, quiet)
 			})

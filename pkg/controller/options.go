@@ -78,7 +78,7 @@ type Options struct {
 	RuntimeCheckEvery int
 	// Debounce is the quiet period after a change of the stores or the
 	// config before the live configuration is rendered; zero means
-	// DefaultDebounce (100 ms).
+	// DefaultDebounce (20 ms).
 	Debounce time.Duration
 	// AllowedDirectives is the operator's grant: what configs may ask for
 	// in spec.allowedDirectives (directive names, "env-expansion",
