@@ -71,13 +71,14 @@ func startDPBench(b *testing.B, n int, quiet time.Duration) *dpBench {
 			require.NoError(b, ex.Stores["endpoints"].Add(slice(i, 8080, endpoints(i, n))))
 		}
 	}
-	log := slog.New(slog.DiscardHandler)
+	logs := &testutil.SyncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	a := &admission.Admitter{}
 	a.SetState(&admission.State{Pipeline: ex.Pipeline, Stores: ex.Stores})
 	l := newLive(a, out, nil, newStatusReporter(fakeClient(), nil, log), newMetrics(func() time.Time { return time.Time{} }), log)
 	d := &dpBench{l: l, stores: ex.Stores, addr: addr}
 	ctx := context.Background()
-	require.True(b, l.sync(ctx))
+	require.True(b, l.sync(ctx), "the first round failed:\n%s", logs)
 	socket := filepath.Join(dir, "master.sock")
 	startMasterWorker(b, socket, filepath.Join(out.Path(), "haproxy.cfg"))
 	d.master = &master.Client{SocketPath: socket}

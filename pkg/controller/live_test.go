@@ -326,7 +326,7 @@ func startMasterWorker(t testing.TB, socket, cfg string) {
 	require.Eventually(t, func() bool {
 		_, err := c.ShowProc(context.Background())
 		return err == nil
-	}, 10*time.Second, 20*time.Millisecond, "haproxy did not start:\n%s", &logs)
+	}, 2*time.Minute, 20*time.Millisecond, "haproxy did not start:\n%s", &logs) // 10,000 apps on a busy machine take long
 }
 
 // get fetches http://addr/ on a new connection and returns the body, or
