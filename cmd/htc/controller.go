@@ -32,10 +32,19 @@ the Valid condition on the HAProxyTemplateConfig, an Event, a log line and
 the htc_live_config_valid metric. With --output-dir, a configuration that
 passed is written there (haproxy.cfg, maps/, files/, certs/; each file
 replaced atomically) and, with --haproxy-master-socket, HAProxy (started as
-haproxy -W -S SOCKET -f DIR/haproxy.cfg) is reloaded through its master CLI
-and the reload verified (condition Published); the reload is skipped when
-no file changed, and a reload HAProxy refuses puts the previous files back.
-A configuration that fails is never written: HAProxy keeps the last good one.
+haproxy -W -S SOCKET -f DIR/haproxy.cfg) runs it: a change its runtime API
+can make as a reload would (servers added, removed or changed in a
+roundrobin, leastconn or random backend, the content of maps and
+certificates; see the README) is applied through the master CLI without a
+reload, anything else reloads HAProxy, at most once per
+--haproxy-reload-interval, and the reload is verified (condition Published
+says which). Nothing is done when no file changed; a reload HAProxy refuses
+puts the previous files back; a runtime command that fails reloads. What
+HAProxy runs is compared with the files every --runtime-check-every rounds
+applied at run time and when idle (condition RuntimeVerified); a difference
+is repaired by a reload. --haproxy-runtime-api=false reloads for every
+change. A configuration that fails is never written: HAProxy keeps the last
+good one.
 When the HAProxy reloaded through the socket runs another version than the
 one that checks (haproxy -v), the HAProxyVersionSkew condition and the
 htc_haproxy_version_skew metric say so.
@@ -102,6 +111,11 @@ type controllerFlags struct {
 	shutdownDelay string
 	// shortcutCheckEvery is --shortcut-check-every.
 	shortcutCheckEvery string
+	// runtimeAPI, reloadInterval and runtimeCheckEvery are
+	// --haproxy-runtime-api, --haproxy-reload-interval and
+	// --runtime-check-every.
+	runtimeAPI                        bool
+	reloadInterval, runtimeCheckEvery string
 }
 
 func runController(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -161,6 +175,9 @@ func defineControllerFlags(fs *pflag.FlagSet, stderr io.Writer) *controllerFlags
 	fs.BoolVar(&o.Pprof, "pprof", f.envBool("HTC_PPROF"), "serve Go's net/http/pprof profiles at /debug/pprof/ on the metrics listener; needs --metrics-bind-address (env HTC_PPROF)")
 	fs.StringVar(&o.OutputDir, "output-dir", envDefault("HTC_OUTPUT_DIR", ""), "publish the checked live configuration here: DIR/haproxy.cfg, with maps, files and certificates beside it; empty: only validate (env HTC_OUTPUT_DIR)")
 	fs.StringVar(&o.MasterSocket, "haproxy-master-socket", envDefault("HTC_HAPROXY_MASTER_SOCKET", ""), "HAProxy master CLI socket (haproxy -W -S PATH) to reload through after a publish; needs --output-dir (env HTC_HAPROXY_MASTER_SOCKET)")
+	fs.BoolVar(&f.runtimeAPI, "haproxy-runtime-api", f.envBoolDefault("HTC_HAPROXY_RUNTIME_API", true), "apply a change HAProxy's runtime API can make as a reload would (servers, map content, certificates) without a reload; false: reload for every change (env HTC_HAPROXY_RUNTIME_API)")
+	fs.StringVar(&f.reloadInterval, "haproxy-reload-interval", envDefault("HTC_HAPROXY_RELOAD_INTERVAL", controller.DefaultReloadInterval.String()), "least time between two reloads of HAProxy: a change that needs one sooner waits for it, so that a storm of changes starts at most one worker per interval (changes applied at run time never wait); 0s: never wait (env HTC_HAPROXY_RELOAD_INTERVAL)")
+	fs.StringVar(&f.runtimeCheckEvery, "runtime-check-every", envDefault("HTC_RUNTIME_CHECK_EVERY", strconv.Itoa(controller.DefaultRuntimeCheckEvery)), "compare what HAProxy runs (show servers state, show map, show ssl cert) with the files after every N rounds applied at run time, besides when idle; a difference is logged, counted (htc_runtime_mismatch_total), reported (condition RuntimeVerified) and repaired by a reload; 0: only when idle (env HTC_RUNTIME_CHECK_EVERY)")
 	f.allowed = allowedDirectivesFlag(fs)
 	fs.StringVar(&f.debounce, "debounce", envDefault("HTC_DEBOUNCE", controller.DefaultDebounce.String()), "quiet period after a change before the live configuration is rendered (env HTC_DEBOUNCE)")
 	fs.StringVar(&f.maxDelay, "max-delay", envDefault("HTC_MAX_DELAY", controller.DefaultMaxDelay.String()), "longest a stream of changes can postpone rendering the live configuration (env HTC_MAX_DELAY)")
@@ -232,6 +249,23 @@ func (f *controllerFlags) options() (controller.Options, error) {
 	}
 	if opts.ShortcutCheckEvery, err = shortcutCheckEvery(f.shortcutCheckEvery); err != nil {
 		return opts, err
+	}
+	opts.ReloadOnly = !f.runtimeAPI
+	switch d, err := time.ParseDuration(f.reloadInterval); {
+	case err != nil || d < 0:
+		return opts, usagef("--haproxy-reload-interval: %q is not a duration of 0 or more (e.g. 2s)", f.reloadInterval)
+	case d == 0:
+		opts.ReloadInterval = -1
+	default:
+		opts.ReloadInterval = d
+	}
+	switch n, err := strconv.Atoi(f.runtimeCheckEvery); {
+	case err != nil || n < 0:
+		return opts, usagef("--runtime-check-every: %q is not a number of rounds (e.g. 10), or 0 for only when idle", f.runtimeCheckEvery)
+	case n == 0 || opts.ReloadOnly:
+		opts.RuntimeCheckEvery = -1
+	default:
+		opts.RuntimeCheckEvery = n
 	}
 	if opts.IdleMemoryReturn < 0 {
 		// No idle periods are found: the checks run by count alone.

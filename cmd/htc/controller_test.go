@@ -39,6 +39,9 @@ func TestControllerHelpDocumentsEveryFlag(t *testing.T) {
 		"allowed-directives":        "HTC_ALLOWED_DIRECTIVES",
 		"debounce":                  "HTC_DEBOUNCE",
 		"max-delay":                 "HTC_MAX_DELAY",
+		"haproxy-runtime-api":       "HTC_HAPROXY_RUNTIME_API",
+		"haproxy-reload-interval":   "HTC_HAPROXY_RELOAD_INTERVAL",
+		"runtime-check-every":       "HTC_RUNTIME_CHECK_EVERY",
 		"log-level":                 "HTC_LOG_LEVEL",
 		"log-format":                "HTC_LOG_FORMAT",
 	} {
@@ -51,11 +54,14 @@ func TestControllerHelpDocumentsEveryFlag(t *testing.T) {
 	assert.Contains(t, stdout, `(default "9443")`)
 	assert.Contains(t, stdout, `(default ":9090")`)
 	assert.Contains(t, stdout, `(default ":8081")`)
-	assert.Contains(t, stdout, `(default "100ms")`)
+	assert.Contains(t, stdout, `(default "20ms")`)
 	assert.Contains(t, stdout, `(default "1s")`)
 	assert.Regexp(t, `(?m)^      --idle-memory-return string .*\(default "15s"\)$`, stdout)
 	assert.Regexp(t, `(?m)^      --shortcut-check-every string .*0: never by count.*\(default "100"\)$`, stdout)
 	assert.Regexp(t, `(?m)^      --shortcut-check-when-idle .*\(default true\)$`, stdout)
+	assert.Regexp(t, `(?m)^      --haproxy-runtime-api .*\(default true\)$`, stdout)
+	assert.Regexp(t, `(?m)^      --haproxy-reload-interval string .*\(default "2s"\)$`, stdout)
+	assert.Regexp(t, `(?m)^      --runtime-check-every string .*0: only when idle.*\(default "10"\)$`, stdout)
 	assert.Contains(t, stdout, `(default "info")`)
 	assert.Contains(t, stdout, `(default "json")`)
 	assert.Contains(t, stdout, "htc is starting: stores not synced")
@@ -65,7 +71,8 @@ func TestControllerHelpDocumentsEveryFlag(t *testing.T) {
 func TestControllerMissingInputExitsTwoWithOneLine(t *testing.T) {
 	unsetEnv(t, "HTC_CONFIG_NAMESPACE", "HTC_CONFIG_NAME", "HTC_WEBHOOK_PORT", "HTC_WEBHOOK_CERT_FILE", "HTC_WEBHOOK_KEY_FILE", "HTC_WEBHOOK_CERT_SECRET",
 		"HTC_WEBHOOK_BIND_ADDRESS", "HTC_OUTPUT_DIR", "HTC_HAPROXY_MASTER_SOCKET", "HTC_DEBOUNCE", "HTC_MAX_DELAY", "HTC_PPROF", "HTC_IDLE_MEMORY_RETURN",
-		"HTC_WATCH_NAMESPACE", "HTC_LOG_LEVEL", "HTC_LOG_FORMAT", "HTC_METRICS_BIND_ADDRESS", "HTC_METRICS_ADDR", "HTC_SHORTCUT_CHECK_EVERY")
+		"HTC_WATCH_NAMESPACE", "HTC_LOG_LEVEL", "HTC_LOG_FORMAT", "HTC_METRICS_BIND_ADDRESS", "HTC_METRICS_ADDR", "HTC_SHORTCUT_CHECK_EVERY",
+		"HTC_HAPROXY_RELOAD_INTERVAL", "HTC_RUNTIME_CHECK_EVERY", "HTC_HAPROXY_RUNTIME_API")
 	valid := []string{"controller", "--config-namespace", "ns", "--config-name", "n", "--webhook-cert-secret", "a/b"}
 	for _, tc := range []struct {
 		name string
@@ -85,6 +92,8 @@ func TestControllerMissingInputExitsTwoWithOneLine(t *testing.T) {
 		{"bad debounce", append(valid, "--debounce", "soon"), `--debounce: "soon" is not a positive duration`},
 		{"bad idle memory return", append(valid, "--idle-memory-return", "-1s"), `--idle-memory-return: "-1s" is not a duration of 1s or more (e.g. 15s), or 0 for never`},
 		{"bad shortcut check count", append(valid, "--shortcut-check-every", "-1"), `--shortcut-check-every: "-1" is not a number of live renders (e.g. 100), or 0 for never by count`},
+		{"bad reload interval", append(valid, "--haproxy-reload-interval", "-1s"), `--haproxy-reload-interval: "-1s" is not a duration of 0 or more (e.g. 2s)`},
+		{"bad runtime check count", append(valid, "--runtime-check-every", "often"), `--runtime-check-every: "often" is not a number of rounds (e.g. 10), or 0 for only when idle`},
 		{"zero max delay", append(valid, "--max-delay", "0s"), `--max-delay: "0s" is not a positive duration`},
 		{"max delay below debounce", append(valid, "--debounce", "2s", "--max-delay", "1s"), "--max-delay (1s) must not be shorter than --debounce (2s)"},
 		{"pprof without metrics", append(valid, "--pprof", "--metrics-bind-address="), "--pprof needs --metrics-bind-address"},
@@ -171,6 +180,43 @@ func TestControllerFlagsToOptions(t *testing.T) {
 				assert.Empty(t, stderr.String())
 			}
 			assert.Empty(t, stdout.String())
+		})
+	}
+}
+
+// --haproxy-runtime-api, --haproxy-reload-interval and
+// --runtime-check-every as they reach controller.Options: 0s never
+// paces and 0 compares only when idle (negative options), and reload-only
+// compares nothing.
+func TestDataPlaneFlags(t *testing.T) {
+	base := []string{"--config-namespace", "ns", "--config-name", "n", "--webhook-cert-secret", "a/b"}
+	for _, tc := range []struct {
+		name       string
+		env        map[string]string
+		args       []string
+		reloadOnly bool
+		interval   time.Duration
+		every      int
+	}{
+		{name: "defaults", interval: 2 * time.Second, every: 10},
+		{name: "reload only", args: []string{"--haproxy-runtime-api=false"}, reloadOnly: true, interval: 2 * time.Second, every: -1},
+		{name: "never paced, only when idle", args: []string{"--haproxy-reload-interval", "0s", "--runtime-check-every=0"}, interval: -1, every: -1},
+		{name: "environment", env: map[string]string{"HTC_HAPROXY_RELOAD_INTERVAL": "500ms", "HTC_RUNTIME_CHECK_EVERY": "3"}, interval: 500 * time.Millisecond, every: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			unsetEnv(t, "HTC_HAPROXY_RUNTIME_API", "HTC_HAPROXY_RELOAD_INTERVAL", "HTC_RUNTIME_CHECK_EVERY")
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			var stdout, stderr strings.Builder
+			fs := newFlagSet("controller", "", "", &stdout, &stderr)
+			f := defineControllerFlags(fs, &stderr)
+			require.NoError(t, parse(fs, append(append([]string{}, base...), tc.args...)))
+			opts, err := f.options()
+			require.NoError(t, err)
+			assert.Equal(t, tc.reloadOnly, opts.ReloadOnly)
+			assert.Equal(t, tc.interval, opts.ReloadInterval)
+			assert.Equal(t, tc.every, opts.RuntimeCheckEvery)
 		})
 	}
 }

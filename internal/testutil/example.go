@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -38,6 +39,9 @@ type ExampleOptions struct {
 	// Shortcuts are the checker's and the pipeline's switches (nil: every
 	// shortcut on).
 	Shortcuts *shortcut.Switches
+	// CheckTimeout bounds each haproxy -c (zero: haproxy.DefaultTimeout),
+	// for benchmarks at 10,000 apps on a busy machine.
+	CheckTimeout time.Duration
 }
 
 // NewExample builds the example library from the config at configPath.
@@ -48,7 +52,7 @@ func NewExample(tb testing.TB, configPath string, opts ExampleOptions) *Example 
 	if opts.Edit != nil {
 		opts.Edit(cfg)
 	}
-	checker, err := haproxy.NewChecker(haproxy.Options{TempDir: tb.TempDir(), Shortcuts: opts.Shortcuts})
+	checker, err := haproxy.NewChecker(haproxy.Options{TempDir: tb.TempDir(), Shortcuts: opts.Shortcuts, Timeout: opts.CheckTimeout})
 	require.NoError(tb, err)
 	env := dryrun.Env{BaseDir: opts.BaseDir, CheckerFor: func(allowed []string) dryrun.Checker { return checker.Allowing(allowed) },
 		Shortcuts: opts.Shortcuts}

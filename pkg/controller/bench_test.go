@@ -20,6 +20,7 @@ import (
 	"github.com/haproxy-template/htc/internal/testutil"
 	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/dataplane"
 	"github.com/haproxy-template/htc/pkg/haproxy"
 	"github.com/haproxy-template/htc/pkg/haproxy/master"
 	"github.com/haproxy-template/htc/pkg/publish"
@@ -116,6 +117,15 @@ func mergeExtra(b *testing.B, cfg *config.HAProxyTemplateConfig, set map[string]
 	return &runtime.RawExtension{Raw: raw}
 }
 
-func testutilCounter(m *metrics, result string) float64 {
-	return promtestutil.ToFloat64(m.reloadsHAProxy.WithLabelValues(result))
+func testutilCounter(m *metrics, result string) float64 { return reloadCount(m, result) }
+
+// reloadCount is htc_haproxy_reloads_total of result, summed over the
+// reasons.
+func reloadCount(m *metrics, result string) float64 {
+	sum := 0.0
+	for _, reason := range []string{reloadUnknown, dataplane.ReasonStructure, dataplane.ReasonServers, dataplane.ReasonFiles,
+		reloadRuntimeOff, reloadRuntimeFailed, reloadMismatch, reloadUnchanged} {
+		sum += promtestutil.ToFloat64(m.reloadsHAProxy.WithLabelValues(result, reason))
+	}
+	return sum
 }

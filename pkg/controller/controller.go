@@ -165,7 +165,10 @@ func Run(ctx context.Context, opts Options) error {
 			_ = g.Wait()
 			return err
 		}
-		r.OnQuiet(c.shadow.Idle)
+		r.OnQuiet(func() {
+			c.shadow.Idle()
+			c.live.idle()
+		})
 		r.Start() // before the config loop lists anything: the load is work
 		spawn("idle memory return", func() error { r.Run(ctx); return nil })
 	}
@@ -273,6 +276,17 @@ func (c *controller) setUpPublishing() error {
 	}
 	if c.opts.MasterSocket != "" {
 		c.live.master = &master.Client{SocketPath: c.opts.MasterSocket}
+		p := &c.live.plane
+		p.reloadOnly = c.opts.ReloadOnly
+		p.reloadInterval = max(orDuration(c.opts.ReloadInterval, DefaultReloadInterval), 0)
+		switch n := c.opts.RuntimeCheckEvery; {
+		case n == 0:
+			p.checkEvery = DefaultRuntimeCheckEvery
+		case n > 0:
+			p.checkEvery = n
+		default:
+			p.checkEvery = 0
+		}
 	}
 	return nil
 }

@@ -19,13 +19,20 @@
 // records the outcome on the config (status.go): condition Valid with the
 // simplified reason, an Event on every condition change, a log line and
 // metrics. With Options.OutputDir, pipelines render for that directory, and
-// a bundle that passed is written there as checked (package publish); with Options.MasterSocket, HAProxy
-// is then reloaded through its master CLI and the reload verified (package
-// haproxy/master). A reload HAProxy refuses restores the previous files; an
-// unreachable socket is retried with back-off; a round that changed no file
-// does not reload. That is condition Published. A configuration that fails
-// is never written. The first round of a config runs when the config is
-// applied (for the first config, before admissions are served).
+// a bundle that passed is written there as checked (package publish); with
+// Options.MasterSocket, HAProxy then runs it (dataplane.go): through its
+// runtime API when package dataplane finds the change can be made there as
+// a reload would make it, else by a reload through the master CLI, verified
+// (package haproxy/master) and paced (Options.ReloadInterval). A runtime
+// command that fails reloads; a reload HAProxy refuses restores the
+// previous files; an unreachable socket is retried with back-off; a round
+// that changed no file does nothing. That is condition Published (reason
+// Reloaded or AppliedAtRuntime). What HAProxy runs is compared with the
+// files after Options.RuntimeCheckEvery runtime rounds and when idle
+// (condition RuntimeVerified), a difference repaired by a reload. A
+// configuration that fails is never written. The first round of a config
+// runs when the config is applied (for the first config, before admissions
+// are served).
 //
 // Every HAProxyTemplateConfig admitted through the webhook (CREATE, UPDATE;
 // any namespace/name) is decoded, validated (denied with its field errors),
@@ -98,9 +105,19 @@
 //	htc_live_config_valid                              gauge, 1 when the last live round passed
 //	htc_live_check_duration_seconds                    histogram, a live render + check
 //	htc_publish_total{result}                          counter: written, unchanged, error
-//	htc_haproxy_reloads_total{result}                  counter: success, failed (HAProxy refused),
-//	                                                   error (socket not reached), skipped
+//	htc_haproxy_reloads_total{result,reason}           counter: success, failed (HAProxy refused),
+//	                                                   error (socket not reached), skipped; reason:
+//	                                                   unknown, structure, servers, files,
+//	                                                   runtime-failed, mismatch, runtime-off, unchanged
 //	htc_haproxy_reload_duration_seconds                histogram, reload until the new worker
+//	htc_haproxy_runtime_applies_total{kind,result}     counter, changes applied through the runtime
+//	                                                   API: server, map, cert (session, show); applied, failed
+//	htc_haproxy_reloads_avoided_total                  counter, rounds applied at run time
+//	htc_runtime_checks_total{result}                   counter, comparisons of what HAProxy runs with
+//	                                                   the files: agreed, mismatch, error
+//	htc_runtime_mismatch_total{kind}                   counter, differences found (each repaired)
+//	htc_live_change_to_served_seconds{via}             histogram, first change of a round until
+//	                                                   HAProxy runs it: runtime, reload
 //	htc_shortcut_checks_total{shortcut,result}         counter, run-time checks of a shortcut:
 //	                                                   agreed, mismatch, stale, cancelled, error
 //	htc_shortcut_mismatch_total{shortcut}              counter, shortcuts found giving another

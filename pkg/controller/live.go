@@ -2,8 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -12,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/haproxy-template/htc/pkg/admission"
-	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/haproxy/master"
@@ -59,26 +56,34 @@ type live struct {
 
 	changes atomic.Uint64 // incremented by trigger
 	signal  chan struct{} // capacity 1: a round is wanted
+	// firstChange is when the first change not yet taken by a round
+	// arrived (Unix nanoseconds, 0: none).
+	firstChange atomic.Int64
 
-	mu            sync.Mutex
-	roundStart    uint64 // changes seen when the last round started
-	reloaded      bool   // HAProxy was reloaded once by this process
-	reloadPending bool   // the files are newer than what HAProxy runs
-	retryIn       time.Duration
-	retry         *time.Timer
-	last          *lastDiagnosis // the last live diagnosis (mu)
+	mu         sync.Mutex
+	roundStart uint64 // changes seen when the last round started
+	retryIn    time.Duration
+	retry      *time.Timer
+	last       *lastDiagnosis // the last live diagnosis (mu)
+	// plane is how the published files reach HAProxy (dataplane.go).
+	plane planeState
 
 	// checkerVersion is the version of the HAProxy that checks (haproxy
 	// -v); empty when unknown, then no version skew is reported.
 	checkerVersion string
 }
 
+// newLive returns a live loop that compares what HAProxy runs with the
+// files every DefaultRuntimeCheckEvery runtime rounds and does not pace
+// reloads (the controller sets both from its Options).
 func newLive(a *admission.Admitter, out *publish.Dir, mc *master.Client, status *statusReporter, m *metrics, log *slog.Logger) *live {
-	return &live{admitter: a, out: out, master: mc, status: status, metrics: m, log: log, record: true, signal: make(chan struct{}, 1)}
+	return &live{admitter: a, out: out, master: mc, status: status, metrics: m, log: log, record: true, signal: make(chan struct{}, 1),
+		plane: planeState{checkEvery: DefaultRuntimeCheckEvery}}
 }
 
 // trigger records a change of the stores or the config. It never blocks.
 func (l *live) trigger() {
+	l.firstChange.CompareAndSwap(0, time.Now().UnixNano())
 	l.changes.Add(1)
 	select {
 	case l.signal <- struct{}{}:
@@ -88,10 +93,16 @@ func (l *live) trigger() {
 
 // run renders a round after each debounced burst of changes until ctx ends.
 func (l *live) run(ctx context.Context, d *debouncer) {
+	l.mu.Lock()
+	l.plane.ctx = ctx
+	l.mu.Unlock()
 	defer func() {
 		l.mu.Lock() // apply may run a round concurrently
 		defer l.mu.Unlock()
 		l.stopRetry()
+		if l.plane.pace != nil {
+			l.plane.pace.Stop()
+		}
 	}()
 	for d.wait(ctx, l.signal) {
 		l.mu.Lock()
@@ -109,6 +120,10 @@ func (l *live) sync(ctx context.Context) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.roundStart = l.changes.Load()
+	var changed time.Time
+	if ns := l.firstChange.Swap(0); ns != 0 {
+		changed = time.Unix(0, ns)
+	}
 	st := l.admitter.State()
 	if st == nil || st.Pipeline == nil {
 		return false
@@ -148,7 +163,7 @@ func (l *live) sync(ctx context.Context) bool {
 	l.log.Info("live configuration checked", "duration", took.Round(time.Millisecond), "warnings", len(v.Warnings))
 	l.status.set(ctx, cfg, metav1.Condition{Type: ConditionValid, Status: metav1.ConditionTrue, Reason: "Checked",
 		Message: "the configuration rendered from the current resources passes every check"})
-	if l.out != nil && !l.publish(ctx, cfg, v.Bundle) {
+	if l.out != nil && !l.publish(ctx, cfg, v.Bundle, changed) {
 		return true
 	}
 	// The status documents of this render are written once its
@@ -226,117 +241,6 @@ func (l *live) reportFailures(ctx context.Context, st *admission.State, d *dryru
 	}
 	l.status.setFailures(ctx, st.Pipeline.Config, out)
 	l.metrics.liveFailures.Set(float64(len(out))) // last: the metric says the report is complete
-}
-
-// publish writes the checked bundle (rendered for the output directory)
-// into the output directory, then reloads. It reports whether HAProxy
-// runs the bundle (or, with no master socket, the directory holds it).
-func (l *live) publish(ctx context.Context, cfg *config.HAProxyTemplateConfig, b *bundle.Bundle) bool {
-	// HAProxy runs what the directory holds: nothing is pending and this
-	// process has reloaded it at least once.
-	inSync := !l.reloadPending && l.reloaded
-	pub, err := l.out.Publish(b)
-	if err != nil {
-		l.metrics.publishes.WithLabelValues("error").Inc()
-		l.log.Error("writing the configuration to the output directory failed", "dir", l.out.Path(), "error", err)
-		l.status.set(ctx, cfg, metav1.Condition{Type: ConditionPublished, Status: metav1.ConditionFalse, Reason: "WriteFailed", Message: err.Error()})
-		return false
-	}
-	if pub.Changed {
-		l.metrics.publishes.WithLabelValues("written").Inc()
-		l.reloadPending = true
-		l.log.Info("configuration written", "dir", l.out.Path(), "written", pub.Written, "removed", pub.Removed)
-	} else {
-		l.metrics.publishes.WithLabelValues("unchanged").Inc()
-	}
-	if l.master == nil {
-		l.status.set(ctx, cfg, metav1.Condition{Type: ConditionPublished, Status: metav1.ConditionTrue, Reason: "Written",
-			Message: "the configuration is in the output directory (no HAProxy master socket to reload through)"})
-		return true
-	}
-	// The first round of this process reloads even when no file changed:
-	// HAProxy may still run what an earlier process wrote and never loaded.
-	if inSync && !pub.Changed {
-		l.metrics.reloadsHAProxy.WithLabelValues("skipped").Inc()
-		l.status.set(ctx, cfg, runningCondition())
-		return true
-	}
-	return l.reload(ctx, cfg, pub, inSync)
-}
-
-// runningCondition is Published=True: HAProxy runs the files.
-func runningCondition() metav1.Condition {
-	return metav1.Condition{Type: ConditionPublished, Status: metav1.ConditionTrue, Reason: "Reloaded",
-		Message: "HAProxy runs the current configuration"}
-}
-
-// reload asks HAProxy to load the published files and verifies it did. A
-// reload HAProxy refuses rolls this round's write back; when HAProxy ran the
-// directory before it (inSync), the directory is then what HAProxy runs
-// again, otherwise the reload stays pending. A master socket that cannot be
-// reached is retried with back-off. It reports whether HAProxy runs the
-// new files.
-func (l *live) reload(ctx context.Context, cfg *config.HAProxyTemplateConfig, pub *publish.Result, inSync bool) bool {
-	start := time.Now()
-	r, err := l.master.Reload(ctx)
-	l.metrics.reloadDuration.Observe(time.Since(start).Seconds())
-	var refused *master.ReloadError
-	switch {
-	case errors.As(err, &refused):
-		l.metrics.reloadsHAProxy.WithLabelValues("failed").Inc()
-		msg := refused.Error()
-		rbErr := pub.Rollback()
-		switch {
-		case rbErr != nil:
-			msg += "; restoring the previous files failed: " + rbErr.Error()
-		case pub.Changed:
-			msg += "; the previous files were restored"
-		}
-		// Unless the directory is back to what HAProxy runs, the next
-		// round reloads again rather than skipping.
-		l.reloadPending = !(inSync && pub.Changed && rbErr == nil)
-		l.log.Error("HAProxy refused to reload", "error", msg)
-		l.status.set(ctx, cfg, metav1.Condition{Type: ConditionPublished, Status: metav1.ConditionFalse, Reason: "ReloadFailed", Message: msg})
-		return false
-	case err != nil:
-		l.metrics.reloadsHAProxy.WithLabelValues("error").Inc()
-		l.scheduleRetry()
-		l.log.Warn("reloading HAProxy failed; retrying", "in", l.retryIn, "error", err)
-		l.status.set(ctx, cfg, metav1.Condition{Type: ConditionPublished, Status: metav1.ConditionFalse, Reason: "ReloadPending",
-			Message: fmt.Sprintf("the configuration was written but HAProxy could not be reloaded yet: %v", err)})
-		return false
-	default:
-		l.metrics.reloadsHAProxy.WithLabelValues("success").Inc()
-		l.reloaded, l.reloadPending = true, false
-		l.stopRetry()
-		l.log.Info("HAProxy reloaded", "duration", r.Duration.Round(time.Millisecond), "reloads", r.After.Master.Reloads, "workers", r.After.WorkerPIDs())
-		l.status.set(ctx, cfg, runningCondition())
-		l.checkVersionSkew(ctx, cfg)
-		return true
-	}
-}
-
-// scheduleRetry triggers another round after a growing delay. mu is held.
-func (l *live) scheduleRetry() {
-	switch {
-	case l.retryIn == 0:
-		l.retryIn = minReloadRetry
-	case l.retryIn < maxReloadRetry:
-		l.retryIn = min(2*l.retryIn, maxReloadRetry)
-	}
-	if l.retry != nil {
-		l.retry.Stop()
-	}
-	l.retry = time.AfterFunc(l.retryIn, l.trigger)
-}
-
-// stopRetry cancels a scheduled retry and resets the back-off. mu is held.
-func (l *live) stopRetry() {
-	if l.retry != nil {
-		l.retry.Stop()
-		l.retry = nil
-	}
-	l.retryIn = 0
 }
 
 // invalidReason is the Valid=False condition reason of a failed verdict,

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/record"
 
 	htctestutil "github.com/haproxy-template/htc/internal/testutil"
@@ -71,6 +72,15 @@ type liveFixture struct {
 
 func newLiveFixture(t *testing.T, outDir string, port int) *liveFixture {
 	t.Helper()
+	return newServicesFixture(t, outDir, map[string]any{"port": int64(port)}, liveTemplate,
+		"names.map", "{{ range .resources.services.List }}/{{ word .metadata.name }} yes\n{{ end }}", slog.New(slog.DiscardHandler))
+}
+
+// newServicesFixture is a live fixture over a config watching Services
+// (store "services"), with extraContext extra, haproxy.cfg template cfg
+// and one map, logging to log.
+func newServicesFixture(t *testing.T, outDir string, extra map[string]any, cfgTemplate, mapName, mapTemplate string, log *slog.Logger) *liveFixture {
+	t.Helper()
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": config.GroupVersion.String(), "kind": config.Kind,
 		"metadata": map[string]any{"namespace": "htc-system", "name": "htc", "generation": int64(3)},
@@ -78,11 +88,9 @@ func newLiveFixture(t *testing.T, outDir string, port int) *liveFixture {
 			"watchedResources": map[string]any{
 				"services": map[string]any{"apiVersion": "v1", "resources": "services", "indexBy": []any{"metadata.namespace", "metadata.name"}},
 			},
-			"extraContext":  map[string]any{"port": int64(port)},
-			"haproxyConfig": map[string]any{"template": liveTemplate},
-			"maps": map[string]any{"names.map": map[string]any{
-				"template": "{{ range .resources.services.List }}/{{ word .metadata.name }} yes\n{{ end }}",
-			}},
+			"extraContext":  extra,
+			"haproxyConfig": map[string]any{"template": cfgTemplate},
+			"maps":          map[string]any{mapName: map[string]any{"template": mapTemplate}},
 		},
 	}}
 	cfg, err := config.FromUnstructured(u)
@@ -98,7 +106,6 @@ func newLiveFixture(t *testing.T, outDir string, port int) *liveFixture {
 
 	dyn := fakeClient(u)
 	events := record.NewFakeRecorder(100)
-	log := slog.New(slog.DiscardHandler)
 	m := newMetrics(func() time.Time { return time.Time{} })
 	a := &admission.Admitter{}
 	a.SetState(&admission.State{Pipeline: pipeline, Stores: map[string]*store.Store{"services": services}})
@@ -109,7 +116,14 @@ func newLiveFixture(t *testing.T, outDir string, port int) *liveFixture {
 		events:   events,
 		metrics:  m,
 	}
-	f.status = func(typ string) *metav1.Condition {
+	f.status = statusOf(t, dyn)
+	return f
+}
+
+// statusOf returns a reader of the conditions of the config htc-system/htc
+// that dyn holds.
+func statusOf(t *testing.T, dyn dynamic.Interface) func(typ string) *metav1.Condition {
+	return func(typ string) *metav1.Condition {
 		got, err := dyn.Resource(configGVR).Namespace("htc-system").Get(t.Context(), "htc", metav1.GetOptions{})
 		require.NoError(t, err)
 		raw, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
@@ -122,7 +136,6 @@ func newLiveFixture(t *testing.T, outDir string, port int) *liveFixture {
 		}
 		return meta.FindStatusCondition(conds, typ)
 	}
-	return f
 }
 
 func (f *liveFixture) cfg(t *testing.T) string {
@@ -133,7 +146,7 @@ func (f *liveFixture) cfg(t *testing.T) string {
 }
 
 func (f *liveFixture) reloads(result string) float64 {
-	return testutil.ToFloat64(f.metrics.reloadsHAProxy.WithLabelValues(result))
+	return reloadCount(f.metrics, result)
 }
 
 // nextEvent returns the next recorded Event ("Type Reason Message").
@@ -313,7 +326,7 @@ func startMasterWorker(t testing.TB, socket, cfg string) {
 	require.Eventually(t, func() bool {
 		_, err := c.ShowProc(context.Background())
 		return err == nil
-	}, 10*time.Second, 20*time.Millisecond, "haproxy did not start:\n%s", &logs)
+	}, 2*time.Minute, 20*time.Millisecond, "haproxy did not start:\n%s", &logs) // 10,000 apps on a busy machine take long
 }
 
 // get fetches http://addr/ on a new connection and returns the body, or

@@ -24,17 +24,22 @@ type metrics struct {
 	reloads    *prometheus.CounterVec
 	ready      prometheus.Gauge
 
-	liveChecks     *prometheus.CounterVec
-	liveValid      prometheus.Gauge
-	liveFailures   prometheus.Gauge
-	warned         *prometheus.CounterVec
-	overruled      *prometheus.CounterVec
-	liveDuration   prometheus.Histogram
-	publishes      *prometheus.CounterVec
-	reloadsHAProxy *prometheus.CounterVec
-	reloadDuration prometheus.Histogram
-	buildInfo      *prometheus.GaugeVec
-	versionSkew    prometheus.Gauge
+	liveChecks      *prometheus.CounterVec
+	liveValid       prometheus.Gauge
+	liveFailures    prometheus.Gauge
+	warned          *prometheus.CounterVec
+	overruled       *prometheus.CounterVec
+	liveDuration    prometheus.Histogram
+	publishes       *prometheus.CounterVec
+	reloadsHAProxy  *prometheus.CounterVec
+	reloadDuration  prometheus.Histogram
+	runtimeApplies  *prometheus.CounterVec
+	reloadsAvoided  prometheus.Counter
+	runtimeChecks   *prometheus.CounterVec
+	runtimeMismatch *prometheus.CounterVec
+	changeToServed  *prometheus.HistogramVec
+	buildInfo       *prometheus.GaugeVec
+	versionSkew     prometheus.Gauge
 
 	caches cacheMetrics
 }
@@ -165,8 +170,29 @@ func newMetrics(certNotAfter func() time.Time) *metrics {
 		}, []string{"result"}),
 		reloadsHAProxy: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "htc_haproxy_reloads_total",
-			Help: "HAProxy reloads through the master socket by result (success, failed: HAProxy refused, error: not reached, skipped: nothing changed).",
+			Help: "HAProxy reloads through the master socket by result (success, failed: HAProxy refused, error: not reached, skipped: nothing changed) and reason (unknown: what HAProxy runs is not known, structure: haproxy.cfg changed beyond server lines, servers: a server change the runtime API cannot make, files: a file that is not a map or certificate, runtime-failed, mismatch: the run-time comparison found a difference, runtime-off; unchanged with skipped).",
+		}, []string{"result", "reason"}),
+		runtimeApplies: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "htc_haproxy_runtime_applies_total",
+			Help: "Changes applied through HAProxy's runtime API instead of a reload, by kind (server, map, cert; session: the runtime API could not be reached; show: a question asked before any change failed) and result (applied, failed: the round reloaded instead).",
+		}, []string{"kind", "result"}),
+		reloadsAvoided: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "htc_haproxy_reloads_avoided_total",
+			Help: "Rounds that changed the published files and were applied through the runtime API, without a reload.",
+		}),
+		runtimeChecks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "htc_runtime_checks_total",
+			Help: "Comparisons of what HAProxy runs (show servers state, show map, show ssl cert) with the files, by result (agreed, mismatch, error).",
 		}, []string{"result"}),
+		runtimeMismatch: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "htc_runtime_mismatch_total",
+			Help: "Differences found between what HAProxy runs and the files, by kind (server, map, cert); each comparison that finds one reloads HAProxy.",
+		}, []string{"kind"}),
+		changeToServed: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "htc_live_change_to_served_seconds",
+			Help:    "Time from the first change of a live round (a watched object or the config) until HAProxy runs its result, by how it got there (runtime, reload).",
+			Buckets: admissionBuckets,
+		}, []string{"via"}),
 		reloadDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "htc_haproxy_reload_duration_seconds",
 			Help:    "Time from asking HAProxy to reload until the new worker was seen (or the failure).",
@@ -176,6 +202,7 @@ func newMetrics(certNotAfter func() time.Time) *metrics {
 	m.buildInfo, m.versionSkew = newBuildMetrics()
 	m.reg.MustRegister(m.requests, m.duration, m.validation, m.phases, m.inFlight, m.testHits, m.alike, m.reloads, m.ready, certExpiry(certNotAfter),
 		m.liveChecks, m.liveValid, m.liveFailures, m.warned, m.overruled, m.liveDuration, m.publishes, m.reloadsHAProxy, m.reloadDuration,
+		m.runtimeApplies, m.reloadsAvoided, m.runtimeChecks, m.runtimeMismatch, m.changeToServed,
 		m.buildInfo, m.versionSkew,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(m.caches.collectors()...)

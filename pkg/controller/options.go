@@ -56,9 +56,29 @@ type Options struct {
 	// through it, verified by the master's reload counter; a reload HAProxy
 	// refuses restores the previous files. Requires OutputDir.
 	MasterSocket string
+	// ReloadOnly makes HAProxy reload for every change of the published
+	// files: nothing is applied through its runtime API. Off (the zero
+	// value): a change the runtime API can make as a reload would (package
+	// dataplane: servers, map content, certificates) is applied without a
+	// reload.
+	ReloadOnly bool
+	// ReloadInterval is the least time between two reloads: a change that
+	// needs one sooner is written and waits for the interval's end, so
+	// that a storm of changes starts at most one HAProxy worker per
+	// interval (changes applied at run time never wait). Zero means
+	// DefaultReloadInterval (2 s); negative never waits.
+	ReloadInterval time.Duration
+	// RuntimeCheckEvery: what HAProxy runs is compared with the files
+	// (show servers state, show map, show ssl cert) after this many
+	// rounds applied at run time, and when the controller is idle after
+	// one (IdleMemoryReturn finds the idle periods); a difference is
+	// logged, counted, reported (condition RuntimeVerified) and repaired
+	// by a reload. Zero means DefaultRuntimeCheckEvery (10); negative
+	// compares only when idle.
+	RuntimeCheckEvery int
 	// Debounce is the quiet period after a change of the stores or the
 	// config before the live configuration is rendered; zero means
-	// DefaultDebounce (100 ms).
+	// DefaultDebounce (20 ms).
 	Debounce time.Duration
 	// AllowedDirectives is the operator's grant: what configs may ask for
 	// in spec.allowedDirectives (directive names, "env-expansion",
@@ -180,6 +200,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ShutdownDelay < 0 {
 		problems = append(problems, "the shutdown delay must not be negative")
+	}
+	if o.ReloadOnly && o.RuntimeCheckEvery > 0 {
+		problems = append(problems, "comparing what HAProxy runs with the files is for changes applied at run time, which reload-only turns off")
 	}
 	if o.Debounce < 0 || o.MaxDelay < 0 {
 		problems = append(problems, "the debounce and maximum delay must not be negative")

@@ -32,6 +32,7 @@ func TestCluster(t *testing.T) {
 		{"metrics and readyz through the Service, monitoring objects", testMetrics},
 		{"leader pod killed", testLeaderKill},
 		{"rollout restart under writes", testRollout},
+		{"a backend's rollout, a new route and a new endpoint without a reload", testDataPlane},
 		{"helm upgrade and uninstall", testUpgradeUninstall},
 	} {
 		start := time.Now()

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -108,17 +109,19 @@ func TestPublishToHAProxy(t *testing.T) {
 	assert.Contains(t, managers, "htc/Apply/status", "the status is htc's, by server-side apply on the status subresource")
 	written := metric(t, rc, statusWrites)
 
-	// Changing the Ingress path changes routing.
+	// Changing the Ingress path changes routing: only the routing maps
+	// change, which the runtime API applies without a reload.
+	avoided := metric(t, rc, reloadsAvoided)
 	mustKubectl(t, publishIngress("/v2", backendPort), "apply", "-f", "-")
 	status, body = waitRoute(t, proxy, "/v2/x", http.StatusOK)
 	require.Equal(t, http.StatusOK, status, "the new path routes; got %q\n%s", body, tail(rc.logs.String(), 40))
-	// Right after a reload the previous worker may still accept a
-	// connection before it handles its stop signal.
-	status, _ = waitRoute(t, proxy, "/app/hello", http.StatusNotFound)
-	assert.Equal(t, http.StatusNotFound, status, "the old path no longer routes")
-	// The new route answers as soon as HAProxy's new worker runs, a moment
-	// before the controller has verified that reload and counted it.
-	reloads = waitMetricAbove(t, rc, reloadsSuccess, reloads, "the reload of the new path was not counted")
+	status, _ = request(t, proxy, "/app/hello")
+	assert.Equal(t, http.StatusNotFound, status, "the old path no longer routes: the map was replaced at once")
+	// The new route answers as soon as the map is committed, a moment
+	// before the controller counts it.
+	waitMetricAbove(t, rc, reloadsAvoided, avoided, "the change applied at run time was not counted")
+	assert.Equal(t, reloads, metric(t, rc, reloadsSuccess), "no reload for a route change")
+	waitConditionReason(t, rc, "Published", "AppliedAtRuntime")
 
 	// A change that renders the same configuration does not reload HAProxy.
 	skipped := metric(t, rc, reloadsSkipped)
@@ -303,13 +306,33 @@ func waitCondition(t *testing.T, rc *runningController, typ, want string) {
 	}
 }
 
-// Series of htc_haproxy_reloads_total and htc_resource_status_writes_total.
+// Series of htc_haproxy_reloads_total (summed over their reasons) and
+// htc_resource_status_writes_total.
 const (
 	reloadsSuccess  = `htc_haproxy_reloads_total{result="success"}`
 	reloadsSkipped  = `htc_haproxy_reloads_total{result="skipped"}`
+	reloadsAvoided  = `htc_haproxy_reloads_avoided_total`
 	statusWrites    = `htc_resource_status_writes_total{result="written"}`
 	statusUnchanged = `htc_resource_status_writes_total{result="unchanged"}`
 )
+
+// waitConditionReason waits until the publish config's condition typ has
+// reason want.
+func waitConditionReason(t *testing.T, rc *runningController, typ, want string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		r := kubectl(t, "", "get", "haproxytemplateconfig", "htc", "-n", publishConfigNS,
+			"-o", `jsonpath={.status.conditions[?(@.type=="`+typ+`")].reason}`)
+		if r.err == nil && r.stdout == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the %s condition's reason never turned %s; last:\n%s\n%s", typ, want, r, tail(rc.logs.String(), 30))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
 
 // waitMetricAbove waits until series is above was (the controller counted
 // the step the test waits for) and returns its value then. A scrape that
@@ -337,17 +360,34 @@ func metric(t *testing.T, rc *runningController, series string) float64 {
 	return v
 }
 
-// metricValue reads one sample of the controller's /metrics (0 when absent).
+// metricValue reads the controller's /metrics: the sum of the samples of
+// series, name{labels}, over those that have these labels and any others
+// (0 when there is none).
 func metricValue(rc *runningController, series string) (float64, error) {
 	_, body, err := get("http://" + rc.metricsAddr + "/metrics")
 	if err != nil {
 		return 0, err
 	}
-	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindStringSubmatch(body)
-	if m == nil {
-		return 0, nil
+	name, labels, _ := strings.Cut(strings.TrimSuffix(series, "}"), "{")
+	sum := 0.0
+	for _, m := range regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(name)+`(?:\{([^}]*)\})? (\S+)$`).FindAllStringSubmatch(body, -1) {
+		have := "," + m[1] + ","
+		match := true
+		for _, l := range strings.Split(labels, ",") {
+			if l != "" && !strings.Contains(have, ","+l+",") {
+				match = false
+			}
+		}
+		if !match {
+			continue
+		}
+		v, err := strconv.ParseFloat(m[2], 64)
+		if err != nil {
+			return 0, err
+		}
+		sum += v
 	}
-	return strconv.ParseFloat(m[1], 64)
+	return sum, nil
 }
 
 // publishConfig is the example config in the publish namespace, watching

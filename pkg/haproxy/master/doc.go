@@ -85,6 +85,27 @@
 // header and splits the rest on whitespace, treating a bracketed group such as
 // "[failed: 0]" as one token.
 //
+// # Runtime commands
+//
+// Client.OpenWorker opens a WorkerSession: the runtime API (set server,
+// add map, set ssl cert, show servers state, ...) of the current worker,
+// the one that runs the configuration the master loaded last, through the
+// master CLI. The session is interactive, so that each answer is told
+// apart from the next: it sends "prompt" (the master answers with its
+// prompt, "master> "), then "@1" (every later command goes to the current
+// worker, whose prompt is its PID: "18030> "), then "set severity-output
+// number" (messages start with their syslog level, "[3]: No such
+// server."). Each command is then written alone (a payload after " <<",
+// one line per line, ended by an empty line; the worker prints "+ " per
+// payload line) and its answer read up to the next prompt: a prompt is
+// the last line of what HAProxy sent and nothing follows it, since the
+// worker waits for the next command. An answer with a level from 0 to 3
+// (emerg to err) is a *CommandError; the others are answers. A payload is
+// sent as written: HAProxy's master CLI does not split it at ';' nor read
+// "@" or "quit" in it (TestIntegrationWorkerSession). A reload closes every
+// connection to the master CLI, so a session does not outlive one: its
+// next command fails.
+//
 // # Errors
 //
 // Errors name the socket ("master socket /x/master.sock: dial unix

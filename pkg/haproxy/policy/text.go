@@ -78,3 +78,33 @@ func isHeaderCandidate(line string) bool {
 func isPlainWordByte(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.'
 }
+
+// ServerOption reports how many words the server option word consumes
+// after itself in HAProxy 3.0 (-1: a variable number, as "source" does),
+// looked up as _srv_parse_kw does (by the text before its first '('), and
+// whether word is a server option at all.
+func ServerOption(word string) (n int, ok bool) {
+	n, ok = serverOptions[optionName(word)]
+	return n, ok
+}
+
+// MapEntries returns the entries HAProxy 3.0 reads from the content of a
+// map file (pat_ref_read_from_file_smp, reading at most mapLineMax bytes of
+// a line at a time, see readerEntries), in file order: keys[i] maps to
+// values[i]. Comments and blank lines make no entry.
+func MapEntries(content string) (keys, values []string) {
+	for len(content) > 0 {
+		line := content
+		if i := indexNL(content); i >= 0 {
+			line, content = content[:i], content[i+1:]
+		} else {
+			content = ""
+		}
+		e := readerEntries(line, true, mapLineMax+1)
+		for i := 0; i+1 < len(e); i += 2 {
+			keys = append(keys, e[i])
+			values = append(values, e[i+1])
+		}
+	}
+	return keys, values
+}
