@@ -106,7 +106,7 @@ func fuzzRender(e *Engine, in Input) (out string) {
 		}
 		return s
 	}
-	return bundleText(b) + fmt.Sprintf("\nsources: %+v", b.Sources())
+	return bundleText(b) + fmt.Sprintf("\nsources: %+v\nwarnings: %+v", b.Sources(), b.Warnings)
 }
 
 // fuzzFragmentConfig builds a haproxy.cfg and its snippets: f1 over a
@@ -176,6 +176,8 @@ func fuzzFragmentBody(src *fuzzBytes, o string) string {
 			b.WriteString(`{{ .key }}{{ pathFor "map" "static.map" }}`)
 		case 14:
 			fmt.Fprintf(&b, `{{ $f := addFile "file" (printf "%%s.txt" %s.metadata.name) "t" }}{{ pathFor "file" (printf "%%s.txt" %s.metadata.name) }}`, o, o)
+		case 15:
+			fmt.Fprintf(&b, `{{ warn %s (printf "%%s warned" %s.metadata.name) }}`, o, o)
 		default:
 			b.WriteString("\n")
 		}
