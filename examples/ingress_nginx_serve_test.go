@@ -157,6 +157,8 @@ type ngxReq struct {
 	tls                bool
 	sni                string
 	cert               *tls.Certificate
+	// h2c sends HTTP/2 with prior knowledge (to the HTTP port).
+	h2c bool
 }
 
 // ngxResp is what came back: the status, the headers, the body and, when
@@ -173,6 +175,10 @@ type ngxEchoed struct {
 	Name, Method, URI, Host, Proto string
 	Header                         http.Header
 	BodyLen                        int
+	// TLS reports a request that came over TLS; ClientCN the common
+	// name of the client certificate the proxy presented, if any.
+	TLS      bool
+	ClientCN string
 }
 
 // do sends q and reads the answer (redirects are not followed).
@@ -202,7 +208,13 @@ func (s *ngxSite) do(q ngxReq) ngxResp {
 	}
 	tr := &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{ServerName: sni, InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}}} //nolint:gosec // the test's own certificates
 	if q.cert != nil {
-		tr.TLSClientConfig.Certificates = []tls.Certificate{*q.cert}
+		// Sent whatever CAs the server names (Go would otherwise send
+		// none signed by another).
+		tr.TLSClientConfig.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return q.cert, nil }
+	}
+	if q.h2c {
+		tr.Protocols = new(http.Protocols)
+		tr.Protocols.SetUnencryptedHTTP2(true)
 	}
 	client := &http.Client{Transport: tr, Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := client.Do(req)
@@ -229,7 +241,11 @@ func ngxEcho(name string) http.Handler {
 			time.Sleep(time.Duration(min(ms, 5000)) * time.Millisecond)
 		}
 		n, _ := io.Copy(io.Discard, r.Body)
-		b, _ := json.Marshal(ngxEchoed{Name: name, Method: r.Method, URI: r.RequestURI, Host: r.Host, Proto: r.Proto, Header: r.Header, BodyLen: int(n)})
+		e := ngxEchoed{Name: name, Method: r.Method, URI: r.RequestURI, Host: r.Host, Proto: r.Proto, Header: r.Header, BodyLen: int(n), TLS: r.TLS != nil}
+		if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+			e.ClientCN = r.TLS.PeerCertificates[0].Subject.CommonName
+		}
+		b, _ := json.Marshal(e)
 		w.Header().Set("X-Ngx-Echo", "1")
 		w.Header().Set("Content-Type", "application/json")
 		status := http.StatusOK
@@ -366,3 +382,53 @@ func serviceDoc(ns, name string) string {
 
 // docs joins YAML documents.
 func docs(parts ...string) string { return strings.Join(parts, "\n---\n") }
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// startTLSBackend starts an echo backend named name speaking TLS (HTTP/2
+// and HTTP/1.1) with the certificate pair, asking for a client
+// certificate it does not require; it returns its port.
+func startTLSBackend(t *testing.T, name string, pair tls.Certificate) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := &http.Server{Handler: ngxEcho(name), ReadHeaderTimeout: 10 * time.Second,
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{pair}, ClientAuth: tls.RequestClientCert, NextProtos: []string{"h2", "http/1.1"}}}
+	go func() { _ = srv.ServeTLS(ln, "", "") }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startH2CBackend starts an echo backend named name speaking HTTP/1.1
+// and HTTP/2 without TLS (prior knowledge); it returns its port.
+func startH2CBackend(t *testing.T, name string) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := &http.Server{Handler: ngxEcho(name), ReadHeaderTimeout: 10 * time.Second, Protocols: new(http.Protocols)}
+	srv.Protocols.SetHTTP1(true)
+	srv.Protocols.SetUnencryptedHTTP2(true)
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startClosingBackend starts a listener on loopback that closes every
+// connection it accepts without answering (a health check's connect
+// succeeds; a request gets an empty response); it returns its port.
+func startClosingBackend(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	t.Cleanup(func() { _ = ln.Close() })
+	return ln.Addr().(*net.TCPAddr).Port
+}
