@@ -56,7 +56,7 @@ func ngxEngine(t *testing.T, extra map[string]any) (*htcrender.Engine, *config.H
 }
 
 // ngxStoreKeys are the library's stores by kind.
-var ngxStoreKeys = map[string]string{"Ingress": "ingresses", "Service": "services", "EndpointSlice": "endpoints", "Secret": "secrets"}
+var ngxStoreKeys = map[string]string{"Ingress": "ingresses", "Service": "services", "EndpointSlice": "endpoints", "Secret": "secrets", "IngressClass": "ingressclasses"}
 
 // ngxObjects are the objects of the YAML documents, by store, plus an
 // EndpointSlice on 127.0.0.1 for each echo backend: the backend named
