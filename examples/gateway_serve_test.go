@@ -91,7 +91,7 @@ type ports struct{ frontend, health int }
 // (so that no outgoing connection of this test takes them while an
 // HAProxy is restarted) that are free now on 127.0.0.1 and 127.0.0.2,
 // at random (so that tests running at once seldom pick the same).
-func freePorts(t *testing.T, n int) []ports {
+func freePorts(t testing.TB, n int) []ports {
 	t.Helper()
 	var held []net.Listener
 	defer func() {

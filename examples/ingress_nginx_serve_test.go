@@ -45,7 +45,7 @@ import (
 const ngxConfigPath = "ingress-nginx/config.yaml"
 
 // ngxEngine is the library's template engine with extraContext keys set.
-func ngxEngine(t *testing.T, extra map[string]any) (*htcrender.Engine, *config.HAProxyTemplateConfig) {
+func ngxEngine(t testing.TB, extra map[string]any) (*htcrender.Engine, *config.HAProxyTemplateConfig) {
 	t.Helper()
 	cfg, err := config.LoadFile(ngxConfigPath)
 	require.NoError(t, err)
