@@ -130,16 +130,24 @@ var lookups = []struct {
 	first func(m []string) string
 }{
 	{"body.map", regexp.MustCompile(`(?m)^  http-request set-var\(txn\.body\) var\(txn\.ing\),map\([^,]+,(\d+)\)\n`),
-		func(k, v string) string { return fmt.Sprintf("  http-request set-var(txn.body) int(%s) if { var(txn.ing) -m str %s }\n", v, k) },
+		func(k, v string) string {
+			return fmt.Sprintf("  http-request set-var(txn.body) int(%s) if { var(txn.ing) -m str %s }\n", v, k)
+		},
 		func(m []string) string { return fmt.Sprintf("  http-request set-var(txn.body) int(%s)\n", m[1]) }},
 	{"timeout.map", regexp.MustCompile(`(?m)^  http-request set-var\(txn\.tmo\) var\(txn\.ing\),map\([^)]+\)\n`),
-		func(k, v string) string { return fmt.Sprintf("  http-request set-var(txn.tmo) str(%s) if { var(txn.ing) -m str %s }\n", v, k) },
+		func(k, v string) string {
+			return fmt.Sprintf("  http-request set-var(txn.tmo) str(%s) if { var(txn.ing) -m str %s }\n", v, k)
+		},
 		func([]string) string { return "" }},
 	{"redirect.map", regexp.MustCompile(`(?m)^  http-request set-var\(txn\.redir\) var\(txn\.ing\),map\([^)]+\)\n`),
-		func(k, v string) string { return fmt.Sprintf("  http-request set-var(txn.redir) str(%s) if { var(txn.ing) -m str %s }\n", v, k) },
+		func(k, v string) string {
+			return fmt.Sprintf("  http-request set-var(txn.redir) str(%s) if { var(txn.ing) -m str %s }\n", v, k)
+		},
 		func([]string) string { return "" }},
 	{"vhost.map", regexp.MustCompile(`(?m)^  http-request set-header Host %\[var\(txn\.ing\),map\([^)]+\)\] if [^\n]*\n`),
-		func(k, v string) string { return fmt.Sprintf("  http-request set-header Host %s if { var(txn.ing) -m str %s }\n", v, k) },
+		func(k, v string) string {
+			return fmt.Sprintf("  http-request set-header Host %s if { var(txn.ing) -m str %s }\n", v, k)
+		},
 		func([]string) string { return "" }},
 }
 
