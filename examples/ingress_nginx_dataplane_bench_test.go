@@ -81,9 +81,10 @@ func BenchmarkNginxDataPlane(b *testing.B) {
 				require.True(b, strings.HasPrefix(a.text, want), "%s: %s", q, a.text)
 			}
 			for range b.N {
-				rps, p99 := runWrk(b, wrk, dir, front.frontend, n, seconds)
+				rps, p99, bad := runWrk(b, wrk, dir, front.frontend, n, seconds)
 				b.ReportMetric(rps, "req/s")
 				b.ReportMetric(p99, "p99_ms")
+				b.ReportMetric(bad, "non2xx3xx")
 			}
 		})
 	}
@@ -180,7 +181,7 @@ func linesOf(tb testing.TB, b *bundle.Bundle) *bundle.Bundle {
 // request, stopped when the benchmark ends.
 func startOK(tb testing.TB, bin, dir string, port int) {
 	cfg := filepath.Join(dir, "ok.cfg")
-	require.NoError(tb, os.WriteFile(cfg, []byte(fmt.Sprintf("global\n  maxconn 20000\ndefaults\n  mode http\n  timeout client 30s\n  timeout server 30s\n  timeout connect 5s\nfrontend ok\n  bind 127.0.0.1:%d\n  http-request return status 200 content-type text/plain string \"ok\\n\"\n", port)), 0o600))
+	require.NoError(tb, os.WriteFile(cfg, []byte(fmt.Sprintf("global\n  maxconn 4096\ndefaults\n  mode http\n  timeout client 30s\n  timeout server 30s\n  timeout connect 5s\nfrontend ok\n  bind 127.0.0.1:%d\n  http-request return status 200 content-type text/plain string \"ok\\n\"\n", port)), 0o600))
 	cmd := exec.Command(bin, "-db", "-f", cfg)
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -197,13 +198,15 @@ func startOK(tb testing.TB, bin, dir string, port int) {
 
 var (
 	wrkRPS = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
-	wrkP99 = regexp.MustCompile(`(?m)^\s+99%\s+([0-9.]+)(us|ms|s)$`)
+	wrkBad = regexp.MustCompile(`Non-2xx or 3xx responses: (\d+)`)
+	wrkP99 = regexp.MustCompile(`(?m)^\s+99%\s+([0-9.]+)(us|ms|s)\s*$`)
 )
 
 // runWrk runs wrk against port for seconds over 32 connections with a
 // random Host among app0..app<n-1>.example.com per request and returns
-// requests/s and the p99 latency in milliseconds.
-func runWrk(tb testing.TB, wrk, dir string, port, n, seconds int) (float64, float64) {
+// requests/s, the p99 latency in milliseconds and how many answers were
+// neither 2xx nor 3xx (a timeout, a 503).
+func runWrk(tb testing.TB, wrk, dir string, port, n, seconds int) (rps, p99ms, bad float64) {
 	script := filepath.Join(dir, "hosts.lua")
 	require.NoError(tb, os.WriteFile(script, []byte(fmt.Sprintf(`math.randomseed(7)
 request = function()
@@ -214,19 +217,22 @@ end
 	defer cancel()
 	out, err := exec.CommandContext(ctx, wrk, "-t1", "-c32", fmt.Sprintf("-d%ds", seconds), "--latency", "-s", script, fmt.Sprintf("http://127.0.0.1:%d/", port)).CombinedOutput()
 	require.NoError(tb, err, "%s", out)
-	rps := wrkRPS.FindSubmatch(out)
-	p99 := wrkP99.FindSubmatch(out)
-	require.NotNil(tb, rps, "%s", out)
-	require.NotNil(tb, p99, "%s", out)
-	r, _ := strconv.ParseFloat(string(rps[1]), 64)
-	ms, _ := strconv.ParseFloat(string(p99[1]), 64)
-	switch string(p99[2]) {
+	r := wrkRPS.FindSubmatch(out)
+	p := wrkP99.FindSubmatch(out)
+	require.NotNil(tb, r, "%s", out)
+	require.NotNil(tb, p, "%s", out)
+	rps, _ = strconv.ParseFloat(string(r[1]), 64)
+	p99ms, _ = strconv.ParseFloat(string(p[1]), 64)
+	switch string(p[2]) {
 	case "us":
-		ms /= 1000
+		p99ms /= 1000
 	case "s":
-		ms *= 1000
+		p99ms *= 1000
 	}
-	return r, ms
+	if m := wrkBad.FindSubmatch(out); m != nil {
+		bad, _ = strconv.ParseFloat(string(m[1]), 64)
+	}
+	return rps, p99ms, bad
 }
 
 // envInt is the environment variable name as an int, or def.
