@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
@@ -431,4 +432,9 @@ func startClosingBackend(t *testing.T) int {
 	}()
 	t.Cleanup(func() { _ = ln.Close() })
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// unstructuredOf is obj as an Unstructured.
+func unstructuredOf(obj map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: obj}
 }

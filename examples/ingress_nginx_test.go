@@ -1,0 +1,67 @@
+package examples_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/phase"
+	"github.com/haproxy-template/htc/pkg/store"
+)
+
+// TestNginxUnknownAnnotationsWarnOrDeny: an nginx.ingress.kubernetes.io
+// annotation the table does not know, and one without effect, are
+// admitted with a warning about the Ingress (the bundle's warnings, which
+// the admission shows); with extraContext.unknownAnnotations: Deny the
+// unknown one is denied naming it.
+func TestNginxUnknownAnnotationsWarnOrDeny(t *testing.T) {
+	state := docs(serviceDoc("default", "echo"), ingressDoc("default", "web", map[string]string{"enable-opentracing": "true", "proxy-buffering": "on"},
+		map[string][]string{"web.example.com": {"Prefix / echo:80"}}))
+	storesOf := func(p interface {
+		NewStores() map[string]*store.Store
+	}) store.Set {
+		s := p.NewStores()
+		for key, objs := range ngxObjects(t, state, nil) {
+			for _, o := range objs {
+				require.NoError(t, s[key].Add(unstructuredOf(o)))
+			}
+		}
+		return store.ReadOnly(s)
+	}
+	warn := checking(t, ngxConfigPath, func(cfg *config.HAProxyTemplateConfig) { cfg.Spec.ValidationTests = nil })
+	v := warn.Check(context.Background(), storesOf(warn.Model))
+	require.True(t, v.Passed(), v.Reason)
+	assert.Equal(t, []string{
+		"Ingress default/web: annotation nginx.ingress.kubernetes.io/enable-opentracing is not one htc's ingress-nginx library knows: it has no effect",
+		"Ingress default/web: annotation nginx.ingress.kubernetes.io/proxy-buffering has no effect under htc: HAProxy streams responses; it does not spool them to disk",
+	}, v.Bundle.WarningsAbout("Ingress", "default", "web"))
+
+	deny := checking(t, ngxConfigPath, func(cfg *config.HAProxyTemplateConfig) {
+		cfg.Spec.ValidationTests = nil
+		withExtra(t, map[string]any{"unknownAnnotations": "Deny"})(&cfg.Spec)
+	})
+	v = deny.Check(context.Background(), storesOf(deny.Model))
+	assert.Equal(t, phase.Render, v.Phase)
+	assert.Equal(t, "Ingress default/web: annotation nginx.ingress.kubernetes.io/enable-opentracing is not one htc's ingress-nginx library knows (extraContext.unknownAnnotations: Deny)", v.Reason)
+}
+
+// TestNginxLibraryTestsDoNotDependOnTheClassName: the library's embedded
+// tests pass when the operator serves another class name (as beside
+// ingress-nginx), since the admission runs them under the operator's
+// extraContext.
+func TestNginxLibraryTestsDoNotDependOnTheClassName(t *testing.T) {
+	p := checking(t, ngxConfigPath, func(cfg *config.HAProxyTemplateConfig) {
+		withExtra(t, map[string]any{"ingressClassName": "htc-nginx"})(&cfg.Spec)
+		require.True(t, strings.Contains(string(cfg.Spec.ExtraContext.Raw), `"ingressClassName":"htc-nginx"`))
+	})
+	report, _, err := p.Tests(context.Background())
+	require.NoError(t, err)
+	for _, r := range report.Results {
+		assert.Empty(t, r.Problem(), r.Name)
+	}
+	assert.True(t, report.OK(), "%d/%d passed", report.Passed, report.Total)
+}
