@@ -64,6 +64,7 @@ func TestNginxAccessAnnotationsThroughHAProxy(t *testing.T) {
 		one("auth", "auth.example.com", map[string]string{"auth-type": "basic", "auth-secret": "users", "auth-realm": "Authentication Required"}),
 		one("authmap", "authmap.example.com", map[string]string{"auth-type": "basic", "auth-secret": "default/users-map", "auth-secret-type": "auth-map"}),
 		one("rps", "rps.example.com", map[string]string{"limit-rps": "2"}),
+		one("rps2", "rps2.example.com", map[string]string{"limit-rps": "2"}),
 		one("rpm", "rpm.example.com", map[string]string{"limit-rpm": "3"}),
 		one("skip", "skip.example.com", map[string]string{"limit-rps": "1", "limit-whitelist": "127.0.0.0/8"}),
 		one("conn", "conn.example.com", map[string]string{"limit-connections": "1"}),
@@ -112,8 +113,13 @@ func TestNginxAccessAnnotationsThroughHAProxy(t *testing.T) {
 	})
 	t.Run("limit-rps and limit-rpm", func(t *testing.T) {
 		// A burst of five times the rate passes at once, the next is
-		// refused with 503 (limit-req-status-code), per Ingress.
-		for host, burst := range map[string]int{"rps.example.com": 10, "rpm.example.com": 15} {
+		// refused with 503 (limit-req-status-code), per Ingress (rps2's
+		// burst is its own).
+		for _, tc := range []struct {
+			host  string
+			burst int
+		}{{"rps.example.com", 10}, {"rps2.example.com", 10}, {"rpm.example.com", 15}} {
+			host, burst := tc.host, tc.burst
 			for i := range burst {
 				require.Equal(t, 200, site.do(ngxReq{host: host, path: "/"}).status, "%s: request %d of the burst", host, i+1)
 			}
