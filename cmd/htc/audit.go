@@ -16,7 +16,6 @@ import (
 	"github.com/haproxy-template/htc/pkg/audit"
 	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/dryrun"
-	"github.com/haproxy-template/htc/pkg/dryrun/testrun"
 	"github.com/haproxy-template/htc/pkg/redact"
 	"github.com/haproxy-template/htc/pkg/store"
 	"github.com/haproxy-template/htc/pkg/watched"
@@ -77,18 +76,11 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	env, wait, err := checkingEnv(f.haproxy, f.allowed.stringList)
+	o, env, wait, err := loadChecking(f.configPath, f.haproxy, f.allowed.stringList, f.testCache)
 	if err != nil {
 		return err
 	}
 	defer wait()
-	if f.testCache != "" {
-		env.Tests = testrun.NewCacheWithStore(4, testrun.DirStore{Dir: f.testCache, Salt: testCacheSalt(f.haproxy, f.allowed.stringList)})
-	}
-	o, err := loadOffline(f.configPath, env)
-	if err != nil {
-		return err
-	}
 	table, err := audit.TableOf(o.pipeline.Config)
 	if err != nil {
 		return usageError{fmt.Errorf("%s: %w", f.configPath, err)}
