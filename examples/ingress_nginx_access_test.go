@@ -3,7 +3,6 @@ package examples_test
 import (
 	"crypto/tls"
 	"encoding/base64"
-	"net/http"
 	"sync"
 	"testing"
 
@@ -174,5 +173,3 @@ func tlsPair(t *testing.T, crt, key []byte) tls.Certificate {
 	require.NoError(t, err)
 	return pair
 }
-
-var _ = http.StatusOK

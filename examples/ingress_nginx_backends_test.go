@@ -2,9 +2,7 @@ package examples_test
 
 import (
 	"crypto/tls"
-	"fmt"
 	"net"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -182,8 +180,3 @@ func TestNginxSSLPassthroughThroughHAProxy(t *testing.T) {
 	assert.Equal(t, "default/echo", r.echo.Name)
 	assert.Equal(t, "127.0.0.1", r.echo.Header.Get("X-Real-IP"), "the client's address arrives through the PROXY protocol")
 }
-
-var (
-	_ = fmt.Sprint
-	_ = http.StatusOK
-)
