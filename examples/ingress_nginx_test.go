@@ -70,3 +70,57 @@ func TestNginxLibraryTestsDoNotDependOnTheClassName(t *testing.T) {
 	}
 	assert.True(t, report.OK(), "%d/%d passed", report.Passed, report.Total)
 }
+
+// TestNginxValueChangesAreMapOnly: changing the value of an annotation
+// kept in a map (a timeout, the body size, a redirect, the upstream vhost,
+// a rate limit, CORS, a canary weight) changes maps only, so the check
+// reuses the haproxy -c run that accepted the state before; one HAProxy
+// needs as a constant (a source range, a rewrite) changes haproxy.cfg
+// and runs it.
+func TestNginxValueChangesAreMapOnly(t *testing.T) {
+	p := checking(t, ngxConfigPath, func(cfg *config.HAProxyTemplateConfig) { cfg.Spec.ValidationTests = nil })
+	base := map[string]string{"proxy-read-timeout": "30", "proxy-body-size": "1m", "permanent-redirect": "https://a.example.com/",
+		"upstream-vhost": "a.internal", "limit-rps": "5", "enable-cors": "true", "whitelist-source-range": "10.0.0.0/8"}
+	canary := map[string]string{"canary": "true", "canary-weight": "10"}
+	stateWith := func(ann, can map[string]string) store.Set {
+		s := p.Model.NewStores()
+		state := docs(serviceDoc("default", "echo"), serviceDoc("default", "next"),
+			ingressDoc("default", "web", ann, map[string][]string{"web.example.com": {"Prefix / echo:80"}}),
+			ingressDoc("default", "web-canary", can, map[string][]string{"web.example.com": {"Prefix / next:80"}}))
+		for key, objs := range ngxObjects(t, state, nil) {
+			for _, o := range objs {
+				require.NoError(t, s[key].Add(unstructuredOf(o)))
+			}
+		}
+		return store.ReadOnly(s)
+	}
+	with := func(m map[string]string, k, v string) map[string]string {
+		out := map[string]string{}
+		for a, b := range m {
+			out[a] = b
+		}
+		out[k] = v
+		return out
+	}
+	v := p.Check(context.Background(), stateWith(base, canary))
+	require.True(t, v.Passed(), v.Reason)
+	for _, tc := range []struct {
+		change   string
+		ann, can map[string]string
+		mapOnly  bool
+	}{
+		{"proxy-read-timeout", with(base, "proxy-read-timeout", "120"), canary, true},
+		{"proxy-body-size", with(base, "proxy-body-size", "8m"), canary, true},
+		{"permanent-redirect", with(base, "permanent-redirect", "https://b.example.com/x"), canary, true},
+		{"upstream-vhost", with(base, "upstream-vhost", "b.internal"), canary, true},
+		{"limit-rps", with(base, "limit-rps", "50"), canary, true},
+		{"cors-max-age", with(base, "cors-max-age", "60"), canary, true},
+		{"canary-weight", base, with(canary, "canary-weight", "50"), true},
+		{"whitelist-source-range", with(base, "whitelist-source-range", "10.0.0.0/16"), canary, false},
+		{"rewrite-target", with(base, "rewrite-target", "/x"), canary, false},
+	} {
+		v := p.Check(context.Background(), stateWith(tc.ann, tc.can))
+		require.True(t, v.Passed(), "%s: %s", tc.change, v.Reason)
+		assert.Equal(t, tc.mapOnly, v.SemanticReused, "%s: map-only", tc.change)
+	}
+}
