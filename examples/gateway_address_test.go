@@ -18,7 +18,7 @@ import (
 )
 
 // withExtra sets keys of the library's extraContext.
-func withExtra(t *testing.T, set map[string]any) func(*config.HAProxyTemplateConfigSpec) {
+func withExtra(t testing.TB, set map[string]any) func(*config.HAProxyTemplateConfigSpec) {
 	return func(spec *config.HAProxyTemplateConfigSpec) {
 		x := map[string]any{}
 		require.NoError(t, json.Unmarshal(spec.ExtraContext.Raw, &x))

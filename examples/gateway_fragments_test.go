@@ -61,7 +61,7 @@ func beforeTemplates(t *testing.T) func(*config.HAProxyTemplateConfigSpec) {
 
 // gatewayStores are the library's stores (cfg's watched resources)
 // holding objs.
-func gatewayStores(t *testing.T, cfg *config.HAProxyTemplateConfig, objs map[string][]map[string]any) map[string]*store.Store {
+func gatewayStores(t testing.TB, cfg *config.HAProxyTemplateConfig, objs map[string][]map[string]any) map[string]*store.Store {
 	t.Helper()
 	stores := map[string]*store.Store{}
 	for key, w := range cfg.Spec.WatchedResources {

@@ -51,12 +51,18 @@ func servingHAProxy(t *testing.T) string {
 // and X- headers, so that a response tells which Service a request
 // reached and what the proxy did to it. It returns each name's port.
 func echoBackends(t *testing.T, names []string) map[string]int {
+	return startBackends(t, names, echoHandler)
+}
+
+// startBackends starts one HTTP server on loopback per name, answering
+// with handler(name), and returns each name's port.
+func startBackends(t *testing.T, names []string, handler func(name string) http.Handler) map[string]int {
 	t.Helper()
 	ports := map[string]int{}
 	for _, name := range names {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
-		srv := &http.Server{Handler: echoHandler(name), ReadHeaderTimeout: 10 * time.Second}
+		srv := &http.Server{Handler: handler(name), ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = srv.Serve(ln) }()
 		t.Cleanup(func() { _ = srv.Close() })
 		ports[name] = ln.Addr().(*net.TCPAddr).Port
@@ -85,7 +91,7 @@ type ports struct{ frontend, health int }
 // (so that no outgoing connection of this test takes them while an
 // HAProxy is restarted) that are free now on 127.0.0.1 and 127.0.0.2,
 // at random (so that tests running at once seldom pick the same).
-func freePorts(t *testing.T, n int) []ports {
+func freePorts(t testing.TB, n int) []ports {
 	t.Helper()
 	var held []net.Listener
 	defer func() {
@@ -133,13 +139,13 @@ const (
 
 var (
 	globalLine   = regexp.MustCompile(`(?m)^global\n`)
-	frontendBind = regexp.MustCompile(`(?m)^(frontend gw_\S+\n  bind [^\n]*\n)`)
+	frontendBind = regexp.MustCompile(`(?m)^(frontend (?:gw_\S+|http)\n  bind [^\n]*\n)`)
 	mapLookup    = regexp.MustCompile(`(?m)^(\s*)(http-request set-var\(txn\.match\) \S*,map_(?:str|beg)\([^\n]*\n)`)
 )
 
 // instrument adds to cfg: noreuseport (a port another process holds
 // fails HAProxy's start instead of being shared with it); to each Gateway
-// frontend, http-after-response rules reporting txn.match, txn.viamap and
+// frontend (and the ingress-nginx library's frontend http), http-after-response rules reporting txn.match, txn.viamap and
 // token; around each route map lookup, a rule noting that txn.match was
 // set before it (txn.seen) and one setting txn.viamap when it was set by
 // it. They set only variables of their own: no routing decision changes.

@@ -50,6 +50,7 @@ func TestExampleLibrariesPassTheirValidationTests(t *testing.T) {
 		{"minimal/config.yaml", 2},
 		{"ingress/config.yaml", 15},
 		{"gateway/config.yaml", 33},
+		{"ingress-nginx/config.yaml", 100},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
 			p := checking(t, tc.path, nil)

@@ -37,18 +37,11 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	env, wait, err := checkingEnv(f.haproxy, f.allowed.stringList)
+	o, env, wait, err := loadChecking(f.configPath, f.haproxy, f.allowed.stringList, f.testCache)
 	if err != nil {
 		return err
 	}
 	defer wait()
-	if f.testCache != "" {
-		env.Tests = testrun.NewCacheWithStore(4, testrun.DirStore{Dir: f.testCache, Salt: testCacheSalt(f.haproxy, f.allowed.stringList)})
-	}
-	o, err := loadOffline(f.configPath, env)
-	if err != nil {
-		return err
-	}
 	if err := o.loadState(f.state); err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@
 //	htc validate     run a config's embedded validation tests
 //	htc render       render a config over manifests and print the bundle
 //	htc check        the admission decision for one object, offline
+//	htc audit        what a migration library makes of a cluster's Ingresses
 //	htc version      print the version
 package main
 
@@ -59,6 +60,7 @@ func commands() []command {
 		{"validate", "run a config's embedded validation tests", runValidate},
 		{"render", "render a config over manifests and print the bundle", runRender},
 		{"check", "decide offline whether a change would be admitted", runCheck},
+		{"audit", "classify a cluster's Ingresses against a migration library, read-only", runAudit},
 		{"version", "print the version", runVersion},
 	}
 }

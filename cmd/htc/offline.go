@@ -12,6 +12,7 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/dryrun"
+	"github.com/haproxy-template/htc/pkg/dryrun/testrun"
 	"github.com/haproxy-template/htc/pkg/haproxy"
 	"github.com/haproxy-template/htc/pkg/store"
 	"github.com/haproxy-template/htc/pkg/store/manifest"
@@ -63,6 +64,25 @@ func checkingEnv(haproxyPath string, grant []string) (env dryrun.Env, wait func(
 	}
 	env = dryrun.Env{Grant: grant, CheckerFor: func(allowed []string) dryrun.Checker { return checker.Allowing(allowed) }}
 	return env, checker.Wait, nil
+}
+
+// loadChecking is loadOffline in a checkingEnv (the haproxy binary, the
+// operator's grant) whose embedded test reports, with testCache, are kept
+// in that directory (by config, htc build, haproxy and grant). wait is
+// checkingEnv's.
+func loadChecking(configPath, haproxyPath string, grant []string, testCache string) (o *offline, env dryrun.Env, wait func(), err error) {
+	env, wait, err = checkingEnv(haproxyPath, grant)
+	if err != nil {
+		return nil, env, nil, err
+	}
+	if testCache != "" {
+		env.Tests = testrun.NewCacheWithStore(4, testrun.DirStore{Dir: testCache, Salt: testCacheSalt(haproxyPath, grant)})
+	}
+	if o, err = loadOffline(configPath, env); err != nil {
+		wait()
+		return nil, env, nil, err
+	}
+	return o, env, wait, nil
 }
 
 // loadOffline loads the config file and builds its pipeline in env (the

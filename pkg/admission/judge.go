@@ -122,10 +122,21 @@ func (a *Admitter) decide(base *Baseline, pr proposal, f judgement) outcome {
 		o = deny(last.Phase, "the change could not be judged: failures kept appearing in objects it does not touch; "+last.Reason)
 		o.Incomplete = true
 	default:
-		o = allow(append(existingWarnings(f.existing), last.Warnings...)...)
+		o = allow(append(append(existingWarnings(f.existing), last.Warnings...), templateWarnings(last.Bundle, pr.changed)...)...)
 	}
 	o.Introduced, o.Existing, o.Verdict = f.introduced, f.existing, last
 	return o
+}
+
+// templateWarnings are the warnings the templates gave (warn) about the
+// changed objects, at most maxWarnings: those about other objects are
+// not the requester's to read.
+func templateWarnings(b *bundle.Bundle, changed []bundle.ObjectRef) []string {
+	var out []string
+	for _, c := range changed {
+		out = append(out, b.WarningsAbout(c.Kind, c.Namespace, c.Name)...)
+	}
+	return out[:min(len(out), maxWarnings)]
 }
 
 // lastVerdict is the verdict of the diagnosis's last round.

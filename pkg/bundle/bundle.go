@@ -55,8 +55,39 @@ type Bundle struct {
 	// that template): the status of watched objects, from the same render.
 	// They are not files of the bundle and take no part in Hash.
 	Status []resourcestatus.Document
+	// Warnings are what the templates warned about (the template function
+	// warn), each about one object, in render order: an admission that
+	// changes the object and is allowed shows them. Not in Hash.
+	Warnings []Warning
 	// sources returns the source map (see Sources); nil: none.
 	sources func() *Sources
+}
+
+// Warning is one warning a template gave about an object (warn).
+type Warning struct {
+	// Object is the object it is about (Store is empty: the template
+	// named the object, not the store it came from).
+	Object ObjectRef
+	// Message is what the user reads.
+	Message string
+}
+
+// WarningsAbout returns the messages of the bundle's warnings about an
+// object of kind, namespace and name, each once, in render order.
+func (b *Bundle) WarningsAbout(kind, namespace, name string) []string {
+	if b == nil {
+		return nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, w := range b.Warnings {
+		o := w.Object
+		if o.Kind == kind && o.Namespace == namespace && o.Name == name && !seen[w.Message] {
+			seen[w.Message] = true
+			out = append(out, w.Message)
+		}
+	}
+	return out
 }
 
 // Sources says which objects produced which parts of the bundle (nil when
@@ -187,13 +218,14 @@ func (b *Bundle) Target(target string) (content string, ok bool) {
 // resources) cannot predict it, so every occurrence is one pathFor produced.
 func (b *Bundle) Relocated(baseDir string) *Bundle {
 	out := &Bundle{
-		BaseDir: baseDir,
-		Config:  b.Config,
-		Maps:    copyContents(b.Maps),
-		Files:   copyContents(b.Files),
-		Certs:   copyContents(b.Certs),
-		Status:  b.Status,
-		sources: b.sources,
+		BaseDir:  baseDir,
+		Config:   b.Config,
+		Maps:     copyContents(b.Maps),
+		Files:    copyContents(b.Files),
+		Certs:    copyContents(b.Certs),
+		Status:   b.Status,
+		Warnings: b.Warnings,
+		sources:  b.sources,
 	}
 	oldPrefix, newPrefix := dirPrefix(b.BaseDir), dirPrefix(baseDir)
 	if b.BaseDir == "" || oldPrefix == newPrefix {

@@ -99,6 +99,13 @@
 //   - quoteValue VALUE [OBJ PATH]: VALUE as an HAProxy double-quoted string.
 //   - fragments NAME ITEMS, emit CHANNEL KEY VALUE, emitted CHANNEL [PREFIX]: see
 //     Fragments below.
+//   - warn OBJ MESSAGE: the render goes on and MESSAGE rides on the bundle
+//     (Bundle.Warnings) as a warning about OBJ, a resource object; it is
+//     not in the bundle's hash. An admission that changes OBJ and is
+//     allowed shows the warnings about it (package admission): how a
+//     library warns about what it accepts but would rather not (an unknown
+//     annotation, one without effect). Inside a fragment it is part of the
+//     fragment's record, so a reused record warns as the fragment did.
 //
 // # Bounds
 //

@@ -99,7 +99,7 @@ func (e *Engine) acquire(ctx context.Context, baseDir string, maxBytes int64) (*
 func (e *Engine) release(b *boundSet) {
 	b.st.end()
 	b.st.baseDir = ""
-	b.st.added, b.st.depth, b.st.tails = nil, 0, nil
+	b.st.added, b.st.depth, b.st.tails, b.st.warnings = nil, 0, nil, nil
 	e.sourceCalls.Store(int64(len(b.st.sources.log)))
 	b.st.sources.reset()
 	// A map of many maps is dropped rather than cleared: clearing costs
@@ -386,6 +386,7 @@ func (e *Engine) render(ctx context.Context, in Input, reuse bool) (_ *bundle.Bu
 		}
 	}
 	st.addedTo(b)
+	b.Warnings = st.warnings
 	b.SetSourcesFunc(st.sources.sources())
 	st.keepSizes()
 	if t := st.frags.recording; t != nil {

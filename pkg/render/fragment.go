@@ -30,11 +30,13 @@ import (
 
 // fragmentRecord is what one fragment did: everything applyFragment needs.
 type fragmentRecord struct {
-	text    string
-	reads   []fragmentRead
-	emits   []emission
-	files   []addedFile
-	scratch int64 // what it charged to the scratch budget
+	text  string
+	reads []fragmentRead
+	emits []emission
+	files []addedFile
+	// warnings are the warnings it gave (warn.go).
+	warnings []bundle.Warning
+	scratch  int64 // what it charged to the scratch budget
 	// item is the fragment's item: it keeps the maps its key names by
 	// address alive, so that no other map can take one of their addresses
 	// while the record exists.
@@ -220,8 +222,8 @@ func (s *renderState) runFragment(name, key string, item any) (*fragmentRecord, 
 }
 
 // applyFragment applies rec, the record of a fragment for item: its text
-// is written where fragments was called, then its emits and files are
-// applied; the tracker writes down the fragment (its reads, text and files
+// is written where fragments was called, then its emits, files and
+// warnings are applied; the tracker writes down the fragment (its reads, text and files
 // are the item's object's parts: sourceMap.fragment).
 func (s *renderState) applyFragment(item any, rec *fragmentRecord) error {
 	w := s.writers[len(s.writers)-1]
@@ -239,6 +241,7 @@ func (s *renderState) applyFragment(item any, rec *fragmentRecord) error {
 			return err
 		}
 	}
+	s.warnings = append(s.warnings, rec.warnings...)
 	s.sources.fragment(item, rec, off)
 	return nil
 }

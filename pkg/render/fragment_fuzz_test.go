@@ -122,7 +122,7 @@ func fuzzRender(e *Engine, in Input) (out string) {
 		}
 		return s
 	}
-	return bundleText(b) + fmt.Sprintf("\nsources: %+v", b.Sources())
+	return bundleText(b) + fmt.Sprintf("\nsources: %+v\nwarnings: %+v", b.Sources(), b.Warnings)
 }
 
 // fuzzFragmentConfig builds a haproxy.cfg and its snippets: f1 over a
@@ -166,7 +166,7 @@ func fuzzFragmentConfig(src *fuzzBytes) (string, []specOpt) {
 func fuzzFragmentBody(src *fuzzBytes, o string) string {
 	var b strings.Builder
 	for range 1 + src.n(7) {
-		switch src.n(18) {
+		switch src.n(19) {
 		case 0:
 			fmt.Fprintf(&b, "{{ %s.metadata.name }}", o)
 		case 1:
@@ -203,6 +203,8 @@ func fuzzFragmentBody(src *fuzzBytes, o string) string {
 				`(dict "r" `+o+`.spec.rules "t" `+o+`.spec.tags)`, `(list `+o+`.spec.rules)`))
 		case 16:
 			fmt.Fprintf(&b, `{{ len (.resources.ingresses.Fetch %s.metadata.namespace) }}{{ len $.resources.tear.List }}{{ len (.resources.ingresses.Fetch %s.metadata.namespace) }}`, o, o)
+		case 17:
+			fmt.Fprintf(&b, `{{ warn %s (printf "%%s warned" %s.metadata.name) }}`, o, o)
 		default:
 			b.WriteString("\n")
 		}

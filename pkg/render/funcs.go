@@ -142,6 +142,7 @@ func dynamicFuncs(s *renderState) template.FuncMap {
 		"fragments":          s.fragments,
 		"emit":               s.emit,
 		"emitted":            s.emitted,
+		"warn":               s.warn,
 	}
 }
 

@@ -53,6 +53,8 @@ type renderState struct {
 	writers []*boundedWriter
 	// frags is the render's fragment state (fragment.go).
 	frags fragmentState
+	// warnings are the warnings warn gave (warn.go), in render order.
+	warnings []bundle.Warning
 }
 
 func newRenderState(e *Engine, baseDir string) *renderState {

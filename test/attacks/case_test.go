@@ -36,6 +36,9 @@ var classes = []string{
 	// issue 25: tenant values that break out of their place in a status
 	// document of spec.resourceStatus (the wide config's status sink)
 	"status-injection",
+	// issue 34: every nginx.ingress.kubernetes.io annotation of the
+	// ingress-nginx library that carries a string into the config or a map
+	"nginx-injection",
 }
 
 // Case is one case of the corpus (see README.md for the format).
@@ -46,7 +49,8 @@ type Case struct {
 	// Config is the base config that judges the case: "example"
 	// (examples/ingress/config.yaml, the default), "wide" (the example
 	// with every watched resource validated and the sinks of
-	// configs/sinks.tmpl) or "gateway" (examples/gateway/config.yaml).
+	// configs/sinks.tmpl), "gateway" (examples/gateway/config.yaml) or
+	// "nginx" (examples/ingress-nginx/config.yaml).
 	Config string `json:"config,omitempty"`
 	// Object is the proposed watched resource; Proposed builds a proposed
 	// HAProxyTemplateConfig instead.
@@ -96,7 +100,7 @@ type Case struct {
 
 // Proposed is a proposed HAProxyTemplateConfig: a base config and patches.
 type Proposed struct {
-	// Base is "example", "wide", "gateway" or "minimal" (configs/minimal.yaml).
+	// Base is "example", "wide", "gateway", "nginx" or "minimal" (configs/minimal.yaml).
 	Base  string    `json:"base"`
 	Patch []PatchOp `json:"patch,omitempty"`
 }
@@ -280,7 +284,7 @@ func loadCase(file string) (*Case, error) {
 		c.Config = "example"
 	}
 	if _, ok := env.configs[c.Config]; !ok {
-		return nil, fmt.Errorf("config %q: want example, wide or gateway", c.Config)
+		return nil, fmt.Errorf("config %q: want example, wide, gateway or nginx", c.Config)
 	}
 	for _, p := range c.Paths {
 		if p != "offline" && p != "https" {

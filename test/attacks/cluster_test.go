@@ -122,6 +122,7 @@ func startCluster() {
 		[]string{"apply", "-f", env.configs["example"]},
 		[]string{"apply", "-f", env.configs["wide"]},
 		[]string{"apply", "-f", env.configs["gateway"]},
+		[]string{"apply", "-f", env.configs["nginx"]},
 		[]string{"apply", "-f", boundedFile},
 	)
 	for _, args := range steps {

@@ -16,7 +16,7 @@ import (
 const configNamespace = "htc-system"
 
 // baseConfigNames maps a base config to its HAProxyTemplateConfig name.
-var baseConfigNames = map[string]string{"example": "htc", "wide": "wide", "gateway": "gateway"}
+var baseConfigNames = map[string]string{"example": "htc", "wide": "wide", "gateway": "gateway", "nginx": "nginx"}
 
 var fixtures struct {
 	state   []map[string]any          // the state objects
@@ -31,7 +31,9 @@ var fixtures struct {
 // fields a template author passes to HAProxy through the safe helpers), and
 // a default-path in a block HAProxy skips at the start of its global
 // section (wideGlobal, for the intmap sink); "gateway" is
-// examples/gateway/config.yaml (the Gateway API library) named gateway.
+// examples/gateway/config.yaml (the Gateway API library) named gateway;
+// "nginx" is examples/ingress-nginx/config.yaml (the ingress-nginx
+// library) named nginx.
 func writeFixtures() error {
 	raw, err := os.ReadFile("state/state.yaml")
 	if err != nil {
@@ -114,6 +116,15 @@ func writeFixtures() error {
 	if env.configs["gateway"], err = writeJSON(env.root, "gateway.json", gateway); err != nil {
 		return err
 	}
+	nginx, err := readYAML(filepath.Join(env.repo, "examples/ingress-nginx/config.yaml"))
+	if err != nil {
+		return err
+	}
+	nginx["metadata"].(map[string]any)["name"] = baseConfigNames["nginx"]
+	fixtures.configs["nginx"] = nginx
+	if env.configs["nginx"], err = writeJSON(env.root, "nginx.json", nginx); err != nil {
+		return err
+	}
 	fixtures.minimal, err = readYAML("configs/minimal.yaml")
 	return err
 }
@@ -172,12 +183,12 @@ func objectKey(obj map[string]any) string {
 func buildProposed(p *Proposed, judge string) (map[string]any, error) {
 	var obj map[string]any
 	switch p.Base {
-	case "example", "wide", "gateway":
+	case "example", "wide", "gateway", "nginx":
 		obj = baseConfigObject(p.Base)
 	case "minimal":
 		obj = deepCopy(fixtures.minimal)
 	default:
-		return nil, fmt.Errorf("base %q: want example, wide, gateway or minimal", p.Base)
+		return nil, fmt.Errorf("base %q: want example, wide, gateway, nginx or minimal", p.Base)
 	}
 	obj["metadata"] = map[string]any{"name": baseConfigNames[judge], "namespace": configNamespace}
 	delete(obj, "status")

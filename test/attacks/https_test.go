@@ -158,7 +158,7 @@ func (x exchange) leaks(label string, o scanOpts) []string {
 // Gateway API objects).
 func TestHTTPS(t *testing.T) {
 	ensureCluster(t)
-	configs := []string{"example", "wide", "gateway"}
+	configs := []string{"example", "wide", "gateway", "nginx"}
 	ctrls := map[string]*controllerProc{}
 	for _, cfg := range configs {
 		ctrls[cfg] = startController(t, baseConfigNames[cfg])

@@ -3,6 +3,7 @@ package scale
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -12,8 +13,10 @@ import (
 
 // workload is what the benchmark loads and admits (HTC_SCALE_WORKLOAD): the
 // example Ingress library with an Ingress per app ("ingress", the
-// default), or the Gateway library with an HTTPRoute per app, all on one
-// Gateway ("gateway"). Apps are testutil.ClusterApp's Services and
+// default), the ingress-nginx library with an Ingress of class nginx per
+// app carrying a mix of annotations ("ingress-nginx", see nginxIngress),
+// or the Gateway library with an HTTPRoute per app, all on one Gateway
+// ("gateway"). Apps are testutil.ClusterApp's Services and
 // EndpointSlices either way; the rows of the report are the same.
 type workload struct {
 	name   string // "ingress" or "gateway"
@@ -44,6 +47,8 @@ var (
 var workloads = map[string]workload{
 	"ingress": {name: "ingress", config: "examples/ingress/config.yaml", store: "ingresses", routes: "Ingresses", route: "Ingress", gvr: gvrIngress,
 		object: testutil.ClusterIngress},
+	"ingress-nginx": {name: "ingress-nginx", config: "examples/ingress-nginx/config.yaml", store: "ingresses", routes: "Ingresses", route: "Ingress", gvr: gvrIngress,
+		object: nginxIngress},
 	"gateway": {name: "gateway", config: "examples/gateway/config.yaml", store: "httproutes", routes: "HTTPRoutes", route: "HTTPRoute", gvr: gvrHTTPRoute,
 		object: func(ns, name, service string) *unstructured.Unstructured {
 			return testutil.ClusterHTTPRoute(ns, name, service, gatewayNamespace, gatewayName)
@@ -56,8 +61,11 @@ var routeResources = map[string]schema.GroupVersionResource{"Ingress": gvrIngres
 
 // title is the heading of the workload's block in BENCHMARKS.md.
 func (w workload) title(n int) string {
-	if w.name == "ingress" {
+	switch w.name {
+	case "ingress":
 		return fmt.Sprintf("%s Ingresses", thousands(n))
+	case "ingress-nginx":
+		return fmt.Sprintf("%s Ingresses with ingress-nginx annotations (`WORKLOAD=%s`)", thousands(n), w.name)
 	}
 	return fmt.Sprintf("%s HTTPRoutes on one Gateway (`WORKLOAD=%s`)", thousands(n), w.name)
 }
@@ -91,4 +99,53 @@ func (h *harness) installGatewayAPI(ctx context.Context) {
 	if err := createRetrying(ctx, h.cluster.dyn.Resource(gvrGateway).Namespace(gatewayNamespace), gw); err != nil {
 		t.Fatalf("the Gateway: %v", err)
 	}
+}
+
+// nginxIngress is the Ingress of the ingress-nginx workload: class nginx,
+// testutil.ClusterIngress's host and path, and a mix of the annotations
+// clusters leaving ingress-nginx use most, chosen by a hash of the name
+// (so an admission's sample carries a mix as the loaded ones do), in
+// twentieths: proxy-body-size 8 (8m), proxy-read/send-timeout 6 (120 s),
+// ssl-redirect false 5, enable-cors 2, rewrite-target with use-regex 2
+// (a regex path), whitelist-source-range 1, limit-rps 1, affinity cookie 1,
+// backend-protocol HTTPS 1, permanent-redirect 1, upstream-vhost 1,
+// custom-http-errors 1; one Ingress in twenty carries none.
+func nginxIngress(ns, name, service string) *unstructured.Unstructured {
+	ing := testutil.ClusterIngress(ns, name, service)
+	_ = unstructured.SetNestedField(ing.Object, "nginx", "spec", "ingressClassName")
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(ns + "/" + name))
+	k := int(h.Sum32() % 20)
+	p := "nginx.ingress.kubernetes.io/"
+	ann := map[string]string{}
+	set := func(cond bool, kv ...string) {
+		if cond {
+			for i := 0; i+1 < len(kv); i += 2 {
+				ann[p+kv[i]] = kv[i+1]
+			}
+		}
+	}
+	set(k < 8, "proxy-body-size", "8m")
+	set(k%3 == 0, "proxy-read-timeout", "120", "proxy-send-timeout", "120")
+	set(k%4 == 1, "ssl-redirect", "false")
+	set(k == 2 || k == 13, "enable-cors", "true")
+	set(k == 5 || k == 15, "rewrite-target", "/$2", "use-regex", "true")
+	set(k == 7, "whitelist-source-range", "10.0.0.0/8, 192.168.0.0/16")
+	set(k == 8, "limit-rps", "50")
+	set(k == 10, "affinity", "cookie")
+	set(k == 11, "backend-protocol", "HTTPS")
+	set(k == 12, "permanent-redirect", "https://www.example.com/moved")
+	set(k == 14, "upstream-vhost", "internal.example.com")
+	set(k == 16, "custom-http-errors", "404,503")
+	if ann[p+"rewrite-target"] != "" {
+		paths, _, _ := unstructured.NestedSlice(ing.Object, "spec", "rules")
+		rule := paths[0].(map[string]any)
+		path := rule["http"].(map[string]any)["paths"].([]any)[0].(map[string]any)
+		path["path"], path["pathType"] = "/app(/|$)(.*)", "ImplementationSpecific"
+		_ = unstructured.SetNestedSlice(ing.Object, paths, "spec", "rules")
+	}
+	if len(ann) > 0 {
+		ing.SetAnnotations(ann)
+	}
+	return ing
 }
