@@ -103,7 +103,7 @@ var allowedFuncs = map[string]string{
 	"regexCompiles": ofRegexp + " (regex.go)",
 	"pathFor":       ofRender + " (Input.BaseDir)", "each": ofRender + " (the source map)", "addFile": ofRender,
 	"include": ofRender + " (its templates)", "fragments": ofRender + " (its templates, records and stores)",
-	"emit": ofRender, "emitted": ofRender,
+	"emit": ofRender, "emitted": ofRender, "warn": ofRender + " (Bundle.Warnings)",
 	// text/template's builtins
 	"and": ofLogic, "or": ofLogic, "not": ofLogic, "len": ofLogic, "index": ofLogic, "eq": ofLogic, "ne": ofLogic,
 	"lt": ofLogic, "le": ofLogic, "gt": ofLogic, "ge": ofLogic,

@@ -106,9 +106,9 @@ func TestRenderMismatchTurnsTheShortcutOff(t *testing.T) {
 	v := f.liveRender(t)
 	wrong := *v.Bundle
 	lines := strings.Split(wrong.Config, "\n")
-	line := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "server s1 ") })
+	line := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(strings.TrimSpace(l), "server ") })
 	require.Positive(t, line)
-	lines[line] = strings.Replace(lines[line], "server s1 ", "server s9 ", 1)
+	lines[line] = strings.Replace(lines[line], "server ", "server wrong-", 1)
 	wrong.Config = strings.Join(lines, "\n")
 	f.v.LiveRendered(f.ex.Pipeline, f.ex.Stores, Generations(f.ex.Stores), &wrong)
 	f.v.checkPending(t.Context())
