@@ -129,8 +129,11 @@ bench-scale: build haproxy ## admission at scale on a real API server, ratios to
 # each, one after another; make test runs their seed corpora only. A
 # failing input is written to the package's testdata/fuzz/<target>/, where
 # it becomes part of the seed corpus: commit it with the fix.
-FUZZ_TARGETS := ./pkg/render/:FuzzFragmentsRenderAsInFull ./pkg/admission/:FuzzProposedConfigJudgedAsInFull ./pkg/haproxy/:FuzzTokenize ./pkg/haproxy/:FuzzPolicy ./pkg/haproxy/:FuzzMapEntry
+# FUZZ_TARGETS: every fuzz target of the repository (hack/fuzz-targets.sh reads
+# them from the source), so that a target added or moved is fuzzed without an edit here.
+FUZZ_TARGETS = $(shell hack/fuzz-targets.sh)
 fuzz: haproxy ## run every fuzz target for FUZZTIME each (default 5m); make test runs only their seed corpora
+	@test -n "$(FUZZ_TARGETS)" || { echo "make fuzz: found no fuzz target (func FuzzX in a _test.go file tracked by git)" >&2; exit 1; }
 	@for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%%:*}; name=$${t##*:}; echo "==> $$name ($$pkg, $(or $(FUZZTIME),5m))"; \
 	  $(WITH_HAPROXY) HTC_HAPROXY30=$(HAPROXY30) $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(or $(FUZZTIME),5m) $$pkg || exit 1; \
