@@ -139,10 +139,14 @@ fuzz: haproxy ## run every fuzz target for FUZZTIME each (default 5m); make test
 	  $(WITH_HAPROXY) HTC_HAPROXY30=$(HAPROXY30) $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(or $(FUZZTIME),5m) $$pkg || exit 1; \
 	done
 
-lint: ## gofmt and go vet
+# STATICCHECK: the staticcheck release make lint runs (go run fetches and
+# builds it once, then the build cache has it).
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+lint: ## gofmt, go vet and staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
 
 generate: ## regenerate deepcopy and the CRD from pkg/config
 	$(GO) tool controller-gen object paths=./pkg/config/... crd:crdVersions=v1 output:crd:dir=./charts/htc/crds

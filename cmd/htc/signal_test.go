@@ -46,7 +46,6 @@ func TestMain(m *testing.M) {
 type htcProcess struct {
 	cmd    *exec.Cmd
 	stdout bytes.Buffer
-	stderr *io.PipeReader
 	errOut *testutil.SyncBuffer
 	lines  chan string // stderr, line by line
 	exited chan struct{}

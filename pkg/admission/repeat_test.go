@@ -108,6 +108,7 @@ func TestAKeptDecisionIsNotGivenToAStateAtTheAddressOfAGoneOne(t *testing.T) {
 			}
 			held = append(held, st) // no address twice
 		}
+		runtime.KeepAlive(held)
 	}
 	require.NotNil(t, other, "no State was made at the address of a gone one")
 	a.SetState(other)

@@ -106,14 +106,3 @@ const testBase = "/work/htc-bundle"
 
 // testVersion is the HAProxy version conditions are evaluated against.
 const testVersion = "3.0.11-1+deb13u5"
-
-// haproxy30 returns the HAProxy 3.0 binary (or wrapper script) named by
-// HTC_HAPROXY30, or skips the test.
-func haproxy30(t *testing.T) string {
-	t.Helper()
-	bin := os.Getenv("HTC_HAPROXY30")
-	if bin == "" {
-		t.Skip("HTC_HAPROXY30 is not set (path of an haproxy 3.0 binary or wrapper)")
-	}
-	return bin
-}

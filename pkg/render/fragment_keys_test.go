@@ -45,9 +45,8 @@ func keyValues(s *renderState) []any {
 func TestFragmentKeysTellApartWhatTemplatesTellApart(t *testing.T) {
 	s := newRenderState(mustEngine(t, "x"), "")
 	type keyed struct {
-		v        any
-		seen     string
-		occupied bool
+		v    any
+		seen string
 	}
 	byKey := map[string]keyed{}
 	for _, v := range keyValues(s) {

@@ -33,8 +33,6 @@ type renderState struct {
 	// after its start may be modified, see fragment.go).
 	owned  map[unsafe.Pointer]uint32
 	ownSeq uint32
-	// objKeys is objectOf's scratch list of keys.
-	objKeys []string
 	// tmpl is the render's template set, for include; depth counts nested includes.
 	tmpl  *template.Template
 	depth int

@@ -271,12 +271,6 @@ func stringValue(v any, o valueOrigin, use valueUse) (string, error) {
 	return s, nil
 }
 
-// fieldFunc implements field OBJ PATH, parsing PATH on every call (the
-// Engine binds a version that caches parsed paths).
-func fieldFunc(obj any, path string) (string, error) {
-	return fieldValue(obj, path, store.ParseFieldPath)
-}
-
 // fieldValue returns the value at path in obj as a checked string; parse
 // compiles path.
 func fieldValue(obj any, path string, parse func(string) (store.FieldPath, error)) (string, error) {

@@ -203,3 +203,9 @@ func TestFieldPathCache(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, "x", v)
 }
+
+// fieldFunc implements field OBJ PATH, parsing PATH on every call without
+// the Engine's cache of parsed paths.
+func fieldFunc(obj any, path string) (string, error) {
+	return fieldValue(obj, path, store.ParseFieldPath)
+}

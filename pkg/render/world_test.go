@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"reflect"
 	"slices"
 	"testing"
 
@@ -15,7 +14,6 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/store"
-	"github.com/haproxy-template/htc/pkg/watched"
 )
 
 // loopSubjects are configurations whose loops exercise what the read scan and
@@ -106,96 +104,6 @@ func loopSubjects() []labelReader {
 // iterations were replayed and run, so that it tests something.
 //
 
-// sharedMirror holds, per store key, a store of the same objects passed
-// through one watched.ShareTable per store, as the controller's informers
-// store them: an object unchanged since the last sync keeps its copy.
-type sharedMirror struct {
-	tables  map[string]*watched.ShareTable
-	stores  map[string]*store.Store
-	readers store.Set
-	// from maps each copy to the object it copies.
-	from map[*unstructured.Unstructured]*unstructured.Unstructured
-}
-
-func newSharedMirror(t *testing.T, stores map[string]*store.Store) *sharedMirror {
-	m := &sharedMirror{tables: map[string]*watched.ShareTable{}, stores: map[string]*store.Store{}, readers: store.Set{},
-		from: map[*unstructured.Unstructured]*unstructured.Unstructured{}}
-	for key, s := range stores {
-		c, err := store.New(s.IndexBy())
-		require.NoError(t, err)
-		m.tables[key], m.stores[key], m.readers[key] = watched.NewShareTable(64), c, c
-	}
-	m.sync(t, stores)
-	return m
-}
-
-// sync makes the mirror hold what stores hold: a copy of each new or
-// changed object (through its store's table), none of a deleted one.
-func (m *sharedMirror) sync(t *testing.T, stores map[string]*store.Store) {
-	for key, s := range stores {
-		c := m.stores[key]
-		live := map[[2]string]bool{}
-		for _, obj := range s.List() {
-			live[[2]string{obj.GetNamespace(), obj.GetName()}] = true
-			if old, ok := c.ByName(obj.GetNamespace(), obj.GetName()); ok && m.from[old] == obj {
-				continue
-			}
-			// A deep copy first: the table's parts must be nobody else's.
-			cp := &unstructured.Unstructured{Object: m.tables[key].Share(obj.DeepCopy().Object)}
-			m.from[cp] = obj
-			if _, ok := c.ByName(obj.GetNamespace(), obj.GetName()); ok {
-				require.NoError(t, c.Update(cp))
-			} else {
-				require.NoError(t, c.Add(cp))
-			}
-		}
-		for _, old := range c.List() {
-			if !live[[2]string{old.GetNamespace(), old.GetName()}] {
-				require.NoError(t, c.Delete(old))
-				delete(m.from, old)
-			}
-		}
-	}
-}
-
-// partsInTwoObjects counts the maps below the roots of the mirror's
-// objects that two objects or more hold.
-func (m *sharedMirror) partsInTwoObjects() int {
-	holders := map[uintptr]map[*unstructured.Unstructured]bool{}
-	var walk func(owner *unstructured.Unstructured, v any)
-	walk = func(owner *unstructured.Unstructured, v any) {
-		switch x := v.(type) {
-		case map[string]any:
-			p := reflect.ValueOf(x).Pointer()
-			if holders[p] == nil {
-				holders[p] = map[*unstructured.Unstructured]bool{}
-			}
-			holders[p][owner] = true
-			for _, e := range x {
-				walk(owner, e)
-			}
-		case []any:
-			for _, e := range x {
-				walk(owner, e)
-			}
-		}
-	}
-	for _, c := range m.stores {
-		for _, obj := range c.List() {
-			for _, v := range obj.Object {
-				walk(obj, v)
-			}
-		}
-	}
-	n := 0
-	for _, owners := range holders {
-		if len(owners) > 1 {
-			n++
-		}
-	}
-	return n
-}
-
 // exampleStores returns the example's stores holding 12 random
 // applications, their readers, their keys in order, and a function that
 // adds the next application.
@@ -243,38 +151,6 @@ func render(t *testing.T, e *Engine, stores store.Set, record bool) rendered {
 		return r
 	}
 	return rendered{out: bundleText(b), sources: fmt.Sprintf("%+v", b.Sources())}
-}
-
-// randomProposal returns a random change of one of the stores, as an
-// admission proposes it, and says which: a new object (a changed copy of
-// one, under a new name), an update of one, or its deletion.
-func randomProposal(rnd *rand.Rand, stores map[string]*store.Store, keys []string) (string, string, store.Change) {
-	key := keys[rnd.IntN(len(keys))]
-	objs := stores[key].List()
-	if len(objs) == 0 {
-		return "none", key, store.Change{Operation: store.Delete, Object: &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "none"}}}}
-	}
-	old := objs[rnd.IntN(len(objs))]
-	switch rnd.IntN(3) {
-	case 0:
-		return "delete " + key, key, store.Change{Operation: store.Delete, Object: old}
-	case 1:
-		c := old.DeepCopy()
-		what := mutate(rnd, key, c.Object)
-		c.SetName(fmt.Sprintf("proposed%d", rnd.IntN(1000)))
-		return "create " + key + ": " + what, key, store.Change{Operation: store.Create, Object: c}
-	}
-	c := old.DeepCopy()
-	what := mutate(rnd, key, c.Object)
-	return "update " + key + ": " + what, key, store.Change{Operation: store.Update, Object: c, OldObject: old}
-}
-
-// withChange is set with change applied to store key.
-func withChange(t *testing.T, set store.Set, key string, change store.Change) store.Set {
-	t.Helper()
-	out, err := set.WithChange(key, change)
-	require.NoError(t, err)
-	return out
 }
 
 // randomOp creates, updates or deletes a random object and says which.

@@ -37,6 +37,7 @@ func Trim(obj any) (any, error) {
 	// Nothing is written to an object that holds nothing to trim: an
 	// informer transforms a listed object twice, and by the second time
 	// its maps may be shared (ShareTable) and read by renders.
+	//lint:ignore S1033 delete writes to the map even when the key is absent, and it may be shared
 	if _, has := meta["managedFields"]; has {
 		delete(meta, "managedFields")
 	}

@@ -38,8 +38,6 @@ type outcome struct {
 	err     string // no AdmissionReview answer: transport error, HTTP status, client timeout
 }
 
-func (o outcome) denied() bool { return o.err == "" && !o.allowed }
-
 // denialClass sorts a denial: busy (turned away before checking), timeout
 // (the deadline passed while checking), or other (a real verdict: not
 // expected here, every proposal is valid).
