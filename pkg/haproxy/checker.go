@@ -197,7 +197,7 @@ func (c *Checker) HAProxyPath() string { return c.haproxyPath }
 // bundles parse (and hash) alike from one check to the next.
 //
 // A failing phase returns a *phase.Error whose Phase is that phase, whose
-// Reason is the simplified message, and which wraps a *PolicyError,
+// Reason is the simplified message, and which wraps a *policy.Error,
 // *SyntaxError, *SchemaError or *SemanticError. A `haproxy -c` that exceeds
 // the timeout or the context fails the semantic phase with an error for
 // which errors.Is(err, context.DeadlineExceeded) (or context.Canceled)
