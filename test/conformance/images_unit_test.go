@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"io/fs"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -90,4 +91,18 @@ func TestValuesDeclareKnownFeatures(t *testing.T) {
 	for _, f := range []features.FeatureName{features.SupportGateway, features.SupportHTTPRoute, features.SupportReferenceGrant} {
 		assert.True(t, seen[f], "the core feature %s", f)
 	}
+}
+
+// TestEchoBasicPackageIsAMainPackageOfTheModuleGraph: the backend the run
+// builds resolves in go.mod's module graph as a command (gateway-api moved
+// it out of its conformance module once; the build would fail only after
+// the image and cluster work).
+func TestEchoBasicPackageIsAMainPackageOfTheModuleGraph(t *testing.T) {
+	root, err := testcluster.RepoRoot()
+	require.NoError(t, err)
+	cmd := exec.Command("go", "list", "-f", "{{.Name}}", echoBasicPackage)
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Equal(t, "main", strings.TrimSpace(string(out)))
 }
