@@ -2,9 +2,10 @@ package main
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"sigs.k8s.io/gateway-api/conformance"
 	"sigs.k8s.io/yaml"
 )
 
@@ -196,11 +196,36 @@ func TestGatewayConformanceManifestsThroughCheck(t *testing.T) {
 	})
 }
 
+// conformanceDir is the directory of the module
+// sigs.k8s.io/gateway-api/conformance at the version of
+// sigs.k8s.io/gateway-api in go.mod (the two are released together): its
+// manifests, read as files. This module does not require it: only
+// test/conformance, a module of its own, builds the suite, whose backend
+// images module needs a replace directive that would keep users from `go
+// install`ing htc.
+var conformanceDir = sync.OnceValues(func() (string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "sigs.k8s.io/gateway-api").Output()
+	if err != nil {
+		return "", fmt.Errorf("go list -m sigs.k8s.io/gateway-api: %w", err)
+	}
+	mod := "sigs.k8s.io/gateway-api/conformance@" + strings.TrimSpace(string(out))
+	cmd := exec.Command("go", "mod", "download", "-json", mod)
+	cmd.Dir = os.TempDir() // outside this module, whose build list does not hold it
+	out, err = cmd.Output()
+	var info struct{ Dir, Error string }
+	if jerr := json.Unmarshal(out, &info); err != nil || jerr != nil || info.Dir == "" {
+		return "", fmt.Errorf("go mod download %s: %v %s", mod, err, info.Error)
+	}
+	return info.Dir, nil
+})
+
 // conformanceDocs reads the YAML documents of a conformance manifest with
 // the suite's placeholder GatewayClass name filled in.
 func conformanceDocs(t *testing.T, path string) []map[string]any {
 	t.Helper()
-	raw, err := fs.ReadFile(conformance.Manifests, path)
+	dir, err := conformanceDir()
+	require.NoError(t, err)
+	raw, err := os.ReadFile(filepath.Join(dir, path))
 	require.NoError(t, err)
 	text := strings.ReplaceAll(string(raw), "{GATEWAY_CLASS_NAME}", "htc-conformance")
 	var out []map[string]any

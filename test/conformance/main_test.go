@@ -170,8 +170,8 @@ func prepare(ctx context.Context) (*env, string, error) {
 
 // echoBasicPackage is the suite's backend: since gateway-api v1.7 it lives in
 // the module sigs.k8s.io/gateway-api-conformance-images (the conformance
-// module requires it; go.mod pins the version the module proxy serves), and
-// conformance/echo-basic holds only a README.
+// module requires it; this package's go.mod pins the version the module
+// proxy serves), and conformance/echo-basic holds only a README.
 const echoBasicPackage = "sigs.k8s.io/gateway-api-conformance-images/echo-basic"
 
 // buildEchoBasic builds echoBasicPackage as a static binary and packs it
@@ -183,7 +183,7 @@ func buildEchoBasic(ctx context.Context, root, dir string) (string, error) {
 	}
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(rootfs, "echo-basic"),
 		echoBasicPackage)
-	cmd.Dir = root
+	cmd.Dir = filepath.Join(root, "test", "conformance") // this module, whose build list holds it
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building echo-basic: %w\n%s", err, out)
