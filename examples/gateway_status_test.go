@@ -41,6 +41,12 @@ func decodeStatus(t *testing.T, b *bundle.Bundle) map[string]any {
 			into = &gatewayv1.HTTPRouteStatus{}
 		case "GRPCRoute":
 			into = &gatewayv1.GRPCRouteStatus{}
+		case "TLSRoute":
+			into = &gatewayv1.TLSRouteStatus{}
+		case "TCPRoute":
+			into = &gatewayv1.TCPRouteStatus{}
+		case "ListenerSet":
+			into = &gatewayv1.ListenerSetStatus{}
 		case "GatewayClass":
 			into = &gatewayv1.GatewayClassStatus{}
 		default:
