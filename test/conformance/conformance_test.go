@@ -84,15 +84,19 @@ func timeouts() config.TimeoutConfig {
 	return c
 }
 
-// TestGatewayHTTP runs the suite's GATEWAY-HTTP and GATEWAY-GRPC
-// profiles (one report, a section per profile). Every test the
-// suite runs is a subtest (TestGatewayHTTP/<ShortName>); a failing one
+// profiles are the conformance profiles the suite runs (one report, a
+// section per profile): UDP is left out, HAProxy does not proxy it.
+var profiles = []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName, suite.GatewayGRPCConformanceProfileName,
+	suite.GatewayTLSConformanceProfileName, suite.GatewayTCPConformanceProfileName}
+
+// TestGatewayAPI runs the suite's profiles (profiles). Every test the
+// suite runs is a subtest (TestGatewayAPI/<ShortName>); a failing one
 // fails this test. HTC_CONFORMANCE_RUN=regexp runs only the tests whose
 // short name matches (the others are reported skipped);
 // HTC_CONFORMANCE_FEATURES=a,b claims more features. The report is written
 // to ReportFile only after a full run of the declared features with
 // HTC_CONFORMANCE_REPORT=1 (make conformance), else to a temporary file.
-func TestGatewayHTTP(t *testing.T) {
+func TestGatewayAPI(t *testing.T) {
 	if errors.Is(setupErr, errShort) {
 		t.Skip(setupErr)
 	}
@@ -149,7 +153,7 @@ func TestGatewayHTTP(t *testing.T) {
 			CleanupBaseResources: true,
 			CleanupTestResources: true,
 			SupportedFeatures:    feats,
-			ConformanceProfiles:  []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName, suite.GatewayGRPCConformanceProfileName},
+			ConformanceProfiles:  profiles,
 			TimeoutConfig:        timeouts(),
 			SkipTests:            skip,
 			Mode:                 "default",

@@ -88,7 +88,8 @@ func TestValuesDeclareKnownFeatures(t *testing.T) {
 		assert.False(t, seen[f], "%s declared twice", f)
 		seen[f] = true
 	}
-	for _, f := range []features.FeatureName{features.SupportGateway, features.SupportHTTPRoute, features.SupportReferenceGrant} {
+	for _, f := range []features.FeatureName{features.SupportGateway, features.SupportHTTPRoute, features.SupportReferenceGrant,
+		features.SupportGRPCRoute, features.SupportTLSRoute, features.SupportTCPRoute} {
 		assert.True(t, seen[f], "the core feature %s", f)
 	}
 }

@@ -1,7 +1,7 @@
 // Package conformance runs the upstream Gateway API conformance suite
 // (sigs.k8s.io/gateway-api/conformance, the version in go.mod) against htc
 // in the machine's real single-node test cluster (internal/testcluster),
-// GATEWAY-HTTP and GATEWAY-GRPC profiles, and writes the suite's own YAML report to
+// GATEWAY-HTTP, GATEWAY-GRPC, GATEWAY-TLS and GATEWAY-TCP profiles, and writes the suite's own YAML report to
 // docs/conformance/ (see docs/conformance/README.md).
 //
 // `make test` runs it (2-5 minutes), like test/cluster and under the same
