@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	gwconformance "sigs.k8s.io/gateway-api/conformance"
+	"sigs.k8s.io/gateway-api/conformance/tests"
 	"sigs.k8s.io/gateway-api/pkg/features"
 
 	"github.com/haproxy-template/htc/internal/testcluster"
@@ -103,4 +104,22 @@ func TestEchoBasicPackageIsAMainPackageOfTheModuleGraph(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	assert.Equal(t, "main", strings.TrimSpace(string(out)))
+}
+
+// TestSerialTestsAreParallelTestsOfTheSuite: each test serialTests names is
+// one the suite runs in parallel, and conformanceTests runs it alone (a
+// name the suite renames would otherwise run in parallel again, silently).
+func TestSerialTestsAreParallelTestsOfTheSuite(t *testing.T) {
+	parallel := map[string]bool{}
+	for _, ct := range tests.ConformanceTests {
+		parallel[ct.ShortName] = ct.Parallel
+	}
+	for name := range serialTests {
+		assert.True(t, parallel[name], "%s is not a parallel test of the suite", name)
+	}
+	for _, ct := range conformanceTests() {
+		if _, ok := serialTests[ct.ShortName]; ok {
+			assert.False(t, ct.Parallel, ct.ShortName)
+		}
+	}
 }
