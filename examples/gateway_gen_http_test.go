@@ -1,7 +1,7 @@
 package examples_test
 
 // The generator's part for the HTTP features the templates before
-// fragments (testdata/before.yaml) refused: CORS filters, retries,
+// fragments (testdata/before.yaml) refused: CORS and RequestMirror filters, retries,
 // backendRef URLRewrites, h2c Service ports, BackendTLSPolicies with
 // ConfigMap CAs, a Gateway's backend client certificate and frontend
 // client certificate validation, several addresses. Only states made with
@@ -18,11 +18,17 @@ func (g *gwGen) newerHTTP(out map[string][]map[string]any) {
 		spec, _ := rt["spec"].(map[string]any)
 		for _, r := range asList(spec["rules"]) {
 			rule := r.(map[string]any)
-			switch g.r.IntN(6) {
+			switch g.r.IntN(10) {
 			case 0:
 				rule["filters"] = append(asList(rule["filters"]), g.corsFilter())
 			case 1:
 				rule["retry"] = g.retry()
+			case 2:
+				m := map[string]any{"backendRef": map[string]any{"name": g.pick("web", "api"), "port": int64(80)}}
+				if g.r.IntN(2) == 0 {
+					m["percent"] = int64(g.r.IntN(101))
+				}
+				rule["filters"] = append(asList(rule["filters"]), map[string]any{"type": "RequestMirror", "requestMirror": m})
 			}
 			for _, b := range asList(rule["backendRefs"]) {
 				if g.r.IntN(6) == 0 {
@@ -118,8 +124,9 @@ func (g *gwGen) retry() map[string]any {
 	return r
 }
 
-// usesNewerHTTP: objs hold a CORS filter or a retry, which the templates
-// before fragments refused (the generator makes them rarely, in bad states).
+// usesNewerHTTP: objs hold a CORS filter, a retry or a RequestMirror
+// filter, which the templates before fragments refused, or refused with
+// another reason (the generator makes them rarely, in bad states).
 func usesNewerHTTP(objs map[string][]map[string]any) bool {
 	for _, rt := range objs["httproutes"] {
 		spec, _ := rt["spec"].(map[string]any)
@@ -129,7 +136,7 @@ func usesNewerHTTP(objs map[string][]map[string]any) bool {
 				return true
 			}
 			for _, f := range asList(rule["filters"]) {
-				if f.(map[string]any)["type"] == "CORS" {
+				if typ := f.(map[string]any)["type"]; typ == "CORS" || typ == "RequestMirror" {
 					return true
 				}
 			}

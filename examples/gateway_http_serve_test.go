@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -134,20 +135,27 @@ func TestGatewayHTTPFeaturesServeThroughHAProxy(t *testing.T) {
 	tlsPort := serveOn(t, &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = fmt.Fprintf(w, "sni %s client %s\n", r.TLS.ServerName, r.TLS.PeerCertificates[0].Subject.CommonName)
 	})}, &tls.Config{Certificates: []tls.Certificate{backPair}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pki.pool()})
+	mirrored := make(chan string, 16)
+	mirrorPort := serveOn(t, &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mirrored <- fmt.Sprintf("%s %s host %s x-a %s body %q", r.Method, r.RequestURI, r.Host, r.Header.Get("X-A"), body)
+	})}, nil)
 	dead, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	deadPort := dead.Addr().(*net.TCPAddr).Port
 	require.NoError(t, dead.Close()) // a port nothing listens on: connections are refused
 
-	objs := httpFeaturesState(map[string][]int{"web": {echo}, "flaky": {flakyPort}, "h2c": {h2cPort}, "secure": {tlsPort}, "badhost": {tlsPort}, "halfdead": {deadPort, echo}},
+	objs := httpFeaturesState(map[string][]int{"web": {echo}, "flaky": {flakyPort}, "h2c": {h2cPort}, "secure": {tlsPort}, "badhost": {tlsPort}, "halfdead": {deadPort, echo}, "mirror": {mirrorPort}},
 		pki.caPEM, srvCrt, srvKey, cliCrt, cliKey)
 
 	var h *haproxyRun
 	var base int
 	for attempt := 1; ; attempt++ {
-		p := freePorts(t, 1)[0]
+		ps := freePorts(t, 2)
+		p := ps[0]
 		base = p.frontend
-		e, cfg := gatewayEngine(t, true, withExtra(t, map[string]any{"bindAddress": "127.0.0.1", "portOffset": base - 80, "healthPort": p.health}))
+		e, cfg := gatewayEngine(t, true, withExtra(t, map[string]any{"bindAddress": "127.0.0.1", "portOffset": base - 80, "healthPort": p.health,
+			"requestMirror": true, "mirrorPort": ps[1].health}))
 		dir := filepath.Join(t.TempDir(), "bundle")
 		require.NoError(t, os.Mkdir(dir, 0o700))
 		b, err := e.Render(context.Background(), htcrender.Input{Stores: store.ReadOnly(gatewayStores(t, cfg, objs)), BaseDir: dir})
@@ -264,6 +272,28 @@ func TestGatewayHTTPFeaturesServeThroughHAProxy(t *testing.T) {
 		resp, body = get("GET", "/tlsbad")
 		assert.Equal(t, 503, resp.StatusCode, "the certificate does not name the policy's hostname: no answer from the backend: %s", body)
 	})
+	t.Run("a RequestMirror filter sends a copy of the request to the mirror Service and the answer of the backend to the client", func(t *testing.T) {
+		for _, c := range []struct{ method, body, want string }{
+			{"GET", "", `GET /mirror/a?q=1 host m.example.com x-a 1 body ""`},
+			{"PATCH", "hello", `PATCH /mirror/a?q=1 host m.example.com x-a 1 body "hello"`},
+		} {
+			req, err := http.NewRequest(c.method, fmt.Sprintf("http://127.0.0.1:%d/mirror/a?q=1", base), strings.NewReader(c.body))
+			require.NoError(t, err)
+			req.Host = "m.example.com"
+			req.Header.Set("X-A", "1")
+			resp, err := plain.Do(req)
+			require.NoError(t, err)
+			body, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			assert.Contains(t, string(body), c.method+" /mirror/a?q=1", "the client gets the answer of the route's backend")
+			select {
+			case got := <-mirrored:
+				assert.Equal(t, c.want, got)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s: the mirror Service got no copy in 10 s", c.method)
+			}
+		}
+	})
 	t.Run("a backendRef's URLRewrite rewrites what that backend receives", func(t *testing.T) {
 		_, body := get("GET", "/bw/abc?q=1")
 		assert.Contains(t, body, "GET /new/abc?q=1")
@@ -370,6 +400,7 @@ func httpFeaturesState(ports map[string][]int, caPEM, srvCrt, srvKey, cliCrt, cl
 		rule("/tls", "secure", nil),
 		rule("/tlsbad", "badhost", nil),
 		rule("/h", "web", nil),
+		rule("/mirror", "web", map[string]any{"filters": []any{map[string]any{"type": "RequestMirror", "requestMirror": map[string]any{"backendRef": map[string]any{"name": "mirror", "port": int64(80)}}}}}),
 		map[string]any{"matches": []any{map[string]any{"path": map[string]any{"type": "PathPrefix", "value": "/bw"}}},
 			"backendRefs": []any{map[string]any{"name": "web", "port": int64(80), "filters": []any{map[string]any{"type": "URLRewrite",
 				"urlRewrite": map[string]any{"path": map[string]any{"type": "ReplacePrefixMatch", "replacePrefixMatch": "/new"}}}}}}},
