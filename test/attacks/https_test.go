@@ -25,7 +25,7 @@ var resources = map[string]string{
 	"Ingress": "ingresses", "Service": "services", "EndpointSlice": "endpointslices",
 	"Secret": "secrets", "ConfigMap": "configmaps", "HAProxyTemplateConfig": "haproxytemplateconfigs",
 	"GatewayClass": "gatewayclasses", "Gateway": "gateways", "HTTPRoute": "httproutes", "GRPCRoute": "grpcroutes",
-	"ReferenceGrant": "referencegrants",
+	"ReferenceGrant": "referencegrants", "BackendTLSPolicy": "backendtlspolicies",
 }
 
 // newUID returns a request uid naming the case.
