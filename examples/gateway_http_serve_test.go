@@ -2,17 +2,10 @@ package examples_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -26,56 +19,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/haproxy-template/htc/internal/testutil"
 	htcrender "github.com/haproxy-template/htc/pkg/render"
 	"github.com/haproxy-template/htc/pkg/store"
 )
-
-// testPKI is a CA and what it signs, in PEM.
-type testPKI struct {
-	caPEM string
-	ca    *x509.Certificate
-	key   *ecdsa.PrivateKey
-}
-
-func newPKI(t *testing.T, cn string) *testPKI {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	ca, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	return &testPKI{caPEM: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})), ca: ca, key: key}
-}
-
-// issue signs a certificate for cn with DNS names dns (a client
-// certificate when dns is empty); it returns the PEM certificate and key.
-func (p *testPKI) issue(t *testing.T, cn string, dns ...string) (string, string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	usage := []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-	if len(dns) > 0 {
-		usage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-	}
-	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: cn}, DNSNames: dns, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: usage}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.key)
-	require.NoError(t, err)
-	kd, err := x509.MarshalPKCS8PrivateKey(key)
-	require.NoError(t, err)
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})), string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kd}))
-}
-
-func (p *testPKI) pool() *x509.CertPool {
-	pool := x509.NewCertPool()
-	pool.AddCert(p.ca)
-	return pool
-}
 
 // serveOn starts srv on a loopback listener, returning its port.
 func serveOn(t *testing.T, srv *http.Server, tlsCfg *tls.Config) int {
@@ -118,10 +65,11 @@ func (f *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // one port, runs the real HAProxy 3.0 on it, and checks what clients get.
 func TestGatewayHTTPFeaturesServeThroughHAProxy(t *testing.T) {
 	bin := servingHAProxy(t)
-	pki, stranger := newPKI(t, "test CA"), newPKI(t, "another CA")
-	srvCrt, srvKey := pki.issue(t, "gateway", "example.com", "*.example.com")
-	cliCrt, cliKey := pki.issue(t, "the-gateway-client")
-	strangerCrt, strangerKey := stranger.issue(t, "a stranger")
+	pki, stranger := testutil.SelfSigned(t, "test CA", time.Now().Add(24*time.Hour)), testutil.SelfSigned(t, "another CA", time.Now().Add(24*time.Hour))
+	pemOf := func(c testutil.Cert) (string, string) { return string(c.CertPEM), string(c.KeyPEM) }
+	srvCrt, srvKey := pemOf(pki.Issue(t, "gateway", "example.com", "*.example.com"))
+	cliCrt, cliKey := pemOf(pki.Issue(t, "the-gateway-client"))
+	strangerCrt, strangerKey := pemOf(stranger.Issue(t, "a stranger"))
 
 	echo := echoBackends(t, []string{"web"})["web"]
 	flakyPort := serveOn(t, &http.Server{Handler: &flaky{attempts: map[string]int{}}}, nil)
@@ -129,12 +77,12 @@ func TestGatewayHTTPFeaturesServeThroughHAProxy(t *testing.T) {
 	h2c.Protocols = new(http.Protocols)
 	h2c.Protocols.SetUnencryptedHTTP2(true)
 	h2cPort := serveOn(t, h2c, nil)
-	backCrt, backKey := pki.issue(t, "backend", "web.example.com")
+	backCrt, backKey := pemOf(pki.Issue(t, "backend", "web.example.com"))
 	backPair, err := tls.X509KeyPair([]byte(backCrt), []byte(backKey))
 	require.NoError(t, err)
 	tlsPort := serveOn(t, &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = fmt.Fprintf(w, "sni %s client %s\n", r.TLS.ServerName, r.TLS.PeerCertificates[0].Subject.CommonName)
-	})}, &tls.Config{Certificates: []tls.Certificate{backPair}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pki.pool()})
+	})}, &tls.Config{Certificates: []tls.Certificate{backPair}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pki.Pool()})
 	mirrored := make(chan string, 16)
 	mirrorPort := serveOn(t, &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -146,7 +94,7 @@ func TestGatewayHTTPFeaturesServeThroughHAProxy(t *testing.T) {
 	require.NoError(t, dead.Close()) // a port nothing listens on: connections are refused
 
 	objs := httpFeaturesState(map[string][]int{"web": {echo}, "flaky": {flakyPort}, "h2c": {h2cPort}, "secure": {tlsPort}, "badhost": {tlsPort}, "halfdead": {deadPort, echo}, "mirror": {mirrorPort}},
-		pki.caPEM, srvCrt, srvKey, cliCrt, cliKey)
+		string(pki.CertPEM), srvCrt, srvKey, cliCrt, cliKey)
 
 	var h *haproxyRun
 	var base int
@@ -187,7 +135,7 @@ func TestGatewayHTTPFeaturesServeThroughHAProxy(t *testing.T) {
 	}
 	tlsGet := func(port int, sni, host string, cert ...string) (int, error) {
 		t.Helper()
-		cfg := &tls.Config{ServerName: sni, RootCAs: pki.pool()}
+		cfg := &tls.Config{ServerName: sni, RootCAs: pki.Pool()}
 		if len(cert) == 2 {
 			pair, err := tls.X509KeyPair([]byte(cert[0]), []byte(cert[1]))
 			require.NoError(t, err)
