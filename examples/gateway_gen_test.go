@@ -23,7 +23,8 @@ func generateGatewayState(r *rand.Rand, size int) map[string][]map[string]any {
 // generateGatewayStateOf is generateGatewayState, with, when newer is set,
 // what the templates before fragments (testdata/before.yaml) do not know:
 // Secrets that are not PEM, TLSRoutes, TCPRoutes, UDPRoutes, ListenerSets
-// and BackendTLSPolicies, on the library's Gateways or another's.
+// and BackendTLSPolicies, on the library's Gateways or another's, and the
+// HTTP features of gateway_gen_http_test.go.
 func generateGatewayStateOf(r *rand.Rand, size int, newer bool) map[string][]map[string]any {
 	g := &gwGen{r: r, bad: r.IntN(3) == 0, size: size}
 	out := map[string][]map[string]any{}
@@ -106,6 +107,7 @@ func generateGatewayStateOf(r *rand.Rand, size int, newer bool) map[string][]map
 	}
 	if newer {
 		g.newerKinds(out["gateways"][0], add)
+		g.newerHTTP(out)
 	}
 	return out
 }
@@ -114,8 +116,7 @@ func generateGatewayStateOf(r *rand.Rand, size int, newer bool) map[string][]map
 // Gateway, TLS and TCP listeners for them at times), a UDPRoute or
 // ListenerSets (gw admitting them at times), on another controller's
 // Gateway or on the library's, and BackendTLSPolicies for Services that
-// routes may send to (in every state: the library refuses them where a good
-// state would otherwise pass).
+// routes may send to.
 func (g *gwGen) newerKinds(gw map[string]any, add func(string, map[string]any)) {
 	spec := gw["spec"].(map[string]any)
 	parent := func() map[string]any {

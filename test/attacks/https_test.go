@@ -26,6 +26,7 @@ var resources = map[string]string{
 	"Secret": "secrets", "ConfigMap": "configmaps", "HAProxyTemplateConfig": "haproxytemplateconfigs",
 	"GatewayClass": "gatewayclasses", "Gateway": "gateways", "HTTPRoute": "httproutes", "GRPCRoute": "grpcroutes",
 	"TLSRoute": "tlsroutes", "TCPRoute": "tcproutes", "ListenerSet": "listenersets", "ReferenceGrant": "referencegrants",
+	"BackendTLSPolicy": "backendtlspolicies",
 }
 
 // newUID returns a request uid naming the case.

@@ -82,6 +82,10 @@ func timeouts() config.TimeoutConfig {
 	c.NamespacesMustBeReady = 180 * time.Second
 	c.MaxTimeToConsistency = 30 * time.Second
 	c.DefaultTestTimeout = 60 * time.Second
+	// v1.7's cleanup waits for each deleted object to be gone: a namespace
+	// goes only once its pods have stopped, which on a loaded 2-core
+	// machine takes longer than the default 30 s.
+	c.DeleteTimeout = 180 * time.Second
 	return c
 }
 
@@ -178,8 +182,14 @@ func TestGatewayAPI(t *testing.T) {
 			SupportedFeatures:    feats,
 			ConformanceProfiles:  profiles,
 			TimeoutConfig:        timeouts(),
-			SkipTests:            skip,
-			Mode:                 "default",
+			// GatewayStaticAddresses: an address of the library's
+			// extraContext.staticAddresses (values.yaml), bound on the
+			// node's loopback, and one outside them, which the library
+			// reports AddressNotUsable without binding it or sending to it.
+			UsableNetworkAddresses:   []gwv1.GatewaySpecAddress{{Type: new(gwv1.IPAddressType), Value: "127.12.0.1"}},
+			UnusableNetworkAddresses: []gwv1.GatewaySpecAddress{{Type: new(gwv1.IPAddressType), Value: "192.0.2.1"}},
+			SkipTests:                skip,
+			Mode:                     "default",
 			Implementation: confv1.Implementation{
 				Organization: "haproxy-template",
 				Project:      "htc",

@@ -46,10 +46,11 @@ func (e *env) install(t *testing.T) {
 // helmInstall installs the chart with the Gateway library and this
 // package's values.yaml, and waits for the pod. The pod runs in the node's
 // network namespace, which is this machine's: the controller's webhook and
-// health ports and HAProxy's health port are ports free here now (another
-// process of the machine may hold any fixed one).
+// health ports and HAProxy's health and mirror ports are ports free here now
+// (another process of the machine may hold any fixed one, and the
+// controller then exits with "address already in use").
 func (e *env) helmInstall(ctx context.Context) error {
-	ports, err := freeHostPorts([]string{"", "", "127.0.0.1"})
+	ports, err := freeHostPorts([]string{"", "", "127.0.0.1", "127.0.0.1"})
 	if err != nil {
 		return err
 	}
@@ -59,14 +60,18 @@ func (e *env) helmInstall(ctx context.Context) error {
 		"-f", filepath.Join(e.root, "test", "conformance", "values.yaml"),
 		"--set", "image.repository="+e.htcRepo, "--set", "image.tag="+e.htcTag, "--set", "image.pullPolicy=Never",
 		"--set", fmt.Sprintf("controller.webhookPort=%d", ports[0]), "--set", fmt.Sprintf("controller.healthPort=%d", ports[1]),
-		"--set", fmt.Sprintf("config.extraContext.healthPort=%d", ports[2]),
+		"--set", fmt.Sprintf("config.extraContext.healthPort=%d", ports[2]), "--set", fmt.Sprintf("config.extraContext.mirrorPort=%d", ports[3]),
 		"--wait", "--timeout", "5m")
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.cluster.Kubeconfig)
 	t := time.Now()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		pods, _ := e.cluster.Kubectl(ctx, "-n", ns, "describe", "pods")
-		return fmt.Errorf("helm install: %w\n%s\n%s", err, out, pods)
+		// A controller that exits says why in its log: the last lines of
+		// its previous run (a crash loop) and of the current one.
+		prev, _ := e.cluster.Kubectl(ctx, "-n", ns, "logs", "-l", "app.kubernetes.io/name=htc", "-c", "controller", "--previous", "--tail=20")
+		cur, _ := e.cluster.Kubectl(ctx, "-n", ns, "logs", "-l", "app.kubernetes.io/name=htc", "-c", "controller", "--tail=20")
+		return fmt.Errorf("helm install: %w\n%s\n%s\ncontroller log (previous run):\n%s\ncontroller log:\n%s", err, out, pods, prev, cur)
 	}
 	fmt.Printf("test/conformance: helm install --wait %.1fs\n", time.Since(t).Seconds())
 	return nil
