@@ -17,15 +17,24 @@ import (
 // the library refuses (missing and unusable references, unsupported
 // values, conflicting listeners). Routes number about size.
 func generateGatewayState(r *rand.Rand, size int) map[string][]map[string]any {
-	return generateGatewayStateOf(r, size, false)
+	return generateGatewayStateOf(r, size, 0)
 }
 
-// generateGatewayStateOf is generateGatewayState, with, when newer is set,
-// what the templates before fragments (testdata/before.yaml) do not know:
-// Secrets that are not PEM, TLSRoutes, TCPRoutes, UDPRoutes, ListenerSets
-// and BackendTLSPolicies, on the library's Gateways or another's, and the
-// HTTP features of gateway_gen_http_test.go.
-func generateGatewayStateOf(r *rand.Rand, size int, newer bool) map[string][]map[string]any {
+// newerParts says what of the newer features a generated state may hold.
+type newerParts int
+
+const (
+	// newL4: Secrets that are not PEM, TLSRoutes, TCPRoutes, UDPRoutes,
+	// ListenerSets and BackendTLSPolicies (newerKinds).
+	newL4 newerParts = 1 << iota
+	// newHTTP: the HTTP features of gateway_gen_http_test.go (newerHTTP).
+	newHTTP
+)
+
+// generateGatewayStateOf is generateGatewayState, with what of the newer
+// features (what the templates before fragments, testdata/before.yaml, do
+// not know) parts names, on the library's Gateways or another's.
+func generateGatewayStateOf(r *rand.Rand, size int, parts newerParts) map[string][]map[string]any {
 	g := &gwGen{r: r, bad: r.IntN(3) == 0, size: size}
 	out := map[string][]map[string]any{}
 	add := func(key string, obj map[string]any) { out[key] = append(out[key], obj) }
@@ -61,7 +70,7 @@ func generateGatewayStateOf(r *rand.Rand, size int, newer bool) map[string][]map
 		if g.rarely(4) {
 			delete(data, g.pick("tls.crt", "tls.key"))
 		}
-		if newer && g.r.IntN(8) == 0 {
+		if parts != 0 && g.r.IntN(8) == 0 {
 			data[g.pick("tls.crt", "tls.key")] = "SGVsbG8gd29ybGQK" // the conformance suite's malformed Secret
 		}
 		add("secrets", g.meta("Secret", ns, "tls", map[string]any{"apiVersion": "v1", "type": "kubernetes.io/tls", "data": data}))
@@ -105,8 +114,10 @@ func generateGatewayStateOf(r *rand.Rand, size int, newer bool) map[string][]map
 			add("grpcroutes", sub.grpcRoute(fmt.Sprintf("rpc-%d", i)))
 		}
 	}
-	if newer {
+	if parts&newL4 != 0 {
 		g.newerKinds(out["gateways"][0], add)
+	}
+	if parts&newHTTP != 0 {
 		g.newerHTTP(out)
 	}
 	return out
