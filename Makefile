@@ -69,8 +69,13 @@ haproxy: ## the image's HAProxy 3.0 for tests: bin/image-haproxy/haproxy (root f
 # tests (tokenizer, keyword inventory, map reader against the real binary).
 HAPROXY30 = $$($(HAPROXY_DIR)/haproxy -v 2>/dev/null | grep -q 'version 3\.0\.' && echo $(HAPROXY_DIR)/haproxy)
 
+# test/conformance is a Go module of its own (its go.mod says why), which
+# ./... does not reach: make test runs it beside the others, as one more
+# package (it waits for the cluster lock like test/cluster).
 test: haproxy lint test-assets ## everything: lint, unit, integration (real haproxy), CLI, e2e (test/e2e), cluster (test/cluster) and Gateway API conformance (test/conformance) tests, with -race
-	$(WITH_HAPROXY) HTC_HAPROXY30=$(HAPROXY30) HTC_IMAGE_ARCHIVE=$(CURDIR)/$(IMAGE_ARCHIVE) $(GO) test -race -count=1 -timeout 30m ./...
+	(cd test/conformance && HTC_IMAGE_ARCHIVE=$(CURDIR)/$(IMAGE_ARCHIVE) $(GO) test -race -count=1 -timeout 30m ./...) & conf=$$!; \
+	rc=0; $(WITH_HAPROXY) HTC_HAPROXY30=$(HAPROXY30) HTC_IMAGE_ARCHIVE=$(CURDIR)/$(IMAGE_ARCHIVE) $(GO) test -race -count=1 -timeout 30m ./... || rc=$$?; \
+	wait $$conf || rc=$$?; exit $$rc
 	$(WITH_HAPROXY) $(GO) test -count=1 -run 'HeapIsBounded' ./pkg/haproxy/
 
 # test-assets: what the tests build or install once and cache, before they
@@ -147,6 +152,7 @@ lint: ## gofmt, go vet and staticcheck
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+	cd test/conformance && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
 
 generate: ## regenerate deepcopy and the CRD from pkg/config
 	$(GO) tool controller-gen object paths=./pkg/config/... crd:crdVersions=v1 output:crd:dir=./charts/htc/crds
@@ -160,7 +166,7 @@ cluster-test: test-assets ## only the cluster tests: the image and the chart in 
 # claims more features to try, and keeps no report). make test runs the
 # suite too (test/conformance; skipped with -short), keeping no report.
 conformance: test-assets ## the Gateway API conformance suite (GATEWAY-HTTP, GATEWAY-GRPC) in the test cluster, report in docs/conformance/ (RUN=regexp of test names, FEATURES=more to claim; root)
-	HTC_CONFORMANCE_REPORT=1 HTC_CONFORMANCE_RUN='$(RUN)' HTC_CONFORMANCE_FEATURES='$(FEATURES)' HTC_IMAGE_ARCHIVE=$(CURDIR)/$(IMAGE_ARCHIVE) $(GO) test -count=1 -v -timeout 60m ./test/conformance/
+	cd test/conformance && HTC_CONFORMANCE_REPORT=1 HTC_CONFORMANCE_RUN='$(RUN)' HTC_CONFORMANCE_FEATURES='$(FEATURES)' HTC_IMAGE_ARCHIVE=$(CURDIR)/$(IMAGE_ARCHIVE) $(GO) test -count=1 -v -timeout 60m .
 
 cluster-demo: test-assets ## htc as users install it, in a real single-node cluster on this machine (root): helm install, a request through HAProxy, a denial, uninstall
 	hack/cluster-demo.sh $(IMAGE_ARCHIVE)

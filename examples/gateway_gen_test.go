@@ -17,14 +17,24 @@ import (
 // the library refuses (missing and unusable references, unsupported
 // values, conflicting listeners). Routes number about size.
 func generateGatewayState(r *rand.Rand, size int) map[string][]map[string]any {
-	return generateGatewayStateOf(r, size, false)
+	return generateGatewayStateOf(r, size, 0)
 }
 
-// generateGatewayStateOf is generateGatewayState, with, when newer is set,
-// what the templates before fragments (testdata/before.yaml) do not know:
-// Secrets that are not PEM, TLSRoutes, TCPRoutes, UDPRoutes, ListenerSets
-// and BackendTLSPolicies, on the library's Gateways or another's.
-func generateGatewayStateOf(r *rand.Rand, size int, newer bool) map[string][]map[string]any {
+// newerParts says what of the newer features a generated state may hold.
+type newerParts int
+
+const (
+	// newL4: Secrets that are not PEM, TLSRoutes, TCPRoutes, UDPRoutes,
+	// ListenerSets and BackendTLSPolicies (newerKinds).
+	newL4 newerParts = 1 << iota
+	// newHTTP: the HTTP features of gateway_gen_http_test.go (newerHTTP).
+	newHTTP
+)
+
+// generateGatewayStateOf is generateGatewayState, with what of the newer
+// features (what the templates before fragments, testdata/before.yaml, do
+// not know) parts names, on the library's Gateways or another's.
+func generateGatewayStateOf(r *rand.Rand, size int, parts newerParts) map[string][]map[string]any {
 	g := &gwGen{r: r, bad: r.IntN(3) == 0, size: size}
 	out := map[string][]map[string]any{}
 	add := func(key string, obj map[string]any) { out[key] = append(out[key], obj) }
@@ -60,7 +70,7 @@ func generateGatewayStateOf(r *rand.Rand, size int, newer bool) map[string][]map
 		if g.rarely(4) {
 			delete(data, g.pick("tls.crt", "tls.key"))
 		}
-		if newer && g.r.IntN(8) == 0 {
+		if parts != 0 && g.r.IntN(8) == 0 {
 			data[g.pick("tls.crt", "tls.key")] = "SGVsbG8gd29ybGQK" // the conformance suite's malformed Secret
 		}
 		add("secrets", g.meta("Secret", ns, "tls", map[string]any{"apiVersion": "v1", "type": "kubernetes.io/tls", "data": data}))
@@ -104,32 +114,79 @@ func generateGatewayStateOf(r *rand.Rand, size int, newer bool) map[string][]map
 			add("grpcroutes", sub.grpcRoute(fmt.Sprintf("rpc-%d", i)))
 		}
 	}
-	if newer {
-		g.newerKinds(add)
+	if parts&newL4 != 0 {
+		g.newerKinds(out["gateways"][0], add)
+	}
+	if parts&newHTTP != 0 {
+		g.newerHTTP(out)
 	}
 	return out
 }
 
-// newerKinds adds a route kind other than HTTPRoute or a ListenerSet, on
-// another controller's Gateway (allowed) or, at times, on the library's,
-// and BackendTLSPolicies for Services that routes may send to (in every
-// state: the library refuses them where a good state would otherwise pass).
-func (g *gwGen) newerKinds(add func(string, map[string]any)) {
+// newerKinds adds TLSRoutes, TCPRoutes (with, on gw, the library's
+// Gateway, TLS and TCP listeners for them at times), a UDPRoute or
+// ListenerSets (gw admitting them at times), on another controller's
+// Gateway or on the library's, and BackendTLSPolicies for Services that
+// routes may send to.
+func (g *gwGen) newerKinds(gw map[string]any, add func(string, map[string]any)) {
+	spec := gw["spec"].(map[string]any)
 	parent := func() map[string]any {
-		if g.r.IntN(2) == 0 {
+		if g.r.IntN(3) > 0 {
 			return map[string]any{"name": "gw", "namespace": "infra"}
 		}
 		return map[string]any{"name": "theirs", "namespace": "infra"}
 	}
+	all := map[string]any{"namespaces": map[string]any{"from": "All"}}
+	backends := func() []any {
+		refs := []any{map[string]any{"name": g.pick("web", "api"), "namespace": g.pick("app", "other"), "port": int64(80)}}
+		if g.r.IntN(3) == 0 {
+			refs = append(refs, map[string]any{"name": g.pick("web", "api", "gone"), "port": int64(80), "weight": int64(g.r.IntN(3))})
+		}
+		return refs
+	}
 	// One kind per state, so that each is at times the first refusal.
 	switch k := g.r.IntN(4); k {
-	case 0, 1, 2:
-		key, kind := []string{"tlsroutes", "tcproutes", "udproutes"}[k], []string{"TLSRoute", "TCPRoute", "UDPRoute"}[k]
-		add(key, g.meta(kind, g.pick("app", "infra"), "r", map[string]any{"spec": map[string]any{"parentRefs": []any{parent()},
+	case 0, 1:
+		key, kind := []string{"tlsroutes", "tcproutes"}[k], []string{"TLSRoute", "TCPRoute"}[k]
+		if g.r.IntN(3) > 0 {
+			l := map[string]any{"name": "l4", "port": int64(8443), "protocol": "TCP", "allowedRoutes": all}
+			if kind == "TLSRoute" {
+				l["protocol"], l["hostname"] = "TLS", g.pick("*.example.com", "a.example.com")
+				l["tls"] = map[string]any{"mode": g.pick("Passthrough", "Passthrough", "Terminate")}
+				if l["tls"].(map[string]any)["mode"] == "Terminate" {
+					l["tls"].(map[string]any)["certificateRefs"] = []any{map[string]any{"name": "tls"}}
+				}
+			}
+			spec["listeners"] = append(asList(spec["listeners"]), l)
+		}
+		for i := range 1 + g.r.IntN(3) {
+			rs := map[string]any{"parentRefs": []any{parent()}, "rules": []any{map[string]any{"backendRefs": backends()}}}
+			if kind == "TLSRoute" {
+				rs["hostnames"] = []any{g.pick("a.example.com", "*.example.com", "b.example.com", "x.other.net")}
+			}
+			add(key, g.meta(kind, g.pick("app", "infra"), fmt.Sprintf("r%d", i), map[string]any{"spec": rs}))
+		}
+	case 2:
+		add("udproutes", g.meta("UDPRoute", g.pick("app", "infra"), "r", map[string]any{"spec": map[string]any{"parentRefs": []any{parent()},
 			"rules": []any{map[string]any{"backendRefs": []any{map[string]any{"name": "web", "port": int64(443)}}}}}}))
 	default:
-		add("listenersets", g.meta("ListenerSet", "infra", "more", map[string]any{"spec": map[string]any{"parentRef": parent(),
-			"listeners": []any{map[string]any{"name": "more", "port": int64(81), "protocol": "HTTP"}}}}))
+		if g.r.IntN(3) > 0 {
+			spec["allowedListeners"] = map[string]any{"namespaces": map[string]any{"from": g.pick("All", "Same", "None")}}
+		}
+		for i := range 1 + g.r.IntN(2) {
+			ns := g.pick("infra", "app")
+			l := map[string]any{"name": "more", "port": int64(g.pick2(80, 81)), "protocol": g.pick("HTTP", "HTTP", "TCP"), "allowedRoutes": all}
+			if l["protocol"] == "HTTP" {
+				l["hostname"] = g.pick("a.example.com", "c.example.com")
+			}
+			add("listenersets", g.meta("ListenerSet", ns, fmt.Sprintf("more%d", i), map[string]any{"spec": map[string]any{"parentRef": parent(),
+				"listeners": []any{l}}}))
+			if g.r.IntN(2) == 0 {
+				add("httproutes", g.meta("HTTPRoute", ns, fmt.Sprintf("ls-%d", i), map[string]any{"spec": map[string]any{
+					"parentRefs": []any{map[string]any{"group": "gateway.networking.k8s.io", "kind": "ListenerSet", "name": fmt.Sprintf("more%d", i)}},
+					"rules":      []any{map[string]any{"backendRefs": backends()}}}}))
+			}
+		}
 	}
 	if g.r.IntN(3) == 0 {
 		ns, name := g.pick("app", "other"), g.pick("web", "api")

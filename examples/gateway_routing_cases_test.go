@@ -95,6 +95,13 @@ func routingCases(backends map[string]int) []routingState {
 		{"an exact listener hostname: routes without one are its exact host", []string{"a.example.com", "*.example.com"}, []map[string]any{
 			caseRoute("app", "a", 1, nil, caseRule("web", caseMatch("PathPrefix", "/"))),
 			caseRoute("app", "b", 2, []string{"*.example.com"}, caseRule("api", caseMatch("PathPrefix", "/foo")))}},
+		{"a route's exact hostname before a wildcard one giving the same host (older, longer path)", []string{"a.example.com"}, []map[string]any{
+			caseRoute("app", "old", 1, []string{"*.example.com"}, caseRule("web", caseMatch("PathPrefix", "/foo/bar"))),
+			caseRoute("app", "new", 2, a, caseRule("api", caseMatch("PathPrefix", "/foo"))),
+			caseRoute("app", "none", 1, nil, caseRule("v1", caseMatch("Exact", "/foo/bar")))}},
+		{"routes without hostnames on a listener's exact hostname stay in the maps", []string{"a.example.com"}, []map[string]any{
+			caseRoute("app", "x", 1, nil, caseRule("web", caseMatch("PathPrefix", "/foo"))),
+			caseRoute("app", "y", 2, nil, caseRule("api", caseMatch("PathPrefix", "/foo/bar")))}},
 		{"a redirect in the group", nil, []map[string]any{
 			caseRoute("app", "a", 2, a, caseRule("web", caseMatch("PathPrefix", "/foo"))),
 			caseRoute("app", "b", 1, a, map[string]any{"matches": []any{caseMatch("PathPrefix", "/foo/bar")},

@@ -20,7 +20,8 @@ import (
 // extraContext edited by extra) and returns its status documents, decoded
 // into the Gateway API's types: "Gateway ns/name" → *gatewayv1.GatewayStatus,
 // "HTTPRoute ns/name" → *gatewayv1.HTTPRouteStatus, "GatewayClass name" →
-// *gatewayv1.GatewayClassStatus.
+// *gatewayv1.GatewayClassStatus, "BackendTLSPolicy ns/name" →
+// *gatewayv1.PolicyStatus.
 func gwStatusOf(t *testing.T, extra map[string]any, objs map[string][]map[string]any) map[string]any {
 	t.Helper()
 	e, cfg := gatewayEngine(t, false, withExtra(t, extra))
@@ -41,8 +42,16 @@ func decodeStatus(t *testing.T, b *bundle.Bundle) map[string]any {
 			into = &gatewayv1.HTTPRouteStatus{}
 		case "GRPCRoute":
 			into = &gatewayv1.GRPCRouteStatus{}
+		case "TLSRoute":
+			into = &gatewayv1.TLSRouteStatus{}
+		case "TCPRoute":
+			into = &gatewayv1.TCPRouteStatus{}
+		case "ListenerSet":
+			into = &gatewayv1.ListenerSetStatus{}
 		case "GatewayClass":
 			into = &gatewayv1.GatewayClassStatus{}
+		case "BackendTLSPolicy":
+			into = &gatewayv1.PolicyStatus{}
 		default:
 			t.Fatalf("a status document for %s", d.Object())
 		}

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds, once, the Debian root filesystem the htc image is made of — Debian
-# trixie (minbase) with HAProxy 3.0 LTS from Debian's own haproxy package, a
-# non-root user 65532, no documentation, manuals or locales — and a haproxy
+# trixie (minbase) with HAProxy 3.0 LTS from Debian's own haproxy package and
+# the system's CA certificates (ca-certificates: what "ca-file @system-ca"
+# reads, e.g. a Gateway API BackendTLSPolicy's wellKnownCACertificates
+# System), a non-root user 65532, no documentation, manuals or locales — and a haproxy
 # that runs from it on this machine, so that tests check configurations with
 # exactly the HAProxy the image carries.
 #
@@ -105,7 +107,7 @@ echo "haproxy-rootfs.sh: building the Debian $SUITE root filesystem with $HAPROX
 # follow them too. The user: /etc/passwd lines rather than useradd, so the
 # entry is the same whatever the passwd package does.
 if ! mmdebstrap --variant=minbase --mode=root --format=tar --skip=output/dev \
-	--include="$HAPROXY_PACKAGE" \
+	--include="$HAPROXY_PACKAGE,ca-certificates" \
 	--dpkgopt='path-exclude=/usr/share/doc/*' \
 	--dpkgopt='path-include=/usr/share/doc/*/copyright' \
 	--dpkgopt='path-exclude=/usr/share/man/*' \

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -78,12 +79,24 @@ func writeModuleProxy(t *testing.T, dir, ver string) {
 	if err != nil {
 		t.Skipf("not a git checkout (git ls-files: %v)", err)
 	}
+	names := strings.Split(strings.TrimRight(string(list), "\x00"), "\x00")
+	// A directory with a go.mod of its own is another module: the go
+	// command leaves it out of the module's zip.
+	var nested []string
+	for _, name := range names {
+		if dir, base := filepath.Split(name); base == "go.mod" && dir != "" {
+			nested = append(nested, dir)
+		}
+	}
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
-	for _, name := range strings.Split(strings.TrimRight(string(list), "\x00"), "\x00") {
+	for _, name := range names {
 		st, err := os.Lstat(filepath.Join(root, name))
 		if err != nil || !st.Mode().IsRegular() {
 			continue // deleted in the working tree, or a symbolic link
+		}
+		if slices.ContainsFunc(nested, func(dir string) bool { return strings.HasPrefix(name, dir) }) {
+			continue
 		}
 		w, err := zw.Create(modulePath + "@" + ver + "/" + name)
 		require.NoError(t, err)

@@ -33,6 +33,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -233,14 +234,19 @@ func takeLock(ctx context.Context, lockFile, ownerFile string, log io.Writer) (*
 	return f, nil
 }
 
-// RepoRoot is the directory of the go.mod above the working directory.
+// rootModule matches the module line of the repository's go.mod (not of a
+// module nested in it, such as test/conformance's).
+var rootModule = regexp.MustCompile(`(?m)^module github\.com/haproxy-template/htc\s*$`)
+
+// RepoRoot is the directory of the repository's go.mod above the working
+// directory (a nested module's go.mod is passed by).
 func RepoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
 	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && rootModule.Match(b) {
 			return dir, nil
 		}
 		parent := filepath.Dir(dir)

@@ -123,3 +123,36 @@ func HAProxy30(t testing.TB) string {
 	}
 	return bin
 }
+
+// Issue returns a certificate named cn signed by c (a CA, such as
+// SelfSigned's), valid for a day: a server certificate for the DNS names
+// dns, or, without any, a client certificate.
+func (c Cert) Issue(t testing.TB, cn string, dns ...string) Cert {
+	t.Helper()
+	block, _ := pem.Decode(c.KeyPEM)
+	require.NotNil(t, block, "the CA's key is PEM")
+	caKey, err := x509.ParseECPrivateKey(block.Bytes)
+	require.NoError(t, err)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	require.NoError(t, err)
+	usage := x509.ExtKeyUsageClientAuth
+	if len(dns) > 0 {
+		usage = x509.ExtKeyUsageServerAuth
+	}
+	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: cn}, DNSNames: dns,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.Leaf, &key.PublicKey, caKey)
+	require.NoError(t, err)
+	leaf, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	return Cert{
+		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+		Leaf:    leaf,
+	}
+}

@@ -58,6 +58,8 @@ func buildStaticFuncs() template.FuncMap {
 	m["word"] = wordFunc
 	m["quoteValue"] = quoteValueFunc
 	m["regexCompiles"] = regexCompilesFunc
+	m["ipAddr"] = ipAddrFunc
+	m["cidrContains"] = cidrContainsFunc
 	return m
 }
 

@@ -101,7 +101,8 @@ var allowedFuncs = map[string]string{
 	// htc's own
 	"fail": ofHelpers, "safe": ofHelpers, "word": ofHelpers, "quoteValue": ofHelpers, "field": ofHelpers,
 	"regexCompiles": ofRegexp + " (regex.go)",
-	"pathFor":       ofRender + " (Input.BaseDir)", "each": ofRender + " (the source map)", "addFile": ofRender,
+	"ipAddr":        "htc's: parses its argument with net/netip (netaddr.go)", "cidrContains": "htc's: net/netip over its arguments (netaddr.go)",
+	"pathFor": ofRender + " (Input.BaseDir)", "each": ofRender + " (the source map)", "addFile": ofRender,
 	"include": ofRender + " (its templates)", "fragments": ofRender + " (its templates, records and stores)",
 	"emit": ofRender, "emitted": ofRender, "warn": ofRender + " (Bundle.Warnings)",
 	// text/template's builtins

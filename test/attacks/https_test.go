@@ -25,7 +25,8 @@ var resources = map[string]string{
 	"Ingress": "ingresses", "Service": "services", "EndpointSlice": "endpointslices",
 	"Secret": "secrets", "ConfigMap": "configmaps", "HAProxyTemplateConfig": "haproxytemplateconfigs",
 	"GatewayClass": "gatewayclasses", "Gateway": "gateways", "HTTPRoute": "httproutes", "GRPCRoute": "grpcroutes",
-	"ReferenceGrant": "referencegrants",
+	"TLSRoute": "tlsroutes", "TCPRoute": "tcproutes", "ListenerSet": "listenersets", "ReferenceGrant": "referencegrants",
+	"BackendTLSPolicy": "backendtlspolicies",
 }
 
 // newUID returns a request uid naming the case.

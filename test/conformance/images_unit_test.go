@@ -2,12 +2,14 @@ package conformance
 
 import (
 	"io/fs"
+	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	gwconformance "sigs.k8s.io/gateway-api/conformance"
+	"sigs.k8s.io/gateway-api/conformance/tests"
 	"sigs.k8s.io/gateway-api/pkg/features"
 
 	"github.com/haproxy-template/htc/internal/testcluster"
@@ -87,7 +89,37 @@ func TestValuesDeclareKnownFeatures(t *testing.T) {
 		assert.False(t, seen[f], "%s declared twice", f)
 		seen[f] = true
 	}
-	for _, f := range []features.FeatureName{features.SupportGateway, features.SupportHTTPRoute, features.SupportReferenceGrant} {
+	for _, f := range []features.FeatureName{features.SupportGateway, features.SupportHTTPRoute, features.SupportReferenceGrant,
+		features.SupportGRPCRoute, features.SupportTLSRoute, features.SupportTCPRoute} {
 		assert.True(t, seen[f], "the core feature %s", f)
+	}
+}
+
+// TestEchoBasicPackageIsAMainPackageOfTheModuleGraph: the backend the run
+// builds resolves in this module's graph as a command (gateway-api moved
+// it out of its conformance module once; the build would fail only after
+// the image and cluster work).
+func TestEchoBasicPackageIsAMainPackageOfTheModuleGraph(t *testing.T) {
+	cmd := exec.Command("go", "list", "-f", "{{.Name}}", echoBasicPackage)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Equal(t, "main", strings.TrimSpace(string(out)))
+}
+
+// TestSerialTestsAreParallelTestsOfTheSuite: each test serialTests names is
+// one the suite runs in parallel, and conformanceTests runs it alone (a
+// name the suite renames would otherwise run in parallel again, silently).
+func TestSerialTestsAreParallelTestsOfTheSuite(t *testing.T) {
+	parallel := map[string]bool{}
+	for _, ct := range tests.ConformanceTests {
+		parallel[ct.ShortName] = ct.Parallel
+	}
+	for name := range serialTests {
+		assert.True(t, parallel[name], "%s is not a parallel test of the suite", name)
+	}
+	for _, ct := range conformanceTests() {
+		if _, ok := serialTests[ct.ShortName]; ok {
+			assert.False(t, ct.Parallel, ct.ShortName)
+		}
 	}
 }

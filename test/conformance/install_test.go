@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,23 +44,58 @@ func (e *env) install(t *testing.T) {
 }
 
 // helmInstall installs the chart with the Gateway library and this
-// package's values.yaml, and waits for the pod.
+// package's values.yaml, and waits for the pod. The pod runs in the node's
+// network namespace, which is this machine's: the controller's webhook and
+// health ports and HAProxy's health and mirror ports are ports free here now
+// (another process of the machine may hold any fixed one, and the
+// controller then exits with "address already in use").
 func (e *env) helmInstall(ctx context.Context) error {
+	ports, err := freeHostPorts([]string{"", "", "127.0.0.1", "127.0.0.1"})
+	if err != nil {
+		return err
+	}
 	cmd := exec.CommandContext(ctx, e.helm, "install", release, filepath.Join(e.root, "charts", "htc"),
 		"--namespace", ns, "--create-namespace",
 		"-f", filepath.Join(e.root, "charts", "htc", "values-gateway.yaml"),
 		"-f", filepath.Join(e.root, "test", "conformance", "values.yaml"),
 		"--set", "image.repository="+e.htcRepo, "--set", "image.tag="+e.htcTag, "--set", "image.pullPolicy=Never",
+		"--set", fmt.Sprintf("controller.webhookPort=%d", ports[0]), "--set", fmt.Sprintf("controller.healthPort=%d", ports[1]),
+		"--set", fmt.Sprintf("config.extraContext.healthPort=%d", ports[2]), "--set", fmt.Sprintf("config.extraContext.mirrorPort=%d", ports[3]),
 		"--wait", "--timeout", "5m")
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.cluster.Kubeconfig)
 	t := time.Now()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		pods, _ := e.cluster.Kubectl(ctx, "-n", ns, "describe", "pods")
-		return fmt.Errorf("helm install: %w\n%s\n%s", err, out, pods)
+		// A controller that exits says why in its log: the last lines of
+		// its previous run (a crash loop) and of the current one.
+		prev, _ := e.cluster.Kubectl(ctx, "-n", ns, "logs", "-l", "app.kubernetes.io/name=htc", "-c", "controller", "--previous", "--tail=20")
+		cur, _ := e.cluster.Kubectl(ctx, "-n", ns, "logs", "-l", "app.kubernetes.io/name=htc", "-c", "controller", "--tail=20")
+		return fmt.Errorf("helm install: %w\n%s\n%s\ncontroller log (previous run):\n%s\ncontroller log:\n%s", err, out, pods, prev, cur)
 	}
 	fmt.Printf("test/conformance: helm install --wait %.1fs\n", time.Since(t).Seconds())
 	return nil
+}
+
+// freeHostPorts returns a TCP port free now on each address of addrs (""
+// is every interface), distinct from each other.
+func freeHostPorts(addrs []string) ([]int, error) {
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			_ = l.Close()
+		}
+	}()
+	out := make([]int, len(addrs))
+	for i, a := range addrs {
+		l, err := net.Listen("tcp", net.JoinHostPort(a, "0"))
+		if err != nil {
+			return nil, fmt.Errorf("a free port on %q: %w", a, err)
+		}
+		held = append(held, l)
+		out[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	return out, nil
 }
 
 func (e *env) kubectlStdin(ctx context.Context, stdin string, args ...string) (string, error) {

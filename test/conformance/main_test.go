@@ -1,7 +1,7 @@
 // Package conformance runs the upstream Gateway API conformance suite
 // (sigs.k8s.io/gateway-api/conformance, the version in go.mod) against htc
 // in the machine's real single-node test cluster (internal/testcluster),
-// GATEWAY-HTTP and GATEWAY-GRPC profiles, and writes the suite's own YAML report to
+// GATEWAY-HTTP, GATEWAY-GRPC, GATEWAY-TLS and GATEWAY-TCP profiles, and writes the suite's own YAML report to
 // docs/conformance/ (see docs/conformance/README.md).
 //
 // `make test` runs it (2-5 minutes), like test/cluster and under the same
@@ -17,8 +17,9 @@
 // Gateway's status.addresses[0] and listener port, reaches HAProxy over
 // loopback only. Binding ports 80 and 443 needs NET_BIND_SERVICE: the haproxy
 // container runs as root with that one capability (values.yaml says why).
-// The suite's echo-basic backend is built from the module's source and
-// imported under every image name the suite's manifests use.
+// The suite's echo-basic backend (HTTP, gRPC, TLS and TCP echo servers) is
+// built from the source of its module (echoBasicPackage) and imported under
+// every image name the suite's manifests use.
 package conformance
 
 import (
@@ -167,16 +168,22 @@ func prepare(ctx context.Context) (*env, string, error) {
 	return e, helmHome, nil
 }
 
-// buildEchoBasic builds the conformance module's echo-basic as a static
-// binary and packs it into an OCI archive in dir.
+// echoBasicPackage is the suite's backend: since gateway-api v1.7 it lives in
+// the module sigs.k8s.io/gateway-api-conformance-images (the conformance
+// module requires it; this package's go.mod pins the version the module
+// proxy serves), and conformance/echo-basic holds only a README.
+const echoBasicPackage = "sigs.k8s.io/gateway-api-conformance-images/echo-basic"
+
+// buildEchoBasic builds echoBasicPackage as a static binary and packs it
+// into an OCI archive in dir.
 func buildEchoBasic(ctx context.Context, root, dir string) (string, error) {
 	rootfs := filepath.Join(dir, "echo-rootfs")
 	if err := os.MkdirAll(rootfs, 0o755); err != nil {
 		return "", err
 	}
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(rootfs, "echo-basic"),
-		"sigs.k8s.io/gateway-api/conformance/echo-basic")
-	cmd.Dir = root
+		echoBasicPackage)
+	cmd.Dir = filepath.Join(root, "test", "conformance") // this module, whose build list holds it
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building echo-basic: %w\n%s", err, out)
