@@ -97,7 +97,9 @@ func TestGatewayAPIDenials(t *testing.T) {
 	require.NoError(t, err)
 	cfg := strings.Replace(string(raw), "  namespace: htc-system\n", "  namespace: "+gatewayConfigNamespace+"\n", 1)
 	require.Contains(t, cfg, "namespace: "+gatewayConfigNamespace)
-	r, _ := eventually(t, 15*time.Second, succeeded, cfg, "apply", "-f", "-")
+	// server-side: the library is larger than the 256 KiB last-applied
+	// annotation a client-side apply writes.
+	r, _ := eventually(t, 15*time.Second, succeeded, cfg, "apply", "--server-side", "--force-conflicts", "-f", "-")
 	require.NoError(t, r.err, "applying the Gateway library:\n%s", r)
 	t.Cleanup(func() {
 		cleanupKubectl(t, "delete", "--ignore-not-found", "-n", "gw-app", "httproute/web")
