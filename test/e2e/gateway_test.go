@@ -78,18 +78,7 @@ spec:
 // against the ones the controller derives from the library).
 func TestGatewayAPIDenials(t *testing.T) {
 	root := env.root
-	mustKubectl(t, installableCRD(t, root), "apply", "-f", "-")
-	crds := []string{"haproxytemplateconfigs.haproxy-template.io"}
-	for _, crd := range testutil.GatewayAPICRDs(t) {
-		// Server-side: the CRDs are too large for the last-applied annotation.
-		mustKubectl(t, "", "apply", "--server-side", "--force-conflicts", "-f", crd)
-		// gateway.networking.k8s.io_<plural>.yaml holds <plural>.gateway.networking.k8s.io
-		plural := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(crd), "gateway.networking.k8s.io_"), ".yaml")
-		crds = append(crds, plural+".gateway.networking.k8s.io")
-	}
-	for _, name := range crds {
-		waitCRDEstablished(t, name)
-	}
+	installGatewayCRDs(t)
 	for _, ns := range []string{gatewayConfigNamespace, "gw-infra", "gw-app", "gw-other"} {
 		mustKubectl(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}\n", "apply", "-f", "-")
 	}
@@ -253,6 +242,25 @@ func gatewayLibraryRules(t *testing.T) map[string][]admissionregistrationv1.Oper
 		out[r.GVR.Group+"/"+r.GVR.Resource] = r.Operations
 	}
 	return out
+}
+
+// installGatewayCRDs installs htc's CRD and the Gateway API's standard
+// CRDs from the module go.mod requires, and waits until they are
+// Established.
+func installGatewayCRDs(t *testing.T) {
+	t.Helper()
+	mustKubectl(t, installableCRD(t, env.root), "apply", "-f", "-")
+	crds := []string{"haproxytemplateconfigs.haproxy-template.io"}
+	for _, crd := range testutil.GatewayAPICRDs(t) {
+		// Server-side: the CRDs are too large for the last-applied annotation.
+		mustKubectl(t, "", "apply", "--server-side", "--force-conflicts", "-f", crd)
+		// gateway.networking.k8s.io_<plural>.yaml holds <plural>.gateway.networking.k8s.io
+		plural := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(crd), "gateway.networking.k8s.io_"), ".yaml")
+		crds = append(crds, plural+".gateway.networking.k8s.io")
+	}
+	for _, name := range crds {
+		waitCRDEstablished(t, name)
+	}
 }
 
 // gatewayWebhook returns a ValidatingWebhookConfiguration validating

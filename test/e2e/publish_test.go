@@ -393,15 +393,22 @@ func metricValue(rc *runningController, series string) (float64, error) {
 // publishConfig is the example config in the publish namespace, watching
 // only the publish-labelled Ingresses and listening on 127.0.0.1:port.
 func publishConfig(t *testing.T, root, port string) string {
+	return ingressLibraryConfig(t, root, publishConfigNS, "publish", port)
+}
+
+// ingressLibraryConfig is the example Ingress library in namespace ns,
+// watching only Ingresses labelled htc-e2e=label, HAProxy listening on
+// 127.0.0.1:port.
+func ingressLibraryConfig(t *testing.T, root, ns, label, port string) string {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(root, configFile))
 	require.NoError(t, err)
 	var cfg map[string]any
 	require.NoError(t, yaml.Unmarshal(raw, &cfg))
-	cfg["metadata"].(map[string]any)["namespace"] = publishConfigNS
+	cfg["metadata"].(map[string]any)["namespace"] = ns
 	spec := cfg["spec"].(map[string]any)
 	ingresses := spec["watchedResources"].(map[string]any)["ingresses"].(map[string]any)
-	ingresses["labelSelector"] = map[string]any{"matchLabels": map[string]any{publishLabel: "publish"}}
+	ingresses["labelSelector"] = map[string]any{"matchLabels": map[string]any{publishLabel: label}}
 	extra := spec["extraContext"].(map[string]any)
 	p, err := strconv.Atoi(port)
 	require.NoError(t, err)
