@@ -129,16 +129,23 @@ func (gatewayProbe) setup(t *testing.T, frontendPort string, backendPort int) {
 	var cfg map[string]any
 	require.NoError(t, yaml.Unmarshal(raw, &cfg))
 	cfg["metadata"].(map[string]any)["namespace"] = gatewayProbeConfigNS
-	extra := cfg["spec"].(map[string]any)["extraContext"].(map[string]any)
+	// The library's embedded tests expect its extraContext as shipped,
+	// except that ExternalName Services (the only way to a backend on
+	// 127.0.0.1) are allowed here: the test that they are refused by
+	// default is left out. HAProxy binds the Gateway's address,
+	// 127.0.0.1, on the listener port plus the library's portOffset.
+	spec := cfg["spec"].(map[string]any)
+	extra := spec["extraContext"].(map[string]any)
+	extra["allowExternalNameServices"] = true
+	_, health, _ := strings.Cut(freeAddr(t), ":")
+	extra["healthPort"], err = strconv.Atoi(health)
+	require.NoError(t, err)
+	delete(spec["validationTests"].(map[string]any), "externalname-services-are-refused-by-default")
 	port, err := strconv.Atoi(frontendPort)
 	require.NoError(t, err)
-	port80 := func() int { _, p, _ := strings.Cut(freeAddr(t), ":"); n, _ := strconv.Atoi(p); return n }
-	extra["controllerName"] = "haproxy-template.io/htc-probe"
-	extra["portOffset"] = port - 80
-	extra["bindAddress"] = "127.0.0.1"
-	extra["allowExternalNameServices"] = true
-	extra["healthPort"] = port80()
-	extra["mirrorPort"] = port80()
+	offset, ok := extra["portOffset"].(float64)
+	require.True(t, ok && port > int(offset), "the frontend port %d must be above the library's portOffset %v", port, extra["portOffset"])
+	listenerPort := port - int(offset)
 	b, err := json.Marshal(cfg)
 	require.NoError(t, err)
 	r, _ := eventually(t, 15*time.Second, succeeded, string(b), "apply", "--server-side", "--force-conflicts", "-f", "-")
@@ -146,14 +153,15 @@ func (gatewayProbe) setup(t *testing.T, frontendPort string, backendPort int) {
 	objects := `apiVersion: gateway.networking.k8s.io/v1
 kind: GatewayClass
 metadata: {name: htc-probe}
-spec: {controllerName: haproxy-template.io/htc-probe}
+spec: {controllerName: haproxy-template.io/htc}
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata: {name: gw, namespace: ` + gatewayProbeNS + `}
 spec:
   gatewayClassName: htc-probe
-  listeners: [{name: http, port: 80, protocol: HTTP}]
+  addresses: [{type: IPAddress, value: 127.0.0.1}]
+  listeners: [{name: http, port: ` + strconv.Itoa(listenerPort) + `, protocol: HTTP}]
 ---
 ` + probeService(gatewayProbeNS, backendPort)
 	mustKubectl(t, objects, "apply", "-f", "-")
@@ -210,7 +218,7 @@ kind: HTTPRoute
 metadata: {name: missing, namespace: ` + gatewayProbeNS + `}
 spec:
   parentRefs: [{name: gw}]
-  rules: [{backendRefs: [{name: missing, port: 80}]}]
+  rules: [{filters: [{type: ExtensionRef, extensionRef: {group: example.com, kind: Filter, name: x}}], backendRefs: [{name: local, port: 80}]}]
 `
 	waitWebhookJudges(t, missing)
 }
