@@ -96,6 +96,11 @@ type Admitter struct {
 // SetState replaces the state decisions are made against.
 func (a *Admitter) SetState(st *State) { a.state.Store(st) }
 
+// InFlight is the number of admission checks running now (each holds a
+// check slot): the live loop defers its rounds while there are any, so
+// that the checks users wait for get the CPU first.
+func (a *Admitter) InFlight() int { return a.slots.inFlight() }
+
 // State returns the current state (nil before the first SetState).
 func (a *Admitter) State() *State { return a.state.Load() }
 

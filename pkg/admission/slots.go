@@ -24,7 +24,13 @@ type slots struct {
 	once     sync.Once
 	sem      chan struct{}
 	estimate atomic.Int64 // nanoseconds, an exponential moving average
+	// running counts the slots taken now (sem is sized on first use, so
+	// its length cannot be read before then without a race).
+	running atomic.Int32
 }
+
+// inFlight is the number of checks holding a slot now.
+func (s *slots) inFlight() int { return int(s.running.Load()) }
 
 // init sizes the slots (n <= 0: GOMAXPROCS, the CPUs the process may
 // use: Go derives it from the container's CPU limit, where NumCPU counts
@@ -70,7 +76,8 @@ func (s *slots) acquire(ctx context.Context, n int) (release func(), ok bool) {
 // taken is the release function of a slot taken now.
 func (s *slots) taken() func() {
 	start := time.Now()
-	return func() { s.observe(time.Since(start)); <-s.sem }
+	s.running.Add(1)
+	return func() { s.observe(time.Since(start)); s.running.Add(-1); <-s.sem }
 }
 
 // observe folds one check's duration into the estimate.

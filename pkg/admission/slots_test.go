@@ -90,3 +90,19 @@ func TestSlotsDefaultToGOMAXPROCS(t *testing.T) {
 	s.init(0)
 	assert.Equal(t, 1, cap(s.sem))
 }
+
+// TestInFlightCountsTheChecksHoldingASlot: the live loop defers its rounds
+// while it is above zero, so it must fall back to zero when they end.
+func TestInFlightCountsTheChecksHoldingASlot(t *testing.T) {
+	var a Admitter
+	assert.Equal(t, 0, a.InFlight(), "before any check")
+	r1, ok := a.slots.acquire(context.Background(), 2)
+	require.True(t, ok)
+	r2, ok := a.slots.acquire(context.Background(), 2)
+	require.True(t, ok)
+	assert.Equal(t, 2, a.InFlight())
+	r1()
+	assert.Equal(t, 1, a.InFlight())
+	r2()
+	assert.Equal(t, 0, a.InFlight(), "every check released its slot")
+}

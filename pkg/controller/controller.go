@@ -177,7 +177,10 @@ func Run(ctx context.Context, opts Options) error {
 	spawn("config", func() error { c.configLoop(ctx); return nil })
 	spawn("resource status", func() error { c.objStatus.run(ctx); return nil })
 	spawn("live", func() error {
-		c.live.run(ctx, newDebouncer(nil, opts.Debounce, orDuration(opts.MaxDelay, DefaultMaxDelay)))
+		d := newDebouncer(nil, opts.Debounce, orDuration(opts.MaxDelay, DefaultMaxDelay))
+		d.busy = func() bool { return c.admitter.InFlight() > 0 }
+		d.deferred = c.metrics.liveRoundsDeferred.Inc
+		c.live.run(ctx, d)
 		return nil
 	})
 	<-ctx.Done()

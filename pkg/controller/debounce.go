@@ -27,15 +27,31 @@ const (
 )
 
 // debouncer turns a stream of change signals into render rounds: wait
-// returns after a signal once the signals paused for quiet, or once maxDelay
-// passed since the first signal of the round, whichever comes first.
+// returns after a signal once the signals paused for quiet and nothing more
+// urgent runs (busy is false), or once maxDelay passed since the first
+// signal of the round, whichever comes first.
+//
+// busy yields the CPU to admissions: a live round (a full render, haproxy
+// -c, an apply or reload) started while an admission is being checked
+// competes with it for the same cores, and on a small machine at scale
+// that pushed admissions past their deadline (valid writes refused as
+// timed out). While busy says so, a due round waits another quiet period,
+// absorbing the changes that arrive meanwhile (the admitted object itself,
+// the status writes of the last round), so one round follows the
+// admissions instead of one racing each; maxDelay still bounds the wait.
 type debouncer struct {
 	clock    clock.Clock
 	quiet    time.Duration
 	maxDelay time.Duration
+	// busy, when set, tells whether rounds should wait (admissions are
+	// being checked); nil: never.
+	busy func() bool
 	// absorbed, when set, is called after each signal is taken into the
 	// round's timers (tests step a fake clock only after it).
 	absorbed func()
+	// deferred, when set, is called each time a due round waits because
+	// busy said so (a metric counts them; tests step the clock after it).
+	deferred func()
 }
 
 func newDebouncer(clk clock.Clock, quiet, maxDelay time.Duration) *debouncer {
@@ -70,7 +86,11 @@ func (d *debouncer) wait(ctx context.Context, changed <-chan struct{}) bool {
 		case <-deadline:
 			return true
 		case <-quiet.C():
-			return true
+			if d.busy == nil || !d.busy() {
+				return true
+			}
+			quiet.Reset(d.quiet) // fired and drained: Reset starts clean
+			d.signalDeferred()
 		case <-changed:
 			if !quiet.Stop() {
 				// The timer fired concurrently; its value is still waiting
@@ -83,6 +103,12 @@ func (d *debouncer) wait(ctx context.Context, changed <-chan struct{}) bool {
 			quiet.Reset(d.quiet)
 			d.signalAbsorbed()
 		}
+	}
+}
+
+func (d *debouncer) signalDeferred() {
+	if d.deferred != nil {
+		d.deferred()
 	}
 }
 

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -104,4 +105,58 @@ func TestDebouncerStopsWithContext(t *testing.T) {
 	assert.False(t, <-done, "cancelled during the quiet period: not due")
 	assert.Equal(t, DefaultDebounce, d.quiet, "zero means the default")
 	assert.Equal(t, DefaultDebounce, d.maxDelay, "the maximum delay is never shorter than the quiet period")
+}
+
+// TestDebouncerDefersRoundsWhileAdmissionsAreChecked: a round that is due
+// while busy says admissions are being checked waits another quiet period
+// each time, and runs once they are done, or at the maximum delay when
+// they never are.
+func TestDebouncerDefersRoundsWhileAdmissionsAreChecked(t *testing.T) {
+	const quiet, maxDelay = 100 * time.Millisecond, time.Second
+	for name, tc := range map[string]struct {
+		idleAfter int // quiet periods busy; -1: always
+		dueAfter  time.Duration
+	}{
+		"a round waits until the admissions are done":      {idleAfter: 3, dueAfter: 3 * quiet},
+		"a round waits no longer than the maximum delay":   {idleAfter: -1, dueAfter: maxDelay},
+		"a round is not deferred when nothing is admitted": {idleAfter: 0, dueAfter: quiet},
+	} {
+		t.Run(name, func(t *testing.T) {
+			clk := testingclock.NewFakeClock(time.Unix(0, 0))
+			d := newDebouncer(clk, quiet, maxDelay)
+			var busy atomic.Bool
+			busy.Store(tc.idleAfter != 0)
+			absorbed, deferred := make(chan struct{}, 1), make(chan struct{}, 1)
+			d.absorbed = func() { absorbed <- struct{}{} }
+			d.deferred = func() { deferred <- struct{}{} }
+			d.busy = busy.Load
+			changed := make(chan struct{}, 1)
+			done := make(chan bool, 1)
+			go func() { done <- d.wait(t.Context(), changed) }()
+			changed <- struct{}{}
+			<-absorbed
+			periods := 0
+			for elapsed := time.Duration(0); elapsed < tc.dueAfter; elapsed += quiet {
+				assert.Empty(t, done, "the round returned after %s", elapsed)
+				if periods > 0 {
+					select {
+					case <-deferred:
+					case <-time.After(5 * time.Second):
+						t.Fatalf("after %s: the round was neither due nor deferred", elapsed)
+					}
+				}
+				periods++
+				if periods == tc.idleAfter {
+					busy.Store(false)
+				}
+				clk.Step(quiet)
+			}
+			select {
+			case ok := <-done:
+				assert.True(t, ok)
+			case <-time.After(5 * time.Second):
+				t.Fatalf("the round is not due after %s", tc.dueAfter)
+			}
+		})
+	}
 }

@@ -24,22 +24,25 @@ type metrics struct {
 	reloads    *prometheus.CounterVec
 	ready      prometheus.Gauge
 
-	liveChecks      *prometheus.CounterVec
-	liveValid       prometheus.Gauge
-	liveFailures    prometheus.Gauge
-	warned          *prometheus.CounterVec
-	overruled       *prometheus.CounterVec
-	liveDuration    prometheus.Histogram
-	publishes       *prometheus.CounterVec
-	reloadsHAProxy  *prometheus.CounterVec
-	reloadDuration  prometheus.Histogram
-	runtimeApplies  *prometheus.CounterVec
-	reloadsAvoided  prometheus.Counter
-	runtimeChecks   *prometheus.CounterVec
-	runtimeMismatch *prometheus.CounterVec
-	changeToServed  *prometheus.HistogramVec
-	buildInfo       *prometheus.GaugeVec
-	versionSkew     prometheus.Gauge
+	liveChecks   *prometheus.CounterVec
+	liveValid    prometheus.Gauge
+	liveFailures prometheus.Gauge
+	warned       *prometheus.CounterVec
+	overruled    *prometheus.CounterVec
+	liveDuration prometheus.Histogram
+	// liveRoundsDeferred counts the quiet periods a due live round waited
+	// for admissions being checked (debouncer.busy).
+	liveRoundsDeferred prometheus.Counter
+	publishes          *prometheus.CounterVec
+	reloadsHAProxy     *prometheus.CounterVec
+	reloadDuration     prometheus.Histogram
+	runtimeApplies     *prometheus.CounterVec
+	reloadsAvoided     prometheus.Counter
+	runtimeChecks      *prometheus.CounterVec
+	runtimeMismatch    *prometheus.CounterVec
+	changeToServed     *prometheus.HistogramVec
+	buildInfo          *prometheus.GaugeVec
+	versionSkew        prometheus.Gauge
 
 	caches cacheMetrics
 }
@@ -164,6 +167,10 @@ func newMetrics(certNotAfter func() time.Time) *metrics {
 			Help:    "Time to render and check the live configuration, embedded tests included.",
 			Buckets: admissionBuckets,
 		}),
+		liveRoundsDeferred: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "htc_live_rounds_deferred_total",
+			Help: "Quiet periods a due live round waited because admissions were being checked (they get the CPU first; the maximum delay still bounds the wait).",
+		}),
 		publishes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "htc_publish_total",
 			Help: "Writes of a checked configuration to the output directory by result (written, unchanged, error).",
@@ -201,7 +208,7 @@ func newMetrics(certNotAfter func() time.Time) *metrics {
 	}
 	m.buildInfo, m.versionSkew = newBuildMetrics()
 	m.reg.MustRegister(m.requests, m.duration, m.validation, m.phases, m.inFlight, m.testHits, m.alike, m.reloads, m.ready, certExpiry(certNotAfter),
-		m.liveChecks, m.liveValid, m.liveFailures, m.warned, m.overruled, m.liveDuration, m.publishes, m.reloadsHAProxy, m.reloadDuration,
+		m.liveChecks, m.liveValid, m.liveFailures, m.warned, m.overruled, m.liveDuration, m.liveRoundsDeferred, m.publishes, m.reloadsHAProxy, m.reloadDuration,
 		m.runtimeApplies, m.reloadsAvoided, m.runtimeChecks, m.runtimeMismatch, m.changeToServed,
 		m.buildInfo, m.versionSkew,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
