@@ -22,7 +22,7 @@ IMAGE_ARCHIVE ?= bin/htc-image.oci.tar
 # The commit time, so that an unchanged tree builds an identical image.
 CREATED ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null || echo 1970-01-01T00:00:00Z)
 
-.PHONY: all build test test-repeat unit race e2e bench bench-scale fuzz lint generate demo demo-offline haproxy image clean help test-assets cluster-test conformance cluster-demo cluster-up cluster-down
+.PHONY: all build test test-repeat unit race e2e bench bench-scale bench-propagation fuzz lint generate demo demo-offline haproxy image clean help test-assets cluster-test conformance cluster-demo cluster-up cluster-down
 
 all: build
 
@@ -131,6 +131,20 @@ bench-scale: build haproxy ## admission at scale on a real API server, ratios to
 	$(WITH_HAPROXY) HTC_SCALE_N=$(or $(N),1000) HTC_SCALE_WORKLOAD=$(or $(WORKLOAD),ingress) HTC_SCALE_RUNS=$(or $(RUNS),1) HTC_SCALE_PROFILE=$(PROFILE) HTC_SCALE_MEMORY_LIMIT=$(MEMORY_LIMIT) \
 	  HTC_SCALE_BIN=$(CURDIR)/$(BIN) HTC_SCALE_REPORT=$(CURDIR)/BENCHMARKS.md HTC_SCALE_COMMAND='$(SCALE_CMD)' \
 	  $(GO) test -count=1 -v -timeout 4h -run '^TestScale$$' ./test/scale/
+
+# make bench-propagation [WORKLOAD=ingress|gateway] [PRELOAD=n] [N=n] [PROFILE=file] [REPORT=file]:
+# the field's route-propagation benchmark (gateway-api-bench's probe
+# method) against a real API server, the controller and a real HAProxy on
+# 127.0.0.1: PRELOAD routes (default 1000) are created first, then N routes
+# (default 100) are applied one after another through the webhook, each as
+# soon as the previous one answers 200 with its own header through HAProxy
+# (polled every 5 ms); prints p50/p90/p99/max from the apply returning to
+# that 200, beside the apply (admission) time, and fails if any valid
+# apply was refused. make test runs the same test at 300 routes, no preload.
+bench-propagation: haproxy ## route propagation by the probe method (WORKLOAD=ingress|gateway, PRELOAD=n routes present, N=n probed, PROFILE=cpu.pprof, REPORT=file)
+	$(WITH_HAPROXY) HTC_HAPROXY30=$(HAPROXY30) HTC_PROBE_WORKLOAD=$(or $(WORKLOAD),ingress) HTC_PROBE_PRELOAD=$(or $(PRELOAD),1000) HTC_PROBE_N=$(or $(N),100) \
+	  HTC_PROBE_PROFILE=$(PROFILE) HTC_PROBE_REPORT=$(REPORT) \
+	  $(GO) test -count=1 -v -timeout 3h -run '^TestSustainedAppliesAreNeverRefused$$' ./test/e2e/
 
 # make fuzz [FUZZTIME=d]: run every fuzz target for FUZZTIME (default 5m)
 # each, one after another; make test runs their seed corpora only. A
