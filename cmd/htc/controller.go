@@ -27,8 +27,8 @@ reported as a Warning Event on it, and the last good one keeps serving.
 The live configuration (the config's templates over the current resources)
 is rendered and checked like an admission whenever a watched resource or
 the config changes, debounced: a change is rendered once the changes paused
-for --debounce, and at most --max-delay after it arrived. Its outcome is
-the Valid condition on the HAProxyTemplateConfig, an Event, a log line and
+for --debounce (and no admission is being checked), and at most --max-delay
+after it arrived. Its outcome is the Valid condition on the HAProxyTemplateConfig, an Event, a log line and
 the htc_live_config_valid metric. With --output-dir, a configuration that
 passed is written there (haproxy.cfg, maps/, files/, certs/; each file
 replaced atomically) and, with --haproxy-master-socket, HAProxy (started as

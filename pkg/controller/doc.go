@@ -13,8 +13,9 @@
 //	    resources admission checks, plus HAProxyTemplateConfig).
 //
 // The live configuration (live.go) follows every change of a store or the
-// config, debounced (Options.Debounce, Options.MaxDelay; debounce.go): one
-// round at a time checks it over the actual stores on the one check path
+// config, debounced (Options.Debounce, Options.MaxDelay; debounce.go; a
+// due round also waits while admissions are being checked, up to the
+// maximum delay, so that it does not take their CPU): one round at a time checks it over the actual stores on the one check path
 // (dryrun.Pipeline.Check: render, check, the cached embedded tests) and
 // records the outcome on the config (status.go): condition Valid with the
 // simplified reason, an Event on every condition change, a log line and
