@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -56,7 +57,7 @@ func (ingressProbe) setup(t *testing.T, frontendPort string, backendPort int) {
 	mustKubectl(t, probeService(ingressProbeNS, backendPort), "apply", "-f", "-")
 	t.Cleanup(func() {
 		cleanupKubectl(t, "delete", "validatingwebhookconfiguration", "htc-probe", "--ignore-not-found")
-		cleanupKubectl(t, "delete", "-n", ingressProbeNS, "ingresses", "--all", "--ignore-not-found")
+		deleteProbeRoutes(t, ingressProbe{}, ingressProbeNS)
 		cleanupKubectl(t, "delete", "-n", ingressProbeNS, "service/local", "--ignore-not-found")
 		cleanupKubectl(t, "delete", "-n", ingressProbeConfigNS, "haproxytemplateconfig/htc", "--ignore-not-found")
 	})
@@ -167,7 +168,7 @@ spec:
 	mustKubectl(t, objects, "apply", "-f", "-")
 	t.Cleanup(func() {
 		cleanupKubectl(t, "delete", "validatingwebhookconfiguration", "htc-probe", "--ignore-not-found")
-		cleanupKubectl(t, "delete", "-n", gatewayProbeNS, "httproutes", "--all", "--ignore-not-found")
+		deleteProbeRoutes(t, gatewayProbe{}, gatewayProbeNS)
 		if r := kubectl(t, objects, "delete", "--ignore-not-found", "-f", "-"); r.err != nil {
 			t.Errorf("cleanup: %s", r)
 		}
@@ -221,6 +222,17 @@ spec:
   rules: [{filters: [{type: ExtensionRef, extensionRef: {group: example.com, kind: Filter, name: x}}], backendRefs: [{name: local, port: 80}]}]
 `
 	waitWebhookJudges(t, missing)
+}
+
+// deleteProbeRoutes deletes every route of w in ns in one request (a
+// kubectl delete --all of thousands runs past kubectl's time limit).
+func deleteProbeRoutes(t *testing.T, w probeWorkload, ns string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := probeDynamicClient(t).Resource(w.gvr()).Namespace(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		t.Errorf("cleanup: deleting the routes of %s: %v", ns, err)
+	}
 }
 
 // registerProbeWebhook registers the controller's webhook at url for the
