@@ -105,7 +105,9 @@ func TestSustainedAppliesAreNeverRefused(t *testing.T) {
 		// test looks for.
 		o.AdmissionTimeout = 0
 	})
-	rc.waitReady(t, 90*time.Second)
+	// A failsafe: the Gateway library's informers and embedded tests take
+	// minutes on a loaded machine.
+	rc.waitReady(t, 5*time.Minute)
 	cfgFile := filepath.Join(outDir, "haproxy.cfg")
 	require.Eventually(t, func() bool { _, err := os.Stat(cfgFile); return err == nil }, 60*time.Second, 50*time.Millisecond,
 		"the controller never wrote %s\n%s", cfgFile, rc.logs)
