@@ -105,6 +105,8 @@
 //	htc_live_checks_total{result}                      counter, live rounds: valid, invalid
 //	htc_live_config_valid                              gauge, 1 when the last live round passed
 //	htc_live_check_duration_seconds                    histogram, a live render + check
+//	htc_live_rounds_deferred_total                     counter, quiet periods a due live round
+//	                                                   waited for admissions being checked
 //	htc_publish_total{result}                          counter: written, unchanged, error
 //	htc_haproxy_reloads_total{result,reason}           counter: success, failed (HAProxy refused),
 //	                                                   error (socket not reached), skipped; reason:
