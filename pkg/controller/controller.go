@@ -128,6 +128,7 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("the controller cannot check configurations: %w", err)
 	}
 	c := newController(opts, log, cl.dyn, webhook.NewDiscoveryRESTMapper(cl.discovery), checker)
+	c.objStatus.dyn = cl.status
 	c.readCheckerVersion(ctx, checker)
 	c.admitter.Private, c.admitter.PrivateWords = redact.ProcessValues(tempDir), redact.ProcessWords()
 	if err := c.setUpPublishing(); err != nil {
@@ -229,10 +230,23 @@ type clients struct {
 	dyn       dynamic.Interface
 	discovery discovery.DiscoveryInterface
 	kube      kubernetes.Interface
+	// status is the dynamic client of the object status writer, with a
+	// rate limit of its own (statusQPS): writing the status of every
+	// route at startup neither waits behind the informers' lists nor
+	// slows them.
+	status dynamic.Interface
 }
 
+// The status writer's client-side rate limit: 10,000 routes' status in
+// 100 s. The API server's priority and fairness still decides how fast
+// they are served; this only bounds what htc asks.
+const (
+	statusQPS   = 100
+	statusBurst = 100
+)
+
 // newClients loads the kubeconfig (or uses opts.RESTConfig) and creates
-// the dynamic, discovery and typed clients.
+// the dynamic, discovery and typed clients, and the status writer's.
 func newClients(opts Options) (*clients, error) {
 	restCfg := opts.RESTConfig
 	if restCfg == nil {
@@ -258,7 +272,13 @@ func newClients(opts Options) (*clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
 	}
-	return &clients{dyn: dyn, discovery: dc, kube: kube}, nil
+	statusCfg := rest.CopyConfig(restCfg)
+	statusCfg.QPS, statusCfg.Burst, statusCfg.RateLimiter = statusQPS, statusBurst, nil
+	status, err := dynamic.NewForConfig(statusCfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the status client: %w", err)
+	}
+	return &clients{dyn: dyn, discovery: dc, kube: kube, status: status}, nil
 }
 
 // setUpPublishing opens the output directory (pipelines then render for
