@@ -17,13 +17,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/haproxy-template/htc/internal/memreturn"
@@ -128,6 +125,7 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("the controller cannot check configurations: %w", err)
 	}
 	c := newController(opts, log, cl.dyn, webhook.NewDiscoveryRESTMapper(cl.discovery), checker)
+	c.objStatus.dyn = cl.status
 	c.readCheckerVersion(ctx, checker)
 	c.admitter.Private, c.admitter.PrivateWords = redact.ProcessValues(tempDir), redact.ProcessWords()
 	if err := c.setUpPublishing(); err != nil {
@@ -225,43 +223,6 @@ func (c *controller) readCheckerVersion(ctx context.Context, checker *haproxy.Ch
 	c.metrics.setBuild(c.opts.Build, v)
 	c.log.Info("htc controller starting", "version", orString(c.opts.Build.Version, "dev"), "revision", orString(c.opts.Build.Revision, "unknown"),
 		"haproxyVersion", orString(v, "unknown"), "watchNamespaces", c.opts.WatchNamespaces)
-}
-
-// clients are the API clients of one Run.
-type clients struct {
-	dyn       dynamic.Interface
-	discovery discovery.DiscoveryInterface
-	kube      kubernetes.Interface
-}
-
-// newClients loads the kubeconfig (or uses opts.RESTConfig) and creates
-// the dynamic, discovery and typed clients.
-func newClients(opts Options) (*clients, error) {
-	restCfg := opts.RESTConfig
-	if restCfg == nil {
-		var err error
-		if restCfg, err = clientcmd.BuildConfigFromFlags("", opts.Kubeconfig); err != nil {
-			return nil, fmt.Errorf("loading the kubeconfig: %w", err)
-		}
-	}
-	restCfg = rest.CopyConfig(restCfg)
-	if restCfg.QPS == 0 {
-		restCfg.QPS, restCfg.Burst = 50, 100
-	}
-	restCfg.UserAgent = "htc-controller"
-	dyn, err := dynamic.NewForConfig(restCfg)
-	if err != nil {
-		return nil, fmt.Errorf("creating the dynamic client: %w", err)
-	}
-	dc, err := discovery.NewDiscoveryClientForConfig(restCfg)
-	if err != nil {
-		return nil, fmt.Errorf("creating the discovery client: %w", err)
-	}
-	kube, err := kubernetes.NewForConfig(restCfg)
-	if err != nil {
-		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
-	}
-	return &clients{dyn: dyn, discovery: dc, kube: kube}, nil
 }
 
 // setUpPublishing opens the output directory (pipelines then render for

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"sync"
@@ -22,7 +23,8 @@ import (
 // liveTimeout bounds one live round: render, check, tests, publish, reload.
 const liveTimeout = 2 * time.Minute
 
-// Reload retry back-off when HAProxy's master socket cannot be reached.
+// Retry back-off of a round: when HAProxy's master socket cannot be
+// reached, and when a round timed out.
 const (
 	minReloadRetry = time.Second
 	maxReloadRetry = 30 * time.Second
@@ -65,6 +67,8 @@ type live struct {
 	retryIn    time.Duration
 	retry      *time.Timer
 	last       *lastDiagnosis // the last live diagnosis (mu)
+	// timeout bounds a round (0: liveTimeout).
+	timeout time.Duration
 	// plane is how the published files reach HAProxy (dataplane.go).
 	plane planeState
 
@@ -130,7 +134,7 @@ func (l *live) sync(ctx context.Context) bool {
 	}
 	cfg := st.Pipeline.Config
 	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, liveTimeout)
+	ctx, cancel := context.WithTimeout(ctx, cmp.Or(l.timeout, liveTimeout))
 	defer cancel()
 
 	l.shadow.Busy()
@@ -155,6 +159,16 @@ func (l *live) sync(ctx context.Context) bool {
 		l.metrics.liveValid.Set(0)
 		l.log.Error("the live configuration fails its checks; HAProxy keeps the last good configuration",
 			"phase", string(v.Phase), "reason", reason)
+		if v.TimedOut {
+			// A round cut short by its deadline (a loaded machine, a
+			// large first render) says nothing about the configuration,
+			// and no change may come to start another: retry it, with
+			// back-off. Its condition is written with a deadline of its own.
+			l.scheduleRetry()
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(parent, statusWriteTimeout)
+			defer cancel()
+		}
 		l.status.set(ctx, cfg, metav1.Condition{Type: ConditionValid, Status: metav1.ConditionFalse, Reason: invalidReason(v), Message: reason})
 		return false
 	}

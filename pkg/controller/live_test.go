@@ -365,6 +365,36 @@ func TestLiveCancelledRoundReportsNothing(t *testing.T) {
 	assert.ErrorIs(t, err, os.ErrNotExist, "nothing was published")
 }
 
+// TestLiveTimedOutRoundIsRetried: a round cut short by its deadline says
+// nothing about the configuration, and no store change may come to start
+// another: the loop asks for one itself, and that one publishes.
+func TestLiveTimedOutRoundIsRetried(t *testing.T) {
+	needHAProxy(t)
+	f := newLiveFixture(t, filepath.Join(t.TempDir(), "out"), 8080)
+	require.NoError(t, f.services.Add(service("alpha", nil)))
+	f.live.timeout = time.Nanosecond
+	assert.False(t, f.live.sync(t.Context()))
+	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.liveChecks.WithLabelValues("invalid")))
+	// Drain the signal of the store change above, then wait for the retry's.
+	select {
+	case <-f.live.signal:
+	default:
+	}
+	roundStart := f.live.changes.Load()
+	select {
+	case <-f.live.signal:
+	case <-time.After(time.Minute):
+		t.Fatal("no round was asked for after the timed-out one")
+	}
+	assert.Greater(t, f.live.changes.Load(), roundStart, "the retry counts as a change")
+	f.live.mu.Lock()
+	f.live.timeout = 0
+	f.live.mu.Unlock()
+	require.True(t, f.live.sync(t.Context()))
+	_, err := os.Stat(f.cfgFile)
+	assert.NoError(t, err, "the retried round published")
+}
+
 // TestLiveRefusedEarlierWriteStaysUnpublished: files written while HAProxy
 // could not be reached, then refused by it, cannot be rolled back by the
 // round that reloads them (it wrote nothing). HAProxy does not run what the

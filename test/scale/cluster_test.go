@@ -138,7 +138,7 @@ func (h *harness) startCluster() {
 	if err := createRetrying(ctx, dyn.Resource(gvrCRD), crd); err != nil {
 		t.Fatalf("the CRD: %v", err)
 	}
-	if h.s.workload.name == "gateway" {
+	if h.s.workload.gateway {
 		h.installGatewayAPI(ctx)
 	}
 	cfg, err := readYAML(filepath.Join(h.root, h.s.workload.config))
@@ -148,7 +148,7 @@ func (h *harness) startCluster() {
 	// The Ingress library binds 127.0.0.1; the Gateway library keeps its
 	// defaults, which its embedded validationTests assume (they check the
 	// bind lines and the addresses of Gateways).
-	if h.s.workload.name != "gateway" {
+	if !h.s.workload.gateway {
 		if err := unstructured.SetNestedField(cfg.Object, "127.0.0.1", "spec", "extraContext", "bindAddress"); err != nil {
 			t.Fatal(err)
 		}
@@ -247,6 +247,9 @@ func appObjects(w workload, i int, spare bool) []loadObject {
 	objs := []loadObject{{gvrService, svc}, {gvrSlice, eps}}
 	if !spare {
 		objs = append(objs, loadObject{w.gvr, w.appRoute(svc.GetName(), i)})
+		if w.extra != nil {
+			objs = append(objs, w.extra(i)...)
+		}
 	}
 	return objs
 }
@@ -301,7 +304,7 @@ func (h *harness) load() {
 			case <-stopProgress:
 				return
 			case <-tick.C:
-				h.logf("loading: %d of %d objects", created.Load(), 3*h.s.n+2*h.s.spares())
+				h.logf("loading: %d of %d objects", created.Load(), 3*h.s.n+2*h.s.spares()+h.s.workload.extras(h.s.n))
 			}
 		}
 	}()

@@ -219,6 +219,7 @@ type readiness struct {
 	valid    time.Duration // process start → live config valid, published and condition Valid
 	synced   time.Duration // the "stores synced" log line's duration (informers listing)
 	serving  time.Duration // "stores synced" → "configuration applied; serving admissions" (log times)
+	syncedAt time.Duration // process start → the "stores synced" log line (log time)
 	logTimes bool          // both log lines were found
 }
 
@@ -283,6 +284,7 @@ func (cp *controllerProc) waitReady(bound time.Duration) readiness {
 	}
 	if ok1 && ok2 {
 		r.serving, r.logTimes = servingAt.Sub(syncedAt), true
+		r.syncedAt = syncedAt.Sub(cp.started)
 	}
 	return r
 }

@@ -68,12 +68,32 @@ func (h *harness) run(i int) runResult {
 	t := h.t
 	r := runResult{index: i, loadStart: loadavg()}
 	h.logf("run %d: starting the controller (load average %s)", i, r.loadStart)
-	cp := h.startController(fmt.Sprintf("run%d", i), false)
+	// With PROFILE, the first run's controller serves pprof too: its CPU
+	// while it writes the routes' status and its heap at rest are what
+	// the targets of startup and memory are about.
+	profiled := h.s.profileDir != "" && i == 1
+	cp := h.startController(fmt.Sprintf("run%d", i), profiled)
 	started := time.Now()
 	r.ready = cp.waitReady(readyBound)
+	var statusCPU chan error
+	if profiled {
+		statusCPU = h.profileStatusWrites(cp)
+	}
 	r.statusWritten = h.waitStatusWritten(started)
+	if statusCPU != nil {
+		if err := <-statusCPU; err != nil {
+			t.Fatalf("CPU profile while writing status: %v", err)
+		}
+	}
 	r.rssLoaded = cp.rss()
 	r.rssLoadedRest = cp.restingRSS(h, false)
+	if profiled {
+		f := filepath.Join(h.s.profileDir, fmt.Sprintf("heap-rest-n%d.pprof", h.s.n))
+		if err := fetchTo(h.ctx, cp.pprofURL+"heap?gc=1", f, time.Minute); err != nil {
+			t.Fatalf("heap profile at rest: %v", err)
+		}
+		h.logf("profile: heap at rest in %s", f)
+	}
 	h.logf("run %d: ready: /readyz after %s, valid and published after %s; stores synced in %s, serving %s later; RSS %s",
 		i, r.ready.readyz.Round(time.Millisecond), r.ready.valid.Round(time.Millisecond), r.ready.synced, r.ready.serving.Round(time.Millisecond), mib(r.rssLoaded.now))
 	if i == 1 {
@@ -297,6 +317,26 @@ loop:
 	pr.allocTop = pprofTop(t, pr.allocFile, "-top", "-nodecount=20", "-sample_index=alloc_space", "-base", pr.heapFile)
 	h.logf("profile: %d CREATEs in %d s; %s, %s", pr.creates, pr.seconds, pr.cpuFile, pr.heapFile)
 	return pr
+}
+
+// statusProfileFor is how long the CPU profile of a controller writing
+// the routes' status lasts (PROFILE): from ready on, while it writes.
+const statusProfileFor = 60 * time.Second
+
+// profileStatusWrites starts a CPU profile of cp (ready, writing the
+// routes' status) into PROFILE/cpu-status-n<N>.pprof and returns where its
+// outcome arrives.
+func (h *harness) profileStatusWrites(cp *controllerProc) chan error {
+	f := filepath.Join(h.s.profileDir, fmt.Sprintf("cpu-status-n%d.pprof", h.s.n))
+	if err := os.MkdirAll(h.s.profileDir, 0o755); err != nil {
+		h.t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		errc <- fetchTo(h.ctx, fmt.Sprintf("%sprofile?seconds=%d", cp.pprofURL, int(statusProfileFor/time.Second)), f, statusProfileFor+time.Minute)
+		h.logf("profile: CPU while writing status in %s", f)
+	}()
+	return errc
 }
 
 func fetchTo(ctx context.Context, url, file string, timeout time.Duration) error {

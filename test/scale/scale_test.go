@@ -99,7 +99,7 @@ func readSettings(t *testing.T, root string) settings {
 	if v := os.Getenv("HTC_SCALE_WORKLOAD"); v != "" {
 		w, ok := workloads[v]
 		if !ok {
-			t.Fatalf("HTC_SCALE_WORKLOAD=%q: want ingress or gateway", v)
+			t.Fatalf("HTC_SCALE_WORKLOAD=%q: want ingress, ingress-nginx, gateway or gateway-tls", v)
 		}
 		s.workload = w
 	}

@@ -1,11 +1,15 @@
 package scale
 
 import (
+	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
 )
 
 // statusBound bounds the wait for a controller's status writes after it is
@@ -28,44 +32,88 @@ const statusController = "haproxy-template.io/htc"
 // measure the controller's first status writes (each one a watch event,
 // a new live state and a new baseline) instead of admission.
 func (h *harness) waitStatusWritten(start time.Time) time.Duration {
-	if h.s.workload.name != "gateway" {
+	if !h.s.workload.gateway {
 		return 0
 	}
+	routes := h.watchRouteStatus()
+	defer routes.stop()
 	deadline := time.Now().Add(statusBound)
+	var logged time.Time
 	for {
-		written, err := h.routesWithStatus()
+		written, synced := routes.written()
 		attached, gerr := h.gatewayAttached()
-		if err == nil && gerr == nil && written == h.s.n && attached == h.s.n {
+		if synced && gerr == nil && written == h.s.n && attached == h.s.n {
 			return time.Since(start)
 		}
 		if time.Now().After(deadline) {
-			h.t.Fatalf("the controller wrote the status of %d of %d HTTPRoutes, and the Gateway counts %d attached routes, in %s (errors: %v, %v)",
-				written, h.s.n, attached, statusBound, err, gerr)
+			h.t.Fatalf("the controller wrote the status of %d of %d HTTPRoutes, and the Gateway counts %d attached routes, in %s (error: %v)",
+				written, h.s.n, attached, statusBound, gerr)
 		}
-		h.logf("status: %d of %d HTTPRoutes written, %d attached on the Gateway", written, h.s.n, attached)
+		if time.Since(logged) >= 5*time.Second {
+			h.logf("status: %d of %d HTTPRoutes written, %d attached on the Gateway", written, h.s.n, attached)
+			logged = time.Now()
+		}
 		h.checkCtx()
-		time.Sleep(5 * time.Second)
+		time.Sleep(250 * time.Millisecond)
 	}
 }
 
-// routesWithStatus counts the HTTPRoutes whose status.parents has this
-// controller's entry with Accepted observed at the route's generation.
-func (h *harness) routesWithStatus() (int, error) {
-	n, cont := 0, ""
-	for {
-		list, err := h.cluster.dyn.Resource(gvrHTTPRoute).List(h.ctx, metav1.ListOptions{Limit: 2000, Continue: cont})
-		if err != nil {
-			return n, fmt.Errorf("listing HTTPRoutes: %w", err)
-		}
-		for i := range list.Items {
-			if statusObserved(&list.Items[i]) {
-				n++
-			}
-		}
-		if cont = list.GetContinue(); cont == "" {
-			return n, nil
+// routeStatus counts, from a watch of the HTTPRoutes (an informer: one
+// list, then events), those whose status this controller wrote
+// (statusObserved). Listing 10,000 routes every few seconds instead cost
+// the API server as much as the writes it waited for.
+type routeStatus struct {
+	inf      cache.SharedIndexInformer
+	mu       sync.Mutex
+	observed map[string]bool // namespace/name → statusObserved
+	stop     context.CancelFunc
+}
+
+// watchRouteStatus starts a routeStatus; stop ends its watch.
+func (h *harness) watchRouteStatus() *routeStatus {
+	rs := &routeStatus{observed: map[string]bool{}}
+	rs.inf = dynamicinformer.NewFilteredDynamicInformer(h.cluster.dyn, gvrHTTPRoute, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
+	set := func(obj any) {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			rs.mu.Lock()
+			rs.observed[u.GetNamespace()+"/"+u.GetName()] = statusObserved(u)
+			rs.mu.Unlock()
 		}
 	}
+	_, err := rs.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    set,
+		UpdateFunc: func(_, obj any) { set(obj) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				rs.mu.Lock()
+				delete(rs.observed, u.GetNamespace()+"/"+u.GetName())
+				rs.mu.Unlock()
+			}
+		},
+	})
+	if err != nil {
+		h.t.Fatalf("watching HTTPRoutes: %v", err)
+	}
+	ctx, cancel := context.WithCancel(h.ctx)
+	rs.stop = cancel
+	go rs.inf.Run(ctx.Done())
+	return rs
+}
+
+// written is how many routes have this controller's status, and whether
+// the watch has listed them all yet.
+func (rs *routeStatus) written() (n int, synced bool) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for _, ok := range rs.observed {
+		if ok {
+			n++
+		}
+	}
+	return n, rs.inf.HasSynced()
 }
 
 // statusObserved reports whether route's status.parents holds this

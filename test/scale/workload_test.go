@@ -29,6 +29,48 @@ type workload struct {
 	gvr           schema.GroupVersionResource
 	// object is a route named name in ns to Service service.
 	object func(ns, name, service string) *unstructured.Unstructured
+	// gateway: the Gateway library (the Gateway API's CRDs, the class and
+	// Gateway installed first; the routes' status waited for).
+	gateway bool
+	// extra are the objects app i loads besides its Service, EndpointSlice
+	// and route (nil: none), created after them.
+	extra func(i int) []loadObject
+	// allowedListeners: the Gateway admits ListenerSets of every namespace.
+	allowedListeners bool
+}
+
+// tlsApps is how many apps of the gateway-tls workload also have a
+// ListenerSet and a TLSRoute (the first ones; fewer when N is smaller).
+const tlsApps = 1000
+
+var (
+	gvrListenerSet = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "listenersets"}
+	gvrTLSRoute    = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "tlsroutes"}
+)
+
+// tlsObjects are the extra objects of app i of the gateway-tls workload:
+// for the first tlsApps apps, a ListenerSet of the app's namespace on the
+// workload's Gateway with one TLS Passthrough listener on port 443 for
+// host <app>.tls.example.com, and a TLSRoute of that host attached to it,
+// sending the stream to port 80 of the app's Service.
+func tlsObjects(i int) []loadObject {
+	if i >= tlsApps {
+		return nil
+	}
+	svc, _, _ := testutil.ClusterApp(i, false)
+	ns, name := svc.GetNamespace(), svc.GetName()
+	host := name + ".tls.example.com"
+	ls := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "ListenerSet",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec": map[string]any{"parentRef": map[string]any{"name": gatewayName, "namespace": gatewayNamespace},
+			"listeners": []any{map[string]any{"name": "tls", "port": int64(443), "protocol": "TLS", "hostname": host,
+				"tls": map[string]any{"mode": "Passthrough"}}}}}}
+	tr := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "TLSRoute",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec": map[string]any{"parentRefs": []any{map[string]any{"group": "gateway.networking.k8s.io", "kind": "ListenerSet", "name": name}},
+			"hostnames": []any{host},
+			"rules":     []any{map[string]any{"backendRefs": []any{map[string]any{"name": name, "port": int64(80)}}}}}}}
+	return []loadObject{{gvrListenerSet, ls}, {gvrTLSRoute, tr}}
 }
 
 // The Gateway of the gateway workload: htc-system/gw (class htc).
@@ -50,9 +92,27 @@ var workloads = map[string]workload{
 	"ingress-nginx": {name: "ingress-nginx", config: "examples/ingress-nginx/config.yaml", store: "ingresses", routes: "Ingresses", route: "Ingress", gvr: gvrIngress,
 		object: nginxIngress},
 	"gateway": {name: "gateway", config: "examples/gateway/config.yaml", store: "httproutes", routes: "HTTPRoutes", route: "HTTPRoute", gvr: gvrHTTPRoute,
-		object: func(ns, name, service string) *unstructured.Unstructured {
-			return testutil.ClusterHTTPRoute(ns, name, service, gatewayNamespace, gatewayName)
-		}},
+		object: gatewayRoute, gateway: true},
+	"gateway-tls": {name: "gateway-tls", config: "examples/gateway/config.yaml", store: "httproutes", routes: "HTTPRoutes", route: "HTTPRoute", gvr: gvrHTTPRoute,
+		object: gatewayRoute, gateway: true, extra: tlsObjects, allowedListeners: true},
+}
+
+// gatewayRoute is the gateway workloads' HTTPRoute named name in ns to
+// Service service, on the workload's Gateway.
+func gatewayRoute(ns, name, service string) *unstructured.Unstructured {
+	return testutil.ClusterHTTPRoute(ns, name, service, gatewayNamespace, gatewayName)
+}
+
+// extras is how many extra objects (workload.extra) apps 0..n-1 have.
+func (w workload) extras(n int) int {
+	if w.extra == nil {
+		return 0
+	}
+	k := 0
+	for i := range n {
+		k += len(w.extra(i))
+	}
+	return k
 }
 
 // routeResources are the resources of the route kinds (and of the
@@ -66,6 +126,9 @@ func (w workload) title(n int) string {
 		return fmt.Sprintf("%s Ingresses", thousands(n))
 	case "ingress-nginx":
 		return fmt.Sprintf("%s Ingresses with ingress-nginx annotations (`WORKLOAD=%s`)", thousands(n), w.name)
+	case "gateway-tls":
+		return fmt.Sprintf("%s HTTPRoutes on one Gateway, %s ListenerSets with a TLS Passthrough listener each and %s TLSRoutes on them (`WORKLOAD=%s`)",
+			thousands(n), thousands(min(n, tlsApps)), thousands(min(n, tlsApps)), w.name)
 	}
 	return fmt.Sprintf("%s HTTPRoutes on one Gateway (`WORKLOAD=%s`)", thousands(n), w.name)
 }
@@ -91,6 +154,9 @@ func (h *harness) installGatewayAPI(ctx context.Context) {
 		}
 	}
 	gc, gw := testutil.ClusterGateway(gatewayNamespace, gatewayName, gatewayClass)
+	if h.s.workload.allowedListeners {
+		_ = unstructured.SetNestedMap(gw.Object, map[string]any{"namespaces": map[string]any{"from": "All"}}, "spec", "allowedListeners")
+	}
 	// The CRDs serve a moment after they were created: createRetrying
 	// retries until the resources exist (bounded by ctx).
 	if err := createRetrying(ctx, h.cluster.dyn.Resource(gvrGatewayClass), gc); err != nil {
