@@ -15,15 +15,17 @@ import (
 
 // TestNginxUnknownAnnotationsWarnOrDeny: an nginx.ingress.kubernetes.io
 // annotation the table does not know, one without effect, and one a
-// canary Ingress does not take are admitted with a warning about the
-// Ingress (the bundle's warnings, which
+// canary Ingress does not take, and a canary no Ingress's host and path
+// has, are admitted with a warning about the Ingress (the bundle's warnings, which
 // the admission shows); with extraContext.unknownAnnotations: Deny the
 // unknown one is denied naming it.
 func TestNginxUnknownAnnotationsWarnOrDeny(t *testing.T) {
 	state := docs(serviceDoc("default", "echo"), ingressDoc("default", "web", map[string]string{"enable-opentracing": "true", "proxy-buffering": "on"},
 		map[string][]string{"web.example.com": {"Prefix / echo:80"}}),
 		ingressDoc("default", "web-canary", map[string]string{"canary": "true", "canary-weight": "10", "proxy-body-size": "8m", "affinity": "cookie"},
-			map[string][]string{"web.example.com": {"Prefix / echo:80"}}))
+			map[string][]string{"web.example.com": {"Prefix / echo:80"}}),
+		ingressDoc("default", "lonely", map[string]string{"canary": "true", "canary-weight": "10"},
+			map[string][]string{"lonely.example.com": {"Prefix / echo:80"}}))
 	storesOf := func(p interface {
 		NewStores() map[string]*store.Store
 	}) store.Set {
@@ -44,6 +46,8 @@ func TestNginxUnknownAnnotationsWarnOrDeny(t *testing.T) {
 	}, v.Bundle.WarningsAbout("Ingress", "default", "web"))
 	assert.Equal(t, []string{"Ingress default/web-canary: annotation nginx.ingress.kubernetes.io/proxy-body-size has no effect on a canary Ingress (it takes the main Ingress's, as in ingress-nginx)"},
 		v.Bundle.WarningsAbout("Ingress", "default", "web-canary"), "affinity applies to a canary; the body size does not")
+	assert.Equal(t, []string{`Ingress default/lonely: no Ingress serves host "lonely.example.com" and path "/": the canary has no effect until one does`},
+		v.Bundle.WarningsAbout("Ingress", "default", "lonely"), "a canary without a main Ingress")
 
 	deny := checking(t, ngxConfigPath, func(cfg *config.HAProxyTemplateConfig) {
 		cfg.Spec.ValidationTests = nil

@@ -278,11 +278,15 @@ func (c *controller) serve(ctx context.Context, spawn func(string, func() error)
 		return err
 	}
 	handler := webhook.NewHandler(webhook.HandlerOptions{Registry: c.registry, Timeout: c.opts.AdmissionTimeout,
-		Logger: c.log, Observer: c.metrics.observer(), Ready: c.ready})
+		ConfigTimeout: c.opts.ConfigAdmissionTimeout, Logger: c.log, Observer: c.metrics.observer(), Ready: c.ready})
 	// A connection's deadlines run from the request's start: they must
-	// leave the decision time to be written (a write past its deadline
-	// leaves a broken TLS record).
-	connTimeout := max(webhook.DefaultWriteTimeout, c.opts.AdmissionTimeout+5*time.Second)
+	// leave the longest decision (a config's) time to be written (a write
+	// past its deadline leaves a broken TLS record).
+	configTimeout := c.opts.ConfigAdmissionTimeout
+	if configTimeout <= 0 {
+		configTimeout = webhook.DefaultConfigValidationTimeout
+	}
+	connTimeout := max(webhook.DefaultWriteTimeout, max(c.opts.AdmissionTimeout, configTimeout)+5*time.Second)
 	srv, err := webhook.NewServer(webhook.ServerOptions{
 		Addr:           orString(c.opts.WebhookAddr, DefaultWebhookAddr),
 		Handler:        handler,

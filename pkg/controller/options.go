@@ -130,6 +130,12 @@ type Options struct {
 	// deadline (this, or the shorter timeout the API server sends). Keep it below the webhook's
 	// timeoutSeconds. Tests on a busy machine under -race raise it.
 	AdmissionTimeout time.Duration
+	// ConfigAdmissionTimeout is AdmissionTimeout for a change of the
+	// HAProxyTemplateConfig, whose admission renders every watched object
+	// with the proposed templates; zero means
+	// webhook.DefaultConfigValidationTimeout (25 s). Keep it below the
+	// config webhook's timeoutSeconds (configTimeoutSeconds, default 30).
+	ConfigAdmissionTimeout time.Duration
 
 	// WebhookConfiguration names the ValidatingWebhookConfiguration whose
 	// webhooks the controller registers once it is ready (stores synced,

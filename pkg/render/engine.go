@@ -45,6 +45,8 @@ type Engine struct {
 	// at most maxCachedPaths entries, counted by npaths.
 	paths  sync.Map
 	npaths atomic.Int64
+	// regexps caches compiled regular expressions (regexcache.go).
+	regexps regexCache
 	// reads is what the templates can read of the stores' objects.
 	reads *ReadSet
 	// table holds the fragment records the last recording render kept

@@ -118,7 +118,8 @@ func sortedValues(dict map[string]any) []any {
 }
 
 // dynamicFuncs are the functions bound to one render's state s: pathFor
-// needs the render's BaseDir, field the Engine's path cache, the others the
+// needs the render's BaseDir, field the Engine's path cache, regexMatch
+// and mustRegexMatch its regular expression cache, the others the
 // render's set of owned maps.
 func dynamicFuncs(s *renderState) template.FuncMap {
 	return template.FuncMap{
@@ -145,6 +146,8 @@ func dynamicFuncs(s *renderState) template.FuncMap {
 		"emit":               s.emit,
 		"emitted":            s.emitted,
 		"warn":               s.warn,
+		"regexMatch":         s.regexMatch,
+		"mustRegexMatch":     s.mustRegexMatch,
 	}
 }
 

@@ -355,7 +355,7 @@ func replaceBound(re *regexp.Regexp, src, repl string, literal bool) int64 {
 // sprig's, which panics on a bad expression).
 func (s *renderState) regexReplace(name string, literal bool, f func(string, string, string) string) func(string, string, string) (string, error) {
 	return func(regex, src, repl string) (string, error) {
-		re, err := regexp.Compile(regex)
+		re, err := s.engine.regexps.compile(regex)
 		if err != nil {
 			return f(regex, src, repl), nil // sprig panics, as before
 		}
@@ -367,7 +367,7 @@ func (s *renderState) regexReplace(name string, literal bool, f func(string, str
 // mustRegexReplaceAllLiteral.
 func (s *renderState) mustRegexReplace(name string, literal bool) func(string, string, string) (string, error) {
 	return func(regex, src, repl string) (string, error) {
-		re, err := regexp.Compile(regex)
+		re, err := s.engine.regexps.compile(regex)
 		if err != nil {
 			return "", err
 		}

@@ -74,7 +74,7 @@ func TestPrunedStoresRenderAsWholeStores(t *testing.T) {
 				}
 				want, got := render(t, s.engine, readers, false), render(t, s.engine, pruned, false)
 				if got != want {
-					mismatch[i] = s.name + " after " + what + ":\nwhole:  " + want.out + want.err + "\npruned: " + got.out + got.err
+					mismatch[i] = s.name + " after " + what + ":\nwhole:  " + want.out + want.err + want.warnings + want.objects + "\npruned: " + got.out + got.err + got.warnings + got.objects
 				}
 			})
 		}
@@ -107,6 +107,7 @@ func pruneSubjects() []labelReader {
 		{name: "prune: a Secret key", cfg: `{{ range $s := .resources.secrets.Each }}{{ index $s.data "tls.crt" }}{{ end }}`},
 		{name: "prune: chains evaluated, not used", cfg: each(`{{ $u := $i.spec.tls }}{{ with $i.spec.rules }}{{ $v := (index . 0).http.paths }}{{ end }}{{ $i.metadata.name }}`)},
 		{name: "prune: a chain through a missing map", cfg: each(`{{ $u := $i.spec.defaultBackend.service.name }}{{ $i.metadata.name }}`)},
+		{name: "prune: warn and fail name an object", cfg: each(`{{ warn $i (printf "w %s" $i.metadata.name) }}{{ if hasPrefix "copy" $i.metadata.name }}{{ fail $i "a copy" }}{{ end }}`)},
 		{name: "prune: a dict to a snippet that reads part of it", cfg: each(`{{ range $r := $i.spec.rules }}{{ template "b" (dict "host" $r.host "paths" $r.http.paths) }}{{ end }}`),
 			opts: []specOpt{withSnippet("b", `{{ .host }}`)}},
 	}

@@ -106,6 +106,8 @@ func labelReaders() []labelReader {
 		{name: "default over the object", cfg: each(`{{ (default dict $i).metadata.labels.app }}`)},
 		{name: "object tested, then read", cfg: `{{ with .resources.ingresses.Get "default" "a" }}{{ if . }}{{ .metadata.labels.app }}{{ end }}{{ end }}`},
 		{name: "addFile content with an owner", cfg: each(`{{ $_ := addFile "file" (printf "f%s" $i.metadata.name) (printf "%v" $i.metadata.labels.app) $i }}`), coarse: true},
+		{name: "a fail message", cfg: each(`{{ fail $i (printf "label %v" $i.metadata.labels.app) }}`)},
+		{name: "a warn object built of a label", cfg: each(`{{ warn (dict "kind" "Ingress" "metadata" (dict "name" $i.metadata.labels.app)) "w" }}`), coarse: true},
 	}
 }
 
@@ -147,6 +149,7 @@ func TestReadsLeaveOutWhatNoTemplateReads(t *testing.T) {
 		{name: "membership only", cfg: `{{ len .resources.ingresses.List }}{{ .resources.ingresses.Len }}{{ range .resources.ingresses.List }}x{{ end }}`, want: []string{""}},
 		{name: "Len", cfg: `{{ .resources.ingresses.Len }}{{ range .resources.ingresses.List }}x{{ end }}`},
 		{name: "an object tested: it exists", cfg: `{{ range .resources.ingresses.List }}{{ if and . (not (not .)) }}{{ .metadata.name }}{{ end }}{{ with . }}{{ end }}{{ end }}{{ if .resources.ingresses.Get "default" "a" }}a{{ end }}`, want: []string{"metadata.name"}},
+		{name: "a warn or fail object: its identity", cfg: `{{ range $i := .resources.ingresses.Each }}{{ warn $i $i.metadata.name }}{{ if eq $i.metadata.name "zz" }}{{ fail $i "zz" }}{{ end }}{{ end }}`, want: []string{"metadata.name"}},
 		{name: "an addFile owner: its name", cfg: `{{ range $i := .resources.ingresses.Each }}{{ $_ := addFile "file" $i.metadata.name "x" $i }}{{ end }}`, want: []string{"metadata.name"}},
 	}
 	for _, tc := range cases {

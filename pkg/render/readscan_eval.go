@@ -256,6 +256,14 @@ func (s *readScan) call(site parse.Node, name string, nodes []parse.Node, args [
 			s.use(a)
 		}
 		v = &absValue{}
+	case "warn", "fail":
+		// fail MESSAGE, or OBJECT MESSAGE: OBJECT only names the object
+		// (see owner).
+		if len(args) == 2 {
+			s.owner(args[0])
+			s.use(args[1])
+			v = &absValue{}
+		}
 	case "not":
 		for _, a := range args {
 			s.test(a)
@@ -471,4 +479,21 @@ func (s *readScan) hasKey(d, k *absValue, nodes []parse.Node) {
 	}
 	s.use(k)
 	s.anyChild(objects)
+}
+
+// owner scans the OBJECT of warn and fail: a store object names itself by
+// its kind, namespace and name (refOf) or by being that object (the source
+// map), which every store keeps (watched.NewKeep), so none of its fields is
+// read; anything else it may be (a field, a built map) is used whole.
+func (s *readScan) owner(v *absValue) {
+	rest := &absValue{nodes: v.nodes, resources: v.resources, handles: v.handles}
+	for o := range v.origins {
+		if o.path != "" || o.coll {
+			if rest.origins == nil {
+				rest.origins = map[origin]struct{}{}
+			}
+			rest.origins[o] = struct{}{}
+		}
+	}
+	s.use(rest)
 }

@@ -133,10 +133,11 @@ func exampleStores(t *testing.T, example *config.HAProxyTemplateConfigSpec) (map
 
 // rendered is what a render returned, in comparable form.
 type rendered struct {
-	out     string
-	sources string
-	err     string
-	objects string
+	out      string
+	sources  string
+	warnings string
+	err      string
+	objects  string
 }
 
 func render(t *testing.T, e *Engine, stores store.Set, record bool) rendered {
@@ -150,7 +151,7 @@ func render(t *testing.T, e *Engine, stores store.Set, record bool) rendered {
 		}
 		return r
 	}
-	return rendered{out: bundleText(b), sources: fmt.Sprintf("%+v", b.Sources())}
+	return rendered{out: bundleText(b), sources: fmt.Sprintf("%+v", b.Sources()), warnings: fmt.Sprintf("%+v", b.Warnings)}
 }
 
 // randomOp creates, updates or deletes a random object and says which.

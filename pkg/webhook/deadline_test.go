@@ -9,6 +9,7 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -69,11 +70,14 @@ func postWithQuery(h http.Handler, query string, body []byte) *httptest.Response
 
 // The handler owns the admission deadline: it sets it from the request's
 // ?timeout= (the API server's), capped by HandlerOptions.Timeout, which is
-// also the default; it runs from the request's start.
+// also the default, or for a change of the HAProxyTemplateConfig by
+// HandlerOptions.ConfigTimeout; it runs from the request's start.
 func TestHandlerDeadlineFromTheRequestTimeout(t *testing.T) {
+	config := func(r *admissionv1.AdmissionRequest) { r.Kind = metav1.GroupVersionKind(ConfigRule().GVK) }
 	for _, tc := range []struct {
 		name  string
 		query string
+		kind  reviewOpt
 		want  time.Duration
 	}{
 		{name: "the API server's timeout", query: "?timeout=2s", want: 2 * time.Second},
@@ -81,6 +85,9 @@ func TestHandlerDeadlineFromTheRequestTimeout(t *testing.T) {
 		{name: "the configured timeout without one", query: "", want: 5 * time.Second},
 		{name: "the configured timeout when it does not parse", query: "?timeout=soon", want: 5 * time.Second},
 		{name: "the configured timeout when it is not positive", query: "?timeout=-1s", want: 5 * time.Second},
+		{name: "a config's: the API server's timeout", query: "?timeout=20s", kind: config, want: 20 * time.Second},
+		{name: "a config's: capped by the configured config timeout", query: "?timeout=30s", kind: config, want: 25 * time.Second},
+		{name: "a config's: the configured config timeout without one", query: "", kind: config, want: 25 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var deadline time.Time
@@ -89,9 +96,16 @@ func TestHandlerDeadlineFromTheRequestTimeout(t *testing.T) {
 				deadline, ok = ctx.Deadline()
 				return admission.Decision{Allowed: true}
 			}}
-			h, _ := newTestHandler(v, func(o *HandlerOptions) { o.Timeout = 5 * time.Second })
+			h, _ := newTestHandler(v, func(o *HandlerOptions) {
+				o.Timeout, o.ConfigTimeout = 5*time.Second, 25*time.Second
+				o.Registry = NewRegistry(map[string]Validator{ingressKey: v, ConfigRule().GVKString: v})
+			})
+			var opts []reviewOpt
+			if tc.kind != nil {
+				opts = append(opts, tc.kind)
+			}
 			before := time.Now()
-			rec := postWithQuery(h, tc.query, review("uid", admissionv1.Create, "new"))
+			rec := postWithQuery(h, tc.query, review("uid", admissionv1.Create, "new", opts...))
 			after := time.Now()
 
 			require.True(t, decodeResponse(t, rec.Body.Bytes()).Allowed)

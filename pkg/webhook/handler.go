@@ -21,6 +21,15 @@ import (
 // HandlerOptions.Timeout is zero (5 s).
 const DefaultValidationTimeout = 5 * time.Second
 
+// DefaultConfigValidationTimeout bounds the decision of a change of the
+// HAProxyTemplateConfig when HandlerOptions.ConfigTimeout is zero (25 s):
+// its admission renders every watched object with the proposed templates,
+// which at 10,000 objects takes longer than a route's (whose render reuses
+// the live state's records). It stays below the config webhook's
+// timeoutSeconds (DefaultConfigTimeoutSeconds, 30), the API server's
+// deadline, leaving the answer time to travel.
+const DefaultConfigValidationTimeout = 25 * time.Second
+
 // HandlerOptions configures NewHandler.
 type HandlerOptions struct {
 	// Registry maps GVK strings to validators. When nil or never Set, no
@@ -31,6 +40,10 @@ type HandlerOptions struct {
 	// timeout (the API server sends the webhook's timeoutSeconds as
 	// ?timeout=10s) gets that one.
 	Timeout time.Duration
+	// ConfigTimeout is Timeout for a change of the HAProxyTemplateConfig
+	// (the kind of ConfigRule); zero means DefaultConfigValidationTimeout.
+	// A request whose URL carries a shorter timeout gets that one.
+	ConfigTimeout time.Duration
 	// Logger receives one line per admission and the warnings; nil discards.
 	Logger *slog.Logger
 	// Observer receives metric events; nil means none.
@@ -48,22 +61,29 @@ type HandlerOptions struct {
 // carrying the request's uid. It is safe for concurrent use.
 //
 // The Handler is the one owner of the admission deadline: it is set once,
-// when the request arrives (the URL's ?timeout=, capped by
-// HandlerOptions.Timeout), and everything below (the Admitter, the checks,
-// the busy estimate) honours that context instead of setting its own.
+// from the request's arrival, when the request is decoded (the URL's
+// ?timeout=, capped by HandlerOptions.Timeout, or ConfigTimeout for the
+// config's kind), and everything below (the Admitter, the checks, the busy
+// estimate) honours that context instead of setting its own.
 type Handler struct {
-	registry *Registry
-	timeout  time.Duration
-	log      *slog.Logger
-	obs      Observer
-	ready    func() (bool, string)
+	registry      *Registry
+	timeout       time.Duration
+	configTimeout time.Duration
+	configGVK     string
+	log           *slog.Logger
+	obs           Observer
+	ready         func() (bool, string)
 }
 
 // NewHandler returns a Handler configured by opts.
 func NewHandler(opts HandlerOptions) *Handler {
-	h := &Handler{registry: opts.Registry, timeout: opts.Timeout, log: opts.Logger, obs: opts.Observer, ready: opts.Ready}
+	h := &Handler{registry: opts.Registry, timeout: opts.Timeout, configTimeout: opts.ConfigTimeout,
+		configGVK: ConfigRule().GVKString, log: opts.Logger, obs: opts.Observer, ready: opts.Ready}
 	if h.timeout <= 0 {
 		h.timeout = DefaultValidationTimeout
+	}
+	if h.configTimeout <= 0 {
+		h.configTimeout = DefaultConfigValidationTimeout
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -90,15 +110,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.logOutcome(r.Context(), out)
 	}()
 
-	budget := h.timeoutOf(r)
-	ctx, cancel := context.WithDeadline(r.Context(), start.Add(budget))
-	defer cancel()
 	review, herr := decodeReview(w, r)
 	if herr != nil {
 		out.HTTPStatus, out.Reason = herr.status, herr.msg
 		http.Error(w, herr.msg, herr.status)
 		return
 	}
+	budget := h.timeoutOf(r, gvkString(schema.GroupVersionKind(review.Request.Kind)))
+	ctx, cancel := context.WithDeadline(r.Context(), start.Add(budget))
+	defer cancel()
 	resp := h.admit(ctx, budget, review.Request, out)
 	body, err := json.Marshal(Review(resp))
 	if err != nil {
@@ -172,14 +192,19 @@ func (h *Handler) admit(ctx context.Context, budget time.Duration, req *admissio
 	return FromDecision(req.UID, d)
 }
 
-// timeoutOf is how long the Handler gives the decision of r: the timeout the
-// API server put in r's URL (?timeout=10s, the webhook's timeoutSeconds),
-// capped by HandlerOptions.Timeout, which is also the default when the URL
-// carries none (or one that does not parse as a positive duration).
-func (h *Handler) timeoutOf(r *http.Request) time.Duration {
+// timeoutOf is how long the Handler gives the decision of r, a request of
+// kind gvk: the timeout the API server put in r's URL (?timeout=10s, the
+// webhook's timeoutSeconds), capped by HandlerOptions.Timeout (ConfigTimeout
+// for the config's kind), which is also the default when the URL carries
+// none (or one that does not parse as a positive duration).
+func (h *Handler) timeoutOf(r *http.Request, gvk string) time.Duration {
+	limit := h.timeout
+	if gvk == h.configGVK {
+		limit = h.configTimeout
+	}
 	d, err := time.ParseDuration(r.URL.Query().Get("timeout"))
-	if err != nil || d <= 0 || d > h.timeout {
-		return h.timeout
+	if err != nil || d <= 0 || d > limit {
+		return limit
 	}
 	return d
 }

@@ -336,6 +336,7 @@ func TestHandlerDefaultTimeoutIsFiveSeconds(t *testing.T) {
 	post(h, review("u", admissionv1.Create, "echo"))
 
 	assert.Equal(t, 5*time.Second, h.timeout)
+	assert.Equal(t, 25*time.Second, h.configTimeout, "a config's")
 	require.True(t, ok, "the validator must run under a deadline")
 	assert.WithinRange(t, deadline, before.Add(4*time.Second), time.Now().Add(5*time.Second))
 }

@@ -27,6 +27,11 @@ const namespaceLabel = "kubernetes.io/metadata.name"
 const (
 	defaultFailurePolicy  = admissionregistrationv1.Fail
 	DefaultTimeoutSeconds = int32(10)
+	// DefaultConfigTimeoutSeconds is the config webhook's timeoutSeconds:
+	// the most the API server allows, since a config's admission renders
+	// every watched object with the proposed templates (the Handler's
+	// deadline for it, DefaultConfigValidationTimeout, stays below).
+	DefaultConfigTimeoutSeconds = int32(30)
 )
 
 // RegistrationTemplate is what the operator chooses for every webhook the
@@ -42,6 +47,9 @@ type RegistrationTemplate struct {
 	FailurePolicy *admissionregistrationv1.FailurePolicyType `json:"failurePolicy,omitempty"`
 	// TimeoutSeconds is the API server's deadline per call (1-30, default 10).
 	TimeoutSeconds *int32 `json:"timeoutSeconds,omitempty"`
+	// ConfigTimeoutSeconds is the HAProxyTemplateConfig webhook's
+	// timeoutSeconds (1-30, default 30).
+	ConfigTimeoutSeconds *int32 `json:"configTimeoutSeconds,omitempty"`
 	// NamespaceSelector narrows the namespaces whose watched resources are
 	// validated; the controller's own namespace and kube-system are always
 	// excluded on top of it.
@@ -79,6 +87,9 @@ func ParseRegistrationTemplate(s string) (*RegistrationTemplate, error) {
 	if s := t.TimeoutSeconds; s != nil && (*s < 1 || *s > 30) {
 		problems = append(problems, fmt.Sprintf("timeoutSeconds %d is not between 1 and 30", *s))
 	}
+	if s := t.ConfigTimeoutSeconds; s != nil && (*s < 1 || *s > 30) {
+		problems = append(problems, fmt.Sprintf("configTimeoutSeconds %d is not between 1 and 30", *s))
+	}
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("annotation %s: %s", TemplateAnnotation, strings.Join(problems, "; "))
 	}
@@ -107,8 +118,9 @@ type Namespaces struct {
 // with ns.Watched they match only those namespaces (objects elsewhere are
 // in no store: the API server need not ask); the HAProxyTemplateConfig's
 // webhook (ConfigRule) matches ns.Own only, with neither tmpl's object
-// selector nor its match conditions, and is left out when
-// tmpl.ValidateConfig is false.
+// selector nor its match conditions, with tmpl's ConfigTimeoutSeconds
+// (default 30) for a timeout, and is left out when tmpl.ValidateConfig is
+// false.
 func Webhooks(tmpl *RegistrationTemplate, rules []Rule, caBundle []byte, ns Namespaces) ([]admissionregistrationv1.ValidatingWebhook, error) {
 	ownNamespace := ns.Own
 	if ownNamespace == "" {
@@ -135,6 +147,11 @@ func Webhooks(tmpl *RegistrationTemplate, rules []Rule, caBundle []byte, ns Name
 			h = baseWebhook(tmpl, name, cc)
 			if isConfig {
 				h.NamespaceSelector = namespaceIn(ownNamespace)
+				timeout := DefaultConfigTimeoutSeconds
+				if tmpl.ConfigTimeoutSeconds != nil {
+					timeout = *tmpl.ConfigTimeoutSeconds
+				}
+				h.TimeoutSeconds = &timeout
 			} else {
 				h.NamespaceSelector = excluding(tmpl.NamespaceSelector, ownNamespace, metav1.NamespaceSystem)
 				if len(ns.Watched) > 0 {

@@ -18,6 +18,7 @@ const chartTemplate = `{
   "failurePolicy": "Fail",
   "namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", "htc-system"]}]},
   "timeoutSeconds": 10,
+  "configTimeoutSeconds": 30,
   "validateConfig": true
 }`
 
@@ -47,12 +48,14 @@ func TestWebhooksFromTheChartTemplate(t *testing.T) {
 		assert.Equal(t, admissionregistrationv1.SideEffectClassNone, *h.SideEffects, h.Name)
 		assert.Equal(t, admissionregistrationv1.Equivalent, *h.MatchPolicy, h.Name)
 		assert.Equal(t, []string{"v1"}, h.AdmissionReviewVersions, h.Name)
-		assert.Equal(t, int32(10), *h.TimeoutSeconds, h.Name)
 		require.Len(t, h.Rules, 1, h.Name)
 		ops := []admissionregistrationv1.OperationType{"CREATE", "UPDATE", "DELETE"}
+		timeout := int32(10)
 		if h.Name == "haproxytemplateconfigs.validate.htc" {
 			ops = ops[:2] // a config's DELETE is always allowed
+			timeout = 30  // a config's admission renders every object
 		}
+		assert.Equal(t, timeout, *h.TimeoutSeconds, h.Name)
 		assert.Equal(t, ops, h.Rules[0].Operations, h.Name)
 		assert.Equal(t, admissionregistrationv1.AllScopes, *h.Rules[0].Scope, h.Name)
 	}
@@ -89,7 +92,11 @@ func TestWebhooksNeverMatchOwnNamespaceOrKubeSystem(t *testing.T) {
 		assert.Equal(t, []byte("OWN"), h.ClientConfig.CABundle, "the template's caBundle wins")
 		assert.Equal(t, "https://127.0.0.1:9443/validate", *h.ClientConfig.URL)
 		assert.Equal(t, admissionregistrationv1.Ignore, *h.FailurePolicy)
-		assert.Equal(t, int32(5), *h.TimeoutSeconds)
+		if h.Name == "haproxytemplateconfigs.validate.htc" {
+			assert.Equal(t, DefaultConfigTimeoutSeconds, *h.TimeoutSeconds, "the config's own, by default")
+		} else {
+			assert.Equal(t, int32(5), *h.TimeoutSeconds)
+		}
 	}
 	ing := hooks[1]
 	assert.Equal(t, &metav1.LabelSelector{
@@ -134,14 +141,16 @@ func TestWebhooksNeedACA(t *testing.T) {
 
 func TestParseRegistrationTemplateRefuses(t *testing.T) {
 	for name, tc := range map[string]struct{ in, want string }{
-		"missing":        {"", "missing or empty"},
-		"not json":       {"{", "unexpected EOF"},
-		"unknown field":  {`{"clientConfig": {"url": "https://x/"}, "failurPolicy": "Fail"}`, "unknown field"},
-		"no client":      {`{}`, "exactly one of url and service"},
-		"both clients":   {`{"clientConfig": {"url": "https://x/", "service": {"name": "a", "namespace": "b"}}}`, "exactly one of url and service"},
-		"bad policy":     {`{"clientConfig": {"url": "https://x/"}, "failurePolicy": "Sometimes"}`, `"Sometimes" is not Fail or Ignore`},
-		"timeout 0":      {`{"clientConfig": {"url": "https://x/"}, "timeoutSeconds": 0}`, "not between 1 and 30"},
-		"timeout beyond": {`{"clientConfig": {"url": "https://x/"}, "timeoutSeconds": 31}`, "not between 1 and 30"},
+		"missing":               {"", "missing or empty"},
+		"not json":              {"{", "unexpected EOF"},
+		"unknown field":         {`{"clientConfig": {"url": "https://x/"}, "failurPolicy": "Fail"}`, "unknown field"},
+		"no client":             {`{}`, "exactly one of url and service"},
+		"both clients":          {`{"clientConfig": {"url": "https://x/", "service": {"name": "a", "namespace": "b"}}}`, "exactly one of url and service"},
+		"bad policy":            {`{"clientConfig": {"url": "https://x/"}, "failurePolicy": "Sometimes"}`, `"Sometimes" is not Fail or Ignore`},
+		"timeout 0":             {`{"clientConfig": {"url": "https://x/"}, "timeoutSeconds": 0}`, "not between 1 and 30"},
+		"timeout beyond":        {`{"clientConfig": {"url": "https://x/"}, "timeoutSeconds": 31}`, "not between 1 and 30"},
+		"config timeout 0":      {`{"clientConfig": {"url": "https://x/"}, "configTimeoutSeconds": 0}`, "configTimeoutSeconds 0 is not between 1 and 30"},
+		"config timeout beyond": {`{"clientConfig": {"url": "https://x/"}, "configTimeoutSeconds": 31}`, "configTimeoutSeconds 31 is not between 1 and 30"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := ParseRegistrationTemplate(tc.in)
@@ -176,4 +185,18 @@ func TestWebhooksMatchOnlyTheWatchedNamespaces(t *testing.T) {
 			assert.Equal(t, want, sel.Matches(labels.Set{namespaceLabel: ns}), "%s matches namespace %s", h.Name, ns)
 		}
 	}
+}
+
+// The config's webhook has a timeout of its own (configTimeoutSeconds):
+// its admission renders every watched object with the proposed templates.
+func TestConfigWebhookHasItsOwnTimeout(t *testing.T) {
+	tmpl, err := ParseRegistrationTemplate(`{"clientConfig": {"url": "https://127.0.0.1/validate"}, "timeoutSeconds": 7, "configTimeoutSeconds": 20}`)
+	require.NoError(t, err)
+	hooks, err := Webhooks(tmpl, exampleRules(t), []byte("CA"), Namespaces{Own: "ctl"})
+	require.NoError(t, err)
+	got := map[string]int32{}
+	for _, h := range hooks {
+		got[h.Name] = *h.TimeoutSeconds
+	}
+	assert.Equal(t, map[string]int32{"haproxytemplateconfigs.validate.htc": 20, "ingresses.validate.htc": 7, "services.validate.htc": 7}, got)
 }

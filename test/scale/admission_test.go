@@ -58,19 +58,32 @@ func denialClass(reason string) string {
 // (charts/htc/values.yaml webhook.timeoutSeconds): an answer later than
 // that is no answer for the API server, so the client gives up there.
 func (h *harness) webhookTimeout() time.Duration {
+	return h.chartTimeout("timeoutSeconds")
+}
+
+// configWebhookTimeout is the API server's timeout of the config's webhook
+// the chart ships (webhook.configTimeoutSeconds).
+func (h *harness) configWebhookTimeout() time.Duration {
+	return h.chartTimeout("configTimeoutSeconds")
+}
+
+// chartTimeout reads webhook.<key> of charts/htc/values.yaml (seconds).
+func (h *harness) chartTimeout(key string) time.Duration {
 	b, err := os.ReadFile(filepath.Join(h.root, "charts/htc/values.yaml"))
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	var v struct {
-		Webhook struct {
-			TimeoutSeconds int `json:"timeoutSeconds"`
-		} `json:"webhook"`
+		Webhook map[string]any `json:"webhook"`
 	}
-	if err := yaml.Unmarshal(b, &v); err != nil || v.Webhook.TimeoutSeconds <= 0 {
-		h.t.Fatalf("charts/htc/values.yaml: no webhook.timeoutSeconds (%v)", err)
+	if err := yaml.Unmarshal(b, &v); err != nil {
+		h.t.Fatalf("charts/htc/values.yaml: %v", err)
 	}
-	return time.Duration(v.Webhook.TimeoutSeconds) * time.Second
+	n, ok := v.Webhook[key].(float64)
+	if !ok || n <= 0 {
+		h.t.Fatalf("charts/htc/values.yaml: no webhook.%s", key)
+	}
+	return time.Duration(n) * time.Second
 }
 
 // webhookClient is an HTTPS client trusting the serving certificate, with

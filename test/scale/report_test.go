@@ -335,7 +335,10 @@ func (rep *report) markdown() string {
 	seqRows("config UPDATE reading what the stores keep", func(r runResult) []outcome { return r.configsKept }, func(r runResult) phaseMeans { return r.configKeptPh })
 	row(fmt.Sprintf("config UPDATE reading what the stores do not keep: its first admission lists the %s (a prepared watcher), listed in; that admission", s.workload.routes), func(r runResult) string {
 		l := "– (never logged)"
-		if r.list.ok {
+		switch {
+		case r.list.notNeeded:
+			l = "not needed (the stores keep what it reads)"
+		case r.list.ok:
 			l = fmt.Sprintf("%s %s in %s", thousands(r.list.objects), s.workload.routes, secs(r.list.took))
 		}
 		o := secs(r.listWhile.took)

@@ -129,6 +129,11 @@ func TestMarkdownRows(t *testing.T) {
 		t.Errorf("heading of the Ingress workload:\n%s", md)
 	}
 	rep := testReport()
+	rep.runs[0].list, rep.runs[0].listWhile = listed{notNeeded: true}, outcome{took: ms(600), allowed: true}
+	if want := "| config UPDATE reading what the stores do not keep: its first admission lists the Ingresses (a prepared watcher), listed in; that admission | not needed (the stores keep what it reads); 600 ms |"; !strings.Contains(rep.markdown(), want) {
+		t.Errorf("a list not needed: no %q in\n%s", want, rep.markdown())
+	}
+	rep = testReport()
 	rep.settings.workload = workloads["gateway"]
 	md = rep.markdown()
 	for _, want := range []string{"### 1,000 HTTPRoutes on one Gateway (`WORKLOAD=gateway`)\n",
