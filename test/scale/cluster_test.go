@@ -138,7 +138,7 @@ func (h *harness) startCluster() {
 	if err := createRetrying(ctx, dyn.Resource(gvrCRD), crd); err != nil {
 		t.Fatalf("the CRD: %v", err)
 	}
-	if h.s.workload.name == "gateway" {
+	if h.s.workload.gateway() {
 		h.installGatewayAPI(ctx)
 	}
 	cfg, err := readYAML(filepath.Join(h.root, h.s.workload.config))
@@ -148,7 +148,7 @@ func (h *harness) startCluster() {
 	// The Ingress library binds 127.0.0.1; the Gateway library keeps its
 	// defaults, which its embedded validationTests assume (they check the
 	// bind lines and the addresses of Gateways).
-	if h.s.workload.name != "gateway" {
+	if !h.s.workload.gateway() {
 		if err := unstructured.SetNestedField(cfg.Object, "127.0.0.1", "spec", "extraContext", "bindAddress"); err != nil {
 			t.Fatal(err)
 		}

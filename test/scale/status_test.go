@@ -28,7 +28,7 @@ const statusController = "haproxy-template.io/htc"
 // measure the controller's first status writes (each one a watch event,
 // a new live state and a new baseline) instead of admission.
 func (h *harness) waitStatusWritten(start time.Time) time.Duration {
-	if h.s.workload.name != "gateway" {
+	if !h.s.workload.gateway() {
 		return 0
 	}
 	deadline := time.Now().Add(statusBound)
