@@ -3,9 +3,7 @@ package examples_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -35,24 +33,15 @@ import (
 //
 //	HTC_DATAPLANE_N=1000 go test -run '^$' -bench GatewayDataPlane -benchtime 1x ./examples/
 func BenchmarkGatewayDataPlane(b *testing.B) {
-	haproxyBin := os.Getenv("HTC_HAPROXY30")
-	wrk, err := exec.LookPath("wrk")
-	if haproxyBin == "" || err != nil {
-		b.Skip("needs HTC_HAPROXY30 (make haproxy) and wrk (apt-get install wrk)")
-	}
-	n := envInt(b, "HTC_DATAPLANE_N", 10000)
-	seconds := envInt(b, "HTC_DATAPLANE_SECONDS", 10)
-	dir := b.TempDir()
-	backendPort := freePorts(b, 1)[0].frontend
-	startOK(b, haproxyBin, dir, backendPort)
+	d := newDataPlane(b)
+	n := d.n
 	front := freePorts(b, 1)[0]
-	objs := gatewayDataPlaneState(n, backendPort)
-
+	objs := gatewayDataPlaneState(n, d.backendPort)
 	variants := map[string]*bundle.Bundle{}
 	for _, name := range []string{"maps", "lines"} {
 		e, cfg := gatewayEngine(b, false, withExtra(b, map[string]any{"routeMaps": name == "maps", "bindAddress": "127.0.0.1",
 			"portOffset": front.frontend - 80, "healthPort": front.health}))
-		bdir := filepath.Join(dir, name)
+		bdir := filepath.Join(d.dir, name)
 		require.NoError(b, os.Mkdir(bdir, 0o700))
 		start := time.Now()
 		out, err := e.Render(context.Background(), htcrender.Input{Stores: store.ReadOnly(gatewayStores(b, cfg, objs)), BaseDir: bdir})
@@ -63,24 +52,14 @@ func BenchmarkGatewayDataPlane(b *testing.B) {
 	}
 	for _, name := range []string{"maps", "lines"} {
 		b.Run(name, func(b *testing.B) {
-			token := fmt.Sprintf("gdp-%s-%x", name, rand.Uint64())
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			h, err := serve(ctx, haproxyBin, filepath.Join(dir, name), variants[name], front.frontend, token)
-			cancel()
-			require.NoError(b, err)
-			defer h.stop()
-			for _, i := range []int{0, 3, n - 1} {
-				q := request{addr: "127.0.0.1", method: "GET", host: fmt.Sprintf("app%d.example.com", i), target: "/"}
-				a := send(q, front.frontend)
-				require.True(b, strings.HasPrefix(a.text, "200\n"), "%s: %s", q, a.text)
-				require.Contains(b, a.text, fmt.Sprintf("X-Resp: r%d\n", i), "%s: %s", q, a.text)
-			}
-			for range b.N {
-				rps, p99, bad := runWrk(b, wrk, dir, front.frontend, n, seconds)
-				b.ReportMetric(rps, "req/s")
-				b.ReportMetric(p99, "p99_ms")
-				b.ReportMetric(bad, "non2xx3xx")
-			}
+			d.run(b, name, filepath.Join(d.dir, name), variants[name], front.frontend, func() {
+				for _, i := range []int{0, 3, n - 1} {
+					q := request{addr: "127.0.0.1", method: "GET", host: fmt.Sprintf("app%d.example.com", i), target: "/"}
+					a := send(q, front.frontend)
+					require.True(b, strings.HasPrefix(a.text, "200\n"), "%s: %s", q, a.text)
+					require.Contains(b, a.text, fmt.Sprintf("X-Resp: r%d\n", i), "%s: %s", q, a.text)
+				}
+			})
 		})
 	}
 }
