@@ -129,7 +129,7 @@ bench: haproxy ## benchmarks (benchstat-friendly); BENCH=regexp, COUNT=n
 # CPU during CREATEs) into dir. MEMORY_LIMIT=q runs the controller with --memory-limit q.
 # Takes minutes (N=10000: about 10 per run).
 SCALE_CMD = make bench-scale N=$(or $(N),1000)$(if $(WORKLOAD), WORKLOAD=$(WORKLOAD))$(if $(RUNS), RUNS=$(RUNS))$(if $(PROFILE), PROFILE=$(PROFILE))$(if $(MEMORY_LIMIT), MEMORY_LIMIT=$(MEMORY_LIMIT))
-bench-scale: build haproxy ## admission at scale on a real API server, ratios to haproxy -c, into BENCHMARKS.md (N=1000|10000, WORKLOAD=ingress|ingress-nginx|gateway|gateway-tls, RUNS=n, PROFILE=dir, MEMORY_LIMIT=q)
+bench-scale: build haproxy ## admission at scale on a real API server, ratios to haproxy -c, into BENCHMARKS.md (N=1000|10000, WORKLOAD=ingress|ingress-nginx|gateway|gateway-headers|gateway-tls, RUNS=n, PROFILE=dir, MEMORY_LIMIT=q)
 	$(WITH_HAPROXY) HTC_SCALE_N=$(or $(N),1000) HTC_SCALE_WORKLOAD=$(or $(WORKLOAD),ingress) HTC_SCALE_RUNS=$(or $(RUNS),1) HTC_SCALE_PROFILE=$(PROFILE) HTC_SCALE_MEMORY_LIMIT=$(MEMORY_LIMIT) \
 	  HTC_SCALE_BIN=$(CURDIR)/$(BIN) HTC_SCALE_REPORT=$(CURDIR)/BENCHMARKS.md HTC_SCALE_COMMAND='$(SCALE_CMD)' \
 	  $(GO) test -count=1 -v -timeout 4h -run '^TestScale$$' ./test/scale/

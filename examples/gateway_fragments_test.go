@@ -27,7 +27,7 @@ import (
 
 // gatewayEngine is the Gateway library's template engine with
 // extraContext.denyInvalid set as given, after edit.
-func gatewayEngine(t *testing.T, denyInvalid bool, edit func(*config.HAProxyTemplateConfigSpec)) (*htcrender.Engine, *config.HAProxyTemplateConfig) {
+func gatewayEngine(t testing.TB, denyInvalid bool, edit func(*config.HAProxyTemplateConfigSpec)) (*htcrender.Engine, *config.HAProxyTemplateConfig) {
 	t.Helper()
 	cfg, err := config.LoadFile("gateway/config.yaml")
 	require.NoError(t, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/phase"
 	htcrender "github.com/haproxy-template/htc/pkg/render"
 	"github.com/haproxy-template/htc/pkg/store"
@@ -90,6 +91,7 @@ func TestGatewayRouteMapsRouteAsTheChain(t *testing.T) {
 	assert.Greater(t, n["served by the chain"], n["requests"]/10, "requests served by chain lines (routeMaps true)")
 	assert.Positive(t, n["matched no route"], "requests that match no route")
 	assert.Positive(t, n["map lookups"], "instrument finds the route map lookups")
+	assert.Greater(t, n["served with mapped header modifiers"], n["requests"]/20, "requests whose rule's header modifiers are header map entries")
 }
 
 // routingState is a state of the routing test and the requests sent.
@@ -148,13 +150,32 @@ func (s *server) answers(set store.Set, qs []request, n map[string]int) ([]answe
 			require.True(t, a.token == s.token || (a.token == "" && !strings.HasPrefix(a.text, "200")), "routeMaps %v: %s was answered by another process: %s", s.maps, qs[j], a.text)
 		}
 		if s.maps {
-			for _, m := range b.Maps {
+			for name, m := range b.Maps {
 				n["map entries"] += strings.Count(m, "\n")
+				if strings.HasPrefix(name, "headers-") {
+					n["header map entries"] += strings.Count(m, "\n")
+				}
+			}
+			for _, a := range got {
+				if a.match != "" && headerMapped(b, a.match) {
+					n["served with mapped header modifiers"]++
+				}
 			}
 			n["map lookups"] += len(mapLookup.FindAllString(b.Config, -1))
 		}
 		return got, ""
 	}
+}
+
+// headerMapped is whether a header map of b has an entry for the
+// requests that set txn.match to match.
+func headerMapped(b *bundle.Bundle, match string) bool {
+	for name, m := range b.Maps {
+		if strings.HasPrefix(name, "headers-") && (strings.HasPrefix(m, match+"@") || strings.Contains(m, "\n"+match+"@")) {
+			return true
+		}
+	}
+	return false
 }
 
 // generateRoutingState makes a Gateway API state for routing: infra/gw
@@ -316,14 +337,16 @@ func (g *routingGen) rule() map[string]any {
 	default:
 		rule["backendRefs"] = []any{ref()}
 	}
+	var filters []any
+	if r.IntN(3) == 0 { // header modifiers: map entries on a plain rule
+		filters = append(filters, map[string]any{"type": "RequestHeaderModifier", "requestHeaderModifier": g.headerMods()})
+	}
+	if r.IntN(3) == 0 {
+		filters = append(filters, map[string]any{"type": "ResponseHeaderModifier", "responseHeaderModifier": g.headerMods()})
+	}
 	if g.unplain(5) {
-		var filters []any
-		switch r.IntN(4) {
+		switch r.IntN(2) {
 		case 0:
-			filters = append(filters, map[string]any{"type": "RequestHeaderModifier", "requestHeaderModifier": map[string]any{"set": []any{map[string]any{"name": "X-Set", "value": "v"}}}})
-		case 1:
-			filters = append(filters, map[string]any{"type": "ResponseHeaderModifier", "responseHeaderModifier": g.headerMods()})
-		case 2:
 			rd := map[string]any{"hostname": "r.example.com", "statusCode": int64(g.pick2(301, 302))}
 			if r.IntN(2) == 0 {
 				rd["path"] = map[string]any{"type": "ReplaceFullPath", "replaceFullPath": "/new"}
@@ -336,12 +359,37 @@ func (g *routingGen) rule() map[string]any {
 			}
 			filters = append(filters, map[string]any{"type": "URLRewrite", "urlRewrite": rw})
 		}
+	}
+	if filters != nil {
 		rule["filters"] = filters
 	}
 	if g.unplain(10) {
 		rule["timeouts"] = map[string]any{"request": "10s"}
 	}
 	return rule
+}
+
+// headerMods is a header modifier of a routing rule: one to three
+// operations on a few names (so that routes share the header maps' lines),
+// with values a map file, HAProxy's configuration parser or a log-format
+// could misread ('%[...]', '%T', quotes, '$', '#', ';', a backslash, inner
+// blanks) and now and then one a map cannot carry as it is (a trailing
+// blank) or a name twice in a list: those keep the rule on lines.
+func (g *routingGen) headerMods() map[string]any {
+	values := []string{"v", "50% off", "%[req.hdr(host)]", "%T", `say "hi"`, "${HOME} $HOME", "#not-a-comment", `a\b`, "x;y", "a  b", "%%", "'q'", "trailing "}
+	names := []string{"X-Set", "X-Add", "X-Remove", "x-set", "X-Reflected"}
+	m := map[string]any{}
+	for range 1 + g.r.IntN(3) {
+		switch op := g.pick("set", "add", "remove"); op {
+		case "remove":
+			l, _ := m[op].([]any)
+			m[op] = append(l, g.pick(names...))
+		default:
+			l, _ := m[op].([]any)
+			m[op] = append(l, map[string]any{"name": g.pick(names...), "value": g.pick(values...)})
+		}
+	}
+	return m
 }
 
 // allPrefix is whether every match has a PathPrefix path (or none).
@@ -402,6 +450,9 @@ func routingRequests(r *rand.Rand, objs map[string][]map[string]any, n int) []re
 			q.headers = []string{"X-A: a"}
 		case 1:
 			q.headers = []string{"X-A: v12"}
+		}
+		if r.IntN(2) == 0 { // headers the header modifiers set, add to and remove; X-Reflect comes back as X-Reflected
+			q.headers = append(q.headers, "X-Set: client", "X-Remove: client", "X-Reflect: client")
 		}
 		qs = append(qs, q)
 	}

@@ -79,6 +79,9 @@ func echoHandler(name string) http.Handler {
 			}
 		}
 		sort.Strings(xs)
+		if v := r.Header.Get("X-Reflect"); v != "" { // a response header for response header modifiers to change
+			w.Header().Set("X-Reflected", v)
+		}
 		_, _ = fmt.Fprintf(w, "%s\n%s %s\nhost: %s\n%s\n", name, r.Method, r.RequestURI, r.Host, strings.Join(xs, "\n"))
 	})
 }

@@ -38,21 +38,12 @@ import (
 //
 //	go test -run '^$' -bench NginxDataPlane -benchtime 1x ./examples/
 func BenchmarkNginxDataPlane(b *testing.B) {
-	haproxyBin := os.Getenv("HTC_HAPROXY30")
-	wrk, err := exec.LookPath("wrk")
-	if haproxyBin == "" || err != nil {
-		b.Skip("needs HTC_HAPROXY30 (make haproxy) and wrk (apt-get install wrk)")
-	}
-	n := envInt(b, "HTC_DATAPLANE_N", 10000)
-	seconds := envInt(b, "HTC_DATAPLANE_SECONDS", 10)
-	dir := b.TempDir()
-	backendPort := freePorts(b, 1)[0].frontend
-	startOK(b, haproxyBin, dir, backendPort)
-
+	d := newDataPlane(b)
+	n := d.n
 	front := freePorts(b, 1)[0]
 	e, cfg := ngxEngine(b, map[string]any{"bindAddress": "127.0.0.1", "httpPort": front.frontend, "httpsPort": front.health})
-	stores := gatewayStores(b, cfg, dataPlaneState(n, backendPort))
-	mapsDir := filepath.Join(dir, "maps")
+	stores := gatewayStores(b, cfg, dataPlaneState(n, d.backendPort))
+	mapsDir := filepath.Join(d.dir, "maps")
 	require.NoError(b, os.Mkdir(mapsDir, 0o700))
 	maps, err := e.Render(context.Background(), htcrender.Input{Stores: store.ReadOnly(stores), BaseDir: mapsDir})
 	require.NoError(b, err)
@@ -65,28 +56,59 @@ func BenchmarkNginxDataPlane(b *testing.B) {
 		b    *bundle.Bundle
 	}{{"maps", maps}, {"lines", lines}} {
 		b.Run(v.name, func(b *testing.B) {
-			token := fmt.Sprintf("dp-%s-%x", v.name, rand.Uint64())
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			h, err := serve(ctx, haproxyBin, mapsDir, v.b, front.frontend, token)
-			cancel()
-			require.NoError(b, err)
-			defer h.stop()
-			for _, i := range []int{0, 3, 10, n - 1} {
-				q := request{addr: "127.0.0.1", method: "GET", host: fmt.Sprintf("app%d.example.com", i), target: "/"}
-				a := send(q, front.frontend)
-				want := "200"
-				if i%10 == 0 {
-					want = "301"
+			d.run(b, v.name, mapsDir, v.b, front.frontend, func() {
+				for _, i := range []int{0, 3, 10, n - 1} {
+					q := request{addr: "127.0.0.1", method: "GET", host: fmt.Sprintf("app%d.example.com", i), target: "/"}
+					a := send(q, front.frontend)
+					want := "200"
+					if i%10 == 0 {
+						want = "301"
+					}
+					require.True(b, strings.HasPrefix(a.text, want), "%s: %s", q, a.text)
 				}
-				require.True(b, strings.HasPrefix(a.text, want), "%s: %s", q, a.text)
-			}
-			for range b.N {
-				rps, p99, bad := runWrk(b, wrk, dir, front.frontend, n, seconds)
-				b.ReportMetric(rps, "req/s")
-				b.ReportMetric(p99, "p99_ms")
-				b.ReportMetric(bad, "non2xx3xx")
-			}
+			})
 		})
+	}
+}
+
+// dataPlane is what the data-plane benchmarks share: HAProxy 3.0 and wrk,
+// HTC_DATAPLANE_N (routes, default 10,000) and HTC_DATAPLANE_SECONDS
+// (default 10), a directory, and a backend HAProxy answering 200 on
+// backendPort.
+type dataPlane struct {
+	haproxy, wrk, dir       string
+	n, seconds, backendPort int
+}
+
+// newDataPlane is the benchmark's dataPlane, or a skip without HAProxy 3.0 or wrk.
+func newDataPlane(b *testing.B) *dataPlane {
+	haproxyBin := os.Getenv("HTC_HAPROXY30")
+	wrk, err := exec.LookPath("wrk")
+	if haproxyBin == "" || err != nil {
+		b.Skip("needs HTC_HAPROXY30 (make haproxy) and wrk (apt-get install wrk)")
+	}
+	d := &dataPlane{haproxy: haproxyBin, wrk: wrk, dir: b.TempDir(), n: envInt(b, "HTC_DATAPLANE_N", 10000), seconds: envInt(b, "HTC_DATAPLANE_SECONDS", 10)}
+	d.backendPort = freePorts(b, 1)[0].frontend
+	startOK(b, haproxyBin, d.dir, d.backendPort)
+	return d
+}
+
+// run serves bn (rendered for dir) on port, checks it (check sends sample
+// requests), then runs wrk b.N times and reports req/s, p99_ms and the
+// answers neither 2xx nor 3xx.
+func (d *dataPlane) run(b *testing.B, name, dir string, bn *bundle.Bundle, port int, check func()) {
+	token := fmt.Sprintf("dp-%s-%x", name, rand.Uint64())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	h, err := serve(ctx, d.haproxy, dir, bn, port, token)
+	cancel()
+	require.NoError(b, err)
+	defer h.stop()
+	check()
+	for range b.N {
+		rps, p99, bad := runWrk(b, d.wrk, d.dir, port, d.n, d.seconds)
+		b.ReportMetric(rps, "req/s")
+		b.ReportMetric(p99, "p99_ms")
+		b.ReportMetric(bad, "non2xx3xx")
 	}
 }
 

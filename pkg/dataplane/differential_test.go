@@ -54,7 +54,9 @@ type dpServer struct {
 }
 
 func newModel() *dpModel {
-	m := &dpModel{routes: map[string]string{"weird;key#\\x": "nomatch odd value  with spaces"}}
+	m := &dpModel{routes: map[string]string{"weird;key#\\x": "nomatch odd value  with spaces",
+		// a header map entry of the Gateway library: a tenant's header value
+		"@app_web_80:app_web_0_0@x-set": `%[str(x)] %T "q" 'q' $HOME ${HOME} #h a;b c\d  %% <<`}}
 	for i, b := range []string{"roundrobin", "leastconn", "random"} {
 		m.backends = append(m.backends, &dpBackend{name: fmt.Sprintf("be%d", i), balance: b})
 		m.routes[fmt.Sprintf("h%d.example", i)] = fmt.Sprintf("be%d", i)

@@ -19,7 +19,7 @@ import (
 // ("gateway"). Apps are testutil.ClusterApp's Services and
 // EndpointSlices either way; the rows of the report are the same.
 type workload struct {
-	name   string // "ingress" or "gateway"
+	name   string // "ingress", "ingress-nginx", "gateway" or "gateway-headers"
 	config string // the library's file, relative to the repository
 	// store is the library's store key of the routes.
 	store string
@@ -95,6 +95,8 @@ var workloads = map[string]workload{
 		object: gatewayRoute, gateway: true},
 	"gateway-tls": {name: "gateway-tls", config: "examples/gateway/config.yaml", store: "httproutes", routes: "HTTPRoutes", route: "HTTPRoute", gvr: gvrHTTPRoute,
 		object: gatewayRoute, gateway: true, extra: tlsObjects, allowedListeners: true},
+	"gateway-headers": {name: "gateway-headers", config: "examples/gateway/config.yaml", store: "httproutes", routes: "HTTPRoutes", route: "HTTPRoute", gvr: gvrHTTPRoute,
+		object: headerRoute, gateway: true},
 }
 
 // gatewayRoute is the gateway workloads' HTTPRoute named name in ns to
@@ -115,6 +117,25 @@ func (w workload) extras(n int) int {
 	return k
 }
 
+// headerRoute is the HTTPRoute of the gateway-headers workload: the
+// gateway workload's, with the header modifiers of the field's route
+// propagation benchmark (a RequestHeaderModifier that sets, adds and
+// removes, a ResponseHeaderModifier that sets, the values the route's).
+func headerRoute(ns, name, service string) *unstructured.Unstructured {
+	rt := testutil.ClusterHTTPRoute(ns, name, service, gatewayNamespace, gatewayName)
+	rules, _, _ := unstructured.NestedSlice(rt.Object, "spec", "rules")
+	rules[0].(map[string]any)["filters"] = []any{
+		map[string]any{"type": "RequestHeaderModifier", "requestHeaderModifier": map[string]any{
+			"set":    []any{map[string]any{"name": "X-Route", "value": name}},
+			"add":    []any{map[string]any{"name": "X-Added", "value": ns}},
+			"remove": []any{"X-Remove"}}},
+		map[string]any{"type": "ResponseHeaderModifier", "responseHeaderModifier": map[string]any{
+			"set": []any{map[string]any{"name": "X-Served-By", "value": name}}}},
+	}
+	_ = unstructured.SetNestedSlice(rt.Object, rules, "spec", "rules")
+	return rt
+}
+
 // routeResources are the resources of the route kinds (and of the
 // config), for reviews.
 var routeResources = map[string]schema.GroupVersionResource{"Ingress": gvrIngress, "HTTPRoute": gvrHTTPRoute, "HAProxyTemplateConfig": gvrConfig}
@@ -129,6 +150,8 @@ func (w workload) title(n int) string {
 	case "gateway-tls":
 		return fmt.Sprintf("%s HTTPRoutes on one Gateway, %s ListenerSets with a TLS Passthrough listener each and %s TLSRoutes on them (`WORKLOAD=%s`)",
 			thousands(n), thousands(min(n, tlsApps)), thousands(min(n, tlsApps)), w.name)
+	case "gateway-headers":
+		return fmt.Sprintf("%s HTTPRoutes with header modifiers on one Gateway (`WORKLOAD=%s`)", thousands(n), w.name)
 	}
 	return fmt.Sprintf("%s HTTPRoutes on one Gateway (`WORKLOAD=%s`)", thousands(n), w.name)
 }
