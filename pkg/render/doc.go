@@ -146,7 +146,7 @@
 // # What templates read
 //
 // New also reads the templates to find which fields of each store's
-// objects any render may depend on (Engine.Reads, a *ReadSet): it follows
+// objects any render may depend on (Engine.Reads, a *reads.Set; package reads): it follows
 // store objects through variables, field chains, dict and list, set and
 // get, index, include and template calls, until nothing grows. A field
 // counts as read once its value is used (printed, tested, compared, passed
@@ -161,7 +161,7 @@
 // namespace and name). What it cannot follow counts as reading all of it:
 // a template name computed at render time or .resources handed to a
 // function reads every store whole. Two versions of an object that agree
-// on what is read (ReadSet.Same) and on their index keys render the same
+// on what is read (reads.Set.Same) and on their index keys render the same
 // bundle; admission admits such a change without rendering, and the
 // controller's informers keep only what is read (watched.Keep).
 //
