@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"maps"
 	mrand "math/rand/v2"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -118,7 +118,7 @@ func propUniverse(t testing.TB) []propObject {
 	return out
 }
 
-// TestIntroducedIsExactlyNotSubset is the property of verdicts relative to
+// FuzzIntroducedIsExactlyNotSubset is the property of verdicts relative to
 // the current resources: over random sequences of changes to the example
 // library (valid ones and breaking ones: a missing Service or port, a bad
 // certificate, a wildcard host, a bad path, a bad EndpointSlice port, a bad
@@ -128,15 +128,50 @@ func propUniverse(t testing.TB) []propObject {
 // applied whatever the decision (as if the webhook were off or warning), so
 // broken states build up and get fixed again.
 //
-// HTC_PROPERTY_SEED and HTC_PROPERTY_STEPS replay or extend a run.
-func TestIntroducedIsExactlyNotSubset(t *testing.T) {
-	seed, steps := propertyRun(t)
+// The input is the run's seed and length (at most maxPropertySteps; 40
+// with -short). Over the seed corpus (seed 12, 240 steps) some change must
+// render alike, some be denied and some break the state, so that it tests
+// something.
+//
+// make test runs the seed corpus; make fuzz varies the run.
+func FuzzIntroducedIsExactlyNotSubset(f *testing.F) {
+	f.Add(uint64(12), uint16(240))
+	// Over every run of this process.
+	var walked, allAlike, allDenied, allBroken atomic.Int64
+	f.Cleanup(func() {
+		if walked.Load() < 40 {
+			return // a fuzzing coordinator, or a short run replayed
+		}
+		require.Positive(f, allAlike.Load(), "no change rendered alike: the unchecked path was not exercised")
+		require.Positive(f, allDenied.Load(), "the sequence denied nothing: the property was not exercised")
+		require.Positive(f, allBroken.Load(), "no state was broken")
+	})
+	// The pipeline and the checker are built once, in directories named
+	// after f (a seed's subtest name holds a '#', which haproxy would read
+	// as a comment in the paths of the maps); every input starts from empty
+	// stores and a new Admitter.
+	ex := testutil.NewExample(f, "../../examples/ingress/config.yaml", testutil.ExampleOptions{})
+	env := testEnv(f)
+	f.Fuzz(func(t *testing.T, seed uint64, steps uint16) {
+		n := propertySteps(steps)
+		alike, denied, broken := introducedIsExactlyNotSubset(t, ex.Pipeline, env, seed, n)
+		walked.Add(int64(n))
+		allAlike.Add(int64(alike))
+		allDenied.Add(int64(denied))
+		allBroken.Add(int64(broken))
+	})
+}
+
+// introducedIsExactlyNotSubset is one run of
+// FuzzIntroducedIsExactlyNotSubset: steps changes chosen by seed. It
+// returns how many changes rendered alike, were denied, and broke the
+// state more.
+func introducedIsExactlyNotSubset(t *testing.T, p *dryrun.Pipeline, env dryrun.Env, seed uint64, steps int) (alike, denied, broken int) {
 	rng := mrand.New(mrand.NewPCG(seed, seed^0x5eed))
-	ex := testutil.NewExample(t, "../../examples/ingress/config.yaml", testutil.ExampleOptions{})
-	p, stores := ex.Pipeline, ex.Stores
+	stores := p.Model.NewStores()
 	// A deadline that never runs out here: the property is about the
 	// decision, not about how much of it fits in 5 s on a busy machine.
-	a := &admission.Admitter{Env: testEnv(t)}
+	a := &admission.Admitter{Env: env}
 	a.SetState(&admission.State{Pipeline: p, Stores: stores})
 	ctx := context.Background()
 	diagnose := func(set store.Set) *dryrun.Diagnosis {
@@ -148,7 +183,7 @@ func TestIntroducedIsExactlyNotSubset(t *testing.T) {
 	universe := propUniverse(t)
 	current := make([]string, len(universe)) // the variant of each object; "" absent
 	base := diagnose(store.ReadOnly(stores))
-	var allowed, denied, broken, fixed, alike int
+	var allowed, fixed int
 	for step := range steps {
 		i := rng.IntN(len(universe))
 		o := universe[i]
@@ -201,29 +236,21 @@ func TestIntroducedIsExactlyNotSubset(t *testing.T) {
 		base = after
 	}
 	t.Logf("seed %d: %d changes judged: %d allowed (%d unchecked: they render alike), %d denied; %d made more failures, %d fewer", seed, allowed+denied, allowed, alike, denied, broken, fixed)
-	require.Positive(t, alike, "no change rendered alike: the unchecked path was not exercised")
-	require.Positive(t, denied, "the sequence denied nothing: the property was not exercised")
-	require.Positive(t, broken, "no state was broken")
+	return alike, denied, broken
 }
 
-// propertyRun is the seed and the number of steps of a run: 12 and 240
-// (40 with -short) unless HTC_PROPERTY_SEED or HTC_PROPERTY_STEPS say.
-func propertyRun(t *testing.T) (seed uint64, steps int) {
-	seed, steps = 12, 240
-	if s := os.Getenv("HTC_PROPERTY_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		require.NoError(t, err)
-		seed = v
-	}
-	if s := os.Getenv("HTC_PROPERTY_STEPS"); s != "" {
-		v, err := strconv.Atoi(s)
-		require.NoError(t, err)
-		steps = v
-	}
+// maxPropertySteps bounds the run of one input of
+// FuzzIntroducedIsExactlyNotSubset.
+const maxPropertySteps = 1000
+
+// propertySteps is the length of a run asked for steps: at most
+// maxPropertySteps, and 40 with -short.
+func propertySteps(steps uint16) int {
+	n := min(int(steps), maxPropertySteps)
 	if testing.Short() {
-		steps = 40
+		n = min(n, 40)
 	}
-	return seed, steps
+	return n
 }
 
 // change is the change of o from variant from to variant to ("": absent).

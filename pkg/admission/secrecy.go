@@ -3,7 +3,6 @@ package admission
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -11,11 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/haproxy-template/htc/pkg/dryrun"
-	"github.com/haproxy-template/htc/pkg/haproxy"
 	"github.com/haproxy-template/htc/pkg/haproxy/policy"
 	"github.com/haproxy-template/htc/pkg/phase"
 	"github.com/haproxy-template/htc/pkg/redact"
-	"github.com/haproxy-template/htc/pkg/render"
 	"github.com/haproxy-template/htc/pkg/store"
 )
 
@@ -172,7 +169,7 @@ func vocabularyOnly(err error) bool {
 // the current resources.
 func hiddenReason(ph phase.Phase, err error) string {
 	msg := fmt.Sprintf("the proposed configuration fails over the current resources in the %s phase", ph)
-	if loc := location(err); loc != "" {
+	if loc := phase.Location(err); loc != "" {
 		msg += " at " + loc
 	}
 	return msg
@@ -188,65 +185,4 @@ func objectNames(f dryrun.Failure) string {
 		names[i] = o.String()
 	}
 	return strings.Join(names, ", ")
-}
-
-// fileLine is the location prefix of a simplified HAProxy message.
-var fileLine = regexp.MustCompile(`^([A-Za-z0-9._/-]+:\d+):`)
-
-// location is where a failure happened: "template NAME line N" for a
-// render failure, "FILE:LINE" for a check finding; "" when unknown.
-func location(err error) string {
-	var te *render.TemplateError
-	var fe *render.FailError
-	var ve *render.ValueError
-	var ne *render.NoValueError
-	switch {
-	case errors.As(err, &fe):
-		return templateLine(fe.Template, fe.Line)
-	case errors.As(err, &ve):
-		return templateLine(ve.Template, ve.Line)
-	case errors.As(err, &te):
-		return templateLine(te.Template, te.Line)
-	case errors.As(err, &ne):
-		return fmt.Sprintf("template %s output line %d", ne.Template, ne.OutputLine)
-	}
-	if fs := findings(err); len(fs) > 0 && fs[0].File != "" {
-		if fs[0].Line > 0 {
-			return fmt.Sprintf("%s:%d", fs[0].File, fs[0].Line)
-		}
-		return fs[0].File
-	}
-	var se *haproxy.SemanticError
-	if errors.As(err, &se) && len(se.Messages) > 0 {
-		if m := fileLine.FindStringSubmatch(se.Messages[0]); m != nil {
-			return m[1]
-		}
-	}
-	return ""
-}
-
-// findings are the located findings of a policy, syntax or schema failure.
-func findings(err error) []haproxy.Finding {
-	var pe *policy.Error
-	var sy *haproxy.SyntaxError
-	var sc *haproxy.SchemaError
-	switch {
-	case errors.As(err, &pe):
-		return pe.Findings
-	case errors.As(err, &sy):
-		return sy.Findings
-	case errors.As(err, &sc):
-		return sc.Findings
-	}
-	return nil
-}
-
-func templateLine(name string, line int) string {
-	if name == "" {
-		return ""
-	}
-	if line > 0 {
-		return fmt.Sprintf("template %s line %d", name, line)
-	}
-	return "template " + name
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // Keep is what a store of watch key k keeps of each object under this
-// pipeline's config: what its templates can read of it (render.ReadSet)
+// pipeline's config: what its templates can read of it (reads.Set)
 // through every store key k fills, with what the store and the controller
 // need themselves (watched.Resource.Keep); with spec.resourceStatus also
 // the whole status, which the status writer compares its documents with.

@@ -16,6 +16,7 @@ import (
 	"github.com/haproxy-template/htc/pkg/haproxy"
 	"github.com/haproxy-template/htc/pkg/haproxy/policy"
 	"github.com/haproxy-template/htc/pkg/render"
+	"github.com/haproxy-template/htc/pkg/render/reads"
 	"github.com/haproxy-template/htc/pkg/shortcut"
 	"github.com/haproxy-template/htc/pkg/store"
 	"github.com/haproxy-template/htc/pkg/watched"
@@ -177,7 +178,7 @@ func (p *Pipeline) FragmentStats() render.FragmentStats { return p.engine.Fragme
 
 // Reads is what the config's templates can read of the watched objects
 // (render.Engine.Reads).
-func (p *Pipeline) Reads() *render.ReadSet { return p.engine.Reads() }
+func (p *Pipeline) Reads() *reads.Set { return p.engine.Reads() }
 
 // BaseDir is the directory the pipeline renders bundles for.
 func (p *Pipeline) BaseDir() string { return p.env.BaseDir }
@@ -209,7 +210,7 @@ func (p *Pipeline) Shortcuts() *shortcut.Switches { return p.env.Shortcuts }
 // watched.Model.StoreChanges) to stores leaves every render of the
 // pipeline's templates exactly as it is: each change updates an object
 // that stays in its store, under the same index keys, and keeps every
-// field the templates can read (render.ReadSet), e.g. a change of labels
+// field the templates can read (reads.Set), e.g. a change of labels
 // or annotations no template reads. Such a change can neither break nor
 // fix anything, so it needs no check. With the read-set shortcut off it is
 // always false.

@@ -1,6 +1,7 @@
 package haproxy
 
 import (
+	"regexp"
 	"strconv"
 
 	"github.com/haproxy-template/htc/pkg/haproxy/policy"
@@ -29,6 +30,9 @@ type SyntaxError struct {
 // Error returns the findings joined by "; ".
 func (e *SyntaxError) Error() string { return policy.FindingsReason(e.Findings) }
 
+// Location is where the first finding is (phase.Located).
+func (e *SyntaxError) Location() string { return policy.FindingsLocation(e.Findings) }
+
 // SchemaError lists the client-native model validation failures.
 type SchemaError struct {
 	// Findings locate each failure at the line of its section.
@@ -37,6 +41,9 @@ type SchemaError struct {
 
 // Error returns the findings joined by "; ".
 func (e *SchemaError) Error() string { return policy.FindingsReason(e.Findings) }
+
+// Location is where the first finding is (phase.Located).
+func (e *SchemaError) Location() string { return policy.FindingsLocation(e.Findings) }
 
 // SemanticError is a failed or aborted `haproxy -c` run.
 type SemanticError struct {
@@ -65,3 +72,17 @@ func (e *SemanticError) Error() string {
 
 // Unwrap returns the cause of an aborted run.
 func (e *SemanticError) Unwrap() error { return e.Err }
+
+// Location is the "FILE:LINE" the first message begins with
+// (phase.Located), "" when it begins with none.
+func (e *SemanticError) Location() string {
+	if len(e.Messages) > 0 {
+		if m := messageFileLine.FindStringSubmatch(e.Messages[0]); m != nil {
+			return m[1]
+		}
+	}
+	return ""
+}
+
+// messageFileLine is the location prefix of a simplified HAProxy message.
+var messageFileLine = regexp.MustCompile(`^([A-Za-z0-9._/-]+:\d+):`)

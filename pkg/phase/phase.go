@@ -72,3 +72,21 @@ func Reason(err error) string {
 	}
 	return err.Error()
 }
+
+// Located is an error that says where in the configuration it happened:
+// "template NAME line N" for a render failure, "FILE:LINE" for a finding
+// of a check; "" when it cannot tell. The render's and the checks' error
+// types are Located, so a consumer asks Location instead of knowing them.
+type Located interface {
+	error
+	Location() string
+}
+
+// Location is the location of the first Located error in err's chain,
+// "" when there is none.
+func Location(err error) string {
+	if l, ok := errors.AsType[Located](err); ok {
+		return l.Location()
+	}
+	return ""
+}

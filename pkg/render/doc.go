@@ -146,9 +146,11 @@
 // # What templates read
 //
 // New also reads the templates to find which fields of each store's
-// objects any render may depend on (Engine.Reads, a *ReadSet): it follows
-// store objects through variables, field chains, dict and list, set and
-// get, index, include and template calls, until nothing grows. A field
+// objects any render may depend on (Engine.Reads, a *reads.Set: package
+// reads, whose rules.go says in one table how a call of each function is
+// followed): it follows store objects through variables, field chains,
+// dict and list, set and get, index, include and template calls, until
+// nothing grows. A field
 // counts as read once its value is used (printed, tested, compared, passed
 // to a function). A field evaluated but not used (a chain assigned to a
 // variable nobody reads, a dict value a snippet ignores) is a shape read:
@@ -160,8 +162,9 @@
 // naming it as addFile's owner (the source map names it by kind,
 // namespace and name). What it cannot follow counts as reading all of it:
 // a template name computed at render time or .resources handed to a
-// function reads every store whole. Two versions of an object that agree
-// on what is read (ReadSet.Same) and on their index keys render the same
+// function reads every store whole, and so does a call of a function the
+// table has no rule for. Two versions of an object that agree
+// on what is read (reads.Set.Same) and on their index keys render the same
 // bundle; admission admits such a change without rendering, and the
 // controller's informers keep only what is read (watched.Keep).
 //

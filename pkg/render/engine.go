@@ -19,6 +19,7 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/render/reads"
 	"github.com/haproxy-template/htc/pkg/resourcestatus"
 	"github.com/haproxy-template/htc/pkg/store"
 )
@@ -48,7 +49,7 @@ type Engine struct {
 	// regexps caches compiled regular expressions (regexcache.go).
 	regexps regexCache
 	// reads is what the templates can read of the stores' objects.
-	reads *ReadSet
+	reads *reads.Set
 	// table holds the fragment records the last recording render kept
 	// (fragment.go).
 	table atomic.Pointer[fragmentTable]
@@ -282,13 +283,13 @@ func New(spec *config.HAProxyTemplateConfigSpec) (*Engine, error) {
 	for _, o := range e.outputs {
 		entries = append(entries, o.tmpl)
 	}
-	e.reads = scanReads(root, entries)
+	e.reads = reads.Scan(root, entries)
 	return e, nil
 }
 
 // Reads returns what the templates can read of the watched objects (see
-// ReadSet).
-func (e *Engine) Reads() *ReadSet { return e.reads }
+// package reads).
+func (e *Engine) Reads() *reads.Set { return e.reads }
 
 // Render renders haproxy.cfg, the maps, files and certificates over in.
 //

@@ -31,6 +31,21 @@ func (e *TemplateError) Error() string {
 	return fmt.Sprintf("template %s: %s", e.Template, e.Message)
 }
 
+// Location is "template NAME line N" (phase.Located).
+func (e *TemplateError) Location() string { return templateLocation(e.Template, e.Line) }
+
+// templateLocation is "template NAME line N", "template NAME" without a
+// line, "" without a name.
+func templateLocation(name string, line int) string {
+	if name == "" {
+		return ""
+	}
+	if line > 0 {
+		return fmt.Sprintf("template %s line %d", name, line)
+	}
+	return "template " + name
+}
+
 // FailError is a template's call of fail. Message is exactly what the
 // template passed; Template and Line locate the call.
 type FailError struct {
@@ -46,6 +61,9 @@ type FailError struct {
 
 // Error returns the message alone: it is what the user reads.
 func (e *FailError) Error() string { return e.Message }
+
+// Location is "template NAME line N" (phase.Located).
+func (e *FailError) Location() string { return templateLocation(e.Template, e.Line) }
 
 // ValueError is a value that field, safe, word or quoteValue refused to put
 // into the configuration. Object ("Ingress default/web") and Field
@@ -67,6 +85,9 @@ type ValueError struct {
 
 // Error returns the message.
 func (e *ValueError) Error() string { return e.Message }
+
+// Location is "template NAME line N" (phase.Located).
+func (e *ValueError) Location() string { return templateLocation(e.Template, e.Line) }
 
 // explicitObject returns the object a failing fail or value helper was
 // given, or nil.
@@ -92,6 +113,11 @@ type NoValueError struct {
 // Error describes the problem with the output line.
 func (e *NoValueError) Error() string {
 	return fmt.Sprintf("template %s: a missing value was rendered as %q at output line %d", e.Template, noValue, e.OutputLine)
+}
+
+// Location is "template NAME output line N" (phase.Located).
+func (e *NoValueError) Location() string {
+	return fmt.Sprintf("template %s output line %d", e.Template, e.OutputLine)
 }
 
 // noValue is what text/template prints for a nil or invalid value.

@@ -44,7 +44,7 @@ func FuzzFragmentsRenderAsInFull(f *testing.F) {
 		}
 		f.Add(data)
 	}
-	// New reads the templates (scanReads), which costs more than the walk:
+	// New reads the templates (reads.Scan), which costs more than the walk:
 	// an engine is made once per configuration and starts every input
 	// without records, so that an input alone reproduces a failure.
 	var engines sync.Map

@@ -26,18 +26,26 @@ type fragmentTable struct {
 	gens map[string]storeGen
 }
 
-// storeGen is a store at a generation.
+// storeGen is a reader at a generation.
 type storeGen struct {
-	store *store.Store
-	gen   uint64
+	reader store.Reader
+	gen    uint64
 }
 
-// storeGens returns the generation of each *store.Store of set.
+// storeGens returns the generation of each reader of set that answers as
+// the Store it reads (a Store itself: Delta of itself at its generation,
+// with no keys); a reader that presents a change of its Store (an Overlay)
+// answered otherwise for the keys it changes, which a later render could
+// not tell from its own.
 func storeGens(set store.Set) map[string]storeGen {
 	gens := make(map[string]storeGen, len(set))
 	for k, r := range set {
-		if st, ok := r.(*store.Store); ok && st != nil {
-			gens[k] = storeGen{store: st, gen: st.Generation()}
+		if r == nil {
+			continue
+		}
+		gen := r.Generation()
+		if keys, ok := r.Delta(r, gen); ok && len(keys) == 0 {
+			gens[k] = storeGen{reader: r, gen: gen}
 		}
 	}
 	return gens
@@ -46,7 +54,7 @@ func storeGens(set store.Set) map[string]storeGen {
 // keepSteady drops the stores whose generation moved since storeGens.
 func (t *fragmentTable) keepSteady() {
 	for k, g := range t.gens {
-		if g.store.Generation() != g.gen {
+		if g.reader.Generation() != g.gen {
 			delete(t.gens, k)
 		}
 	}
@@ -54,21 +62,14 @@ func (t *fragmentTable) keepSteady() {
 
 // steadyStores returns, for each store of set still at the generation t
 // recorded, the index keys whose reads may answer otherwise now: none for
-// the store itself, those an Overlay of it changes. A read of any other
-// store is checked by making it again.
+// the store itself, those an Overlay of it changes (store.Reader.Delta).
+// A read of any other store is checked by making it again.
 func (t *fragmentTable) steadyStores(set store.Set) map[string][][]string {
 	steady := make(map[string][][]string, len(t.gens))
 	for k, g := range t.gens {
-		switch r := set[k].(type) {
-		case *store.Store:
-			if r == g.store && r.Generation() == g.gen {
-				steady[k] = nil
-			}
-		case *store.Overlay:
-			if r.Base() == g.store {
-				if keys, ok := r.Delta(g.gen); ok {
-					steady[k] = keys
-				}
+		if r := set[k]; r != nil {
+			if keys, ok := r.Delta(g.reader, g.gen); ok {
+				steady[k] = keys
 			}
 		}
 	}

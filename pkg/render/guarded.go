@@ -16,7 +16,11 @@ const (
 )
 
 // sprigFunc returns sprig's function name from staticFuncs as a T. It is
-// called once per package, at init: a mismatch is a programming error.
+// called once per package, at init, for every sprig function a guarded or
+// owning function wraps (here and in state.go): a sprig version that
+// changes a wrapped function's signature stops the program at start
+// (TestFunctionSet runs the init), never a render halfway, and never
+// leaves the unguarded function in place.
 func sprigFunc[T any](name string) T {
 	f, ok := staticFuncs[name].(T)
 	if !ok {
@@ -27,16 +31,21 @@ func sprigFunc[T any](name string) T {
 
 // sprig's implementations the guarded functions delegate to.
 var (
-	sprigMustPush    = sprigFunc[func(any, any) ([]any, error)]("mustPush")
-	sprigMustPrepend = sprigFunc[func(any, any) ([]any, error)]("mustPrepend")
-	sprigConcat      = sprigFunc[func(...any) any]("concat")
-	sprigSeq         = sprigFunc[func(...int) string]("seq")
-	sprigMustUniq    = sprigFunc[func(any) ([]any, error)]("mustUniq")
-	sprigCat         = sprigFunc[func(...any) string]("cat")
-	sprigJoin        = sprigFunc[func(string, any) string]("join")
-	sprigIndent      = sprigFunc[func(int, string) string]("indent")
-	sprigSortAlpha   = sprigFunc[func(any) []string]("sortAlpha")
-	sprigRegexRepl   = map[string]func(string, string, string) string{
+	sprigMustPush     = sprigFunc[func(any, any) ([]any, error)]("mustPush")
+	sprigMustPrepend  = sprigFunc[func(any, any) ([]any, error)]("mustPrepend")
+	sprigConcat       = sprigFunc[func(...any) any]("concat")
+	sprigSeq          = sprigFunc[func(...int) string]("seq")
+	sprigMustUniq     = sprigFunc[func(any) ([]any, error)]("mustUniq")
+	sprigCat          = sprigFunc[func(...any) string]("cat")
+	sprigJoin         = sprigFunc[func(string, any) string]("join")
+	sprigIndent       = sprigFunc[func(int, string) string]("indent")
+	sprigSortAlpha    = sprigFunc[func(any) []string]("sortAlpha")
+	sprigDict         = sprigFunc[func(...any) map[string]any]("dict")
+	sprigMustFromJSON = sprigFunc[func(string) (any, error)]("mustFromJson")
+	sprigPick         = sprigFunc[func(map[string]any, ...string) map[string]any]("pick")
+	sprigOmit         = sprigFunc[func(map[string]any, ...string) map[string]any]("omit")
+	sprigURLParse     = sprigFunc[func(string) map[string]any]("urlParse")
+	sprigRegexRepl    = map[string]func(string, string, string) string{
 		"regexReplaceAll":        sprigFunc[func(string, string, string) string]("regexReplaceAll"),
 		"regexReplaceAllLiteral": sprigFunc[func(string, string, string) string]("regexReplaceAllLiteral"),
 	}
@@ -72,26 +81,20 @@ func guardedFuncs(s *renderState) template.FuncMap {
 		m[name] = s.regexReplace(name, literal, f)
 		m[must] = s.mustRegexReplace(must, literal)
 	}
-	for _, name := range []string{"safe", "word", "quoteValue"} {
-		if f, ok := staticFuncs[name].(func(...any) (string, error)); ok {
-			m[name] = s.checked(f)
+	// htc's own functions, wrapped by name: the compiler checks their
+	// signatures.
+	m["safe"], m["word"], m["quoteValue"] = s.checked(safeFunc), s.checked(wordFunc), s.checked(quoteValueFunc)
+	m["keys"] = func(dicts ...map[string]any) ([]string, error) {
+		if err := s.interrupted(); err != nil {
+			return nil, err
 		}
+		return sortedKeys(dicts...), nil
 	}
-	if f, ok := staticFuncs["keys"].(func(...map[string]any) []string); ok {
-		m["keys"] = func(dicts ...map[string]any) ([]string, error) {
-			if err := s.interrupted(); err != nil {
-				return nil, err
-			}
-			return f(dicts...), nil
+	m["values"] = func(dict map[string]any) ([]any, error) {
+		if err := s.interrupted(); err != nil {
+			return nil, err
 		}
-	}
-	if f, ok := staticFuncs["values"].(func(map[string]any) []any); ok {
-		m["values"] = func(dict map[string]any) ([]any, error) {
-			if err := s.interrupted(); err != nil {
-				return nil, err
-			}
-			return f(dict), nil
-		}
+		return sortedValues(dict), nil
 	}
 	return m
 }

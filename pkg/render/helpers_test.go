@@ -102,6 +102,13 @@ func (r *fakeReader) ByName(namespace, name string) (*unstructured.Unstructured,
 }
 func (r *fakeReader) IndexBy() []string { return r.indexBy }
 
+// Generation is 0: a fakeReader reads no Store, so it cannot be told to
+// move (nor is a record of it reused: Delta is never ok).
+func (r *fakeReader) Generation() uint64 { return 0 }
+
+// Delta is never ok (see Generation).
+func (r *fakeReader) Delta(store.Reader, uint64) ([][]string, bool) { return nil, false }
+
 // ingress returns an Ingress-like object.
 func ingress(ns, name, host, service string) map[string]any {
 	return map[string]any{

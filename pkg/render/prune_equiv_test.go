@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -14,28 +15,27 @@ import (
 	"github.com/haproxy-template/htc/pkg/watched"
 )
 
-// TestPrunedStoresRenderAsWholeStores is the randomized equivalence test
+// FuzzPrunedStoresRenderAsWholeStores is the randomized equivalence test
 // of pruning (watched.Keep, which the controller's informers apply to
 // every object they store): over a random walk of creates, updates and
 // deletes, every configuration (the example Ingress library, loopSubjects
 // and labelReaders) renders over stores whose objects were pruned to what
-// its ReadSet reads byte for byte what it renders over the whole objects,
-// error and attributed objects included. It checks that pruning dropped
-// fields, so that it tests something.
+// its read set reads byte for byte what it renders over the whole objects,
+// error and attributed objects included. The input is the walk's seed and
+// length (at most maxPruneWalk steps); over the seed corpus (a walk of 100
+// steps) pruning must drop fields, so that it tests something.
 //
-// HTC_PRUNE_STEPS and HTC_PRUNE_SEED choose a longer or another walk.
-func TestPrunedStoresRenderAsWholeStores(t *testing.T) {
-	steps, seed := envInt(t, "HTC_PRUNE_STEPS", 100), envInt(t, "HTC_PRUNE_SEED", 1)
-	rnd := rand.New(rand.NewPCG(uint64(seed), 13))
-	example := exampleSpec(t)
+// make test runs the seed corpus; make fuzz varies the walk.
+func FuzzPrunedStoresRenderAsWholeStores(f *testing.F) {
+	f.Add(uint64(1), uint16(100))
+	example := exampleSpec(f)
 	model, err := watched.New(example)
-	require.NoError(t, err)
+	require.NoError(f, err)
 	type subject struct {
 		name   string
 		engine *Engine
 		keeps  map[string]*watched.Keep
 		every  int // compared every this many steps
-		pruned int // renders over stores that lost fields
 	}
 	var subjects []*subject
 	add := func(name string, every int, e *Engine) {
@@ -45,46 +45,62 @@ func TestPrunedStoresRenderAsWholeStores(t *testing.T) {
 		}
 		subjects = append(subjects, s)
 	}
-	add("example", 1, mustNew(t, example))
+	add("example", 1, mustNew(f, example))
 	for _, lr := range pruneSubjects() {
-		add(lr.name, 1, mustEngine(t, lr.cfg, lr.opts...))
+		add(lr.name, 1, mustEngine(f, lr.cfg, lr.opts...))
 	}
 	// The others are compared every fourth step, to keep the test's time
 	// under -race reasonable.
 	for _, lr := range slices.Concat(loopSubjects(), labelReaders()) {
-		add(lr.name, 4, mustEngine(t, lr.cfg, lr.opts...))
+		add(lr.name, 4, mustEngine(f, lr.cfg, lr.opts...))
 	}
-	require.NotNil(t, subjects[0].keeps["ingresses"], "the example reads part of an Ingress")
-	stores, readers, keys, addApp := exampleStores(t, example)
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for step := range steps {
-		what := pruneOp(t, rnd, stores, keys, addApp)
-		mismatch := make([]string, len(subjects))
-		var wg sync.WaitGroup
-		for i, s := range subjects {
-			if step%s.every != 0 {
-				continue
+	require.NotNil(f, subjects[0].keeps["ingresses"], "the example reads part of an Ingress")
+	// Over every walk of this process: steps walked, and renders of the
+	// example over stores that lost fields.
+	var walked, examplePruned atomic.Int64
+	f.Cleanup(func() {
+		if walked.Load() >= 100 { // not a fuzzing coordinator, nor a short walk replayed
+			require.Positive(f, examplePruned.Load(), "the example's objects lost no field: the walk tests nothing")
+		}
+	})
+	f.Fuzz(func(t *testing.T, seed uint64, steps uint16) {
+		steps = min(steps, maxPruneWalk)
+		rnd := rand.New(rand.NewPCG(seed, 13))
+		stores, readers, keys, addApp := exampleStores(t, example)
+		sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+		for step := range steps {
+			what := pruneOp(t, rnd, stores, keys, addApp)
+			mismatch := make([]string, len(subjects))
+			var wg sync.WaitGroup
+			for i, s := range subjects {
+				if int(step)%s.every != 0 {
+					continue
+				}
+				wg.Go(func() {
+					sem <- struct{}{}
+					defer func() { <-sem }()
+					pruned, lost := prunedStores(t, model, stores, s.keeps)
+					if lost && i == 0 {
+						examplePruned.Add(1)
+					}
+					want, got := render(t, s.engine, readers, false), render(t, s.engine, pruned, false)
+					if got != want {
+						mismatch[i] = s.name + " after " + what + ":\nwhole:  " + want.out + want.err + want.warnings + want.objects + "\npruned: " + got.out + got.err + got.warnings + got.objects
+					}
+				})
 			}
-			wg.Go(func() {
-				sem <- struct{}{}
-				defer func() { <-sem }()
-				pruned, lost := prunedStores(t, model, stores, s.keeps)
-				if lost {
-					s.pruned++
-				}
-				want, got := render(t, s.engine, readers, false), render(t, s.engine, pruned, false)
-				if got != want {
-					mismatch[i] = s.name + " after " + what + ":\nwhole:  " + want.out + want.err + want.warnings + want.objects + "\npruned: " + got.out + got.err + got.warnings + got.objects
-				}
-			})
+			wg.Wait()
+			for i, m := range mismatch {
+				require.Empty(t, m, "seed %d step %d; keeps: %v", seed, step, subjects[i].keeps)
+			}
 		}
-		wg.Wait()
-		for i, m := range mismatch {
-			require.Empty(t, m, "step %d; keeps: %v", step, subjects[i].keeps)
-		}
-	}
-	require.Positive(t, subjects[0].pruned, "the example's objects lost no field: the walk tests nothing")
+		walked.Add(int64(steps))
+	})
 }
+
+// maxPruneWalk bounds the walk of one input of
+// FuzzPrunedStoresRenderAsWholeStores.
+const maxPruneWalk = 400
 
 // pruneSubjects read parts of objects in the ways pruning must keep
 // alike: elements of a list whose fields are partly read, a key's

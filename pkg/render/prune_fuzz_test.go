@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,12 +13,12 @@ import (
 	"github.com/haproxy-template/htc/pkg/watched"
 )
 
-// TestPruneRandomTemplates is a grammar-based differential test of
+// FuzzPruneRandomTemplates is a grammar-based differential test of
 // pruning: random templates over random objects render alike whether the
 // store holds the whole objects or the objects pruned to what the
-// templates read (watched.Resource.Keep of the engine's ReadSet, as the
+// templates read (watched.Resource.Keep of the engine's read set, as the
 // controller's informers prune them): output, source map, error and the
-// objects it is attributed to. Where TestPrunedStoresRenderAsWholeStores
+// objects it is attributed to. Where FuzzPrunedStoresRenderAsWholeStores
 // walks realistic objects under fixed configurations, this one varies the
 // templates (a loop over the store's List or Each, and a snippet) and
 // mixes the constructs the read scan must follow: field chains, index (by
@@ -34,64 +35,70 @@ import (
 // maps, lists and scalars of every kind, so that templates read some
 // fields, miss others and often fail.
 //
-// It checks that it tests something: over 100 templates or more, most
-// must parse, some must prune fields from the objects they render, and
-// some of those renders must succeed.
+// The input is a seed and a template number: template i (its objects
+// included) depends only on them. The seed corpus is templates 0 to 999
+// of seed 1, over which it checks that it tests something: most must
+// parse, some must prune fields from the objects they render, and some of
+// those renders must succeed.
 //
-// HTC_PRUNE_FUZZ_SEED and HTC_PRUNE_FUZZ_N choose another seed and count.
-// Template i (its objects included) depends only on the seed and i:
-// HTC_PRUNE_FUZZ_FROM=i HTC_PRUNE_FUZZ_N=1 with the seed a failure names
-// replays it alone.
-func TestPruneRandomTemplates(t *testing.T) {
-	seed := envInt(t, "HTC_PRUNE_FUZZ_SEED", 1)
-	count := envInt(t, "HTC_PRUNE_FUZZ_N", 1000)
-	from := envInt(t, "HTC_PRUNE_FUZZ_FROM", 0)
-	const maxReported = 5
-	var c pruneFuzzCounts
-	defer func() { t.Logf("seed %d: %s", seed, c) }()
-	for i := from; i < from+count; i++ {
-		rnd := rand.New(rand.NewPCG(uint64(seed), uint64(i)))
+// make test runs the seed corpus; make fuzz varies seed and number.
+func FuzzPruneRandomTemplates(f *testing.F) {
+	for i := range uint64(1000) {
+		f.Add(uint64(1), i)
+	}
+	var (
+		mu sync.Mutex
+		c  pruneFuzzCounts // over every input of this process
+	)
+	f.Cleanup(func() {
+		f.Logf("%s", c)
+		// Not vacuous: templates must parse, prune fields and render,
+		// some of them pruning and rendering at once (checked over enough
+		// templates: not in a fuzzing coordinator, nor when one is
+		// replayed).
+		if c.templates < 100 {
+			return
+		}
+		require.LessOrEqual(f, c.unparsed*20, c.templates, "more than one template in 20 does not parse: the generator is broken")
+		require.GreaterOrEqual(f, c.pruned*4, c.templates, "fewer than a quarter of the templates pruned a field")
+		require.GreaterOrEqual(f, c.rendered*10, c.templates, "fewer than one template in 10 rendered")
+		require.GreaterOrEqual(f, c.prunedAndRendered*20, c.templates, "fewer than one template in 20 pruned a field and rendered")
+	})
+	f.Fuzz(func(t *testing.T, seed, i uint64) {
+		rnd := rand.New(rand.NewPCG(seed, i))
 		cfg, snippet := randomPruneTemplates(rnd)
 		objs := map[string][]map[string]any{"things": {randomPruneObject(rnd, "a"), randomPruneObject(rnd, "b")}}
-		c.templates++
 		e, err := New(newSpec(cfg, withSnippet("snip", snippet)))
 		if err != nil {
+			mu.Lock()
+			c.templates++
 			c.unparsed++
-			t.Logf("template %d does not parse: %v", i, err)
-			continue
+			mu.Unlock()
+			t.Logf("seed %d, template %d does not parse: %v", seed, i, err)
+			return
 		}
 		if e.Reads().Everything() {
+			mu.Lock()
+			c.templates++
 			c.readEverything++ // nothing pruned: nothing to compare
-			continue
+			mu.Unlock()
+			return
 		}
 		wholeStores, prunedStores, keeps := wholeAndPrunedStores(t, e, objs)
 		whole, pruned := render(t, e, wholeStores, false), render(t, e, prunedStores, false)
-		lost := lostFields(keeps, objs)
-		c.count(whole, lost)
-		if whole == pruned {
-			continue
+		mu.Lock()
+		c.templates++
+		c.count(whole, lostFields(keeps, objs))
+		mu.Unlock()
+		if whole != pruned {
+			t.Fatalf("seed %d, template %d renders differently pruned\n"+
+				"haproxy.cfg: %s\nsnip: %s\nobjects: %s\nkept: %s\nwhole:  %+v\npruned: %+v",
+				seed, i, cfg, snippet, pruneFuzzJSON(objs), keeps["things"], whole, pruned)
 		}
-		c.differed++
-		t.Errorf("seed %d, template %d renders differently pruned (replay: HTC_PRUNE_FUZZ_SEED=%d HTC_PRUNE_FUZZ_FROM=%d HTC_PRUNE_FUZZ_N=1)\n"+
-			"haproxy.cfg: %s\nsnip: %s\nobjects: %s\nkept: %s\nwhole:  %+v\npruned: %+v",
-			seed, i, seed, i, cfg, snippet, pruneFuzzJSON(objs), keeps["things"], whole, pruned)
-		if c.differed == maxReported {
-			t.Fatalf("stopped after %d differences", maxReported)
-		}
-	}
-	// Not vacuous: templates must parse, prune fields and render, some of
-	// them pruning and rendering at once (checked over enough templates,
-	// not when one is replayed).
-	if c.templates < 100 {
-		return
-	}
-	require.LessOrEqual(t, c.unparsed*20, c.templates, "more than one template in 20 does not parse: the generator is broken")
-	require.GreaterOrEqual(t, c.pruned*4, c.templates, "fewer than a quarter of the templates pruned a field")
-	require.GreaterOrEqual(t, c.rendered*10, c.templates, "fewer than one template in 10 rendered")
-	require.GreaterOrEqual(t, c.prunedAndRendered*20, c.templates, "fewer than one template in 20 pruned a field and rendered")
+	})
 }
 
-// pruneFuzzCounts counts what became of TestPruneRandomTemplates'
+// pruneFuzzCounts counts what became of FuzzPruneRandomTemplates'
 // templates.
 type pruneFuzzCounts struct {
 	templates         int // generated
@@ -101,7 +108,6 @@ type pruneFuzzCounts struct {
 	erred             int // failed to render over the whole objects
 	pruned            int // pruning removed fields from the objects
 	prunedAndRendered int // both
-	differed          int // rendered differently pruned
 }
 
 // count counts a compared render: whole is its result over the whole
@@ -121,8 +127,8 @@ func (c *pruneFuzzCounts) count(whole rendered, lost bool) {
 }
 
 func (c pruneFuzzCounts) String() string {
-	return fmt.Sprintf("%d templates: %d did not parse, %d read everything; %d rendered, %d failed; %d pruned fields (%d of those rendered); %d rendered differently pruned",
-		c.templates, c.unparsed, c.readEverything, c.rendered, c.erred, c.pruned, c.prunedAndRendered, c.differed)
+	return fmt.Sprintf("%d templates: %d did not parse, %d read everything; %d rendered, %d failed; %d pruned fields (%d of those rendered)",
+		c.templates, c.unparsed, c.readEverything, c.rendered, c.erred, c.pruned, c.prunedAndRendered)
 }
 
 // lostFields reports whether pruning to keeps removes a field from any of

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// pruneGen writes random template text for TestPruneRandomTemplates. It
+// pruneGen writes random template text for FuzzPruneRandomTemplates. It
 // keeps track of the variables in scope so that what it writes parses.
 type pruneGen struct {
 	rnd      *rand.Rand

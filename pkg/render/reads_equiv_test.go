@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -20,95 +21,94 @@ import (
 	"github.com/haproxy-template/htc/pkg/store"
 )
 
-// TestUpdatesTheReadSetCallAlikeRenderAlike is the randomized equivalence
-// test of ReadSet: over random updates of random objects (labels,
-// annotations, status, the fields templates read, index keys), every
-// update that leaves the fields a configuration reads alike (and the
-// object's index keys) renders byte for byte what the state before it
-// rendered, error included. It runs the example Ingress library and every
-// configuration of labelReaders over the same evolving stores, and checks
-// that both kinds of update occurred, so that it tests something.
+// FuzzUpdatesTheReadSetCallsAlikeRenderAlike is the randomized
+// equivalence test of the read set (package reads): over a random walk of
+// updates of random objects (labels, annotations, status, the fields
+// templates read, index keys), every update that leaves the fields a
+// configuration reads alike (and the object's index keys) renders byte for
+// byte what the state before it rendered, error included. It runs the
+// example Ingress library and every configuration of labelReaders over the
+// same evolving stores. The input is the walk's seed and length (at most
+// maxReadsWalk steps); the seed corpus is a walk of 1,200 steps, over
+// which both kinds of update must occur, so that it tests something.
 //
-// HTC_READS_STEPS and HTC_READS_SEED choose a longer or another walk.
-func TestUpdatesTheReadSetCallAlikeRenderAlike(t *testing.T) {
-	steps, seed := envInt(t, "HTC_READS_STEPS", 1200), envInt(t, "HTC_READS_SEED", 1)
-	rnd := rand.New(rand.NewPCG(uint64(seed), 7))
-	example := exampleSpec(t)
+// make test runs the seed corpus; make fuzz varies the walk.
+func FuzzUpdatesTheReadSetCallsAlikeRenderAlike(f *testing.F) {
+	f.Add(uint64(1), uint16(1200))
+	example := exampleSpec(f)
 	type subject struct {
 		name             string
 		engine           *Engine
-		alike, different int
+		alike, different atomic.Int64 // over every walk of this process
 	}
-	subjects := []*subject{{name: "example", engine: mustNew(t, example)}}
+	subjects := []*subject{{name: "example", engine: mustNew(f, example)}}
 	for _, lr := range labelReaders() {
-		subjects = append(subjects, &subject{name: lr.name, engine: mustEngine(t, lr.cfg, lr.opts...)})
+		subjects = append(subjects, &subject{name: lr.name, engine: mustEngine(f, lr.cfg, lr.opts...)})
 	}
-	stores := map[string]*store.Store{}
-	for key, w := range example.WatchedResources {
-		s, err := store.New(w.IndexBy)
-		require.NoError(t, err)
-		stores[key] = s
-	}
-	for i := range 12 {
-		for key, obj := range randomApp(i) {
-			require.NoError(t, stores[key].Add(&unstructured.Unstructured{Object: obj}))
+	var walked atomic.Int64
+	f.Cleanup(func() {
+		if walked.Load() < 1000 {
+			return // a fuzzing coordinator, or one short walk replayed
 		}
-	}
-	readers := store.Set{}
-	for k, s := range stores {
-		readers[k] = s
-	}
-	before := make([]string, len(subjects))
-	for i, s := range subjects {
-		before[i] = renderAll(t, s.engine, readers)
-	}
-	keys := slices.Sorted(func(yield func(string) bool) {
-		for k := range stores {
-			if !yield(k) {
-				return
-			}
+		for _, s := range subjects {
+			f.Logf("%s: %d updates read alike, %d not", s.name, s.alike.Load(), s.different.Load())
+			require.Positive(f, s.alike.Load(), "%s: no update read alike: the walk tests nothing", s.name)
+			require.Positive(f, s.different.Load(), "%s: every update read alike", s.name)
 		}
 	})
-	for step := range steps {
-		key := keys[rnd.IntN(len(keys))]
-		objs := stores[key].List()
-		old := objs[rnd.IntN(len(objs))]
-		updated := old.DeepCopy()
-		what := mutate(rnd, key, updated.Object)
-		oldKeys, err := stores[key].Keys(old)
-		require.NoError(t, err)
-		newKeys, err := stores[key].Keys(updated)
-		require.NoError(t, err)
-		require.NoError(t, stores[key].Update(updated))
-		for i, s := range subjects {
-			after := renderAll(t, s.engine, readers)
-			if slices.Equal(oldKeys, newKeys) && s.engine.Reads().Same(key, old.Object, updated.Object) {
-				s.alike++
-				require.Equal(t, before[i], after, "step %d, %s: %s of %s %s/%s reads alike but renders differently (reads: %v)",
-					step, s.name, what, key, old.GetNamespace(), old.GetName(), s.engine.Reads().Fields(key))
-			} else {
-				s.different++
-			}
-			before[i] = after
+	f.Fuzz(func(t *testing.T, seed uint64, steps uint16) {
+		steps = min(steps, maxReadsWalk)
+		rnd := rand.New(rand.NewPCG(seed, 7))
+		stores := map[string]*store.Store{}
+		for key, w := range example.WatchedResources {
+			s, err := store.New(w.IndexBy)
+			require.NoError(t, err)
+			stores[key] = s
 		}
-	}
-	for _, s := range subjects {
-		t.Logf("%s: %d updates read alike, %d not", s.name, s.alike, s.different)
-		require.Positive(t, s.alike, "%s: no update read alike: the walk tests nothing", s.name)
-		require.Positive(t, s.different, "%s: every update read alike", s.name)
-	}
+		for i := range 12 {
+			for key, obj := range randomApp(i) {
+				require.NoError(t, stores[key].Add(&unstructured.Unstructured{Object: obj}))
+			}
+		}
+		readers := store.Set{}
+		for k, s := range stores {
+			readers[k] = s
+		}
+		before := make([]string, len(subjects))
+		for i, s := range subjects {
+			before[i] = renderAll(t, s.engine, readers)
+		}
+		keys := slices.Sorted(maps.Keys(stores))
+		for step := range steps {
+			key := keys[rnd.IntN(len(keys))]
+			objs := stores[key].List()
+			old := objs[rnd.IntN(len(objs))]
+			updated := old.DeepCopy()
+			what := mutate(rnd, key, updated.Object)
+			oldKeys, err := stores[key].Keys(old)
+			require.NoError(t, err)
+			newKeys, err := stores[key].Keys(updated)
+			require.NoError(t, err)
+			require.NoError(t, stores[key].Update(updated))
+			for i, s := range subjects {
+				after := renderAll(t, s.engine, readers)
+				if slices.Equal(oldKeys, newKeys) && s.engine.Reads().Same(key, old.Object, updated.Object) {
+					s.alike.Add(1)
+					require.Equal(t, before[i], after, "seed %d step %d, %s: %s of %s %s/%s reads alike but renders differently (reads: %v)",
+						seed, step, s.name, what, key, old.GetNamespace(), old.GetName(), s.engine.Reads().Fields(key))
+				} else {
+					s.different.Add(1)
+				}
+				before[i] = after
+			}
+		}
+		walked.Add(int64(steps))
+	})
 }
 
-// envInt reads a positive integer from the environment, or returns def.
-func envInt(t *testing.T, name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	require.NoError(t, err, name)
-	return n
-}
+// maxReadsWalk bounds the walk of one input of
+// FuzzUpdatesTheReadSetCallsAlikeRenderAlike.
+const maxReadsWalk = 2000
 
 // exampleSpec is the example Ingress library's spec.
 func exampleSpec(t testing.TB) *config.HAProxyTemplateConfigSpec {

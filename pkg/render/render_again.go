@@ -20,15 +20,15 @@ import (
 // render Render returns read two states.
 
 // storesGeneration is the sum of the generations of the readers of set
-// (Store, Overlay and Without have one: their base store's): generations
-// only grow, so the sum is the same at two moments only when no store was
-// written between them. A Reader without a generation counts 0 (it cannot
-// be told to move, nor snapshotted: only tests make such readers).
+// (store.Reader.Generation: their Store's): generations only grow, so the
+// sum is the same at two moments only when no store was written between
+// them. A reader that reads no Store has 0 (it cannot be told to move,
+// nor snapshotted: only tests make such readers).
 func storesGeneration(set store.Set) uint64 {
 	var sum uint64
 	for _, r := range set {
-		if g, ok := r.(interface{ Generation() uint64 }); ok {
-			sum += g.Generation()
+		if r != nil {
+			sum += r.Generation()
 		}
 	}
 	return sum

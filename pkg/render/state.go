@@ -216,7 +216,7 @@ func (s *renderState) dict(v ...any) (map[string]any, error) {
 	if err := s.charge("dict", int64(len(v)/2+1)*entrySize+stringsSize(v...)); err != nil {
 		return nil, err
 	}
-	return s.own(staticFuncs["dict"].(func(...any) map[string]any)(v...)), nil
+	return s.own(sprigDict(v...)), nil
 }
 
 func (s *renderState) mustDeepCopy(v any) (any, error) {
@@ -242,8 +242,7 @@ func (s *renderState) mustFromJSON(v string) (any, error) {
 	if err := s.interrupted(); err != nil {
 		return nil, err
 	}
-	f := staticFuncs["mustFromJson"].(func(string) (any, error))
-	out, err := f(v)
+	out, err := sprigMustFromJSON(v)
 	if err != nil {
 		return nil, err
 	}
@@ -259,21 +258,21 @@ func (s *renderState) pick(d map[string]any, keys ...string) (map[string]any, er
 	if err := s.charge("pick", int64(len(keys))*entrySize); err != nil {
 		return nil, err
 	}
-	return s.own(staticFuncs["pick"].(func(map[string]any, ...string) map[string]any)(d, keys...)), nil
+	return s.own(sprigPick(d, keys...)), nil
 }
 
 func (s *renderState) omit(d map[string]any, keys ...string) (map[string]any, error) {
 	if err := s.charge("omit", int64(len(d))*entrySize); err != nil {
 		return nil, err
 	}
-	return s.own(staticFuncs["omit"].(func(map[string]any, ...string) map[string]any)(d, keys...)), nil
+	return s.own(sprigOmit(d, keys...)), nil
 }
 
 func (s *renderState) urlParse(v string) (map[string]any, error) {
 	if err := s.charge("urlParse", 8*entrySize+int64(len(v))); err != nil {
 		return nil, err
 	}
-	return s.own(staticFuncs["urlParse"].(func(string) map[string]any)(v)), nil
+	return s.own(sprigURLParse(v)), nil
 }
 
 func (s *renderState) set(d map[string]any, key string, value any) (map[string]any, error) {

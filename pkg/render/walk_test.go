@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/haproxy-template/htc/pkg/render/reads"
 )
 
 // TestEveryNodeTypeIsKnown reads the NodeType constants of the Go release
@@ -93,7 +95,7 @@ func TestTheAnalysesFailClosedOnAnUnknownNode(t *testing.T) {
 		root := template.New("").Funcs(staticFuncs).Funcs(dynamicFuncs(newRenderState(nil, "")))
 		_, err := root.AddParseTree("haproxy.cfg", tree())
 		require.NoError(t, err)
-		assert.True(t, scanReads(root, []string{"haproxy.cfg"}).Everything())
+		assert.True(t, reads.Scan(root, []string{"haproxy.cfg"}).Everything())
 	})
 }
 

@@ -214,11 +214,15 @@ func (o *Overlay) Unchanged(gen uint64, keys []string) bool {
 	return true
 }
 
-// Delta returns the index keys of the objects o adds and hides while its
-// base is at generation gen (ok is false when it is at another): a Get or
-// Fetch whose keys begin none of them answers as the base does.
-func (o *Overlay) Delta(gen uint64) (keys [][]string, ok bool) {
+// Delta returns, when of is o's base Store and it is at generation gen,
+// the index keys of the objects o adds and hides: a Get or Fetch whose
+// keys begin none of them answers as the base does. ok is false for any
+// other of, and when the base is at another generation.
+func (o *Overlay) Delta(of Reader, gen uint64) (keys [][]string, ok bool) {
 	b := o.base
+	if of != Reader(b) {
+		return nil, false
+	}
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if b.gen != gen {

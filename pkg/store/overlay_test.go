@@ -233,11 +233,40 @@ func TestOverlayDeltaNamesTheKeysItChanges(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			o, err := NewOverlay(s, tt.change)
 			require.NoError(t, err)
-			keys, ok := o.Delta(gen)
+			keys, ok := o.Delta(s, gen)
 			require.True(t, ok)
 			assert.Equal(t, tt.want, keys)
-			_, ok = o.Delta(gen + 1)
+			_, ok = o.Delta(s, gen+1)
 			assert.False(t, ok, "another generation of the base")
+			_, ok = o.Delta(o, gen)
+			assert.False(t, ok, "an overlay is compared with its base, not with itself")
+			other := overlayBase(t)
+			_, ok = o.Delta(other, other.Generation())
+			assert.False(t, ok, "another store")
 		})
 	}
+}
+
+// TestReadersTellTheirDeltaFromTheStoreTheyRead: a Store answers as itself
+// while at the generation it was at, and as no other reader; a Without is
+// never trusted (what it hides has no keys here); every reader has its
+// base's generation.
+func TestReadersTellTheirDeltaFromTheStoreTheyRead(t *testing.T) {
+	s := overlayBase(t)
+	gen := s.Generation()
+	keys, ok := s.Delta(s, gen)
+	assert.True(t, ok)
+	assert.Empty(t, keys)
+	_, ok = s.Delta(s, gen+1)
+	assert.False(t, ok, "another generation")
+	_, ok = s.Delta(overlayBase(t), gen)
+	assert.False(t, ok, "another store")
+	w := NewWithout(s, Name{Namespace: "ns1", Name: "a"})
+	_, ok = w.Delta(s, gen)
+	assert.False(t, ok)
+	assert.Equal(t, gen, w.Generation())
+	var none *Store
+	assert.Zero(t, none.Generation(), "a nil store reads nothing")
+	_, ok = none.Delta(none, 0)
+	assert.False(t, ok)
 }

@@ -24,6 +24,19 @@ type Reader interface {
 	// ByName returns the object with this namespace ("" for a
 	// cluster-scoped object) and name, whatever its index keys.
 	ByName(namespace, name string) (*unstructured.Unstructured, bool)
+	// Generation is the generation of the Store the reader reads
+	// (Store.Generation; an Overlay's or a Without's is its base's): it
+	// moves whenever what the reader answers may have changed. A reader
+	// that reads no Store (a fixed one, in tests) has 0.
+	Generation() uint64
+	// Delta compares the reader with of, a reader that was at generation
+	// gen: ok when it reads of's Store and that Store is still at gen, with
+	// keys the index keys of the objects it answers otherwise than of
+	// (none for of itself; an Overlay of a Store those its change adds and
+	// hides): a Get or Fetch whose keys begin none of them answers as of
+	// did at gen. ok is false otherwise, and whenever the reader cannot
+	// tell.
+	Delta(of Reader, gen uint64) (keys [][]string, ok bool)
 }
 
 // Operation is the kind of change an Overlay presents.

@@ -63,9 +63,21 @@ func (s *Store) Len() int {
 // Generation counts the writes that changed the store's contents: two
 // reads with the same Generation saw the same objects.
 func (s *Store) Generation() uint64 {
+	if s == nil {
+		return 0
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.gen
+}
+
+// Delta answers for s itself (see Reader): ok, with no keys, when of is s
+// and s is still at generation gen.
+func (s *Store) Delta(of Reader, gen uint64) (keys [][]string, ok bool) {
+	if s == nil || of != Reader(s) {
+		return nil, false
+	}
+	return nil, s.Generation() == gen
 }
 
 // IndexBy returns a copy of the index expressions.

@@ -35,15 +35,15 @@ type Without struct {
 
 var _ Reader = (*Without)(nil)
 
-// Generation is the generation of the base (Store.Generation), 0 when the
-// base has none: what Without hides is fixed, so it reads otherwise only
-// when its base was written.
-func (w *Without) Generation() uint64 {
-	if g, ok := w.base.(interface{ Generation() uint64 }); ok {
-		return g.Generation()
-	}
-	return 0
-}
+// Generation is the generation of the base (Store.Generation): what
+// Without hides is fixed, so it reads otherwise only when its base was
+// written.
+func (w *Without) Generation() uint64 { return w.base.Generation() }
+
+// Delta is never ok: what Without answers otherwise than its base (the
+// objects it hides) is not told by index keys here, so a reader that was
+// at a generation is read again rather than trusted.
+func (w *Without) Delta(Reader, uint64) ([][]string, bool) { return nil, false }
 
 // NewWithout returns base without the named objects. With nothing to hide
 // it still wraps base (reads then cost the same as the base's).

@@ -295,7 +295,7 @@ func copyValue(v any) any {
 }
 
 // Keep is what r's store keeps of each object when the templates read
-// whole paths of it and evaluate shape paths (render.ReadSet.Paths; the
+// whole paths of it and evaluate shape paths (reads.Set.Paths; the
 // one empty whole path for all of it): those paths, the fields r's index
 // reads, a Secret's data and stringData (the redactor removes them from
 // every message that leaves the controller, read or not), and AlwaysKept.

@@ -73,3 +73,19 @@ type Error struct {
 
 // Error returns the findings joined by "; ".
 func (e *Error) Error() string { return FindingsReason(e.Findings) }
+
+// Location is where the first finding is (phase.Located; see
+// FindingsLocation).
+func (e *Error) Location() string { return FindingsLocation(e.Findings) }
+
+// FindingsLocation is where the first of fs is: "FILE:LINE", the file
+// alone without a line, "" without a file.
+func FindingsLocation(fs []Finding) string {
+	if len(fs) == 0 || fs[0].File == "" {
+		return ""
+	}
+	if fs[0].Line > 0 {
+		return fs[0].File + ":" + strconv.Itoa(fs[0].Line)
+	}
+	return fs[0].File
+}

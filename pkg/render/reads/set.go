@@ -1,4 +1,4 @@
-package render
+package reads
 
 import (
 	"maps"
@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// ReadSet is what a configuration's templates can read of the watched
+// Set is what a configuration's templates can read of the watched
 // objects, found by reading the templates (see Engine.Reads): for each
 // store, the fields whose values any render may depend on. Everything
 // else of an object (e.g. its labels, when no template reads them) cannot
@@ -17,8 +17,8 @@ import (
 // It is an over-approximation: what it cannot follow (a template name
 // computed at render time, .resources passed to a function, an object
 // printed whole or handed to a function htc does not model) counts as
-// reading all of it. A ReadSet is immutable and safe for concurrent use.
-type ReadSet struct {
+// reading all of it. A Set is immutable and safe for concurrent use.
+type Set struct {
 	// everything: the templates may read any field of any store.
 	everything bool
 	// stores holds the fields read per store key; a store that is absent
@@ -86,13 +86,13 @@ func (t *fieldTrie) touch(path []string) bool {
 
 // Everything reports whether the templates may read any field of any
 // store (the analysis could not bound what they read).
-func (r *ReadSet) Everything() bool { return r == nil || r.everything }
+func (r *Set) Everything() bool { return r == nil || r.everything }
 
 // Fields lists the field paths the templates may read of store key's
 // objects ("" is the whole object), in order; nil when they read none.
 // List elements are not distinguished: "spec.rules.host" is the host of
 // every rule.
-func (r *ReadSet) Fields(key string) []string {
+func (r *Set) Fields(key string) []string {
 	if r.Everything() {
 		return []string{""}
 	}
@@ -124,7 +124,7 @@ func (r *ReadSet) Fields(key string) []string {
 // still ask whether an object exists). List elements are not
 // distinguished, as in Fields. Unlike Fields, keys holding dots stay one
 // step.
-func (r *ReadSet) Paths(key string) (whole, shape [][]string) {
+func (r *Set) Paths(key string) (whole, shape [][]string) {
 	if r.Everything() {
 		return [][]string{{}}, nil
 	}
@@ -155,7 +155,7 @@ func (r *ReadSet) Paths(key string) (whole, shape [][]string) {
 // alike: they agree on every field the templates may read. The object's
 // identity (namespace and name) and its place in the store (the store's
 // index keys) are the caller's to compare; Same looks only at content.
-func (r *ReadSet) Same(key string, old, updated map[string]any) bool {
+func (r *Set) Same(key string, old, updated map[string]any) bool {
 	if r.Everything() {
 		return reflect.DeepEqual(old, updated)
 	}

@@ -1,4 +1,4 @@
-package render
+package reads
 
 import (
 	"text/template/parse"
@@ -213,94 +213,19 @@ func constString(n parse.Node) (string, bool) {
 
 // call scans a call of function name at site with the argument nodes
 // nodes (the pipeline's previous value, when there is one, is the last of
-// args but has no node). Functions htc models follow the values through;
-// any other uses its arguments whole and returns nothing from the stores:
-// whatever it returns can only be made of what it was given.
+// args but has no node), by the function's rule (rules.go). A function
+// without a rule makes the scan give up.
 func (s *readScan) call(site parse.Node, name string, nodes []parse.Node, args []*absValue) *absValue {
-	c := callSite{site: site, nodes: nodes, args: args}
-	var v *absValue
-	switch name {
-	case "dict":
-		v = s.dict(c)
-	case "list", "tuple":
-		n := s.node(site)
-		for _, a := range args {
-			s.setIn(n, "", false, a)
-		}
-		v = &absValue{nodes: set(n)}
-	case "set":
-		if len(args) == 3 {
-			s.setKey(args[0], args[1], args[2], nodes)
-			v = args[0]
-		}
-	case "get", "index":
-		if len(args) >= 1 && len(nodes) == len(args) {
-			v = s.index(args[0], nodes[1:len(args)], args[1:])
-		}
-	case "hasKey":
-		if len(args) == 2 {
-			s.hasKey(args[0], args[1], nodes)
-			v = &absValue{}
-		}
-	case "default", "and", "or":
-		// Each returns one of its arguments, chosen by testing them.
-		v = &absValue{}
-		for _, a := range args {
-			s.test(a)
-			v.join(a)
-		}
-	case "addFile":
-		// An owner (the fourth argument on) names a store object in the
-		// source map by its kind, namespace and name: no field is read.
-		for _, a := range args[:min(len(args), 3)] {
-			s.use(a)
-		}
-		v = &absValue{}
-	case "warn", "fail":
-		// fail MESSAGE, or OBJECT MESSAGE: OBJECT only names the object
-		// (see owner).
-		if len(args) == 2 {
-			s.owner(args[0])
-			s.use(args[1])
-			v = &absValue{}
-		}
-	case "not":
-		for _, a := range args {
-			s.test(a)
-		}
-		v = &absValue{}
-	case "each":
-		if len(args) == 1 {
-			v = args[0]
-		}
-	case "include":
-		v = s.include(c)
-	case "fragments":
-		v = s.fragmentsCall(c)
-	case "emit":
-		// The key is used; the value is held by the channels, which
-		// emitted returns.
-		if len(args) == 3 {
-			s.use(args[0])
-			s.use(args[1])
-			s.setIn(s.emitted, "", false, args[2])
-			v = &absValue{}
-		}
-	case "emitted":
-		for _, a := range args {
-			s.use(a)
-		}
-		v = &absValue{nodes: set(s.emitted)}
-	case "field":
-		v = s.fieldCall(c)
+	r := rules[name]
+	if r == nil {
+		s.everything = true
+		return &absValue{}
 	}
-	if v != nil {
+	c := callSite{site: site, nodes: nodes, args: args}
+	if v := r(s, c); v != nil {
 		return v
 	}
-	for _, a := range args {
-		s.use(a)
-	}
-	return &absValue{}
+	return usesArgs(s, c)
 }
 
 // callSite is one function call: where it is, its argument nodes and

@@ -1,4 +1,4 @@
-package render
+package reads
 
 import (
 	"maps"
@@ -8,7 +8,7 @@ import (
 	"text/template/parse"
 )
 
-// scanReads finds what the templates of root can read of the watched
+// Scan finds what the templates of root can read of the watched
 // objects when the outputs (templates named entries) run with the render
 // context as their dot. It interprets the templates abstractly: values are
 // tracked as the store fields they come from (origins) and the maps the
@@ -16,8 +16,8 @@ import (
 // templates that builds one, with the values set into them), until nothing
 // grows. A field counts as read once its value is used: printed, tested,
 // compared, passed to a function, used as a map key or a store key. What
-// the scan cannot follow makes it give up (ReadSet.Everything).
-func scanReads(root *template.Template, entries []string) *ReadSet {
+// the scan cannot follow makes it give up (Set.Everything).
+func Scan(root *template.Template, entries []string) *Set {
 	s := &readScan{
 		root:    root,
 		reads:   map[string]*fieldTrie{},
@@ -35,7 +35,7 @@ func scanReads(root *template.Template, entries []string) *ReadSet {
 	}
 	for pass := 0; ; pass++ {
 		if s.everything || pass == maxScanPasses {
-			return &ReadSet{everything: true}
+			return &Set{everything: true}
 		}
 		s.grew = false
 		for _, name := range slices.Sorted(maps.Keys(s.dots)) {
@@ -45,12 +45,12 @@ func scanReads(root *template.Template, entries []string) *ReadSet {
 			}
 		}
 		if !s.grew {
-			return &ReadSet{everything: s.everything, stores: s.reads}
+			return &Set{everything: s.everything, stores: s.reads}
 		}
 	}
 }
 
-// maxScanPasses bounds the passes of scanReads; templates that need more
+// maxScanPasses bounds the passes of Scan; templates that need more
 // to settle read everything.
 const maxScanPasses = 64
 
@@ -171,7 +171,7 @@ func (sc *scope) lookup(name string) *absValue {
 	return &absValue{}
 }
 
-// readScan is the state of one scanReads.
+// readScan is the state of one Scan.
 type readScan struct {
 	root       *template.Template
 	reads      map[string]*fieldTrie
