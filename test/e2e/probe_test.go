@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/yaml"
 
 	"github.com/haproxy-template/htc/pkg/controller"
 )
@@ -45,10 +44,9 @@ const (
 // gateway). HTC_PROBE_REPORT names a file the result table is appended to;
 // HTC_PROBE_PROFILE a file for a CPU profile of the probed applies.
 type probeParams struct {
-	n, preload        int
-	workload          string
-	report, profile   string
-	admissionDeadline time.Duration
+	n, preload      int
+	workload        string
+	report, profile string
 }
 
 func probeParamsFromEnv(t *testing.T) probeParams {
@@ -200,14 +198,6 @@ func probeDynamicClient(t *testing.T) dynamic.Interface {
 	c, err := dynamic.NewForConfig(cfg)
 	require.NoError(t, err)
 	return c
-}
-
-// objectFromYAML is a manifest as an unstructured object.
-func objectFromYAML(t *testing.T, manifest string) *unstructured.Unstructured {
-	t.Helper()
-	var m map[string]any
-	require.NoError(t, yaml.Unmarshal([]byte(manifest), &m))
-	return &unstructured.Unstructured{Object: m}
 }
 
 // prober asks HAProxy for a route until it is served.
