@@ -42,8 +42,11 @@ func TestAnswersOfHAProxy30(t *testing.T) {
 	assert.True(t, parseRefNames(do("show map"))[mapPath], "show map names the map by its path")
 	keys, values, err := parseMapEntries(do("show map " + mapPath))
 	require.NoError(t, err)
-	assert.Equal(t, []string{"h0.example", "h1.example", "h2.example", "weird;key#\\x"}, keys)
-	assert.Equal(t, "nomatch odd value  with spaces", values[3])
+	assert.Equal(t, []string{"@app_web_80:app_web_0_0@x-set", "h0.example", "h1.example", "h2.example", "weird;key#\\x"}, keys)
+	require.Len(t, values, len(keys))
+	for i, k := range keys {
+		assert.Equal(t, m.routes[k], values[i], "the value of %q as HAProxy shows it", k)
+	}
 
 	site := bundle.Path(h.dir, bundle.KindCert, "site.pem")
 	assert.True(t, parseCertNames(do("show ssl cert"))[site])
