@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -120,6 +121,31 @@ func (e *env) reloadCounts(t *testing.T) map[string][2]int {
 	return out
 }
 
+// settledReloadCounts waits until no controller pod has a reload in
+// flight — its metric (counted once the reload succeeded) equals HAProxy's
+// own counter (counted when the master re-executes), twice in a row — and
+// returns the counts. A baseline read during a reload (the last one of the
+// routes just set up) would count that reload against what follows.
+func (e *env) settledReloadCounts(t *testing.T) map[string][2]int {
+	t.Helper()
+	var last map[string][2]int
+	eventually(t, time.Minute, "no reload in flight", func() error {
+		now := e.reloadCounts(t)
+		for pod, c := range now {
+			if c[0] != c[1] {
+				last = nil
+				return fmt.Errorf("pod %s: %d reloads counted by the controller, %d by HAProxy", pod, c[0], c[1])
+			}
+		}
+		if !maps.Equal(now, last) {
+			last = now
+			return fmt.Errorf("counts %v changed since the last read", now)
+		}
+		return nil
+	})
+	return last
+}
+
 // masterReloads runs `show proc` on the master socket in pod's HAProxy
 // container (with the image's perl: it has no socat) and returns the
 // master's reload counter.
@@ -221,7 +247,7 @@ func testDataPlane(t *testing.T, e *env) {
 	e.backendApp(t, "slow", 1)
 	e.servedBy(t, "web.example.com", func(string) bool { return true })
 	e.servedBy(t, "slow.example.com", func(string) bool { return true })
-	before := e.reloadCounts(t)
+	before := e.settledReloadCounts(t)
 	t.Logf("reloads before (metric, show proc) by controller pod: %v", before)
 
 	oldPods := map[string]bool{}
