@@ -402,29 +402,32 @@ func anyEndpointOf(s *endpointService) func(int, string) bool {
 func noEndpoint(status int, _ string) bool { return status == http.StatusServiceUnavailable }
 
 // masterCommand sends one command to HAProxy's master socket and returns
-// its answer (the master closes the connection at the "quit" after it). While the
-// master re-executes for a reload its socket refuses connections: the
-// connection is tried again for up to 10 s.
+// its answer (the master closes the connection at the "quit" after it).
+// A reload interrupts the exchange (the master re-executes and refuses
+// connections for a moment, a worker's session ends): it is tried again
+// for up to 10 s.
 func masterCommand(socket, cmd string) (string, error) {
-	var c net.Conn
-	var err error
+	exchange := func() (string, error) {
+		c, err := net.DialTimeout("unix", socket, 10*time.Second)
+		if err != nil {
+			return "", err
+		}
+		defer c.Close()
+		if err := c.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
+			return "", err
+		}
+		if _, err := io.WriteString(c, cmd+"\nquit\n"); err != nil {
+			return "", err
+		}
+		b, err := io.ReadAll(c)
+		return string(b), err
+	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if c, err = net.DialTimeout("unix", socket, 10*time.Second); err == nil || time.Now().After(deadline) {
-			break
+		answer, err := exchange()
+		if err == nil || time.Now().After(deadline) {
+			return answer, err
 		}
 	}
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	if err := c.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
-		return "", err
-	}
-	if _, err := io.WriteString(c, cmd+"\nquit\n"); err != nil {
-		return "", err
-	}
-	b, err := io.ReadAll(c)
-	return string(b), err
 }
 
 // showProc is HAProxy's master's `show proc`: the master's reload counter
@@ -525,9 +528,18 @@ func (r endpointResult) tables() string {
 	}
 	routes := r.params.routes + endpointProbes
 	var b strings.Builder
-	b.WriteString("| mode | routes | probes | served p50 | p90 | p99 | max | added ready p50 | turned ready p50 | update p50 | reloads |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
-	fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", mode, routes, len(r.samples),
-		q(all, 0.5), q(all, 0.9), q(all, 0.99), q(all, 1), q(byKind["added ready"], 0.5), q(byKind["turned ready"], 0.5), q(apply, 0.5), r.probeReloads)
+	b.WriteString("| mode | routes | probed endpoints | served p50 | p90 | p99 | max | update p50 | reloads |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, row := range []struct {
+		what string
+		ds   []time.Duration
+	}{{"all", all}, {"added ready", byKind["added ready"]}, {"turned ready", byKind["turned ready"]}} {
+		reloads := "-"
+		if row.what == "all" {
+			reloads = r.probeReloads.String()
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d %s | %s | %s | %s | %s | %s | %s |\n", mode, routes, len(row.ds), row.what,
+			q(row.ds, 0.5), q(row.ds, 0.9), q(row.ds, 0.99), q(row.ds, 1), q(apply, 0.5), reloads)
+	}
 	b.WriteString("\n| mode | routes | Services | changes (add / flip / remove) | updates took | in HAProxy after | reloads | workers after (old) | server changes at run time | CPU s/change (test process / haproxy -c) |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	per := func(d time.Duration) string {
 		if r.params.changes == 0 {
