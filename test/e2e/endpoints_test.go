@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -192,39 +191,3 @@ const (
 	runtimeFailedApplies = `htc_haproxy_runtime_applies_total{result="failed"}`
 	runtimeMismatches    = `htc_runtime_mismatch_total`
 )
-
-// reloadCount is the reloads the controller counted (htc_haproxy_reloads_total,
-// result success) and the reloads HAProxy's master counted (show proc).
-type reloadCount struct{ metric, master int }
-
-func (a reloadCount) sub(b reloadCount) reloadCount {
-	return reloadCount{a.metric - b.metric, a.master - b.master}
-}
-
-func (a reloadCount) String() string {
-	if a.metric == a.master {
-		return strconv.Itoa(a.metric)
-	}
-	return fmt.Sprintf("%d (show proc: %d)", a.metric, a.master)
-}
-
-// settledReloads waits until no reload is in flight — the controller's
-// count (of reloads it saw succeed) equals HAProxy's (of reloads the
-// master started), twice in a row — and returns the counts: a count read
-// during a reload would put that reload on the wrong side.
-func settledReloads(t *testing.T, rc *runningController, socket string) reloadCount {
-	t.Helper()
-	var last *reloadCount
-	deadline := time.Now().Add(time.Minute)
-	for {
-		now := reloadCount{int(metric(t, rc, reloadsSuccess)), masterReloads(t, socket)}
-		if now.metric == now.master && last != nil && *last == now {
-			return now
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a reload stayed in flight for a minute: the controller counted %d, HAProxy %d\n%s", now.metric, now.master, tail(rc.logs.String(), 30))
-		}
-		last = &now
-		time.Sleep(200 * time.Millisecond)
-	}
-}
