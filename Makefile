@@ -22,7 +22,7 @@ IMAGE_ARCHIVE ?= bin/htc-image.oci.tar
 # The commit time, so that an unchanged tree builds an identical image.
 CREATED ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null || echo 1970-01-01T00:00:00Z)
 
-.PHONY: all build test test-repeat unit race e2e bench bench-scale bench-propagation fuzz lint generate demo demo-offline haproxy image clean help test-assets cluster-test conformance cluster-demo cluster-up cluster-down
+.PHONY: all build test test-repeat unit race e2e bench bench-scale bench-propagation bench-endpoints fuzz lint generate demo demo-offline haproxy image clean help test-assets cluster-test conformance cluster-demo cluster-up cluster-down
 
 all: build
 
@@ -147,6 +147,28 @@ bench-propagation: haproxy ## route propagation by the probe method (WORKLOAD=in
 	$(WITH_HAPROXY) HTC_HAPROXY30=$(HAPROXY30) HTC_PROBE_WORKLOAD=$(or $(WORKLOAD),ingress) HTC_PROBE_PRELOAD=$(or $(PRELOAD),1000) HTC_PROBE_N=$(or $(N),100) \
 	  HTC_PROBE_PROFILE=$(PROFILE) HTC_PROBE_REPORT=$(REPORT) \
 	  $(GO) test -count=1 -v -timeout 3h -run '^TestSustainedAppliesAreNeverRefused$$' ./test/e2e/
+
+# make bench-endpoints [PRELOAD=n] [SERVICES=n] [N=n] [CHANGES=n] [RELOAD_ONLY=1] [REPORT=file]:
+# endpoint propagation and reloads during endpoint churn (issue 32) against a
+# real API server, the controller in-process and a real HAProxy on
+# loopback. PRELOAD Ingress routes (default 1000) go to SERVICES Services
+# (default a tenth of them, at most 100) of two ready endpoints each; each
+# endpoint is an HTTP server of the test on its own loopback address. Then
+# (a) N times (default 100) one endpoint of an otherwise empty Service is
+# added ready or turns ready, timed from the EndpointSlice update
+# returning to HAProxy's first answer from it (polled every 5 ms); (b)
+# CHANGES endpoint changes (default 1000: adds, readiness flips, removals)
+# back to back. Prints the propagation percentiles, the reloads (the
+# controller's metric and HAProxy's show proc), HAProxy's workers after
+# the churn, the server changes applied at run time and the test
+# process's CPU seconds per change, and fails on any reload. RELOAD_ONLY=1
+# runs the controller reload-only for comparison (and so fails on its
+# reloads, after the report). make test runs it at 50 routes, 6 probes,
+# 20 changes.
+bench-endpoints: haproxy ## endpoint propagation and reloads during endpoint churn (PRELOAD=n routes, SERVICES=n, N=n probed, CHANGES=n, RELOAD_ONLY=1, REPORT=file)
+	$(WITH_HAPROXY) HTC_HAPROXY30=$(HAPROXY30) HTC_ENDPOINTS_PRELOAD=$(or $(PRELOAD),1000) HTC_ENDPOINTS_SERVICES=$(SERVICES) \
+	  HTC_ENDPOINTS_N=$(or $(N),100) HTC_ENDPOINTS_CHANGES=$(or $(CHANGES),1000) HTC_ENDPOINTS_RELOAD_ONLY=$(RELOAD_ONLY) HTC_ENDPOINTS_REPORT=$(REPORT) \
+	  $(GO) test -count=1 -v -timeout 3h -run '^TestEndpointChangesAreServedWithoutReload$$' ./test/e2e/
 
 # make fuzz [FUZZTIME=d]: run every fuzz target for FUZZTIME (default 5m)
 # each, one after another; make test runs their seed corpora only. A
