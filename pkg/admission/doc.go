@@ -85,8 +85,8 @@
 //   - It ends at that bound, or when the last caller waiting for it has
 //     left.
 //   - Each caller waits under its own deadline: when that comes first (or
-//     the caller is cancelled), it is answered at once, and the run goes
-//     on for the others. A caller whose deadline is the run's bound or
+//     the caller is cancelled), it is answered at once (a decision:
+//     ReasonTimedOut, or cancelled), and the run goes on for the others. A caller whose deadline is the run's bound or
 //     later waits for the run's own answer, which the bound brings: the
 //     request that started a decision gets its "timed out during ..."
 //     rather than a bare deadline.

@@ -87,7 +87,7 @@ func (r *repeats) decide(ctx context.Context, key string, st *State, base *Basel
 	})
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return Deny("", reasonTimedOut), Report{}
+		return Deny("", ReasonTimedOut), Report{}
 	case err != nil:
 		return Deny("", reasonCancelled), Report{}
 	}

@@ -38,7 +38,7 @@ func TestARepeatWhoseDeadlineComesFirstIsAnsweredWhileTheDecisionGoesOn(t *testi
 	select {
 	case d := <-answered:
 		assert.False(t, d.Allowed)
-		assert.Equal(t, reasonTimedOut, d.Reason)
+		assert.Equal(t, ReasonTimedOut, d.Reason)
 	case <-time.After(time.Minute): // a guard against a hang, not a timing
 		require.Fail(t, "the repeat waited past its deadline for the decision it joined")
 	}

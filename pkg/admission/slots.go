@@ -16,9 +16,10 @@ const ReasonBusy = "htc is busy: too many changes are being checked at once to c
 // for its decision (the client gone).
 const reasonCancelled = "validation was cancelled before the decision was made"
 
-// reasonTimedOut denies a repeated change whose deadline passed while it
-// waited for the decision an identical request started (see repeats).
-const reasonTimedOut = "validation timed out before the decision was made"
+// ReasonTimedOut denies a change whose deadline passed while it waited for
+// the decision an identical request started, which goes on for that
+// request (see repeats and the rule for shared runs in the package doc).
+const ReasonTimedOut = "validation timed out before the decision was made"
 
 // slots bounds the checks that run at once and estimates how long one
 // takes, so that a request that cannot finish before its deadline is
