@@ -277,8 +277,7 @@ func (au *auditor) judge(ctx context.Context, ing *unstructured.Unstructured) au
 	}
 	dctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
-	dctx, rep := admission.WithReport(dctx)
-	d := au.admitter.Resource(dctx, admission.Request{Change: watched.Change{Resource: ingressesGVR, Operation: store.Update, Object: switched, OldObject: ing}})
+	d, rep := au.admitter.Decide(dctx, admission.Request{Change: watched.Change{Resource: ingressesGVR, Operation: store.Update, Object: switched, OldObject: ing}})
 	out.Verdict.Allowed, out.Verdict.Reason = d.Allowed, d.Reason
 	if rep.Verdict != nil {
 		out.Verdict.Warnings = au.warnings(rep.Verdict.Bundle, ing)

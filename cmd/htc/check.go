@@ -68,16 +68,13 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// budgets.
 	dctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
-	var d admission.Decision
-	if isConfig(obj) {
-		d = a.Config(dctx, admission.Request{Change: watched.Change{Resource: config.GroupVersion.WithResource(config.Resource), Operation: store.Update, Object: obj.Unstructured}})
-	} else {
-		req, err := o.request(obj, f)
-		if err != nil {
+	req := admission.Request{Change: watched.Change{Resource: config.GroupVersion.WithResource(config.Resource), Operation: store.Update, Object: obj.Unstructured}}
+	if !isConfig(obj) {
+		if req, err = o.request(obj, f); err != nil {
 			return err
 		}
-		d = a.Resource(dctx, req)
 	}
+	d, _ := a.Decide(dctx, req)
 	if ctx.Err() != nil {
 		return errInterrupted // the decision is about the signal, not the change
 	}

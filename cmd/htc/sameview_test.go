@@ -148,7 +148,7 @@ func webhookView(t *testing.T, cfgPath string, svc, ing *unstructured.Unstructur
 	a := &admission.Admitter{Env: env}
 	a.SetState(&admission.State{Pipeline: p, Stores: stores})
 	handler := webhook.NewHandler(webhook.HandlerOptions{Registry: webhook.NewRegistry(map[string]webhook.Validator{
-		"networking.k8s.io/v1.Ingress": webhook.ValidatorFunc(a.Resource),
+		"networking.k8s.io/v1.Ingress": webhook.ValidatorFunc(a.Decide),
 	})})
 
 	raw, err := json.Marshal(ing.Object)

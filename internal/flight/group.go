@@ -1,13 +1,17 @@
 // Package flight runs one function per key for all concurrent callers, as
-// golang.org/x/sync/singleflight does, with one difference that matters for
-// work that runs processes: the shared run has a context of its own, which
-// is cancelled when the last caller waiting for it gives up. A caller whose
-// context ends stops waiting at once; the run goes on while anyone waits.
+// golang.org/x/sync/singleflight does, under htc's one rule for shared runs
+// (written down in package admission's doc): the run is nobody's, it
+// carries a bound of its own, it ends when the last caller waiting for it
+// has left, and each caller waits under its own deadline. Every shared run
+// on the admission path goes through Do: the admission's repeated
+// decisions, the check cache and the embedded tests' cache.
 package flight
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"time"
 )
 
 // Group deduplicates concurrent calls by key. The zero Group is ready to
@@ -23,14 +27,24 @@ type call[T any] struct {
 	val     T
 	err     error
 	waiters int
+	bound   time.Time
 	cancel  context.CancelFunc
 }
 
 // Do returns the result of fn for key: a run started now, or one already
-// under way for the same key (shared is then true). fn gets a context that
-// carries ctx's values but is cancelled only when every caller waiting for
-// this run has given up. When ctx ends first, Do returns ctx's error.
-func (g *Group[T]) Do(ctx context.Context, key string, fn func(context.Context) (T, error)) (val T, shared bool, err error) {
+// under way for the same key (shared is then true).
+//
+// fn runs under a context of its own: it carries ctx's values but neither
+// its cancellation nor its deadline; it ends at bound (the run's own
+// deadline, fixed by the caller that starts the run; zero: none, fn bounds
+// itself) and when every caller waiting for the run has left.
+//
+// Each caller waits under its own ctx: when ctx is cancelled, or its
+// deadline comes before the run's bound, Do returns ctx's error at once
+// and the run goes on for the others. A caller whose deadline is the
+// run's bound or later waits for the run's own answer, which fn gives at
+// its bound at the latest (fn must honour its context).
+func (g *Group[T]) Do(ctx context.Context, key string, bound time.Time, fn func(context.Context) (T, error)) (val T, shared bool, err error) {
 	g.mu.Lock()
 	if g.calls == nil {
 		g.calls = map[string]*call[T]{}
@@ -39,17 +53,19 @@ func (g *Group[T]) Do(ctx context.Context, key string, fn func(context.Context) 
 	if shared {
 		c.waiters++
 	} else {
-		runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		c = &call[T]{done: make(chan struct{}), waiters: 1, cancel: cancel}
+		runCtx, cancel := runContext(ctx, bound)
+		c = &call[T]{done: make(chan struct{}), waiters: 1, bound: bound, cancel: cancel}
 		g.calls[key] = c
 		go g.run(runCtx, key, c, fn)
 	}
 	g.mu.Unlock()
 
+	wait, stop := waitContext(ctx, c.bound)
+	defer stop()
 	select {
 	case <-c.done:
 		return c.val, shared, c.err
-	case <-ctx.Done():
+	case <-wait.Done():
 		g.mu.Lock()
 		c.waiters--
 		if c.waiters == 0 {
@@ -64,6 +80,35 @@ func (g *Group[T]) Do(ctx context.Context, key string, fn func(context.Context) 
 		var zero T
 		return zero, shared, ctx.Err()
 	}
+}
+
+// runContext is the context of a run that a caller with ctx starts: ctx's
+// values, none of its cancellation or deadline, ending at bound (zero:
+// only when cancelled).
+func runContext(ctx context.Context, bound time.Time) (context.Context, context.CancelFunc) {
+	nobodys := context.WithoutCancel(ctx)
+	if bound.IsZero() {
+		return context.WithCancel(nobodys)
+	}
+	return context.WithDeadline(nobodys, bound)
+}
+
+// waitContext is what a caller with ctx waits under for a run that ends
+// at bound: ctx itself, unless ctx's deadline is bound or later. Then the
+// run answers first, and only a cancellation of ctx (the client gone)
+// ends the wait early.
+func waitContext(ctx context.Context, bound time.Time) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if !ok || bound.IsZero() || deadline.Before(bound) {
+		return ctx, func() {}
+	}
+	wait, stop := context.WithCancel(context.WithoutCancel(ctx))
+	unhook := context.AfterFunc(ctx, func() {
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			stop()
+		}
+	})
+	return wait, func() { unhook(); stop() }
 }
 
 // Waiting returns the number of callers waiting for key's run (0 when none

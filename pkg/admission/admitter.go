@@ -104,27 +104,44 @@ func (a *Admitter) InFlight() int { return a.slots.inFlight() }
 // State returns the current state (nil before the first SetState).
 func (a *Admitter) State() *State { return a.state.Load() }
 
+// Decide decides one request: a proposed HAProxyTemplateConfig as a config
+// (Config), any other as a change of a watched resource (Resource). It is
+// the admission path's entry (see the package doc's map): the webhook's
+// validators and htc check call it. The Report says what the decision
+// learned besides its answer; a caller that does not observe the path
+// drops it.
+func (a *Admitter) Decide(ctx context.Context, req Request) (Decision, Report) {
+	if req.Resource.GroupResource() == configResource {
+		return a.Config(ctx, req)
+	}
+	return a.Resource(ctx, req)
+}
+
+// configResource is the resource of HAProxyTemplateConfigs.
+var configResource = config.GroupVersion.WithResource(config.Resource).GroupResource()
+
 // Resource decides a change of a watched resource: the configuration is
 // rendered over the actual stores with the change applied and checked. A
 // change that alters no store (e.g. outside every label selector), or
 // that alters no field the templates read (e.g. labels no template reads),
 // is allowed without a check. An identical request against the same live
 // state is answered with the decision made for it (repeats).
-func (a *Admitter) Resource(ctx context.Context, req Request) Decision {
+func (a *Admitter) Resource(ctx context.Context, req Request) (Decision, Report) {
 	st := a.state.Load()
-	var o outcome
+	var d Decision
+	var r Report
 	switch {
 	case st == nil || st.Pipeline == nil:
-		o = deny(phase.Render, ReasonNoConfig)
+		d = Deny(phase.Render, ReasonNoConfig)
 	case !a.watched(req):
-		o = allow()
+		d = Allow()
 	default:
 		base := a.Baseline(st)
-		o = a.repeated().decide(ctx, a.repeatKey(st, base, req), st, base, func(ctx context.Context) outcome {
+		d, r = a.repeated().decide(ctx, a.repeatKey(st, base, req), st, base, func(ctx context.Context) (Decision, Report) {
 			return a.decideResource(ctx, st, base, req)
 		})
 	}
-	return a.redacted(st, req, o).answer(ctx)
+	return a.redacted(st, req, d, r)
 }
 
 // repeated returns the Admitter's repeats, made on first use.
@@ -139,20 +156,20 @@ func (a *Admitter) repeated() *repeats {
 // decideResource is Resource's decision, against the baseline base: what
 // each store would see (none: allowed), a change no template reads
 // (allowed, see rendersAlike), else a check slot (or busy) and the judge.
-func (a *Admitter) decideResource(ctx context.Context, st *State, base *Baseline, req Request) outcome {
+func (a *Admitter) decideResource(ctx context.Context, st *State, base *Baseline, req Request) (Decision, Report) {
 	changes, err := st.Pipeline.Model.StoreChanges(req.Change)
 	if err != nil {
-		return deny(phase.Render, err.Error())
+		return Deny(phase.Render, err.Error()), Report{}
 	}
 	if len(changes) == 0 {
-		return allow()
+		return Allow(), Report{}
 	}
 	if st.Pipeline.RendersAlike(st.Stores, changes) {
 		return a.rendersAlike(base)
 	}
 	stores, changed, err := watched.Apply(store.ReadOnly(st.Stores), changes)
 	if err != nil {
-		return deny(phase.Render, err.Error())
+		return Deny(phase.Render, err.Error()), Report{}
 	}
 	release, ok := a.slots.acquire(ctx, a.MaxInFlight)
 	if !ok {
@@ -171,11 +188,8 @@ func (a *Admitter) decideResource(ctx context.Context, st *State, base *Baseline
 // exactly as before, so the change introduces nothing and needs no check.
 // What was failing before is still failing; it is a warning, as for any
 // other change.
-func (a *Admitter) rendersAlike(base *Baseline) outcome {
-	o := allow(existingWarnings(base.failures())...)
-	o.Existing = base.failures()
-	o.RendersAlike = true
-	return o
+func (a *Admitter) rendersAlike(base *Baseline) (Decision, Report) {
+	return Allow(existingWarnings(base.failures())...), Report{Existing: base.failures(), RendersAlike: true}
 }
 
 // watched reports whether the object req changes is in a watched namespace
@@ -203,60 +217,61 @@ func (a *Admitter) watched(req Request) bool {
 // (with a warning). When the proposed config fails over the current
 // resources, the reason says where but not what (see hideLiveStateDetails),
 // and so does the log: htc check over the same state shows the details.
-func (a *Admitter) Config(ctx context.Context, req Request) Decision {
+func (a *Admitter) Config(ctx context.Context, req Request) (Decision, Report) {
 	st := a.state.Load()
-	o, listed := a.config(ctx, st, req)
-	return a.redacted(st, req, o, listed...).answer(ctx)
+	d, r, listed := a.config(ctx, st, req)
+	return a.redacted(st, req, d, r, listed...)
 }
 
 // config is Config's decision against the state st, and the stores it
 // listed for it.
-func (a *Admitter) config(ctx context.Context, st *State, req Request) (outcome, []*store.Store) {
+func (a *Admitter) config(ctx context.Context, st *State, req Request) (Decision, Report, []*store.Store) {
 	if req.Object == nil {
-		return allow(), nil
+		return Allow(), Report{}, nil
 	}
 	if name := (types.NamespacedName{Namespace: req.Object.GetNamespace(), Name: req.Object.GetName()}); a.OwnConfig.Name != "" && name != a.OwnConfig {
-		return allow(fmt.Sprintf("HAProxyTemplateConfig %s is not checked: no htc controller uses it (this one uses %s)", name, a.OwnConfig)), nil
+		return Allow(fmt.Sprintf("HAProxyTemplateConfig %s is not checked: no htc controller uses it (this one uses %s)", name, a.OwnConfig)), Report{}, nil
 	}
 	cfg, err := config.FromUnstructured(req.Object)
 	if err != nil {
-		return deny(phase.Config, err.Error()), nil
+		return Deny(phase.Config, err.Error()), Report{}, nil
 	}
 	p, err := dryrun.Build(cfg, a.Env)
 	if err != nil {
 		if ic, ok := errors.AsType[*dryrun.InvalidConfigError](err); ok {
-			return deny(phase.Config, ic.Error()), nil
+			return Deny(phase.Config, ic.Error()), Report{}, nil
 		}
-		return deny(phase.Render, phase.Reason(err)), nil
+		return Deny(phase.Render, phase.Reason(err)), Report{}, nil
 	}
 	stores, listed, err := a.storesFor(ctx, st, p)
 	if err != nil {
 		a.logger().Warn("a proposed HAProxyTemplateConfig could not be judged: listing what it reads failed",
 			"namespace", req.Object.GetNamespace(), "name", req.Object.GetName(), "error", errors.Unwrap(err))
-		return deny("", err.Error()), nil
+		return Deny("", err.Error()), Report{}, nil
 	}
 	release, ok := a.slots.acquire(ctx, a.MaxInFlight)
 	if !ok {
-		return busy(), listed
+		d, r := busy()
+		return d, r, listed
 	}
 	defer release()
 	base := a.Baseline(st)
 	if base != nil {
 		base = base.movedTo(p.Model)
 	}
-	o := a.judge(ctx, base, proposal{pipeline: p, stores: stores, action: configAdmission(st, cfg)})
+	d, r := a.judge(ctx, base, proposal{pipeline: p, stores: stores, action: configAdmission(st, cfg)})
 	if a.RevealLiveState {
-		return o, listed
+		return d, r, listed
 	}
-	hidden := hideLiveStateDetails(o)
-	if hidden.Reason != o.Reason {
+	hidden, r := hideLiveStateDetails(d, r)
+	if hidden.Reason != d.Reason {
 		// The details stay out of the log too: a template can slice any
 		// object's data into them, past what redaction recognises.
 		a.logger().Warn("a proposed HAProxyTemplateConfig fails over the current resources",
-			"namespace", req.Object.GetNamespace(), "name", req.Object.GetName(), "phase", string(o.Phase),
+			"namespace", req.Object.GetNamespace(), "name", req.Object.GetName(), "phase", string(d.Phase),
 			"reason", hidden.Reason)
 	}
-	return hidden, listed
+	return hidden, r, listed
 }
 
 // configAdmission is how changes of the config are admitted: as the
@@ -281,8 +296,6 @@ func (a *Admitter) logger() *slog.Logger {
 }
 
 // busy denies a change the controller could not check in time.
-func busy() outcome {
-	o := deny("", ReasonBusy)
-	o.Busy = true
-	return o
+func busy() (Decision, Report) {
+	return Deny("", ReasonBusy), Report{Busy: true}
 }

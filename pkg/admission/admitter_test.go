@@ -243,6 +243,24 @@ func TestConfig(t *testing.T) {
 	assert.Equal(t, "no Ingress may exist", d.Reason, "htc check shows it: the requester supplied the state")
 }
 
+// Decide is the one entry: a proposed HAProxyTemplateConfig is judged as a
+// config (its templates over the current resources), any other request as
+// a change of a watched resource.
+func TestDecideJudgesAConfigAsAConfigAndAnyOtherRequestAsAChange(t *testing.T) {
+	v, _ := newValidator(t)
+	ctx := context.Background()
+	broken := configReq(t, strings.Replace(routingConfig, "{{- $svc := $.resources.services.Get $ing.metadata.namespace $ing.spec.rules0service }}\n",
+		"{{- if $ing }}{{ fail \"no Ingress may exist\" }}{{ end }}\n", 1))
+	d := decided(ctx, v.Decide, broken)
+	assert.False(t, d.Allowed, "judged as a config")
+	assert.Equal(t, phase.Render, d.Phase)
+	assert.Contains(t, d.Reason, "the proposed configuration fails over the current resources")
+
+	d = decided(ctx, v.Decide, req(ingressesGVR, store.Create, obj(t, ingress(t, "api", "api.example.com", "api")), nil))
+	assert.False(t, d.Allowed, "judged as a change")
+	assert.Equal(t, "Service 'api' not found", d.Reason)
+}
+
 func TestTimeoutDenies(t *testing.T) {
 	v, _ := newValidator(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)

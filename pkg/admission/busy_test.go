@@ -70,38 +70,27 @@ func TestBusyIsDecidedByTheCallersDeadline(t *testing.T) {
 
 	short, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	short, report := WithReport(short)
-	d := a.Resource(short, newIngress(t, "short"))
+	d, report := a.Resource(short, newIngress(t, "short"))
 	assert.False(t, d.Allowed)
 	assert.True(t, report.Busy, "two seconds do not leave time for a one-minute check")
 	assert.Equal(t, ReasonBusy, d.Reason)
 
 	long, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
-	long, report = WithReport(long)
-	got := make(chan Decision)
-	go func() { got <- a.Resource(long, newIngress(t, "long")) }()
+	got := make(chan struct {
+		d Decision
+		r Report
+	})
+	go func() {
+		d, r := a.Resource(long, newIngress(t, "long"))
+		got <- struct {
+			d Decision
+			r Report
+		}{d, r}
+	}()
 	release()
-	d = <-got
-	assert.False(t, report.Busy, "an hour leaves time: it waits for the slot")
-	require.NotNil(t, report.Verdict, "and is checked")
-	assert.Contains(t, d.Reason, "no HAProxy checker is configured")
-}
-
-// Every wrapper that asks for the report of one decision gets the same
-// one: the webhook's handler and the controller's metrics read what the
-// Admitter wrote.
-func TestWithReportIsSharedAlongTheWay(t *testing.T) {
-	outer, first := WithReport(context.Background())
-	inner, second := WithReport(outer)
-	assert.Same(t, first, second)
-	assert.Equal(t, outer, inner)
-	a, release := busyAdmitter(t)
-	defer release()
-	short, cancel := context.WithTimeout(inner, 2*time.Second)
-	defer cancel()
-	a.Resource(short, newIngress(t, "short"))
-	assert.True(t, first.Busy, "the outer report holds the decision")
-	_, fresh := WithReport(context.Background())
-	assert.NotSame(t, first, fresh)
+	waited := <-got
+	assert.False(t, waited.r.Busy, "an hour leaves time: it waits for the slot")
+	require.NotNil(t, waited.r.Verdict, "and is checked")
+	assert.Contains(t, waited.d.Reason, "no HAProxy checker is configured")
 }

@@ -48,12 +48,11 @@ type decision struct {
 	admission.Report
 }
 
-// decided is admit's decision of r (an Admitter's Resource or Config)
-// with the report it gave (admission.WithReport).
-func decided(ctx context.Context, admit func(context.Context, admission.Request) admission.Decision, r admission.Request) decision {
-	ctx, rep := admission.WithReport(ctx)
-	d := admit(ctx, r)
-	return decision{Decision: d, Report: *rep}
+// decided is admit's decision of r (an Admitter's Decide, Resource or
+// Config) with the report it returned beside it.
+func decided(ctx context.Context, admit func(context.Context, admission.Request) (admission.Decision, admission.Report), r admission.Request) decision {
+	d, rep := admit(ctx, r)
+	return decision{Decision: d, Report: rep}
 }
 
 // wholeState is the State of p over stores that hold whole objects (as a

@@ -13,11 +13,11 @@ import (
 	"github.com/haproxy-template/htc/pkg/watched"
 )
 
-// maxJudgeRounds bounds the checks of one judgement: the first, and a
+// maxJudgeRounds bounds the checks the judge makes of one change: the first, and a
 // few more when failures that were there before the change resurface.
 const maxJudgeRounds = 4
 
-// proposal is what one judgement needs to know about a change.
+// proposal is what the judge needs to know about a change.
 type proposal struct {
 	pipeline *dryrun.Pipeline
 	stores   store.Set
@@ -44,7 +44,7 @@ type proposal struct {
 //     warning each); the others are introduced and deny (Warn mode: a
 //     warning). A check that timed out denies, and so does a diagnosis
 //     whose rounds ran out before the rest passed (incomplete).
-func (a *Admitter) judge(ctx context.Context, base *Baseline, pr proposal) outcome {
+func (a *Admitter) judge(ctx context.Context, base *Baseline, pr proposal) (Decision, Report) {
 	known := base.keys()
 	hidden := base.quarantine(pr.changed)
 	diag := pr.pipeline.Diagnose(ctx, pr.stores, dryrun.DiagnoseOptions{
@@ -54,23 +54,17 @@ func (a *Admitter) judge(ctx context.Context, base *Baseline, pr proposal) outco
 		RunnableCode: base.runnableCode(),
 	})
 	if last := lastVerdict(diag); last.TimedOut {
-		o := deny(last.Phase, last.Reason)
-		o.Verdict = last
-		return o
+		return Deny(last.Phase, last.Reason), Report{Verdict: last}
 	}
-	return a.decide(base, pr, confirm(ctx, base, pr, hidden, diag))
+	diag, existing, introduced := confirm(ctx, base, pr, hidden, diag)
+	return a.decide(base, pr, diag, existing, introduced)
 }
 
-// judgement is what the judge found: the diagnosis the decision stands
-// on, and its failures split into those the baseline has and the others.
-type judgement struct {
-	diag                 *dryrun.Diagnosis
-	existing, introduced []dryrun.Failure
-}
-
-// confirm is the judge's second step. Without it (nothing was hidden, no
-// time, or nothing to confirm), the first diagnosis stands: its candidates
-// are introduced, and the baseline's failures the change did not fix
+// confirm is the judge's second step: the diagnosis the decision stands
+// on, and its failures split into those the baseline has (existing) and
+// the others (introduced). Without it (nothing was hidden, no time, or
+// nothing to confirm), the first diagnosis stands: its candidates are
+// introduced, and the baseline's failures the change did not fix
 // (stillFailing) are existing. With it, one diagnosis of the proposal with
 // nothing hidden (tests skipped: they depend on the config alone):
 //
@@ -80,12 +74,12 @@ type judgement struct {
 //   - after the first passed, it tells which of the hidden failures are
 //     still there (existing) and which the change broke differently
 //     (introduced, also when its rounds ran out before the rest).
-func confirm(ctx context.Context, base *Baseline, pr proposal, hidden []bundle.ObjectRef, diag *dryrun.Diagnosis) judgement {
+func confirm(ctx context.Context, base *Baseline, pr proposal, hidden []bundle.ObjectRef, first *dryrun.Diagnosis) (diag *dryrun.Diagnosis, existing, introduced []dryrun.Failure) {
 	known := base.keys()
-	_, candidates := split(diag.Failures, known)
-	first := judgement{diag: diag, existing: stillFailing(base, pr.changed, diag), introduced: candidates}
-	if len(hidden) == 0 || (len(candidates) == 0 && diag.Passing == nil) || !timeFor(ctx, 2*roundTime(lastVerdict(diag))) {
-		return first
+	_, candidates := split(first.Failures, known)
+	stays := stillFailing(base, pr.changed, first)
+	if len(hidden) == 0 || (len(candidates) == 0 && first.Passing == nil) || !timeFor(ctx, 2*roundTime(lastVerdict(first))) {
+		return first, stays, candidates
 	}
 	// Once the change passed without the hidden objects, only they can
 	// fail: one round each and one to pass.
@@ -94,38 +88,39 @@ func confirm(ctx context.Context, base *Baseline, pr proposal, hidden []bundle.O
 		rounds = len(hidden) + maxJudgeRounds
 	}
 	full := pr.pipeline.Diagnose(ctx, pr.stores, dryrun.DiagnoseOptions{MaxRounds: rounds, SkipTests: true, RunnableCode: base.runnableCode()})
-	existing, introduced := split(full.Failures, known)
+	existing, introduced = split(full.Failures, known)
 	switch {
 	case len(candidates) > 0 && full.Complete:
-		return judgement{diag: full, existing: existing, introduced: introduced}
+		return full, existing, introduced
 	case len(candidates) > 0:
-		return first
+		return first, stays, candidates
 	case full.Complete:
-		return judgement{diag: diag, existing: existing, introduced: introduced}
+		return first, existing, introduced
 	default:
-		first.introduced = introduced
-		return first
+		return first, stays, introduced
 	}
 }
 
-// decide is the judge's last step: the decision on what it found.
-func (a *Admitter) decide(base *Baseline, pr proposal, f judgement) outcome {
-	last := lastVerdict(f.diag)
-	var o outcome
+// decide is the judge's last step: the decision on what it found (see
+// confirm), and its report.
+func (a *Admitter) decide(base *Baseline, pr proposal, diag *dryrun.Diagnosis, existing, introduced []dryrun.Failure) (Decision, Report) {
+	last := lastVerdict(diag)
+	var d Decision
+	r := Report{Verdict: last, Existing: existing}
 	switch {
-	case len(f.introduced) > 0 && pr.action == watched.AdmissionWarn:
-		o = allow(append([]string{"would be denied (validationAction: Warn): " + a.introducedReason(base, pr, f.introduced)}, existingWarnings(f.existing)...)...)
-		o.Warned = true
-	case len(f.introduced) > 0:
-		o = deny(f.introduced[0].Phase, a.introducedReason(base, pr, f.introduced))
-	case !f.diag.Complete:
-		o = deny(last.Phase, "the change could not be judged: failures kept appearing in objects it does not touch; "+last.Reason)
-		o.Incomplete = true
+	case len(introduced) > 0 && pr.action == watched.AdmissionWarn:
+		d = Allow(append([]string{"would be denied (validationAction: Warn): " + a.introducedReason(base, pr, introduced)}, existingWarnings(existing)...)...)
+		r.Warned = true
+	case len(introduced) > 0:
+		d = Deny(introduced[0].Phase, a.introducedReason(base, pr, introduced))
+	case !diag.Complete:
+		d = Deny(last.Phase, "the change could not be judged: failures kept appearing in objects it does not touch; "+last.Reason)
+		r.Incomplete = true
 	default:
-		o = allow(append(append(existingWarnings(f.existing), last.Warnings...), templateWarnings(last.Bundle, pr.changed)...)...)
+		d = Allow(append(append(existingWarnings(existing), last.Warnings...), templateWarnings(last.Bundle, pr.changed)...)...)
 	}
-	o.Introduced, o.Existing, o.Verdict = f.introduced, f.existing, last
-	return o
+	d.Introduced = introduced
+	return d, r
 }
 
 // templateWarnings are the warnings the templates gave (warn) about the
@@ -166,12 +161,6 @@ func roundTime(v *dryrun.Verdict) time.Duration {
 		d += t
 	}
 	return d
-}
-
-// timeFor reports whether ctx leaves at least d.
-func timeFor(ctx context.Context, d time.Duration) bool {
-	deadline, ok := ctx.Deadline()
-	return !ok || time.Until(deadline) > d
 }
 
 // stillFailing returns the baseline's failures the change did not fix: a

@@ -41,14 +41,16 @@ const defaultRepeatEntries = 32
 // holds weak pointers to them, which tell a gone State from a new one the
 // allocator put at its address.
 type repeats struct {
-	flights flight.Group[outcome]
+	flights flight.Group[kept]
 	decided *lru.Cache // key text -> kept
 }
 
-// kept is a decision kept for repeats: the outcome (Verdict without its
-// Bundle) and the State and Baseline it was made against.
+// kept is a decision and its report as repeats hands them on: the answer
+// of a shared run, and (with the State and Baseline it was made against,
+// the Verdict without its Bundle) an entry of the LRU.
 type kept struct {
-	o    outcome
+	d    Decision
+	r    Report
 	st   weak.Pointer[State]
 	base weak.Pointer[Baseline]
 }
@@ -58,67 +60,58 @@ type kept struct {
 // it made is given again.
 func (a *Admitter) ForgetDecisions() { a.repeats.Store(nil) }
 
-// decide returns the decision for req under key: a reused one, or
-// decide's. A shared run keeps the deadline of the request that started it
-// (the flight's own context carries none): the caller owns the deadline,
-// here as everywhere on the path. At that deadline a caller waits for the
-// run's own answer (a timed-out verdict, given as soon as its checks stop)
-// instead of racing it; a cancelled ctx (the client gone) stops the wait
-// at once.
-func (r *repeats) decide(ctx context.Context, key string, st *State, base *Baseline, decide func(context.Context) outcome) outcome {
+// decide returns the decision for req under key: a kept one, or decide's,
+// shared by the identical requests that arrive while it is made. The
+// shared decision follows the rule for shared runs (package doc, and
+// flight.Group.Do): its bound is the deadline of the request that started
+// it; each request waits under its own deadline (one that comes first is
+// answered at once, timed out) and a cancelled one (the client gone)
+// stops waiting at once.
+func (r *repeats) decide(ctx context.Context, key string, st *State, base *Baseline, decide func(context.Context) (Decision, Report)) (Decision, Report) {
 	if key == "" {
 		return decide(ctx)
 	}
 	against := kept{st: weak.Make(st), base: weak.Make(base)}
 	if v, ok := r.decided.Get(key); ok && v.(kept).st == against.st && v.(kept).base == against.base {
-		o := v.(kept).o
-		o.Reused = true
-		return o
+		k := v.(kept)
+		k.r.Reused = true
+		return k.d, k.r
 	}
-	deadline, bounded := ctx.Deadline()
-	wait, stop := context.WithCancel(context.WithoutCancel(ctx))
-	defer stop()
-	defer context.AfterFunc(ctx, func() {
-		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			stop()
+	bound, _ := ctx.Deadline()
+	k, shared, err := r.flights.Do(ctx, key, bound, func(ctx context.Context) (kept, error) {
+		d, rep := decide(ctx)
+		if reusable(rep) {
+			r.decided.Add(key, kept{d: d, r: slim(rep), st: against.st, base: against.base})
 		}
-	})()
-	o, shared, err := r.flights.Do(wait, key, func(ctx context.Context) (outcome, error) {
-		if bounded {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithDeadline(ctx, deadline)
-			defer cancel()
-		}
-		o := decide(ctx)
-		if reusable(o) {
-			against.o = slim(o)
-			r.decided.Add(key, against)
-		}
-		return o, nil
+		return kept{d: d, r: rep}, nil
 	})
-	if err != nil {
-		return deny("", reasonCancelled)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return Deny("", ReasonTimedOut), Report{}
+	case err != nil:
+		return Deny("", reasonCancelled), Report{}
 	}
-	o.Reused = shared
-	return o
+	k.r.Reused = shared
+	return k.d, k.r
 }
 
-// reusable reports whether o holds for any identical request against the
-// same state: not if it depended on time or load.
-func reusable(o outcome) bool {
-	return !o.Busy && !o.Incomplete && (o.Verdict == nil || !o.Verdict.TimedOut)
+// reusable reports whether a decision with report r holds for any
+// identical request against the same state: not if it depended on time or
+// load.
+func reusable(r Report) bool {
+	return !r.Busy && !r.Incomplete && (r.Verdict == nil || !r.Verdict.TimedOut)
 }
 
-// slim returns o without its rendered bundle and the stores it rendered
-// over (kept decisions must not hold a whole configuration, or the
-// proposed objects, each).
-func slim(o outcome) outcome {
-	if o.Verdict != nil && (o.Verdict.Bundle != nil || o.Verdict.Stores != nil) {
-		v := *o.Verdict
+// slim returns r without its verdict's rendered bundle and the stores it
+// rendered over (kept decisions must not hold a whole configuration, or
+// the proposed objects, each).
+func slim(r Report) Report {
+	if r.Verdict != nil && (r.Verdict.Bundle != nil || r.Verdict.Stores != nil) {
+		v := *r.Verdict
 		v.Bundle, v.Stores = nil, nil
-		o.Verdict = &v
+		r.Verdict = &v
 	}
-	return o
+	return r
 }
 
 // repeatKey identifies a request against a live state: the operation,

@@ -63,14 +63,14 @@ func (a *Admitter) Redactor(st *State) *redact.Redactor {
 	return a.redactors.of(st, a.Private, a.PrivateWords)
 }
 
-// redacted returns o with every secret value removed from its reason,
-// warnings and failures: the data of the State's Secrets, of the Secrets
+// redacted returns d and r with every secret value removed from the
+// reason, warnings and failures: the data of the State's Secrets, of the Secrets
 // in listed (the stores listed for a proposed config) and of the
 // request's own objects (a Secret's admission never prints its data), and
 // the private values.
-func (a *Admitter) redacted(st *State, req Request, o outcome, listed ...*store.Store) outcome {
-	if o.Reason == "" && len(o.Warnings) == 0 && len(o.Introduced) == 0 && len(o.Existing) == 0 {
-		return o
+func (a *Admitter) redacted(st *State, req Request, d Decision, r Report, listed ...*store.Store) (Decision, Report) {
+	if d.Reason == "" && len(d.Warnings) == 0 && len(d.Introduced) == 0 && len(r.Existing) == 0 {
+		return d, r
 	}
 	ob := redact.NewBuilder().AddSecret(req.Object).AddSecret(req.OldObject)
 	for _, s := range listed {
@@ -81,11 +81,11 @@ func (a *Admitter) redacted(st *State, req Request, o outcome, listed ...*store.
 	own := ob.Build()
 	all := a.redactors.of(st, a.Private, a.PrivateWords)
 	clean := func(s string) string { return own.String(all.String(s)) }
-	o.Reason = clean(o.Reason)
-	o.Warnings = own.Strings(all.Strings(o.Warnings))
-	o.Introduced = withReasons(o.Introduced, clean)
-	o.Existing = withReasons(o.Existing, clean)
-	return o
+	d.Reason = clean(d.Reason)
+	d.Warnings = own.Strings(all.Strings(d.Warnings))
+	d.Introduced = withReasons(d.Introduced, clean)
+	r.Existing = withReasons(r.Existing, clean)
+	return d, r
 }
 
 // withReasons returns a copy of fs with each reason passed through f (the
@@ -114,25 +114,25 @@ func mapFailures(fs []dryrun.Failure, f func(dryrun.Failure) dryrun.Failure) []d
 // object's data), so it never leaves in the response. A config's own
 // failures (validation, templates that do not parse, its embedded tests
 // over their fixtures) are shown in full.
-func hideLiveStateDetails(d outcome) outcome {
-	v := d.Verdict
+func hideLiveStateDetails(d Decision, r Report) (Decision, Report) {
+	v := r.Verdict
 	if v == nil {
-		return d
+		return d, r
 	}
 	if !d.Allowed && !v.TimedOut && v.Phase != phase.Tests && v.Phase != phase.Config && !vocabularyOnly(v.Err) {
 		d.Reason = hiddenReason(d.Phase, v.Err) + "; the message is not shown because it can contain data of objects the requester may not read (htc check over the same state prints it)"
 		hide := func(f dryrun.Failure) dryrun.Failure { f.Reason = hiddenReason(f.Phase, nil); return f }
 		d.Introduced = mapFailures(d.Introduced, hide)
-		d.Existing = mapFailures(d.Existing, hide)
+		r.Existing = mapFailures(r.Existing, hide)
 	}
 	if !d.Allowed {
-		return d
+		return d, r
 	}
 	var ws []string
-	if d.Warned && len(d.Introduced) > 0 {
+	if r.Warned && len(d.Introduced) > 0 {
 		ws = append(ws, "would be denied (validationAction: Warn): "+hiddenReason(d.Introduced[0].Phase, v.Err))
 	}
-	for _, f := range d.Existing {
+	for _, f := range r.Existing {
 		ws = append(ws, "failing before this change (not denied): "+objectNames(f))
 	}
 	n := len(v.Warnings)
@@ -145,7 +145,7 @@ func hideLiveStateDetails(d outcome) outcome {
 		ws = append(ws, fmt.Sprintf("haproxy -c reported %d warnings over the current resources (not shown: they can contain data of objects the requester may not read)", n))
 	}
 	d.Warnings = ws
-	return d
+	return d, r
 }
 
 // vocabularyOnly reports whether a failure's reason is made of HAProxy's

@@ -16,6 +16,11 @@ const ReasonBusy = "htc is busy: too many changes are being checked at once to c
 // for its decision (the client gone).
 const reasonCancelled = "validation was cancelled before the decision was made"
 
+// ReasonTimedOut denies a change whose deadline passed while it waited for
+// the decision an identical request started, which goes on for that
+// request (see repeats and the rule for shared runs in the package doc).
+const ReasonTimedOut = "validation timed out before the decision was made"
+
 // slots bounds the checks that run at once and estimates how long one
 // takes, so that a request that cannot finish before its deadline is
 // turned away early (busy) instead of queueing until the API server gives
@@ -55,16 +60,12 @@ func (s *slots) acquire(ctx context.Context, n int) (release func(), ok bool) {
 		return s.taken(), true
 	default:
 	}
-	wait := ctx
-	if deadline, has := ctx.Deadline(); has {
-		est := time.Duration(s.estimate.Load())
-		if time.Until(deadline) <= est {
-			return nil, false
-		}
-		var cancel context.CancelFunc
-		wait, cancel = context.WithDeadline(ctx, deadline.Add(-est))
-		defer cancel()
+	est := time.Duration(s.estimate.Load())
+	if !timeFor(ctx, est) {
+		return nil, false
 	}
+	wait, cancel := leaving(ctx, est)
+	defer cancel()
 	select {
 	case s.sem <- struct{}{}:
 		return s.taken(), true

@@ -76,9 +76,9 @@ func TestBusyDecision(t *testing.T) {
 	defer cancel()
 	_, ok = a.slots.acquire(ctx, a.MaxInFlight)
 	assert.False(t, ok)
-	d := busy()
+	d, r := busy()
 	assert.False(t, d.Allowed)
-	assert.True(t, d.Busy)
+	assert.True(t, r.Busy)
 	assert.Equal(t, ReasonBusy, d.Reason)
 }
 

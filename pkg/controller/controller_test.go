@@ -221,11 +221,10 @@ func TestConfigLoopWiring(t *testing.T) {
 
 	ing, _ := c.registry.Lookup("networking.k8s.io/v1.Ingress")
 	require.NotNil(t, ing)
-	d := ing.Admit(ctx, ingressReq(ingressObj("a", "missing")))
+	d, _ := ing.Admit(ctx, ingressReq(ingressObj("a", "missing")))
 	assert.False(t, d.Allowed)
 	assert.Equal(t, "Service 'missing' not found", d.Reason)
-	rctx, report := admission.WithReport(ctx)
-	d = ing.Admit(rctx, ingressReq(ingressObj("a", "echo")))
+	d, report := ing.Admit(ctx, ingressReq(ingressObj("a", "echo")))
 	assert.True(t, d.Allowed, "%+v", d)
 	assert.True(t, report.Verdict.TestsCached, "the tests were warmed when the config was applied")
 
@@ -233,7 +232,7 @@ func TestConfigLoopWiring(t *testing.T) {
 	_, err := dyn.Resource(servicesGVR).Namespace("default").Create(ctx, svc("default", "late", ""), metav1.CreateOptions{})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		return ing.Admit(ctx, ingressReq(ingressObj("b", "late"))).Allowed
+		return decisionOf(ing.Admit(ctx, ingressReq(ingressObj("b", "late")))).Allowed
 	}, 10*time.Second, 20*time.Millisecond)
 
 	// The config validator denies a config whose tests fail and one that does not validate.
@@ -241,12 +240,12 @@ func TestConfigLoopWiring(t *testing.T) {
 	require.NotNil(t, cv)
 	broken := smallConfig(t, false)
 	require.NoError(t, unstructured.SetNestedField(broken.Object, "global\n  bogus-keyword\n", "spec", "haproxyConfig", "template"))
-	d = cv.Admit(ctx, configReq(broken))
+	d, _ = cv.Admit(ctx, configReq(broken))
 	assert.False(t, d.Allowed)
 	assert.NotEmpty(t, d.Reason)
 	invalid := smallConfig(t, false)
 	unstructured.RemoveNestedField(invalid.Object, "spec", "watchedResources")
-	d = cv.Admit(ctx, configReq(invalid))
+	d, _ = cv.Admit(ctx, configReq(invalid))
 	assert.False(t, d.Allowed)
 	assert.Contains(t, d.Reason, "watchedResources")
 
@@ -263,7 +262,7 @@ func TestConfigLoopWiring(t *testing.T) {
 		return ok
 	}, 20*time.Second, 20*time.Millisecond, "the new watched resource was not registered")
 	cm, _ := c.registry.Lookup("v1.ConfigMap")
-	d = cm.Admit(ctx, admission.Request{Change: watched.Change{Resource: cmGVR, Operation: store.Create, Object: maintenance}})
+	d, _ = cm.Admit(ctx, admission.Request{Change: watched.Change{Resource: cmGVR, Operation: store.Create, Object: maintenance}})
 	assert.False(t, d.Allowed)
 	assert.Equal(t, "maintenance", d.Reason, "the new template and the new store are live")
 
@@ -276,7 +275,7 @@ func TestConfigLoopWiring(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return promtestutil.ToFloat64(c.metrics.liveFailures) == 1
 	}, 20*time.Second, 20*time.Millisecond, "the live loop never reported the failure")
-	d = ing.Admit(ctx, ingressReq(ingressObj("c", "echo")))
+	d, _ = ing.Admit(ctx, ingressReq(ingressObj("c", "echo")))
 	assert.True(t, d.Allowed, d.Reason)
 	assert.Equal(t, []string{"failing before this change (not denied): maintenance"}, d.Warnings)
 	got, err := dyn.Resource(configGVR).Namespace("htc-system").Get(ctx, "htc", metav1.GetOptions{})
@@ -387,3 +386,6 @@ func ingressReq(obj *unstructured.Unstructured) admission.Request {
 func configReq(obj *unstructured.Unstructured) admission.Request {
 	return admission.Request{Change: watched.Change{Resource: configGVR, Operation: store.Update, Object: obj}}
 }
+
+// decisionOf is the decision of a validator's answer, without its report.
+func decisionOf(d admission.Decision, _ admission.Report) admission.Decision { return d }

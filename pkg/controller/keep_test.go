@@ -41,7 +41,7 @@ func TestConfigReadingMoreFieldsListsAgain(t *testing.T) {
 	assert.NotContains(t, stored().Object, "spec")
 	ing, _ := c.registry.Lookup("networking.k8s.io/v1.Ingress")
 	require.NotNil(t, ing)
-	require.True(t, ing.Admit(ctx, ingressReq(ingressObj("a", "echo"))).Allowed)
+	require.True(t, decisionOf(ing.Admit(ctx, ingressReq(ingressObj("a", "echo")))).Allowed)
 
 	// The next config also reads the Service's tier label.
 	next := smallConfig(t, false)
@@ -57,7 +57,7 @@ func TestConfigReadingMoreFieldsListsAgain(t *testing.T) {
 	assert.Nil(t, stored().GetAnnotations(), "what no config reads is still not kept")
 	ing, _ = c.registry.Lookup("networking.k8s.io/v1.Ingress")
 	require.Eventually(t, func() bool {
-		d := ing.Admit(ctx, ingressReq(ingressObj("b", "echo")))
+		d, _ := ing.Admit(ctx, ingressReq(ingressObj("b", "echo")))
 		return d.Allowed && slices.Equal(d.Warnings, []string{"failing before this change (not denied): Service 'echo' is broken"})
 	}, 20*time.Second, 20*time.Millisecond, "the live configuration fails on the label the new config reads")
 
@@ -70,7 +70,7 @@ func TestConfigReadingMoreFieldsListsAgain(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		ing, _ := c.registry.Lookup("networking.k8s.io/v1.Ingress")
-		return ing.Admit(ctx, ingressReq(ingressObj("c", "echo"))).Allowed
+		return decisionOf(ing.Admit(ctx, ingressReq(ingressObj("c", "echo")))).Allowed
 	}, 20*time.Second, 20*time.Millisecond)
 	assert.Equal(t, before, strings.Count(logs.String(), "listing again"))
 }

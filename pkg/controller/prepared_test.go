@@ -78,20 +78,20 @@ func TestProposedConfigIsJudgedOverAPreparedWatcher(t *testing.T) {
 	})
 	proposed := withTimeoutOf(pruneCheckConfig())
 	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-	d := cv.Admit(short, configReq(proposed))
+	d, _ := cv.Admit(short, configReq(proposed))
 	cancel()
 	assert.False(t, d.Allowed)
 	assert.Equal(t, "the proposed config could not be judged: it reads configmaps.v1 otherwise than the config in use, and listing them from the API server goes on after the admission deadline; apply it again in a moment", d.Reason)
 	close(release)
 
-	require.Eventually(t, func() bool { return cv.Admit(ctx, configReq(proposed)).Allowed }, 20*time.Second, 20*time.Millisecond,
+	require.Eventually(t, func() bool { return decisionOf(cv.Admit(ctx, configReq(proposed))).Allowed }, 20*time.Second, 20*time.Millisecond,
 		"judged over the prepared watcher's store: timeout server 7s")
 	bad := cm.DeepCopy()
 	bad.Object["data"] = map[string]any{"u": "7x"}
 	bad.SetResourceVersion("2")
 	_, err := dyn.Resource(cmGVR).Namespace("default").Update(ctx, bad, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return !cv.Admit(ctx, configReq(proposed)).Allowed }, 20*time.Second, 20*time.Millisecond,
+	require.Eventually(t, func() bool { return !decisionOf(cv.Admit(ctx, configReq(proposed))).Allowed }, 20*time.Second, 20*time.Millisecond,
 		"the prepared watcher keeps its store current: timeout server 7x is denied")
 	assert.Equal(t, 2, listsOf(dyn), "one list for every admission of the proposed config")
 
@@ -126,7 +126,7 @@ func TestProposedConfigTheControllerMayNotListIsDenied(t *testing.T) {
 	})
 	cv, _ := c.registry.Lookup("haproxy-template.io/v1alpha1.HAProxyTemplateConfig")
 	require.NotNil(t, cv)
-	d := cv.Admit(ctx, configReq(withTimeoutOf(pruneCheckConfig())))
+	d, _ := cv.Admit(ctx, configReq(withTimeoutOf(pruneCheckConfig())))
 	assert.False(t, d.Allowed)
 	assert.Equal(t, "the proposed config could not be judged: it reads configmaps.v1 otherwise than the config in use, and listing them is forbidden to the controller; grant its service account get, list and watch on them first", d.Reason)
 	c.prepared.mu.Lock()

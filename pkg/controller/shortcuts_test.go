@@ -138,9 +138,8 @@ func (f *shortcutFixture) waitCondition(t *testing.T, status metav1.ConditionSta
 // admit decides req as the webhook does (the validators' wrappers).
 func (f *shortcutFixture) admit(t *testing.T, req admission.Request) reported {
 	t.Helper()
-	ctx, report := admission.WithReport(t.Context())
-	d := f.c.observed("test", f.c.admitter.Resource, true).Admit(ctx, req)
-	return reported{Decision: d, Report: *report}
+	d, report := f.c.observed("test", f.c.admitter.Decide, true).Admit(t.Context(), req)
+	return reported{Decision: d, Report: report}
 }
 
 // reported is a Decision with its Report, as the tests read them.

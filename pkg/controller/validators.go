@@ -26,33 +26,28 @@ func (c *controller) rules(model *watched.Model, log *slog.Logger) []webhook.Rul
 }
 
 // validators returns the webhook validators of a config's rules: the
-// admitter's Resource for every watched resource admission checks, its
-// Config for HAProxyTemplateConfig objects, each observed by the metrics
-// (and the Resource admissions by the shadow checks).
+// admitter's Decide (a config for the HAProxyTemplateConfig rule, a change
+// of a watched resource for the others), observed by the metrics, and the
+// watched resources' admissions by the shadow checks too.
 func (c *controller) validators(rules []webhook.Rule) map[string]webhook.Validator {
 	out := make(map[string]webhook.Validator, len(rules))
 	for _, r := range rules {
-		if r.StoreKey == "" {
-			out[r.GVKString] = c.observed(r.GVKString, c.admitter.Config, false)
-			continue
-		}
-		out[r.GVKString] = c.observed(r.GVKString, c.admitter.Resource, true)
+		out[r.GVKString] = c.observed(r.GVKString, c.admitter.Decide, r.StoreKey != "")
 	}
 	return out
 }
 
 // observed wraps an admission function with the validation metrics, read
-// from the decision's report (admission.WithReport): the decision's
-// latency by phase, the per-phase check durations and test cache hits; a
-// change admitted only because of validationAction: Warn is counted and
-// recorded as an Event on the config. Every admission first interrupts a
-// shadow check in progress (it runs when the controller is idle). With
-// sample (the admission of watched resources), what it decided through a
-// shortcut is offered to the shadow checks, with the generations of the
-// stores before it started (a sample of a render the stores changed under
-// is not taken).
-func (c *controller) observed(gvk string, admit func(context.Context, admission.Request) admission.Decision, sample bool) webhook.Validator {
-	return webhook.ValidatorFunc(func(ctx context.Context, req admission.Request) admission.Decision {
+// from the decision's report: the decision's latency by phase, the
+// per-phase check durations and test cache hits; a change admitted only
+// because of validationAction: Warn is counted and recorded as an Event on
+// the config. Every admission first interrupts a shadow check in progress
+// (it runs when the controller is idle). With sample (the admission of
+// watched resources), what it decided through a shortcut is offered to the
+// shadow checks, with the generations of the stores before it started (a
+// sample of a render the stores changed under is not taken).
+func (c *controller) observed(gvk string, admit func(context.Context, admission.Request) (admission.Decision, admission.Report), sample bool) webhook.Validator {
+	return webhook.ValidatorFunc(func(ctx context.Context, req admission.Request) (admission.Decision, admission.Report) {
 		c.shadow.Busy()
 		start := time.Now()
 		before := c.admitter.State()
@@ -60,13 +55,12 @@ func (c *controller) observed(gvk string, admit func(context.Context, admission.
 		if sample && before != nil {
 			gens = shadow.Generations(before.Stores)
 		}
-		ctx, report := admission.WithReport(ctx)
-		d := admit(ctx, req)
+		d, r := admit(ctx, req)
 		if sample {
-			c.sampleAdmission(before, gens, req, *report)
+			c.sampleAdmission(before, gens, req, r)
 		}
-		c.measured(gvk, req, d, *report, time.Since(start))
-		return d
+		c.measured(gvk, req, d, r, time.Since(start))
+		return d, r
 	})
 }
 

@@ -33,7 +33,7 @@ func BenchmarkAdmissionHTTPS(b *testing.B) {
 	for _, n := range benchSizes {
 		c := newBenchCluster(b, n)
 		a := c.admitter() // under the handler's production deadline
-		reg := webhook.NewRegistry(map[string]webhook.Validator{"networking.k8s.io/v1.Ingress": webhook.ValidatorFunc(a.Resource)})
+		reg := webhook.NewRegistry(map[string]webhook.Validator{"networking.k8s.io/v1.Ingress": webhook.ValidatorFunc(a.Decide)})
 		url, client := startWebhook(b, webhook.NewHandler(webhook.HandlerOptions{Registry: reg}))
 		body := reviewBody(b, c)
 		post(b, client, url, body) // warms the embedded test cache, as the controller does on load

@@ -14,9 +14,11 @@ import (
 	"github.com/haproxy-template/htc/pkg/store"
 )
 
-// Verdict is what one check learned about one state of the stores: whether
-// the configuration rendered from it passes every phase, and if not, where
-// it failed and why.
+// Verdict is what one check found about one state of the stores: whether
+// the configuration rendered from it passes every phase, and if not,
+// where it failed and why. How the check got there (times, caches, the
+// stores it read) is its Trace, for metrics and the shadow checks: no
+// answer is built from it.
 type Verdict struct {
 	// Phase is the phase that failed; empty when the configuration passed.
 	Phase phase.Phase
@@ -30,16 +32,27 @@ type Verdict struct {
 	// Warnings are HAProxy's simplified warnings of a passing check (and
 	// the syntax and schema findings haproxy -c did not confirm).
 	Warnings []string
-	// Overruled are the syntax and schema findings haproxy -c did not
-	// confirm: they did not fail the check.
-	Overruled []haproxy.Overruled
-	// Durations are the times of the phases that ran (render, policy,
-	// syntax, schema, semantic, tests), also when one failed.
-	Durations map[phase.Phase]time.Duration
 	// Bundle is the rendered configuration (nil when rendering failed).
 	Bundle *bundle.Bundle
 	// BundleHash is Bundle.Hash() (empty when rendering failed).
 	BundleHash string
+	// CodeNotRun reports a bundle that loads code the caller did not
+	// trust (CheckOptions.RunnableCode): only the policy, syntax and
+	// schema phases ran, neither haproxy -c nor the embedded tests.
+	CodeNotRun bool
+
+	Trace
+}
+
+// Trace is how a check reached its Verdict: what the controller's metrics
+// count and the shadow checks replay. Nothing of it reaches a response.
+type Trace struct {
+	// Durations are the times of the phases that ran (render, policy,
+	// syntax, schema, semantic, tests), also when one failed.
+	Durations map[phase.Phase]time.Duration
+	// Overruled are the syntax and schema findings haproxy -c did not
+	// confirm: they did not fail the check.
+	Overruled []haproxy.Overruled
 	// Stores are the stores the check rendered over (for a round of
 	// Diagnose, without the objects it hid): what a full render needs to
 	// render the same state again (package shadow's admission samples).
@@ -51,10 +64,6 @@ type Verdict struct {
 	// cache of an equal bundle checked before (Durations then hold only
 	// the render's).
 	CheckCached bool
-	// CodeNotRun reports a bundle that loads code the caller did not
-	// trust (CheckOptions.RunnableCode): only the policy, syntax and
-	// schema phases ran, neither haproxy -c nor the embedded tests.
-	CodeNotRun bool
 	// SemanticReused reports that haproxy -c did not run for this bundle:
 	// it differs from one haproxy -c accepted only in maps HAProxy reads
 	// as plain strings (haproxy.Result.SemanticReused).
@@ -104,7 +113,7 @@ func (p *Pipeline) Check(ctx context.Context, stores store.Set) *Verdict {
 
 // CheckWith is Check, tuned by opts.
 func (p *Pipeline) CheckWith(ctx context.Context, stores store.Set, opts CheckOptions) *Verdict {
-	v := &Verdict{Durations: map[phase.Phase]time.Duration{}, Stores: stores}
+	v := &Verdict{Trace: Trace{Durations: map[phase.Phase]time.Duration{}, Stores: stores}}
 	if p.checker == nil {
 		return v.fail(ctx, &phase.Error{Phase: phase.Semantic, Reason: "no HAProxy checker is configured"})
 	}

@@ -3,6 +3,7 @@ package dryrun
 import (
 	"context"
 	"errors"
+	"time"
 
 	"k8s.io/utils/lru"
 
@@ -40,9 +41,12 @@ func newCheckCache(size int) *checkCache {
 }
 
 // check returns the outcome of checking b with c, from the cache or shared
-// with a concurrent check of an equal bundle. The shared run goes on while
-// any caller waits for it and stops (haproxy's process group killed) when
-// the last one gives up; a caller waits at most until its ctx ends. Unless
+// with a concurrent check of an equal bundle, under the rule for shared
+// runs (package admission's doc, flight.Group.Do): the run is bound to no
+// caller's context; its own bound is the checker's (one haproxy -c run:
+// haproxy.Options.Timeout, which the checker applies itself, so the
+// flight is given none); it stops (haproxy's process group killed) when
+// the last caller gives up; each caller waits under its own deadline. Unless
 // reused is set, a cached outcome whose haproxy -c run was reused from
 // another bundle (the map-only shortcut, now off) is checked again.
 func (cc *checkCache) check(ctx context.Context, run checkFunc, b *bundle.Bundle, hash string, reused bool) (*haproxy.Result, bool, error) {
@@ -51,7 +55,7 @@ func (cc *checkCache) check(ctx context.Context, run checkFunc, b *bundle.Bundle
 			return o.res, true, o.err
 		}
 	}
-	o, _, err := cc.flight.Do(ctx, hash, func(runCtx context.Context) (checkOutcome, error) {
+	o, _, err := cc.flight.Do(ctx, hash, time.Time{}, func(runCtx context.Context) (checkOutcome, error) {
 		res, err := run(runCtx, b)
 		if definite(err) {
 			cc.results.Add(hash, checkOutcome{res: res, err: err})

@@ -12,7 +12,7 @@
 //	  → policy → syntax → schema ‖ `haproxy -c` (Checker)     ┘ (30 s if none)
 //	  → the embedded tests (Workers: 1, 60 s; cached by config hash,
 //	    concurrent callers share one run; package dryrun/testrun)
-//	  → Verdict{Phase, Reason, Warnings, Durations, Bundle, BundleHash}
+//	  → Verdict{Phase, Reason, Warnings, Bundle, BundleHash, Trace}
 //
 // Admission reaches it through Diagnose, one check a round, one file per
 // step:
@@ -23,13 +23,22 @@
 //	      → checkCache.check: an equal bundle's outcome,
 //	        or one shared run of Checker.Check           checkcache.go
 //
+// A Verdict is what one check found; its Trace (durations, cache hits,
+// the stores it read) is how, for metrics and the shadow checks. A
+// Diagnosis is every failure of one state, found by rounds of checks.
+//
 // The deadline is the caller's: the webhook handler's for an admission
 // (see package webhook), the live round's in the controller. Check adds
 // none of its own to a ctx that has one; only a ctx without a deadline
 // (htc render, tests) gets Env.RenderCheckTimeout. Two process-level
 // bounds stay, each the earlier of ctx's deadline and its own, against a
 // hung child: one `haproxy -c` run (haproxy.Options.Timeout, 10 s) and one
-// run of the embedded tests (testrun.Options.Timeout, 60 s).
+// run of the embedded tests (testrun.Options.Timeout, 60 s). Both are
+// shared runs (the check cache, testrun.Cache), which follow the one rule
+// written down in package admission's doc (flight.Group.Do): bound by
+// their own timeout, not by the caller that started them, and ended when
+// the last caller waiting for them has left; each caller waits under its
+// own deadline.
 //
 // The pipeline depends on small interfaces, not on their implementations:
 // a Checker (a *haproxy.Checker, chosen per config by Env.CheckerFor) and

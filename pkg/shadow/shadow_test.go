@@ -408,7 +408,7 @@ func TestNilVerifierTakesNothing(t *testing.T) {
 		v.Idle()
 		v.Busy()
 		v.LiveRendered(nil, nil, nil, &bundle.Bundle{})
-		v.AcceptedReusing(nil, &dryrun.Verdict{SemanticReused: true}, "x")
+		v.AcceptedReusing(nil, &dryrun.Verdict{Trace: dryrun.Trace{SemanticReused: true}}, "x")
 		v.AdmittedAlike(&admission.State{}, admission.Request{})
 		v.AdmissionRendered(&admission.State{}, nil, admission.Request{}, &dryrun.Verdict{})
 	})

@@ -130,7 +130,7 @@ func TestHandlerDeadlineReachesTheChecker(t *testing.T) {
 	require.NoError(t, err)
 	a := &admission.Admitter{}
 	a.SetState(&admission.State{Pipeline: p, Stores: p.Model.NewStores()})
-	h := NewHandler(HandlerOptions{Registry: NewRegistry(map[string]Validator{ingressKey: ValidatorFunc(a.Resource)}), Timeout: time.Hour})
+	h := NewHandler(HandlerOptions{Registry: NewRegistry(map[string]Validator{ingressKey: ValidatorFunc(a.Decide)}), Timeout: time.Hour})
 
 	rec := postWithQuery(h, "?timeout=200ms", review("uid", admissionv1.Create, "new"))
 

@@ -29,10 +29,9 @@
 //     the timeout the API server puts in the URL (?timeout=10s, the
 //     webhook's timeoutSeconds), capped by HandlerOptions.Timeout (5 s by
 //     default), which is also the default. Everything below honours it.
-//     The validator's ctx carries the decision's admission.Report
-//     (admission.WithReport): the response is built from the Decision
-//     alone (FromDecision), the Outcome's phase is busy when the report
-//     says Busy.
+//     The validator returns the Decision and its admission.Report: the
+//     response is built from the Decision alone (FromDecision), the
+//     Outcome's phase is busy when the report says Busy.
 //     Other operations (CONNECT) are allowed. A request with dryRun: true is
 //     validated like any other. The response always carries the request's
 //     uid. A panic is answered 500 and the server keeps serving.

@@ -210,10 +210,10 @@ func (h *Handler) timeoutOf(r *http.Request, gvk string) time.Duration {
 }
 
 // validate calls v under ctx's deadline (budget from the request's start,
-// set by ServeHTTP), with the decision's report (admission.WithReport). It
-// answers when the deadline passes even if v has not returned yet (v's
-// goroutine finishes on its own); a panic in v is carried back to
-// ServeHTTP's recover.
+// set by ServeHTTP) and returns its decision and report. It answers when
+// the deadline passes even if v has not returned yet (v's goroutine
+// finishes on its own); a panic in v is carried back to ServeHTTP's
+// recover.
 func (h *Handler) validate(ctx context.Context, budget time.Duration, v Validator, req admission.Request) (admission.Decision, admission.Report) {
 	type result struct {
 		d admission.Decision
@@ -227,9 +227,8 @@ func (h *Handler) validate(ctx context.Context, budget time.Duration, v Validato
 				done <- result{p: &panicValue{value: p, stack: debug.Stack()}}
 			}
 		}()
-		ctx, report := admission.WithReport(ctx)
-		d := v.Admit(ctx, req)
-		done <- result{d: d, r: *report}
+		d, r := v.Admit(ctx, req)
+		done <- result{d: d, r: r}
 	}()
 	var res result
 	select {

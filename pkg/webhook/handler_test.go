@@ -232,14 +232,12 @@ func TestHandlerDenialCarriesReasonAndPhase(t *testing.T) {
 }
 
 // A validator's report reaches the outcome: a decision the Admitter
-// reports busy (admission.Report.Busy, through the ctx the handler gives
-// it) is observed and logged with phase busy.
+// reports busy (admission.Report.Busy, returned beside the decision) is
+// observed and logged with phase busy.
 func TestHandlerObservesTheBusyReport(t *testing.T) {
-	v := &fakeValidator{decide: func(ctx context.Context, _ admission.Request) admission.Decision {
-		_, report := admission.WithReport(ctx) // the handler's report, as the Admitter fills it
-		report.Busy = true
+	v := &fakeValidator{decide: func(context.Context, admission.Request) admission.Decision {
 		return admission.Deny("", admission.ReasonBusy)
-	}}
+	}, report: admission.Report{Busy: true}}
 	var outcomes []Outcome
 	h, logs := newTestHandler(v, func(o *HandlerOptions) {
 		o.Observer = ObserverFuncs{OnObserve: func(o Outcome) { outcomes = append(outcomes, o) }}

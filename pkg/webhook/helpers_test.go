@@ -58,21 +58,23 @@ func testLogger() (*slog.Logger, *safeBuffer) {
 	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})), buf
 }
 
-// fakeValidator records its requests and answers with decide (Allowed when nil).
+// fakeValidator records its requests and answers with decide (Allowed when
+// nil) and report.
 type fakeValidator struct {
 	mu     sync.Mutex
 	reqs   []admission.Request
 	decide func(ctx context.Context, req admission.Request) admission.Decision
+	report admission.Report
 }
 
-func (f *fakeValidator) Admit(ctx context.Context, req admission.Request) admission.Decision {
+func (f *fakeValidator) Admit(ctx context.Context, req admission.Request) (admission.Decision, admission.Report) {
 	f.mu.Lock()
 	f.reqs = append(f.reqs, req)
 	f.mu.Unlock()
 	if f.decide != nil {
-		return f.decide(ctx, req)
+		return f.decide(ctx, req), f.report
 	}
-	return admission.Decision{Allowed: true}
+	return admission.Decision{Allowed: true}, f.report
 }
 
 func (f *fakeValidator) requests() []admission.Request {

@@ -15,16 +15,18 @@ import (
 // timeout, capped by HandlerOptions.Timeout), cancels it when it passes,
 // and answers with a denial without waiting any longer.
 type Validator interface {
-	// Admit returns the decision for req.
-	Admit(ctx context.Context, req admission.Request) admission.Decision
+	// Admit returns the decision for req (the response is built from it
+	// alone) and its report (the Outcome's phase is busy when it says
+	// Busy).
+	Admit(ctx context.Context, req admission.Request) (admission.Decision, admission.Report)
 }
 
 // ValidatorFunc adapts a function to Validator, e.g. an
-// admission.Admitter's Resource or Config method.
-type ValidatorFunc func(ctx context.Context, req admission.Request) admission.Decision
+// admission.Admitter's Decide method.
+type ValidatorFunc func(ctx context.Context, req admission.Request) (admission.Decision, admission.Report)
 
 // Admit calls f.
-func (f ValidatorFunc) Admit(ctx context.Context, req admission.Request) admission.Decision {
+func (f ValidatorFunc) Admit(ctx context.Context, req admission.Request) (admission.Decision, admission.Report) {
 	return f(ctx, req)
 }
 

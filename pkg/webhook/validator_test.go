@@ -106,11 +106,12 @@ func TestRegistryConcurrentReadsDuringSwaps(t *testing.T) {
 
 func TestValidatorFunc(t *testing.T) {
 	var got admission.Request
-	v := ValidatorFunc(func(_ context.Context, req admission.Request) admission.Decision {
+	v := ValidatorFunc(func(_ context.Context, req admission.Request) (admission.Decision, admission.Report) {
 		got = req
-		return admission.Decision{Allowed: true, Warnings: []string{"w"}}
+		return admission.Decision{Allowed: true, Warnings: []string{"w"}}, admission.Report{Reused: true}
 	})
-	d := v.Admit(context.Background(), admission.Request{Change: watched.Change{Operation: store.Update}})
+	d, r := v.Admit(context.Background(), admission.Request{Change: watched.Change{Operation: store.Update}})
 	assert.Equal(t, store.Update, got.Operation)
 	assert.Equal(t, []string{"w"}, d.Warnings)
+	assert.True(t, r.Reused, "the report comes back beside the decision")
 }

@@ -2,6 +2,7 @@ package testrun
 
 import (
 	"context"
+	"time"
 
 	"github.com/haproxy-template/htc/internal/flight"
 	"k8s.io/utils/lru"
@@ -38,10 +39,11 @@ func NewCacheWithStore(size int, s Store) *Cache {
 // cached reports whether the report came from the cache.
 //
 // The run itself is shared by every caller asking for the same hash at the
-// same time, so it is not bound to any one caller's context: it runs under
-// its own deadline (opts.Timeout) while any caller waits for it, and stops
-// when the last one gives up. Each caller waits at most until its ctx ends
-// (then err is ctx's error); a run that completed is cached for the next.
+// same time, under the rule for shared runs (package admission's doc,
+// flight.Group.Do): it is bound to no caller's context, its own bound is
+// the test timeout (opts.Timeout) and it stops when the last caller gives
+// up. Each caller waits under its own deadline (when that comes first,
+// err is ctx's error); a run that completed is cached for the next.
 func (c *Cache) Run(ctx context.Context, hash string, r *Runner, opts Options) (report *Report, cached bool, err error) {
 	if v, ok := c.reports.Get(hash); ok {
 		return v.(*Report), true, nil
@@ -53,7 +55,7 @@ func (c *Cache) Run(ctx context.Context, hash string, r *Runner, opts Options) (
 		}
 	}
 	opts.Only = nil
-	rep, _, err := c.flight.Do(ctx, hash, func(runCtx context.Context) (*Report, error) {
+	rep, _, err := c.flight.Do(ctx, hash, time.Now().Add(opts.timeout()), func(runCtx context.Context) (*Report, error) {
 		rep, err := r.Run(runCtx, opts)
 		if err == nil && rep.complete() {
 			c.reports.Add(hash, rep)

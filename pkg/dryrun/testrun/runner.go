@@ -110,6 +110,14 @@ type Options struct {
 // DefaultTimeout bounds a test run when Options.Timeout is zero.
 const DefaultTimeout = 60 * time.Second
 
+// timeout is the bound of a run with o: Timeout, or DefaultTimeout.
+func (o Options) timeout() time.Duration {
+	if o.Timeout <= 0 {
+		return DefaultTimeout
+	}
+	return o.Timeout
+}
+
 // Renderer renders a config's templates (a *render.Engine).
 type Renderer interface {
 	// Render renders the bundle over in.
@@ -168,11 +176,7 @@ func (r *Runner) Run(ctx context.Context, opts Options) (*Report, error) {
 		sort.Strings(names)
 	}
 	workers := max(opts.Workers, 1)
-	timeout := opts.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, opts.timeout())
 	defer cancel()
 
 	start := time.Now()
