@@ -43,6 +43,10 @@ type fragmentRecord struct {
 	// address alive, so that no other map can take one of their addresses
 	// while the record exists.
 	item any
+	// held are the maps its emitted values hold that the render did not
+	// build (store objects, parts of them: freezeNoting), which emits
+	// keeps alive.
+	held []unsafe.Pointer
 }
 
 // fragmentRead is a store read a fragment made and what it returned.
@@ -263,7 +267,7 @@ func (s *renderState) emit(channel, key string, value any) (string, error) {
 	if f == nil {
 		return "", errors.New("emit: only a fragment may emit (see fragments)")
 	}
-	v, err := s.freeze(value)
+	v, err := s.freezeNoting(value, &f.held)
 	if err != nil {
 		return "", fmt.Errorf("emit %q %q: %w", channel, key, err)
 	}

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"reflect"
 	"slices"
 	"unsafe"
 
@@ -172,56 +171,22 @@ func (s *renderState) alike(key string, old, now map[string]any) bool {
 // owners hold an object of rec's reads that fresh (rec with the objects
 // read now) does not read.
 func (rec *fragmentRecord) holdsReplaced(fresh *fragmentRecord) bool {
-	replaced := map[unsafe.Pointer]bool{}
+	var replaced []unsafe.Pointer
 	for i := range rec.reads {
 		for j, o := range rec.reads[i].read.objs {
 			if p := mapPtr(o); p != mapPtr(fresh.reads[i].read.objs[j]) {
-				replaced[p] = true
+				replaced = append(replaced, p)
 			}
 		}
 	}
-	for _, e := range rec.emits {
-		if holdsAny(e.value, replaced) {
+	for _, p := range rec.held {
+		if slices.Contains(replaced, p) {
 			return true
 		}
 	}
 	for _, f := range rec.files {
-		if f.owner != nil && replaced[mapPtr(f.owner)] {
+		if f.owner != nil && slices.Contains(replaced, mapPtr(f.owner)) {
 			return true
-		}
-	}
-	return false
-}
-
-// holdsAny reports whether v (an emitted value: data, see freeze) is or
-// holds one of the maps in ps.
-func holdsAny(v any, ps map[unsafe.Pointer]bool) bool {
-	switch x := v.(type) {
-	case nil, string, bool, map[string]string:
-		return false
-	case map[string]any:
-		if ps[mapPtr(x)] {
-			return true
-		}
-		for _, e := range x {
-			if holdsAny(e, ps) {
-				return true
-			}
-		}
-		return false
-	case []any:
-		for _, e := range x {
-			if holdsAny(e, ps) {
-				return true
-			}
-		}
-		return false
-	}
-	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Slice || rv.Kind() == reflect.Array {
-		for i := range rv.Len() {
-			if holdsAny(rv.Index(i).Interface(), ps) {
-				return true
-			}
 		}
 	}
 	return false
