@@ -15,6 +15,7 @@ import (
 
 	"github.com/haproxy-template/htc/internal/memreturn"
 	"github.com/haproxy-template/htc/pkg/controller"
+	"github.com/haproxy-template/htc/pkg/haproxy"
 )
 
 const controllerDescription = `Runs the controller out of or in a cluster: loads the HAProxyTemplateConfig
@@ -297,6 +298,8 @@ func checkControllerOptions(opts *controller.Options) error {
 		return usagef("--max-delay (%s) must not be shorter than --debounce (%s)", opts.MaxDelay, opts.Debounce)
 	case opts.MasterSocket != "" && opts.OutputDir == "":
 		return usagef("--haproxy-master-socket needs --output-dir: HAProxy is reloaded after the configuration was written there")
+	case opts.OutputDir != "" && haproxy.NameableDir(opts.OutputDir) != nil:
+		return usagef("--output-dir: %v", haproxy.NameableDir(opts.OutputDir))
 	case opts.Pprof && opts.MetricsAddr == "":
 		return usagef("--pprof needs --metrics-bind-address: the profiles are served on the metrics listener")
 	case opts.ConfigNamespace == "":

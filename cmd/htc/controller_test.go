@@ -89,6 +89,7 @@ func TestControllerMissingInputExitsTwoWithOneLine(t *testing.T) {
 		{"positional", []string{"controller", "extra"}, `unexpected argument "extra"`},
 		{"bad bind address", append(valid, "--webhook-bind-address", "localhost"), `--webhook-bind-address: "localhost" is not an IP address`},
 		{"socket without output dir", append(valid, "--haproxy-master-socket", "/run/m.sock"), "--haproxy-master-socket needs --output-dir"},
+		{"output dir a configuration cannot name", append(valid, "--output-dir", "/etc/haproxy#live"), `--output-dir: directory "/etc/haproxy#live": '#' in its path`},
 		{"bad debounce", append(valid, "--debounce", "soon"), `--debounce: "soon" is not a positive duration`},
 		{"bad idle memory return", append(valid, "--idle-memory-return", "-1s"), `--idle-memory-return: "-1s" is not a duration of 1s or more (e.g. 15s), or 0 for never`},
 		{"bad shortcut check count", append(valid, "--shortcut-check-every", "-1"), `--shortcut-check-every: "-1" is not a number of live renders (e.g. 100), or 0 for never by count`},

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/haproxy-template/htc/internal/memreturn"
+	"github.com/haproxy-template/htc/pkg/haproxy"
 )
 
 // Options configure Run.
@@ -200,6 +201,11 @@ func (o *Options) Validate() error {
 	}
 	if o.MasterSocket != "" && o.OutputDir == "" {
 		problems = append(problems, "the HAProxy master socket needs an output directory to publish to")
+	}
+	if o.OutputDir != "" {
+		if err := haproxy.NameableDir(o.OutputDir); err != nil {
+			problems = append(problems, "the output directory: "+err.Error())
+		}
 	}
 	if o.Pprof && o.MetricsAddr == "" {
 		problems = append(problems, "pprof is served on the metrics listener, which is disabled")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -121,6 +122,13 @@ func NewChecker(opts Options) (*Checker, error) {
 	}
 	if resolved, err = filepath.Abs(resolved); err != nil {
 		return nil, fmt.Errorf("haproxy binary %q: %w", bin, err)
+	}
+	parent := opts.TempDir
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	if err := NameableDir(parent); err != nil {
+		return nil, fmt.Errorf("the checker's temporary directory (TMPDIR): %w", err)
 	}
 	timeout := opts.Timeout
 	if timeout <= 0 {
