@@ -226,7 +226,7 @@ func (c *controller) startWatchers(ctx context.Context, p *dryrun.Pipeline, log 
 			if err != nil {
 				return fmt.Errorf("store %s: %w", r.Key, err)
 			}
-			if w, err = startWatcher(ctx, c.dyn, r, namespaces, keep, c.live.trigger, c.log); err != nil {
+			if w, err = startWatcher(ctx, c.dyn, r, namespaces, keep, c.live.trigger, c.alikeUpdates(key), c.log); err != nil {
 				return fmt.Errorf("store %s: %w", r.Key, err)
 			}
 			if ok {
@@ -372,5 +372,5 @@ func (c *controller) startPrepared(ctx context.Context, r watched.Resource, keep
 	if err != nil {
 		return nil, err
 	}
-	return startWatcher(ctx, c.dyn, r, namespaces, keep, changed, c.log)
+	return startWatcher(ctx, c.dyn, r, namespaces, keep, changed, nil, c.log)
 }

@@ -15,7 +15,9 @@
 // The live configuration (live.go) follows every change of a store or the
 // config, debounced (Options.Debounce, Options.MaxDelay; debounce.go; a
 // due round also waits while admissions are being checked, up to the
-// maximum delay, so that it does not take their CPU): one round at a time checks it over the actual stores on the one check path
+// maximum delay, so that it does not take their CPU; an update that
+// changes no field the templates read starts none: alike.go): one round
+// at a time checks it over the actual stores on the one check path
 // (dryrun.Pipeline.Check: render, check, the cached embedded tests) and
 // records the outcome on the config (status.go): condition Valid with the
 // simplified reason, an Event on every condition change, a log line and
@@ -107,6 +109,9 @@
 //	htc_live_check_duration_seconds                    histogram, a live render + check
 //	htc_live_rounds_deferred_total                     counter, quiet periods a due live round
 //	                                                   waited for admissions being checked
+//	htc_live_updates_alike_total                       counter, updates of watched objects stored
+//	                                                   without a live round: no field the
+//	                                                   templates read changed
 //	htc_publish_total{result}                          counter: written, unchanged, error
 //	htc_haproxy_reloads_total{result,reason}           counter: success, failed (HAProxy refused),
 //	                                                   error (socket not reached), skipped; reason:

@@ -33,16 +33,19 @@ type metrics struct {
 	// liveRoundsDeferred counts the quiet periods a due live round waited
 	// for admissions being checked (debouncer.busy).
 	liveRoundsDeferred prometheus.Counter
-	publishes          *prometheus.CounterVec
-	reloadsHAProxy     *prometheus.CounterVec
-	reloadDuration     prometheus.Histogram
-	runtimeApplies     *prometheus.CounterVec
-	reloadsAvoided     prometheus.Counter
-	runtimeChecks      *prometheus.CounterVec
-	runtimeMismatch    *prometheus.CounterVec
-	changeToServed     *prometheus.HistogramVec
-	buildInfo          *prometheus.GaugeVec
-	versionSkew        prometheus.Gauge
+	// liveAlike counts the informer updates stored without a live round:
+	// they change no field the templates read (alike.go).
+	liveAlike       prometheus.Counter
+	publishes       *prometheus.CounterVec
+	reloadsHAProxy  *prometheus.CounterVec
+	reloadDuration  prometheus.Histogram
+	runtimeApplies  *prometheus.CounterVec
+	reloadsAvoided  prometheus.Counter
+	runtimeChecks   *prometheus.CounterVec
+	runtimeMismatch *prometheus.CounterVec
+	changeToServed  *prometheus.HistogramVec
+	buildInfo       *prometheus.GaugeVec
+	versionSkew     prometheus.Gauge
 
 	caches cacheMetrics
 }
@@ -171,6 +174,10 @@ func newMetrics(certNotAfter func() time.Time) *metrics {
 			Name: "htc_live_rounds_deferred_total",
 			Help: "Quiet periods a due live round waited because admissions were being checked (they get the CPU first; the maximum delay still bounds the wait).",
 		}),
+		liveAlike: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "htc_live_updates_alike_total",
+			Help: "Updates of watched objects stored without a live round: they change no field the templates read (the controller's own status writes, mostly), so the live configuration renders as it did.",
+		}),
 		publishes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "htc_publish_total",
 			Help: "Writes of a checked configuration to the output directory by result (written, unchanged, error).",
@@ -208,7 +215,7 @@ func newMetrics(certNotAfter func() time.Time) *metrics {
 	}
 	m.buildInfo, m.versionSkew = newBuildMetrics()
 	m.reg.MustRegister(m.requests, m.duration, m.validation, m.phases, m.inFlight, m.testHits, m.alike, m.reloads, m.ready, certExpiry(certNotAfter),
-		m.liveChecks, m.liveValid, m.liveFailures, m.warned, m.overruled, m.liveDuration, m.liveRoundsDeferred, m.publishes, m.reloadsHAProxy, m.reloadDuration,
+		m.liveChecks, m.liveValid, m.liveFailures, m.warned, m.overruled, m.liveDuration, m.liveRoundsDeferred, m.liveAlike, m.publishes, m.reloadsHAProxy, m.reloadDuration,
 		m.runtimeApplies, m.reloadsAvoided, m.runtimeChecks, m.runtimeMismatch, m.changeToServed,
 		m.buildInfo, m.versionSkew,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -42,8 +42,9 @@ func (w *watcher) listError() error {
 // namespaced).
 // Every object is pruned to keep before it is stored (watched.Keep).
 // changed, when set, is called after every change the store took (not for
-// resyncs).
-func startWatcher(ctx context.Context, client dynamic.Interface, r watched.Resource, namespaces []string, keep *watched.Keep, changed func(), log *slog.Logger) (*watcher, error) {
+// resyncs), but for the updates alike (when set) finds render alike
+// (updateAlike): those call stored instead.
+func startWatcher(ctx context.Context, client dynamic.Interface, r watched.Resource, namespaces []string, keep *watched.Keep, changed func(), alike *alikeUpdates, log *slog.Logger) (*watcher, error) {
 	st, err := store.New(r.IndexBy)
 	if err != nil {
 		return nil, err
@@ -56,7 +57,7 @@ func startWatcher(ctx context.Context, client dynamic.Interface, r watched.Resou
 	wctx, cancel := context.WithCancel(ctx)
 	var synced []cache.InformerSynced
 	var running sync.WaitGroup
-	sink := &storeSink{store: st, keep: keep, log: log, changed: changed}
+	sink := &storeSink{store: st, keep: keep, log: log, changed: changed, alike: alike}
 	w := &watcher{store: st, keep: keep, cancel: cancel, done: make(chan struct{}), sink: sink}
 	for _, ns := range namespaces {
 		s, err := runInformer(wctx, client, key, ns, sink, &running)
@@ -136,6 +137,9 @@ type storeSink struct {
 	keep    *watched.Keep
 	log     *slog.Logger
 	changed func() // nil: nobody listens
+	// alike tells the updates that change no field the templates read
+	// (nil: none do).
+	alike *alikeUpdates
 	// failure is the last error listing or watching returned.
 	failure atomic.Pointer[error]
 }
@@ -167,8 +171,13 @@ func (s *storeSink) update(oldObj, newObj any) {
 	if ok1 && old.GetResourceVersion() != "" && old.GetResourceVersion() == u.GetResourceVersion() {
 		return // a resync: nothing changed
 	}
+	alike := s.alike.renderAlike(s.store, u)
 	if err := s.store.Update(u); err != nil {
 		s.log.Warn("object not stored", "namespace", u.GetNamespace(), "name", u.GetName(), "error", err)
+		return
+	}
+	if alike {
+		s.alike.storedAlike()
 		return
 	}
 	s.notify()

@@ -40,7 +40,7 @@ func TestWatcherNamespaces(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dyn := fakeClient(objs...)
-			w, err := startWatcher(t.Context(), dyn, r, tc.namespaces, nil, nil, slog.New(slog.DiscardHandler))
+			w, err := startWatcher(t.Context(), dyn, r, tc.namespaces, nil, nil, nil, slog.New(slog.DiscardHandler))
 			require.NoError(t, err)
 			defer w.stop()
 			require.Eventually(t, w.synced, 5*time.Second, 10*time.Millisecond)
@@ -125,7 +125,7 @@ func TestWatcherPassesSelectors(t *testing.T) {
 		_, _, _ = record(a)
 		return false, nil, nil
 	})
-	wt, err := startWatcher(t.Context(), dyn, r, []string{"a", "b"}, nil, nil, slog.New(slog.DiscardHandler))
+	wt, err := startWatcher(t.Context(), dyn, r, []string{"a", "b"}, nil, nil, nil, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	defer wt.stop()
 	require.Eventually(t, func() bool {

@@ -197,10 +197,13 @@ func (p *Pipeline) RenderFull(ctx context.Context, stores store.Set) (*bundle.Bu
 
 // render renders the bundle over stores, keeping what its fragments did
 // for later renders when record is set (render.Input.Record). With the
-// render shortcut off it renders in full and records nothing.
+// render shortcut off it renders in full and records nothing; with the
+// read-set shortcut off it reuses a record only when its reads return
+// the very objects they returned (render.Input.ExactReads).
 func (p *Pipeline) render(ctx context.Context, stores store.Set, record bool) (*bundle.Bundle, error) {
 	full := !p.env.Shortcuts.On(shortcut.Render)
-	return p.engine.Render(ctx, render.Input{Stores: stores, BaseDir: p.env.BaseDir, MaxBytes: p.env.MaxBundleBytes, Record: record && !full, Full: full})
+	return p.engine.Render(ctx, render.Input{Stores: stores, BaseDir: p.env.BaseDir, MaxBytes: p.env.MaxBundleBytes, Record: record && !full, Full: full,
+		ExactReads: !p.env.Shortcuts.On(shortcut.ReadSet)})
 }
 
 // Shortcuts is the Env's Switches (nil: every shortcut on).

@@ -198,7 +198,11 @@
 // the render did not build, by its address), instead of
 // running NAME, when every read it made returns the same objects now: reads of a store
 // still at the generation the recording render saw, and not of the keys a
-// proposed change touches, need not be made again. A fresh and a reused
+// proposed change touches, need not be made again. An object that changed
+// only in fields no template reads (reads.Set.Same: the controller's
+// status write of a kind whose status no template reads) counts as the
+// same: the record is applied with the object read now, unless what it
+// emitted or added holds the object it replaces (fragment_reuse.go). A fresh and a reused
 // record are applied the same way, so the result is a full render's, byte
 // for byte, source map included (FuzzFragmentsRenderAsInFull). Everything a
 // fragment writes, adds and reads belongs to its item's object in the

@@ -56,7 +56,7 @@ type Engine struct {
 	// reused and ran count fragments (FragmentStats); confirmed the renders
 	// that reused records, failed and were rendered again in full; torn
 	// the renders whose stores moved while they read them, done again.
-	reused, ran, confirmed, torn atomic.Int64
+	reused, ran, alike, confirmed, torn atomic.Int64
 	// recorded is how many records the last recording render kept: the
 	// next one's table starts with room for as many.
 	recorded atomic.Int64
@@ -115,6 +115,7 @@ func (e *Engine) release(b *boundSet) {
 	}
 	e.reused.Add(int64(b.st.frags.reused))
 	e.ran.Add(int64(b.st.frags.ran))
+	e.alike.Add(int64(b.st.frags.alike))
 	b.st.frags.reset()
 	b.st.ownSeq = 0
 	b.st.root, b.st.stores = nil, nil
@@ -188,6 +189,12 @@ type Input struct {
 	// shadow check compares an incremental render with. It may still
 	// record.
 	Full bool
+	// ExactReads reuses a record only when each store read it made
+	// returns the very objects it returned, not objects that agree with
+	// them on every field the templates read (fragment_reuse.go): the
+	// render that does not trust the read set (dryrun, with the read-set
+	// shortcut off).
+	ExactReads bool
 }
 
 // TemplateName returns the template name of an output: "haproxy.cfg" for
@@ -341,7 +348,7 @@ func (e *Engine) render(ctx context.Context, in Input, reuse bool) (_ *bundle.Bu
 	data := e.context(in, ctx, &st.sources)
 	st.root, st.stores = data, data["resources"].(map[string]*ResourceStore)
 	if t := e.table.Load(); reuse && t != nil && t.baseDir == in.BaseDir && t.limit == st.budget.limit {
-		st.frags.reuse, st.frags.steady = t, t.steadyStores(in.Stores)
+		st.frags.reuse, st.frags.steady, st.frags.exact = t, t.steadyStores(in.Stores), in.ExactReads
 	}
 	if in.Record {
 		st.frags.recording = &fragmentTable{baseDir: in.BaseDir, limit: st.budget.limit, gens: storeGens(in.Stores),

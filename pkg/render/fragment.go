@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unsafe"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
 )
@@ -26,7 +27,8 @@ import (
 // Input.Record keeps the record of every fragment; a later render (same
 // BaseDir and size limit) applies the record for the same NAME and item
 // instead of running NAME when each store read it recorded returns the same
-// objects now. Either way the same record is applied the same way.
+// objects now (or objects that render alike them: fragment_reuse.go).
+// Either way the same record is applied the same way.
 
 // fragmentRecord is what one fragment did: everything applyFragment needs.
 type fragmentRecord struct {
@@ -41,6 +43,10 @@ type fragmentRecord struct {
 	// address alive, so that no other map can take one of their addresses
 	// while the record exists.
 	item any
+	// held are the maps its emitted values hold that the render did not
+	// build (store objects, parts of them: freezeNoting), which emits
+	// keeps alive.
+	held []unsafe.Pointer
 }
 
 // fragmentRead is a store read a fragment made and what it returned.
@@ -81,8 +87,14 @@ type fragmentState struct {
 	recording   *fragmentTable // records this render keeps; nil: none
 	key         []byte         // fragment's scratch buffer for keys
 	// steady is reuse.steadyStores of the render's stores.
-	steady      map[string][][]string
-	reused, ran int
+	steady map[string][][]string
+	// exact is Input.ExactReads; alikeSeen keeps alike's answers for
+	// this render, by the two objects compared.
+	exact     bool
+	alikeSeen map[[2]unsafe.Pointer]bool
+	// reused and ran count the fragments applied from records and run;
+	// alike the records applied with objects read now (fragment_reuse.go).
+	reused, ran, alike int
 }
 
 // channel holds what fragments emitted on one channel: the first value of
@@ -255,7 +267,7 @@ func (s *renderState) emit(channel, key string, value any) (string, error) {
 	if f == nil {
 		return "", errors.New("emit: only a fragment may emit (see fragments)")
 	}
-	v, err := s.freeze(value)
+	v, err := s.freezeNoting(value, &f.held)
 	if err != nil {
 		return "", fmt.Errorf("emit %q %q: %w", channel, key, err)
 	}
@@ -376,6 +388,10 @@ type FragmentStats struct {
 	// Reused counts the fragments whose record was applied; Ran those whose
 	// template ran.
 	Reused, Ran int64
+	// Alike counts the records of Reused applied with objects that render
+	// alike the ones they read (fragment_reuse.go): objects that changed
+	// only in fields no template reads.
+	Alike int64
 	// Confirmed counts the renders that reused records, failed, and were
 	// rendered again in full (Render).
 	Confirmed int64
@@ -386,5 +402,5 @@ type FragmentStats struct {
 
 // FragmentStats returns the counts of the Engine's renders so far.
 func (e *Engine) FragmentStats() FragmentStats {
-	return FragmentStats{Reused: e.reused.Load(), Ran: e.ran.Load(), Confirmed: e.confirmed.Load(), Torn: e.torn.Load()}
+	return FragmentStats{Reused: e.reused.Load(), Ran: e.ran.Load(), Alike: e.alike.Load(), Confirmed: e.confirmed.Load(), Torn: e.torn.Load()}
 }

@@ -28,6 +28,10 @@ import (
 // of the same stores, byte for byte: every output and added file, the
 // source map, the error and the objects it is attributed to.
 //
+// The walk's changes include objects replaced by copies that differ only
+// in a status no template reads: records that read them apply with the
+// objects read now (fragment_reuse.go), which the full render must equal.
+//
 // In torn mode, reading the store "tear" writes the live stores (a few
 // times per render, as an informer would while a render reads): the
 // render must then equal a full render of one of the states the stores
@@ -166,7 +170,7 @@ func fuzzFragmentConfig(src *fuzzBytes) (string, []specOpt) {
 func fuzzFragmentBody(src *fuzzBytes, o string) string {
 	var b strings.Builder
 	for range 1 + src.n(7) {
-		switch src.n(19) {
+		switch src.n(20) {
 		case 0:
 			fmt.Fprintf(&b, "{{ %s.metadata.name }}", o)
 		case 1:
@@ -205,6 +209,10 @@ func fuzzFragmentBody(src *fuzzBytes, o string) string {
 			fmt.Fprintf(&b, `{{ len (.resources.ingresses.Fetch %s.metadata.namespace) }}{{ len $.resources.tear.List }}{{ len (.resources.ingresses.Fetch %s.metadata.namespace) }}`, o, o)
 		case 17:
 			fmt.Fprintf(&b, `{{ warn %s (printf "%%s warned" %s.metadata.name) }}`, o, o)
+		case 18:
+			// An object a read returned, emitted: its record may not apply
+			// with another object read now (fragment_reuse.go).
+			fmt.Fprintf(&b, `{{ with .resources.services.Get %s.metadata.namespace (default "svc" %s.spec.svc) }}{{ emit "objs" (printf "read-%%s" .metadata.name) . }}{{ end }}`, o, o)
 		default:
 			b.WriteString("\n")
 		}
@@ -222,6 +230,8 @@ type fragmentWorld struct {
 	t      *testing.T
 	stores map[string]*store.Store
 	set    store.Set
+	// statuses counts the status-only replacements (change).
+	statuses int
 }
 
 func newFragmentWorld(t *testing.T, src *fuzzBytes) *fragmentWorld {
@@ -310,9 +320,14 @@ func (w *fragmentWorld) change(src *fuzzBytes) string {
 		}
 		return "delete " + key + " " + old.GetNamespace() + "/" + old.GetName()
 	case op == 2:
-		c := &unstructured.Unstructured{Object: maps.Clone(objs[src.n(len(objs))].Object)} // equal content, another object
+		// Another object, equal but for its status, which no template
+		// reads (as the controller's status writes): records that read it
+		// apply alike (fragment_reuse.go).
+		c := &unstructured.Unstructured{Object: maps.Clone(objs[src.n(len(objs))].Object)}
+		w.statuses++
+		c.Object["status"] = map[string]any{"written": int64(w.statuses)}
 		w.add(key, c)
-		return "replace " + key + " " + c.GetNamespace() + "/" + c.GetName() + " by an equal copy"
+		return "replace " + key + " " + c.GetNamespace() + "/" + c.GetName() + " by a copy with another status"
 	}
 	old := objs[src.n(len(objs))]
 	obj := w.object(src, key)

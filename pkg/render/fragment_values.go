@@ -6,6 +6,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"unsafe"
 )
 
 // A fragment's item is the key of its record, and what it and its emits
@@ -131,17 +132,25 @@ func appendLenString(b []byte, s string) []byte {
 
 // freeze returns v with the maps this render built and the lists copied
 // (recursively); it refuses what fingerprint refuses.
-func (s *renderState) freeze(v any) (any, error) {
+func (s *renderState) freeze(v any) (any, error) { return s.freezeNoting(v, nil) }
+
+// freezeNoting is freeze, appending to held (when not nil) each map it
+// keeps as it is (one the render did not build: a store object, a part of
+// one, extraContext), outermost only.
+func (s *renderState) freezeNoting(v any, held *[]unsafe.Pointer) (any, error) {
 	switch x := v.(type) {
 	case nil, string, bool, map[string]string:
 		return v, nil
 	case map[string]any:
 		if x == nil || !s.isOwned(x) {
+			if x != nil && held != nil {
+				*held = append(*held, mapPtr(x))
+			}
 			return v, nil
 		}
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			f, err := s.freeze(e)
+			f, err := s.freezeNoting(e, held)
 			if err != nil {
 				return nil, err
 			}
@@ -161,7 +170,7 @@ func (s *renderState) freeze(v any) (any, error) {
 		}
 		out := reflect.MakeSlice(reflect.SliceOf(rv.Type().Elem()), rv.Len(), rv.Len())
 		for i := range rv.Len() {
-			f, err := s.freeze(rv.Index(i).Interface())
+			f, err := s.freezeNoting(rv.Index(i).Interface(), held)
 			if err != nil {
 				return nil, err
 			}

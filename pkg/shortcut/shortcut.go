@@ -8,7 +8,10 @@
 //	         that run (haproxy.Result.SemanticReused)
 //	ReadSet  the read-set skip: a change that leaves every field the
 //	         templates read as it was is admitted without rendering
-//	         (dryrun.Pipeline.RendersAlike)
+//	         (dryrun.Pipeline.RendersAlike), and, stored by an informer,
+//	         starts no live round (package controller, alike.go); a
+//	         fragment record that read an object so changed is reused
+//	         (render.Input.ExactReads)
 //	Prune    pruned stores: the informers keep of each object only the
 //	         fields the templates can read (dryrun.Pipeline.Keep,
 //	         watched.Keep); off, they keep whole objects (after listing

@@ -6,10 +6,12 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,6 +38,9 @@ const (
 	// probeApplyBound bounds one apply; the webhook's own deadline
 	// (the product's default, 5 s) is far below it.
 	probeApplyBound = 60 * time.Second
+	// probeFloorRuns is how many bare haproxy -c runs of the published
+	// configuration time the floor, after the probed routes.
+	probeFloorRuns = 20
 )
 
 // probeParams are the run's sizes: HTC_PROBE_N routes probed (default 300)
@@ -159,7 +164,8 @@ func TestSustainedAppliesAreNeverRefused(t *testing.T) {
 	if p.profile != "" {
 		pprof.StopCPUProfile()
 	}
-	table := probeTable(p, samples, refused)
+	floors := probeFloors(t, outDir, min(p.n, probeFloorRuns))
+	table := probeTable(p, samples, refused, floors)
 	t.Logf("%s", table)
 	if p.report != "" {
 		f, err := os.OpenFile(p.report, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
@@ -169,6 +175,28 @@ func TestSustainedAppliesAreNeverRefused(t *testing.T) {
 		require.NoError(t, f.Close())
 	}
 	require.Empty(t, refused, "valid routes were refused (%d of %d)", len(refused), p.n)
+}
+
+// probeFloors times runs bare `haproxy -c` runs of the configuration the
+// controller published in outDir (the haproxy first in PATH, the one
+// HAProxy runs), one after another: the floor the benchmark's times are
+// read against (BENCHMARKS.md: performance is a ratio to it).
+func probeFloors(t *testing.T, outDir string, runs int) []time.Duration {
+	t.Helper()
+	var out []time.Duration
+	for range runs {
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+		cmd := exec.CommandContext(ctx, "haproxy", "-c", "-f", "haproxy.cfg")
+		cmd.Dir = outDir
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		start := time.Now()
+		b, err := cmd.CombinedOutput()
+		took := time.Since(start)
+		cancel()
+		require.NoError(t, err, "the floor: haproxy -c of the published configuration\n%s", tail(string(b), 10))
+		out = append(out, took)
+	}
+	return out
 }
 
 // probeWorkload is one library's routes for the probe method.

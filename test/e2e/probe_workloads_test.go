@@ -271,8 +271,9 @@ type probeSample struct {
 	errors        int           // answers neither 404 nor 200 while waiting
 }
 
-// probeTable is the run's result as a Markdown table row with its header.
-func probeTable(p probeParams, samples []probeSample, refused []string) string {
+// probeTable is the run's result as a Markdown table row with its header;
+// floors are the bare haproxy -c runs of the published configuration.
+func probeTable(p probeParams, samples []probeSample, refused []string, floors []time.Duration) string {
 	var served, apply []time.Duration
 	errors := 0
 	for _, s := range samples {
@@ -282,6 +283,7 @@ func probeTable(p probeParams, samples []probeSample, refused []string) string {
 	}
 	slices.Sort(served)
 	slices.Sort(apply)
+	slices.Sort(floors)
 	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) + " ms" }
 	q := func(ds []time.Duration, f float64) string {
 		if len(ds) == 0 {
@@ -290,9 +292,16 @@ func probeTable(p probeParams, samples []probeSample, refused []string) string {
 		return ms(ds[min(len(ds)-1, int(f*float64(len(ds))))])
 	}
 	var b strings.Builder
-	b.WriteString("| workload | routes present | served p50 | p90 | p99 | max | apply p50 | apply p99 | refused | errors |\n|---|---|---|---|---|---|---|---|---|---|\n")
-	fmt.Fprintf(&b, "| %s | %d–%d | %s | %s | %s | %s | %s | %s | %d | %d |\n", p.workload, p.preload, p.preload+p.n,
-		q(served, 0.5), q(served, 0.9), q(served, 0.99), q(served, 1), q(apply, 0.5), q(apply, 0.99), len(refused), errors)
+	ratio := func(ds []time.Duration) string {
+		if len(ds) == 0 || len(floors) == 0 || floors[len(floors)/2] <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f×", float64(ds[len(ds)/2])/float64(floors[len(floors)/2]))
+	}
+	b.WriteString("| workload | routes present | served p50 | p90 | p99 | max | apply p50 | apply p99 | refused | errors | bare haproxy -c p50 / p99 | served p50 ÷ floor | apply p50 ÷ floor |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| %s | %d–%d | %s | %s | %s | %s | %s | %s | %d | %d | %s / %s | %s | %s |\n", p.workload, p.preload, p.preload+p.n,
+		q(served, 0.5), q(served, 0.9), q(served, 0.99), q(served, 1), q(apply, 0.5), q(apply, 0.99), len(refused), errors,
+		q(floors, 0.5), q(floors, 0.99), ratio(served), ratio(apply))
 	for _, r := range refused {
 		fmt.Fprintf(&b, "refused: %s\n", r)
 	}
