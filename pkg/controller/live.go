@@ -142,8 +142,10 @@ func (l *live) sync(ctx context.Context) bool {
 	gens := shadow.Generations(st.Stores)
 	d := l.diagnose(ctx, st)
 	v := d.First
-	l.shadow.LiveRendered(st.Pipeline, st.Stores, gens, v.Bundle)
+	// The map-only sample first: LiveRendered may wake the checks, which
+	// would otherwise find its queue empty and wait for the next wake.
 	l.shadow.AcceptedReusing(st.Pipeline, v, "the live state")
+	l.shadow.LiveRendered(st.Pipeline, st.Stores, gens, v.Bundle)
 	if parent.Err() != nil {
 		// Shutting down: a round cut short says nothing about the
 		// configuration, and nothing is published.
