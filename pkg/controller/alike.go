@@ -22,7 +22,8 @@ import (
 // compares the newest status documents with the stores again (another
 // writer may have changed a status the documents set), and package shadow
 // checks the answer as an admission's (the read-set check: full renders
-// with the object before and after). Anything not known (no State, a
+// with the object before and after), the skipped round counting toward
+// --shortcut-check-every as a round would. Anything not known (no State, a
 // store the State does not use yet, the read-set shortcut off) starts a
 // round, as before.
 
@@ -54,6 +55,7 @@ func (c *controller) alikeUpdates(k watched.WatchKey) *alikeUpdates {
 		},
 		stored: func() {
 			c.metrics.liveAlike.Inc()
+			c.shadow.RoundSkipped()
 			if c.objStatus != nil {
 				c.objStatus.kick()
 			}

@@ -54,6 +54,22 @@ func (v *Verifier) LiveRendered(p *dryrun.Pipeline, stores map[string]*store.Sto
 		}
 		v.published.Store(s)
 	}
+	v.countRound()
+}
+
+// RoundSkipped is called for an update that started no live round because
+// it renders alike (its answer offered with AdmittedAlike first): it counts
+// toward Every as a live render does, so that the checks of such answers
+// come at the cadence of the rounds they stand for.
+func (v *Verifier) RoundSkipped() {
+	if v != nil {
+		v.countRound()
+	}
+}
+
+// countRound counts a live round (rendered or skipped); every Every-th
+// triggers a check.
+func (v *Verifier) countRound() {
 	if n := v.renders.Add(1); v.opts.Every > 0 && n%uint64(v.opts.Every) == 0 {
 		v.trigger()
 	}

@@ -123,16 +123,17 @@ func TestPublishToHAProxy(t *testing.T) {
 	assert.Equal(t, reloads, metric(t, rc, reloadsSuccess), "no reload for a route change")
 	waitConditionReason(t, rc, "Published", "AppliedAtRuntime")
 
-	// A change that renders the same configuration does not reload HAProxy.
-	skipped := metric(t, rc, reloadsSkipped)
+	// A change that renders the same configuration (an annotation no
+	// template reads) starts no live round and does not reload HAProxy.
+	alike := metric(t, rc, liveAlike)
 	cfgBefore, err := os.ReadFile(cfgFile)
 	require.NoError(t, err)
 	mustKubectl(t, "", "annotate", "-n", publishNS, "ingress/web", "note=renders-the-same", "--overwrite")
-	// The skip is counted where a reload would be: once it is, the round is over.
-	waitMetricAbove(t, rc, reloadsSkipped, skipped, "the unchanged render was not seen")
+	// Counted once the update is stored without a round.
+	waitMetricAbove(t, rc, liveAlike, alike, "the update that renders alike was not seen")
 	assert.Equal(t, reloads, metric(t, rc, reloadsSuccess), "no reload for an unchanged bundle")
-	// Nor is the status written again: the round compares it with what the
-	// Ingress holds (the writer counts it once the round offered it).
+	// Nor is the status written again: the status writer, woken for the
+	// update, compares it with what the Ingress holds and counts it.
 	unchanged := waitMetricAbove(t, rc, statusUnchanged, 0, "the status was never compared again")
 	mustKubectl(t, "", "annotate", "-n", publishNS, "ingress/web", "note=still-the-same", "--overwrite")
 	waitMetricAbove(t, rc, statusUnchanged, unchanged, "the status was not compared after the second annotation")
@@ -310,7 +311,7 @@ func waitCondition(t *testing.T, rc *runningController, typ, want string) {
 // htc_resource_status_writes_total.
 const (
 	reloadsSuccess  = `htc_haproxy_reloads_total{result="success"}`
-	reloadsSkipped  = `htc_haproxy_reloads_total{result="skipped"}`
+	liveAlike       = `htc_live_updates_alike_total`
 	reloadsAvoided  = `htc_haproxy_reloads_avoided_total`
 	statusWrites    = `htc_resource_status_writes_total{result="written"}`
 	statusUnchanged = `htc_resource_status_writes_total{result="unchanged"}`
