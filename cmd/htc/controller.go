@@ -52,7 +52,7 @@ htc_haproxy_version_skew metric say so.
 
 The controller checks its own shortcuts against the full computation at
 run time, at low priority (when idle, see --shortcut-check-when-idle, and
-at least every --shortcut-check-every live renders; work interrupts a check
+at least every --shortcut-check-every live rounds; work interrupts a check
 and it runs again later): the live state rendered in full against the
 incremental render it published, haproxy -c run again on a bundle accepted
 through the map-only skip, the state with and without a change admitted
@@ -190,7 +190,7 @@ func defineControllerFlags(fs *pflag.FlagSet, stderr io.Writer) *controllerFlags
 	fs.StringVar(&f.renewDeadline, "leader-elect-renew-deadline", envDefault("HTC_LEADER_ELECT_RENEW_DEADLINE", controller.DefaultRenewDeadline.String()), "how long the leader tries to renew the Lease before it stops leading (env HTC_LEADER_ELECT_RENEW_DEADLINE)")
 	fs.StringVar(&f.retryPeriod, "leader-elect-retry-period", envDefault("HTC_LEADER_ELECT_RETRY_PERIOD", controller.DefaultRetryPeriod.String()), "how often the replicas try to acquire or renew the Lease (env HTC_LEADER_ELECT_RETRY_PERIOD)")
 	fs.BoolVar(&o.FullRender, "full-render", f.envBool("HTC_FULL_RENDER"), "turn incremental rendering off: every render runs every fragment instead of reusing what the last render of the live state kept of those whose item and reads did not change (env HTC_FULL_RENDER)")
-	fs.StringVar(&f.shortcutCheckEvery, "shortcut-check-every", envDefault("HTC_SHORTCUT_CHECK_EVERY", strconv.Itoa(controller.DefaultShortcutCheckEvery)), "check the shortcuts (incremental rendering, the map-only and read-set skips) against the full computation at least every N live renders, at low priority (work interrupts a check: it runs again later); a mismatch turns that shortcut off until restart (condition ShortcutsVerified, htc_shortcut_mismatch_total); 0: never by count (env HTC_SHORTCUT_CHECK_EVERY)")
+	fs.StringVar(&f.shortcutCheckEvery, "shortcut-check-every", envDefault("HTC_SHORTCUT_CHECK_EVERY", strconv.Itoa(controller.DefaultShortcutCheckEvery)), "check the shortcuts (incremental rendering, the map-only and read-set skips) against the full computation at least every N live rounds (an update that renders alike, stored without a round, counts as one), at low priority (work interrupts a check: it runs again later); a mismatch turns that shortcut off until restart (condition ShortcutsVerified, htc_shortcut_mismatch_total); 0: never by count (env HTC_SHORTCUT_CHECK_EVERY)")
 	fs.BoolVar(&o.ShortcutCheckWhenIdle, "shortcut-check-when-idle", f.envBoolDefault("HTC_SHORTCUT_CHECK_WHEN_IDLE", true), "also check the shortcuts whenever the controller has been idle for --idle-memory-return (which finds the idle periods; with it 0, only --shortcut-check-every checks), and only then the stores' pruning: one object of each store read again whole from the API server must render what the store keeps of it (a mismatch turns pruning off and lists every watched resource again, whole) (env HTC_SHORTCUT_CHECK_WHEN_IDLE)")
 	fs.StringVar(&f.memLimit, "memory-limit", envDefault("HTC_MEMORY_LIMIT", memoryLimitAuto), "soft memory limit of the Go runtime (e.g. 400Mi): the garbage collector works harder near it. auto: GOMEMLIMIT when set, else 90% of the container's memory limit (cgroup), else none; none: no limit (env HTC_MEMORY_LIMIT)")
 	fs.StringVar(&f.idleMemoryReturn, "idle-memory-return", envDefault("HTC_IDLE_MEMORY_RETURN", controller.DefaultIdleMemoryReturn.String()), idleMemoryReturnUsage())
