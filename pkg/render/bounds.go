@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math"
 	"sync/atomic"
+
+	"github.com/haproxy-template/htc/pkg/render/funcs"
 )
 
 // DefaultMaxBytes is the cap on the size of a rendered bundle when
@@ -89,7 +90,7 @@ func (b *budget) start(ctx context.Context, limit int64) {
 	}
 	done := new(atomic.Bool)
 	b.ctx, b.done, b.limit, b.bundle = ctx, done, limit, limit
-	b.scratch = satMul(limit, scratchFactor)
+	b.scratch = funcs.SatMul(limit, scratchFactor)
 	if ctx.Done() != nil { // a context that can end
 		b.stop = context.AfterFunc(ctx, func() { done.Store(true) })
 	}
@@ -135,7 +136,7 @@ func (b *budget) charge(fn string, n int64) error {
 	}
 	if n > b.scratch || n < 0 {
 		b.scratch = -1
-		return &LimitError{Func: fn, Scratch: true, Limit: satMul(b.limit, scratchFactor)}
+		return &LimitError{Func: fn, Scratch: true, Limit: funcs.SatMul(b.limit, scratchFactor)}
 	}
 	b.scratch -= n
 	return nil
@@ -158,23 +159,28 @@ func (b *budget) chargeBundle(fn string, n int64) error {
 	return nil
 }
 
-// satMul is a*b for non-negative a and b, saturating at math.MaxInt64.
-func satMul(a, b int64) int64 {
-	if a <= 0 || b <= 0 {
-		return 0
-	}
-	if a > math.MaxInt64/b {
-		return math.MaxInt64
-	}
-	return a * b
-}
+// Interrupted, Charge and Fits make the budget the funcs.Meter its
+// render's guarded functions charge.
 
-// satAdd is a+b for non-negative a and b, saturating at math.MaxInt64.
-func satAdd(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
+// Interrupted is interrupted.
+func (b *budget) Interrupted() error { return b.interrupted() }
+
+// Charge is charge.
+func (b *budget) Charge(fn string, n int64) error { return b.charge(fn, n) }
+
+// Fits refuses a result that could be n bytes long when n exceeds the
+// bundle limit or the scratch budget left, without charging it.
+func (b *budget) Fits(fn string, n int64) error {
+	if err := b.interrupted(); err != nil {
+		return err
 	}
-	return a + b
+	if b.done != nil && n > b.limit {
+		return &LimitError{Func: fn, Value: true, Limit: b.limit}
+	}
+	if b.done != nil && n > b.scratch {
+		return &LimitError{Func: fn, Scratch: true, Limit: funcs.SatMul(b.limit, scratchFactor)}
+	}
+	return nil
 }
 
 // boundedWriter is the writer every template of a render writes to. Each

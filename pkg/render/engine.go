@@ -19,6 +19,7 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/render/funcs"
 	"github.com/haproxy-template/htc/pkg/render/reads"
 	"github.com/haproxy-template/htc/pkg/resourcestatus"
 	"github.com/haproxy-template/htc/pkg/store"
@@ -46,8 +47,8 @@ type Engine struct {
 	// at most maxCachedPaths entries, counted by npaths.
 	paths  sync.Map
 	npaths atomic.Int64
-	// regexps caches compiled regular expressions (regexcache.go).
-	regexps regexCache
+	// regexps caches compiled regular expressions (package funcs).
+	regexps funcs.Regexps
 	// reads is what the templates can read of the stores' objects.
 	reads *reads.Set
 	// table holds the fragment records the last recording render kept
@@ -102,7 +103,8 @@ func (e *Engine) acquire(ctx context.Context, baseDir string, maxBytes int64) (*
 func (e *Engine) release(b *boundSet) {
 	b.st.end()
 	b.st.baseDir = ""
-	b.st.added, b.st.depth, b.st.tails, b.st.warnings = nil, 0, nil, nil
+	b.st.added, b.st.depth, b.st.warnings = nil, 0, nil
+	b.st.guarded.Reset()
 	e.sourceCalls.Store(int64(len(b.st.sources.log)))
 	b.st.sources.reset()
 	// A map of many maps is dropped rather than cleared: clearing costs

@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/render/funcs"
 )
 
 // Fragments are htc's incremental rendering. The whole mechanism:
@@ -271,7 +272,7 @@ func (s *renderState) emit(channel, key string, value any) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("emit %q %q: %w", channel, key, err)
 	}
-	if err := s.charge("emit", entrySize+int64(len(channel)+len(key))+stringsSize(v)); err != nil {
+	if err := s.charge("emit", entrySize+int64(len(channel)+len(key))+funcs.StringsSize(v)); err != nil {
 		return "", err
 	}
 	f.emits = append(f.emits, emission{channel: channel, key: key, value: v})
@@ -377,7 +378,7 @@ func (s *renderState) spend(n int64) error {
 	}
 	if n > s.budget.scratch {
 		s.budget.scratch = -1
-		return &LimitError{Func: "fragments", Scratch: true, Limit: satMul(s.budget.limit, scratchFactor)}
+		return &LimitError{Func: "fragments", Scratch: true, Limit: funcs.SatMul(s.budget.limit, scratchFactor)}
 	}
 	s.budget.scratch -= n
 	return nil

@@ -1,80 +1,36 @@
 package render
 
 import (
-	"errors"
 	"fmt"
-	"path"
 	"reflect"
-	"sort"
 	"text/template"
-	"time"
 	"unsafe"
 
-	"github.com/Masterminds/sprig/v3"
+	"github.com/haproxy-template/htc/pkg/render/funcs"
 )
 
-// removedFuncs are sprig functions templates may not use: they read the
-// process environment, the host or the network, or depend on the clock or
-// on randomness (a configuration must render identically from the same
-// resources wherever it is rendered, or every render would reload HAProxy
-// and an admission could answer otherwise than htc render).
-// TestEveryFunctionIsAllowedForAReason says why each of the others stays.
-var removedFuncs = [...]string{
-	// environment, host, network
-	"env", "expandenv", "getHostByName",
-	// clock
-	"now", "ago", "date", "dateInZone", "date_in_zone", "dateModify", "date_modify",
-	"htmlDate", "htmlDateInZone",
-	// times: toDate and mustToDate parse in the host's time zone
-	// (time.Local), and a time's methods reach it (.Local) and the clock
-	// (durationRound of a time is its age); the others only take a time
-	"toDate", "mustToDate", "unixEpoch", "mustDateModify", "must_date_modify",
-	// randomness
-	"randAlpha", "randAlphaNum", "randAscii", "randNumeric", "randBytes", "randInt",
-	"shuffle", "uuidv4",
-	"genPrivateKey", "genCA", "genCAWithKey", "genSelfSignedCert", "genSelfSignedCertWithKey",
-	"genSignedCert", "genSignedCertWithKey", "encryptAES", "bcrypt", "htpasswd",
-}
-
-// staticFuncs is sprig's text function map without removedFuncs, with
-// deterministic keys and values, durationRound without times, the os*
-// path functions as the path ones, and htc's stateless helpers. It is
-// built once and never modified (text/template copies it).
+// staticFuncs is funcs.Static with htc's stateless helpers that speak of
+// objects and fields (fail, safe, word, quoteValue). It is built once and
+// never modified (text/template copies it).
 var staticFuncs = buildStaticFuncs()
 
 func buildStaticFuncs() template.FuncMap {
-	m := sprig.TxtFuncMap()
-	for _, name := range removedFuncs {
-		delete(m, name)
-	}
-	m["keys"] = sortedKeys
-	m["values"] = sortedValues
-	m["durationRound"] = durationRound(m["durationRound"].(func(any) string))
-	// filepath's functions follow the host's operating system (its path
-	// separator); the configuration's paths are HAProxy's, on Linux.
-	m["osBase"], m["osClean"], m["osDir"], m["osExt"], m["osIsAbs"] = path.Base, path.Clean, path.Dir, path.Ext, path.IsAbs
+	m := funcs.Static()
 	m["fail"] = failFunc
 	m["safe"] = safeFunc
 	m["word"] = wordFunc
 	m["quoteValue"] = quoteValueFunc
-	m["regexCompiles"] = regexCompilesFunc
-	m["ipAddr"] = ipAddrFunc
-	m["cidrContains"] = cidrContainsFunc
 	return m
 }
 
-// durationRound is sprig's durationRound (f) refusing a time: sprig
-// rounds the time elapsed since it, which the clock decides. No function
-// returns a time (see removedFuncs); this holds if one ever does.
-func durationRound(f func(any) string) func(any) (string, error) {
-	return func(d any) (string, error) {
-		switch d.(type) {
-		case time.Time, *time.Time:
-			return "", errors.New("durationRound: the age of a time depends on the clock, which a configuration may not read; give a duration (\"90s\") or nanoseconds")
-		}
-		return f(d), nil
-	}
-}
+// sprig's implementations the owning functions (state.go) delegate to.
+var (
+	sprigDict         = funcs.Sprig[func(...any) map[string]any]("dict")
+	sprigMustFromJSON = funcs.Sprig[func(string) (any, error)]("mustFromJson")
+	sprigPick         = funcs.Sprig[func(map[string]any, ...string) map[string]any]("pick")
+	sprigOmit         = funcs.Sprig[func(map[string]any, ...string) map[string]any]("omit")
+	sprigURLParse     = funcs.Sprig[func(string) map[string]any]("urlParse")
+)
 
 // failFunc implements fail MESSAGE and fail OBJECT MESSAGE: rendering stops
 // with MESSAGE as the reason; OBJECT, a resource object, names what the
@@ -95,32 +51,46 @@ func failFunc(args ...any) (string, error) {
 	return "", fmt.Errorf("fail: want MESSAGE or OBJECT MESSAGE, got %d arguments", len(args))
 }
 
-// sortedKeys is sprig's keys with the keys sorted (sprig's order is random).
-func sortedKeys(dicts ...map[string]any) []string {
-	k := []string{}
-	for _, d := range dicts {
-		for key := range d {
-			k = append(k, key)
-		}
+// guardedFuncs are the functions bound to one render's state s that check
+// its deadline and charge what they build to its scratch budget: package
+// funcs' Set over s's budget (kept as s.guarded, which release resets),
+// and fail, field, safe, word and quoteValue with a deadline check.
+func guardedFuncs(s *renderState) template.FuncMap {
+	var regexps *funcs.Regexps
+	if s.engine != nil {
+		regexps = &s.engine.regexps
 	}
-	sort.Strings(k)
-	return k
+	s.guarded = funcs.NewSet(&s.budget, regexps)
+	m := s.guarded.Funcs()
+	m["field"], m["fail"] = s.checkedField, s.checked(failFunc)
+	// htc's own functions, wrapped by name: the compiler checks their
+	// signatures.
+	m["safe"], m["word"], m["quoteValue"] = s.checked(safeFunc), s.checked(wordFunc), s.checked(quoteValueFunc)
+	return m
 }
 
-// sortedValues is sprig's values in key order (sprig's order is random).
-func sortedValues(dict map[string]any) []any {
-	ks := sortedKeys(dict)
-	out := make([]any, 0, len(ks))
-	for _, k := range ks {
-		out = append(out, dict[k])
+// checked returns f with a deadline check before it runs: a render stopped
+// by its deadline reports the deadline, whatever f would have failed with.
+func (s *renderState) checked(f func(...any) (string, error)) func(...any) (string, error) {
+	return func(args ...any) (string, error) {
+		if err := s.interrupted(); err != nil {
+			return "", err
+		}
+		return f(args...)
 	}
-	return out
+}
+
+// checkedField is field with a deadline check.
+func (s *renderState) checkedField(obj any, path string) (string, error) {
+	if err := s.interrupted(); err != nil {
+		return "", err
+	}
+	return s.field(obj, path)
 }
 
 // dynamicFuncs are the functions bound to one render's state s: pathFor
-// needs the render's BaseDir, field the Engine's path cache, regexMatch
-// and mustRegexMatch its regular expression cache, the others the
-// render's set of owned maps.
+// needs the render's BaseDir, field the Engine's path cache, the others
+// the render's set of owned maps, its source map or its fragments.
 func dynamicFuncs(s *renderState) template.FuncMap {
 	return template.FuncMap{
 		"pathFor":            s.pathFor,
@@ -146,8 +116,6 @@ func dynamicFuncs(s *renderState) template.FuncMap {
 		"emit":               s.emit,
 		"emitted":            s.emitted,
 		"warn":               s.warn,
-		"regexMatch":         s.regexMatch,
-		"mustRegexMatch":     s.mustRegexMatch,
 	}
 }
 

@@ -17,6 +17,8 @@ import (
 	"github.com/Masterminds/sprig/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/haproxy-template/htc/pkg/render/funcs"
 )
 
 // Why each function a template can call reads neither the clock, the
@@ -35,8 +37,8 @@ const (
 	ofJSON     = "encoding/json of its argument (maps in key order)"
 	ofTypes    = "reflection over its arguments' Go types (the same in every view: TestValuesPrintAlikeInEveryView)"
 	ofLogic    = "text/template's builtin over its arguments"
-	ofGuarded  = "htc's: sprig's or text/template's function with the render's deadline and budget checks (guarded.go); " + ofLists
-	ofPrinting = "htc's: fmt over its arguments; refuses what prints as an address (printing.go)"
+	ofGuarded  = "htc's: sprig's or text/template's function with the render's deadline and budget checks (package funcs, guarded.go); " + ofLists
+	ofPrinting = "htc's: fmt over its arguments; refuses what prints as an address (package funcs, printf.go)"
 	ofOwned    = "htc's: sprig's function whose result maps the render owns (state.go); " + ofLists
 	ofHelpers  = "htc's: a function of its arguments (values.go)"
 	ofRender   = "htc's: reads the render's own state: its stores, spec, BaseDir, channels or files, never the host"
@@ -57,7 +59,7 @@ var allowedFuncs = map[string]string{
 	"duration":  "formats a number of seconds as a time.Duration: no clock",
 	"semver":    "parses its argument (Masterminds/semver); a *Version prints by its String method, printf refuses it below a list or map",
 	"toDecimal": ofStrings, "semverCompare": "parses and compares its arguments (Masterminds/semver)",
-	"durationRound":   "htc's: sprig's rounding of a duration (a string or nanoseconds); a time, whose age the clock decides, is refused (funcs.go)",
+	"durationRound":   "htc's: sprig's rounding of a duration (a string or nanoseconds); a time, whose age the clock decides, is refused (package funcs, static.go)",
 	"derivePassword":  "scrypt of its arguments (deterministic; slow: about a second and 32 MiB a call, between two deadline checks)",
 	"buildCustomCert": "decodes its base64 arguments into a struct of two strings", "decryptAES": "AES-CBC decryption of its arguments with the IV they carry",
 	// sprig: numbers
@@ -100,8 +102,8 @@ var allowedFuncs = map[string]string{
 	"mergeOverwrite": ofOwned, "mustMerge": ofOwned, "mustMergeOverwrite": ofOwned,
 	// htc's own
 	"fail": ofHelpers, "safe": ofHelpers, "word": ofHelpers, "quoteValue": ofHelpers, "field": ofHelpers,
-	"regexCompiles": ofRegexp + " (regex.go)",
-	"ipAddr":        "htc's: parses its argument with net/netip (netaddr.go)", "cidrContains": "htc's: net/netip over its arguments (netaddr.go)",
+	"regexCompiles": ofRegexp + " (package funcs, regex.go)",
+	"ipAddr":        "htc's: parses its argument with net/netip (package funcs, netaddr.go)", "cidrContains": "htc's: net/netip over its arguments (package funcs, netaddr.go)",
 	"pathFor": ofRender + " (Input.BaseDir)", "each": ofRender + " (the source map)", "addFile": ofRender,
 	"include": ofRender + " (its templates)", "fragments": ofRender + " (its templates, records and stores)",
 	"emit": ofRender, "emitted": ofRender, "warn": ofRender + " (Bundle.Warnings)",
@@ -163,7 +165,7 @@ func textTemplateBuiltins(t *testing.T) []string {
 // TestEveryFunctionIsAllowedForAReason fails on a function a template can
 // call that is not in allowedFuncs, as a new sprig version or Go release
 // adding one would: read its source, then allow it with its reason or
-// add it to removedFuncs.
+// add it to removedFuncs (package funcs).
 func TestEveryFunctionIsAllowedForAReason(t *testing.T) {
 	callable := templateFuncs(t)
 	for _, name := range slices.Sorted(mapKeys(callable)) {
@@ -172,12 +174,12 @@ func TestEveryFunctionIsAllowedForAReason(t *testing.T) {
 	for name := range allowedFuncs {
 		assert.True(t, callable[name], "%s is allowed but no template can call it", name)
 	}
-	for _, name := range removedFuncs {
+	for _, name := range funcs.Removed() {
 		assert.False(t, callable[name], "%s is removed", name)
 		assert.Contains(t, sprig.TxtFuncMap(), name, "%s: removed, but sprig has no such function", name)
 	}
 	for name := range sprig.TxtFuncMap() {
-		assert.True(t, callable[name] || slices.Contains(removedFuncs[:], name), "sprig's %s is neither allowed nor removed", name)
+		assert.True(t, callable[name] || slices.Contains(funcs.Removed(), name), "sprig's %s is neither allowed nor removed", name)
 	}
 }
 

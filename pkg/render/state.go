@@ -13,6 +13,7 @@ import (
 	"github.com/mitchellh/copystructure"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/render/funcs"
 )
 
 // errModifyShared is the error of every attempt to modify a map the render
@@ -38,9 +39,8 @@ type renderState struct {
 	depth int
 	// added holds the files addFile added during this render.
 	added map[bundle.Kind]map[string]string
-	// tails holds, per backing array push made, its longest list and its
-	// capacity (see push).
-	tails map[unsafe.Pointer]tail
+	// guarded is the render's guarded functions (package funcs).
+	guarded *funcs.Set
 	// sources keeps the render's source map.
 	sources tracker
 	// root is the render's context; stores its stores by key; writers the
@@ -213,7 +213,7 @@ func errCycle(fn string) error {
 const entrySize = 64
 
 func (s *renderState) dict(v ...any) (map[string]any, error) {
-	if err := s.charge("dict", int64(len(v)/2+1)*entrySize+stringsSize(v...)); err != nil {
+	if err := s.charge("dict", int64(len(v)/2+1)*entrySize+funcs.StringsSize(v...)); err != nil {
 		return nil, err
 	}
 	return s.own(sprigDict(v...)), nil
@@ -282,7 +282,7 @@ func (s *renderState) set(d map[string]any, key string, value any) (map[string]a
 	if s.reaches(value, mapPointer(d), map[unsafe.Pointer]bool{}) {
 		return nil, errCycle("set")
 	}
-	if err := s.charge("set", entrySize+int64(len(key))+stringsSize(value)); err != nil {
+	if err := s.charge("set", entrySize+int64(len(key))+funcs.StringsSize(value)); err != nil {
 		return nil, err
 	}
 	d[key] = value

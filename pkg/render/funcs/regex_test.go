@@ -1,4 +1,4 @@
-package render
+package funcs
 
 import (
 	"fmt"
@@ -83,8 +83,7 @@ func TestRegexCompilesAgreesWithHAProxy30(t *testing.T) {
 		t.Fatal("HTC_HAPROXY30 is not set: run `make haproxy` and set HTC_HAPROXY30=$PWD/bin/image-haproxy/haproxy (or run with -short to skip)")
 	}
 	check := func(re string) error {
-		q, err := quoteValueFunc(fmt.Sprintf("^(?:%s)$", re))
-		require.NoError(t, err)
+		q := `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, `$`, `\$`).Replace(fmt.Sprintf("^(?:%s)$", re)) + `"` // as quoteValue
 		cfg := filepath.Join(t.TempDir(), "haproxy.cfg")
 		require.NoError(t, os.WriteFile(cfg, []byte("defaults\n  mode http\n  timeout connect 1s\n  timeout client 1s\n  timeout server 1s\n"+
 			"frontend f\n  bind 127.0.0.1:8080\n  acl r path -m reg "+q+"\n  http-request deny if r\n"), 0o644))

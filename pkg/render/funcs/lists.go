@@ -1,4 +1,4 @@
-package render
+package funcs
 
 import (
 	"reflect"
@@ -10,8 +10,8 @@ import (
 // before it is allocated.
 
 // list implements list and tuple.
-func (s *renderState) list(v ...any) ([]any, error) {
-	if err := s.charge("list", int64(len(v))*slotSize+stringsSize(v...)); err != nil {
+func (s *Set) list(v ...any) ([]any, error) {
+	if err := s.m.Charge("list", int64(len(v))*slotSize+StringsSize(v...)); err != nil {
 		return nil, err
 	}
 	return v, nil
@@ -25,12 +25,12 @@ func (s *renderState) list(v ...any) ([]any, error) {
 // the array in place: no list can see that slot, since every list of the
 // array is shorter and none has capacity. So `$l = append $l x` in a loop
 // is linear instead of quadratic, and no list ever changes.
-func (s *renderState) push(list any, v any) ([]any, error) {
+func (s *Set) push(list any, v any) ([]any, error) {
 	l, isList := list.([]any)
 	if isList && len(l) > 0 {
 		p := unsafe.Pointer(unsafe.SliceData(l))
 		if t, ok := s.tails[p]; ok && t.n == len(l) && t.n < t.cap {
-			if err := s.charge("append", stringsSize(v)); err != nil {
+			if err := s.m.Charge("append", StringsSize(v)); err != nil {
 				return nil, err
 			}
 			full := unsafe.Slice((*any)(p), t.cap)
@@ -41,13 +41,13 @@ func (s *renderState) push(list any, v any) ([]any, error) {
 		delete(s.tails, p) // full, or not the longest list: copied below
 	}
 	if !isList {
-		if err := s.charge("append", listLen(list)*slotSize+stringsSize(v)); err != nil {
+		if err := s.m.Charge("append", listLen(list)*slotSize+StringsSize(v)); err != nil {
 			return nil, err
 		}
 		return sprigMustPush(list, v)
 	}
 	size := max(2*len(l)+2, 4)
-	if err := s.charge("append", int64(size)*slotSize+stringsSize(v)); err != nil {
+	if err := s.m.Charge("append", int64(size)*slotSize+StringsSize(v)); err != nil {
 		return nil, err
 	}
 	full := make([]any, len(l)+1, size)
@@ -77,20 +77,20 @@ func listLen(v any) int64 {
 }
 
 // prepend implements prepend and mustPrepend.
-func (s *renderState) prepend(list any, v any) ([]any, error) {
-	if err := s.charge("prepend", (listLen(list)+1)*slotSize*2+stringsSize(v)); err != nil {
+func (s *Set) prepend(list any, v any) ([]any, error) {
+	if err := s.m.Charge("prepend", (listLen(list)+1)*slotSize*2+StringsSize(v)); err != nil {
 		return nil, err
 	}
 	return sprigMustPrepend(list, v)
 }
 
 // concat implements concat.
-func (s *renderState) concat(lists ...any) (any, error) {
+func (s *Set) concat(lists ...any) (any, error) {
 	var n int64
 	for _, l := range lists {
 		n += listLen(l)
 	}
-	if err := s.charge("concat", n*slotSize*2); err != nil {
+	if err := s.m.Charge("concat", n*slotSize*2); err != nil {
 		return nil, err
 	}
 	return sprigConcat(lists...), nil
@@ -108,7 +108,7 @@ func steps(start, stop, step int) int64 {
 }
 
 // until implements until.
-func (s *renderState) until(count int) ([]int, error) {
+func (s *Set) until(count int) ([]int, error) {
 	step := 1
 	if count < 0 {
 		step = -1
@@ -117,21 +117,21 @@ func (s *renderState) until(count int) ([]int, error) {
 }
 
 // untilStep implements untilStep.
-func (s *renderState) untilStep(start, stop, step int) ([]int, error) {
+func (s *Set) untilStep(start, stop, step int) ([]int, error) {
 	return s.untilStepAs("untilStep", start, stop, step)
 }
 
 // untilStepAs is sprig's untilStep, charged before it allocates and
 // checking the deadline as it fills the list.
-func (s *renderState) untilStepAs(fn string, start, stop, step int) ([]int, error) {
+func (s *Set) untilStepAs(fn string, start, stop, step int) ([]int, error) {
 	n := steps(start, stop, step)
-	if err := s.charge(fn, satMul(n, intSize)); err != nil {
+	if err := s.m.Charge(fn, SatMul(n, intSize)); err != nil {
 		return nil, err
 	}
 	v := make([]int, 0, min(n, 1<<16))
 	for i := start; int64(len(v)) < n; i += step {
 		if len(v)%4096 == 4095 {
-			if err := s.interrupted(); err != nil {
+			if err := s.m.Interrupted(); err != nil {
 				return nil, err
 			}
 		}
@@ -142,7 +142,7 @@ func (s *renderState) untilStepAs(fn string, start, stop, step int) ([]int, erro
 
 // seq implements seq: its numbers are those of untilStep with the
 // parameters sprig derives.
-func (s *renderState) seq(params ...int) (string, error) {
+func (s *Set) seq(params ...int) (string, error) {
 	var n int64
 	switch len(params) {
 	case 1:
@@ -153,7 +153,7 @@ func (s *renderState) seq(params ...int) (string, error) {
 		n = max(steps(params[0], params[2]+1, params[1]), steps(params[0], params[2]-1, params[1]))
 	}
 	// untilStep's ints, then fmt's text, its fields and the joined text.
-	if err := s.charge("seq", satMul(n, intSize*2+3*24)); err != nil {
+	if err := s.m.Charge("seq", SatMul(n, intSize*2+3*24)); err != nil {
 		return "", err
 	}
 	return sprigSeq(params...), nil
@@ -173,13 +173,13 @@ func scalarKey(v any) bool {
 // uniq implements uniq and mustUniq in linear time for scalar elements
 // (sprig compares each element with every kept one); other elements are
 // still compared with reflect.DeepEqual, checking the deadline as they go.
-func (s *renderState) uniq(list any) ([]any, error) {
+func (s *Set) uniq(list any) ([]any, error) {
 	rv := reflect.ValueOf(list)
 	if k := rv.Kind(); k != reflect.Slice && k != reflect.Array {
 		return sprigMustUniq(list)
 	}
 	n := rv.Len()
-	if err := s.charge("uniq", int64(n)*slotSize*3); err != nil {
+	if err := s.m.Charge("uniq", int64(n)*slotSize*3); err != nil {
 		return nil, err
 	}
 	dest := []any{}
@@ -198,7 +198,7 @@ func (s *renderState) uniq(list any) ([]any, error) {
 		dup := false
 		for _, o := range others {
 			if work++; work%1024 == 0 {
-				if err := s.interrupted(); err != nil {
+				if err := s.m.Interrupted(); err != nil {
 					return nil, err
 				}
 			}

@@ -1,4 +1,4 @@
-package render
+package funcs
 
 import (
 	"regexp"
@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 )
 
-// regexCache is the Engine's cache of compiled regular expressions, for
+// Regexps is the Engine's cache of compiled regular expressions, for
 // regexMatch, mustRegexMatch and the regexReplaceAll family. Compiling is
 // a pure function of the expression's text (a *regexp.Regexp is immutable
 // and safe for concurrent use), so an entry is never stale: the key is the
@@ -18,19 +18,22 @@ import (
 // must not grow it without limit); others are compiled per call, as are
 // expressions that do not compile (not kept: their error is computed
 // again). FuzzCachedRegexMatchIsRegexMatch compares it with regexp.
-type regexCache struct {
+type Regexps struct {
 	m sync.Map // expression -> *regexp.Regexp
 	n atomic.Int64
 }
 
-// maxCachedRegexps and maxCachedRegexpLen bound the regexCache.
+// maxCachedRegexps and maxCachedRegexpLen bound the Regexps cache.
 const (
 	maxCachedRegexps   = 512
 	maxCachedRegexpLen = 1024
 )
 
-// compile is regexp.Compile(expr), cached.
-func (c *regexCache) compile(expr string) (*regexp.Regexp, error) {
+// Compile is regexp.Compile(expr), cached (a nil c caches nothing).
+func (c *Regexps) Compile(expr string) (*regexp.Regexp, error) {
+	if c == nil {
+		return regexp.Compile(expr)
+	}
 	if re, ok := c.m.Load(expr); ok {
 		return re.(*regexp.Regexp), nil
 	}
@@ -46,21 +49,21 @@ func (c *regexCache) compile(expr string) (*regexp.Regexp, error) {
 
 // regexMatch implements sprig's regexMatch REGEX S: whether S holds a
 // match of REGEX; false when REGEX does not compile.
-func (s *renderState) regexMatch(regex, str string) (bool, error) {
-	if err := s.interrupted(); err != nil {
+func (s *Set) regexMatch(regex, str string) (bool, error) {
+	if err := s.m.Interrupted(); err != nil {
 		return false, err
 	}
-	re, err := s.engine.regexps.compile(regex)
+	re, err := s.regexps.Compile(regex)
 	return err == nil && re.MatchString(str), nil
 }
 
 // mustRegexMatch implements sprig's mustRegexMatch REGEX S: regexMatch,
 // failing when REGEX does not compile.
-func (s *renderState) mustRegexMatch(regex, str string) (bool, error) {
-	if err := s.interrupted(); err != nil {
+func (s *Set) mustRegexMatch(regex, str string) (bool, error) {
+	if err := s.m.Interrupted(); err != nil {
 		return false, err
 	}
-	re, err := s.engine.regexps.compile(regex)
+	re, err := s.regexps.Compile(regex)
 	if err != nil {
 		return false, err
 	}

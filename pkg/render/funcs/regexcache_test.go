@@ -1,15 +1,22 @@
-package render
+package funcs
 
 import (
-	"context"
 	"fmt"
 	"regexp"
 	"strings"
 	"testing"
+	"text/template"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
+
+// unmetered is a Meter outside any render: never interrupted, no limit.
+type unmetered struct{}
+
+func (unmetered) Interrupted() error         { return nil }
+func (unmetered) Charge(string, int64) error { return nil }
+func (unmetered) Fits(string, int64) error   { return nil }
 
 // FuzzCachedRegexMatchIsRegexMatch: regexMatch and mustRegexMatch over
 // the Engine's regular expression cache answer as regexp does without one, whether the expression is cached already
@@ -23,15 +30,14 @@ func FuzzCachedRegexMatchIsRegexMatch(f *testing.F) {
 	} {
 		f.Add(seed[0], seed[1])
 	}
-	e := mustEngine(f, `x`)
-	full := mustEngine(f, `x`)
+	e, full := new(Regexps), new(Regexps)
 	for i := range maxCachedRegexps {
-		_, _ = full.regexps.compile(fmt.Sprintf("^full%d$", i))
+		_, _ = full.Compile(fmt.Sprintf("^full%d$", i))
 	}
 	f.Fuzz(func(t *testing.T, expr, s string) {
 		want, wantErr := regexp.MatchString(expr, s)
-		for _, eng := range []*Engine{e, e, full} {
-			st := &renderState{engine: eng}
+		for _, re := range []*Regexps{e, e, full, nil} {
+			st := NewSet(unmetered{}, re)
 			got, err := st.regexMatch(expr, s)
 			require.NoError(t, err)
 			assert.Equal(t, want && wantErr == nil, got, "regexMatch %q %q", expr, s)
@@ -46,21 +52,23 @@ func FuzzCachedRegexMatchIsRegexMatch(f *testing.F) {
 // none that does not compile or is longer than maxCachedRegexpLen; an
 // expression past the bound is compiled and matched all the same.
 func TestRegexCacheIsBounded(t *testing.T) {
-	e := mustEngine(t, `{{ regexMatch "^a+$" "aa" }} {{ regexMatch "(a" "a" }} {{ regexReplaceAll "a(x*)b" "-ab-axxb-" "${1}W" }}`)
-	b, err := e.Render(context.Background(), Input{})
-	require.NoError(t, err)
-	assert.Equal(t, "true false -W-xxW-", strings.TrimSpace(b.Config))
-	assert.Equal(t, int64(2), e.regexps.n.Load(), "the two that compile")
+	e := new(Regexps)
+	tmpl := template.Must(template.New("").Funcs(NewSet(unmetered{}, e).Funcs()).Parse(
+		`{{ regexMatch "^a+$" "aa" }} {{ regexMatch "(a" "a" }} {{ regexReplaceAll "a(x*)b" "-ab-axxb-" "${1}W" }}`))
+	var out strings.Builder
+	require.NoError(t, tmpl.Execute(&out, nil))
+	assert.Equal(t, "true false -W-xxW-", out.String())
+	assert.Equal(t, int64(2), e.n.Load(), "the two that compile")
 
-	_, err = e.regexps.compile(strings.Repeat("b", maxCachedRegexpLen+1))
+	_, err := e.Compile(strings.Repeat("b", maxCachedRegexpLen+1))
 	require.NoError(t, err)
-	assert.Equal(t, int64(2), e.regexps.n.Load(), "too long to keep")
+	assert.Equal(t, int64(2), e.n.Load(), "too long to keep")
 	for i := range maxCachedRegexps + 10 {
-		_, err := e.regexps.compile(fmt.Sprintf("^k%d$", i))
+		_, err := e.Compile(fmt.Sprintf("^k%d$", i))
 		require.NoError(t, err)
 	}
-	assert.Equal(t, int64(maxCachedRegexps), e.regexps.n.Load())
-	re, err := e.regexps.compile("^k99999$")
+	assert.Equal(t, int64(maxCachedRegexps), e.n.Load())
+	re, err := e.Compile("^k99999$")
 	require.NoError(t, err)
 	assert.True(t, re.MatchString("k99999"))
 }

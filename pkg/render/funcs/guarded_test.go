@@ -1,0 +1,39 @@
+package funcs
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// TestAWrappedFunctionOfAnotherSignatureStopsTheProgram: the sprig
+// functions the guarded and owning functions wrap are looked up once, at
+// init, as the type the wrapper calls; a sprig version that changed one
+// would stop the program at start (a panic naming the function), never
+// leave the unguarded function in place or fail a render halfway.
+func TestAWrappedFunctionOfAnotherSignatureStopsTheProgram(t *testing.T) {
+	assert.PanicsWithValue(t, `render: sprig function "dict" is a func(...interface {}) map[string]interface {}`, func() {
+		Sprig[func(map[string]any) map[string]any]("dict")
+	})
+	assert.NotNil(t, Sprig[func(...any) map[string]any]("dict"))
+}
+
+// TestFormatBound: what printf makes never exceeds the bound printf checks
+// before formatting.
+func TestFormatBound(t *testing.T) {
+	for _, tc := range []struct {
+		format string
+		args   []any
+	}{
+		{"", nil}, {"abc", nil}, {"%d", []any{-123456789}}, {"%5d", []any{1}}, {"%-10.3f", []any{3.14159}},
+		{"%*d", []any{1000000, 1}}, {"%.*f", []any{1000000, 1.5}}, {"%99999999d", []any{1}},
+		{"%[2]5d %[1]q", []any{"a\x00\n", 7}}, {"%%", nil}, {"x%", nil}, {"%x", []any{"\xff\xfe"}},
+		{"%q", []any{"\x00\x01\x02"}}, {"%v", []any{[]any{1, "a"}}}, {"%+v", []any{map[string]any{"k": "v"}}},
+		{"%010.5d|%-+#8x", []any{42, 255}}, {"%d", nil}, {"%s", []any{1, 2, 3}},
+	} {
+		out := fmt.Sprintf(tc.format, tc.args...)
+		assert.LessOrEqual(t, int64(len(out)), formatBound(tc.format)+argsBound(tc.args), "%q %v", tc.format, tc.args)
+	}
+}
+
