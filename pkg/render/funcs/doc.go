@@ -18,6 +18,8 @@
 //     Sprig, sprig's function of a name as the type its wrapper calls.
 //   - lists.go: the guarded list functions (list, append in amortised
 //     linear time, prepend, concat, until, seq, uniq in linear time).
+//   - replaces.go: the init check that every guarded function takes the
+//     arguments of the function it replaces.
 //   - printf.go: what printf refuses because it would print a memory
 //     address.
 //   - sizes.go: saturating size arithmetic and StringsSize.

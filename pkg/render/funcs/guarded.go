@@ -91,7 +91,8 @@ var (
 // splitList, regexReplaceAll...) and uniq, which sprig implements in
 // quadratic time; and keys, values, regexMatch and mustRegexMatch with a
 // deadline check. They return what sprig, text/template's print functions
-// or Static's return for the same arguments.
+// or Static's return for the same arguments; init checks that each takes
+// the arguments of the function it replaces.
 func (s *Set) Funcs() template.FuncMap {
 	m := template.FuncMap{
 		"list": s.list, "tuple": s.list,

@@ -2,6 +2,7 @@ package funcs
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -37,3 +38,19 @@ func TestFormatBound(t *testing.T) {
 	}
 }
 
+// TestEveryReplacedFunctionTakesItsArguments: each guarded function takes
+// the arguments of the function it replaces and returns its result (the
+// check init runs), and a replaced function whose signature changed is
+// named.
+func TestEveryReplacedFunctionTakesItsArguments(t *testing.T) {
+	guarded := NewSet(unmetered{}, nil).Funcs()
+	assert.NoError(t, replaces(static, guarded))
+	for name, changed := range map[string]any{
+		"repeat":    func(string, int) string { return "" },
+		"splitList": func(string, string) []any { return nil },
+		"until":     func(...int) []int { return nil },
+	} {
+		assert.EqualError(t, replaces(map[string]any{name: changed}, guarded),
+			fmt.Sprintf("render: guarded function %q is a %s, replacing sprig's %T", name, reflect.TypeOf(guarded[name]), changed))
+	}
+}
