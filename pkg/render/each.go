@@ -52,7 +52,7 @@ func (s *renderState) each(v any) (any, error) {
 }
 
 // within runs body with e's object current, when it has one (see
-// sourceMap.objectOf).
+// sourcemap.Builder.Enter).
 func (s *renderState) within(e any, body func() bool) bool {
 	s.sources.enter(e, nil)
 	more := body()

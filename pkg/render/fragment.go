@@ -237,7 +237,7 @@ func (s *renderState) runFragment(name, key string, item any) (*fragmentRecord, 
 // applyFragment applies rec, the record of a fragment for item: its text
 // is written where fragments was called, then its emits, files and
 // warnings are applied; the tracker writes down the fragment (its reads, text and files
-// are the item's object's parts: sourceMap.fragment).
+// are the item's object's parts: replayFragment).
 func (s *renderState) applyFragment(item any, rec *fragmentRecord) error {
 	w := s.writers[len(s.writers)-1]
 	off := w.Len()

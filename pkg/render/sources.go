@@ -8,6 +8,7 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/phase"
+	"github.com/haproxy-template/htc/pkg/render/sourcemap"
 )
 
 // The source map of a render (bundle.Sources) says which object each line
@@ -20,7 +21,8 @@ import (
 // asked who reads an object), so a render only writes down, in order, the
 // calls that build it (tracker: reads, entering and leaving objects,
 // writes, outputs, files, fragments), and the bundle builds it from them on
-// first use (sourceMap, replaying the calls in the same order). A failed
+// first use (package sourcemap's Builder, replaying the calls in the
+// same order). A failed
 // render builds it at once to attribute its error.
 
 // tracker writes down the source map calls of one render. One render uses
@@ -173,30 +175,75 @@ func (t *tracker) fragment(item any, rec *fragmentRecord, off int) {
 func (t *tracker) sources() func() *bundle.Sources {
 	log, hint := t.log, [2]int{t.sizeHint, t.filesHint}
 	return func() *bundle.Sources {
-		sm := &sourceMap{sizeHint: hint[0], filesHint: hint[1]}
-		sm.replay(log)
-		return sm.sources()
+		sm := &sourcemap.Builder{SizeHint: hint[0], FilesHint: hint[1]}
+		replay(sm, log)
+		return sm.Sources()
 	}
 }
 
 // failedIn returns the objects being rendered when rendering failed (the
 // stack of current objects, innermost last), or the explicit one.
 func (t *tracker) failedIn(explicit map[string]any) []bundle.ObjectRef {
-	sm := &sourceMap{sizeHint: t.sizeHint}
-	sm.replay(t.log)
+	sm := &sourcemap.Builder{SizeHint: t.sizeHint}
+	replay(sm, t.log)
 	if explicit != nil {
-		if i := sm.index1(explicit, nil); i != 0 {
-			return []bundle.ObjectRef{sm.objects[i-1]}
+		if ref, ok := sm.Named(explicit); ok {
+			return []bundle.ObjectRef{ref}
 		}
 	}
-	out := make([]bundle.ObjectRef, 0, len(sm.current))
-	for _, i := range sm.current {
-		if i != 0 {
-			out = append(out, sm.objects[i-1])
-		}
-	}
-	return out
+	return sm.Current()
 }
+
+// replay makes the calls of log on sm.
+func replay(sm *sourcemap.Builder, log []sourceEvent) {
+	for i := range log {
+		e := &log[i]
+		switch e.kind {
+		case evRead:
+			for _, o := range e.val.([]map[string]any) {
+				sm.Returned(e.key, o, nil)
+			}
+		case evEnter:
+			sm.Enter(e.val, e.ref)
+		case evLeave:
+			sm.Leave()
+		case evUnwind:
+			sm.Unwind(e.n)
+		case evWrite:
+			sm.Wrote(e.n)
+		case evFinish:
+			sm.Finish(e.key, e.val.(string))
+		case evFile:
+			owner, _ := e.val.(map[string]any)
+			sm.File(e.key, owner)
+		case evFragment:
+			replayFragment(sm, e.val, e.rec, e.n)
+		}
+	}
+}
+
+// replayFragment makes the calls applying rec, the record of a fragment for item
+// whose text was written at off, made (fragment.go).
+func replayFragment(sm *sourcemap.Builder, item any, rec *fragmentRecord, off int) {
+	sm.Enter(item, nil)
+	for _, r := range rec.reads {
+		if r.read.method == "Get" || r.read.method == "Fetch" {
+			for i, o := range r.read.objs {
+				sm.Returned(r.store, o, &r.refs[i])
+			}
+		}
+	}
+	if rec.text != "" {
+		sm.Wrote(off)
+	}
+	for _, f := range rec.files {
+		sm.File(relPath(f.kind, f.name), f.owner)
+	}
+	sm.Leave()
+}
+
+// refOf names a store object (sourcemap.Ref).
+func refOf(key string, obj map[string]any) bundle.ObjectRef { return sourcemap.Ref(key, obj) }
 
 // AttributedError is a render failure that happened while the objects
 // Objects returns were being rendered (innermost last): the objects a

@@ -1,4 +1,4 @@
-package render
+package sourcemap
 
 import (
 	"slices"
@@ -8,8 +8,14 @@ import (
 	"github.com/haproxy-template/htc/pkg/bundle"
 )
 
-// sourceMap builds a source map from a tracker's log.
-type sourceMap struct {
+// Builder builds the source map of one render from the calls a render
+// makes, in the order it made them. The zero Builder is ready; SizeHint
+// and FilesHint, when set before the first call, size its lists.
+type Builder struct {
+	// SizeHint is about how many objects the source map will name;
+	// FilesHint how many files it will own.
+	SizeHint, FilesHint int
+
 	objects []bundle.ObjectRef
 	// known maps the content map of each object a store returned to the
 	// store's key and, once it is referred to, 1 + its index in objects.
@@ -26,8 +32,7 @@ type sourceMap struct {
 	files map[string]int32
 	reads []bundle.Read
 	// objKeys is objectOf's scratch list of keys.
-	objKeys             []string
-	sizeHint, filesHint int
+	objKeys []string
 }
 
 // span is a change of the current object at an output offset.
@@ -42,65 +47,15 @@ type knownObject struct {
 	index int32 // 1 + its index in objects, 0 until referred to
 }
 
-// replay makes the calls of log.
-func (sm *sourceMap) replay(log []sourceEvent) {
-	for i := range log {
-		e := &log[i]
-		switch e.kind {
-		case evRead:
-			for _, o := range e.val.([]map[string]any) {
-				sm.returned(e.key, o, nil)
-			}
-		case evEnter:
-			sm.enter(e.val, e.ref)
-		case evLeave:
-			sm.leave()
-		case evUnwind:
-			for len(sm.entered) > e.n {
-				sm.leave()
-			}
-		case evWrite:
-			sm.wrote(e.n)
-		case evFinish:
-			sm.finish(e.key, e.val.(string))
-		case evFile:
-			owner, _ := e.val.(map[string]any)
-			sm.file(e.key, owner)
-		case evFragment:
-			sm.fragment(e.val, e.rec, e.n)
-		}
-	}
-}
-
-// fragment makes the calls applying rec, the record of a fragment for item
-// whose text was written at off, made (fragment.go).
-func (sm *sourceMap) fragment(item any, rec *fragmentRecord, off int) {
-	sm.enter(item, nil)
-	for _, r := range rec.reads {
-		if r.read.method == "Get" || r.read.method == "Fetch" {
-			for i, o := range r.read.objs {
-				sm.returned(r.store, o, &r.refs[i])
-			}
-		}
-	}
-	if rec.text != "" {
-		sm.wrote(off)
-	}
-	for _, f := range rec.files {
-		sm.file(relPath(f.kind, f.name), f.owner)
-	}
-	sm.leave()
-}
-
-// returned records that store key returned obj (ref names it, when known).
-func (sm *sourceMap) returned(key string, obj map[string]any, ref *bundle.ObjectRef) {
+// Returned records that store key returned obj (ref names it, when known).
+func (sm *Builder) Returned(key string, obj map[string]any, ref *bundle.ObjectRef) {
 	if obj == nil {
 		return
 	}
 	if sm.known == nil {
-		sm.known = make(map[unsafe.Pointer]knownObject, sm.sizeHint)
+		sm.known = make(map[unsafe.Pointer]knownObject, sm.SizeHint)
 	}
-	p := mapPtr(obj)
+	p := mapPointer(obj)
 	k := sm.known[p]
 	top := sm.top()
 	if k.index == 0 {
@@ -117,8 +72,8 @@ func (sm *sourceMap) returned(key string, obj map[string]any, ref *bundle.Object
 
 // index1 returns 1 + the index of obj, adding it on first sight; 0 for a
 // map no store returned. ref names obj when known.
-func (sm *sourceMap) index1(obj map[string]any, ref *bundle.ObjectRef) int32 {
-	p := mapPtr(obj)
+func (sm *Builder) index1(obj map[string]any, ref *bundle.ObjectRef) int32 {
+	p := mapPointer(obj)
 	k, ok := sm.known[p]
 	if !ok || k.index != 0 {
 		return k.index
@@ -129,21 +84,21 @@ func (sm *sourceMap) index1(obj map[string]any, ref *bundle.ObjectRef) int32 {
 }
 
 // add appends obj, returned by store key, to objects and returns 1 + its
-// index; ref is its reference when known (else refOf reads it).
-func (sm *sourceMap) add(key string, obj map[string]any, ref *bundle.ObjectRef) int32 {
-	if sm.objects == nil && sm.sizeHint > 0 {
-		sm.objects = make([]bundle.ObjectRef, 0, sm.sizeHint)
+// index; ref is its reference when known (else Ref reads it).
+func (sm *Builder) add(key string, obj map[string]any, ref *bundle.ObjectRef) int32 {
+	if sm.objects == nil && sm.SizeHint > 0 {
+		sm.objects = make([]bundle.ObjectRef, 0, sm.SizeHint)
 	}
 	if ref != nil && ref.Store == key {
 		sm.objects = append(sm.objects, *ref)
 	} else {
-		sm.objects = append(sm.objects, refOf(key, obj))
+		sm.objects = append(sm.objects, Ref(key, obj))
 	}
 	return int32(len(sm.objects))
 }
 
-// refOf names a store object.
-func refOf(key string, obj map[string]any) bundle.ObjectRef {
+// Ref names a store object: store key, kind, namespace and name.
+func Ref(key string, obj map[string]any) bundle.ObjectRef {
 	kind, _ := obj["kind"].(string)
 	meta, _ := obj["metadata"].(map[string]any)
 	ns, _ := meta["namespace"].(string)
@@ -154,7 +109,7 @@ func refOf(key string, obj map[string]any) bundle.ObjectRef {
 // objectOf is the source-map reference of an element: itself when a store
 // returned it (ref names it when known), else the first such object among
 // its values (key order).
-func (sm *sourceMap) objectOf(e any, ref *bundle.ObjectRef) int32 {
+func (sm *Builder) objectOf(e any, ref *bundle.ObjectRef) int32 {
 	obj, ok := e.(map[string]any)
 	if !ok {
 		return 0
@@ -182,16 +137,16 @@ func (sm *sourceMap) objectOf(e any, ref *bundle.ObjectRef) int32 {
 }
 
 // top is the current object (1 + index), 0 when none.
-func (sm *sourceMap) top() int32 {
+func (sm *Builder) top() int32 {
 	if len(sm.current) == 0 {
 		return 0
 	}
 	return sm.current[len(sm.current)-1]
 }
 
-// enter makes elem's object current, when it has one; leave ends the last
-// element entered.
-func (sm *sourceMap) enter(elem any, ref *bundle.ObjectRef) {
+// Enter makes elem's object current, when it has one (objectOf); ref
+// names elem when elem is the object and its name is known.
+func (sm *Builder) Enter(elem any, ref *bundle.ObjectRef) {
 	r := sm.objectOf(elem, ref)
 	if r != 0 {
 		sm.current = append(sm.current, r)
@@ -199,15 +154,24 @@ func (sm *sourceMap) enter(elem any, ref *bundle.ObjectRef) {
 	sm.entered = append(sm.entered, r != 0)
 }
 
-func (sm *sourceMap) leave() {
+// Leave ends the last element entered.
+func (sm *Builder) Leave() {
 	if sm.entered[len(sm.entered)-1] {
 		sm.current = sm.current[:len(sm.current)-1]
 	}
 	sm.entered = sm.entered[:len(sm.entered)-1]
 }
 
+// Unwind leaves the elements entered after the first n (a break left
+// their loops).
+func (sm *Builder) Unwind(n int) {
+	for len(sm.entered) > n {
+		sm.Leave()
+	}
+}
+
 // read records that reader's rendering read obj.
-func (sm *sourceMap) read(reader, obj int32) {
+func (sm *Builder) read(reader, obj int32) {
 	if obj == 0 || obj == reader {
 		return
 	}
@@ -216,13 +180,13 @@ func (sm *sourceMap) read(reader, obj int32) {
 		return // the same read again (a loop reading one object)
 	}
 	if sm.reads == nil {
-		sm.reads = make([]bundle.Read, 0, sm.sizeHint)
+		sm.reads = make([]bundle.Read, 0, sm.SizeHint)
 	}
 	sm.reads = append(sm.reads, r)
 }
 
-// wrote records that the current object wrote at off of the output.
-func (sm *sourceMap) wrote(off int) {
+// Wrote records that the current object wrote at off of the output.
+func (sm *Builder) Wrote(off int) {
 	top := sm.top()
 	if n := len(sm.spans); n > 0 && sm.spans[n-1].obj == top {
 		return
@@ -233,9 +197,9 @@ func (sm *sourceMap) wrote(off int) {
 	sm.spans = append(sm.spans, span{off: off, obj: top})
 }
 
-// finish turns the spans of an output into its per-line objects: a line
+// Finish turns the spans of an output into its per-line objects: a line
 // belongs to the last object that wrote any of its bytes.
-func (sm *sourceMap) finish(relPath, text string) {
+func (sm *Builder) Finish(relPath, text string) {
 	defer func() { sm.spans = sm.spans[:0] }()
 	if len(sm.spans) == 0 {
 		return
@@ -271,9 +235,9 @@ func (sm *sourceMap) finish(relPath, text string) {
 	sm.lines[relPath] = lines
 }
 
-// file records that an added file belongs to owner (nil: the current
+// File records that an added file belongs to owner (nil: the current
 // object).
-func (sm *sourceMap) file(relPath string, owner map[string]any) {
+func (sm *Builder) File(relPath string, owner map[string]any) {
 	var obj int32
 	if owner != nil {
 		obj = sm.index1(owner, nil)
@@ -285,15 +249,39 @@ func (sm *sourceMap) file(relPath string, owner map[string]any) {
 		return
 	}
 	if sm.files == nil {
-		sm.files = make(map[string]int32, sm.filesHint)
+		sm.files = make(map[string]int32, sm.FilesHint)
 	}
 	sm.files[relPath] = obj
 }
 
-// sources returns the source map built (nil when no object was tracked).
-func (sm *sourceMap) sources() *bundle.Sources {
+// Sources returns the source map built (nil when no object was tracked).
+func (sm *Builder) Sources() *bundle.Sources {
 	if len(sm.objects) == 0 {
 		return nil
 	}
 	return &bundle.Sources{Objects: sm.objects, Lines: sm.lines, Files: sm.files, Reads: sm.reads}
 }
+
+// Current returns the objects current now, innermost last: those a
+// failure at this point happened in.
+func (sm *Builder) Current() []bundle.ObjectRef {
+	out := make([]bundle.ObjectRef, 0, len(sm.current))
+	for _, i := range sm.current {
+		if i != 0 {
+			out = append(out, sm.objects[i-1])
+		}
+	}
+	return out
+}
+
+// Named returns obj's reference when a store returned it, adding it to
+// the source map's objects on first sight.
+func (sm *Builder) Named(obj map[string]any) (bundle.ObjectRef, bool) {
+	if i := sm.index1(obj, nil); i != 0 {
+		return sm.objects[i-1], true
+	}
+	return bundle.ObjectRef{}, false
+}
+
+// mapPointer is a map's identity.
+func mapPointer(m map[string]any) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&m)) }
