@@ -19,6 +19,22 @@
 //     carries. A function without a rule makes the scan read everything;
 //     TestEveryFunctionHasAReadRule (package render) fails on one.
 //
+// # What counts as read
+//
+// The scan follows store objects through variables, field chains, dict
+// and list, set and get, index, include and template calls, until nothing
+// grows. A field counts as read once its value is used (printed, tested,
+// compared, passed to a function). A field evaluated but not used (a chain
+// assigned to a variable nobody reads, a dict value a snippet ignores) is
+// a shape read: a render can still fail on a missing step or the wrong
+// kind of value, so whether each step is there and what kind of value it
+// holds count, not what a map holds. Testing an object a store returned
+// for truth (if, with, not, and, or, default) reads none of its fields: a
+// stored object is never empty, so the test only asks whether it exists;
+// neither does naming it as addFile's owner (the source map names it by
+// kind, namespace and name). Two versions of an object that agree on what
+// is read (Set.Same) and on their index keys render the same bundle.
+//
 // # Soundness
 //
 // The scan over-approximates: what it cannot follow (a template name
