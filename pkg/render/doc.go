@@ -9,8 +9,9 @@
 //     functions; funcs.go: the FuncMaps; addfile.go, pathfor.go, each.go,
 //     warn.go, values.go: field, safe, word, quoteValue), the stores as
 //     templates see them (resources.go, printing.go), the render's budget
-//     and writer (bounds.go), errors (errors.go, ttinternals.go, walk.go),
-//     fragments and their reuse (fragment*.go), rendering again over one
+//     and writer (bounds.go), errors (errors.go), the parse-time check of
+//     every tree (prepare.go), fragments and their reuse (fragment*.go),
+//     rendering again over one
 //     state (render_again.go), status documents (status.go) and the
 //     calls the source map is built from (sources.go).
 //   - funcs: the function set that holds no render state: sprig made
@@ -19,6 +20,8 @@
 //   - reads: the read scan, what fields of the watched objects any render
 //     may depend on (Engine.Reads), with its one table of function rules.
 //   - sourcemap: the source map builder (bundle.Sources).
+//   - tree: the walk over parsed templates and every dependence on
+//     text/template's internals.
 //
 // # Templates
 //

@@ -21,6 +21,7 @@ import (
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/render/funcs"
 	"github.com/haproxy-template/htc/pkg/render/reads"
+	"github.com/haproxy-template/htc/pkg/render/tree"
 	"github.com/haproxy-template/htc/pkg/resourcestatus"
 	"github.com/haproxy-template/htc/pkg/store"
 )
@@ -270,7 +271,7 @@ func New(spec *config.HAProxyTemplateConfigSpec) (*Engine, error) {
 				continue
 			}
 			if owner, dup := definedBy[t.Name()]; dup {
-				return nil, templateError(src.name, treeLine(t.Tree),
+				return nil, templateError(src.name, tree.Line(t.Tree),
 					fmt.Sprintf("template %q is defined twice (also by %s)", t.Name(), owner))
 			}
 			definedBy[t.Name()] = src.name

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/haproxy-template/htc/pkg/phase"
+	"github.com/haproxy-template/htc/pkg/render/tree"
 )
 
 // TemplateError is a problem located in a template source: a parse error, or
@@ -182,57 +183,57 @@ func execError(name string, err error) *phase.Error {
 		}
 		return cancelled(context.DeadlineExceeded)
 	}
-	loc := locate(err)
-	if loc.template == "" {
-		loc.template = name
+	loc := tree.Locate(err)
+	if loc.Template == "" {
+		loc.Template = name
 	}
 	var le *LimitError
 	if errors.As(err, &le) {
-		if loc.line > 0 {
-			return renderError((&TemplateError{Template: loc.template, Line: loc.line, Message: le.Error()}).Error(), le)
+		if loc.Line > 0 {
+			return renderError((&TemplateError{Template: loc.Template, Line: loc.Line, Message: le.Error()}).Error(), le)
 		}
-		return renderError(fmt.Sprintf("template %s: %s", loc.template, le.Error()), le)
+		return renderError(fmt.Sprintf("template %s: %s", loc.Template, le.Error()), le)
 	}
 	var fe *FailError
 	if errors.As(err, &fe) {
-		fe.Template, fe.Line = loc.template, loc.line
+		fe.Template, fe.Line = loc.Template, loc.Line
 		if strings.TrimSpace(fe.Message) == "" {
-			return renderError((&TemplateError{Template: loc.template, Line: loc.line,
+			return renderError((&TemplateError{Template: loc.Template, Line: loc.Line,
 				Message: "fail was called without a message"}).Error(), fe)
 		}
 		return renderError(fe.Message, fe)
 	}
 	var ve *ValueError
 	if errors.As(err, &ve) {
-		ve.Template, ve.Line = loc.template, loc.line
+		ve.Template, ve.Line = loc.Template, loc.Line
 		if ve.Object != "" {
 			return renderError(ve.Message, ve)
 		}
-		return renderError((&TemplateError{Template: loc.template, Line: loc.line, Message: ve.Message}).Error(), ve)
+		return renderError((&TemplateError{Template: loc.Template, Line: loc.Line, Message: ve.Message}).Error(), ve)
 	}
-	return templateError(loc.template, loc.line, simplify(loc, err))
+	return templateError(loc.Template, loc.Line, simplify(loc, err))
 }
 
 // simplify shortens a text/template execution problem to what a template
 // author needs.
-func simplify(loc execLocation, err error) string {
-	node := shorten(loc.context, 60)
+func simplify(loc tree.Location, err error) string {
+	node := shorten(loc.Context, 60)
 	switch {
 	case errors.Is(err, errNoStore):
 		return node + ": " + errNoStore.Error()
-	case loc.fn != "":
-		if strings.HasPrefix(loc.problem, loc.fn+" ") || strings.HasPrefix(loc.problem, loc.fn+":") ||
-			strings.HasPrefix(loc.problem, ".") {
-			return loc.problem
+	case loc.Func != "":
+		if strings.HasPrefix(loc.Problem, loc.Func+" ") || strings.HasPrefix(loc.Problem, loc.Func+":") ||
+			strings.HasPrefix(loc.Problem, ".") {
+			return loc.Problem
 		}
-		return loc.fn + ": " + loc.problem
-	case strings.HasPrefix(loc.problem, "nil pointer evaluating interface {}."):
-		field := strings.TrimPrefix(loc.problem, "nil pointer evaluating interface {}")
+		return loc.Func + ": " + loc.Problem
+	case strings.HasPrefix(loc.Problem, "nil pointer evaluating interface {}."):
+		field := strings.TrimPrefix(loc.Problem, "nil pointer evaluating interface {}")
 		return fmt.Sprintf("%s: cannot read %s of a missing value (use with, dig or field for optional fields)", node, field)
 	case node != "":
-		return node + ": " + loc.problem
+		return node + ": " + loc.Problem
 	default:
-		return loc.problem
+		return loc.Problem
 	}
 }
 

@@ -44,7 +44,7 @@ func (s *readScan) node1(sc *scope, dot *absValue, n parse.Node) {
 	case *parse.TextNode, *parse.CommentNode, *parse.BreakNode, *parse.ContinueNode:
 		// read nothing
 	default:
-		s.everything = true // a node the scan does not know (walk.go)
+		s.everything = true // a node the scan does not know: fail closed, as tree.Walk does
 	}
 }
 
@@ -199,7 +199,7 @@ func (s *readScan) arg(sc *scope, dot *absValue, n parse.Node) *absValue {
 	case *parse.StringNode, *parse.NumberNode, *parse.BoolNode, *parse.NilNode:
 		return &absValue{}
 	}
-	s.everything = true // a node the scan does not know (walk.go)
+	s.everything = true // a node the scan does not know: fail closed, as tree.Walk does
 	return &absValue{}
 }
 

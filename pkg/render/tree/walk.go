@@ -1,18 +1,14 @@
-package render
+package tree
 
 import (
-	"errors"
 	"fmt"
-	"text/template"
 	"text/template/parse"
 )
 
-// The one walk over template trees. Every analysis of the templates (the
-// tick insertion and template reference check of New, the read scan) reaches
-// nodes through walkNodes or checks them with knownNode, and both fail closed:
-// a node type this package does not know (a new Go release may add one)
-// makes New refuse the templates and the read scan read everything, instead
-// of being skipped.
+// The one walk over template trees: New's tick insertion and template
+// reference check (package render) reach nodes through Walk, which fails
+// closed: a node type this package does not know (a new Go release may
+// add one) makes New refuse the templates instead of being skipped.
 
 // knownNodeTypes are the parse.NodeType values a parsed tree can hold, with
 // what they are (TestEveryNodeTypeIsKnown compares them with Go's list).
@@ -26,18 +22,19 @@ var knownNodeTypes = map[parse.NodeType]string{
 	parse.NodeComment: "comment", parse.NodeBreak: "break", parse.NodeContinue: "continue",
 }
 
-// unknownNodeError is a node of a type the analyses do not know.
-type unknownNodeError struct{ node parse.Node }
+// UnknownNodeError is a node of a type the analyses do not know.
+type UnknownNodeError struct{ node parse.Node }
 
-func (e *unknownNodeError) Error() string {
+// Error names the node's type.
+func (e *UnknownNodeError) Error() string {
 	return fmt.Sprintf("a template node of type %d (%T) is unknown to htc's template analysis", e.node.Type(), e.node)
 }
 
-// knownNode returns an *unknownNodeError for a node whose type or Go type
+// Known returns an *UnknownNodeError for a node whose type or Go type
 // is not one knownNodeTypes lists.
-func knownNode(n parse.Node) error {
+func Known(n parse.Node) error {
 	if _, ok := knownNodeTypes[n.Type()]; !ok {
-		return &unknownNodeError{node: n}
+		return &UnknownNodeError{node: n}
 	}
 	switch n.(type) {
 	case *parse.TextNode, *parse.ActionNode, *parse.BoolNode, *parse.ChainNode, *parse.CommandNode,
@@ -47,24 +44,24 @@ func knownNode(n parse.Node) error {
 		*parse.BreakNode, *parse.ContinueNode:
 		return nil
 	}
-	return &unknownNodeError{node: n}
+	return &UnknownNodeError{node: n}
 }
 
-// walkNodes calls visit with n and every node below it, parents first, in
+// Walk calls visit with n and every node below it, parents first, in
 // the order they appear; it stops at the first error, and returns an
-// *unknownNodeError for a node it does not know.
-func walkNodes(n parse.Node, visit func(parse.Node) error) error {
+// *UnknownNodeError for a node it does not know.
+func Walk(n parse.Node, visit func(parse.Node) error) error {
 	if isNilNode(n) {
 		return nil
 	}
-	if err := knownNode(n); err != nil {
+	if err := Known(n); err != nil {
 		return err
 	}
 	if err := visit(n); err != nil {
 		return err
 	}
 	for _, c := range children(n) {
-		if err := walkNodes(c, visit); err != nil {
+		if err := Walk(c, visit); err != nil {
 			return err
 		}
 	}
@@ -119,30 +116,4 @@ func isNilNode(n parse.Node) bool {
 		return x == nil
 	}
 	return false
-}
-
-// prepareTree checks and prepares one parsed tree of root's set in one
-// walk: every {{ template "x" }} must name a template of the set, every
-// node must be known, and every range body (and the tree) starts with a
-// tick (insertTick) so that a render notices its deadline.
-func prepareTree(root *template.Template, tree *parse.Tree) error {
-	insertTick(tree.Root)
-	err := walkNodes(tree.Root, func(n parse.Node) error {
-		switch x := n.(type) {
-		case *parse.TemplateNode:
-			if root.Lookup(x.Name) == nil {
-				return templateError(tree.ParseName, x.Line,
-					fmt.Sprintf("{{ template %q }}: no such template (neither a snippet nor a define)", x.Name))
-			}
-		case *parse.RangeNode:
-			if x.List != nil {
-				insertTick(x.List)
-			}
-		}
-		return nil
-	})
-	if ue, ok := errors.AsType[*unknownNodeError](err); ok {
-		return templateError(tree.ParseName, treeLine(tree), ue.Error())
-	}
-	return err
 }

@@ -1,7 +1,6 @@
-package render
+package tree
 
 import (
-	"context"
 	"errors"
 	"go/ast"
 	"go/parser"
@@ -15,8 +14,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/haproxy-template/htc/pkg/render/reads"
 )
 
 // TestEveryNodeTypeIsKnown reads the NodeType constants of the Go release
@@ -60,46 +57,12 @@ func TestEveryNodeTypeIsKnown(t *testing.T) {
 	}
 	for _, n := range names {
 		nt, ok := byName[n]
-		require.True(t, ok, "Go has a NodeType %s htc's template analysis does not know (walk.go)", n)
+		require.True(t, ok, "Go has a NodeType %s htc's template analysis does not know (package render/tree, walk.go)", n)
 		assert.Contains(t, knownNodeTypes, nt, n)
 	}
 }
 
-// strangeNode is a node of a type no Go release has.
-type strangeNode struct{ parse.TextNode }
-
-func (n *strangeNode) Type() parse.NodeType { return 99 }
-
-func TestTheAnalysesFailClosedOnAnUnknownNode(t *testing.T) {
-	tree := func() *parse.Tree {
-		tmpl := template.Must(template.New("t").Funcs(staticFuncs).Parse(`{{ range .resources.ingresses.List }}{{ .metadata.name }}{{ end }}`))
-		r := tmpl.Tree.Root.Nodes[0].(*parse.RangeNode)
-		r.List.Nodes = append(r.List.Nodes, &strangeNode{})
-		return tmpl.Tree
-	}
-	t.Run("the walk", func(t *testing.T) {
-		err := walkNodes(tree().Root, func(parse.Node) error { return nil })
-		var ue *unknownNodeError
-		require.True(t, errors.As(err, &ue), "%v", err)
-	})
-	t.Run("New refuses the template", func(t *testing.T) {
-		root := template.New("").Funcs(staticFuncs)
-		tr := tree()
-		_, err := root.AddParseTree("t", tr)
-		require.NoError(t, err)
-		err = prepareTree(root, tr)
-		require.Error(t, err)
-		assert.Contains(t, err.Error(), "unknown to htc's template analysis")
-	})
-	t.Run("the read scan reads everything", func(t *testing.T) {
-		root := template.New("").Funcs(staticFuncs).Funcs(dynamicFuncs(newRenderState(nil, "")))
-		_, err := root.AddParseTree("haproxy.cfg", tree())
-		require.NoError(t, err)
-		assert.True(t, reads.Scan(root, []string{"haproxy.cfg"}).Everything())
-	})
-}
-
-// TestTextTemplateInternals checks what ttinternals.go relies on of
+// TestTextTemplateInternals checks what internals.go relies on of
 // text/template beyond its documented API; it fails when a Go release
 // changes the text of execution errors or of ErrorContext, or stops
 // executing a grafted node.
@@ -109,32 +72,25 @@ func TestTextTemplateInternals(t *testing.T) {
 		tmpl := template.Must(template.New("snippet:x").Option("missingkey=zero").Funcs(template.FuncMap{"f": func(any) (string, error) { return "", boom }}).
 			Parse("line 1\n{{ f .a.b }}"))
 		err := tmpl.Execute(&strings.Builder{}, map[string]any{"a": map[string]any{"b": 1}})
-		loc := locate(err)
-		assert.Equal(t, execLocation{template: "snippet:x", line: 2, context: "f .a.b", fn: "f", problem: "boom"}, loc)
+		loc := Locate(err)
+		assert.Equal(t, Location{Template: "snippet:x", Line: 2, Context: "f .a.b", Func: "f", Problem: "boom"}, loc)
 		err = tmpl.Execute(&strings.Builder{}, map[string]any{})
-		loc = locate(err)
-		assert.Equal(t, "snippet:x", loc.template)
-		assert.Equal(t, 2, loc.line)
-		assert.True(t, strings.HasPrefix(loc.problem, "nil pointer evaluating interface {}."), loc.problem)
+		loc = Locate(err)
+		assert.Equal(t, "snippet:x", loc.Template)
+		assert.Equal(t, 2, loc.Line)
+		assert.True(t, strings.HasPrefix(loc.Problem, "nil pointer evaluating interface {}."), loc.Problem)
 	})
 	t.Run("ErrorContext", func(t *testing.T) {
 		tmpl := template.Must(template.New("a").Parse("x\n{{ define \"b\" }}\n\ny{{ end }}"))
-		assert.Equal(t, 2, treeLine(tmpl.Lookup("b").Tree))
+		assert.Equal(t, 2, Line(tmpl.Lookup("b").Tree))
 	})
 	t.Run("a grafted tick", func(t *testing.T) {
 		tmpl := template.Must(template.New("t").Parse(`{{ range . }}{{ . }}{{ end }}`))
-		insertTick(tmpl.Tree.Root.Nodes[0].(*parse.RangeNode).List)
+		InsertTick(tmpl.Tree.Root.Nodes[0].(*parse.RangeNode).List)
 		w := &countingWriter{}
 		require.NoError(t, tmpl.Execute(w, []int{1, 2, 3}))
 		assert.Equal(t, "123", w.text.String())
 		assert.Equal(t, 3, w.empty, "one empty write per iteration")
-	})
-	t.Run("a render stops at a tick", func(t *testing.T) {
-		e := mustEngine(t, `{{ range until 1000000 }}{{ end }}`)
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		_, err := e.Render(ctx, Input{})
-		require.ErrorIs(t, err, context.Canceled)
 	})
 }
 
@@ -148,4 +104,20 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 		w.empty++
 	}
 	return w.text.Write(p)
+}
+
+// strangeNode is a node of a type no Go release has.
+type strangeNode struct{ parse.TextNode }
+
+func (n *strangeNode) Type() parse.NodeType { return 99 }
+
+// TestTheWalkFailsClosedOnAnUnknownNode: Walk returns an
+// *UnknownNodeError for a node it does not know, never skips it.
+func TestTheWalkFailsClosedOnAnUnknownNode(t *testing.T) {
+	tmpl := template.Must(template.New("t").Parse(`{{ range . }}{{ .name }}{{ end }}`))
+	r := tmpl.Tree.Root.Nodes[0].(*parse.RangeNode)
+	r.List.Nodes = append(r.List.Nodes, &strangeNode{})
+	err := Walk(tmpl.Tree.Root, func(parse.Node) error { return nil })
+	_, ok := errors.AsType[*UnknownNodeError](err)
+	assert.True(t, ok, "%v", err)
 }

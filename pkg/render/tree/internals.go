@@ -1,4 +1,4 @@
-package render
+package tree
 
 import (
 	"errors"
@@ -9,38 +9,38 @@ import (
 )
 
 // This file holds everything htc relies on of text/template beyond its
-// documented API: the text of execution errors (locate, which digs out the
+// documented API: the text of execution errors (Locate, which digs out the
 // template, line and function of a failure), the text of ErrorContext
-// (treeLine) and grafting nodes into parsed trees (insertTick).
+// (Line) and grafting nodes into parsed trees (InsertTick).
 // TestTextTemplateInternals fails when a Go release changes any of them.
 
-// execLocation is where a text/template execution error happened.
-type execLocation struct {
-	template string // the template source, e.g. "haproxy.cfg" or a snippet key
-	line     int
-	context  string // the node, e.g. ".resources.typo.List"
-	fn       string // the function whose error this is, if any
-	problem  string // the rest of the message
+// Location is where a text/template execution error happened.
+type Location struct {
+	Template string // the template source, e.g. "haproxy.cfg" or a snippet key
+	Line     int
+	Context  string // the node, e.g. ".resources.typo.List"
+	Func     string // the function whose error this is, if any
+	Problem  string // the rest of the message
 }
 
-// locate digs the location out of a text/template execution error, whose
+// Locate digs the location out of a text/template execution error, whose
 // text reads:
 //
 //	template: <source>:<line>:<col>: executing "<name>" at <<node>>: <problem>
 //
 // where problem is "error calling <fn>: <err>" for a function's error.
-func locate(err error) execLocation {
+func Locate(err error) Location {
 	var ee template.ExecError
 	if !errors.As(err, &ee) {
-		return execLocation{problem: err.Error()}
+		return Location{Problem: err.Error()}
 	}
 	msg := ee.Err.Error()
-	loc := execLocation{template: ee.Name}
+	loc := Location{Template: ee.Name}
 	body := strings.TrimPrefix(msg, "template: ")
 	marker := ": executing " + strconv.Quote(ee.Name) + " at <"
 	i := strings.Index(body, marker)
 	if i < 0 {
-		loc.problem = strings.TrimPrefix(body, ee.Name+": ")
+		loc.Problem = strings.TrimPrefix(body, ee.Name+": ")
 		return loc
 	}
 	where := body[:i]
@@ -49,30 +49,30 @@ func locate(err error) execLocation {
 	if c := strings.LastIndexByte(where, ':'); c > 0 {
 		if l := strings.LastIndexByte(where[:c], ':'); l > 0 {
 			if n, convErr := strconv.Atoi(where[l+1 : c]); convErr == nil {
-				loc.template, loc.line = where[:l], n
+				loc.Template, loc.Line = where[:l], n
 			}
 		}
 	}
 	if inner := errors.Unwrap(ee.Err); inner != nil && strings.HasSuffix(rest, inner.Error()) {
 		head := rest[:len(rest)-len(inner.Error())]
 		if j := strings.LastIndex(head, ">: error calling "); j >= 0 {
-			loc.context = head[:j]
-			loc.fn = strings.TrimSuffix(head[j+len(">: error calling "):], ": ")
-			loc.problem = inner.Error()
+			loc.Context = head[:j]
+			loc.Func = strings.TrimSuffix(head[j+len(">: error calling "):], ": ")
+			loc.Problem = inner.Error()
 			return loc
 		}
 	}
 	if j := strings.Index(rest, ">: "); j >= 0 {
-		loc.context, loc.problem = rest[:j], rest[j+3:]
+		loc.Context, loc.Problem = rest[:j], rest[j+3:]
 	} else {
-		loc.problem = rest
+		loc.Problem = rest
 	}
 	return loc
 }
 
-// treeLine returns the line in its source where tree starts, 0 if unknown:
+// Line returns the line in its source where tree starts, 0 if unknown:
 // ErrorContext reads "<source>:<line>:<col>".
-func treeLine(tree *parse.Tree) int {
+func Line(tree *parse.Tree) int {
 	if tree == nil || tree.Root == nil {
 		return 0
 	}
@@ -87,12 +87,13 @@ func treeLine(tree *parse.Tree) int {
 	return 0
 }
 
-// insertTick prepends an empty text node to l. Executing an empty text node
-// is a zero-length Write to the render's boundedWriter, which checks the
+// InsertTick prepends an empty text node to l. Executing an empty text node
+// is a zero-length Write to the render's writer (package render's
+// boundedWriter), which checks the
 // done flag: so every loop iteration (range over a list, a map or an
 // integer, even with an empty body) and every template call (recursion)
 // notices a deadline, whatever the template does in it.
-func insertTick(l *parse.ListNode) {
+func InsertTick(l *parse.ListNode) {
 	tick := &parse.TextNode{NodeType: parse.NodeText, Pos: l.Pos, Text: []byte{}}
 	l.Nodes = append([]parse.Node{tick}, l.Nodes...)
 }
