@@ -129,20 +129,25 @@ func (h *harness) run(i int) runResult {
 	// (a prepared watcher), whose list is timed by the controller's log.
 	// A config's admission has a deadline of its own (the chart's
 	// webhook.configTimeoutSeconds).
+	//
+	// Each config admission builds the proposed config's pipeline and
+	// renders every route anew (no fragment record of the live render
+	// applies to another config): at 10,000 HTTPRoutes several seconds
+	// each, so this phase takes minutes; each answer is logged.
 	configClient := h.webhookClient(h.configWebhookTimeout())
 	defer configClient.CloseIdleConnections()
 	for _, listed := range []bool{false, true} {
-		o := h.sendConfig(configClient, cp.url, listed)
+		o := h.logged(i, "unmeasured config UPDATE", 0, h.sendConfig(configClient, cp.url, listed))
 		if listed {
 			r.listWhile = o
 		}
 	}
 	r.list = cp.waitListed(h, 10*time.Minute)
-	r.configsKept, r.configKeptPh = h.sequential(cp, deadline, &r.floors, &r.checkerFloors, func(int) outcome {
-		return h.sendConfig(configClient, cp.url, false)
+	r.configsKept, r.configKeptPh = h.sequential(cp, deadline, &r.floors, &r.checkerFloors, func(k int) outcome {
+		return h.logged(i, "config UPDATE reading what the stores keep", k+1, h.sendConfig(configClient, cp.url, false))
 	})
-	r.configsListed, r.configListedPh = h.sequential(cp, deadline, &r.floors, &r.checkerFloors, func(int) outcome {
-		return h.sendConfig(configClient, cp.url, true)
+	r.configsListed, r.configListedPh = h.sequential(cp, deadline, &r.floors, &r.checkerFloors, func(k int) outcome {
+		return h.logged(i, "config UPDATE reading what the stores do not keep", k+1, h.sendConfig(configClient, cp.url, true))
 	})
 	h.logf("run %d: %d + %d config UPDATEs; %d clients for %s, distinct CREATEs", i, len(r.configsKept), len(r.configsListed), h.s.clients, h.s.duration)
 	r.distinct = h.concurrent(client, cp.url, i, false)
@@ -179,6 +184,25 @@ func (h *harness) sequential(cp *controllerProc, deadline time.Time, floors, che
 		h.t.Fatalf("metrics: %v", err)
 	}
 	return outs, diffPhases(before, after)
+}
+
+// logged logs o, the answer to sample k (0: unnumbered) of what in run,
+// and returns it: the config phases take minutes at 10,000 routes, and
+// the harness says where it is.
+func (h *harness) logged(run int, what string, k int, o outcome) outcome {
+	h.t.Helper()
+	answer := "allowed"
+	switch {
+	case o.err != "":
+		answer = "error: " + o.err
+	case !o.allowed:
+		answer = "denied: " + strings.SplitN(o.reason, "\n", 2)[0]
+	}
+	if k > 0 {
+		what = fmt.Sprintf("%s %d of %d", what, k, h.s.requests)
+	}
+	h.logf("run %d: %s: %s in %s", run, what, answer, o.took.Round(time.Millisecond))
+	return o
 }
 
 // sendLabelUpdate sends sample k of run's label-only UPDATEs: an existing
