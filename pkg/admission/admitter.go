@@ -259,19 +259,15 @@ func (a *Admitter) config(ctx context.Context, st *State, req Request) (Decision
 	if base != nil {
 		base = base.movedTo(p.Model)
 	}
-	d, r := a.judge(ctx, base, proposal{pipeline: p, stores: stores, action: configAdmission(st, cfg)})
-	if a.RevealLiveState {
-		return d, r, listed
-	}
-	hidden, r := hideLiveStateDetails(d, r)
-	if hidden.Reason != d.Reason {
+	d, r := a.judge(ctx, base, proposal{pipeline: p, stores: stores, action: configAdmission(st, cfg), hideLiveState: !a.RevealLiveState})
+	if r.Hidden {
 		// The details stay out of the log too: a template can slice any
 		// object's data into them, past what redaction recognises.
 		a.logger().Warn("a proposed HAProxyTemplateConfig fails over the current resources",
 			"namespace", req.Object.GetNamespace(), "name", req.Object.GetName(), "phase", string(d.Phase),
-			"reason", hidden.Reason)
+			"reason", d.Reason)
 	}
-	return hidden, r, listed
+	return d, r, listed
 }
 
 // configAdmission is how changes of the config are admitted: as the

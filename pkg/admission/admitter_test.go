@@ -204,12 +204,12 @@ func TestTestsAreCachedByConfigHash(t *testing.T) {
 	req := req(ingressesGVR, store.Create, obj(t, ingress(t, "new", "new.example.com", "echo")), nil)
 	first := decided(context.Background(), v.Resource, req)
 	require.True(t, first.Allowed, first.Reason)
-	assert.False(t, first.Verdict.TestsCached)
+	assert.False(t, first.Trace.TestsCached)
 	// Another change (an identical one would reuse the decision itself).
 	second := decided(context.Background(), v.Resource, admission.Request{Change: watched.Change{Resource: ingressesGVR, Operation: store.Create, Object: obj(t, ingress(t, "new2", "new2.example.com", "echo"))}})
 	require.True(t, second.Allowed)
 	require.False(t, second.Reused)
-	assert.True(t, second.Verdict.TestsCached)
+	assert.True(t, second.Trace.TestsCached)
 }
 
 func TestFailingEmbeddedTestDenies(t *testing.T) {

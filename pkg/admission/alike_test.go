@@ -62,7 +62,7 @@ func TestUncheckedChangeWarnsAboutExistingFailures(t *testing.T) {
 	v, stores := newValidator(t)
 	require.NoError(t, stores["ingresses"].Add(obj(t, ingress(t, "broken", "broken.example.com", "missing"))))
 	st := v.State()
-	base := st.Pipeline.Diagnose(ctx, store.ReadOnly(stores), dryrun.DiagnoseOptions{})
+	base, _ := st.Pipeline.Diagnose(ctx, store.ReadOnly(stores), dryrun.DiagnoseOptions{})
 	require.Len(t, base.Failures, 1)
 	v.SetBaseline(&admission.Baseline{Pipeline: st.Pipeline, Diagnosis: base})
 

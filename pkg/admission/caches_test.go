@@ -26,7 +26,7 @@ func TestANewBaselineDecidesRepeatsAfresh(t *testing.T) {
 	}
 	st := v.State()
 	baseline := func() *admission.Baseline {
-		return &admission.Baseline{Pipeline: st.Pipeline, Diagnosis: st.Pipeline.Diagnose(ctx, store.ReadOnly(stores), dryrun.DiagnoseOptions{SkipTests: true})}
+		return &admission.Baseline{Pipeline: st.Pipeline, Diagnosis: diagnosis(st.Pipeline.Diagnose(ctx, store.ReadOnly(stores), dryrun.DiagnoseOptions{SkipTests: true}))}
 	}
 	v.SetBaseline(baseline())
 	assert.False(t, decided(ctx, v.Resource, missing()).Reused)
@@ -45,7 +45,7 @@ func TestBaselineOfAnotherPipelineIsIgnored(t *testing.T) {
 	ctx := context.Background()
 	v, stores := newValidator(t)
 	st := v.State()
-	v.SetBaseline(&admission.Baseline{Pipeline: st.Pipeline, Diagnosis: st.Pipeline.Diagnose(ctx, store.ReadOnly(stores), dryrun.DiagnoseOptions{SkipTests: true})})
+	v.SetBaseline(&admission.Baseline{Pipeline: st.Pipeline, Diagnosis: diagnosis(st.Pipeline.Diagnose(ctx, store.ReadOnly(stores), dryrun.DiagnoseOptions{SkipTests: true}))})
 	require.NotNil(t, v.Baseline(st))
 
 	next := &admission.State{Pipeline: pipelineFor(t, routingConfig), Stores: stores}

@@ -68,7 +68,7 @@ func TestAdmissionRunsOnlyTheRunningCode(t *testing.T) {
 
 	// The live loop checks the stored config in full: the operator's
 	// grant lets its Lua run.
-	base := p.Diagnose(context.Background(), store.ReadOnly(stores), dryrun.DiagnoseOptions{})
+	base, _ := p.Diagnose(context.Background(), store.ReadOnly(stores), dryrun.DiagnoseOptions{})
 	require.True(t, base.First.Passed(), base.First.Reason)
 	require.FileExists(t, running, "the live check ran the stored config's Lua")
 	require.NoError(t, os.Remove(running))

@@ -39,7 +39,7 @@ func admitterOverLive(t *testing.T, ex *testutil.Example) *admission.Admitter {
 	t.Helper()
 	a := &admission.Admitter{Env: testEnv(t)}
 	a.SetState(&admission.State{Pipeline: ex.Pipeline, Stores: ex.Stores})
-	base := ex.Pipeline.Diagnose(context.Background(), store.ReadOnly(ex.Stores), dryrun.DiagnoseOptions{})
+	base, _ := ex.Pipeline.Diagnose(context.Background(), store.ReadOnly(ex.Stores), dryrun.DiagnoseOptions{})
 	require.Empty(t, base.Failures)
 	a.SetBaseline(&admission.Baseline{Pipeline: ex.Pipeline, Diagnosis: base})
 	return a

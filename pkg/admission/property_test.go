@@ -175,7 +175,7 @@ func introducedIsExactlyNotSubset(t *testing.T, p *dryrun.Pipeline, env dryrun.E
 	a.SetState(&admission.State{Pipeline: p, Stores: stores})
 	ctx := context.Background()
 	diagnose := func(set store.Set) *dryrun.Diagnosis {
-		d := p.Diagnose(ctx, set, dryrun.DiagnoseOptions{MaxRounds: 64})
+		d, _ := p.Diagnose(ctx, set, dryrun.DiagnoseOptions{MaxRounds: 64})
 		require.True(t, d.Complete, "a diagnosis of the universe always completes")
 		return d
 	}

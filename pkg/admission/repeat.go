@@ -106,11 +106,12 @@ func reusable(r Report) bool {
 // rendered over (kept decisions must not hold a whole configuration, or
 // the proposed objects, each).
 func slim(r Report) Report {
-	if r.Verdict != nil && (r.Verdict.Bundle != nil || r.Verdict.Stores != nil) {
+	if r.Verdict != nil && r.Verdict.Bundle != nil {
 		v := *r.Verdict
-		v.Bundle, v.Stores = nil, nil
+		v.Bundle = nil
 		r.Verdict = &v
 	}
+	r.Trace.Stores = nil
 	return r
 }
 

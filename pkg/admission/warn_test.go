@@ -49,7 +49,7 @@ func TestTemplateWarningsReachTheirObjectsChange(t *testing.T) {
 	require.NoError(t, stores["ingresses"].Add(obj(t, old)))
 	a := &admission.Admitter{Env: testEnv(t)}
 	a.SetState(&admission.State{Pipeline: p, Stores: stores})
-	a.SetBaseline(&admission.Baseline{Pipeline: p, Diagnosis: p.Diagnose(context.Background(), store.ReadOnly(stores), dryrun.DiagnoseOptions{SkipTests: true})})
+	a.SetBaseline(&admission.Baseline{Pipeline: p, Diagnosis: diagnosis(p.Diagnose(context.Background(), store.ReadOnly(stores), dryrun.DiagnoseOptions{SkipTests: true}))})
 
 	d := decided(context.Background(), a.Resource, req(ingressesGVR, store.Create,
 		obj(t, `{apiVersion: networking.k8s.io/v1, kind: Ingress, metadata: {name: new, namespace: default, annotations: {old: "yes"}}, spec: {}}`), nil))

@@ -77,14 +77,14 @@ func BenchmarkAdmission(b *testing.B) {
 			live := store.ReadOnly(c.Stores)
 			b.ReportAllocs()
 			for b.Loop() {
-				v := c.Pipeline.CheckWith(ctx, live, dryrun.CheckOptions{Record: true, SkipTests: true})
+				v, _ := c.Pipeline.CheckWith(ctx, live, dryrun.CheckOptions{Record: true, SkipTests: true})
 				require.NoError(b, v.Err)
 			}
 		})
 		b.Run(fmt.Sprintf("step=render-incremental/ingresses=%d", n), func(b *testing.B) {
 			// The live loop's check records the live state's render; a
 			// proposal replays every iteration it does not change.
-			v := c.Pipeline.CheckWith(ctx, store.ReadOnly(c.Stores), dryrun.CheckOptions{Record: true, SkipTests: true})
+			v, _ := c.Pipeline.CheckWith(ctx, store.ReadOnly(c.Stores), dryrun.CheckOptions{Record: true, SkipTests: true})
 			require.NoError(b, v.Err)
 			set := c.overlay(b)
 			b.ReportAllocs()
