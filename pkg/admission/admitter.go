@@ -104,29 +104,22 @@ func (a *Admitter) InFlight() int { return a.slots.inFlight() }
 // State returns the current state (nil before the first SetState).
 func (a *Admitter) State() *State { return a.state.Load() }
 
-// Decide decides one request: a proposed HAProxyTemplateConfig as a config
-// (Config), any other as a change of a watched resource (Resource). It is
-// the admission path's entry (see the package doc's map): the webhook's
-// validators and htc check call it. The Report says what the decision
-// learned besides its answer; a caller that does not observe the path
-// drops it.
-func (a *Admitter) Decide(ctx context.Context, req Request) (Decision, Report) {
-	if req.Resource.GroupResource() == configResource {
-		return a.Config(ctx, req)
-	}
-	return a.Resource(ctx, req)
-}
-
-// configResource is the resource of HAProxyTemplateConfigs.
-var configResource = config.GroupVersion.WithResource(config.Resource).GroupResource()
-
-// Resource decides a change of a watched resource: the configuration is
+// Decide decides one request. It is the admission path's entry (see the
+// package doc's map): the webhook's validators and htc check call it. A
+// proposed HAProxyTemplateConfig is decided as a config (Config); any
+// other request as a change of a watched resource: the configuration is
 // rendered over the actual stores with the change applied and checked. A
 // change that alters no store (e.g. outside every label selector), or
 // that alters no field the templates read (e.g. labels no template reads),
 // is allowed without a check. An identical request against the same live
 // state is answered with the decision made for it (repeats).
-func (a *Admitter) Resource(ctx context.Context, req Request) (Decision, Report) {
+//
+// The Report says what the decision learned besides its answer; a caller
+// that does not observe the path drops it.
+func (a *Admitter) Decide(ctx context.Context, req Request) (Decision, Report) {
+	if req.Resource.GroupResource() == configResource {
+		return a.Config(ctx, req)
+	}
 	st := a.state.Load()
 	var d Decision
 	var r Report
@@ -144,6 +137,9 @@ func (a *Admitter) Resource(ctx context.Context, req Request) (Decision, Report)
 	return a.redacted(st, req, d, r)
 }
 
+// configResource is the resource of HAProxyTemplateConfigs.
+var configResource = config.GroupVersion.WithResource(config.Resource).GroupResource()
+
 // repeated returns the Admitter's repeats, made on first use.
 func (a *Admitter) repeated() *repeats {
 	if r := a.repeats.Load(); r != nil {
@@ -153,7 +149,7 @@ func (a *Admitter) repeated() *repeats {
 	return a.repeats.Load()
 }
 
-// decideResource is Resource's decision, against the baseline base: what
+// decideResource is Decide's decision of a change of a watched resource, against the baseline base: what
 // each store would see (none: allowed), a change no template reads
 // (allowed, see rendersAlike), else a check slot (or busy) and the judge.
 func (a *Admitter) decideResource(ctx context.Context, st *State, base *Baseline, req Request) (Decision, Report) {
@@ -208,7 +204,7 @@ func (a *Admitter) watched(req Request) bool {
 	return slices.Contains(a.WatchNamespaces, obj.GetNamespace())
 }
 
-// Config decides a proposed HAProxyTemplateConfig: it is decoded and
+// Config is Decide for a proposed HAProxyTemplateConfig: it is decoded and
 // validated (denied with its field errors), built into a pipeline, rendered
 // over the objects it will render once applied (the live stores where they
 // hold what it reads, else what the Source lists: see storesFor), checked

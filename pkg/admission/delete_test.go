@@ -27,7 +27,7 @@ func TestDeleteNamesEveryDependent(t *testing.T) {
 	a := admitterOverLive(t, ex)
 	ctx := context.Background()
 
-	d := decided(ctx, a.Resource, req(servicesGVR, store.Delete, nil, svc))
+	d := decided(ctx, a.Decide, req(servicesGVR, store.Delete, nil, svc))
 	assert.False(t, d.Allowed)
 	assert.Equal(t, phase.Render, d.Phase)
 	assert.Equal(t, "Service default/shared is still needed by Ingress default/a-api, Ingress default/b-web, Ingress default/c-docs: Service 'shared' not found", d.Reason)

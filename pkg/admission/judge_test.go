@@ -88,7 +88,7 @@ func TestJudgeBranches(t *testing.T) {
 				ctx, cancel = context.WithTimeout(ctx, 0)
 				defer cancel()
 			}
-			d := decided(ctx, a.Resource, tc.change)
+			d := decided(ctx, a.Decide, tc.change)
 
 			assert.Equal(t, tc.allowed, d.Allowed, d.Reason)
 			if tc.allowed {

@@ -29,14 +29,14 @@ func TestMapOnlyChangesReuseTheAcceptedRun(t *testing.T) {
 	a.SetBaseline(&admission.Baseline{Pipeline: ex.Pipeline, Diagnosis: base})
 
 	svc, _, _ := testutil.ClusterApp(1, false)
-	d := decided(ctx, a.Resource, req(ingressesGVR, store.Create, testutil.ClusterIngress(svc.GetNamespace(), "extra", svc.GetName()), nil))
+	d := decided(ctx, a.Decide, req(ingressesGVR, store.Create, testutil.ClusterIngress(svc.GetNamespace(), "extra", svc.GetName()), nil))
 	require.True(t, d.Allowed, d.Reason)
 	require.NotNil(t, d.Verdict)
 	assert.True(t, d.Trace.SemanticReused, "only a map changed")
 
 	newSvc := obj(t, `{apiVersion: v1, kind: Service, metadata: {name: fresh, namespace: `+svc.GetNamespace()+`}, spec: {ports: [{name: http, port: 80}]}}`)
 	require.NoError(t, ex.Stores["services"].Add(newSvc))
-	d = decided(ctx, a.Resource, req(ingressesGVR, store.Create, testutil.ClusterIngress(svc.GetNamespace(), "fresh", "fresh"), nil))
+	d = decided(ctx, a.Decide, req(ingressesGVR, store.Create, testutil.ClusterIngress(svc.GetNamespace(), "fresh", "fresh"), nil))
 	require.True(t, d.Allowed, d.Reason)
 	require.NotNil(t, d.Verdict)
 	assert.False(t, d.Trace.SemanticReused, "a new backend in haproxy.cfg")

@@ -118,11 +118,11 @@ func BenchmarkAdmission(b *testing.B) {
 		b.Run(fmt.Sprintf("step=pipeline/ingresses=%d", n), func(b *testing.B) {
 			a := c.admitter()
 			req := admission.Request{Change: watched.Change{Resource: ingressesGVR, Operation: store.Create, Object: c.proposal.Object}}
-			d, _ := a.Resource(ctx, req) // warms the embedded test cache, as the controller does on load
+			d, _ := a.Decide(ctx, req) // warms the embedded test cache, as the controller does on load
 			require.True(b, d.Allowed, d.Reason)
 			b.ReportAllocs()
 			for b.Loop() {
-				d, _ := a.Resource(ctx, req)
+				d, _ := a.Decide(ctx, req)
 				require.True(b, d.Allowed, d.Reason)
 			}
 		})

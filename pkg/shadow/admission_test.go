@@ -41,7 +41,7 @@ func (f *fixture) admit(t *testing.T, req admission.Request) (admission.Report, 
 	gens := Generations(f.ex.Stores)
 	ctx, cancel := context.WithTimeout(t.Context(), testWait) // the webhook's deadline, longer
 	defer cancel()
-	d, report := a.Resource(ctx, req)
+	d, report := a.Decide(ctx, req)
 	require.True(t, d.Allowed, d.Reason)
 	require.NotNil(t, report.Verdict)
 	return report, gens
