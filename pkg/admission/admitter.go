@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/lru"
 
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/dryrun"
@@ -145,7 +144,7 @@ func (a *Admitter) repeated() *repeats {
 	if r := a.repeats.Load(); r != nil {
 		return r
 	}
-	a.repeats.CompareAndSwap(nil, &repeats{decided: lru.New(defaultRepeatEntries)})
+	a.repeats.CompareAndSwap(nil, newRepeats())
 	return a.repeats.Load()
 }
 

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/utils/lru"
 
 	"github.com/haproxy-template/htc/pkg/phase"
 )
@@ -17,7 +16,7 @@ import (
 // answered at once, timed out, and the decision goes on for the request
 // that started it.
 func TestARepeatWhoseDeadlineComesFirstIsAnsweredWhileTheDecisionGoesOn(t *testing.T) {
-	r := &repeats{decided: lru.New(defaultRepeatEntries)}
+	r := newRepeats()
 	st := &State{}
 	started, release := make(chan struct{}), make(chan struct{})
 	decide := func(context.Context) (Decision, Report) {
