@@ -45,3 +45,19 @@ func TestARepeatWhoseDeadlineComesFirstIsAnsweredWhileTheDecisionGoesOn(t *testi
 	close(release)
 	assert.Equal(t, "Service 'api' not found", (<-first).Reason)
 }
+
+// A shared decision is bounded by the deadline of the request that
+// started it (not by its cancellation): its check slot's wait and its
+// checks see that deadline, as a decision of its own would.
+func TestASharedDecisionRunsUnderItsStartersDeadline(t *testing.T) {
+	r := newRepeats()
+	starter, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	want, _ := starter.Deadline()
+	var got time.Time
+	r.decide(starter, "key", &State{}, nil, func(ctx context.Context) (Decision, Report) {
+		got, _ = ctx.Deadline()
+		return Allow(), Report{}
+	})
+	assert.True(t, got.Equal(want), "the decision ran until %s, its starter's deadline is %s", got, want)
+}
