@@ -159,7 +159,7 @@ spec:
 	pem := func(kind, body string) string {
 		return "-----BEGIN " + kind + "-----\n" + body + "\n-----END " + kind + "-----\n"
 	}
-	d := p.Diagnose(context.Background(), stores(t, p, gateway, secret(pem("CERTIFICATE", "bm90IGRlcg=="), pem("PRIVATE KEY", "bm90IGRlcg=="))), dryrun.DiagnoseOptions{})
+	d, _ := p.Diagnose(context.Background(), stores(t, p, gateway, secret(pem("CERTIFICATE", "bm90IGRlcg=="), pem("PRIVATE KEY", "bm90IGRlcg=="))), dryrun.DiagnoseOptions{})
 	require.Len(t, d.Failures, 1)
 	assert.Equal(t, phase.Semantic, d.Failures[0].Phase)
 	assert.Regexp(t, `^Secret infra/bad: haproxy\.cfg:\d+: .*unable to load certificate from file 'certs/infra_bad\.pem'`, d.Failures[0].String())

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/phase"
 	"github.com/haproxy-template/htc/pkg/store"
 )
@@ -123,8 +124,8 @@ func TestNginxValueChangesAreMapOnly(t *testing.T) {
 		{"whitelist-source-range", with(base, "whitelist-source-range", "10.0.0.0/16"), canary, false},
 		{"rewrite-target", with(base, "rewrite-target", "/x"), canary, false},
 	} {
-		v := p.Check(context.Background(), stateWith(tc.ann, tc.can))
+		v, trace := p.CheckWith(context.Background(), stateWith(tc.ann, tc.can), dryrun.CheckOptions{})
 		require.True(t, v.Passed(), "%s: %s", tc.change, v.Reason)
-		assert.Equal(t, tc.mapOnly, v.SemanticReused, "%s: map-only", tc.change)
+		assert.Equal(t, tc.mapOnly, trace.SemanticReused, "%s: map-only", tc.change)
 	}
 }

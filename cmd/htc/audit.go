@@ -179,7 +179,7 @@ func newAuditor(o *offline, env dryrun.Env, table *audit.Table, libraryClass str
 func (au *auditor) prepare(ctx context.Context) {
 	stores := store.ReadOnly(au.o.stores)
 	au.o.pipeline.CheckWith(ctx, stores, dryrun.CheckOptions{SkipTests: true, Record: true})
-	au.base = au.o.pipeline.Diagnose(ctx, stores, dryrun.DiagnoseOptions{SkipTests: true})
+	au.base, _ = au.o.pipeline.Diagnose(ctx, stores, dryrun.DiagnoseOptions{SkipTests: true})
 	au.admitter.SetBaseline(&admission.Baseline{Pipeline: au.o.pipeline, Diagnosis: au.base})
 	au.red = au.admitter.Redactor(au.state)
 }

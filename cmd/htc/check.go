@@ -54,7 +54,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	a.SetState(st)
 	// The embedded tests depend on the config alone: the proposal's own
 	// check runs them; the baseline (unless it is what is asked for) need not.
-	base := o.pipeline.Diagnose(ctx, store.ReadOnly(o.stores), dryrun.DiagnoseOptions{SkipTests: !f.baseline})
+	base, _ := o.pipeline.Diagnose(ctx, store.ReadOnly(o.stores), dryrun.DiagnoseOptions{SkipTests: !f.baseline})
 	a.SetBaseline(&admission.Baseline{Pipeline: o.pipeline, Diagnosis: base})
 	if f.baseline {
 		return printBaseline(stdout, f.output, base, a.Redactor(st))

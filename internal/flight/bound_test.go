@@ -29,16 +29,17 @@ func blocking() (fn func(context.Context) (string, error), started, release chan
 // its context's error; the run goes on and answers the caller still
 // waiting.
 func TestACallerWhoseContextEndsEarlyGetsItsErrorWhileTheRunCompletesForTheOthers(t *testing.T) {
-	var g Group[string]
+	g := Group[string]{StartersDeadline: true}
 	fn, started, release := blocking()
-	bound := time.Now().Add(time.Hour)
+	starter, cancelStarter := context.WithTimeout(context.Background(), time.Hour)
+	defer cancelStarter()
 	first := make(chan string, 1)
-	go func() { v, _, _ := g.Do(context.Background(), "k", bound, fn); first <- v }()
+	go func() { v, _, _ := g.Do(starter, "k", fn); first <- v }()
 	<-started
 
 	early, cancel := context.WithDeadline(context.Background(), time.Now()) // over already
 	defer cancel()
-	_, shared, err := g.Do(early, "k", bound, fn)
+	_, shared, err := g.Do(early, "k", fn)
 
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.True(t, shared, "it joined the run under way")
@@ -47,20 +48,22 @@ func TestACallerWhoseContextEndsEarlyGetsItsErrorWhileTheRunCompletesForTheOther
 	assert.Equal(t, "done", <-first)
 }
 
-// The run is nobody's: its context ends at its own bound, not at the
-// deadline of the caller that started it; without a bound it has none.
-func TestTheRunCarriesItsOwnBoundNotItsStartersDeadline(t *testing.T) {
-	var g Group[time.Time]
+// The run is nobody's: with StartersDeadline its context ends at the
+// deadline its starter had; without it the run has no deadline, whatever
+// its starter's.
+func TestTheRunCarriesItsOwnBoundNotItsStartersContext(t *testing.T) {
+	deadline := func(ctx context.Context) (time.Time, error) { d, _ := ctx.Deadline(); return d, nil }
 	starter, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
 	defer cancel()
-	deadline := func(ctx context.Context) (time.Time, error) { d, _ := ctx.Deadline(); return d, nil }
+	want, _ := starter.Deadline()
 
-	bound := time.Now().Add(time.Hour)
-	got, _, err := g.Do(starter, "k", bound, deadline)
+	bounded := Group[time.Time]{StartersDeadline: true}
+	got, _, err := bounded.Do(starter, "k", deadline)
 	require.NoError(t, err)
-	assert.True(t, got.Equal(bound), "the run's deadline is its bound: %s", got)
+	assert.True(t, got.Equal(want), "the run's deadline is its starter's: %s", got)
 
-	got, _, err = g.Do(starter, "k", time.Time{}, deadline)
+	var unbounded Group[time.Time]
+	got, _, err = unbounded.Do(starter, "k", deadline)
 	require.NoError(t, err)
 	assert.True(t, got.IsZero(), "no bound, no deadline: %s", got)
 }
@@ -71,14 +74,13 @@ func TestTheRunCarriesItsOwnBoundNotItsStartersDeadline(t *testing.T) {
 // during ..." (here the deadline and the bound are over before the run
 // even starts).
 func TestACallerWhoseDeadlineIsTheBoundWaitsForTheRunsOwnAnswer(t *testing.T) {
-	var g Group[string]
-	bound := time.Now()
-	ctx, cancel := context.WithDeadline(context.Background(), bound)
+	g := Group[string]{StartersDeadline: true}
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now())
 	defer cancel()
 	ended, release := make(chan struct{}), make(chan struct{})
 	answer := make(chan string, 1)
 	go func() {
-		v, _, err := g.Do(ctx, "k", bound, func(runCtx context.Context) (string, error) {
+		v, _, err := g.Do(ctx, "k", func(runCtx context.Context) (string, error) {
 			<-runCtx.Done()
 			close(ended)
 			<-release
@@ -97,13 +99,12 @@ func TestACallerWhoseDeadlineIsTheBoundWaitsForTheRunsOwnAnswer(t *testing.T) {
 // A cancellation ends a caller's wait at once, whatever its deadline: a
 // client that went away is not kept waiting for the run's answer.
 func TestACancelledCallerLeavesAtOnceWhateverItsDeadline(t *testing.T) {
-	var g Group[string]
+	g := Group[string]{StartersDeadline: true}
 	fn, started, release := blocking()
 	defer close(release)
-	bound := time.Now().Add(time.Hour)
-	ctx, cancel := context.WithDeadline(context.Background(), bound)
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(time.Hour))
 	errs := make(chan error, 1)
-	go func() { _, _, err := g.Do(ctx, "k", bound, fn); errs <- err }()
+	go func() { _, _, err := g.Do(ctx, "k", fn); errs <- err }()
 	<-started
 	cancel()
 	assert.ErrorIs(t, <-errs, context.Canceled)

@@ -4,7 +4,9 @@
 // carries a bound of its own, it ends when the last caller waiting for it
 // has left, and each caller waits under its own deadline. Every shared run
 // on the admission path goes through Do: the admission's repeated
-// decisions, the check cache and the embedded tests' cache.
+// decisions, the check cache and the embedded tests' cache. This package
+// is the one place a shared run's deadline is reasoned about: its users
+// pass their context and nothing else.
 package flight
 
 import (
@@ -17,6 +19,13 @@ import (
 // Group deduplicates concurrent calls by key. The zero Group is ready to
 // use; it must not be copied after first use.
 type Group[T any] struct {
+	// StartersDeadline bounds each run by the deadline of the caller that
+	// starts it (a shared admission decision: the request that starts it
+	// gets the decision's own answer at its deadline). Unset, a run has no
+	// bound but its own: fn bounds itself (a check, by haproxy's timeout;
+	// the embedded tests, by the test timeout).
+	StartersDeadline bool
+
 	mu    sync.Mutex
 	calls map[string]*call[T]
 }
@@ -35,16 +44,17 @@ type call[T any] struct {
 // under way for the same key (shared is then true).
 //
 // fn runs under a context of its own: it carries ctx's values but neither
-// its cancellation nor its deadline; it ends at bound (the run's own
-// deadline, fixed by the caller that starts the run; zero: none, fn bounds
-// itself) and when every caller waiting for the run has left.
+// its cancellation nor its deadline; it ends at its bound (with
+// StartersDeadline, the deadline the starting caller's ctx had when the
+// run started; else none, fn bounds itself) and when every caller waiting
+// for the run has left.
 //
 // Each caller waits under its own ctx: when ctx is cancelled, or its
 // deadline comes before the run's bound, Do returns ctx's error at once
 // and the run goes on for the others. A caller whose deadline is the
 // run's bound or later waits for the run's own answer, which fn gives at
 // its bound at the latest (fn must honour its context).
-func (g *Group[T]) Do(ctx context.Context, key string, bound time.Time, fn func(context.Context) (T, error)) (val T, shared bool, err error) {
+func (g *Group[T]) Do(ctx context.Context, key string, fn func(context.Context) (T, error)) (val T, shared bool, err error) {
 	g.mu.Lock()
 	if g.calls == nil {
 		g.calls = map[string]*call[T]{}
@@ -53,6 +63,10 @@ func (g *Group[T]) Do(ctx context.Context, key string, bound time.Time, fn func(
 	if shared {
 		c.waiters++
 	} else {
+		var bound time.Time
+		if g.StartersDeadline {
+			bound, _ = ctx.Deadline()
+		}
 		runCtx, cancel := runContext(ctx, bound)
 		c = &call[T]{done: make(chan struct{}), waiters: 1, bound: bound, cancel: cancel}
 		g.calls[key] = c

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,11 +26,11 @@ func TestConcurrentCallsShareOneRun(t *testing.T) {
 	results := make([]int, 3)
 	shared := make([]bool, 3)
 	wg.Add(1)
-	go func() { defer wg.Done(); results[0], shared[0], _ = g.Do(context.Background(), "k", time.Time{}, fn) }()
+	go func() { defer wg.Done(); results[0], shared[0], _ = g.Do(context.Background(), "k", fn) }()
 	<-started
 	for i := 1; i < 3; i++ {
 		wg.Add(1)
-		go func() { defer wg.Done(); results[i], shared[i], _ = g.Do(context.Background(), "k", time.Time{}, fn) }()
+		go func() { defer wg.Done(); results[i], shared[i], _ = g.Do(context.Background(), "k", fn) }()
 	}
 	// The joiners are counted before the run may finish.
 	require.Eventually(t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return g.calls["k"].waiters == 3 }, testWait, pollEvery)
@@ -44,7 +43,7 @@ func TestConcurrentCallsShareOneRun(t *testing.T) {
 	// A later call runs again.
 	release = make(chan struct{})
 	close(release)
-	v, sh, err := g.Do(context.Background(), "k", time.Time{}, fn)
+	v, sh, err := g.Do(context.Background(), "k", fn)
 	require.NoError(t, err)
 	assert.Equal(t, 42, v)
 	assert.False(t, sh)
@@ -64,9 +63,9 @@ func TestRunCancelledWhenEveryCallerGaveUp(t *testing.T) {
 	first, cancelFirst := context.WithCancel(context.Background())
 	second, cancelSecond := context.WithCancel(context.Background())
 	errs := make(chan error, 2)
-	go func() { _, _, err := g.Do(first, "k", time.Time{}, fn); errs <- err }()
+	go func() { _, _, err := g.Do(first, "k", fn); errs <- err }()
 	<-started
-	go func() { _, _, err := g.Do(second, "k", time.Time{}, fn); errs <- err }()
+	go func() { _, _, err := g.Do(second, "k", fn); errs <- err }()
 	require.Eventually(t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return g.calls["k"].waiters == 2 }, testWait, pollEvery)
 
 	cancelFirst()
@@ -86,7 +85,7 @@ func TestRunKeepsValues(t *testing.T) {
 	type key struct{}
 	var g Group[string]
 	ctx := context.WithValue(context.Background(), key{}, "v")
-	got, _, err := g.Do(ctx, "k", time.Time{}, func(ctx context.Context) (string, error) { return ctx.Value(key{}).(string), nil })
+	got, _, err := g.Do(ctx, "k", func(ctx context.Context) (string, error) { return ctx.Value(key{}).(string), nil })
 	require.NoError(t, err)
 	assert.Equal(t, "v", got)
 }
@@ -99,7 +98,7 @@ func TestNoJoiningACancelledRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	gaveUp := make(chan error, 1)
 	go func() {
-		_, _, err := g.Do(ctx, "k", time.Time{}, func(runCtx context.Context) (string, error) {
+		_, _, err := g.Do(ctx, "k", func(runCtx context.Context) (string, error) {
 			close(started)
 			<-release
 			return "stale", runCtx.Err()
@@ -109,7 +108,7 @@ func TestNoJoiningACancelledRun(t *testing.T) {
 	<-started
 	cancel()
 	require.ErrorIs(t, <-gaveUp, context.Canceled)
-	v, shared, err := g.Do(context.Background(), "k", time.Time{}, func(context.Context) (string, error) { return "fresh", nil })
+	v, shared, err := g.Do(context.Background(), "k", func(context.Context) (string, error) { return "fresh", nil })
 	require.NoError(t, err)
 	assert.False(t, shared)
 	assert.Equal(t, "fresh", v)

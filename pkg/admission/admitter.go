@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/lru"
 
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/dryrun"
@@ -104,29 +103,22 @@ func (a *Admitter) InFlight() int { return a.slots.inFlight() }
 // State returns the current state (nil before the first SetState).
 func (a *Admitter) State() *State { return a.state.Load() }
 
-// Decide decides one request: a proposed HAProxyTemplateConfig as a config
-// (Config), any other as a change of a watched resource (Resource). It is
-// the admission path's entry (see the package doc's map): the webhook's
-// validators and htc check call it. The Report says what the decision
-// learned besides its answer; a caller that does not observe the path
-// drops it.
-func (a *Admitter) Decide(ctx context.Context, req Request) (Decision, Report) {
-	if req.Resource.GroupResource() == configResource {
-		return a.Config(ctx, req)
-	}
-	return a.Resource(ctx, req)
-}
-
-// configResource is the resource of HAProxyTemplateConfigs.
-var configResource = config.GroupVersion.WithResource(config.Resource).GroupResource()
-
-// Resource decides a change of a watched resource: the configuration is
+// Decide decides one request. It is the admission path's entry (see the
+// package doc's map): the webhook's validators and htc check call it. A
+// proposed HAProxyTemplateConfig is decided as a config (Config); any
+// other request as a change of a watched resource: the configuration is
 // rendered over the actual stores with the change applied and checked. A
 // change that alters no store (e.g. outside every label selector), or
 // that alters no field the templates read (e.g. labels no template reads),
 // is allowed without a check. An identical request against the same live
 // state is answered with the decision made for it (repeats).
-func (a *Admitter) Resource(ctx context.Context, req Request) (Decision, Report) {
+//
+// The Report says what the decision learned besides its answer; a caller
+// that does not observe the path drops it.
+func (a *Admitter) Decide(ctx context.Context, req Request) (Decision, Report) {
+	if req.Resource.GroupResource() == configResource {
+		return a.Config(ctx, req)
+	}
 	st := a.state.Load()
 	var d Decision
 	var r Report
@@ -144,16 +136,19 @@ func (a *Admitter) Resource(ctx context.Context, req Request) (Decision, Report)
 	return a.redacted(st, req, d, r)
 }
 
+// configResource is the resource of HAProxyTemplateConfigs.
+var configResource = config.GroupVersion.WithResource(config.Resource).GroupResource()
+
 // repeated returns the Admitter's repeats, made on first use.
 func (a *Admitter) repeated() *repeats {
 	if r := a.repeats.Load(); r != nil {
 		return r
 	}
-	a.repeats.CompareAndSwap(nil, &repeats{decided: lru.New(defaultRepeatEntries)})
+	a.repeats.CompareAndSwap(nil, newRepeats())
 	return a.repeats.Load()
 }
 
-// decideResource is Resource's decision, against the baseline base: what
+// decideResource is Decide's decision of a change of a watched resource, against the baseline base: what
 // each store would see (none: allowed), a change no template reads
 // (allowed, see rendersAlike), else a check slot (or busy) and the judge.
 func (a *Admitter) decideResource(ctx context.Context, st *State, base *Baseline, req Request) (Decision, Report) {
@@ -208,7 +203,7 @@ func (a *Admitter) watched(req Request) bool {
 	return slices.Contains(a.WatchNamespaces, obj.GetNamespace())
 }
 
-// Config decides a proposed HAProxyTemplateConfig: it is decoded and
+// Config is Decide for a proposed HAProxyTemplateConfig: it is decoded and
 // validated (denied with its field errors), built into a pipeline, rendered
 // over the objects it will render once applied (the live stores where they
 // hold what it reads, else what the Source lists: see storesFor), checked
@@ -259,19 +254,15 @@ func (a *Admitter) config(ctx context.Context, st *State, req Request) (Decision
 	if base != nil {
 		base = base.movedTo(p.Model)
 	}
-	d, r := a.judge(ctx, base, proposal{pipeline: p, stores: stores, action: configAdmission(st, cfg)})
-	if a.RevealLiveState {
-		return d, r, listed
-	}
-	hidden, r := hideLiveStateDetails(d, r)
-	if hidden.Reason != d.Reason {
+	d, r := a.judge(ctx, base, proposal{pipeline: p, stores: stores, action: configAdmission(st, cfg), hideLiveState: !a.RevealLiveState})
+	if r.Hidden {
 		// The details stay out of the log too: a template can slice any
 		// object's data into them, past what redaction recognises.
 		a.logger().Warn("a proposed HAProxyTemplateConfig fails over the current resources",
 			"namespace", req.Object.GetNamespace(), "name", req.Object.GetName(), "phase", string(d.Phase),
-			"reason", hidden.Reason)
+			"reason", d.Reason)
 	}
-	return hidden, r, listed
+	return d, r, listed
 }
 
 // configAdmission is how changes of the config are admitted: as the

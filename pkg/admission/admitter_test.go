@@ -122,7 +122,7 @@ func TestResourceOperations(t *testing.T) {
 			obj(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: default}}`), nil), true, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := decided(ctx, v.Resource, tc.req)
+			d := decided(ctx, v.Decide, tc.req)
 			assert.Equal(t, tc.allow, d.Allowed, d.Reason)
 			if tc.reason != "" {
 				assert.Equal(t, tc.reason, d.Reason)
@@ -167,7 +167,7 @@ func TestResourceOutsideWatchedNamespaces(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			v, _ := newValidator(t)
 			v.WatchNamespaces = tc.namespaces
-			d := decided(ctx, v.Resource, tc.req)
+			d := decided(ctx, v.Decide, tc.req)
 			assert.Equal(t, tc.allow, d.Allowed, d.Reason)
 		})
 	}
@@ -189,7 +189,7 @@ func TestInjectedLuaLoadNeverRuns(t *testing.T) {
 	} {
 		svc := obj(t, service("echo", ""))
 		svc.SetAnnotations(map[string]string{"timeout": value})
-		d := decided(context.Background(), v.Resource, req(servicesGVR, store.Update, svc, obj(t, service("echo", ""))))
+		d := decided(context.Background(), v.Decide, req(servicesGVR, store.Update, svc, obj(t, service("echo", ""))))
 		assert.False(t, d.Allowed)
 		assert.Equal(t, phase.Policy, d.Phase, d.Reason)
 		assert.Contains(t, d.Reason, "lua-load")
@@ -202,14 +202,14 @@ func TestInjectedLuaLoadNeverRuns(t *testing.T) {
 func TestTestsAreCachedByConfigHash(t *testing.T) {
 	v, _ := newValidator(t)
 	req := req(ingressesGVR, store.Create, obj(t, ingress(t, "new", "new.example.com", "echo")), nil)
-	first := decided(context.Background(), v.Resource, req)
+	first := decided(context.Background(), v.Decide, req)
 	require.True(t, first.Allowed, first.Reason)
-	assert.False(t, first.Verdict.TestsCached)
+	assert.False(t, first.Trace.TestsCached)
 	// Another change (an identical one would reuse the decision itself).
-	second := decided(context.Background(), v.Resource, admission.Request{Change: watched.Change{Resource: ingressesGVR, Operation: store.Create, Object: obj(t, ingress(t, "new2", "new2.example.com", "echo"))}})
+	second := decided(context.Background(), v.Decide, admission.Request{Change: watched.Change{Resource: ingressesGVR, Operation: store.Create, Object: obj(t, ingress(t, "new2", "new2.example.com", "echo"))}})
 	require.True(t, second.Allowed)
 	require.False(t, second.Reused)
-	assert.True(t, second.Verdict.TestsCached)
+	assert.True(t, second.Trace.TestsCached)
 }
 
 func TestFailingEmbeddedTestDenies(t *testing.T) {
@@ -218,7 +218,7 @@ func TestFailingEmbeddedTestDenies(t *testing.T) {
 	p := pipelineFor(t, cfg)
 	v := &admission.Admitter{Env: testEnv(t)}
 	v.SetState(wholeState(p, p.Model.NewStores()))
-	d := decided(context.Background(), v.Resource, req(servicesGVR, store.Create, obj(t, service("echo", "")), nil))
+	d := decided(context.Background(), v.Decide, req(servicesGVR, store.Create, obj(t, service("echo", "")), nil))
 	assert.False(t, d.Allowed)
 	assert.Equal(t, phase.Tests, d.Phase)
 	assert.Equal(t, "1/1 validation tests failed: renders: contains: /maxconn 5000/ not found in haproxy.cfg", d.Reason)
@@ -265,7 +265,7 @@ func TestTimeoutDenies(t *testing.T) {
 	v, _ := newValidator(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
 	defer cancel()
-	d := decided(ctx, v.Resource, req(ingressesGVR, store.Create, obj(t, ingress(t, "new", "new.example.com", "echo")), nil))
+	d := decided(ctx, v.Decide, req(ingressesGVR, store.Create, obj(t, ingress(t, "new", "new.example.com", "echo")), nil))
 	assert.False(t, d.Allowed)
 	assert.Contains(t, d.Reason, "timed out")
 }
@@ -273,7 +273,7 @@ func TestTimeoutDenies(t *testing.T) {
 // An Admitter with no configuration loaded denies every change.
 func TestNoStateDenies(t *testing.T) {
 	a := &admission.Admitter{}
-	d := decided(context.Background(), a.Resource, req(ingressesGVR, store.Create, obj(t, ingress(t, "x", "x.example.com", "x")), nil))
+	d := decided(context.Background(), a.Decide, req(ingressesGVR, store.Create, obj(t, ingress(t, "x", "x.example.com", "x")), nil))
 	assert.False(t, d.Allowed)
 	assert.Equal(t, admission.ReasonNoConfig, d.Reason)
 	assert.Nil(t, d.Verdict)

@@ -47,7 +47,7 @@ func TestChangesTheTemplatesDoNotReadAreAdmittedUnchecked(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v, _ := newValidator(t)
-			d := decided(ctx, v.Resource, tc.req)
+			d := decided(ctx, v.Decide, tc.req)
 			assert.Equal(t, tc.alike, d.RendersAlike)
 			assert.Equal(t, tc.allowed, d.Allowed, d.Reason)
 			assert.Equal(t, tc.checkedBy, d.Verdict != nil)
@@ -62,12 +62,12 @@ func TestUncheckedChangeWarnsAboutExistingFailures(t *testing.T) {
 	v, stores := newValidator(t)
 	require.NoError(t, stores["ingresses"].Add(obj(t, ingress(t, "broken", "broken.example.com", "missing"))))
 	st := v.State()
-	base := st.Pipeline.Diagnose(ctx, store.ReadOnly(stores), dryrun.DiagnoseOptions{})
+	base, _ := st.Pipeline.Diagnose(ctx, store.ReadOnly(stores), dryrun.DiagnoseOptions{})
 	require.Len(t, base.Failures, 1)
 	v.SetBaseline(&admission.Baseline{Pipeline: st.Pipeline, Diagnosis: base})
 
 	echo := obj(t, ingress(t, "echo", "echo.example.com", "echo"))
-	d := decided(ctx, v.Resource, req(ingressesGVR, store.Update, withLabels(echo, map[string]string{"team": "a"}), echo))
+	d := decided(ctx, v.Decide, req(ingressesGVR, store.Update, withLabels(echo, map[string]string{"team": "a"}), echo))
 	require.True(t, d.RendersAlike)
 	assert.True(t, d.Allowed)
 	require.Len(t, d.Warnings, 1)
@@ -77,7 +77,7 @@ func TestUncheckedChangeWarnsAboutExistingFailures(t *testing.T) {
 	// The same labels on the broken Ingress itself: it stays broken,
 	// which is a warning, not a denial.
 	broken := obj(t, ingress(t, "broken", "broken.example.com", "missing"))
-	d = decided(ctx, v.Resource, req(ingressesGVR, store.Update, withLabels(broken, map[string]string{"team": "a"}), broken))
+	d = decided(ctx, v.Decide, req(ingressesGVR, store.Update, withLabels(broken, map[string]string{"team": "a"}), broken))
 	require.True(t, d.RendersAlike)
 	assert.True(t, d.Allowed)
 	assert.Len(t, d.Warnings, 1)

@@ -70,7 +70,7 @@ func TestBusyIsDecidedByTheCallersDeadline(t *testing.T) {
 
 	short, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	d, report := a.Resource(short, newIngress(t, "short"))
+	d, report := a.Decide(short, newIngress(t, "short"))
 	assert.False(t, d.Allowed)
 	assert.True(t, report.Busy, "two seconds do not leave time for a one-minute check")
 	assert.Equal(t, ReasonBusy, d.Reason)
@@ -82,7 +82,7 @@ func TestBusyIsDecidedByTheCallersDeadline(t *testing.T) {
 		r Report
 	})
 	go func() {
-		d, r := a.Resource(long, newIngress(t, "long"))
+		d, r := a.Decide(long, newIngress(t, "long"))
 		got <- struct {
 			d Decision
 			r Report

@@ -26,14 +26,14 @@ func TestANewBaselineDecidesRepeatsAfresh(t *testing.T) {
 	}
 	st := v.State()
 	baseline := func() *admission.Baseline {
-		return &admission.Baseline{Pipeline: st.Pipeline, Diagnosis: st.Pipeline.Diagnose(ctx, store.ReadOnly(stores), dryrun.DiagnoseOptions{SkipTests: true})}
+		return &admission.Baseline{Pipeline: st.Pipeline, Diagnosis: diagnosis(st.Pipeline.Diagnose(ctx, store.ReadOnly(stores), dryrun.DiagnoseOptions{SkipTests: true}))}
 	}
 	v.SetBaseline(baseline())
-	assert.False(t, decided(ctx, v.Resource, missing()).Reused)
-	assert.True(t, decided(ctx, v.Resource, missing()).Reused, "the same baseline")
+	assert.False(t, decided(ctx, v.Decide, missing()).Reused)
+	assert.True(t, decided(ctx, v.Decide, missing()).Reused, "the same baseline")
 
 	v.SetBaseline(baseline())
-	d := decided(ctx, v.Resource, missing())
+	d := decided(ctx, v.Decide, missing())
 	assert.False(t, d.Reused, "a new baseline")
 	assert.Equal(t, "Service 'api' not found", d.Reason)
 }
@@ -45,7 +45,7 @@ func TestBaselineOfAnotherPipelineIsIgnored(t *testing.T) {
 	ctx := context.Background()
 	v, stores := newValidator(t)
 	st := v.State()
-	v.SetBaseline(&admission.Baseline{Pipeline: st.Pipeline, Diagnosis: st.Pipeline.Diagnose(ctx, store.ReadOnly(stores), dryrun.DiagnoseOptions{SkipTests: true})})
+	v.SetBaseline(&admission.Baseline{Pipeline: st.Pipeline, Diagnosis: diagnosis(st.Pipeline.Diagnose(ctx, store.ReadOnly(stores), dryrun.DiagnoseOptions{SkipTests: true}))})
 	require.NotNil(t, v.Baseline(st))
 
 	next := &admission.State{Pipeline: pipelineFor(t, routingConfig), Stores: stores}
@@ -59,13 +59,13 @@ func TestBaselineOfAnotherPipelineIsIgnored(t *testing.T) {
 func TestRedactorLearnsNewSecrets(t *testing.T) {
 	ctx := context.Background()
 	a, _ := secretAdmitter(t)
-	first := decided(ctx, a.Resource, req(ingressesGVR, store.Create, obj(t, leakyIngress("tls")), nil))
+	first := decided(ctx, a.Decide, req(ingressesGVR, store.Create, obj(t, leakyIngress("tls")), nil))
 	require.False(t, first.Allowed)
 	assertNoLeak(t, everythingSaid(first))
 
 	const later = "-----BEGIN PRIVATE KEY-----\nLATERlaterLATERlaterLATERlaterLATERlater\n-----END PRIVATE KEY-----\n"
 	require.NoError(t, a.State().Stores["secrets"].Add(obj(t, secretObj("later", later))))
-	d := decided(ctx, a.Resource, req(ingressesGVR, store.Create, obj(t, leakyIngress("later")), nil))
+	d := decided(ctx, a.Decide, req(ingressesGVR, store.Create, obj(t, leakyIngress("later")), nil))
 	assert.False(t, d.Allowed)
 	assert.Contains(t, d.Reason, "[redacted]")
 	assert.NotContains(t, everythingSaid(d), "LATERlaterLATERlater")

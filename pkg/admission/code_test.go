@@ -68,7 +68,7 @@ func TestAdmissionRunsOnlyTheRunningCode(t *testing.T) {
 
 	// The live loop checks the stored config in full: the operator's
 	// grant lets its Lua run.
-	base := p.Diagnose(context.Background(), store.ReadOnly(stores), dryrun.DiagnoseOptions{})
+	base, _ := p.Diagnose(context.Background(), store.ReadOnly(stores), dryrun.DiagnoseOptions{})
 	require.True(t, base.First.Passed(), base.First.Reason)
 	require.FileExists(t, running, "the live check ran the stored config's Lua")
 	require.NoError(t, os.Remove(running))
@@ -106,7 +106,7 @@ func TestAdmissionRunsOnlyTheRunningCode(t *testing.T) {
 		assert.NoFileExists(t, brought, "an admission's embedded tests ran the Lua its request brought")
 	})
 	t.Run("an Ingress under the running Lua", func(t *testing.T) {
-		d := decided(context.Background(), a.Resource, req(ingressesGVR, store.Create, obj(t, ingress(t, "web", "web.example.com", "web")), nil))
+		d := decided(context.Background(), a.Decide, req(ingressesGVR, store.Create, obj(t, ingress(t, "web", "web.example.com", "web")), nil))
 		assert.True(t, d.Allowed, d.Reason)
 		require.NotNil(t, d.Verdict)
 		assert.False(t, d.Verdict.CodeNotRun, "the running config's own code runs")
@@ -115,7 +115,7 @@ func TestAdmissionRunsOnlyTheRunningCode(t *testing.T) {
 	})
 	t.Run("before any baseline, no code runs", func(t *testing.T) {
 		a.SetBaseline(nil)
-		d := decided(context.Background(), a.Resource, req(ingressesGVR, store.Create, obj(t, ingress(t, "web", "web.example.com", "web")), nil))
+		d := decided(context.Background(), a.Decide, req(ingressesGVR, store.Create, obj(t, ingress(t, "web", "web.example.com", "web")), nil))
 		assert.True(t, d.Allowed, d.Reason)
 		require.NotNil(t, d.Verdict)
 		assert.True(t, d.Verdict.CodeNotRun)

@@ -7,8 +7,10 @@ import (
 
 // The admission asks the caller's deadline one question, whether it
 // leaves time for some work (see the package doc's Deadlines): these two
-// functions are the only ones that read it, besides the bound a shared
-// decision takes from the request that starts it (repeats).
+// functions are the only ones in the package that read it. A check slot's
+// wait asks both (busy, or wait until the check would no longer fit); the
+// confirming diagnosis asks timeFor. A shared decision's bound is the
+// flight's (flight.Group.StartersDeadline), not read here.
 
 // timeFor reports whether ctx leaves more than d before its deadline
 // (always, without one).

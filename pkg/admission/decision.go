@@ -54,6 +54,9 @@ type Report struct {
 	// Verdict is the check behind the decision; nil when none ran (the
 	// change touches no watched store, or was denied before rendering).
 	Verdict *dryrun.Verdict
+	// Trace is how the check behind Verdict got there (its durations,
+	// cache hits, the stores it rendered over); zero when none ran.
+	Trace dryrun.Trace
 	// Existing are failures of the current resources the change leaves as
 	// they were (each is a warning).
 	Existing []dryrun.Failure
@@ -74,4 +77,8 @@ type Report struct {
 	// Busy reports a change denied because it could not be checked in
 	// time (ReasonBusy).
 	Busy bool
+	// Hidden reports a proposed config's decision that says where it
+	// fails over the current resources but not what (see
+	// Admitter.RevealLiveState).
+	Hidden bool
 }

@@ -27,7 +27,7 @@ func TestDeleteNamesEveryDependent(t *testing.T) {
 	a := admitterOverLive(t, ex)
 	ctx := context.Background()
 
-	d := decided(ctx, a.Resource, req(servicesGVR, store.Delete, nil, svc))
+	d := decided(ctx, a.Decide, req(servicesGVR, store.Delete, nil, svc))
 	assert.False(t, d.Allowed)
 	assert.Equal(t, phase.Render, d.Phase)
 	assert.Equal(t, "Service default/shared is still needed by Ingress default/a-api, Ingress default/b-web, Ingress default/c-docs: Service 'shared' not found", d.Reason)
@@ -39,7 +39,7 @@ func admitterOverLive(t *testing.T, ex *testutil.Example) *admission.Admitter {
 	t.Helper()
 	a := &admission.Admitter{Env: testEnv(t)}
 	a.SetState(&admission.State{Pipeline: ex.Pipeline, Stores: ex.Stores})
-	base := ex.Pipeline.Diagnose(context.Background(), store.ReadOnly(ex.Stores), dryrun.DiagnoseOptions{})
+	base, _ := ex.Pipeline.Diagnose(context.Background(), store.ReadOnly(ex.Stores), dryrun.DiagnoseOptions{})
 	require.Empty(t, base.Failures)
 	a.SetBaseline(&admission.Baseline{Pipeline: ex.Pipeline, Diagnosis: base})
 	return a

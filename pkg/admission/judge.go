@@ -27,6 +27,9 @@ type proposal struct {
 	deleted bundle.ObjectRef
 	// action is Deny or Warn.
 	action watched.Admission
+	// hideLiveState: the decision says where a proposed config fails
+	// over the current resources, never what (hideLiveStateDetails).
+	hideLiveState bool
 }
 
 // judge decides a proposal against the baseline (what is already broken
@@ -47,17 +50,17 @@ type proposal struct {
 func (a *Admitter) judge(ctx context.Context, base *Baseline, pr proposal) (Decision, Report) {
 	known := base.keys()
 	hidden := base.quarantine(pr.changed)
-	diag := pr.pipeline.Diagnose(ctx, pr.stores, dryrun.DiagnoseOptions{
+	diag, trace := pr.pipeline.Diagnose(ctx, pr.stores, dryrun.DiagnoseOptions{
 		Hidden:       hidden,
 		MaxRounds:    maxJudgeRounds,
 		Stop:         func(f dryrun.Failure) bool { return !known[f.Key()] },
 		RunnableCode: base.runnableCode(),
 	})
-	if last := lastVerdict(diag); last.TimedOut {
-		return Deny(last.Phase, last.Reason), Report{Verdict: last}
+	if last := diag.Verdict(); last.TimedOut {
+		return Deny(last.Phase, last.Reason), Report{Verdict: last, Trace: trace}
 	}
-	diag, existing, introduced := confirm(ctx, base, pr, hidden, diag)
-	return a.decide(base, pr, diag, existing, introduced)
+	diag, trace, existing, introduced := confirm(ctx, base, pr, hidden, diag, trace)
+	return a.decide(base, pr, diag, trace, existing, introduced)
 }
 
 // confirm is the judge's second step: the diagnosis the decision stands
@@ -74,12 +77,12 @@ func (a *Admitter) judge(ctx context.Context, base *Baseline, pr proposal) (Deci
 //   - after the first passed, it tells which of the hidden failures are
 //     still there (existing) and which the change broke differently
 //     (introduced, also when its rounds ran out before the rest).
-func confirm(ctx context.Context, base *Baseline, pr proposal, hidden []bundle.ObjectRef, first *dryrun.Diagnosis) (diag *dryrun.Diagnosis, existing, introduced []dryrun.Failure) {
+func confirm(ctx context.Context, base *Baseline, pr proposal, hidden []bundle.ObjectRef, first *dryrun.Diagnosis, trace dryrun.Trace) (diag *dryrun.Diagnosis, _ dryrun.Trace, existing, introduced []dryrun.Failure) {
 	known := base.keys()
 	_, candidates := split(first.Failures, known)
 	stays := stillFailing(base, pr.changed, first)
-	if len(hidden) == 0 || (len(candidates) == 0 && first.Passing == nil) || !timeFor(ctx, 2*roundTime(lastVerdict(first))) {
-		return first, stays, candidates
+	if len(hidden) == 0 || (len(candidates) == 0 && first.Passing == nil) || !timeFor(ctx, 2*roundTime(trace)) {
+		return first, trace, stays, candidates
 	}
 	// Once the change passed without the hidden objects, only they can
 	// fail: one round each and one to pass.
@@ -87,26 +90,29 @@ func confirm(ctx context.Context, base *Baseline, pr proposal, hidden []bundle.O
 	if len(candidates) > 0 {
 		rounds = len(hidden) + maxJudgeRounds
 	}
-	full := pr.pipeline.Diagnose(ctx, pr.stores, dryrun.DiagnoseOptions{MaxRounds: rounds, SkipTests: true, RunnableCode: base.runnableCode()})
+	full, fullTrace := pr.pipeline.Diagnose(ctx, pr.stores, dryrun.DiagnoseOptions{MaxRounds: rounds, SkipTests: true, RunnableCode: base.runnableCode()})
 	existing, introduced = split(full.Failures, known)
 	switch {
 	case len(candidates) > 0 && full.Complete:
-		return full, existing, introduced
+		return full, fullTrace, existing, introduced
 	case len(candidates) > 0:
-		return first, stays, candidates
+		return first, trace, stays, candidates
 	case full.Complete:
-		return first, existing, introduced
+		return first, trace, existing, introduced
 	default:
-		return first, stays, introduced
+		return first, trace, stays, introduced
 	}
 }
 
 // decide is the judge's last step: the decision on what it found (see
-// confirm), and its report.
-func (a *Admitter) decide(base *Baseline, pr proposal, diag *dryrun.Diagnosis, existing, introduced []dryrun.Failure) (Decision, Report) {
-	last := lastVerdict(diag)
+// confirm), and its report (with trace, how the check it stands on got
+// there). A proposed config's decision says where it fails over the
+// current resources, not what, unless the Admitter reveals the live state
+// (hideLiveStateDetails).
+func (a *Admitter) decide(base *Baseline, pr proposal, diag *dryrun.Diagnosis, trace dryrun.Trace, existing, introduced []dryrun.Failure) (Decision, Report) {
+	last := diag.Verdict()
 	var d Decision
-	r := Report{Verdict: last, Existing: existing}
+	r := Report{Verdict: last, Trace: trace, Existing: existing}
 	switch {
 	case len(introduced) > 0 && pr.action == watched.AdmissionWarn:
 		d = Allow(append([]string{"would be denied (validationAction: Warn): " + a.introducedReason(base, pr, introduced)}, existingWarnings(existing)...)...)
@@ -120,7 +126,12 @@ func (a *Admitter) decide(base *Baseline, pr proposal, diag *dryrun.Diagnosis, e
 		d = Allow(append(append(existingWarnings(existing), last.Warnings...), templateWarnings(last.Bundle, pr.changed)...)...)
 	}
 	d.Introduced = introduced
-	return d, r
+	if !pr.hideLiveState {
+		return d, r
+	}
+	hidden, r := hideLiveStateDetails(d, r)
+	r.Hidden = hidden.Reason != d.Reason
+	return hidden, r
 }
 
 // templateWarnings are the warnings the templates gave (warn) about the
@@ -132,14 +143,6 @@ func templateWarnings(b *bundle.Bundle, changed []bundle.ObjectRef) []string {
 		out = append(out, b.WarningsAbout(c.Kind, c.Namespace, c.Name)...)
 	}
 	return out[:min(len(out), maxWarnings)]
-}
-
-// lastVerdict is the verdict of the diagnosis's last round.
-func lastVerdict(d *dryrun.Diagnosis) *dryrun.Verdict {
-	if d.Passing != nil {
-		return d.Passing
-	}
-	return d.First
 }
 
 // split divides failures into those the baseline knows and the others.
@@ -155,9 +158,9 @@ func split(fs []dryrun.Failure, known map[string]bool) (old, introduced []dryrun
 }
 
 // roundTime is how long one check took (render and check phases).
-func roundTime(v *dryrun.Verdict) time.Duration {
+func roundTime(tr dryrun.Trace) time.Duration {
 	var d time.Duration
-	for _, t := range v.Durations {
+	for _, t := range tr.Durations {
 		d += t
 	}
 	return d

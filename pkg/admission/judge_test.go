@@ -88,7 +88,7 @@ func TestJudgeBranches(t *testing.T) {
 				ctx, cancel = context.WithTimeout(ctx, 0)
 				defer cancel()
 			}
-			d := decided(ctx, a.Resource, tc.change)
+			d := decided(ctx, a.Decide, tc.change)
 
 			assert.Equal(t, tc.allowed, d.Allowed, d.Reason)
 			if tc.allowed {
@@ -136,7 +136,7 @@ func judgeAdmitter(t *testing.T, tc judgeCase) *admission.Admitter {
 	}
 	a := &admission.Admitter{Env: testEnv(t)}
 	a.SetState(&admission.State{Pipeline: ex.Pipeline, Stores: ex.Stores})
-	base := ex.Pipeline.Diagnose(context.Background(), store.ReadOnly(ex.Stores), dryrun.DiagnoseOptions{})
+	base, _ := ex.Pipeline.Diagnose(context.Background(), store.ReadOnly(ex.Stores), dryrun.DiagnoseOptions{})
 	require.True(t, base.Complete)
 	require.Len(t, base.Failures, len(tc.broken)+btoi(tc.badSecret), "the baseline: %s", fmt.Sprint(base.Failures))
 	if tc.blind {

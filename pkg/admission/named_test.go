@@ -41,17 +41,17 @@ func TestReasonsThatNameTheirObjectNameItOnce(t *testing.T) {
 
 	svc, _ := ex.Stores["services"].Get("other", "api")
 	portless := obj(t, `{apiVersion: v1, kind: Service, metadata: {name: api, namespace: other}, spec: {ports: [{port: 8080}]}}`)
-	d := decided(ctx, a.Resource, req(servicesGVR, store.Update, portless, svc))
+	d := decided(ctx, a.Decide, req(servicesGVR, store.Update, portless, svc))
 	assert.False(t, d.Allowed)
 	assert.Equal(t, phase.Render, d.Phase)
 	assert.Equal(t, "HTTPRoute app/web: backendRef other/api: Service has no port 80 (BackendNotFound)", d.Reason)
 
 	grant, _ := ex.Stores["referencegrants"].Get("other", "from-app")
-	d = decided(ctx, a.Resource, req(referenceGrantsGVR, store.Delete, nil, grant))
+	d = decided(ctx, a.Decide, req(referenceGrantsGVR, store.Delete, nil, grant))
 	assert.False(t, d.Allowed)
 	assert.Equal(t, "ReferenceGrant other/from-app is still needed by HTTPRoute app/web: backendRef other/api crosses namespaces without a ReferenceGrant in other (RefNotPermitted)", d.Reason)
 
-	d = decided(ctx, a.Resource, req(servicesGVR, store.Delete, nil, svc))
+	d = decided(ctx, a.Decide, req(servicesGVR, store.Delete, nil, svc))
 	assert.False(t, d.Allowed)
 	assert.Equal(t, "Service other/api is still needed by HTTPRoute app/web: backendRef other/api: Service not found (BackendNotFound)", d.Reason)
 }
@@ -79,11 +79,11 @@ func TestGatewayCertificateSecretDeleteIsDeniedNamingTheGateway(t *testing.T) {
 	ctx := context.Background()
 
 	secret, _ := ex.Stores["secrets"].Get("infra", "web-tls")
-	d := decided(ctx, a.Resource, req(secretsGVR, store.Delete, nil, secret))
+	d := decided(ctx, a.Decide, req(secretsGVR, store.Delete, nil, secret))
 	assert.False(t, d.Allowed)
 	assert.Equal(t, "Secret infra/web-tls is still needed by Gateway infra/gw: listener https: certificateRef Secret infra/web-tls not found (InvalidCertificateRef)", d.Reason)
 
 	unused, _ := ex.Stores["secrets"].Get("infra", "unused")
-	d = decided(ctx, a.Resource, req(secretsGVR, store.Delete, nil, unused))
+	d = decided(ctx, a.Decide, req(secretsGVR, store.Delete, nil, unused))
 	assert.True(t, d.Allowed, d.Reason)
 }

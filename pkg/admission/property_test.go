@@ -175,7 +175,7 @@ func introducedIsExactlyNotSubset(t *testing.T, p *dryrun.Pipeline, env dryrun.E
 	a.SetState(&admission.State{Pipeline: p, Stores: stores})
 	ctx := context.Background()
 	diagnose := func(set store.Set) *dryrun.Diagnosis {
-		d := p.Diagnose(ctx, set, dryrun.DiagnoseOptions{MaxRounds: 64})
+		d, _ := p.Diagnose(ctx, set, dryrun.DiagnoseOptions{MaxRounds: 64})
 		require.True(t, d.Complete, "a diagnosis of the universe always completes")
 		return d
 	}
@@ -199,7 +199,7 @@ func introducedIsExactlyNotSubset(t *testing.T, p *dryrun.Pipeline, env dryrun.E
 		what := fmt.Sprintf("seed %d step %d: %s %s/%s %q -> %q; state %s", seed, step, change.Operation, o.gvr.Resource, o.name, current[i], next, describe(universe, current))
 
 		a.SetBaseline(&admission.Baseline{Pipeline: p, Diagnosis: base})
-		d := decided(ctx, a.Resource, admission.Request{Change: change})
+		d := decided(ctx, a.Decide, admission.Request{Change: change})
 		proposed, _, err := p.Model.Overlay(store.ReadOnly(stores), change)
 		require.NoError(t, err)
 		after := diagnose(proposed)

@@ -55,7 +55,7 @@ func prunedAdmitter(t testing.TB, live *dryrun.Pipeline, cluster watched.Objects
 	}
 	a := &admission.Admitter{Env: testEnv(t), RevealLiveState: true, Source: cluster}
 	a.SetState(st)
-	a.SetBaseline(&admission.Baseline{Pipeline: live, Diagnosis: live.Diagnose(context.Background(), store.ReadOnly(st.Stores), dryrun.DiagnoseOptions{})})
+	a.SetBaseline(&admission.Baseline{Pipeline: live, Diagnosis: diagnosis(live.Diagnose(context.Background(), store.ReadOnly(st.Stores), dryrun.DiagnoseOptions{}))})
 	return a
 }
 

@@ -55,6 +55,13 @@ type kept struct {
 	base weak.Pointer[Baseline]
 }
 
+// newRepeats returns repeats keeping at most defaultRepeatEntries
+// decisions, whose shared decisions end at the deadline of the request
+// that started them (flight.Group.StartersDeadline).
+func newRepeats() *repeats {
+	return &repeats{flights: flight.Group[kept]{StartersDeadline: true}, decided: lru.New(defaultRepeatEntries)}
+}
+
 // ForgetDecisions drops the decisions kept for repeated requests: after a
 // shortcut was found giving a wrong answer (package shadow), no decision
 // it made is given again.
@@ -77,8 +84,7 @@ func (r *repeats) decide(ctx context.Context, key string, st *State, base *Basel
 		k.r.Reused = true
 		return k.d, k.r
 	}
-	bound, _ := ctx.Deadline()
-	k, shared, err := r.flights.Do(ctx, key, bound, func(ctx context.Context) (kept, error) {
+	k, shared, err := r.flights.Do(ctx, key, func(ctx context.Context) (kept, error) {
 		d, rep := decide(ctx)
 		if reusable(rep) {
 			r.decided.Add(key, kept{d: d, r: slim(rep), st: against.st, base: against.base})
@@ -106,11 +112,12 @@ func reusable(r Report) bool {
 // rendered over (kept decisions must not hold a whole configuration, or
 // the proposed objects, each).
 func slim(r Report) Report {
-	if r.Verdict != nil && (r.Verdict.Bundle != nil || r.Verdict.Stores != nil) {
+	if r.Verdict != nil && r.Verdict.Bundle != nil {
 		v := *r.Verdict
-		v.Bundle, v.Stores = nil, nil
+		v.Bundle = nil
 		r.Verdict = &v
 	}
+	r.Trace.Stores = nil
 	return r
 }
 

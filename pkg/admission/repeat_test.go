@@ -28,7 +28,7 @@ func TestIdenticalRequestsShareOneDecision(t *testing.T) {
 	decisions := make([]decision, clients)
 	var wg sync.WaitGroup
 	for i := range clients {
-		wg.Go(func() { decisions[i] = decided(ctx, v.Resource, missing()) })
+		wg.Go(func() { decisions[i] = decided(ctx, v.Decide, missing()) })
 	}
 	wg.Wait()
 	fresh := 0
@@ -41,16 +41,16 @@ func TestIdenticalRequestsShareOneDecision(t *testing.T) {
 	}
 	assert.Equal(t, 1, fresh, "one check for all of them")
 
-	d := decided(ctx, v.Resource, missing())
+	d := decided(ctx, v.Decide, missing())
 	assert.True(t, d.Reused, "decided moments before")
 	assert.Equal(t, "Service 'api' not found", d.Reason)
 
-	other := decided(ctx, v.Resource, req(ingressesGVR, store.Create, obj(t, ingress(t, "api", "api.example.com", "echo")), nil))
+	other := decided(ctx, v.Decide, req(ingressesGVR, store.Create, obj(t, ingress(t, "api", "api.example.com", "echo")), nil))
 	assert.False(t, other.Reused, "another request")
 	assert.True(t, other.Allowed, other.Reason)
 
 	require.NoError(t, stores["services"].Add(obj(t, service("api", ""))))
-	d = decided(ctx, v.Resource, missing())
+	d = decided(ctx, v.Decide, missing())
 	assert.False(t, d.Reused, "the live state changed")
 	assert.True(t, d.Allowed, "the Service exists now: %s", d.Reason)
 }
@@ -63,10 +63,10 @@ func TestForgetDecisions(t *testing.T) {
 	missing := func() admission.Request {
 		return req(ingressesGVR, store.Create, obj(t, ingress(t, "api", "api.example.com", "api")), nil)
 	}
-	assert.False(t, decided(ctx, v.Resource, missing()).Reused)
-	assert.True(t, decided(ctx, v.Resource, missing()).Reused)
+	assert.False(t, decided(ctx, v.Decide, missing()).Reused)
+	assert.True(t, decided(ctx, v.Decide, missing()).Reused)
 	v.ForgetDecisions()
-	d := decided(ctx, v.Resource, missing())
+	d := decided(ctx, v.Decide, missing())
 	assert.False(t, d.Reused, "decided again")
 	assert.Equal(t, "Service 'api' not found", d.Reason)
 }
@@ -87,9 +87,9 @@ func TestAKeptDecisionIsNotGivenToAStateAtTheAddressOfAGoneOne(t *testing.T) {
 	decideAndDrop := func() uintptr {
 		st := &admission.State{Pipeline: denying.State().Pipeline, Stores: stores}
 		a.SetState(st)
-		d := decided(ctx, a.Resource, missing)
+		d := decided(ctx, a.Decide, missing)
 		require.False(t, d.Allowed, "the first config denies")
-		require.True(t, decided(ctx, a.Resource, missing).Reused, "and keeps its decision")
+		require.True(t, decided(ctx, a.Decide, missing).Reused, "and keeps its decision")
 		a.SetState(nil)
 		a.Redactor(nil)
 		return uintptr(unsafe.Pointer(st))
@@ -113,7 +113,7 @@ func TestAKeptDecisionIsNotGivenToAStateAtTheAddressOfAGoneOne(t *testing.T) {
 	require.NotNil(t, other, "no State was made at the address of a gone one")
 	a.SetState(other)
 
-	d := decided(ctx, a.Resource, missing)
+	d := decided(ctx, a.Decide, missing)
 
 	assert.False(t, d.Reused, "another State: another config")
 	assert.True(t, d.Allowed, "the second config allows: %s", d.Reason)

@@ -102,7 +102,7 @@ func everythingSaid(d decision) string {
 // are gone from the reason.
 func TestResourceReasonIsRedacted(t *testing.T) {
 	a, _ := secretAdmitter(t)
-	d := decided(context.Background(), a.Resource, req(ingressesGVR, store.Create, obj(t, leakyIngress("tls")), nil))
+	d := decided(context.Background(), a.Decide, req(ingressesGVR, store.Create, obj(t, leakyIngress("tls")), nil))
 	assert.False(t, d.Allowed)
 	assert.Equal(t, phase.Render, d.Phase)
 	assert.Contains(t, d.Reason, "[redacted]")
@@ -116,7 +116,7 @@ func TestResourceReasonIsRedacted(t *testing.T) {
 	stores := map[string]*store.Store{"ingresses": a.State().Stores["ingresses"], "secrets": a.State().Stores["secrets"]}
 	require.NoError(t, stores["ingresses"].Add(obj(t, leakyIngress("new"))))
 	a.SetState(wholeState(p, stores))
-	d = decided(context.Background(), a.Resource, req(secretsGVR, store.Create, obj(t, secretObj("new", other)), nil))
+	d = decided(context.Background(), a.Decide, req(secretsGVR, store.Create, obj(t, secretObj("new", other)), nil))
 	assert.False(t, d.Allowed)
 	assert.NotContains(t, d.Reason, "AAAAnotyetstored")
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/utils/lru"
 
 	"github.com/haproxy-template/htc/pkg/phase"
 )
@@ -17,7 +16,7 @@ import (
 // answered at once, timed out, and the decision goes on for the request
 // that started it.
 func TestARepeatWhoseDeadlineComesFirstIsAnsweredWhileTheDecisionGoesOn(t *testing.T) {
-	r := &repeats{decided: lru.New(defaultRepeatEntries)}
+	r := newRepeats()
 	st := &State{}
 	started, release := make(chan struct{}), make(chan struct{})
 	decide := func(context.Context) (Decision, Report) {
@@ -45,4 +44,20 @@ func TestARepeatWhoseDeadlineComesFirstIsAnsweredWhileTheDecisionGoesOn(t *testi
 	assert.Equal(t, 1, r.flights.Waiting("key"), "the decision goes on for the request that started it")
 	close(release)
 	assert.Equal(t, "Service 'api' not found", (<-first).Reason)
+}
+
+// A shared decision is bounded by the deadline of the request that
+// started it (not by its cancellation): its check slot's wait and its
+// checks see that deadline, as a decision of its own would.
+func TestASharedDecisionRunsUnderItsStartersDeadline(t *testing.T) {
+	r := newRepeats()
+	starter, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	want, _ := starter.Deadline()
+	var got time.Time
+	r.decide(starter, "key", &State{}, nil, func(ctx context.Context) (Decision, Report) {
+		got, _ = ctx.Deadline()
+		return Allow(), Report{}
+	})
+	assert.True(t, got.Equal(want), "the decision ran until %s, its starter's deadline is %s", got, want)
 }

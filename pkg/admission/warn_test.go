@@ -49,14 +49,14 @@ func TestTemplateWarningsReachTheirObjectsChange(t *testing.T) {
 	require.NoError(t, stores["ingresses"].Add(obj(t, old)))
 	a := &admission.Admitter{Env: testEnv(t)}
 	a.SetState(&admission.State{Pipeline: p, Stores: stores})
-	a.SetBaseline(&admission.Baseline{Pipeline: p, Diagnosis: p.Diagnose(context.Background(), store.ReadOnly(stores), dryrun.DiagnoseOptions{SkipTests: true})})
+	a.SetBaseline(&admission.Baseline{Pipeline: p, Diagnosis: diagnosis(p.Diagnose(context.Background(), store.ReadOnly(stores), dryrun.DiagnoseOptions{SkipTests: true}))})
 
-	d := decided(context.Background(), a.Resource, req(ingressesGVR, store.Create,
+	d := decided(context.Background(), a.Decide, req(ingressesGVR, store.Create,
 		obj(t, `{apiVersion: networking.k8s.io/v1, kind: Ingress, metadata: {name: new, namespace: default, annotations: {old: "yes"}}, spec: {}}`), nil))
 	assert.True(t, d.Allowed, d.Reason)
 	assert.Equal(t, []string{"Ingress new: the annotation old is deprecated"}, d.Warnings)
 
-	d = decided(context.Background(), a.Resource, req(ingressesGVR, store.Create,
+	d = decided(context.Background(), a.Decide, req(ingressesGVR, store.Create,
 		obj(t, `{apiVersion: networking.k8s.io/v1, kind: Ingress, metadata: {name: fresh, namespace: default}, spec: {}}`), nil))
 	assert.True(t, d.Allowed, d.Reason)
 	assert.Empty(t, d.Warnings, "the warning about Ingress legacy is not the requester's")

@@ -23,7 +23,7 @@ func TestAdmissionCacheMetrics(t *testing.T) {
 
 	d := f.admit(t, req)
 	require.True(t, d.Allowed, d.Reason)
-	require.True(t, d.Verdict.SemanticReused, "an Ingress changes only hosts.map")
+	require.True(t, d.Trace.SemanticReused, "an Ingress changes only hosts.map")
 	assert.Equal(t, 1.0, value("htc_check_semantic_reused_total"))
 	assert.Zero(t, value("htc_admission_reused_total"))
 	assert.Zero(t, value("htc_check_cache_hits_total"))
@@ -35,7 +35,7 @@ func TestAdmissionCacheMetrics(t *testing.T) {
 	f.c.admitter.ForgetDecisions()
 	d = f.admit(t, req)
 	require.False(t, d.Reused)
-	require.True(t, d.Verdict.CheckCached, "the same bundle as before")
+	require.True(t, d.Trace.CheckCached, "the same bundle as before")
 	assert.Equal(t, 1.0, value("htc_check_cache_hits_total"))
 
 	stats := f.c.env.CheckerFor(nil).(interface {

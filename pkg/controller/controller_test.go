@@ -226,7 +226,7 @@ func TestConfigLoopWiring(t *testing.T) {
 	assert.Equal(t, "Service 'missing' not found", d.Reason)
 	d, report := ing.Admit(ctx, ingressReq(ingressObj("a", "echo")))
 	assert.True(t, d.Allowed, "%+v", d)
-	assert.True(t, report.Verdict.TestsCached, "the tests were warmed when the config was applied")
+	assert.True(t, report.Trace.TestsCached, "the tests were warmed when the config was applied")
 
 	// A Service created later reaches the store through the informer.
 	_, err := dyn.Resource(servicesGVR).Namespace("default").Create(ctx, svc("default", "late", ""), metav1.CreateOptions{})

@@ -140,11 +140,11 @@ func (l *live) sync(ctx context.Context) bool {
 	l.shadow.Busy()
 	start := time.Now()
 	gens := shadow.Generations(st.Stores)
-	d := l.diagnose(ctx, st)
+	d, trace := l.diagnose(ctx, st)
 	v := d.First
 	// The map-only sample first: LiveRendered may wake the checks, which
 	// would otherwise find its queue empty and wait for the next wake.
-	l.shadow.AcceptedReusing(st.Pipeline, v, "the live state")
+	l.shadow.AcceptedReusing(st.Pipeline, v, trace, "the live state")
 	l.shadow.LiveRendered(st.Pipeline, st.Stores, gens, v.Bundle)
 	if parent.Err() != nil {
 		// Shutting down: a round cut short says nothing about the
@@ -205,21 +205,24 @@ func (l *live) redo() {
 // fails, more rounds without the objects found broken (dryrun.Diagnose).
 // A state that renders the same bundle as the last one diagnosed keeps that
 // diagnosis. The diagnosis becomes the baseline admissions are judged
-// against.
-func (l *live) diagnose(ctx context.Context, st *admission.State) *dryrun.Diagnosis {
+// against. The trace is that of the check of the verdict the diagnosis
+// stands on (dryrun.Diagnose): the first one's whenever it passed or
+// failed in the tests, the only verdicts the map-only sample takes.
+func (l *live) diagnose(ctx context.Context, st *admission.State) (*dryrun.Diagnosis, dryrun.Trace) {
 	stores := store.ReadOnly(st.Stores)
 	if prev := l.last; prev != nil && prev.pipeline == st.Pipeline && prev.diagnosis.First.BundleHash != "" {
-		first := st.Pipeline.CheckWith(ctx, stores, dryrun.CheckOptions{Record: l.record})
+		first, trace := st.Pipeline.CheckWith(ctx, stores, dryrun.CheckOptions{Record: l.record})
 		if first.BundleHash == prev.diagnosis.First.BundleHash && !first.TimedOut {
 			d := *prev.diagnosis
 			d.First = first
-			return &d
+			return &d, trace
 		}
 		if first.Passed() {
-			return l.remember(st, &dryrun.Diagnosis{First: first, Passing: first, Complete: true})
+			return l.remember(st, &dryrun.Diagnosis{First: first, Passing: first, Complete: true}), trace
 		}
 	}
-	return l.remember(st, st.Pipeline.Diagnose(ctx, stores, dryrun.DiagnoseOptions{MaxRounds: liveDiagnoseRounds, Record: l.record}))
+	d, trace := st.Pipeline.Diagnose(ctx, stores, dryrun.DiagnoseOptions{MaxRounds: liveDiagnoseRounds, Record: l.record})
+	return l.remember(st, d), trace
 }
 
 // liveDiagnoseRounds bounds the checks of one live diagnosis.

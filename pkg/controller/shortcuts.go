@@ -141,7 +141,7 @@ func (c *controller) sampleAdmission(before *admission.State, gens map[string]ui
 		c.shadow.AdmittedAlike(before, req)
 	}
 	if r.Verdict != nil {
-		c.shadow.AdmissionRendered(before, gens, req, r.Verdict)
-		c.shadow.AcceptedReusing(before.Pipeline, r.Verdict, "the admission of "+shadow.RequestObject(req))
+		c.shadow.AdmissionRendered(before, gens, req, r.Verdict, r.Trace)
+		c.shadow.AcceptedReusing(before.Pipeline, r.Verdict, r.Trace, "the admission of "+shadow.RequestObject(req))
 	}
 }

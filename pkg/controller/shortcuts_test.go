@@ -187,7 +187,7 @@ func TestShortcutChecksAgree(t *testing.T) {
 
 	d := f.admit(t, ingressReq(ingressObj("a", "echo")))
 	require.True(t, d.Allowed, d.Reason)
-	require.True(t, d.Verdict.SemanticReused, "an Ingress changes only hosts.map")
+	require.True(t, d.Trace.SemanticReused, "an Ingress changes only hosts.map")
 	echo, ok := f.stores["services"].ByName("default", "echo")
 	require.True(t, ok)
 	labelled := echo.DeepCopy()

@@ -81,7 +81,7 @@ func (c *controller) measured(gvk string, req admission.Request, d admission.Dec
 	if r.Reused {
 		c.metrics.caches.reused.Inc()
 	}
-	if v := r.Verdict; v != nil && !r.Reused {
+	if v := r.Trace; r.Verdict != nil && !r.Reused {
 		if v.TestsCached {
 			c.metrics.testHits.Inc()
 		}

@@ -77,14 +77,14 @@ func BenchmarkAdmission(b *testing.B) {
 			live := store.ReadOnly(c.Stores)
 			b.ReportAllocs()
 			for b.Loop() {
-				v := c.Pipeline.CheckWith(ctx, live, dryrun.CheckOptions{Record: true, SkipTests: true})
+				v, _ := c.Pipeline.CheckWith(ctx, live, dryrun.CheckOptions{Record: true, SkipTests: true})
 				require.NoError(b, v.Err)
 			}
 		})
 		b.Run(fmt.Sprintf("step=render-incremental/ingresses=%d", n), func(b *testing.B) {
 			// The live loop's check records the live state's render; a
 			// proposal replays every iteration it does not change.
-			v := c.Pipeline.CheckWith(ctx, store.ReadOnly(c.Stores), dryrun.CheckOptions{Record: true, SkipTests: true})
+			v, _ := c.Pipeline.CheckWith(ctx, store.ReadOnly(c.Stores), dryrun.CheckOptions{Record: true, SkipTests: true})
 			require.NoError(b, v.Err)
 			set := c.overlay(b)
 			b.ReportAllocs()
@@ -118,11 +118,11 @@ func BenchmarkAdmission(b *testing.B) {
 		b.Run(fmt.Sprintf("step=pipeline/ingresses=%d", n), func(b *testing.B) {
 			a := c.admitter()
 			req := admission.Request{Change: watched.Change{Resource: ingressesGVR, Operation: store.Create, Object: c.proposal.Object}}
-			d, _ := a.Resource(ctx, req) // warms the embedded test cache, as the controller does on load
+			d, _ := a.Decide(ctx, req) // warms the embedded test cache, as the controller does on load
 			require.True(b, d.Allowed, d.Reason)
 			b.ReportAllocs()
 			for b.Loop() {
-				d, _ := a.Resource(ctx, req)
+				d, _ := a.Decide(ctx, req)
 				require.True(b, d.Allowed, d.Reason)
 			}
 		})

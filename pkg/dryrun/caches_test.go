@@ -36,20 +36,22 @@ func tokenSecret(token, labels string) string {
 func TestCheckCacheMissesWhenAReadSecretChanges(t *testing.T) {
 	env, cc := countingEnv(t, nil)
 	p := pipelineFor(t, secretReadingConfig, env)
-	check := func(secret string) *dryrun.Verdict {
+	check := func(secret string) (*dryrun.Verdict, dryrun.Trace) {
 		stores := p.Model.NewStores()
 		require.NoError(t, stores["services"].Add(obj(t, svc(t, "a", ""))))
 		require.NoError(t, stores["secrets"].Add(obj(t, secret)))
-		v := p.Check(context.Background(), store.ReadOnly(stores))
+		v, tr := p.CheckWith(context.Background(), store.ReadOnly(stores), dryrun.CheckOptions{})
 		require.True(t, v.Passed(), v.Reason)
-		return v
+		return v, tr
 	}
-	assert.False(t, check(tokenSecret("one", "")).CheckCached)
-	assert.True(t, check(tokenSecret("one", `, labels: {x: "y"}`)).CheckCached, "a label the render does not read")
+	_, tr := check(tokenSecret("one", ""))
+	assert.False(t, tr.CheckCached)
+	_, tr = check(tokenSecret("one", `, labels: {x: "y"}`))
+	assert.True(t, tr.CheckCached, "a label the render does not read")
 	assert.Equal(t, int64(1), cc.runs.Load())
 
-	v := check(tokenSecret("two", ""))
-	assert.False(t, v.CheckCached, "the Secret the bundle reads changed")
+	v, tr := check(tokenSecret("two", ""))
+	assert.False(t, tr.CheckCached, "the Secret the bundle reads changed")
 	assert.Equal(t, int64(2), cc.runs.Load())
 	assert.Equal(t, "two", v.Bundle.Files["token"])
 }

@@ -16,9 +16,9 @@ import (
 
 // Verdict is what one check found about one state of the stores: whether
 // the configuration rendered from it passes every phase, and if not,
-// where it failed and why. How the check got there (times, caches, the
-// stores it read) is its Trace, for metrics and the shadow checks: no
-// answer is built from it.
+// where it failed and why, and what it rendered. How the check got there
+// (times, caches, the stores it read) is not in it: CheckWith returns
+// that as the check's Trace, beside the Verdict.
 type Verdict struct {
 	// Phase is the phase that failed; empty when the configuration passed.
 	Phase phase.Phase
@@ -40,12 +40,11 @@ type Verdict struct {
 	// trust (CheckOptions.RunnableCode): only the policy, syntax and
 	// schema phases ran, neither haproxy -c nor the embedded tests.
 	CodeNotRun bool
-
-	Trace
 }
 
 // Trace is how a check reached its Verdict: what the controller's metrics
-// count and the shadow checks replay. Nothing of it reaches a response.
+// count and the shadow checks replay. It is returned beside the Verdict
+// (CheckWith, Diagnose) and nothing of it reaches a response.
 type Trace struct {
 	// Durations are the times of the phases that ran (render, policy,
 	// syntax, schema, semantic, tests), also when one failed.
@@ -106,26 +105,29 @@ func (v *Verdict) Passed() bool { return v.Phase == "" && v.Err == nil }
 // render-check timeout, 30 s by default) → the embedded tests (Workers: 1,
 // 60 s, cached by config hash). ctx bounds the whole check. It is the one
 // check path: admission of a watched resource or of a config, htc check and
-// the controller's live loop all call it.
+// the controller's live loop all call it. Check drops the check's Trace:
+// CheckWith returns it.
 func (p *Pipeline) Check(ctx context.Context, stores store.Set) *Verdict {
-	return p.CheckWith(ctx, stores, CheckOptions{})
+	v, _ := p.CheckWith(ctx, stores, CheckOptions{})
+	return v
 }
 
-// CheckWith is Check, tuned by opts.
-func (p *Pipeline) CheckWith(ctx context.Context, stores store.Set, opts CheckOptions) *Verdict {
-	v := &Verdict{Trace: Trace{Durations: map[phase.Phase]time.Duration{}, Stores: stores}}
+// CheckWith is Check, tuned by opts, returning beside the Verdict how the
+// check got there (its Trace).
+func (p *Pipeline) CheckWith(ctx context.Context, stores store.Set, opts CheckOptions) (*Verdict, Trace) {
+	v, t := &Verdict{}, Trace{Durations: map[phase.Phase]time.Duration{}, Stores: stores}
 	if p.checker == nil {
-		return v.fail(ctx, &phase.Error{Phase: phase.Semantic, Reason: "no HAProxy checker is configured"})
+		return v.fail(ctx, &phase.Error{Phase: phase.Semantic, Reason: "no HAProxy checker is configured"}), t
 	}
-	if err := p.renderAndCheck(ctx, stores, opts, v); err != nil {
-		return v.fail(ctx, err)
+	if err := p.renderAndCheck(ctx, stores, opts, v, &t); err != nil {
+		return v.fail(ctx, err), t
 	}
 	if v.CodeNotRun {
 		v.Warnings = append(v.Warnings, CodeNotRunWarning)
-		return v
+		return v, t
 	}
 	if opts.SkipTests {
-		return v
+		return v, t
 	}
 	if opts.RunnableCode != nil && policy.GrantsCode(p.Config.Spec.AllowedDirectives) && !p.cache.Cached(p.Hash) {
 		// The tests render their own fixtures, whose bundles may load
@@ -133,30 +135,30 @@ func (p *Pipeline) CheckWith(ctx context.Context, stores store.Set, opts CheckOp
 		// runs only tests whose report the live loop already has.
 		v.CodeNotRun = true
 		v.Warnings = append(v.Warnings, TestsNotRunWarning)
-		return v
+		return v, t
 	}
 	start := time.Now()
 	report, cached, err := p.Tests(ctx)
-	v.Durations[phase.Tests] = time.Since(start)
+	t.Durations[phase.Tests] = time.Since(start)
 	if err == nil {
 		err = report.Err()
 	}
 	if err != nil {
-		return v.fail(ctx, &phase.Error{Phase: phase.Tests, Reason: phase.Reason(err), Err: err})
+		return v.fail(ctx, &phase.Error{Phase: phase.Tests, Reason: phase.Reason(err), Err: err}), t
 	}
-	v.TestsCached = cached
-	return v
+	t.TestsCached = cached
+	return v, t
 }
 
 // renderAndCheck renders and checks under ctx's deadline (see
-// renderCheckContext), recording the bundle, its hash, the warnings and
-// the durations in v.
-func (p *Pipeline) renderAndCheck(ctx context.Context, stores store.Set, opts CheckOptions, v *Verdict) error {
+// renderCheckContext), recording the bundle, its hash and the warnings in
+// v, the durations and caches in t.
+func (p *Pipeline) renderAndCheck(ctx context.Context, stores store.Set, opts CheckOptions, v *Verdict, t *Trace) error {
 	ctx, cancel := p.renderCheckContext(ctx)
 	defer cancel()
 	start := time.Now()
 	b, err := p.render(ctx, stores, opts.Record)
-	v.Durations[phase.Render] = time.Since(start)
+	t.Durations[phase.Render] = time.Since(start)
 	if err != nil {
 		return err
 	}
@@ -168,14 +170,14 @@ func (p *Pipeline) renderAndCheck(ctx context.Context, stores store.Set, opts Ch
 		}
 	}
 	res, cached, err := p.checks.check(ctx, run, b, key, p.env.Shortcuts.On(shortcut.MapOnly))
-	v.CheckCached = cached
+	t.CheckCached = cached
 	if res != nil {
 		if !cached { // a cached outcome's durations are an earlier check's
 			for ph, d := range res.Durations {
-				v.Durations[ph] = d
+				t.Durations[ph] = d
 			}
 		}
-		v.Warnings, v.Overruled, v.SemanticReused = res.Warnings, res.Overruled, res.SemanticReused
+		v.Warnings, t.Overruled, t.SemanticReused = res.Warnings, res.Overruled, res.SemanticReused
 	}
 	return err
 }

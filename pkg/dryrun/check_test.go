@@ -90,16 +90,16 @@ func TestCheckVerdicts(t *testing.T) {
 		{"semantic", svc(t, "a", `, annotations: {line: "timeout server abc"}`), phase.Semantic, `^haproxy\.cfg:\d+: .*timeout`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := p.Check(context.Background(), storesWith(t, p, tc.svc))
+			v, tr := p.CheckWith(context.Background(), storesWith(t, p, tc.svc), dryrun.CheckOptions{})
 			assert.Equal(t, tc.phase, v.Phase, v.Reason)
 			assert.Equal(t, tc.phase == "", v.Passed())
-			assert.Contains(t, v.Durations, phase.Render)
+			assert.Contains(t, tr.Durations, phase.Render)
 			if tc.phase == "" {
 				require.NoError(t, v.Err)
 				require.NotNil(t, v.Bundle)
 				assert.Equal(t, v.Bundle.Hash(), v.BundleHash)
 				for _, ph := range []phase.Phase{phase.Policy, phase.Syntax, phase.Schema, phase.Semantic, phase.Tests} {
-					assert.Contains(t, v.Durations, ph)
+					assert.Contains(t, tr.Durations, ph)
 				}
 				return
 			}
@@ -226,21 +226,21 @@ var noHAProxyTests = strings.Replace(checkConfig, "assertions: [{type: haproxy_v
 func TestCheckCache(t *testing.T) {
 	env, cc := countingEnv(t, nil)
 	p := pipelineFor(t, noHAProxyTests, env)
-	first := p.Check(context.Background(), storesWith(t, p, svc(t, "a", "")))
+	first, firstTrace := p.CheckWith(context.Background(), storesWith(t, p, svc(t, "a", "")), dryrun.CheckOptions{})
 	require.True(t, first.Passed(), first.Reason)
-	assert.False(t, first.CheckCached)
-	again := p.Check(context.Background(), storesWith(t, p, svc(t, "a", `, labels: {x: "y"}`)))
-	assert.True(t, again.CheckCached, "a label does not change the bundle")
+	assert.False(t, firstTrace.CheckCached)
+	again, againTrace := p.CheckWith(context.Background(), storesWith(t, p, svc(t, "a", `, labels: {x: "y"}`)), dryrun.CheckOptions{})
+	assert.True(t, againTrace.CheckCached, "a label does not change the bundle")
 	assert.True(t, again.Passed())
-	assert.NotContains(t, again.Durations, phase.Semantic, "no haproxy -c ran")
+	assert.NotContains(t, againTrace.Durations, phase.Semantic, "no haproxy -c ran")
 	assert.Equal(t, int64(1), cc.runs.Load())
 
 	bad := svc(t, "a", `, annotations: {line: "timeout server abc"}`)
 	v1 := p.Check(context.Background(), storesWith(t, p, bad))
-	v2 := p.Check(context.Background(), storesWith(t, p, bad))
+	v2, tr2 := p.CheckWith(context.Background(), storesWith(t, p, bad), dryrun.CheckOptions{})
 	assert.Equal(t, phase.Semantic, v1.Phase)
 	assert.Equal(t, v1.Reason, v2.Reason)
-	assert.True(t, v2.CheckCached, "a failing outcome is remembered too")
+	assert.True(t, tr2.CheckCached, "a failing outcome is remembered too")
 	assert.Equal(t, int64(2), cc.runs.Load())
 }
 

@@ -3,7 +3,6 @@ package dryrun
 import (
 	"context"
 	"errors"
-	"time"
 
 	"k8s.io/utils/lru"
 
@@ -44,9 +43,9 @@ func newCheckCache(size int) *checkCache {
 // with a concurrent check of an equal bundle, under the rule for shared
 // runs (package admission's doc, flight.Group.Do): the run is bound to no
 // caller's context; its own bound is the checker's (one haproxy -c run:
-// haproxy.Options.Timeout, which the checker applies itself, so the
-// flight is given none); it stops (haproxy's process group killed) when
-// the last caller gives up; each caller waits under its own deadline. Unless
+// haproxy.Options.Timeout, which the checker applies itself); it stops
+// (haproxy's process group killed) when the last caller gives up; each
+// caller waits under its own deadline. Unless
 // reused is set, a cached outcome whose haproxy -c run was reused from
 // another bundle (the map-only shortcut, now off) is checked again.
 func (cc *checkCache) check(ctx context.Context, run checkFunc, b *bundle.Bundle, hash string, reused bool) (*haproxy.Result, bool, error) {
@@ -55,7 +54,7 @@ func (cc *checkCache) check(ctx context.Context, run checkFunc, b *bundle.Bundle
 			return o.res, true, o.err
 		}
 	}
-	o, _, err := cc.flight.Do(ctx, hash, time.Time{}, func(runCtx context.Context) (checkOutcome, error) {
+	o, _, err := cc.flight.Do(ctx, hash, func(runCtx context.Context) (checkOutcome, error) {
 		res, err := run(runCtx, b)
 		if definite(err) {
 			cc.results.Add(hash, checkOutcome{res: res, err: err})

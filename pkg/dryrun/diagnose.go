@@ -33,6 +33,15 @@ type Diagnosis struct {
 	Complete bool
 }
 
+// Verdict is the verdict the diagnosis stands on: Passing when the state
+// without Hidden passed, else First.
+func (d *Diagnosis) Verdict() *Verdict {
+	if d.Passing != nil {
+		return d.Passing
+	}
+	return d.First
+}
+
 // Keys returns the set of the failures' keys.
 func (d *Diagnosis) Keys() map[string]bool {
 	out := make(map[string]bool, len(d.Failures))
@@ -66,29 +75,32 @@ type DiagnoseOptions struct {
 // attribute to objects, it records them, hides those objects and their
 // dependents from the stores, and checks again. Rendering stops at its
 // first failure and one broken object can mask another, so this is how the
-// complete failure set of a state is found. Each round is one Check.
-func (p *Pipeline) Diagnose(ctx context.Context, stores store.Set, opts DiagnoseOptions) *Diagnosis {
+// complete failure set of a state is found. Each round is one CheckWith;
+// the Trace returned is that of the round whose verdict the diagnosis
+// stands on (Diagnosis.Verdict).
+func (p *Pipeline) Diagnose(ctx context.Context, stores store.Set, opts DiagnoseOptions) (*Diagnosis, Trace) {
 	d := &Diagnosis{Hidden: slices.Clone(opts.Hidden)}
+	var first Trace
 	rounds := opts.MaxRounds
 	if rounds <= 0 {
 		rounds = defaultMaxRounds
 	}
 	for range rounds {
-		v := p.CheckWith(ctx, stores.WithoutNames(byStore(d.Hidden)), CheckOptions{SkipTests: opts.SkipTests, RunnableCode: opts.RunnableCode, Record: opts.Record})
+		v, t := p.CheckWith(ctx, stores.WithoutNames(byStore(d.Hidden)), CheckOptions{SkipTests: opts.SkipTests, RunnableCode: opts.RunnableCode, Record: opts.Record})
 		if d.First == nil {
-			d.First = v
+			d.First, first = v, t
 		}
 		if v.Passed() {
 			d.Passing, d.Complete = v, true
-			return d
+			return d, t
 		}
 		if v.TimedOut || ctx.Err() != nil {
-			return d
+			return d, first
 		}
 		fs := failures(v)
 		d.Failures = append(d.Failures, fs...)
 		if opts.Stop != nil && slices.ContainsFunc(fs, opts.Stop) {
-			return d
+			return d, first
 		}
 		before := len(d.Hidden)
 		for _, f := range fs {
@@ -97,10 +109,10 @@ func (p *Pipeline) Diagnose(ctx context.Context, stores store.Set, opts Diagnose
 		}
 		if len(d.Hidden) == before {
 			d.Complete = true // nothing more to hide: an unattributed failure
-			return d
+			return d, first
 		}
 	}
-	return d
+	return d, first
 }
 
 // addRefs appends the refs not in list yet.

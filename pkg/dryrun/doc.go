@@ -12,7 +12,8 @@
 //	  → policy → syntax → schema ‖ `haproxy -c` (Checker)     ┘ (30 s if none)
 //	  → the embedded tests (Workers: 1, 60 s; cached by config hash,
 //	    concurrent callers share one run; package dryrun/testrun)
-//	  → Verdict{Phase, Reason, Warnings, Bundle, BundleHash, Trace}
+//	  → Verdict{Phase, Reason, Warnings, Bundle, BundleHash}
+//	    (CheckWith returns its Trace beside it)
 //
 // Admission reaches it through Diagnose, one check a round, one file per
 // step:
@@ -24,8 +25,10 @@
 //	        or one shared run of Checker.Check           checkcache.go
 //
 // A Verdict is what one check found; its Trace (durations, cache hits,
-// the stores it read) is how, for metrics and the shadow checks. A
-// Diagnosis is every failure of one state, found by rounds of checks.
+// the stores it read), returned beside it, is how, for metrics and the
+// shadow checks. A Diagnosis is every failure of one state, found by
+// rounds of checks; Diagnose returns the Trace of the verdict it stands
+// on (Diagnosis.Verdict).
 //
 // The deadline is the caller's: the webhook handler's for an admission
 // (see package webhook), the live round's in the controller. Check adds

@@ -19,7 +19,7 @@ func TestLiveChecksRecordForAdmissions(t *testing.T) {
 		ex := testutil.NewExample(t, "../../examples/ingress/config.yaml", testutil.ExampleOptions{Apps: 20})
 		fresh := testutil.NewExample(t, "../../examples/ingress/config.yaml", testutil.ExampleOptions{Apps: 20})
 		live := store.ReadOnly(ex.Stores)
-		v := ex.Pipeline.CheckWith(t.Context(), live, dryrun.CheckOptions{Record: record, SkipTests: true})
+		v, _ := ex.Pipeline.CheckWith(t.Context(), live, dryrun.CheckOptions{Record: record, SkipTests: true})
 		require.NoError(t, v.Err)
 
 		change := store.Change{Operation: store.Create, Object: testutil.ClusterIngress("ns1", "app1-new", "app1")}

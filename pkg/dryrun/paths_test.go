@@ -119,16 +119,16 @@ func BenchmarkPathsPerIngress(b *testing.B) {
 				a *admission.Admitter
 				r admission.Request
 			}{{ao, one.req}, {am, many.req}} { // warms the embedded tests' cache
-				d, _ := c.a.Resource(ctx, c.r)
+				d, _ := c.a.Decide(ctx, c.r)
 				require.True(b, d.Allowed, d.Reason)
 			}
 			var tOne, tMany time.Duration
 			for b.Loop() {
 				start := time.Now()
-				d, _ := ao.Resource(ctx, one.req)
+				d, _ := ao.Decide(ctx, one.req)
 				mid := time.Now()
 				require.True(b, d.Allowed, d.Reason)
-				d, _ = am.Resource(ctx, many.req)
+				d, _ = am.Decide(ctx, many.req)
 				tOne, tMany = tOne+mid.Sub(start), tMany+time.Since(mid)
 				require.True(b, d.Allowed, d.Reason)
 			}
@@ -163,10 +163,10 @@ func TestPathsIngressIsBounded(t *testing.T) {
 	if end, ok := t.Deadline(); ok {
 		warmFor = time.Until(end) - 30*time.Second
 	}
-	warm, _ := c.admitter().Resource(within(t, warmFor), c.req)
+	warm, _ := c.admitter().Decide(within(t, warmFor), c.req)
 	require.True(t, warm.Allowed, warm.Reason)
 	a := c.admitter() // its own: the warm-up's decision is not reused
-	d, report := a.Resource(within(t, webhook.DefaultValidationTimeout), c.req)
+	d, report := a.Decide(within(t, webhook.DefaultValidationTimeout), c.req)
 	require.True(t, d.Allowed || (report.Verdict != nil && report.Verdict.TimedOut), "a verdict or a timeout, got %q", d.Reason)
 
 	peak := watchMemory(t)
@@ -178,7 +178,7 @@ func TestPathsIngressIsBounded(t *testing.T) {
 	decisions := make([]decision, 6)
 	for i := range decisions {
 		wg.Go(func() {
-			decisions[i].Decision, decisions[i].Report = a.Resource(within(t, webhook.DefaultValidationTimeout), c.req)
+			decisions[i].Decision, decisions[i].Report = a.Decide(within(t, webhook.DefaultValidationTimeout), c.req)
 		})
 	}
 	wg.Wait()

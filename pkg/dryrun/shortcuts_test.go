@@ -23,7 +23,7 @@ func TestShortcutSwitches(t *testing.T) {
 	p := ex.Pipeline
 	require.Same(t, switches, p.Shortcuts())
 	live := store.ReadOnly(ex.Stores)
-	v := p.CheckWith(t.Context(), live, dryrun.CheckOptions{Record: true, SkipTests: true})
+	v, tr := p.CheckWith(t.Context(), live, dryrun.CheckOptions{Record: true, SkipTests: true})
 	require.NoError(t, v.Err)
 
 	// A new Ingress to a Service in use: only a map changes.
@@ -31,14 +31,14 @@ func TestShortcutSwitches(t *testing.T) {
 	require.NoError(t, err)
 	replays := func() int64 {
 		before := p.FragmentStats().Reused
-		v := p.CheckWith(t.Context(), proposal, dryrun.CheckOptions{SkipTests: true})
+		v, _ := p.CheckWith(t.Context(), proposal, dryrun.CheckOptions{SkipTests: true})
 		require.NoError(t, v.Err)
 		return p.FragmentStats().Reused - before
 	}
 	require.Positive(t, replays())
-	v = p.CheckWith(t.Context(), proposal, dryrun.CheckOptions{SkipTests: true})
-	require.True(t, v.SemanticReused, "the proposal changes only a plain-string map")
-	require.True(t, v.CheckCached)
+	v, tr = p.CheckWith(t.Context(), proposal, dryrun.CheckOptions{SkipTests: true})
+	require.True(t, tr.SemanticReused, "the proposal changes only a plain-string map")
+	require.True(t, tr.CheckCached)
 
 	// Label-only: the templates read no label.
 	old, ok := ex.Stores["ingresses"].ByName("ns1", "app1")
@@ -50,18 +50,18 @@ func TestShortcutSwitches(t *testing.T) {
 
 	switches.TurnOff(shortcut.Render)
 	assert.Zero(t, replays(), "with the render shortcut off nothing is replayed")
-	v = p.CheckWith(t.Context(), live, dryrun.CheckOptions{Record: true, SkipTests: true})
+	v, tr = p.CheckWith(t.Context(), live, dryrun.CheckOptions{Record: true, SkipTests: true})
 	require.NoError(t, v.Err)
 	assert.Zero(t, replays(), "nor recorded")
-	v = p.CheckWith(t.Context(), proposal, dryrun.CheckOptions{SkipTests: true})
-	assert.True(t, v.SemanticReused && v.CheckCached, "the other shortcuts are still taken")
+	v, tr = p.CheckWith(t.Context(), proposal, dryrun.CheckOptions{SkipTests: true})
+	assert.True(t, tr.SemanticReused && tr.CheckCached, "the other shortcuts are still taken")
 	assert.True(t, p.RendersAlike(ex.Stores, changes))
 
 	switches.TurnOff(shortcut.MapOnly)
-	v = p.CheckWith(t.Context(), proposal, dryrun.CheckOptions{SkipTests: true})
+	v, tr = p.CheckWith(t.Context(), proposal, dryrun.CheckOptions{SkipTests: true})
 	require.NoError(t, v.Err)
-	assert.False(t, v.CheckCached, "the cached reused outcome is not used")
-	assert.False(t, v.SemanticReused, "haproxy -c ran")
+	assert.False(t, tr.CheckCached, "the cached reused outcome is not used")
+	assert.False(t, tr.SemanticReused, "haproxy -c ran")
 	assert.True(t, p.RendersAlike(ex.Stores, changes))
 
 	switches.TurnOff(shortcut.ReadSet)

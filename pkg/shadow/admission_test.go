@@ -41,7 +41,7 @@ func (f *fixture) admit(t *testing.T, req admission.Request) (admission.Report, 
 	gens := Generations(f.ex.Stores)
 	ctx, cancel := context.WithTimeout(t.Context(), testWait) // the webhook's deadline, longer
 	defer cancel()
-	d, report := a.Resource(ctx, req)
+	d, report := a.Decide(ctx, req)
 	require.True(t, d.Allowed, d.Reason)
 	require.NotNil(t, report.Verdict)
 	return report, gens
@@ -64,7 +64,7 @@ func TestAdmissionRenderAgrees(t *testing.T) {
 	reused := f.ex.Pipeline.FragmentStats().Reused
 	d, gens := f.admit(t, req)
 	require.Greater(t, f.ex.Pipeline.FragmentStats().Reused, reused, "the admission replayed the fragments of the other apps")
-	f.v.AdmissionRendered(f.state, gens, req, d.Verdict)
+	f.v.AdmissionRendered(f.state, gens, req, d.Verdict, d.Trace)
 	require.Len(t, f.v.admitted, 1)
 	f.v.checkPending(t.Context())
 
@@ -89,7 +89,7 @@ func TestAdmissionRenderMismatchTurnsTheShortcutOff(t *testing.T) {
 	d, gens := f.admit(t, req)
 	wrong := *d.Verdict
 	wrong.BundleHash = live.BundleHash
-	f.v.AdmissionRendered(f.state, gens, req, &wrong)
+	f.v.AdmissionRendered(f.state, gens, req, &wrong, d.Trace)
 	f.v.checkPending(t.Context())
 
 	assert.Equal(t, 1.0, f.checks(shortcut.Render, ResultMismatch))
@@ -102,7 +102,7 @@ func TestAdmissionRenderMismatchTurnsTheShortcutOff(t *testing.T) {
 	reused := f.ex.Pipeline.FragmentStats().Reused
 	d, gens = f.admit(t, serviceChange(t, f))
 	assert.Equal(t, reused, f.ex.Pipeline.FragmentStats().Reused, "the admission rendered in full")
-	f.v.AdmissionRendered(f.state, gens, req, d.Verdict)
+	f.v.AdmissionRendered(f.state, gens, req, d.Verdict, d.Trace)
 	assert.Empty(t, f.v.admitted, "a shortcut that is off is not sampled")
 }
 
@@ -120,7 +120,7 @@ func TestAdmissionSampleOfAStateThatMovedOnIsStale(t *testing.T) {
 	d, gens := f.admit(t, req)
 	wrong := *d.Verdict
 	wrong.BundleHash = live.BundleHash // a mismatch, were it compared
-	f.v.AdmissionRendered(f.state, gens, req, &wrong)
+	f.v.AdmissionRendered(f.state, gens, req, &wrong, d.Trace)
 	require.Len(t, f.v.admitted, 1)
 	require.NoError(t, f.ex.Stores["services"].Update(req.Object))
 	f.v.checkPending(t.Context())
@@ -130,6 +130,6 @@ func TestAdmissionSampleOfAStateThatMovedOnIsStale(t *testing.T) {
 	assert.Empty(t, f.reports)
 	assert.True(t, f.switches.On(shortcut.Render))
 
-	f.v.AdmissionRendered(f.state, gens, req, d.Verdict) // gens: before the Update
+	f.v.AdmissionRendered(f.state, gens, req, d.Verdict, d.Trace) // gens: before the Update
 	assert.Empty(t, f.v.admitted)
 }

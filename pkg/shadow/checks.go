@@ -115,17 +115,17 @@ type admissionSample struct {
 }
 
 // AdmissionRendered is called for a request st's admission decided by
-// verdict; gens are the generations of st's stores before the admission
+// verdict, whose check went as trace says; gens are the generations of st's stores before the admission
 // started. When the verdict rendered a bundle (a failure never rests on
 // replayed work), through the render shortcut, over stores that did not
 // change meanwhile, the proposal is kept (a few at most) to be rendered
 // again, in full.
-func (v *Verifier) AdmissionRendered(st *admission.State, gens map[string]uint64, req admission.Request, verdict *dryrun.Verdict) {
-	if v == nil || st == nil || st.Pipeline == nil || verdict == nil || verdict.Bundle == nil || verdict.Stores == nil ||
+func (v *Verifier) AdmissionRendered(st *admission.State, gens map[string]uint64, req admission.Request, verdict *dryrun.Verdict, trace dryrun.Trace) {
+	if v == nil || st == nil || st.Pipeline == nil || verdict == nil || verdict.Bundle == nil || trace.Stores == nil ||
 		!v.opts.Switches.On(shortcut.Render) || len(v.admitted) == cap(v.admitted) || !maps.Equal(gens, Generations(st.Stores)) {
 		return
 	}
-	offer(v.admitted, &admissionSample{pipeline: st.Pipeline, live: st.Stores, gens: gens, stores: verdict.Stores,
+	offer(v.admitted, &admissionSample{pipeline: st.Pipeline, live: st.Stores, gens: gens, stores: trace.Stores,
 		hash: verdict.BundleHash, what: "the admission of " + RequestObject(req)})
 }
 
@@ -161,12 +161,13 @@ type mapOnlySample struct {
 	what     string // whose check accepted it: "the live state", "admission of Ingress default/web"
 }
 
-// AcceptedReusing is called with a verdict of p: when it passed the check
-// phases through the map-only skip (dryrun.Verdict.SemanticReused), its
+// AcceptedReusing is called with a verdict of p and its check's trace:
+// when it passed the check phases through the map-only skip
+// (dryrun.Trace.SemanticReused), its
 // bundle is kept (a few at most) for haproxy -c to check again. what says
 // whose check it was, for the log.
-func (v *Verifier) AcceptedReusing(p *dryrun.Pipeline, verdict *dryrun.Verdict, what string) {
-	if v == nil || verdict == nil || !verdict.SemanticReused || verdict.Bundle == nil || p == nil || v.opts.CheckUnreused == nil ||
+func (v *Verifier) AcceptedReusing(p *dryrun.Pipeline, verdict *dryrun.Verdict, trace dryrun.Trace, what string) {
+	if v == nil || verdict == nil || !trace.SemanticReused || verdict.Bundle == nil || p == nil || v.opts.CheckUnreused == nil ||
 		!v.opts.Switches.On(shortcut.MapOnly) || (!verdict.Passed() && verdict.Phase != phase.Tests) {
 		return
 	}

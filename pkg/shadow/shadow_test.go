@@ -75,7 +75,7 @@ func (f *fixture) enabled(k shortcut.Kind) float64 {
 func (f *fixture) liveRender(t *testing.T) *dryrun.Verdict {
 	t.Helper()
 	gens := Generations(f.ex.Stores)
-	v := f.ex.Pipeline.CheckWith(t.Context(), store.ReadOnly(f.ex.Stores), dryrun.CheckOptions{Record: true, SkipTests: true})
+	v, _ := f.ex.Pipeline.CheckWith(t.Context(), store.ReadOnly(f.ex.Stores), dryrun.CheckOptions{Record: true, SkipTests: true})
 	require.NoError(t, v.Err)
 	f.v.LiveRendered(f.ex.Pipeline, f.ex.Stores, gens, v.Bundle)
 	return v
@@ -200,23 +200,24 @@ func TestRenderSampleOfAStateThatMovedOnIsStale(t *testing.T) {
 // proposalVerdict checks, as an admission does, a new Ingress to a Service
 // in use: the bundle differs from the live one in a plain-string map
 // only, so the check reuses the live state's haproxy -c run.
-func proposalVerdict(t *testing.T, f *fixture) *dryrun.Verdict {
+func proposalVerdict(t *testing.T, f *fixture) (*dryrun.Verdict, dryrun.Trace) {
 	t.Helper()
 	f.liveRender(t)
 	f.v.live.Store(nil)
 	proposal, err := store.ReadOnly(f.ex.Stores).WithChange("ingresses", store.Change{Operation: store.Create, Object: htctestutil.ClusterIngress("ns1", "app1-new", "app1")})
 	require.NoError(t, err)
-	v := f.ex.Pipeline.CheckWith(t.Context(), proposal, dryrun.CheckOptions{SkipTests: true})
+	v, trace := f.ex.Pipeline.CheckWith(t.Context(), proposal, dryrun.CheckOptions{SkipTests: true})
 	require.NoError(t, v.Err)
-	require.True(t, v.SemanticReused)
-	return v
+	require.True(t, trace.SemanticReused)
+	return v, trace
 }
 
 // TestMapOnlyShortcutAgrees: haproxy -c, run again without reuse on a
 // bundle the map-only skip accepted, accepts it.
 func TestMapOnlyShortcutAgrees(t *testing.T) {
 	f := newFixture(t, nil)
-	f.v.AcceptedReusing(f.ex.Pipeline, proposalVerdict(t, f), "admission of Ingress ns1/app1-new")
+	pv, pt := proposalVerdict(t, f)
+	f.v.AcceptedReusing(f.ex.Pipeline, pv, pt, "admission of Ingress ns1/app1-new")
 	f.v.checkPending(t.Context())
 	assert.Equal(t, 1.0, f.checks(shortcut.MapOnly, ResultAgreed))
 	assert.Equal(t, []Outcome{{Shortcut: shortcut.MapOnly, Agreed: true}}, f.reports)
@@ -230,13 +231,13 @@ func TestMapOnlyShortcutAgrees(t *testing.T) {
 // from then on.
 func TestMapOnlyMismatchTurnsTheShortcutOff(t *testing.T) {
 	f := newFixture(t, nil)
-	v := proposalVerdict(t, f)
+	v, trace := proposalVerdict(t, f)
 	wrong := *v
 	b := *v.Bundle
 	b.Config = strings.Replace(b.Config, "defaults\n", "defaults\n    timeout client notaduration\n", 1)
 	require.NotEqual(t, v.Bundle.Config, b.Config)
 	wrong.Bundle = &b
-	f.v.AcceptedReusing(f.ex.Pipeline, &wrong, "admission of Ingress ns1/app1-new")
+	f.v.AcceptedReusing(f.ex.Pipeline, &wrong, trace, "admission of Ingress ns1/app1-new")
 	f.v.checkPending(t.Context())
 
 	assert.Equal(t, 1.0, f.checks(shortcut.MapOnly, ResultMismatch))
@@ -247,10 +248,10 @@ func TestMapOnlyMismatchTurnsTheShortcutOff(t *testing.T) {
 
 	again, err := store.ReadOnly(f.ex.Stores).WithChange("ingresses", store.Change{Operation: store.Create, Object: htctestutil.ClusterIngress("ns2", "app2-new", "app2")})
 	require.NoError(t, err)
-	checked := f.ex.Pipeline.CheckWith(t.Context(), again, dryrun.CheckOptions{SkipTests: true})
+	checked, checkedTrace := f.ex.Pipeline.CheckWith(t.Context(), again, dryrun.CheckOptions{SkipTests: true})
 	require.NoError(t, checked.Err)
-	assert.False(t, checked.SemanticReused, "the fallback: haproxy -c runs for every bundle")
-	f.v.AcceptedReusing(f.ex.Pipeline, v, "x")
+	assert.False(t, checkedTrace.SemanticReused, "the fallback: haproxy -c runs for every bundle")
+	f.v.AcceptedReusing(f.ex.Pipeline, v, trace, "x")
 	assert.Empty(t, f.v.mapOnly, "a shortcut that is off is not sampled")
 }
 
@@ -342,7 +343,8 @@ func TestBusyCancelsTheCheckAndKeepsItsSample(t *testing.T) {
 			return &phase.Error{Phase: phase.Semantic, Reason: "haproxy -c canceled", Err: ctx.Err()}
 		}
 	})
-	f.v.AcceptedReusing(f.ex.Pipeline, proposalVerdict(t, f), "x")
+	pv, pt := proposalVerdict(t, f)
+	f.v.AcceptedReusing(f.ex.Pipeline, pv, pt, "x")
 	done := make(chan struct{})
 	go func() { f.v.checkPending(t.Context()); close(done) }()
 	<-started
@@ -367,7 +369,8 @@ func TestTimedOutCheckIsAnError(t *testing.T) {
 		}
 		o.Timeout = 1 // a nanosecond
 	})
-	f.v.AcceptedReusing(f.ex.Pipeline, proposalVerdict(t, f), "x")
+	pv, pt := proposalVerdict(t, f)
+	f.v.AcceptedReusing(f.ex.Pipeline, pv, pt, "x")
 	f.v.checkPending(t.Context())
 	assert.Equal(t, 1.0, f.checks(shortcut.MapOnly, ResultError))
 	assert.True(t, f.switches.On(shortcut.MapOnly))
@@ -408,8 +411,8 @@ func TestNilVerifierTakesNothing(t *testing.T) {
 		v.Idle()
 		v.Busy()
 		v.LiveRendered(nil, nil, nil, &bundle.Bundle{})
-		v.AcceptedReusing(nil, &dryrun.Verdict{Trace: dryrun.Trace{SemanticReused: true}}, "x")
+		v.AcceptedReusing(nil, &dryrun.Verdict{}, dryrun.Trace{SemanticReused: true}, "x")
 		v.AdmittedAlike(&admission.State{}, admission.Request{})
-		v.AdmissionRendered(&admission.State{}, nil, admission.Request{}, &dryrun.Verdict{})
+		v.AdmissionRendered(&admission.State{}, nil, admission.Request{}, &dryrun.Verdict{}, dryrun.Trace{})
 	})
 }

@@ -60,11 +60,12 @@ type HandlerOptions struct {
 // request's kind under a deadline and answers with an AdmissionReview
 // carrying the request's uid. It is safe for concurrent use.
 //
-// The Handler is the one owner of the admission deadline: it is set once,
-// from the request's arrival, when the request is decoded (the URL's
-// ?timeout=, capped by HandlerOptions.Timeout, or ConfigTimeout for the
-// config's kind), and everything below (the Admitter, the checks, the busy
-// estimate) honours that context instead of setting its own.
+// The Handler is the one owner of the admission deadline: validate sets
+// it once, counted from the request's arrival (the URL's ?timeout=, capped
+// by HandlerOptions.Timeout, or ConfigTimeout for the config's kind: see
+// timeoutOf), and answers at it; everything below (the Admitter, the
+// checks, the busy estimate) honours that context instead of setting its
+// own.
 type Handler struct {
 	registry      *Registry
 	timeout       time.Duration
@@ -117,9 +118,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	budget := h.timeoutOf(r, gvkString(schema.GroupVersionKind(review.Request.Kind)))
-	ctx, cancel := context.WithDeadline(r.Context(), start.Add(budget))
-	defer cancel()
-	resp := h.admit(ctx, budget, review.Request, out)
+	resp := h.admit(r.Context(), start, budget, review.Request, out)
 	body, err := json.Marshal(Review(resp))
 	if err != nil {
 		panic(fmt.Errorf("encoding AdmissionReview: %w", err))
@@ -129,9 +128,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
-// admit decides req within budget (ctx's deadline) and records what it
-// learns in out.
-func (h *Handler) admit(ctx context.Context, budget time.Duration, req *admissionv1.AdmissionRequest, out *Outcome) *admissionv1.AdmissionResponse {
+// admit decides req within budget from start (see validate) and records
+// what it learns in out.
+func (h *Handler) admit(ctx context.Context, start time.Time, budget time.Duration, req *admissionv1.AdmissionRequest, out *Outcome) *admissionv1.AdmissionResponse {
 	out.UID, out.Namespace, out.Name = req.UID, req.Namespace, req.Name
 	out.Operation, out.DryRun = string(req.Operation), req.DryRun != nil && *req.DryRun
 	out.GVK = gvkString(schema.GroupVersionKind(req.Kind))
@@ -173,7 +172,7 @@ func (h *Handler) admit(ctx context.Context, budget time.Duration, req *admissio
 		return allowedResponse(req.UID)
 	}
 
-	d, report := h.validate(ctx, budget, v, admission.Request{Change: watched.Change{
+	d, report := h.validate(ctx, start, budget, v, admission.Request{Change: watched.Change{
 		Resource:  schema.GroupVersionResource(req.Resource),
 		Operation: store.Operation(req.Operation),
 		Object:    obj,
@@ -209,12 +208,14 @@ func (h *Handler) timeoutOf(r *http.Request, gvk string) time.Duration {
 	return d
 }
 
-// validate calls v under ctx's deadline (budget from the request's start,
-// set by ServeHTTP) and returns its decision and report. It answers when
+// validate calls v under the admission's deadline, budget from the
+// request's start, and returns its decision and report. It answers when
 // the deadline passes even if v has not returned yet (v's goroutine
 // finishes on its own); a panic in v is carried back to ServeHTTP's
 // recover.
-func (h *Handler) validate(ctx context.Context, budget time.Duration, v Validator, req admission.Request) (admission.Decision, admission.Report) {
+func (h *Handler) validate(ctx context.Context, start time.Time, budget time.Duration, v Validator, req admission.Request) (admission.Decision, admission.Report) {
+	ctx, cancel := context.WithDeadline(ctx, start.Add(budget))
+	defer cancel()
 	type result struct {
 		d admission.Decision
 		r admission.Report

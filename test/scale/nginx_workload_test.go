@@ -52,7 +52,7 @@ func TestNginxWorkloadIsServed(t *testing.T) {
 			}
 		}
 	}
-	v := p.CheckWith(context.Background(), store.ReadOnly(stores), dryrun.CheckOptions{SkipTests: true})
+	v, _ := p.CheckWith(context.Background(), store.ReadOnly(stores), dryrun.CheckOptions{SkipTests: true})
 	if !v.Passed() {
 		t.Fatalf("%s: %s", v.Phase, v.Reason)
 	}

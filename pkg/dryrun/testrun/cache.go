@@ -2,7 +2,6 @@ package testrun
 
 import (
 	"context"
-	"time"
 
 	"github.com/haproxy-template/htc/internal/flight"
 	"k8s.io/utils/lru"
@@ -41,8 +40,8 @@ func NewCacheWithStore(size int, s Store) *Cache {
 // The run itself is shared by every caller asking for the same hash at the
 // same time, under the rule for shared runs (package admission's doc,
 // flight.Group.Do): it is bound to no caller's context, its own bound is
-// the test timeout (opts.Timeout) and it stops when the last caller gives
-// up. Each caller waits under its own deadline (when that comes first,
+// the test timeout (opts.Timeout, which Runner.Run applies itself) and it
+// stops when the last caller gives up. Each caller waits under its own deadline (when that comes first,
 // err is ctx's error); a run that completed is cached for the next.
 func (c *Cache) Run(ctx context.Context, hash string, r *Runner, opts Options) (report *Report, cached bool, err error) {
 	if v, ok := c.reports.Get(hash); ok {
@@ -55,7 +54,7 @@ func (c *Cache) Run(ctx context.Context, hash string, r *Runner, opts Options) (
 		}
 	}
 	opts.Only = nil
-	rep, _, err := c.flight.Do(ctx, hash, time.Now().Add(opts.timeout()), func(runCtx context.Context) (*Report, error) {
+	rep, _, err := c.flight.Do(ctx, hash, func(runCtx context.Context) (*Report, error) {
 		rep, err := r.Run(runCtx, opts)
 		if err == nil && rep.complete() {
 			c.reports.Add(hash, rep)
