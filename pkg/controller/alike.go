@@ -33,6 +33,20 @@ type alikeUpdates struct {
 	alike func(s *store.Store, u *unstructured.Unstructured) bool
 	// stored is called after such an update was stored.
 	stored func()
+	// settled, when set, is called instead of the watcher's changed for
+	// an update of an object's status only that does not render alike
+	// (statusOnly, settled.go).
+	settled func()
+}
+
+// storedSettled reports whether an update from old to u, stored and not
+// rendering alike, changed only u's status, and then calls settled.
+func (a *alikeUpdates) storedSettled(old, u *unstructured.Unstructured) bool {
+	if a == nil || a.settled == nil || !statusOnly(old, u) {
+		return false
+	}
+	a.settled()
+	return true
 }
 
 // renderAlike reports whether u renders alike (false without a test).
@@ -60,6 +74,7 @@ func (c *controller) alikeUpdates(k watched.WatchKey) *alikeUpdates {
 				c.objStatus.kick()
 			}
 		},
+		settled: c.live.triggerSettled,
 	}
 }
 

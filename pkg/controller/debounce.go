@@ -24,12 +24,25 @@ const (
 	// long after it arrived (plus the render, check and apply or reload
 	// time).
 	DefaultMaxDelay = time.Second
+	// StatusDebounce is the quiet period after an update that changed only
+	// an object's status (settled, below) when no other change came with
+	// it: most are the status writes of controllers reacting to the last
+	// round, htc's own among them (an HTTPRoute's status.parents, which the
+	// Gateway library reads to keep other controllers' entries), and a
+	// round started for one at once ran beside the next change's admission
+	// and held off its round (BENCHMARKS.md, "Route propagation by the
+	// probe method"). Any other change cuts it to the debounce and is
+	// rendered with it in one round.
+	StatusDebounce = 250 * time.Millisecond
 )
 
 // debouncer turns a stream of change signals into render rounds: wait
 // returns after a signal once the signals paused for quiet and nothing more
 // urgent runs (busy is false), or once maxDelay passed since the first
-// signal of the round, whichever comes first.
+// signal of the round, whichever comes first. A round whose signals all
+// came on settled (updates of an object's status only) waits for
+// settledQuiet instead of quiet: the wait only changes when the round
+// starts, never what it renders.
 //
 // busy yields the CPU to admissions: a live round (a full render, haproxy
 // -c, an apply or reload) started while an admission is being checked
@@ -43,6 +56,9 @@ type debouncer struct {
 	clock    clock.Clock
 	quiet    time.Duration
 	maxDelay time.Duration
+	// settledQuiet is the quiet period of a round whose signals all came
+	// on settled (StatusDebounce; never more than maxDelay).
+	settledQuiet time.Duration
 	// busy, when set, tells whether rounds should wait (admissions are
 	// being checked); nil: never.
 	busy func() bool
@@ -64,20 +80,36 @@ func newDebouncer(clk clock.Clock, quiet, maxDelay time.Duration) *debouncer {
 	if maxDelay < quiet {
 		maxDelay = quiet
 	}
-	return &debouncer{clock: clk, quiet: quiet, maxDelay: maxDelay}
+	return &debouncer{clock: clk, quiet: quiet, maxDelay: maxDelay, settledQuiet: min(max(StatusDebounce, quiet), maxDelay)}
 }
 
 // wait blocks until a round is due (true) or ctx ends (false). Signals on
-// changed that arrive during the round are absorbed into it.
-func (d *debouncer) wait(ctx context.Context, changed <-chan struct{}) bool {
+// changed and settled that arrive during the round are absorbed into it;
+// while only settled signalled, the quiet period is settledQuiet.
+func (d *debouncer) wait(ctx context.Context, changed, settled <-chan struct{}) bool {
+	period := d.quiet
 	select {
 	case <-ctx.Done():
 		return false
 	case <-changed:
+	case <-settled:
+		period = d.settledQuiet
 	}
 	deadline := d.clock.After(d.maxDelay)
-	quiet := d.clock.NewTimer(d.quiet)
+	quiet := d.clock.NewTimer(period)
 	defer quiet.Stop()
+	restart := func() {
+		if !quiet.Stop() {
+			// The timer fired concurrently; its value is still waiting
+			// (the channel has a buffer of one): drain it so Reset starts clean.
+			select {
+			case <-quiet.C():
+			default:
+			}
+		}
+		quiet.Reset(period)
+		d.signalAbsorbed()
+	}
 	d.signalAbsorbed()
 	for {
 		select {
@@ -89,19 +121,13 @@ func (d *debouncer) wait(ctx context.Context, changed <-chan struct{}) bool {
 			if d.busy == nil || !d.busy() {
 				return true
 			}
-			quiet.Reset(d.quiet) // fired and drained: Reset starts clean
+			quiet.Reset(period) // fired and drained: Reset starts clean
 			d.signalDeferred()
 		case <-changed:
-			if !quiet.Stop() {
-				// The timer fired concurrently; its value is still waiting
-				// (the channel has a buffer of one): drain it so Reset starts clean.
-				select {
-				case <-quiet.C():
-				default:
-				}
-			}
-			quiet.Reset(d.quiet)
-			d.signalAbsorbed()
+			period = d.quiet
+			restart()
+		case <-settled:
+			restart()
 		}
 	}
 }

@@ -12,12 +12,13 @@ import (
 )
 
 // TestDebouncer drives the debouncer with a fake clock: each step either
-// signals a change or advances the clock, and the test checks whether the
-// round is due after it.
+// signals a change (or an update of a status only: settled) or advances
+// the clock, and the test checks whether the round is due after it.
 func TestDebouncer(t *testing.T) {
 	const quiet, maxDelay = 100 * time.Millisecond, time.Second
 	type step struct {
 		signal  bool
+		settled bool
 		advance time.Duration
 		due     bool // the round returned after this step
 	}
@@ -51,18 +52,57 @@ func TestDebouncer(t *testing.T) {
 			{advance: 90 * time.Millisecond}, {signal: true},
 			{advance: 10 * time.Millisecond, due: true}, // 1 s after the first change
 		},
+		"a status update alone waits the status quiet period": {
+			{settled: true},
+			{advance: StatusDebounce - time.Millisecond},
+			{advance: time.Millisecond, due: true},
+		},
+		"status updates within the status quiet period extend it": {
+			{settled: true},
+			{advance: 200 * time.Millisecond},
+			{settled: true},
+			{advance: StatusDebounce - time.Millisecond},
+			{advance: time.Millisecond, due: true},
+		},
+		"another change after a status update is rendered with it after the quiet period": {
+			{settled: true},
+			{advance: 50 * time.Millisecond},
+			{signal: true},
+			{advance: 99 * time.Millisecond},
+			{advance: time.Millisecond, due: true},
+		},
+		"a status update does not lengthen another change's quiet period": {
+			{signal: true},
+			{advance: 50 * time.Millisecond},
+			{settled: true},
+			{advance: 99 * time.Millisecond},
+			{advance: time.Millisecond, due: true},
+		},
+		"status updates are cut off at the maximum delay": {
+			{settled: true},
+			{advance: 200 * time.Millisecond}, {settled: true},
+			{advance: 200 * time.Millisecond}, {settled: true},
+			{advance: 200 * time.Millisecond}, {settled: true},
+			{advance: 200 * time.Millisecond}, {settled: true},
+			{advance: 199 * time.Millisecond},
+			{advance: time.Millisecond, due: true},
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			clk := testingclock.NewFakeClock(time.Unix(0, 0))
 			d := newDebouncer(clk, quiet, maxDelay)
 			absorbed := make(chan struct{}, 1)
 			d.absorbed = func() { absorbed <- struct{}{} }
-			changed := make(chan struct{}, 1)
+			changed, settled := make(chan struct{}, 1), make(chan struct{}, 1)
 			done := make(chan bool, 1)
-			go func() { done <- d.wait(t.Context(), changed) }()
+			go func() { done <- d.wait(t.Context(), changed, settled) }()
 			for i, s := range steps {
-				if s.signal {
-					changed <- struct{}{}
+				if s.signal || s.settled {
+					if s.signal {
+						changed <- struct{}{}
+					} else {
+						settled <- struct{}{}
+					}
 					select {
 					case <-absorbed:
 					case <-time.After(5 * time.Second):
@@ -93,13 +133,13 @@ func TestDebouncerStopsWithContext(t *testing.T) {
 	d := newDebouncer(testingclock.NewFakeClock(time.Unix(0, 0)), 0, 0)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	assert.False(t, d.wait(ctx, make(chan struct{})), "no change, cancelled: not due")
+	assert.False(t, d.wait(ctx, make(chan struct{}), make(chan struct{})), "no change, cancelled: not due")
 
 	ctx, cancel = context.WithCancel(t.Context())
 	changed := make(chan struct{}, 1)
 	changed <- struct{}{}
 	done := make(chan bool, 1)
-	go func() { done <- d.wait(ctx, changed) }()
+	go func() { done <- d.wait(ctx, changed, nil) }()
 	require.Eventually(t, func() bool { return len(changed) == 0 }, 5*time.Second, time.Millisecond)
 	cancel()
 	assert.False(t, <-done, "cancelled during the quiet period: not due")
@@ -132,7 +172,7 @@ func TestDebouncerDefersRoundsWhileAdmissionsAreChecked(t *testing.T) {
 			d.busy = busy.Load
 			changed := make(chan struct{}, 1)
 			done := make(chan bool, 1)
-			go func() { done <- d.wait(t.Context(), changed) }()
+			go func() { done <- d.wait(t.Context(), changed, nil) }()
 			changed <- struct{}{}
 			<-absorbed
 			periods := 0

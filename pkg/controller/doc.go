@@ -16,7 +16,9 @@
 // config, debounced (Options.Debounce, Options.MaxDelay; debounce.go; a
 // due round also waits while admissions are being checked, up to the
 // maximum delay, so that it does not take their CPU; an update that
-// changes no field the templates read starts none: alike.go): one round
+// changes no field the templates read starts none: alike.go; one of an
+// object's status only waits StatusDebounce for another change to come
+// with: settled.go): one round
 // at a time checks it over the actual stores on the one check path
 // (dryrun.Pipeline.Check: render, check, the cached embedded tests) and
 // records the outcome on the config (status.go): condition Valid with the

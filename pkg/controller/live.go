@@ -56,11 +56,15 @@ type live struct {
 	// interrupted by each round (nil: none).
 	shadow *shadow.Verifier
 
-	changes atomic.Uint64 // incremented by trigger
+	changes atomic.Uint64 // incremented by trigger and triggerSettled
 	signal  chan struct{} // capacity 1: a round is wanted
+	// settled (capacity 1): a round is wanted for updates of an object's
+	// status only (debouncer.settledQuiet).
+	settled chan struct{}
 	// firstChange is when the first change not yet taken by a round
-	// arrived (Unix nanoseconds, 0: none).
-	firstChange atomic.Int64
+	// arrived (Unix nanoseconds, 0: none); firstSettled likewise for the
+	// changes triggerSettled records.
+	firstChange, firstSettled atomic.Int64
 
 	mu         sync.Mutex
 	roundStart uint64 // changes seen when the last round started
@@ -81,7 +85,7 @@ type live struct {
 // files every DefaultRuntimeCheckEvery runtime rounds and does not pace
 // reloads (the controller sets both from its Options).
 func newLive(a *admission.Admitter, out *publish.Dir, mc *master.Client, status *statusReporter, m *metrics, log *slog.Logger) *live {
-	return &live{admitter: a, out: out, master: mc, status: status, metrics: m, log: log, record: true, signal: make(chan struct{}, 1),
+	return &live{admitter: a, out: out, master: mc, status: status, metrics: m, log: log, record: true, signal: make(chan struct{}, 1), settled: make(chan struct{}, 1),
 		plane: planeState{checkEvery: DefaultRuntimeCheckEvery}}
 }
 
@@ -91,6 +95,18 @@ func (l *live) trigger() {
 	l.changes.Add(1)
 	select {
 	case l.signal <- struct{}{}:
+	default:
+	}
+}
+
+// triggerSettled records an update that changed only an object's status
+// (statusOnly): a change like any other, whose round waits longer for
+// company (StatusDebounce). It never blocks.
+func (l *live) triggerSettled() {
+	l.firstSettled.CompareAndSwap(0, time.Now().UnixNano())
+	l.changes.Add(1)
+	select {
+	case l.settled <- struct{}{}:
 	default:
 	}
 }
@@ -108,7 +124,7 @@ func (l *live) run(ctx context.Context, d *debouncer) {
 			l.plane.pace.Stop()
 		}
 	}()
-	for d.wait(ctx, l.signal) {
+	for d.wait(ctx, l.signal, l.settled) {
 		l.mu.Lock()
 		stale := l.changes.Load() != l.roundStart
 		l.mu.Unlock()
@@ -124,8 +140,11 @@ func (l *live) sync(ctx context.Context) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.roundStart = l.changes.Load()
+	// The round's change is its first other than a status update, which
+	// waited longer on purpose; a round of status updates only is theirs.
 	var changed time.Time
-	if ns := l.firstChange.Swap(0); ns != 0 {
+	first, settled := l.firstChange.Swap(0), l.firstSettled.Swap(0)
+	if ns := cmp.Or(first, settled); ns != 0 {
 		changed = time.Unix(0, ns)
 	}
 	st := l.admitter.State()

@@ -79,7 +79,9 @@ type Options struct {
 	RuntimeCheckEvery int
 	// Debounce is the quiet period after a change of the stores or the
 	// config before the live configuration is rendered; zero means
-	// DefaultDebounce (20 ms).
+	// DefaultDebounce (20 ms). An update of an object's status only waits
+	// StatusDebounce (or MaxDelay, when shorter) unless another change
+	// comes.
 	Debounce time.Duration
 	// AllowedDirectives is the operator's grant: what configs may ask for
 	// in spec.allowedDirectives (directive names, "env-expansion",

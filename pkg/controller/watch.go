@@ -43,7 +43,8 @@ func (w *watcher) listError() error {
 // Every object is pruned to keep before it is stored (watched.Keep).
 // changed, when set, is called after every change the store took (not for
 // resyncs), but for the updates alike (when set) finds render alike
-// (updateAlike): those call stored instead.
+// (updateAlike): those call stored instead, and those of an object's
+// status only: those call its settled, when set.
 func startWatcher(ctx context.Context, client dynamic.Interface, r watched.Resource, namespaces []string, keep *watched.Keep, changed func(), alike *alikeUpdates, log *slog.Logger) (*watcher, error) {
 	st, err := store.New(r.IndexBy)
 	if err != nil {
@@ -178,6 +179,9 @@ func (s *storeSink) update(oldObj, newObj any) {
 	}
 	if alike {
 		s.alike.storedAlike()
+		return
+	}
+	if ok1 && s.alike.storedSettled(old, u) {
 		return
 	}
 	s.notify()
