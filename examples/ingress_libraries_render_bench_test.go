@@ -32,29 +32,31 @@ func BenchmarkIngressLibrariesRender(b *testing.B) {
 		{"ingress", "ingress/config.yaml", "htc"},
 		{"ingress-nginx", ngxConfigPath, "nginx"},
 	} {
-		for _, annotated := range []bool{false, true} {
+		for _, kind := range []string{"bare", "annotated", "mix"} {
 			for _, n := range []int{1000, 10000} {
-				benchmarkLibraryRender(b, lib.name, lib.path, lib.class, annotated, n)
+				benchmarkLibraryRender(b, lib.name, lib.path, lib.class, kind, n)
 			}
 		}
 	}
 }
 
-func benchmarkLibraryRender(b *testing.B, lib, path, class string, annotated bool, n int) {
+func benchmarkLibraryRender(b *testing.B, lib, path, class, kind string, n int) {
 	cfg, err := config.LoadFile(path)
 	require.NoError(b, err)
 	e, err := htcrender.New(&cfg.Spec)
 	require.NoError(b, err)
 	state := dataPlaneState(n, 8080)
-	for _, ing := range state["ingresses"] {
+	for i, ing := range state["ingresses"] {
 		ing["spec"].(map[string]any)["ingressClassName"] = class
-		if !annotated {
+		switch kind {
+		case "bare":
 			delete(ing["metadata"].(map[string]any), "annotations")
+		case "mix":
+			scaleMix(ing, i, class == "nginx")
 		}
 	}
 	live := gatewayStores(b, cfg, state)
 	ctx := context.Background()
-	kind := map[bool]string{false: "bare", true: "annotated"}[annotated]
 	b.Run(fmt.Sprintf("%s/%s/ingresses=%d/full", lib, kind, n), func(b *testing.B) {
 		cpu := processCPU()
 		for b.Loop() {
@@ -81,6 +83,48 @@ func benchmarkLibraryRender(b *testing.B, lib, path, class string, annotated boo
 		}
 		b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 	})
+}
+
+// scaleMix gives ing (the i-th) the annotations of make bench-scale's
+// ingress-nginx workload (test/scale's nginxIngress), in twentieths:
+// proxy-body-size 8, proxy-read/send-timeout 6, ssl-redirect false 5,
+// enable-cors 2, rewrite-target with use-regex and a regex path 2,
+// whitelist-source-range, limit-rps, affinity cookie, backend-protocol
+// HTTPS, permanent-redirect, upstream-vhost, custom-http-errors 1 each;
+// one in twenty carries none. Only with regexPaths (the ingress-nginx
+// library; the plain one refuses a '$') those with rewrite-target have
+// the workload's regex path.
+func scaleMix(ing map[string]any, i int, regexPaths bool) {
+	k := i % 20
+	p := "nginx.ingress.kubernetes.io/"
+	ann := map[string]any{}
+	set := func(cond bool, kv ...string) {
+		for j := 0; cond && j+1 < len(kv); j += 2 {
+			ann[p+kv[j]] = kv[j+1]
+		}
+	}
+	set(k < 8, "proxy-body-size", "8m")
+	set(k%3 == 0, "proxy-read-timeout", "120", "proxy-send-timeout", "120")
+	set(k%4 == 1, "ssl-redirect", "false")
+	set(k == 2 || k == 13, "enable-cors", "true")
+	set(k == 5 || k == 15, "rewrite-target", "/$2", "use-regex", "true")
+	set(k == 7, "whitelist-source-range", "10.0.0.0/8, 192.168.0.0/16")
+	set(k == 8, "limit-rps", "50")
+	set(k == 10, "affinity", "cookie")
+	set(k == 11, "backend-protocol", "HTTPS")
+	set(k == 12, "permanent-redirect", "https://www.example.com/moved")
+	set(k == 14, "upstream-vhost", "internal.example.com")
+	set(k == 16, "custom-http-errors", "404,503")
+	meta := ing["metadata"].(map[string]any)
+	delete(meta, "annotations")
+	if len(ann) > 0 {
+		meta["annotations"] = ann
+	}
+	if regexPaths && ann[p+"rewrite-target"] != nil {
+		rule := ing["spec"].(map[string]any)["rules"].([]any)[0].(map[string]any)
+		path := rule["http"].(map[string]any)["paths"].([]any)[0].(map[string]any)
+		path["path"], path["pathType"] = "/app(/|$)(.*)", "ImplementationSpecific"
+	}
 }
 
 // processCPU is the CPU time (user and system) the process has used.
