@@ -19,14 +19,15 @@ import (
 // class: without annotations ("bare": issue 34's comparison, the
 // ingress-nginx library within 20 % of the plain one), and with
 // dataPlaneState's (three annotations each, a redirect on one in ten; the
-// plain library reads none of them). Each in full, and a proposed change
+// plain library reads none of them), and with make bench-scale's mix
+// ("mix", scaleMix). Each in full, and a proposed change
 // of one Ingress (a label and a proxy-read-timeout annotation) after a
 // recording render (what a CREATE or UPDATE admission renders, reusing
 // the live render's fragment records). Compare the two libraries in one
 // run; on a shared machine cpu-ms/op (the CPU time of the process per
 // render, its garbage collection included) says more than ns/op:
 //
-//	go test -run '^$' -bench IngressLibrariesRender/.*/ingresses=1000/ -benchtime 5x ./examples/
+//	go test -run '^$' -bench 'IngressLibrariesRender/.*/.*/ingresses=1000$/' -benchtime 5x ./examples/
 func BenchmarkIngressLibrariesRender(b *testing.B) {
 	for _, lib := range []struct{ name, path, class string }{
 		{"ingress", "ingress/config.yaml", "htc"},
