@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/haproxy-template/htc/internal/testutil"
 	"github.com/haproxy-template/htc/pkg/config"
 	htcrender "github.com/haproxy-template/htc/pkg/render"
 	"github.com/haproxy-template/htc/pkg/store"
@@ -87,44 +88,24 @@ func benchmarkLibraryRender(b *testing.B, lib, path, class, kind string, n int) 
 }
 
 // scaleMix gives ing (the i-th) the annotations of make bench-scale's
-// ingress-nginx workload (test/scale's nginxIngress), in twentieths:
-// proxy-body-size 8, proxy-read/send-timeout 6, ssl-redirect false 5,
-// enable-cors 2, rewrite-target with use-regex and a regex path 2,
-// whitelist-source-range, limit-rps, affinity cookie, backend-protocol
-// HTTPS, permanent-redirect, upstream-vhost, custom-http-errors 1 each;
-// one in twenty carries none. Only with regexPaths (the ingress-nginx
-// library; the plain one refuses a '$') those with rewrite-target have
-// the workload's regex path.
+// ingress-nginx workload (testutil.NginxMixAnnotations, by i mod 20).
+// Only with regexPaths (the ingress-nginx library; the plain one refuses
+// a '$') those with rewrite-target have the workload's regex path.
 func scaleMix(ing map[string]any, i int, regexPaths bool) {
-	k := i % 20
-	p := "nginx.ingress.kubernetes.io/"
+	mix := testutil.NginxMixAnnotations(i % 20)
 	ann := map[string]any{}
-	set := func(cond bool, kv ...string) {
-		for j := 0; cond && j+1 < len(kv); j += 2 {
-			ann[p+kv[j]] = kv[j+1]
-		}
+	for k, v := range mix {
+		ann["nginx.ingress.kubernetes.io/"+k] = v
 	}
-	set(k < 8, "proxy-body-size", "8m")
-	set(k%3 == 0, "proxy-read-timeout", "120", "proxy-send-timeout", "120")
-	set(k%4 == 1, "ssl-redirect", "false")
-	set(k == 2 || k == 13, "enable-cors", "true")
-	set(k == 5 || k == 15, "rewrite-target", "/$2", "use-regex", "true")
-	set(k == 7, "whitelist-source-range", "10.0.0.0/8, 192.168.0.0/16")
-	set(k == 8, "limit-rps", "50")
-	set(k == 10, "affinity", "cookie")
-	set(k == 11, "backend-protocol", "HTTPS")
-	set(k == 12, "permanent-redirect", "https://www.example.com/moved")
-	set(k == 14, "upstream-vhost", "internal.example.com")
-	set(k == 16, "custom-http-errors", "404,503")
 	meta := ing["metadata"].(map[string]any)
 	delete(meta, "annotations")
 	if len(ann) > 0 {
 		meta["annotations"] = ann
 	}
-	if regexPaths && ann[p+"rewrite-target"] != nil {
+	if regexPaths && mix["rewrite-target"] != "" {
 		rule := ing["spec"].(map[string]any)["rules"].([]any)[0].(map[string]any)
 		path := rule["http"].(map[string]any)["paths"].([]any)[0].(map[string]any)
-		path["path"], path["pathType"] = "/app(/|$)(.*)", "ImplementationSpecific"
+		path["path"], path["pathType"] = testutil.NginxMixPath, "ImplementationSpecific"
 	}
 }
 
