@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/haproxy-template/htc/internal/testutil"
 	"github.com/haproxy-template/htc/pkg/config"
 	htcrender "github.com/haproxy-template/htc/pkg/render"
 	"github.com/haproxy-template/htc/pkg/store"
@@ -19,42 +20,45 @@ import (
 // class: without annotations ("bare": issue 34's comparison, the
 // ingress-nginx library within 20 % of the plain one), and with
 // dataPlaneState's (three annotations each, a redirect on one in ten; the
-// plain library reads none of them). Each in full, and a proposed change
+// plain library reads none of them), and with make bench-scale's mix
+// ("mix", scaleMix). Each in full, and a proposed change
 // of one Ingress (a label and a proxy-read-timeout annotation) after a
 // recording render (what a CREATE or UPDATE admission renders, reusing
 // the live render's fragment records). Compare the two libraries in one
 // run; on a shared machine cpu-ms/op (the CPU time of the process per
 // render, its garbage collection included) says more than ns/op:
 //
-//	go test -run '^$' -bench IngressLibrariesRender/.*/ingresses=1000/ -benchtime 5x ./examples/
+//	go test -run '^$' -bench 'IngressLibrariesRender/.*/.*/ingresses=1000$/' -benchtime 5x ./examples/
 func BenchmarkIngressLibrariesRender(b *testing.B) {
 	for _, lib := range []struct{ name, path, class string }{
 		{"ingress", "ingress/config.yaml", "htc"},
 		{"ingress-nginx", ngxConfigPath, "nginx"},
 	} {
-		for _, annotated := range []bool{false, true} {
+		for _, kind := range []string{"bare", "annotated", "mix"} {
 			for _, n := range []int{1000, 10000} {
-				benchmarkLibraryRender(b, lib.name, lib.path, lib.class, annotated, n)
+				benchmarkLibraryRender(b, lib.name, lib.path, lib.class, kind, n)
 			}
 		}
 	}
 }
 
-func benchmarkLibraryRender(b *testing.B, lib, path, class string, annotated bool, n int) {
+func benchmarkLibraryRender(b *testing.B, lib, path, class, kind string, n int) {
 	cfg, err := config.LoadFile(path)
 	require.NoError(b, err)
 	e, err := htcrender.New(&cfg.Spec)
 	require.NoError(b, err)
 	state := dataPlaneState(n, 8080)
-	for _, ing := range state["ingresses"] {
+	for i, ing := range state["ingresses"] {
 		ing["spec"].(map[string]any)["ingressClassName"] = class
-		if !annotated {
+		switch kind {
+		case "bare":
 			delete(ing["metadata"].(map[string]any), "annotations")
+		case "mix":
+			scaleMix(ing, i, class == "nginx")
 		}
 	}
 	live := gatewayStores(b, cfg, state)
 	ctx := context.Background()
-	kind := map[bool]string{false: "bare", true: "annotated"}[annotated]
 	b.Run(fmt.Sprintf("%s/%s/ingresses=%d/full", lib, kind, n), func(b *testing.B) {
 		cpu := processCPU()
 		for b.Loop() {
@@ -81,6 +85,28 @@ func benchmarkLibraryRender(b *testing.B, lib, path, class string, annotated boo
 		}
 		b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 	})
+}
+
+// scaleMix gives ing (the i-th) the annotations of make bench-scale's
+// ingress-nginx workload (testutil.NginxMixAnnotations, by i mod 20).
+// Only with regexPaths (the ingress-nginx library; the plain one refuses
+// a '$') those with rewrite-target have the workload's regex path.
+func scaleMix(ing map[string]any, i int, regexPaths bool) {
+	mix := testutil.NginxMixAnnotations(i % 20)
+	ann := map[string]any{}
+	for k, v := range mix {
+		ann["nginx.ingress.kubernetes.io/"+k] = v
+	}
+	meta := ing["metadata"].(map[string]any)
+	delete(meta, "annotations")
+	if len(ann) > 0 {
+		meta["annotations"] = ann
+	}
+	if regexPaths && mix["rewrite-target"] != "" {
+		rule := ing["spec"].(map[string]any)["rules"].([]any)[0].(map[string]any)
+		path := rule["http"].(map[string]any)["paths"].([]any)[0].(map[string]any)
+		path["path"], path["pathType"] = testutil.NginxMixPath, "ImplementationSpecific"
+	}
 }
 
 // processCPU is the CPU time (user and system) the process has used.

@@ -26,7 +26,8 @@ import (
 // the same library with its templates before its shortcuts
 // (ingress-nginx/testdata/before.yaml: ngx-annotations run for every
 // Ingress, ngx-settings and ngx-tls even without values, ngx-flavour once
-// per backend) over the fixtures of every embedded validation test and
+// per backend, every part of them whatever values are set, ngx-bytes with
+// a regular expression) over the fixtures of every embedded validation test and
 // over generated states (Ingresses without annotations, with others than
 // nginx's, and with random nginx annotations of every type, good and bad
 // values, canaries, TLS, default backends, regex hosts), under three

@@ -204,33 +204,15 @@ func nginxIngress(ns, name, service string) *unstructured.Unstructured {
 	_ = unstructured.SetNestedField(ing.Object, "nginx", "spec", "ingressClassName")
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(ns + "/" + name))
-	k := int(h.Sum32() % 20)
-	p := "nginx.ingress.kubernetes.io/"
 	ann := map[string]string{}
-	set := func(cond bool, kv ...string) {
-		if cond {
-			for i := 0; i+1 < len(kv); i += 2 {
-				ann[p+kv[i]] = kv[i+1]
-			}
-		}
+	for k, v := range testutil.NginxMixAnnotations(int(h.Sum32() % 20)) {
+		ann["nginx.ingress.kubernetes.io/"+k] = v
 	}
-	set(k < 8, "proxy-body-size", "8m")
-	set(k%3 == 0, "proxy-read-timeout", "120", "proxy-send-timeout", "120")
-	set(k%4 == 1, "ssl-redirect", "false")
-	set(k == 2 || k == 13, "enable-cors", "true")
-	set(k == 5 || k == 15, "rewrite-target", "/$2", "use-regex", "true")
-	set(k == 7, "whitelist-source-range", "10.0.0.0/8, 192.168.0.0/16")
-	set(k == 8, "limit-rps", "50")
-	set(k == 10, "affinity", "cookie")
-	set(k == 11, "backend-protocol", "HTTPS")
-	set(k == 12, "permanent-redirect", "https://www.example.com/moved")
-	set(k == 14, "upstream-vhost", "internal.example.com")
-	set(k == 16, "custom-http-errors", "404,503")
-	if ann[p+"rewrite-target"] != "" {
+	if ann["nginx.ingress.kubernetes.io/rewrite-target"] != "" {
 		paths, _, _ := unstructured.NestedSlice(ing.Object, "spec", "rules")
 		rule := paths[0].(map[string]any)
 		path := rule["http"].(map[string]any)["paths"].([]any)[0].(map[string]any)
-		path["path"], path["pathType"] = "/app(/|$)(.*)", "ImplementationSpecific"
+		path["path"], path["pathType"] = testutil.NginxMixPath, "ImplementationSpecific"
 		_ = unstructured.SetNestedSlice(ing.Object, paths, "spec", "rules")
 	}
 	if len(ann) > 0 {
