@@ -22,6 +22,8 @@
 //   - sourcemap: the source map builder (bundle.Sources).
 //   - tree: the walk over parsed templates and every dependence on
 //     text/template's internals.
+//   - fragments: a fragment record's key (the fingerprint of its item)
+//     and the freezing of its item and emitted values.
 //
 // # Templates
 //

@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/render/fragments"
 	"github.com/haproxy-template/htc/pkg/render/funcs"
 )
 
@@ -45,7 +46,7 @@ type fragmentRecord struct {
 	// while the record exists.
 	item any
 	// held are the maps its emitted values hold that the render did not
-	// build (store objects, parts of them: freezeNoting), which emits
+	// build (store objects, parts of them: fragments.Freeze), which emits
 	// keeps alive.
 	held []unsafe.Pointer
 }
@@ -185,7 +186,7 @@ func eachItem(fn string, items any, each func(key string, item any) error) error
 // fragment renders NAME for one item: it applies a reusable record, or
 // runs NAME and applies what it recorded.
 func (s *renderState) fragment(name, key string, item any) error {
-	k, err := s.appendFragmentKey(s.frags.key[:0], name, key, item)
+	k, err := fragments.AppendKey(s.frags.key[:0], name, key, item, s.isOwned)
 	s.frags.key = k
 	if err != nil {
 		return fmt.Errorf("fragments %q: %w", name, err)
@@ -212,7 +213,7 @@ func (s *renderState) fragment(name, key string, item any) error {
 // is current while it runs (a failure is attributed to it, and stays so);
 // the source map is left alone until the record is applied.
 func (s *renderState) runFragment(name, key string, item any) (*fragmentRecord, error) {
-	frozen, err := s.freeze(item)
+	frozen, err := fragments.Freeze(item, s.isOwned, nil)
 	if err != nil {
 		return nil, fmt.Errorf("fragments %q: %w", name, err)
 	}
@@ -268,7 +269,7 @@ func (s *renderState) emit(channel, key string, value any) (string, error) {
 	if f == nil {
 		return "", errors.New("emit: only a fragment may emit (see fragments)")
 	}
-	v, err := s.freezeNoting(value, &f.held)
+	v, err := fragments.Freeze(value, s.isOwned, &f.held)
 	if err != nil {
 		return "", fmt.Errorf("emit %q %q: %w", channel, key, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -168,7 +169,7 @@ func textTemplateBuiltins(t *testing.T) []string {
 // add it to removedFuncs (package funcs).
 func TestEveryFunctionIsAllowedForAReason(t *testing.T) {
 	callable := templateFuncs(t)
-	for _, name := range slices.Sorted(mapKeys(callable)) {
+	for _, name := range slices.Sorted(maps.Keys(callable)) {
 		assert.NotEmpty(t, allowedFuncs[name], "%s: a template can call it, but no reason says it reads neither the clock, the environment, randomness nor the host", name)
 	}
 	for name := range allowedFuncs {
