@@ -5,6 +5,7 @@ import (
 	"text/template"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/render/fragments"
 )
 
 // maxIncludeDepth bounds nested include calls (a snippet including itself).
@@ -73,7 +74,7 @@ func (s *renderState) addFile(kind, name string, content any, owner ...any) (str
 		ownerObj, _ = objectContent(owner[0])
 	}
 	if f := s.sources.frag; f != nil {
-		f.files = append(f.files, addedFile{kind: k, name: name, text: text, owner: ownerObj})
+		f.Files = append(f.Files, fragments.AddedFile{Kind: k, Name: name, Text: text, Owner: ownerObj})
 		return bundle.Path(s.baseDir, k, name), nil
 	}
 	if err := s.applyFile(kind, k, name, text, ownerObj, true); err != nil {

@@ -26,7 +26,7 @@ func (s *renderState) warn(obj any, msg string) (string, error) {
 	}
 	w := bundle.Warning{Object: refOf("", o), Message: msg}
 	if f := s.sources.frag; f != nil {
-		f.warnings = append(f.warnings, w)
+		f.Warnings = append(f.Warnings, w)
 		return "", nil
 	}
 	s.warnings = append(s.warnings, w)

@@ -1,11 +1,17 @@
-// Package fragments holds what names and keeps a fragment's inputs, apart
-// from the engine that runs fragments (package render, fragment*.go):
-// the key of a fragment's record and the freezing of its item and of the
-// values it emits. It knows of a render only which maps it built
-// (Owned).
+// Package fragments holds fragment records and their reuse, apart from
+// the engine that runs fragments and applies records (package render,
+// fragment*.go; its doc says what a fragment is). It knows of a render
+// only which maps it built (Owned), its store readers and which objects
+// render alike (Check).
 //
 // # Map
 //
+//   - record.go: Record, what one fragment did: its text, store reads,
+//     emits, added files and warnings.
+//   - reuse.go: Table, the records of one recording render by key and the
+//     stores that stayed at one generation through it, and Reusable, when
+//     a later render may apply a record (every read returns the same
+//     objects now, or objects that render alike).
 //   - values.go: AppendKey and AppendFingerprint, the prefix-free
 //     encoding that names a record by fragment name, dict key and item
 //     (a map the render did not build by its address, anything else by
