@@ -3,11 +3,8 @@ package render
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"reflect"
-	"slices"
 	"sort"
-	"strings"
 	"unsafe"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
@@ -37,7 +34,7 @@ type fragmentState struct {
 	// ownedBefore: inside a fragment, the maps created up to its start
 	// (owned seq <= ownedBefore) may not be modified; 0 outside.
 	ownedBefore uint32
-	channels    map[string]*channel
+	channels    map[string]*fragments.Channel
 	reuse       *fragments.Table // records this render may apply; nil: none
 	recording   *fragments.Table // records this render keeps; nil: none
 	key         []byte           // fragment's scratch buffer for keys
@@ -50,14 +47,6 @@ type fragmentState struct {
 	// reused and ran count the fragments applied from records and run;
 	// alike the records applied with objects read now (fragment_reuse.go).
 	reused, ran, alike int
-}
-
-// channel holds what fragments emitted on one channel: the first value of
-// each key. Once emitted has returned it, nothing more may be emitted.
-type channel struct {
-	entries map[string]any
-	read    bool
-	sorted  []string // the keys, sorted by the first withPrefix
 }
 
 // reset forgets the render's fragment state.
@@ -234,16 +223,7 @@ func (s *renderState) emit(channel, key string, value any) (string, error) {
 }
 
 // applyEmit adds e to its channel unless the key has a value already.
-func (s *renderState) applyEmit(e fragments.Emission) error {
-	c := s.channel(e.Channel)
-	if c.read {
-		return fmt.Errorf("emit %q %q: emitted already read the channel (render every fragment that emits on it first)", e.Channel, e.Key)
-	}
-	if _, ok := c.entries[e.Key]; !ok {
-		c.entries[e.Key] = e.Value
-	}
-	return nil
-}
+func (s *renderState) applyEmit(e fragments.Emission) error { return s.channel(e.Channel).Add(e) }
 
 // emitted implements emitted CHANNEL [PREFIX]: the entries emitted on
 // CHANNEL (a dict the template cannot modify), or only those whose key
@@ -259,37 +239,21 @@ func (s *renderState) emitted(name string, prefix ...string) (map[string]any, er
 		return nil, fmt.Errorf("emitted %q: want one key prefix at most, got %d", name, len(prefix))
 	}
 	c := s.channel(name)
-	c.read = true
 	if len(prefix) == 0 {
-		return c.entries, nil
+		return c.Read(), nil
 	}
-	return c.withPrefix(prefix[0]), nil
-}
-
-// withPrefix returns the entries of a channel that was read whose key
-// begins with p. The keys are sorted once, on the first call (the channel
-// takes no more once read), so that each call costs a binary search and
-// the entries it returns.
-func (c *channel) withPrefix(p string) map[string]any {
-	if c.sorted == nil {
-		c.sorted = slices.Sorted(maps.Keys(c.entries))
-	}
-	out := map[string]any{}
-	for i, _ := slices.BinarySearch(c.sorted, p); i < len(c.sorted) && strings.HasPrefix(c.sorted[i], p); i++ {
-		out[c.sorted[i]] = c.entries[c.sorted[i]]
-	}
-	return out
+	return c.ReadPrefix(prefix[0]), nil
 }
 
 // channel returns the channel called name, created empty when new, with
 // room for what it held in the Engine's last render.
-func (s *renderState) channel(name string) *channel {
+func (s *renderState) channel(name string) *fragments.Channel {
 	if s.frags.channels == nil {
-		s.frags.channels = map[string]*channel{}
+		s.frags.channels = map[string]*fragments.Channel{}
 	}
 	c := s.frags.channels[name]
 	if c == nil {
-		c = &channel{entries: make(map[string]any, s.engine.sizes.Load().channels[name])}
+		c = fragments.NewChannel(s.engine.sizes.Load().channels[name])
 		s.frags.channels[name] = c
 	}
 	return c
@@ -317,7 +281,7 @@ func (s *renderState) addedFiles() int {
 func (s *renderState) keepSizes() {
 	sz := &renderSizes{channels: make(map[string]int, len(s.frags.channels)), added: make(map[bundle.Kind]int, len(s.added)), files: s.addedFiles()}
 	for name, c := range s.frags.channels {
-		sz.channels[name] = len(c.entries)
+		sz.channels[name] = c.Len()
 	}
 	for k, m := range s.added {
 		sz.added[k] = len(m)

@@ -12,6 +12,8 @@
 //     stores that stayed at one generation through it, and Reusable, when
 //     a later render may apply a record (every read returns the same
 //     objects now, or objects that render alike).
+//   - channel.go: Channel, what fragments emitted on one channel (the
+//     first value of each key), closed once read.
 //   - values.go: AppendKey and AppendFingerprint, the prefix-free
 //     encoding that names a record by fragment name, dict key and item
 //     (a map the render did not build by its address, anything else by
