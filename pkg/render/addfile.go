@@ -6,6 +6,7 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/render/fragments"
+	"github.com/haproxy-template/htc/pkg/render/values"
 )
 
 // maxIncludeDepth bounds nested include calls (a snippet including itself).
@@ -71,7 +72,7 @@ func (s *renderState) addFile(kind, name string, content any, owner ...any) (str
 	}
 	var ownerObj map[string]any
 	if len(owner) > 0 {
-		ownerObj, _ = objectContent(owner[0])
+		ownerObj, _ = values.ObjectContent(owner[0])
 	}
 	if f := s.sources.frag; f != nil {
 		f.Files = append(f.Files, fragments.AddedFile{Kind: k, Name: name, Text: text, Owner: ownerObj})

@@ -7,7 +7,7 @@
 //   - this package: the engine (engine.go: New, Render, Input), one
 //     render's state and the functions bound to it (state.go: the owning
 //     functions; funcs.go: the FuncMaps; addfile.go, pathfor.go, each.go,
-//     warn.go, values.go: field, safe, word, quoteValue), the stores as
+//     warn.go; field, safe, word and quoteValue are package values'), the stores as
 //     templates see them (resources.go, printing.go), the render's budget
 //     and writer (bounds.go), errors (errors.go), the parse-time check of
 //     every tree (prepare.go), running fragments and applying their records (fragment*.go; the records and their reuse: package fragments),
@@ -22,6 +22,9 @@
 //   - sourcemap: the source map builder (bundle.Sources).
 //   - tree: the walk over parsed templates and every dependence on
 //     text/template's internals.
+//   - values: the sanctioned way to put resource values into a
+//     configuration: safe, word, quoteValue and field, which refuse what
+//     HAProxy would read otherwise (*ValueError).
 //   - fragments: what a fragment did (its record), the table of a
 //     recording render's records and when one may be reused, a record's
 //     key (the fingerprint of its item) and the freezing of its item and

@@ -41,7 +41,7 @@ const (
 	ofGuarded  = "htc's: sprig's or text/template's function with the render's deadline and budget checks (package funcs, guarded.go); " + ofLists
 	ofPrinting = "htc's: fmt over its arguments; refuses what prints as an address (package funcs, printf.go)"
 	ofOwned    = "htc's: sprig's function whose result maps the render owns (state.go); " + ofLists
-	ofHelpers  = "htc's: a function of its arguments (values.go)"
+	ofHelpers  = "htc's: a function of its arguments (package values)"
 	ofRender   = "htc's: reads the render's own state: its stores, spec, BaseDir, channels or files, never the host"
 )
 
