@@ -196,33 +196,10 @@ func execError(name string, err error) *phase.Error {
 }
 
 // simplify shortens a text/template execution problem to what a template
-// author needs.
+// author needs (tree.Location.Message), naming a mistyped store key.
 func simplify(loc tree.Location, err error) string {
-	node := shorten(loc.Context, 60)
-	switch {
-	case errors.Is(err, errNoStore):
-		return node + ": " + errNoStore.Error()
-	case loc.Func != "":
-		if strings.HasPrefix(loc.Problem, loc.Func+" ") || strings.HasPrefix(loc.Problem, loc.Func+":") ||
-			strings.HasPrefix(loc.Problem, ".") {
-			return loc.Problem
-		}
-		return loc.Func + ": " + loc.Problem
-	case strings.HasPrefix(loc.Problem, "nil pointer evaluating interface {}."):
-		field := strings.TrimPrefix(loc.Problem, "nil pointer evaluating interface {}")
-		return fmt.Sprintf("%s: cannot read %s of a missing value (use with, dig or field for optional fields)", node, field)
-	case node != "":
-		return node + ": " + loc.Problem
-	default:
-		return loc.Problem
+	if errors.Is(err, errNoStore) {
+		return loc.Node() + ": " + errNoStore.Error()
 	}
-}
-
-// shorten truncates s to at most n runes, marking the cut with "…".
-func shorten(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "…"
+	return loc.Message()
 }
