@@ -6,12 +6,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 
 	"github.com/haproxy-template/htc/pkg/store"
 )
 
 func TestField(t *testing.T) {
-	ing := ingress("default", "web", "web.example.com", "api")
+	ing := webIngress(t)
 	ing["metadata"].(map[string]any)["labels"] = map[string]any{"replicas": int64(3), "enabled": true, "ratio": 0.25}
 	ing["metadata"].(map[string]any)["annotations"].(map[string]any)["env"] = `"${HOSTNAME}"`
 	ing["metadata"].(map[string]any)["annotations"].(map[string]any)["pad"] = "x "
@@ -58,7 +59,7 @@ func TestField(t *testing.T) {
 }
 
 func TestValueHelpers(t *testing.T) {
-	ing := ingress("default", "web", "web.example.com", "api")
+	ing := webIngress(t)
 	tests := []struct {
 		name string
 		fn   func(...any) (string, error)
@@ -126,7 +127,7 @@ func TestValueHelpers(t *testing.T) {
 }
 
 func TestDescribeObject(t *testing.T) {
-	assert.Equal(t, "Ingress default/web", describeObject(ingress("default", "web", "h", "s")))
+	assert.Equal(t, "Ingress default/web", describeObject(webIngress(t)))
 	assert.Equal(t, "Namespace kube-system", describeObject(map[string]any{"kind": "Namespace", "metadata": map[string]any{"name": "kube-system"}}))
 	assert.Equal(t, "object a/b", describeObject(map[string]any{"metadata": map[string]any{"namespace": "a", "name": "b"}}))
 	assert.Equal(t, "object", describeObject(map[string]any{}))
@@ -138,27 +139,20 @@ func fieldFunc(obj any, path string) (string, error) {
 	return Field(obj, path, store.ParseFieldPath)
 }
 
-// ingress returns an Ingress-like object.
-func ingress(ns, name, host, service string) map[string]any {
-	return map[string]any{
-		"apiVersion": "networking.k8s.io/v1",
-		"kind":       "Ingress",
-		"metadata": map[string]any{
-			"namespace":   ns,
-			"name":        name,
-			"annotations": map[string]any{"haproxy.org/timeout": "5s"},
-		},
-		"spec": map[string]any{
-			"rules": []any{map[string]any{
-				"host": host,
-				"http": map[string]any{"paths": []any{map[string]any{
-					"path":     "/",
-					"pathType": "Prefix",
-					"backend": map[string]any{"service": map[string]any{
-						"name": service, "port": map[string]any{"number": int64(80)},
-					}},
-				}}},
-			}},
-		},
-	}
+// webIngress is the Ingress default/web: web.example.com / to service
+// api port 80.
+func webIngress(t *testing.T) map[string]any {
+	var obj map[string]any
+	require.NoError(t, yaml.Unmarshal([]byte(`
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {namespace: default, name: web, annotations: {haproxy.org/timeout: 5s}}
+spec:
+  rules:
+  - host: web.example.com
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: api, port: {number: 80}}}}
+`), &obj))
+	return obj
 }
