@@ -5,6 +5,8 @@ import (
 	"text/template"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/render/fragments"
+	"github.com/haproxy-template/htc/pkg/render/values"
 )
 
 // maxIncludeDepth bounds nested include calls (a snippet including itself).
@@ -70,10 +72,10 @@ func (s *renderState) addFile(kind, name string, content any, owner ...any) (str
 	}
 	var ownerObj map[string]any
 	if len(owner) > 0 {
-		ownerObj, _ = objectContent(owner[0])
+		ownerObj, _ = values.ObjectContent(owner[0])
 	}
 	if f := s.sources.frag; f != nil {
-		f.files = append(f.files, addedFile{kind: k, name: name, text: text, owner: ownerObj})
+		f.Files = append(f.Files, fragments.AddedFile{Kind: k, Name: name, Text: text, Owner: ownerObj})
 		return bundle.Path(s.baseDir, k, name), nil
 	}
 	if err := s.applyFile(kind, k, name, text, ownerObj, true); err != nil {

@@ -7,10 +7,10 @@
 //   - this package: the engine (engine.go: New, Render, Input), one
 //     render's state and the functions bound to it (state.go: the owning
 //     functions; funcs.go: the FuncMaps; addfile.go, pathfor.go, each.go,
-//     warn.go, values.go: field, safe, word, quoteValue), the stores as
+//     warn.go; field, safe, word and quoteValue are package values'), the stores as
 //     templates see them (resources.go, printing.go), the render's budget
 //     and writer (bounds.go), errors (errors.go), the parse-time check of
-//     every tree (prepare.go), fragments and their reuse (fragment*.go),
+//     every tree (prepare.go), running fragments and applying their records (fragment*.go; the records and their reuse: package fragments),
 //     rendering again over one
 //     state (render_again.go), status documents (status.go) and the
 //     calls the source map is built from (sources.go).
@@ -22,6 +22,13 @@
 //   - sourcemap: the source map builder (bundle.Sources).
 //   - tree: the walk over parsed templates and every dependence on
 //     text/template's internals.
+//   - values: the sanctioned way to put resource values into a
+//     configuration: safe, word, quoteValue and field, which refuse what
+//     HAProxy would read otherwise (*ValueError).
+//   - fragments: what a fragment did (its record), the table of a
+//     recording render's records and when one may be reused, a record's
+//     key (the fingerprint of its item) and the freezing of its item and
+//     emitted values.
 //
 // # Templates
 //
@@ -125,7 +132,7 @@
 // Input.Record keeps every record; a later render with the same BaseDir
 // and size limit applies the record for the same NAME and item instead of
 // running NAME when every read it made returns the same objects now (or
-// objects that differ only in fields no template reads: fragment_reuse.go).
+// objects that differ only in fields no template reads: fragment_reuse.go, fragments.Table.Reusable).
 // An item is named by its type and content (a map the render did not
 // build, by its address). A fresh and a reused record are applied the
 // same way, so the result is a full render's, byte for byte, source map

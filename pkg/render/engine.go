@@ -19,6 +19,7 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/render/fragments"
 	"github.com/haproxy-template/htc/pkg/render/funcs"
 	"github.com/haproxy-template/htc/pkg/render/reads"
 	"github.com/haproxy-template/htc/pkg/render/tree"
@@ -54,7 +55,7 @@ type Engine struct {
 	reads *reads.Set
 	// table holds the fragment records the last recording render kept
 	// (fragment.go).
-	table atomic.Pointer[fragmentTable]
+	table atomic.Pointer[fragments.Table]
 	// reused and ran count fragments (FragmentStats); confirmed the renders
 	// that reused records, failed and were rendered again in full; torn
 	// the renders whose stores moved while they read them, done again.
@@ -350,12 +351,11 @@ func (e *Engine) render(ctx context.Context, in Input, reuse bool) (_ *bundle.Bu
 	}()
 	data := e.context(in, ctx, &st.sources)
 	st.root, st.stores = data, data["resources"].(map[string]*ResourceStore)
-	if t := e.table.Load(); reuse && t != nil && t.baseDir == in.BaseDir && t.limit == st.budget.limit {
-		st.frags.reuse, st.frags.steady, st.frags.exact = t, t.steadyStores(in.Stores), in.ExactReads
+	if t := e.table.Load(); reuse && t != nil && t.BaseDir == in.BaseDir && t.Limit == st.budget.limit {
+		st.frags.reuse, st.frags.check, st.frags.exact = t, st.reuseCheck(t, in.Stores), in.ExactReads
 	}
 	if in.Record {
-		st.frags.recording = &fragmentTable{baseDir: in.BaseDir, limit: st.budget.limit, gens: storeGens(in.Stores),
-			records: make(map[string]*fragmentRecord, int(e.recorded.Load()))}
+		st.frags.recording = fragments.NewTable(in.BaseDir, st.budget.limit, in.Stores, int(e.recorded.Load()))
 	}
 	sz := e.sizes.Load()
 	b := &bundle.Bundle{BaseDir: in.BaseDir, Maps: make(map[string]string, sz.added[bundle.KindMap]),
@@ -403,9 +403,9 @@ func (e *Engine) render(ctx context.Context, in Input, reuse bool) (_ *bundle.Bu
 	b.SetSourcesFunc(st.sources.sources())
 	st.keepSizes()
 	if t := st.frags.recording; t != nil {
-		t.keepSteady()
+		t.KeepSteady()
 		e.table.Store(t)
-		e.recorded.Store(int64(len(t.records)))
+		e.recorded.Store(int64(len(t.Records)))
 	}
 	return b, nil, false
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/phase"
 	"github.com/haproxy-template/htc/pkg/render/tree"
+	"github.com/haproxy-template/htc/pkg/render/values"
 )
 
 // TemplateError is a problem located in a template source: a parse error, or
@@ -67,28 +68,8 @@ func (e *FailError) Error() string { return e.Message }
 func (e *FailError) Location() string { return templateLocation(e.Template, e.Line) }
 
 // ValueError is a value that field, safe, word or quoteValue refused to put
-// into the configuration. Object ("Ingress default/web") and Field
-// ("spec.rules[0].host") are set when the template supplied them.
-type ValueError struct {
-	// Template names the template source of the call.
-	Template string
-	// Line is the 1-based line of the call, 0 when unknown.
-	Line int
-	// Object describes the resource the value came from, if known.
-	Object string
-	// Field is the path of the value in Object, if known.
-	Field string
-	// Message is the full description, naming Object and Field when known.
-	Message string
-	// source is the object the value came from, when the template passed it.
-	source map[string]any
-}
-
-// Error returns the message.
-func (e *ValueError) Error() string { return e.Message }
-
-// Location is "template NAME line N" (phase.Located).
-func (e *ValueError) Location() string { return templateLocation(e.Template, e.Line) }
+// into the configuration (package values).
+type ValueError = values.Error
 
 // explicitObject returns the object a failing fail or value helper was
 // given, or nil.
@@ -96,8 +77,8 @@ func explicitObject(err error) map[string]any {
 	if fe, ok := errors.AsType[*FailError](err); ok && fe.source != nil {
 		return fe.source
 	}
-	if ve, ok := errors.AsType[*ValueError](err); ok && ve.source != nil {
-		return ve.source
+	if ve, ok := errors.AsType[*ValueError](err); ok && ve.Source() != nil {
+		return ve.Source()
 	}
 	return nil
 }
@@ -215,33 +196,10 @@ func execError(name string, err error) *phase.Error {
 }
 
 // simplify shortens a text/template execution problem to what a template
-// author needs.
+// author needs (tree.Location.Message), naming a mistyped store key.
 func simplify(loc tree.Location, err error) string {
-	node := shorten(loc.Context, 60)
-	switch {
-	case errors.Is(err, errNoStore):
-		return node + ": " + errNoStore.Error()
-	case loc.Func != "":
-		if strings.HasPrefix(loc.Problem, loc.Func+" ") || strings.HasPrefix(loc.Problem, loc.Func+":") ||
-			strings.HasPrefix(loc.Problem, ".") {
-			return loc.Problem
-		}
-		return loc.Func + ": " + loc.Problem
-	case strings.HasPrefix(loc.Problem, "nil pointer evaluating interface {}."):
-		field := strings.TrimPrefix(loc.Problem, "nil pointer evaluating interface {}")
-		return fmt.Sprintf("%s: cannot read %s of a missing value (use with, dig or field for optional fields)", node, field)
-	case node != "":
-		return node + ": " + loc.Problem
-	default:
-		return loc.Problem
+	if errors.Is(err, errNoStore) {
+		return loc.Node() + ": " + errNoStore.Error()
 	}
-}
-
-// shorten truncates s to at most n runes, marking the cut with "…".
-func shorten(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "…"
+	return loc.Message()
 }

@@ -3,14 +3,12 @@ package render
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"reflect"
-	"slices"
 	"sort"
-	"strings"
 	"unsafe"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/render/fragments"
 	"github.com/haproxy-template/htc/pkg/render/funcs"
 )
 
@@ -31,64 +29,17 @@ import (
 // objects now (or objects that render alike them: fragment_reuse.go).
 // Either way the same record is applied the same way.
 
-// fragmentRecord is what one fragment did: everything applyFragment needs.
-type fragmentRecord struct {
-	text  string
-	reads []fragmentRead
-	emits []emission
-	files []addedFile
-	// warnings are the warnings it gave (warn.go).
-	warnings []bundle.Warning
-	scratch  int64 // what it charged to the scratch budget
-	// item is the fragment's item: it keeps the maps its key names by
-	// address alive, so that no other map can take one of their addresses
-	// while the record exists.
-	item any
-	// held are the maps its emitted values hold that the render did not
-	// build (store objects, parts of them: freezeNoting), which emits
-	// keeps alive.
-	held []unsafe.Pointer
-}
-
-// fragmentRead is a store read a fragment made and what it returned.
-type fragmentRead struct {
-	store string
-	read  storeRead
-	refs  []bundle.ObjectRef // of read.objs (Get, Fetch), for the source map
-}
-
-// storeRead is one call of a ResourceStore method and its result.
-type storeRead struct {
-	method string // "List", "Get", "Fetch", "Len"
-	keys   []string
-	objs   []map[string]any
-	n      int // Len's
-}
-
-// emission is one emit.
-type emission struct {
-	channel, key string
-	value        any
-}
-
-// addedFile is one addFile call inside a fragment.
-type addedFile struct {
-	kind       bundle.Kind
-	name, text string
-	owner      map[string]any
-}
-
 // fragmentState is a render's fragment state.
 type fragmentState struct {
 	// ownedBefore: inside a fragment, the maps created up to its start
 	// (owned seq <= ownedBefore) may not be modified; 0 outside.
 	ownedBefore uint32
-	channels    map[string]*channel
-	reuse       *fragmentTable // records this render may apply; nil: none
-	recording   *fragmentTable // records this render keeps; nil: none
-	key         []byte         // fragment's scratch buffer for keys
-	// steady is reuse.steadyStores of the render's stores.
-	steady map[string][][]string
+	channels    map[string]*fragments.Channel
+	reuse       *fragments.Table // records this render may apply; nil: none
+	recording   *fragments.Table // records this render keeps; nil: none
+	key         []byte           // fragment's scratch buffer for keys
+	// check is what this render tells reuse's Reusable (reuseCheck).
+	check fragments.Check
 	// exact is Input.ExactReads; alikeSeen keeps alike's answers for
 	// this render, by the two objects compared.
 	exact     bool
@@ -96,14 +47,6 @@ type fragmentState struct {
 	// reused and ran count the fragments applied from records and run;
 	// alike the records applied with objects read now (fragment_reuse.go).
 	reused, ran, alike int
-}
-
-// channel holds what fragments emitted on one channel: the first value of
-// each key. Once emitted has returned it, nothing more may be emitted.
-type channel struct {
-	entries map[string]any
-	read    bool
-	sorted  []string // the keys, sorted by the first withPrefix
 }
 
 // reset forgets the render's fragment state.
@@ -185,14 +128,14 @@ func eachItem(fn string, items any, each func(key string, item any) error) error
 // fragment renders NAME for one item: it applies a reusable record, or
 // runs NAME and applies what it recorded.
 func (s *renderState) fragment(name, key string, item any) error {
-	k, err := s.appendFragmentKey(s.frags.key[:0], name, key, item)
+	k, err := fragments.AppendKey(s.frags.key[:0], name, key, item, s.isOwned)
 	s.frags.key = k
 	if err != nil {
 		return fmt.Errorf("fragments %q: %w", name, err)
 	}
 	rec := s.reusable(k)
 	if rec != nil {
-		if err := s.spend(rec.scratch); err != nil {
+		if err := s.spend(rec.Scratch); err != nil {
 			return err
 		}
 		s.frags.reused++
@@ -203,7 +146,7 @@ func (s *renderState) fragment(name, key string, item any) error {
 		s.frags.ran++
 	}
 	if s.frags.recording != nil {
-		s.frags.recording.records[string(k)] = rec
+		s.frags.recording.Records[string(k)] = rec
 	}
 	return s.applyFragment(item, rec)
 }
@@ -211,14 +154,14 @@ func (s *renderState) fragment(name, key string, item any) error {
 // runFragment runs NAME for item and returns its record. The item's object
 // is current while it runs (a failure is attributed to it, and stays so);
 // the source map is left alone until the record is applied.
-func (s *renderState) runFragment(name, key string, item any) (*fragmentRecord, error) {
-	frozen, err := s.freeze(item)
+func (s *renderState) runFragment(name, key string, item any) (*fragments.Record, error) {
+	frozen, err := fragments.Freeze(item, s.isOwned, nil)
 	if err != nil {
 		return nil, fmt.Errorf("fragments %q: %w", name, err)
 	}
 	dot := map[string]any{"item": frozen, "key": key, "resources": s.root["resources"], "extraContext": s.root["extraContext"]}
 	s.sources.enter(item, nil)
-	rec := &fragmentRecord{item: item}
+	rec := &fragments.Record{Item: item}
 	buf := boundedWriter{b: &s.budget, scratch: true}
 	depth, before, scratch := s.depth, s.frags.ownedBefore, s.budget.scratch
 	s.depth, s.frags.ownedBefore, s.sources.frag = 0, s.ownSeq, rec
@@ -230,7 +173,7 @@ func (s *renderState) runFragment(name, key string, item any) (*fragmentRecord, 
 		return nil, &fragmentError{name: name, err: err}
 	}
 	s.sources.leave()
-	rec.text, rec.scratch = buf.String(), scratch-s.budget.scratch
+	rec.Text, rec.Scratch = buf.String(), scratch-s.budget.scratch
 	return rec, nil
 }
 
@@ -238,23 +181,23 @@ func (s *renderState) runFragment(name, key string, item any) (*fragmentRecord, 
 // is written where fragments was called, then its emits, files and
 // warnings are applied; the tracker writes down the fragment (its reads, text and files
 // are the item's object's parts: replayFragment).
-func (s *renderState) applyFragment(item any, rec *fragmentRecord) error {
+func (s *renderState) applyFragment(item any, rec *fragments.Record) error {
 	w := s.writers[len(s.writers)-1]
 	off := w.Len()
-	if err := w.writeUntracked(rec.text); err != nil {
+	if err := w.writeUntracked(rec.Text); err != nil {
 		return err
 	}
-	for _, e := range rec.emits {
+	for _, e := range rec.Emits {
 		if err := s.applyEmit(e); err != nil {
 			return err
 		}
 	}
-	for _, f := range rec.files {
-		if err := s.applyFile(string(f.kind), f.kind, f.name, f.text, f.owner, false); err != nil {
+	for _, f := range rec.Files {
+		if err := s.applyFile(string(f.Kind), f.Kind, f.Name, f.Text, f.Owner, false); err != nil {
 			return err
 		}
 	}
-	s.warnings = append(s.warnings, rec.warnings...)
+	s.warnings = append(s.warnings, rec.Warnings...)
 	s.sources.fragment(item, rec, off)
 	return nil
 }
@@ -268,28 +211,19 @@ func (s *renderState) emit(channel, key string, value any) (string, error) {
 	if f == nil {
 		return "", errors.New("emit: only a fragment may emit (see fragments)")
 	}
-	v, err := s.freezeNoting(value, &f.held)
+	v, err := fragments.Freeze(value, s.isOwned, &f.Held)
 	if err != nil {
 		return "", fmt.Errorf("emit %q %q: %w", channel, key, err)
 	}
 	if err := s.charge("emit", entrySize+int64(len(channel)+len(key))+funcs.StringsSize(v)); err != nil {
 		return "", err
 	}
-	f.emits = append(f.emits, emission{channel: channel, key: key, value: v})
+	f.Emits = append(f.Emits, fragments.Emission{Channel: channel, Key: key, Value: v})
 	return "", nil
 }
 
 // applyEmit adds e to its channel unless the key has a value already.
-func (s *renderState) applyEmit(e emission) error {
-	c := s.channel(e.channel)
-	if c.read {
-		return fmt.Errorf("emit %q %q: emitted already read the channel (render every fragment that emits on it first)", e.channel, e.key)
-	}
-	if _, ok := c.entries[e.key]; !ok {
-		c.entries[e.key] = e.value
-	}
-	return nil
-}
+func (s *renderState) applyEmit(e fragments.Emission) error { return s.channel(e.Channel).Add(e) }
 
 // emitted implements emitted CHANNEL [PREFIX]: the entries emitted on
 // CHANNEL (a dict the template cannot modify), or only those whose key
@@ -305,37 +239,21 @@ func (s *renderState) emitted(name string, prefix ...string) (map[string]any, er
 		return nil, fmt.Errorf("emitted %q: want one key prefix at most, got %d", name, len(prefix))
 	}
 	c := s.channel(name)
-	c.read = true
 	if len(prefix) == 0 {
-		return c.entries, nil
+		return c.Read(), nil
 	}
-	return c.withPrefix(prefix[0]), nil
-}
-
-// withPrefix returns the entries of a channel that was read whose key
-// begins with p. The keys are sorted once, on the first call (the channel
-// takes no more once read), so that each call costs a binary search and
-// the entries it returns.
-func (c *channel) withPrefix(p string) map[string]any {
-	if c.sorted == nil {
-		c.sorted = slices.Sorted(maps.Keys(c.entries))
-	}
-	out := map[string]any{}
-	for i, _ := slices.BinarySearch(c.sorted, p); i < len(c.sorted) && strings.HasPrefix(c.sorted[i], p); i++ {
-		out[c.sorted[i]] = c.entries[c.sorted[i]]
-	}
-	return out
+	return c.ReadPrefix(prefix[0]), nil
 }
 
 // channel returns the channel called name, created empty when new, with
 // room for what it held in the Engine's last render.
-func (s *renderState) channel(name string) *channel {
+func (s *renderState) channel(name string) *fragments.Channel {
 	if s.frags.channels == nil {
-		s.frags.channels = map[string]*channel{}
+		s.frags.channels = map[string]*fragments.Channel{}
 	}
 	c := s.frags.channels[name]
 	if c == nil {
-		c = &channel{entries: make(map[string]any, s.engine.sizes.Load().channels[name])}
+		c = fragments.NewChannel(s.engine.sizes.Load().channels[name])
 		s.frags.channels[name] = c
 	}
 	return c
@@ -363,7 +281,7 @@ func (s *renderState) addedFiles() int {
 func (s *renderState) keepSizes() {
 	sz := &renderSizes{channels: make(map[string]int, len(s.frags.channels)), added: make(map[bundle.Kind]int, len(s.added)), files: s.addedFiles()}
 	for name, c := range s.frags.channels {
-		sz.channels[name] = len(c.entries)
+		sz.channels[name] = c.Len()
 	}
 	for k, m := range s.added {
 		sz.added[k] = len(m)

@@ -3,6 +3,8 @@ package render
 import (
 	"fmt"
 	"testing"
+
+	"github.com/haproxy-template/htc/pkg/render/fragments"
 )
 
 // BenchmarkFragmentKey is the cost of a record's key, computed for every
@@ -24,7 +26,7 @@ func BenchmarkFragmentKey(b *testing.B) {
 			var k []byte
 			for b.Loop() {
 				var err error
-				if k, err = s.appendFragmentKey(k[:0], "route", "apps/web", item.v); err != nil {
+				if k, err = fragments.AppendKey(k[:0], "route", "apps/web", item.v, s.isOwned); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/haproxy-template/htc/pkg/render/fragments"
 	"github.com/haproxy-template/htc/pkg/store"
 )
 
@@ -50,9 +51,9 @@ func TestFragmentKeysTellApartWhatTemplatesTellApart(t *testing.T) {
 	}
 	byKey := map[string]keyed{}
 	for _, v := range keyValues(s) {
-		k, err := s.appendFingerprint(nil, v)
+		k, err := fragments.AppendFingerprint(nil, v, s.isOwned)
 		require.NoError(t, err, "%#v", v)
-		frozen, err := s.freeze(v)
+		frozen, err := fragments.Freeze(v, s.isOwned, nil)
 		require.NoError(t, err)
 		var seen strings.Builder
 		require.NoError(t, observe.Execute(&seen, frozen))
@@ -63,22 +64,6 @@ func TestFragmentKeysTellApartWhatTemplatesTellApart(t *testing.T) {
 		byKey[string(k)] = keyed{v: v, seen: seen.String()}
 	}
 	assert.Greater(t, len(byKey), 60, "nearly every value has a key of its own")
-}
-
-// TestFragmentKeysAreNotEachOthersPrefixes: the key of a list is not the
-// key of another list with a part moved from one element to the next, and
-// a fragment's name and dict key cannot run into its item.
-func TestFragmentKeysAreNotEachOthersPrefixes(t *testing.T) {
-	s := newRenderState(mustEngine(t, "x"), "")
-	fp := func(name, key string, v any) string {
-		k, err := s.appendFragmentKey(nil, name, key, v)
-		require.NoError(t, err)
-		return string(k)
-	}
-	assert.NotEqual(t, fp("f", "k", "q\x00n"), fp("f", "k\x00s3:q", nil))
-	assert.NotEqual(t, fp("f\x00k", "", nil), fp("f", "k", nil))
-	assert.NotEqual(t, fp("f", "", []any{"ab", "c"}), fp("f", "", []any{"a", "bc"}))
-	assert.NotEqual(t, fp("f", "", []any{nil, "x"}), fp("f", "", []any{"x", nil}))
 }
 
 // TestAFragmentOverANilListIsNotAnEmptyListsRecord is issue 31's case: a

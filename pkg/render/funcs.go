@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/haproxy-template/htc/pkg/render/funcs"
+	"github.com/haproxy-template/htc/pkg/render/values"
 )
 
 // staticFuncs is funcs.Static with htc's stateless helpers that speak of
@@ -17,9 +18,9 @@ var staticFuncs = buildStaticFuncs()
 func buildStaticFuncs() template.FuncMap {
 	m := funcs.Static()
 	m["fail"] = failFunc
-	m["safe"] = safeFunc
-	m["word"] = wordFunc
-	m["quoteValue"] = quoteValueFunc
+	m["safe"] = values.Safe
+	m["word"] = values.Word
+	m["quoteValue"] = values.QuoteValue
 	return m
 }
 
@@ -42,7 +43,7 @@ func failFunc(args ...any) (string, error) {
 			return "", &FailError{Message: msg}
 		}
 	case 2:
-		obj, ok := objectContent(args[0])
+		obj, ok := values.ObjectContent(args[0])
 		msg, isString := args[1].(string)
 		if isString && (ok || args[0] == nil) {
 			return "", &FailError{Message: msg, source: obj}
@@ -65,7 +66,7 @@ func guardedFuncs(s *renderState) template.FuncMap {
 	m["field"], m["fail"] = s.checkedField, s.checked(failFunc)
 	// htc's own functions, wrapped by name: the compiler checks their
 	// signatures.
-	m["safe"], m["word"], m["quoteValue"] = s.checked(safeFunc), s.checked(wordFunc), s.checked(quoteValueFunc)
+	m["safe"], m["word"], m["quoteValue"] = s.checked(values.Safe), s.checked(values.Word), s.checked(values.QuoteValue)
 	return m
 }
 
@@ -124,4 +125,9 @@ func dynamicFuncs(s *renderState) template.FuncMap {
 // address cannot be reused by another map during the render.
 func mapPointer(m map[string]any) unsafe.Pointer {
 	return reflect.ValueOf(m).UnsafePointer()
+}
+
+// field implements field OBJ PATH with the Engine's cache of parsed paths.
+func (s *renderState) field(obj any, path string) (string, error) {
+	return values.Field(obj, path, s.engine.fieldPath)
 }

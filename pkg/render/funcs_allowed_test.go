@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -40,7 +41,7 @@ const (
 	ofGuarded  = "htc's: sprig's or text/template's function with the render's deadline and budget checks (package funcs, guarded.go); " + ofLists
 	ofPrinting = "htc's: fmt over its arguments; refuses what prints as an address (package funcs, printf.go)"
 	ofOwned    = "htc's: sprig's function whose result maps the render owns (state.go); " + ofLists
-	ofHelpers  = "htc's: a function of its arguments (values.go)"
+	ofHelpers  = "htc's: a function of its arguments (package values)"
 	ofRender   = "htc's: reads the render's own state: its stores, spec, BaseDir, channels or files, never the host"
 )
 
@@ -168,7 +169,7 @@ func textTemplateBuiltins(t *testing.T) []string {
 // add it to removedFuncs (package funcs).
 func TestEveryFunctionIsAllowedForAReason(t *testing.T) {
 	callable := templateFuncs(t)
-	for _, name := range slices.Sorted(mapKeys(callable)) {
+	for _, name := range slices.Sorted(maps.Keys(callable)) {
 		assert.NotEmpty(t, allowedFuncs[name], "%s: a template can call it, but no reason says it reads neither the clock, the environment, randomness nor the host", name)
 	}
 	for name := range allowedFuncs {

@@ -48,8 +48,8 @@ func (s *renderState) pathFor(kind, name string) (string, error) {
 // this render, or inside a fragment by the fragment itself.
 func (s *renderState) wasAdded(k bundle.Kind, name string) bool {
 	if f := s.sources.frag; f != nil {
-		for _, a := range f.files {
-			if a.kind == k && a.name == name {
+		for _, a := range f.Files {
+			if a.Kind == k && a.Name == name {
 				return true
 			}
 		}

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/haproxy-template/htc/pkg/render/fragments"
 	"github.com/haproxy-template/htc/pkg/store"
 )
 
@@ -52,7 +53,7 @@ func (s *ResourceStore) List() ([]map[string]any, error) {
 		return nil, err
 	}
 	out := contents(s.r.List())
-	s.t.readStore(s.key, storeRead{method: "List", objs: out})
+	s.t.readStore(s.key, fragments.StoreCall{Method: "List", Objs: out})
 	return out, nil
 }
 
@@ -67,10 +68,10 @@ func (s *ResourceStore) Get(keys ...string) (map[string]any, error) {
 	}
 	obj, ok := s.r.Get(keys...)
 	if !ok || obj == nil || obj.Object == nil {
-		s.t.readStore(s.key, storeRead{method: "Get", keys: keys})
+		s.t.readStore(s.key, fragments.StoreCall{Method: "Get", Keys: keys})
 		return nil, nil
 	}
-	s.t.readStore(s.key, storeRead{method: "Get", keys: keys, objs: []map[string]any{obj.Object}})
+	s.t.readStore(s.key, fragments.StoreCall{Method: "Get", Keys: keys, Objs: []map[string]any{obj.Object}})
 	return obj.Object, nil
 }
 
@@ -84,7 +85,7 @@ func (s *ResourceStore) Fetch(keys ...string) ([]map[string]any, error) {
 		return nil, fmt.Errorf(".resources.%s.Fetch: want at most %d keys (%s), got %d", s.key, len(idx), strings.Join(idx, ", "), len(keys))
 	}
 	out := contents(s.r.Fetch(keys...))
-	s.t.readStore(s.key, storeRead{method: "Fetch", keys: keys, objs: out})
+	s.t.readStore(s.key, fragments.StoreCall{Method: "Fetch", Keys: keys, Objs: out})
 	return out, nil
 }
 
@@ -128,7 +129,7 @@ func (s *ResourceStore) Len() (int, error) {
 		return 0, err
 	}
 	n := s.r.Len()
-	s.t.readStore(s.key, storeRead{method: "Len", n: n})
+	s.t.readStore(s.key, fragments.StoreCall{Method: "Len", N: n})
 	return n, nil
 }
 

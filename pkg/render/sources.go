@@ -8,6 +8,7 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/phase"
+	"github.com/haproxy-template/htc/pkg/render/fragments"
 	"github.com/haproxy-template/htc/pkg/render/sourcemap"
 )
 
@@ -32,7 +33,7 @@ type tracker struct {
 	// frag is the fragment being run (fragment.go), nil when none: what
 	// the stores return then is recorded in it, and the tracker writes
 	// nothing down until the fragment's record is applied.
-	frag *fragmentRecord
+	frag *fragments.Record
 	// entered counts the objects entered and not left (a break leaves
 	// those its loop entered).
 	entered int
@@ -51,7 +52,7 @@ type sourceEvent struct {
 	n    int    // write, fragment: the output offset; unwind: objects entered
 	key  string // read: store key; finish, file: the file's path
 	val  any    // read: the objects ([]map[string]any); enter, fragment: the element; file: the owner; finish: the text
-	rec  *fragmentRecord
+	rec  *fragments.Record
 	ref  *bundle.ObjectRef // enter: the element's name when it is the object
 }
 
@@ -88,16 +89,16 @@ func mapPtr(m map[string]any) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.
 // runs, the read is recorded in its record (applying the record notes it
 // later); otherwise the objects Get and Fetch returned are written down,
 // as read by the current object (List's and Len's are not).
-func (t *tracker) readStore(key string, r storeRead) {
+func (t *tracker) readStore(key string, r fragments.StoreCall) {
 	if t == nil {
 		return
 	}
 	if t.frag != nil {
-		t.frag.reads = append(t.frag.reads, fragmentRead{store: key, read: r, refs: refsOf(key, r)})
+		t.frag.Reads = append(t.frag.Reads, fragments.Read{Store: key, Call: r, Refs: refsOf(key, r)})
 		return
 	}
-	if (r.method == "Get" || r.method == "Fetch") && len(r.objs) > 0 {
-		t.add(sourceEvent{kind: evRead, key: key, val: r.objs})
+	if (r.Method == "Get" || r.Method == "Fetch") && len(r.Objs) > 0 {
+		t.add(sourceEvent{kind: evRead, key: key, val: r.Objs})
 	}
 }
 
@@ -165,7 +166,7 @@ func (t *tracker) file(relPath string, owner map[string]any) {
 
 // fragment is called when the record of a fragment for item was applied,
 // its text written at off.
-func (t *tracker) fragment(item any, rec *fragmentRecord, off int) {
+func (t *tracker) fragment(item any, rec *fragments.Record, off int) {
 	t.add(sourceEvent{kind: evFragment, val: item, rec: rec, n: off})
 	t.moved = true
 }
@@ -224,20 +225,20 @@ func replay(sm *sourcemap.Builder, log []sourceEvent) {
 
 // replayFragment makes the calls applying rec, the record of a fragment for item
 // whose text was written at off, made (fragment.go).
-func replayFragment(sm *sourcemap.Builder, item any, rec *fragmentRecord, off int) {
+func replayFragment(sm *sourcemap.Builder, item any, rec *fragments.Record, off int) {
 	sm.Enter(item, nil)
-	for _, r := range rec.reads {
-		if r.read.method == "Get" || r.read.method == "Fetch" {
-			for i, o := range r.read.objs {
-				sm.Returned(r.store, o, &r.refs[i])
+	for _, r := range rec.Reads {
+		if r.Call.Method == "Get" || r.Call.Method == "Fetch" {
+			for i, o := range r.Call.Objs {
+				sm.Returned(r.Store, o, &r.Refs[i])
 			}
 		}
 	}
-	if rec.text != "" {
+	if rec.Text != "" {
 		sm.Wrote(off)
 	}
-	for _, f := range rec.files {
-		sm.File(relPath(f.kind, f.name), f.owner)
+	for _, f := range rec.Files {
+		sm.File(relPath(f.Kind, f.Name), f.Owner)
 	}
 	sm.Leave()
 }

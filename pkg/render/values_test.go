@@ -3,61 +3,14 @@ package render
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/haproxy-template/htc/pkg/store"
 )
-
-func TestField(t *testing.T) {
-	ing := ingress("default", "web", "web.example.com", "api")
-	ing["metadata"].(map[string]any)["labels"] = map[string]any{"replicas": int64(3), "enabled": true, "ratio": 0.25}
-	ing["metadata"].(map[string]any)["annotations"].(map[string]any)["env"] = `"${HOSTNAME}"`
-	ing["metadata"].(map[string]any)["annotations"].(map[string]any)["pad"] = "x "
-	tests := []struct {
-		path, want, err string
-	}{
-		{path: "metadata.name", want: "web"},
-		{path: "spec.rules[0].host", want: "web.example.com"},
-		{path: "spec.rules[-1].http.paths[0].backend.service.port.number", want: "80"},
-		{path: "metadata.annotations['haproxy.org/timeout']", want: "5s"},
-		{path: "metadata.labels.replicas", want: "3"},
-		{path: "metadata.labels.enabled", want: "true"},
-		{path: "metadata.labels.ratio", want: "0.25"},
-		{path: "metadata.annotations['missing']", want: ""},
-		{path: "spec.rules[5].host", want: ""},
-		{path: "spec.rules.host", want: ""},
-		{path: "spec.rules", err: "Ingress default/web: spec.rules is a list, not a single value"},
-		{path: "metadata", err: "Ingress default/web: metadata is a map, not a single value"},
-		// An environment reference is judged by the policy, which knows the
-		// quoting it lands in.
-		{path: "metadata.annotations['env']", want: `"${HOSTNAME}"`},
-		{path: "metadata.annotations['pad']", err: "Ingress default/web: metadata.annotations['pad'] starts or ends with whitespace, which HAProxy drops; refusing to write it into the configuration"},
-		{path: "spec.rules[*]", err: `field "spec.rules[*]": slices and [*] select several values; use a single index such as [0]`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.path, func(t *testing.T) {
-			got, err := fieldFunc(ing, tt.path)
-			if tt.err != "" {
-				require.EqualError(t, err, tt.err)
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, tt.want, got)
-			// An *unstructured.Unstructured works the same.
-			got, err = fieldFunc(&unstructured.Unstructured{Object: ing}, tt.path)
-			require.NoError(t, err)
-			assert.Equal(t, tt.want, got)
-		})
-	}
-	_, err := fieldFunc(map[string]any(nil), "metadata.name")
-	require.EqualError(t, err, `field "metadata.name": the object is missing (nil)`)
-	_, err = fieldFunc("str", "metadata.name")
-	require.EqualError(t, err, `field "metadata.name": want an object, got string`)
-}
 
 // badChars are characters no value may carry into a configuration.
 var badChars = []struct {
@@ -80,7 +33,7 @@ func TestValueHelpersRefuseControlCharacters(t *testing.T) {
 		stores := map[string]store.Reader{"ingresses": newFakeReader(t, nsName, ing)}
 		withObject := fmt.Sprintf("Ingress default/web: spec.rules[0].host contains %s; refusing to write it into the configuration", bc.name)
 		without := fmt.Sprintf("template haproxy.cfg line 1: value %s contains %s; refusing to write it into the configuration",
-			quoteForMessage(host), bc.name)
+			strconv.Quote(host), bc.name)
 		tests := []struct {
 			name, tmpl, reason string
 			object, field      string
@@ -111,81 +64,6 @@ func TestValueHelpersRefuseControlCharacters(t *testing.T) {
 	}
 }
 
-func TestValueHelpers(t *testing.T) {
-	ing := ingress("default", "web", "web.example.com", "api")
-	tests := []struct {
-		name string
-		fn   func(...any) (string, error)
-		args []any
-		want string
-		err  string
-	}{
-		{name: "safe string", fn: safeFunc, args: []any{"a b#c"}, want: "a b#c"},
-		{name: "safe int", fn: safeFunc, args: []any{int64(42)}, want: "42"},
-		{name: "safe float", fn: safeFunc, args: []any{1e6}, want: "1000000"},
-		{name: "safe bool", fn: safeFunc, args: []any{false}, want: "false"},
-		{name: "safe nil", fn: safeFunc, args: []any{nil}, want: ""},
-		{name: "safe unicode", fn: safeFunc, args: []any{"héllo wörld"}, want: "héllo wörld"},
-		{name: "safe map", fn: safeFunc, args: []any{map[string]any{}}, err: "value is a map, not a single value"},
-		{name: "safe list with context", fn: safeFunc, args: []any{[]any{"a"}, ing, "spec.tls"}, err: "Ingress default/web: spec.tls is a list, not a single value"},
-		{name: "safe with a label", fn: safeFunc, args: []any{"a\nb", "annotation haproxy.org/x"}, err: "annotation haproxy.org/x contains a newline; refusing to write it into the configuration"},
-		{name: "safe with an object only", fn: safeFunc, args: []any{ing, "a\nb"}, err: `Ingress default/web: value "a\nb" contains a newline; refusing to write it into the configuration`},
-		{name: "safe long value is truncated", fn: safeFunc, args: []any{"0123456789012345678901234567890123456789012345\n"},
-			err: `value "0123456789012345678901234567890123456789"… contains a newline; refusing to write it into the configuration`},
-		{name: "safe too many args", fn: safeFunc, args: []any{"a", "b", "c", "d"}, err: "safe: want VALUE [OBJECT FIELD], got 4 arguments"},
-		{name: "word ok", fn: wordFunc, args: []any{"web.example.com/path_1,2%20"}, want: "web.example.com/path_1,2%20"},
-		{name: "word empty", fn: wordFunc, args: []any{"", ing, "spec.rules[0].host"},
-			err: "Ingress default/web: spec.rules[0].host is empty, which is no HAProxy word; refusing to write it into the configuration"},
-		{name: "word nil", fn: wordFunc, args: []any{nil}, err: `value "" is empty`},
-		{name: "word dollar", fn: wordFunc, args: []any{"path_$1"}, err: `value "path_$1" contains a '$', which cannot be part of a single HAProxy word`},
-		{name: "word env", fn: wordFunc, args: []any{"${HOME}"}, err: "contains a '$'"},
-		{name: "word comment marker", fn: wordFunc, args: []any{"#"}, err: "contains a '#'"},
-		{name: "safe regex dollar", fn: safeFunc, args: []any{"^/api$"}, want: "^/api$"},
-		{name: "safe dollar digit", fn: safeFunc, args: []any{"$1"}, want: "$1"},
-		// safe leaves environment references to the policy, which knows
-		// whether the quoting around them makes HAProxy expand them.
-		{name: "safe env name", fn: safeFunc, args: []any{"x$HOME"}, want: "x$HOME"},
-		{name: "safe env braces", fn: safeFunc, args: []any{"${X}"}, want: "${X}"},
-		{name: "safe line separator", fn: safeFunc, args: []any{"a\u2028b"}, err: "contains a control character (U+2028)"},
-		{name: "safe paragraph separator", fn: safeFunc, args: []any{"a\u2029b"}, err: "contains a control character (U+2029)"},
-		{name: "quoteValue line separator", fn: quoteValueFunc, args: []any{"a\u2028b"}, err: "(U+2028)"},
-		{name: "safe leading space", fn: safeFunc, args: []any{" a", ing, "metadata.name"},
-			err: "Ingress default/web: metadata.name starts or ends with whitespace, which HAProxy drops; refusing to write it into the configuration"},
-		{name: "safe trailing nbsp", fn: safeFunc, args: []any{"a\u00a0"}, err: "starts or ends with whitespace"},
-		{name: "quoteValue keeps spaces", fn: quoteValueFunc, args: []any{" a "}, want: `" a "`},
-		{name: "quoteValue empty", fn: quoteValueFunc, args: []any{""}, want: `""`},
-		{name: "word space", fn: wordFunc, args: []any{"a b", ing, "spec.rules[0].host"},
-			err: "Ingress default/web: spec.rules[0].host contains a space, which cannot be part of a single HAProxy word; refusing to write it into the configuration"},
-		{name: "word hash", fn: wordFunc, args: []any{"a#b"}, err: `value "a#b" contains a '#', which cannot be part of a single HAProxy word; refusing to write it into the configuration`},
-		{name: "word double quote", fn: wordFunc, args: []any{`a"b`}, err: "contains a double quote"},
-		{name: "word single quote", fn: wordFunc, args: []any{`a'b`}, err: "contains a single quote"},
-		{name: "word backslash", fn: wordFunc, args: []any{`a\b`}, err: "contains a backslash"},
-		{name: "word nbsp", fn: wordFunc, args: []any{"a\u00a0b"}, err: "contains whitespace (U+00A0)"},
-		{name: "quoteValue plain", fn: quoteValueFunc, args: []any{"hello world"}, want: `"hello world"`},
-		{name: "quoteValue escapes", fn: quoteValueFunc, args: []any{`a"b\c ${HOME} $PATH #x 'y'`}, want: `"a\"b\\c \${HOME} \$PATH #x 'y'"`},
-		{name: "quoteValue number", fn: quoteValueFunc, args: []any{int64(5)}, want: `"5"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := tt.fn(tt.args...)
-			if tt.err != "" {
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), tt.err)
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, tt.want, got)
-		})
-	}
-}
-
-func TestDescribeObject(t *testing.T) {
-	assert.Equal(t, "Ingress default/web", describeObject(ingress("default", "web", "h", "s")))
-	assert.Equal(t, "Namespace kube-system", describeObject(map[string]any{"kind": "Namespace", "metadata": map[string]any{"name": "kube-system"}}))
-	assert.Equal(t, "object a/b", describeObject(map[string]any{"metadata": map[string]any{"namespace": "a", "name": "b"}}))
-	assert.Equal(t, "object", describeObject(map[string]any{}))
-}
-
 func TestFieldPathCache(t *testing.T) {
 	e := mustEngine(t, `{{ range .resources.ingresses.List }}{{ field . "spec.rules[0].host" }} {{ field . "spec.rules[0].host" }} {{ field . "spec..x" }}{{ end }}`)
 	_, err := e.Render(context.Background(), Input{Stores: map[string]store.Reader{"ingresses": newFakeReader(t, nsName, ingress("a", "b", "h", "s"))}})
@@ -202,10 +80,4 @@ func TestFieldPathCache(t *testing.T) {
 	v, ok := steps.Lookup(map[string]any{"metadata": map[string]any{"labels": map[string]any{"k99999": "x"}}})
 	assert.True(t, ok)
 	assert.Equal(t, "x", v)
-}
-
-// fieldFunc implements field OBJ PATH, parsing PATH on every call without
-// the Engine's cache of parsed paths.
-func fieldFunc(obj any, path string) (string, error) {
-	return fieldValue(obj, path, store.ParseFieldPath)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/render/values"
 )
 
 // warn implements warn OBJECT MESSAGE: the render goes on, and MESSAGE
@@ -17,7 +18,7 @@ func (s *renderState) warn(obj any, msg string) (string, error) {
 	if err := s.interrupted(); err != nil {
 		return "", err
 	}
-	o, ok := objectContent(obj)
+	o, ok := values.ObjectContent(obj)
 	if !ok {
 		return "", fmt.Errorf("warn: want OBJECT MESSAGE, where OBJECT is a resource object, got %T", obj)
 	}
@@ -26,7 +27,7 @@ func (s *renderState) warn(obj any, msg string) (string, error) {
 	}
 	w := bundle.Warning{Object: refOf("", o), Message: msg}
 	if f := s.sources.frag; f != nil {
-		f.warnings = append(f.warnings, w)
+		f.Warnings = append(f.Warnings, w)
 		return "", nil
 	}
 	s.warnings = append(s.warnings, w)

@@ -9,7 +9,7 @@
 //   - walk.go: Walk, Known and UnknownNodeError
 //     (TestEveryNodeTypeIsKnown compares the node types with Go's source).
 //   - internals.go: Locate (where an execution error happened, from its
-//     text), Line (where a tree starts, from ErrorContext) and InsertTick
+//     text, and Location.Message, the problem as an author needs it), Line (where a tree starts, from ErrorContext) and InsertTick
 //     (an empty text node grafted into a tree, so loops notice the
 //     render's deadline); TestTextTemplateInternals checks all three.
 package tree

@@ -2,6 +2,7 @@ package tree
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"text/template"
@@ -21,6 +22,35 @@ type Location struct {
 	Context  string // the node, e.g. ".resources.typo.List"
 	Func     string // the function whose error this is, if any
 	Problem  string // the rest of the message
+}
+
+// Node is the failing node's text, cut to 60 characters.
+func (l Location) Node() string {
+	if r := []rune(l.Context); len(r) > 60 {
+		return string(r[:60]) + "…"
+	}
+	return l.Context
+}
+
+// Message is the problem as a template author needs it: a function's
+// error once prefixed with the function's name, a field read through a
+// missing value said so, otherwise the node and the problem.
+func (l Location) Message() string {
+	node := l.Node()
+	switch {
+	case l.Func != "":
+		if strings.HasPrefix(l.Problem, l.Func+" ") || strings.HasPrefix(l.Problem, l.Func+":") ||
+			strings.HasPrefix(l.Problem, ".") {
+			return l.Problem
+		}
+		return l.Func + ": " + l.Problem
+	case strings.HasPrefix(l.Problem, "nil pointer evaluating interface {}."):
+		field := strings.TrimPrefix(l.Problem, "nil pointer evaluating interface {}")
+		return fmt.Sprintf("%s: cannot read %s of a missing value (use with, dig or field for optional fields)", node, field)
+	case node != "":
+		return node + ": " + l.Problem
+	}
+	return l.Problem
 }
 
 // Locate digs the location out of a text/template execution error, whose

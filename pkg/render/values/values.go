@@ -1,8 +1,6 @@
-package render
+package values
 
 import (
-	"github.com/haproxy-template/htc/pkg/store"
-
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -12,7 +10,47 @@ import (
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/haproxy-template/htc/pkg/store"
 )
+
+// Error is a value that field, safe, word or quoteValue refused to put
+// into the configuration. Object ("Ingress default/web") and Field
+// ("spec.rules[0].host") are set when the template supplied them.
+type Error struct {
+	// Template names the template source of the call (set by package
+	// render when the call fails).
+	Template string
+	// Line is the 1-based line of the call, 0 when unknown.
+	Line int
+	// Object describes the resource the value came from, if known.
+	Object string
+	// Field is the path of the value in Object, if known.
+	Field string
+	// Message is the full description, naming Object and Field when known.
+	Message string
+	// source is the object the value came from, when the template passed it.
+	source map[string]any
+}
+
+// Error returns the message.
+func (e *Error) Error() string { return e.Message }
+
+// Location is "template NAME line N", "template NAME" without a line, ""
+// without a template (phase.Located).
+func (e *Error) Location() string {
+	switch {
+	case e.Template == "":
+		return ""
+	case e.Line > 0:
+		return fmt.Sprintf("template %s line %d", e.Template, e.Line)
+	}
+	return "template " + e.Template
+}
+
+// Source is the object the value came from when the template passed it,
+// else nil.
+func (e *Error) Source() map[string]any { return e.source }
 
 // refuseSuffix ends the message of every refused value.
 const refuseSuffix = "; refusing to write it into the configuration"
@@ -47,10 +85,10 @@ func (o valueOrigin) describe(v string) string {
 	}
 }
 
-// errorf builds the *ValueError for a value v from o: "<what> <problem>".
-func (o valueOrigin) errorf(v, problem string) *ValueError {
+// errorf builds the *Error for a value v from o: "<what> <problem>".
+func (o valueOrigin) errorf(v, problem string) *Error {
 	o = o.named()
-	return &ValueError{Object: o.object, Field: o.field, Message: o.describe(v) + " " + problem, source: o.obj}
+	return &Error{Object: o.object, Field: o.field, Message: o.describe(v) + " " + problem, source: o.obj}
 }
 
 // quoteForMessage quotes v for an error message, escaped and truncated.
@@ -81,9 +119,9 @@ func describeObject(obj map[string]any) string {
 	}
 }
 
-// objectContent returns the content of obj, which a template passes as a
+// ObjectContent returns the content of obj, which a template passes as a
 // map (what the stores' accessors return) or an *unstructured.Unstructured.
-func objectContent(obj any) (map[string]any, bool) {
+func ObjectContent(obj any) (map[string]any, bool) {
 	switch o := obj.(type) {
 	case map[string]any:
 		return o, o != nil
@@ -178,7 +216,7 @@ const (
 // "${", "$." expand inside double quotes); for a word also an empty value
 // (it vanishes and shifts the following arguments), any whitespace, '#'
 // (comment), quotes, backslashes and any '$' (addresses expand every '$').
-func checkValue(s string, o valueOrigin, use valueUse) *ValueError {
+func checkValue(s string, o valueOrigin, use valueUse) *Error {
 	for _, r := range s {
 		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
 			return o.errorf(s, "contains "+charName(r)+refuseSuffix)
@@ -215,7 +253,7 @@ func edgeSpace(s string) bool {
 func valueArgs(fn string, args []any) (v any, o valueOrigin, err error) {
 	describeCtx := func(ctx ...any) error {
 		for i, c := range ctx {
-			if obj, ok := objectContent(c); ok {
+			if obj, ok := ObjectContent(c); ok {
 				o.obj = obj
 				continue
 			}
@@ -235,12 +273,12 @@ func valueArgs(fn string, args []any) (v any, o valueOrigin, err error) {
 	case 1:
 		return args[0], o, nil
 	case 2:
-		if _, isObj := objectContent(args[0]); isObj {
+		if _, isObj := ObjectContent(args[0]); isObj {
 			return args[1], o, describeCtx(args[0])
 		}
 		return args[0], o, describeCtx(args[1])
 	case 3:
-		if _, isObj := objectContent(args[0]); isObj {
+		if _, isObj := ObjectContent(args[0]); isObj {
 			return args[2], o, describeCtx(args[0], args[1])
 		}
 		return args[0], o, describeCtx(args[1], args[2])
@@ -263,7 +301,7 @@ func stringValue(v any, o valueOrigin, use valueUse) (string, error) {
 		case o.field != "":
 			name = o.field
 		}
-		return "", &ValueError{Object: o.object, Field: o.field, Message: name + " is " + s + ", not a single value"}
+		return "", &Error{Object: o.object, Field: o.field, Message: name + " is " + s + ", not a single value"}
 	}
 	if err := checkValue(s, o, use); err != nil {
 		return "", err
@@ -271,10 +309,10 @@ func stringValue(v any, o valueOrigin, use valueUse) (string, error) {
 	return s, nil
 }
 
-// fieldValue returns the value at path in obj as a checked string; parse
+// Field returns the value at path in obj as a checked string; parse
 // compiles path.
-func fieldValue(obj any, path string, parse func(string) (store.FieldPath, error)) (string, error) {
-	content, ok := objectContent(obj)
+func Field(obj any, path string, parse func(string) (store.FieldPath, error)) (string, error) {
+	content, ok := ObjectContent(obj)
 	if !ok {
 		if obj == nil || reflect.ValueOf(obj).IsZero() {
 			return "", fmt.Errorf("field %q: the object is missing (nil)", path)
@@ -292,7 +330,7 @@ func fieldValue(obj any, path string, parse func(string) (store.FieldPath, error
 	s, isScalar := scalarString(v)
 	if !isScalar {
 		object := describeObject(content)
-		return "", &ValueError{Object: object, Field: path,
+		return "", &Error{Object: object, Field: path,
 			Message: fmt.Sprintf("%s: %s is %s, not a single value", object, path, s)}
 	}
 	if verr := checkValue(s, valueOrigin{obj: content, field: path}, useText); verr != nil {
@@ -301,8 +339,9 @@ func fieldValue(obj any, path string, parse func(string) (store.FieldPath, error
 	return s, nil
 }
 
-// safeFunc implements safe VALUE [OBJ PATH].
-func safeFunc(args ...any) (string, error) {
+// Safe implements safe VALUE [OBJ PATH]: VALUE as a string that carries
+// no control character, edge whitespace or environment reference.
+func Safe(args ...any) (string, error) {
 	v, o, err := valueArgs("safe", args)
 	if err != nil {
 		return "", err
@@ -310,8 +349,9 @@ func safeFunc(args ...any) (string, error) {
 	return stringValue(v, o, useText)
 }
 
-// wordFunc implements word VALUE [OBJ PATH].
-func wordFunc(args ...any) (string, error) {
+// Word implements word VALUE [OBJ PATH]: VALUE as one unquoted HAProxy
+// word.
+func Word(args ...any) (string, error) {
 	v, o, err := valueArgs("word", args)
 	if err != nil {
 		return "", err
@@ -319,11 +359,11 @@ func wordFunc(args ...any) (string, error) {
 	return stringValue(v, o, useWord)
 }
 
-// quoteValueFunc implements quoteValue VALUE [OBJ PATH]: an HAProxy
+// QuoteValue implements quoteValue VALUE [OBJ PATH]: an HAProxy
 // double-quoted string. Inside double quotes HAProxy still interprets '\'
 // escapes and expands environment variables ("$VAR", "${VAR}"), so '\', '"'
 // and '$' are escaped with a backslash.
-func quoteValueFunc(args ...any) (string, error) {
+func QuoteValue(args ...any) (string, error) {
 	v, o, err := valueArgs("quoteValue", args)
 	if err != nil {
 		return "", err
@@ -338,8 +378,3 @@ func quoteValueFunc(args ...any) (string, error) {
 // haproxyQuoteEscaper escapes the characters HAProxy interprets inside
 // double quotes. It is safe for concurrent use and never modified.
 var haproxyQuoteEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, `$`, `\$`)
-
-// field implements field OBJ PATH with the Engine's cache of parsed paths.
-func (s *renderState) field(obj any, path string) (string, error) {
-	return fieldValue(obj, path, s.engine.fieldPath)
-}

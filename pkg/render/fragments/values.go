@@ -1,4 +1,4 @@
-package render
+package fragments
 
 import (
 	"encoding/binary"
@@ -15,7 +15,7 @@ import (
 // store object or a part of one, .extraContext, a channel's values), which
 // nothing can modify. So:
 //
-//   - fingerprint names a map this render did not build by its address (its
+//   - AppendFingerprint names a map this render did not build by its address (its
 //     content never changes: the address stands for it) and everything
 //     else by its type and content, in an encoding where two values get
 //     the same text only when no template can tell them apart: a nil list
@@ -24,15 +24,19 @@ import (
 //     with %T or toJson), floats all their bits (-0 is not 0), strings
 //     their length. Each part starts with its own tag and ends where its
 //     tag says, so no sequence of parts reads as another;
-//   - freeze copies built maps and lists (a fragment gets its own copy, and
+//   - Freeze copies built maps and lists (a fragment gets its own copy, and
 //     an emitted value can no longer be modified by anyone) and keeps the
 //     rest as it is, nil lists nil.
 //
 // Any other value (a store handle, a function's result of another type) is
 // refused: a fragment's inputs are data.
 
-// appendFingerprint appends to b the bytes that identify v as a
-// fragment's item (a record keeps the item, which keeps the maps the bytes
+// Owned reports whether m is a map the current render built (owned: set
+// may modify it, so its content, not its address, names it).
+type Owned func(m map[string]any) bool
+
+// AppendFingerprint appends to b the bytes that identify v as a
+// fragment's item, owned telling the maps the render built (a record keeps the item, which keeps the maps the bytes
 // name by address alive). Each part is a tag byte and what the tag says
 // follows: a fixed number of bytes, or a varint length or count and that
 // many bytes or parts, so no sequence of parts reads as another:
@@ -51,20 +55,20 @@ import (
 //	m <count> (<len> <key> <len> <value>)*  a map[string]string, in key order
 //	[ <len> <type> n          a nil list of that type
 //	[ <len> <type> c <count> <part>*  a list or array of that type
-func (s *renderState) appendFingerprint(b []byte, v any) ([]byte, error) {
+func AppendFingerprint(b []byte, v any, owned Owned) ([]byte, error) {
 	switch x := v.(type) {
 	case map[string]any:
 		if x == nil {
 			return append(b, 'N'), nil
 		}
-		if !s.isOwned(x) {
-			return binary.LittleEndian.AppendUint64(append(b, 'p'), uint64(uintptr(mapPointer(x)))), nil
+		if !owned(x) {
+			return binary.LittleEndian.AppendUint64(append(b, 'p'), uint64(uintptr(mapPtr(x)))), nil
 		}
 		b = binary.AppendUvarint(append(b, '{'), uint64(len(x)))
 		for _, k := range slices.Sorted(mapKeys(x)) {
 			b = appendLenString(b, k)
 			var err error
-			if b, err = s.appendFingerprint(b, x[k]); err != nil {
+			if b, err = AppendFingerprint(b, x[k], owned); err != nil {
 				return nil, err
 			}
 		}
@@ -109,7 +113,7 @@ func (s *renderState) appendFingerprint(b []byte, v any) ([]byte, error) {
 		b = binary.AppendUvarint(append(b, 'c'), uint64(rv.Len()))
 		for i := range rv.Len() {
 			var err error
-			if b, err = s.appendFingerprint(b, rv.Index(i).Interface()); err != nil {
+			if b, err = AppendFingerprint(b, rv.Index(i).Interface(), owned); err != nil {
 				return nil, err
 			}
 		}
@@ -118,11 +122,11 @@ func (s *renderState) appendFingerprint(b []byte, v any) ([]byte, error) {
 	return nil, fmt.Errorf("a value of type %T cannot be a fragment's input or an emitted value (use strings, numbers, booleans, objects, lists and dicts)", v)
 }
 
-// appendFragmentKey appends to b the key of the record of fragment name
-// for item, whose dict key is key: both strings length-prefixed (a key
+// AppendKey appends to b the key of the record of fragment name for
+// item, whose dict key is key: both strings length-prefixed (a key
 // holding any byte cannot run into the item), then the item's fingerprint.
-func (s *renderState) appendFragmentKey(b []byte, name, key string, item any) ([]byte, error) {
-	return s.appendFingerprint(appendLenString(appendLenString(b, name), key), item)
+func AppendKey(b []byte, name, key string, item any, owned Owned) ([]byte, error) {
+	return AppendFingerprint(appendLenString(appendLenString(b, name), key), item, owned)
 }
 
 // appendLenString appends s to b, preceded by its length (a varint).
@@ -130,19 +134,17 @@ func appendLenString(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
-// freeze returns v with the maps this render built and the lists copied
-// (recursively); it refuses what fingerprint refuses.
-func (s *renderState) freeze(v any) (any, error) { return s.freezeNoting(v, nil) }
-
-// freezeNoting is freeze, appending to held (when not nil) each map it
-// keeps as it is (one the render did not build: a store object, a part of
-// one, extraContext), outermost only.
-func (s *renderState) freezeNoting(v any, held *[]unsafe.Pointer) (any, error) {
+// Freeze returns v with the maps the render built (owned) and the lists
+// copied (recursively); it refuses what AppendFingerprint refuses. When
+// held is not nil, it appends to it each map it keeps as it is (one the
+// render did not build: a store object, a part of one, extraContext),
+// outermost only, by address.
+func Freeze(v any, owned Owned, held *[]unsafe.Pointer) (any, error) {
 	switch x := v.(type) {
 	case nil, string, bool, map[string]string:
 		return v, nil
 	case map[string]any:
-		if x == nil || !s.isOwned(x) {
+		if x == nil || !owned(x) {
 			if x != nil && held != nil {
 				*held = append(*held, mapPtr(x))
 			}
@@ -150,7 +152,7 @@ func (s *renderState) freezeNoting(v any, held *[]unsafe.Pointer) (any, error) {
 		}
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			f, err := s.freezeNoting(e, held)
+			f, err := Freeze(e, owned, held)
 			if err != nil {
 				return nil, err
 			}
@@ -170,7 +172,7 @@ func (s *renderState) freezeNoting(v any, held *[]unsafe.Pointer) (any, error) {
 		}
 		out := reflect.MakeSlice(reflect.SliceOf(rv.Type().Elem()), rv.Len(), rv.Len())
 		for i := range rv.Len() {
-			f, err := s.freezeNoting(rv.Index(i).Interface(), held)
+			f, err := Freeze(rv.Index(i).Interface(), owned, held)
 			if err != nil {
 				return nil, err
 			}
@@ -223,3 +225,6 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 		}
 	}
 }
+
+// mapPtr is the address of m's map header: what names m.
+func mapPtr(m map[string]any) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&m)) }

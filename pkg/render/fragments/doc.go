@@ -1,0 +1,23 @@
+// Package fragments holds fragment records and their reuse, apart from
+// the engine that runs fragments and applies records (package render,
+// fragment*.go; its doc says what a fragment is). It knows of a render
+// only which maps it built (Owned), its store readers and which objects
+// render alike (Check).
+//
+// # Map
+//
+//   - record.go: Record, what one fragment did: its text, store reads,
+//     emits, added files and warnings.
+//   - reuse.go: Table, the records of one recording render by key and the
+//     stores that stayed at one generation through it, and Reusable, when
+//     a later render may apply a record (every read returns the same
+//     objects now, or objects that render alike).
+//   - channel.go: Channel, what fragments emitted on one channel (the
+//     first value of each key), closed once read.
+//   - values.go: AppendKey and AppendFingerprint, the prefix-free
+//     encoding that names a record by fragment name, dict key and item
+//     (a map the render did not build by its address, anything else by
+//     type and content, telling apart whatever a template can), and
+//     Freeze, the copy of what the render built that a fragment gets and
+//     an emit keeps.
+package fragments

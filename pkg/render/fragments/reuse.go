@@ -1,0 +1,242 @@
+package fragments
+
+import (
+	"slices"
+	"unsafe"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/haproxy-template/htc/pkg/store"
+)
+
+// When a fragment record may be reused: the table of the last recording
+// render, the stores that stayed at its generations, and the reads a
+// record made, made again and compared.
+
+// Table holds the records of one recording render, by key (AppendKey),
+// for the renders with its BaseDir and size limit.
+type Table struct {
+	// BaseDir and Limit are the recording render's Input.BaseDir and size
+	// limit: only a render with both the same may apply its records.
+	BaseDir string
+	Limit   int64
+	// Records are the records, by key.
+	Records map[string]*Record
+	// gens are the stores (by key) that stayed at one generation from the
+	// start of the recording render to its end: every read it made of them
+	// returned what that generation holds.
+	gens map[string]storeGen
+}
+
+// NewTable returns an empty table for a render with baseDir and limit
+// over set, with room for n records.
+func NewTable(baseDir string, limit int64, set store.Set, n int) *Table {
+	return &Table{BaseDir: baseDir, Limit: limit, gens: storeGens(set), Records: make(map[string]*Record, n)}
+}
+
+// storeGen is a reader at a generation.
+type storeGen struct {
+	reader store.Reader
+	gen    uint64
+}
+
+// storeGens returns the generation of each reader of set that answers as
+// the Store it reads (a Store itself: Delta of itself at its generation,
+// with no keys); a reader that presents a change of its Store (an Overlay)
+// answered otherwise for the keys it changes, which a later render could
+// not tell from its own.
+func storeGens(set store.Set) map[string]storeGen {
+	gens := make(map[string]storeGen, len(set))
+	for k, r := range set {
+		if r == nil {
+			continue
+		}
+		gen := r.Generation()
+		if keys, ok := r.Delta(r, gen); ok && len(keys) == 0 {
+			gens[k] = storeGen{reader: r, gen: gen}
+		}
+	}
+	return gens
+}
+
+// KeepSteady drops the stores whose generation moved since NewTable: the
+// recording render ends with it.
+func (t *Table) KeepSteady() {
+	for k, g := range t.gens {
+		if g.reader.Generation() != g.gen {
+			delete(t.gens, k)
+		}
+	}
+}
+
+// SteadyStores returns, for each store of set still at the generation t
+// recorded, the index keys whose reads may answer otherwise now: none for
+// the store itself, those an Overlay of it changes (store.Reader.Delta).
+// A read of any other store is checked by making it again.
+func (t *Table) SteadyStores(set store.Set) map[string][][]string {
+	steady := make(map[string][][]string, len(t.gens))
+	for k, g := range t.gens {
+		if r := set[k]; r != nil {
+			if keys, ok := r.Delta(g.reader, g.gen); ok {
+				steady[k] = keys
+			}
+		}
+	}
+	return steady
+}
+
+// Check is what a render tells Reusable about itself.
+type Check struct {
+	// Steady is the table's SteadyStores of the render's stores.
+	Steady map[string][][]string
+	// Reader returns the render's reader of store key, nil when none.
+	Reader func(key string) store.Reader
+	// Alike reports whether now, an object of store key, renders as old,
+	// one a record read, does (objects that render alike).
+	Alike func(key string, old, now map[string]any) bool
+}
+
+// Reusable returns the record of key when the render c describes may
+// apply it: every store read it made returns the same objects now, or
+// objects that render alike (c.Alike); the record returned then holds the
+// objects read now, and alike is true. It returns nil when the record
+// must run again: a read returns other objects, or its emitted values or
+// added files hold an object replaced by an alike one (a full render would
+// hold the new one).
+func (t *Table) Reusable(key []byte, c *Check) (rec *Record, alike bool) {
+	rec = t.Records[string(key)]
+	if rec == nil {
+		return nil, false
+	}
+	var fresh *Record // rec with the objects read now, once one differs
+	for i := range rec.Reads {
+		ok, now := c.readsAlike(&rec.Reads[i])
+		if !ok {
+			return nil, false
+		}
+		if now != nil {
+			if fresh == nil {
+				c := *rec
+				c.Reads = slices.Clone(rec.Reads)
+				fresh = &c
+			}
+			fresh.Reads[i].Call.Objs = now
+		}
+	}
+	if fresh == nil {
+		return rec, false
+	}
+	if rec.holdsReplaced(fresh) {
+		return nil, false
+	}
+	return fresh, true
+}
+
+// readsAlike reports whether r, made now, returns what it returned: the
+// store is steady and the read is not of keys an overlay changes, or it is
+// made again and returns the same objects (now nil), or objects that render
+// alike (now: those objects).
+func (c *Check) readsAlike(r *Read) (ok bool, now []map[string]any) {
+	if delta, steady := c.Steady[r.Store]; steady {
+		if len(delta) == 0 {
+			return true, nil
+		}
+		if m := r.Call.Method; (m == "Get" || m == "Fetch") && len(r.Call.Keys) > 0 &&
+			!slices.ContainsFunc(delta, func(k []string) bool { return hasKeyPrefix(k, r.Call.Keys) }) {
+			return true, nil
+		}
+	}
+	rd := c.Reader(r.Store)
+	if rd == nil {
+		return false, nil
+	}
+	return r.Call.again(rd, c, r.Store)
+}
+
+// holdsReplaced reports whether rec's emitted values or added files'
+// owners hold an object of rec's reads that fresh (rec with the objects
+// read now) does not read.
+func (rec *Record) holdsReplaced(fresh *Record) bool {
+	var replaced []unsafe.Pointer
+	for i := range rec.Reads {
+		for j, o := range rec.Reads[i].Call.Objs {
+			if p := mapPtr(o); p != mapPtr(fresh.Reads[i].Call.Objs[j]) {
+				replaced = append(replaced, p)
+			}
+		}
+	}
+	for _, p := range rec.Held {
+		if slices.Contains(replaced, p) {
+			return true
+		}
+	}
+	for _, f := range rec.Files {
+		if f.Owner != nil && slices.Contains(replaced, mapPtr(f.Owner)) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasKeyPrefix reports whether keys begins with prefix.
+func hasKeyPrefix(keys, prefix []string) bool {
+	return len(prefix) <= len(keys) && slices.Equal(keys[:len(prefix)], prefix)
+}
+
+// again makes the call r on rd again and compares what it returns with
+// what it returned: the same objects (by identity: store objects never
+// change) or the same count (ok, now nil); objects each the recorded one
+// or alike it (c.Alike, by store key; ok, now: the objects it returns);
+// otherwise not ok.
+func (r *StoreCall) again(rd store.Reader, c *Check, key string) (ok bool, now []map[string]any) {
+	switch r.Method {
+	case "Get":
+		obj, found := rd.Get(r.Keys...)
+		if !found || obj == nil || obj.Object == nil {
+			return len(r.Objs) == 0, nil
+		}
+		switch {
+		case len(r.Objs) != 1:
+			return false, nil
+		case mapPtr(obj.Object) == mapPtr(r.Objs[0]):
+			return true, nil
+		case c.Alike(key, r.Objs[0], obj.Object):
+			return true, []map[string]any{obj.Object}
+		}
+		return false, nil
+	case "Fetch":
+		return sameObjects(rd.Fetch(r.Keys...), r.Objs, c, key)
+	case "List":
+		return sameObjects(rd.List(), r.Objs, c, key)
+	case "Len":
+		return rd.Len() == r.N, nil
+	}
+	return false, nil
+}
+
+// sameObjects compares got with the objects want, in order: each the
+// same object (ok, now nil) or alike it (ok, now: got's objects).
+func sameObjects(got []*unstructured.Unstructured, want []map[string]any, c *Check, key string) (ok bool, now []map[string]any) {
+	i := 0
+	for _, o := range got {
+		if o == nil || o.Object == nil {
+			continue // the engine's reads skip these too
+		}
+		if i == len(want) {
+			return false, nil
+		}
+		if mapPtr(o.Object) != mapPtr(want[i]) {
+			if !c.Alike(key, want[i], o.Object) {
+				return false, nil
+			}
+			if now == nil {
+				now = append(make([]map[string]any, 0, len(want)), want[:i]...)
+			}
+		}
+		if now != nil {
+			now = append(now, o.Object)
+		}
+		i++
+	}
+	return i == len(want), now
+}

@@ -1,0 +1,74 @@
+package fragments
+
+import (
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/haproxy-template/htc/pkg/store"
+)
+
+func app(v string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "App", "metadata": map[string]any{"namespace": "ns", "name": "a"}, "spec": map[string]any{"v": v}}}
+}
+
+// TestARecordIsReusedOnlyWhileItsReadsReturnWhatTheyReturned: a record
+// that read app a applies while the store holds that object, runs again
+// once a holds another object, applies with the object read now when the
+// render says it renders alike, and runs again then too when its emitted
+// values hold the object replaced.
+func TestARecordIsReusedOnlyWhileItsReadsReturnWhatTheyReturned(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		update   bool // a is replaced after the recording render
+		alike    bool // the render says the new a renders as the old one
+		holdsOld bool // the record's emitted values hold the old a
+		want     string
+	}{
+		{name: "unchanged store applies the record", want: "rec"},
+		{name: "another object runs the fragment again", update: true, want: "none"},
+		{name: "an object that renders alike applies it with the new object", update: true, alike: true, want: "fresh"},
+		{name: "an alike object held by an emitted value runs it again", update: true, alike: true, holdsOld: true, want: "none"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := store.New([]string{"metadata.namespace", "metadata.name"})
+			require.NoError(t, err)
+			require.NoError(t, s.Add(app("v1")))
+			set := store.Set{"apps": s}
+			old, _ := s.Get("ns", "a")
+			tbl := NewTable("/b", 1, set, 0)
+			rec := &Record{Text: "x", Reads: []Read{{Store: "apps", Call: StoreCall{Method: "Get", Keys: []string{"ns", "a"}, Objs: []map[string]any{old.Object}}}}}
+			if tc.holdsOld {
+				rec.Held = []unsafe.Pointer{mapPtr(old.Object)}
+			}
+			tbl.Records["k"] = rec
+			tbl.KeepSteady()
+			if tc.update {
+				require.NoError(t, s.Update(app("v2")))
+			}
+			c := &Check{Steady: tbl.SteadyStores(set), Reader: func(k string) store.Reader { return set[k] },
+				Alike: func(string, map[string]any, map[string]any) bool { return tc.alike }}
+
+			got, alike := tbl.Reusable([]byte("k"), c)
+			switch tc.want {
+			case "rec":
+				assert.Same(t, rec, got)
+				assert.False(t, alike)
+			case "none":
+				assert.Nil(t, got)
+			case "fresh":
+				require.NotNil(t, got)
+				assert.True(t, alike)
+				now, _ := s.Get("ns", "a")
+				assert.Equal(t, mapPtr(now.Object), mapPtr(got.Reads[0].Call.Objs[0]), "applied with the object read now")
+				assert.Equal(t, mapPtr(old.Object), mapPtr(rec.Reads[0].Call.Objs[0]), "the table's record is left alone")
+			}
+			missing, _ := tbl.Reusable([]byte("other"), c)
+			assert.Nil(t, missing, "no record, nothing to apply")
+		})
+	}
+}
