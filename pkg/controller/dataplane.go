@@ -73,9 +73,10 @@ type planeState struct {
 	// (each runtime apply and reload): a comparison read during one is
 	// stale.
 	epoch uint64
-	// comparing is set while a comparison reads HAProxy's state (one
-	// at a time); comparisons are waited for when the live loop ends.
-	comparing   bool
+	// comparing is the comparison reading HAProxy's state (one at a
+	// time), nil when none; comparisons (counted under mu while ctx is
+	// set) are waited for when the live loop ends.
+	comparing   *comparison
 	comparisons sync.WaitGroup
 	// compare reads what HAProxy runs and compares it with b (nil:
 	// dataplane.Verify over a worker session; tests hold it).
@@ -151,7 +152,7 @@ func (l *live) publish(ctx context.Context, cfg *config.HAProxyTemplateConfig, b
 // part of the plan (tainted). mu is held.
 func (l *live) applyAtRuntime(ctx context.Context, cfg *config.HAProxyTemplateConfig, b *bundle.Bundle, plan *dataplane.Plan, changed time.Time) (reason string, tainted bool) {
 	p := &l.plane
-	p.epoch++
+	p.changing()
 	start := time.Now()
 	s, err := l.master.OpenWorker(ctx)
 	if err != nil {
@@ -189,11 +190,7 @@ func (l *live) applyAtRuntime(ctx context.Context, cfg *config.HAProxyTemplateCo
 	l.status.set(ctx, cfg, p.runningCond)
 	if p.checkEvery > 0 && p.applies >= p.checkEvery && p.ctx != nil {
 		if c := l.beginComparison(p.ctx, cfg, "every "+fmt.Sprint(p.checkEvery)+" rounds applied at run time"); c != nil {
-			p.comparisons.Add(1)
-			go func() {
-				defer p.comparisons.Done()
-				l.compareAndReport(c)
-			}()
+			go l.compareAndReport(c)
 		}
 	}
 	return "", false
@@ -242,7 +239,7 @@ func (l *live) reload(ctx context.Context, cfg *config.HAProxyTemplateConfig, pu
 		l.log.Debug("reload paced", "in", wait.Round(time.Millisecond), "reason", reason)
 		return false
 	}
-	p.epoch++
+	p.changing()
 	start := time.Now()
 	r, err := l.master.Reload(ctx)
 	l.metrics.reloadDuration.Observe(time.Since(start).Seconds())
@@ -302,15 +299,15 @@ func (l *live) reload(ctx context.Context, cfg *config.HAProxyTemplateConfig, pu
 }
 
 // comparison is one comparison of what HAProxy runs with the files
-// (dataplane.Verify: thousands of map entries to read). It does not hold
-// mu, so rounds go on meanwhile. Under mu, beginComparison takes the bundle
-// HAProxy runs (immutable: rounds replace it, never change it) and the
-// epoch; the read-back runs without mu, one at a time (comparing); under mu
-// again, compareAndReport acts only if no round may have changed HAProxy
-// since (same epoch and bundle, nothing pending). Else the comparison is
-// stale: counted "stale", never reported agreed nor a mismatch, and the
-// check stays due (applies is kept). A mismatch is reported and repaired by
-// a reload under mu, as before.
+// (dataplane.Verify: thousands of map entries), made without mu so rounds
+// go on meanwhile. Under mu, beginComparison takes the bundle HAProxy runs
+// (immutable: rounds replace it, never change it) and the epoch; the
+// read-back runs without mu, one at a time (comparing); under mu again,
+// compareAndReport acts only if no round may have changed HAProxy since
+// (same epoch and bundle, nothing pending). Else (a round's apply or reload
+// also stops the read-back) it is stale: counted "stale", never reported
+// agreed nor a mismatch, and the check stays due (applies is kept). A
+// mismatch is reported and repaired by a reload under mu, as before.
 type comparison struct {
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -322,35 +319,52 @@ type comparison struct {
 
 // beginComparison returns a comparison of what HAProxy runs with the
 // files, nil when none can start: nothing known runs, a reload is due, no
-// master socket, or one is under way. mu is held.
+// master socket, or one is under way. compareAndReport must follow. mu is
+// held.
 func (l *live) beginComparison(ctx context.Context, cfg *config.HAProxyTemplateConfig, why string) *comparison {
 	p := &l.plane
-	if p.running == nil || p.pending != "" || l.master == nil || p.comparing || ctx == nil {
+	if p.running == nil || p.pending != "" || l.master == nil || p.comparing != nil || ctx == nil {
 		return nil
 	}
-	p.comparing = true
+	p.comparisons.Add(1)
 	c := &comparison{cfg: cfg, why: why, b: p.running, epoch: p.epoch}
 	c.ctx, c.cancel = context.WithTimeout(ctx, liveTimeout)
+	p.comparing = c
 	return c
+}
+
+// changing records that HAProxy's state may change (a runtime apply or a
+// reload follows): a comparison under way is stale, and stopped. mu is
+// held.
+func (p *planeState) changing() {
+	p.epoch++
+	if p.comparing != nil {
+		p.comparing.cancel()
+	}
 }
 
 // compareAndReport reads what HAProxy runs (without mu) and reports the
 // comparison with c's bundle: condition RuntimeVerified,
 // htc_runtime_checks_total, and on a difference htc_runtime_mismatch_total,
-// an error log line and a reload that repairs it. It takes mu.
+// an error log line and a reload that repairs it, on the config of the
+// current state (else c's). It takes mu.
 func (l *live) compareAndReport(c *comparison) {
+	defer l.plane.comparisons.Done()
 	defer c.cancel()
 	mismatches, err := l.readBack(c.ctx, c.b)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	p := &l.plane
-	p.comparing = false
+	p.comparing = nil
 	if p.epoch != c.epoch || p.running != c.b || p.pending != "" {
 		l.metrics.runtimeChecks.WithLabelValues("stale").Inc()
 		l.log.Debug("comparing what HAProxy runs with the files: a round changed it meanwhile; the check stays due", "checked", c.why)
 		return
 	}
 	ctx, cfg := c.ctx, c.cfg
+	if st := l.admitter.State(); st != nil && st.Pipeline != nil {
+		cfg = st.Pipeline.Config
+	}
 	p.applies = 0
 	if err != nil {
 		l.metrics.runtimeChecks.WithLabelValues("error").Inc()
