@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,10 +69,24 @@ type planeState struct {
 	// comparison with the files.
 	applies int
 
+	// epoch counts the rounds that may have changed what HAProxy runs
+	// (each runtime apply and reload): a comparison read during one is
+	// stale.
+	epoch uint64
+	// comparing is the comparison reading HAProxy's state (one at a
+	// time), nil when none; comparisons (counted under mu while ctx is
+	// set) are waited for when the live loop ends.
+	comparing   *comparison
+	comparisons sync.WaitGroup
+	// compare reads what HAProxy runs and compares it with b (nil:
+	// dataplane.Verify over a worker session; tests hold it).
+	compare func(ctx context.Context, b *bundle.Bundle) ([]dataplane.Mismatch, error)
+
 	reloadOnly     bool
 	reloadInterval time.Duration
 	checkEvery     int // 0: only when idle
-	// ctx is the live loop's context, for the comparison run when idle.
+	// ctx is the live loop's context, for the comparisons (nil: the loop
+	// does not run, and starts none).
 	ctx context.Context
 }
 
@@ -137,6 +152,7 @@ func (l *live) publish(ctx context.Context, cfg *config.HAProxyTemplateConfig, b
 // part of the plan (tainted). mu is held.
 func (l *live) applyAtRuntime(ctx context.Context, cfg *config.HAProxyTemplateConfig, b *bundle.Bundle, plan *dataplane.Plan, changed time.Time) (reason string, tainted bool) {
 	p := &l.plane
+	p.changing()
 	start := time.Now()
 	s, err := l.master.OpenWorker(ctx)
 	if err != nil {
@@ -172,8 +188,10 @@ func (l *live) applyAtRuntime(ctx context.Context, cfg *config.HAProxyTemplateCo
 	l.log.Info("change applied at run time, without a reload", "duration", time.Since(start).Round(time.Millisecond),
 		"servers", applied[dataplane.KindServer], "maps", applied[dataplane.KindMap], "certificates", applied[dataplane.KindCert])
 	l.status.set(ctx, cfg, p.runningCond)
-	if p.checkEvery > 0 && p.applies >= p.checkEvery {
-		l.verify(ctx, cfg, "every "+fmt.Sprint(p.checkEvery)+" rounds applied at run time")
+	if p.checkEvery > 0 && p.applies >= p.checkEvery && p.ctx != nil {
+		if c := l.beginComparison(p.ctx, cfg, "every "+fmt.Sprint(p.checkEvery)+" rounds applied at run time"); c != nil {
+			go l.compareAndReport(c)
+		}
 	}
 	return "", false
 }
@@ -221,6 +239,7 @@ func (l *live) reload(ctx context.Context, cfg *config.HAProxyTemplateConfig, pu
 		l.log.Debug("reload paced", "in", wait.Round(time.Millisecond), "reason", reason)
 		return false
 	}
+	p.changing()
 	start := time.Now()
 	r, err := l.master.Reload(ctx)
 	l.metrics.reloadDuration.Observe(time.Since(start).Seconds())
@@ -279,24 +298,74 @@ func (l *live) reload(ctx context.Context, cfg *config.HAProxyTemplateConfig, pu
 	}
 }
 
-// verify compares what HAProxy runs with the files (dataplane.Verify) and
-// reports it: condition RuntimeVerified, htc_runtime_checks_total, and on
-// a difference htc_runtime_mismatch_total, an error log line and a reload
-// that repairs it. why says what asked for the check. mu is held.
-func (l *live) verify(ctx context.Context, cfg *config.HAProxyTemplateConfig, why string) {
+// comparison is one comparison of what HAProxy runs with the files
+// (dataplane.Verify: thousands of map entries), made without mu so rounds
+// go on meanwhile. Under mu, beginComparison takes the bundle HAProxy runs
+// (immutable: rounds replace it, never change it) and the epoch; the
+// read-back runs without mu, one at a time (comparing); under mu again,
+// compareAndReport acts only if no round may have changed HAProxy since
+// (same epoch and bundle, nothing pending). Else (a round's apply or reload
+// also stops the read-back) it is stale: counted "stale", never reported
+// agreed nor a mismatch, and the check stays due (applies is kept). A
+// mismatch is reported and repaired by a reload under mu, as before.
+type comparison struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	cfg    *config.HAProxyTemplateConfig
+	why    string // what asked for it
+	b      *bundle.Bundle
+	epoch  uint64
+}
+
+// beginComparison returns a comparison of what HAProxy runs with the
+// files, nil when none can start: nothing known runs, a reload is due, no
+// master socket, or one is under way. compareAndReport must follow. mu is
+// held.
+func (l *live) beginComparison(ctx context.Context, cfg *config.HAProxyTemplateConfig, why string) *comparison {
 	p := &l.plane
-	if p.running == nil || p.pending != "" || l.master == nil {
+	if p.running == nil || p.pending != "" || l.master == nil || p.comparing != nil || ctx == nil {
+		return nil
+	}
+	p.comparisons.Add(1)
+	c := &comparison{cfg: cfg, why: why, b: p.running, epoch: p.epoch}
+	c.ctx, c.cancel = context.WithTimeout(ctx, liveTimeout)
+	p.comparing = c
+	return c
+}
+
+// changing records that HAProxy's state may change (a runtime apply or a
+// reload follows): a comparison under way is stale, and stopped. mu is
+// held.
+func (p *planeState) changing() {
+	p.epoch++
+	if p.comparing != nil {
+		p.comparing.cancel()
+	}
+}
+
+// compareAndReport reads what HAProxy runs (without mu) and reports the
+// comparison with c's bundle: condition RuntimeVerified,
+// htc_runtime_checks_total, and on a difference htc_runtime_mismatch_total,
+// an error log line and a reload that repairs it, on the config of the
+// current state (else c's). It takes mu.
+func (l *live) compareAndReport(c *comparison) {
+	defer l.plane.comparisons.Done()
+	defer c.cancel()
+	mismatches, err := l.readBack(c.ctx, c.b)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p := &l.plane
+	p.comparing = nil
+	if p.epoch != c.epoch || p.running != c.b || p.pending != "" {
+		l.metrics.runtimeChecks.WithLabelValues("stale").Inc()
+		l.log.Debug("comparing what HAProxy runs with the files: a round changed it meanwhile; the check stays due", "checked", c.why)
 		return
+	}
+	ctx, cfg := c.ctx, c.cfg
+	if st := l.admitter.State(); st != nil && st.Pipeline != nil {
+		cfg = st.Pipeline.Config
 	}
 	p.applies = 0
-	s, err := l.master.OpenWorker(ctx)
-	if err != nil {
-		l.metrics.runtimeChecks.WithLabelValues("error").Inc()
-		l.log.Warn("comparing what HAProxy runs with the files failed", "error", err)
-		return
-	}
-	mismatches, err := dataplane.Verify(ctx, s, p.running)
-	_ = s.Close()
 	if err != nil {
 		l.metrics.runtimeChecks.WithLabelValues("error").Inc()
 		l.log.Warn("comparing what HAProxy runs with the files failed", "error", err)
@@ -320,30 +389,44 @@ func (l *live) verify(ctx context.Context, cfg *config.HAProxyTemplateConfig, wh
 		shown = append(shown, fmt.Sprintf("and %d more", len(mismatches)-len(shown)))
 	}
 	msg := "what HAProxy runs differs from the files: " + strings.Join(shown, "; ") + "; reloading HAProxy to repair it"
-	l.log.Error("what HAProxy runs differs from the files; reloading", "checked", why, "differences", shown)
+	l.log.Error("what HAProxy runs differs from the files; reloading", "checked", c.why, "differences", shown)
 	l.status.set(ctx, cfg, metav1.Condition{Type: ConditionRuntimeVerified, Status: metav1.ConditionFalse, Reason: "RuntimeMismatch", Message: msg})
-	b := p.running
 	p.running = nil
-	l.reload(ctx, cfg, &publish.Result{}, b, reloadMismatch, true, time.Time{})
+	l.reload(ctx, cfg, &publish.Result{}, c.b, reloadMismatch, true, time.Time{})
+}
+
+// readBack compares what HAProxy runs with b. mu is not held.
+func (l *live) readBack(ctx context.Context, b *bundle.Bundle) ([]dataplane.Mismatch, error) {
+	if l.plane.compare != nil {
+		return l.plane.compare(ctx, b)
+	}
+	s, err := l.master.OpenWorker(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	return dataplane.Verify(ctx, s, b)
 }
 
 // idle compares what HAProxy runs with the files when rounds were applied
 // at run time since the last comparison; called when the controller is
-// idle, it does nothing while a round runs.
+// idle, it does nothing while a round runs, and does not hold mu while it
+// reads HAProxy's state.
 func (l *live) idle() {
 	if !l.mu.TryLock() {
 		return
 	}
-	defer l.mu.Unlock()
 	p := &l.plane
-	if p.ctx == nil || p.applies == 0 {
-		return
+	var c *comparison
+	if p.ctx != nil && p.applies > 0 {
+		if st := l.admitter.State(); st != nil && st.Pipeline != nil {
+			c = l.beginComparison(p.ctx, st.Pipeline.Config, "idle")
+		}
 	}
-	st := l.admitter.State()
-	if st == nil || st.Pipeline == nil {
-		return
+	l.mu.Unlock()
+	if c != nil {
+		l.compareAndReport(c)
 	}
-	l.verify(p.ctx, st.Pipeline.Config, "idle")
 }
 
 // scheduleRetry triggers another round after a growing delay. mu is held.

@@ -84,7 +84,12 @@ func newRuntimeFixture(t *testing.T, extra map[string]any) *runtimeFixture {
 		"{{ range .resources.services.List }}{{ with (default dict .metadata.annotations).host }}{{ word . }} app\n{{ end }}{{ end }}",
 		slog.New(slog.NewJSONHandler(logs, nil)))
 	f := &runtimeFixture{liveFixture: lf, addr: addr, logs: logs}
-	t.Cleanup(func() { f.live.mu.Lock(); f.live.stopRetry(); f.live.mu.Unlock() })
+	t.Cleanup(func() {
+		f.live.plane.comparisons.Wait()
+		f.live.mu.Lock()
+		f.live.stopRetry()
+		f.live.mu.Unlock()
+	})
 	return f
 }
 
@@ -211,9 +216,7 @@ func TestLiveAppliesServersAndMapsWithoutAReload(t *testing.T) {
 	assert.Equal(t, ReasonReloaded, f.status(ConditionPublished).Reason)
 	f.inSync(t)
 
-	f.live.mu.Lock()
-	f.live.verify(ctx, f.live.admitter.State().Pipeline.Config, "test")
-	f.live.mu.Unlock()
+	compareNow(ctx, f.live, f.live.admitter.State().Pipeline.Config)
 	v := f.status(ConditionRuntimeVerified)
 	require.NotNil(t, v)
 	assert.Equal(t, metav1.ConditionTrue, v.Status)

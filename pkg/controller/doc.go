@@ -34,7 +34,8 @@
 // that changed no file does nothing. That is condition Published (reason
 // Reloaded or AppliedAtRuntime). What HAProxy runs is compared with the
 // files after Options.RuntimeCheckEvery runtime rounds and when idle
-// (condition RuntimeVerified), a difference repaired by a reload. A
+// (condition RuntimeVerified), a difference repaired by a reload; the
+// comparison reads HAProxy without holding up rounds (dataplane.go). A
 // configuration that fails is never written. The first round of a config
 // runs when the config is applied (for the first config, before admissions
 // are served).
@@ -124,7 +125,7 @@
 //	                                                   API: server, map, cert (session, show); applied, failed
 //	htc_haproxy_reloads_avoided_total                  counter, rounds applied at run time
 //	htc_runtime_checks_total{result}                   counter, comparisons of what HAProxy runs with
-//	                                                   the files: agreed, mismatch, error
+//	                                                   the files: agreed, mismatch, error, stale
 //	htc_runtime_mismatch_total{kind}                   counter, differences found (each repaired)
 //	htc_live_change_to_served_seconds{via}             histogram, first change of a round until
 //	                                                   HAProxy runs it: runtime, reload

@@ -117,6 +117,12 @@ func (l *live) run(ctx context.Context, d *debouncer) {
 	l.plane.ctx = ctx
 	l.mu.Unlock()
 	defer func() {
+		// No comparison starts once ctx is gone; wait for those under way
+		// (they end with ctx) without mu, which they take to report.
+		l.mu.Lock()
+		l.plane.ctx = nil
+		l.mu.Unlock()
+		l.plane.comparisons.Wait()
 		l.mu.Lock() // apply may run a round concurrently
 		defer l.mu.Unlock()
 		l.stopRetry()

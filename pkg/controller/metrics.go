@@ -196,7 +196,7 @@ func newMetrics(certNotAfter func() time.Time) *metrics {
 		}),
 		runtimeChecks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "htc_runtime_checks_total",
-			Help: "Comparisons of what HAProxy runs (show servers state, show map, show ssl cert) with the files, by result (agreed, mismatch, error).",
+			Help: "Comparisons of what HAProxy runs (show servers state, show map, show ssl cert) with the files, by result (agreed, mismatch, error; stale: a round changed what HAProxy runs while it was read, the check runs again).",
 		}, []string{"result"}),
 		runtimeMismatch: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "htc_runtime_mismatch_total",
