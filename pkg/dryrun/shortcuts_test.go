@@ -37,6 +37,7 @@ func TestShortcutSwitches(t *testing.T) {
 	}
 	require.Positive(t, replays())
 	v, tr = p.CheckWith(t.Context(), proposal, dryrun.CheckOptions{SkipTests: true})
+	require.NoError(t, v.Err)
 	require.True(t, tr.SemanticReused, "the proposal changes only a plain-string map")
 	require.True(t, tr.CheckCached)
 
@@ -54,6 +55,7 @@ func TestShortcutSwitches(t *testing.T) {
 	require.NoError(t, v.Err)
 	assert.Zero(t, replays(), "nor recorded")
 	v, tr = p.CheckWith(t.Context(), proposal, dryrun.CheckOptions{SkipTests: true})
+	require.NoError(t, v.Err)
 	assert.True(t, tr.SemanticReused && tr.CheckCached, "the other shortcuts are still taken")
 	assert.True(t, p.RendersAlike(ex.Stores, changes))
 
