@@ -166,7 +166,7 @@ func (a *Admitter) decideResource(ctx context.Context, st *State, base *Baseline
 	if err != nil {
 		return Deny(phase.Render, err.Error()), Report{}
 	}
-	release, ok := a.slots.acquire(ctx, a.MaxInFlight)
+	release, ok := a.slots.acquire(ctx, a.MaxInFlight, changeCheck)
 	if !ok {
 		return busy()
 	}
@@ -244,7 +244,7 @@ func (a *Admitter) config(ctx context.Context, st *State, req Request) (Decision
 			"namespace", req.Object.GetNamespace(), "name", req.Object.GetName(), "error", errors.Unwrap(err))
 		return Deny("", err.Error()), Report{}, nil
 	}
-	release, ok := a.slots.acquire(ctx, a.MaxInFlight)
+	release, ok := a.slots.acquire(ctx, a.MaxInFlight, configCheck)
 	if !ok {
 		d, r := busy()
 		return d, r, listed

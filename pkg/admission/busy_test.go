@@ -46,8 +46,8 @@ func busyAdmitter(t *testing.T) (a *Admitter, release func()) {
 	a = &Admitter{MaxInFlight: 1}
 	a.SetState(&State{Pipeline: p, Stores: p.Model.NewStores()})
 	a.slots.init(1)
-	a.slots.observe(time.Minute)
-	release, ok := a.slots.acquire(context.Background(), 1)
+	a.slots.observe(changeCheck, time.Minute)
+	release, ok := a.slots.acquire(context.Background(), 1, changeCheck)
 	require.True(t, ok)
 	return a, release
 }

@@ -52,7 +52,7 @@ func (a *Admitter) storesFor(ctx context.Context, st *State, p *dryrun.Pipeline)
 	if len(toList) == 0 {
 		return stores, nil, nil
 	}
-	release, ok := a.lists.acquire(ctx, 1)
+	release, ok := a.lists.acquire(ctx, 1, configCheck)
 	if !ok {
 		return nil, nil, &unlistedError{resource: toList[0], err: context.DeadlineExceeded}
 	}

@@ -26,13 +26,28 @@ const ReasonTimedOut = "validation timed out before the decision was made"
 // turned away early (busy) instead of queueing until the API server gives
 // up on it.
 type slots struct {
-	once     sync.Once
-	sem      chan struct{}
-	estimate atomic.Int64 // nanoseconds, an exponential moving average
+	once sync.Once
+	sem  chan struct{}
+	// estimates are how long one check of each kind takes, in
+	// nanoseconds, an exponential moving average per kind.
+	estimates [checkKinds]atomic.Int64
 	// running counts the slots taken now (sem is sized on first use, so
 	// its length cannot be read before then without a race).
 	running atomic.Int32
 }
+
+// checkKind tells apart the checks whose durations are averaged apart. A
+// proposed config's check renders every object anew (seconds at 10,000
+// routes) while a change's reuses the live render's records
+// (milliseconds): one average of both turned changes away as busy after a
+// few config admissions, until enough change checks brought it down.
+type checkKind int
+
+const (
+	changeCheck checkKind = iota // a change of a watched resource
+	configCheck                  // a proposed HAProxyTemplateConfig
+	checkKinds
+)
 
 // inFlight is the number of checks holding a slot now.
 func (s *slots) inFlight() int { return int(s.running.Load()) }
@@ -53,14 +68,14 @@ func (s *slots) init(n int) {
 // while ctx leaves time for one check after the wait. It returns a release
 // function, which also folds how long the check took into the estimate,
 // or false when the request should be turned away (busy).
-func (s *slots) acquire(ctx context.Context, n int) (release func(), ok bool) {
+func (s *slots) acquire(ctx context.Context, n int, kind checkKind) (release func(), ok bool) {
 	s.init(n)
 	select {
 	case s.sem <- struct{}{}:
-		return s.taken(), true
+		return s.taken(kind), true
 	default:
 	}
-	est := time.Duration(s.estimate.Load())
+	est := time.Duration(s.estimates[kind].Load())
 	if !timeFor(ctx, est) {
 		return nil, false
 	}
@@ -68,28 +83,29 @@ func (s *slots) acquire(ctx context.Context, n int) (release func(), ok bool) {
 	defer cancel()
 	select {
 	case s.sem <- struct{}{}:
-		return s.taken(), true
+		return s.taken(kind), true
 	case <-wait.Done():
 		return nil, false
 	}
 }
 
-// taken is the release function of a slot taken now.
-func (s *slots) taken() func() {
+// taken is the release function of a slot taken now for a check of kind.
+func (s *slots) taken(kind checkKind) func() {
 	start := time.Now()
 	s.running.Add(1)
-	return func() { s.observe(time.Since(start)); s.running.Add(-1); <-s.sem }
+	return func() { s.observe(kind, time.Since(start)); s.running.Add(-1); <-s.sem }
 }
 
-// observe folds one check's duration into the estimate.
-func (s *slots) observe(d time.Duration) {
+// observe folds one check's duration into the estimate of its kind.
+func (s *slots) observe(kind checkKind, d time.Duration) {
+	e := &s.estimates[kind]
 	for {
-		old := s.estimate.Load()
+		old := e.Load()
 		next := int64(d)
 		if old > 0 {
 			next = old + (int64(d)-old)/4
 		}
-		if s.estimate.CompareAndSwap(old, next) {
+		if e.CompareAndSwap(old, next) {
 			return
 		}
 	}

@@ -13,21 +13,21 @@ import (
 func TestSlotsTurnAwayWhatCannotFinish(t *testing.T) {
 	var s slots
 	s.init(1)
-	s.observe(time.Hour) // one check takes an hour
-	release, ok := s.acquire(context.Background(), 1)
+	s.observe(changeCheck, time.Hour) // one check takes an hour
+	release, ok := s.acquire(context.Background(), 1, changeCheck)
 	require.True(t, ok, "a free slot is taken at once")
 
 	// Every slot is busy and no deadline leaves time for a check: turned
 	// away at once, without waiting.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, ok = s.acquire(ctx, 1)
+	_, ok = s.acquire(ctx, 1, changeCheck)
 	assert.False(t, ok)
 
 	// Without a deadline it waits for the slot.
 	got := make(chan bool)
 	go func() {
-		r, ok := s.acquire(context.Background(), 1)
+		r, ok := s.acquire(context.Background(), 1, changeCheck)
 		if ok {
 			r()
 		}
@@ -40,14 +40,14 @@ func TestSlotsTurnAwayWhatCannotFinish(t *testing.T) {
 func TestSlotsWaitWhileTimeRemains(t *testing.T) {
 	var s slots
 	s.init(1)
-	s.observe(time.Millisecond)
-	release, ok := s.acquire(context.Background(), 1)
+	s.observe(changeCheck, time.Millisecond)
+	release, ok := s.acquire(context.Background(), 1, changeCheck)
 	require.True(t, ok)
 	got := make(chan bool)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 		defer cancel()
-		r, ok := s.acquire(ctx, 1)
+		r, ok := s.acquire(ctx, 1, changeCheck)
 		if ok {
 			r()
 		}
@@ -59,22 +59,22 @@ func TestSlotsWaitWhileTimeRemains(t *testing.T) {
 
 func TestSlotsEstimate(t *testing.T) {
 	var s slots
-	s.observe(100 * time.Millisecond)
-	assert.Equal(t, int64(100*time.Millisecond), s.estimate.Load(), "the first observation is the estimate")
-	s.observe(500 * time.Millisecond)
-	assert.Equal(t, int64(200*time.Millisecond), s.estimate.Load(), "then a moving average")
+	s.observe(changeCheck, 100*time.Millisecond)
+	assert.Equal(t, int64(100*time.Millisecond), s.estimates[changeCheck].Load(), "the first observation is the estimate")
+	s.observe(changeCheck, 500*time.Millisecond)
+	assert.Equal(t, int64(200*time.Millisecond), s.estimates[changeCheck].Load(), "then a moving average")
 }
 
 func TestBusyDecision(t *testing.T) {
 	a := &Admitter{MaxInFlight: 1}
 	a.slots.init(1)
-	a.slots.observe(time.Hour)
-	hold, ok := a.slots.acquire(context.Background(), a.MaxInFlight)
+	a.slots.observe(changeCheck, time.Hour)
+	hold, ok := a.slots.acquire(context.Background(), a.MaxInFlight, changeCheck)
 	require.True(t, ok)
 	defer hold()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, ok = a.slots.acquire(ctx, a.MaxInFlight)
+	_, ok = a.slots.acquire(ctx, a.MaxInFlight, changeCheck)
 	assert.False(t, ok)
 	d, r := busy()
 	assert.False(t, d.Allowed)
@@ -96,13 +96,43 @@ func TestSlotsDefaultToGOMAXPROCS(t *testing.T) {
 func TestInFlightCountsTheChecksHoldingASlot(t *testing.T) {
 	var a Admitter
 	assert.Equal(t, 0, a.InFlight(), "before any check")
-	r1, ok := a.slots.acquire(context.Background(), 2)
+	r1, ok := a.slots.acquire(context.Background(), 2, changeCheck)
 	require.True(t, ok)
-	r2, ok := a.slots.acquire(context.Background(), 2)
+	r2, ok := a.slots.acquire(context.Background(), 2, changeCheck)
 	require.True(t, ok)
 	assert.Equal(t, 2, a.InFlight())
 	r1()
 	assert.Equal(t, 1, a.InFlight())
 	r2()
 	assert.Equal(t, 0, a.InFlight(), "every check released its slot")
+}
+
+// TestSlowConfigChecksDoNotTurnChangesAway: proposed configs whose checks
+// take an hour share the slots but not the estimate of a change's check,
+// so a change that finds every slot taken waits for one while its
+// deadline leaves time for a change's check; a config is turned away.
+func TestSlowConfigChecksDoNotTurnChangesAway(t *testing.T) {
+	var s slots
+	s.init(1)
+	s.observe(configCheck, time.Hour)
+	s.observe(changeCheck, time.Millisecond)
+	release, ok := s.acquire(context.Background(), 1, configCheck)
+	require.True(t, ok)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, ok = s.acquire(ctx, 1, configCheck)
+	assert.False(t, ok, "a config is estimated to take an hour: busy")
+
+	got := make(chan bool)
+	go func() {
+		r, ok := s.acquire(ctx, 1, changeCheck)
+		if ok {
+			r()
+		}
+		got <- ok
+	}()
+	release()
+	assert.True(t, <-got, "a change is estimated by changes: it waits for the slot")
+	assert.Less(t, s.estimates[changeCheck].Load(), int64(time.Second), "a config's check does not move a change's estimate")
 }
