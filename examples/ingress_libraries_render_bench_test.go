@@ -21,7 +21,9 @@ import (
 // ingress-nginx library within 20 % of the plain one), and with
 // dataPlaneState's (three annotations each, a redirect on one in ten; the
 // plain library reads none of them), and with make bench-scale's mix
-// ("mix", scaleMix). Each in full, and a proposed change
+// ("mix", scaleMix). Each in full; in full by a new engine
+// ("new-engine": what a config UPDATE's admission renders, its templates
+// parsed and its caches empty); and a proposed change
 // of one Ingress (a label and a proxy-read-timeout annotation) after a
 // recording render (what a CREATE or UPDATE admission renders, reusing
 // the live render's fragment records). Compare the two libraries in one
@@ -63,6 +65,16 @@ func benchmarkLibraryRender(b *testing.B, lib, path, class, kind string, n int) 
 		cpu := processCPU()
 		for b.Loop() {
 			_, err := e.Render(ctx, htcrender.Input{Stores: store.ReadOnly(live), BaseDir: "/b", Full: true})
+			require.NoError(b, err)
+		}
+		b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+	})
+	b.Run(fmt.Sprintf("%s/%s/ingresses=%d/new-engine", lib, kind, n), func(b *testing.B) {
+		cpu := processCPU()
+		for b.Loop() {
+			fresh, err := htcrender.New(&cfg.Spec)
+			require.NoError(b, err)
+			_, err = fresh.Render(ctx, htcrender.Input{Stores: store.ReadOnly(live), BaseDir: "/b", Full: true})
 			require.NoError(b, err)
 		}
 		b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")

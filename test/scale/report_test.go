@@ -414,6 +414,8 @@ func (rep *report) markdown() string {
 	if p := rep.profile; p != nil {
 		fmt.Fprintf(&b, "\nCPU profile of a controller with a pprof listener during %d s of sequential CREATEs (%d sent), `go tool pprof -top %s`:\n\n```\n%s\n```\n",
 			p.seconds, p.creates, filepath.Base(p.cpuFile), p.cpuTop)
+		fmt.Fprintf(&b, "\nCPU profile of the same controller during %d s of sequential config UPDATEs reading what the stores keep (%d sent), `go tool pprof -top %s`:\n\n```\n%s\n```\n",
+			p.seconds, p.configs, filepath.Base(p.configFile), p.configTop)
 		fmt.Fprintf(&b, "\nIts heap once ready (`-sample_index=inuse_space`, %s):\n\n```\n%s\n```\n", filepath.Base(p.heapFile), p.heapTop)
 		fmt.Fprintf(&b, "\nWhat the %d CREATEs allocated (`-sample_index=alloc_space -base %s %s`):\n\n```\n%s\n```\n",
 			p.creates, filepath.Base(p.heapFile), filepath.Base(p.allocFile), p.allocTop)

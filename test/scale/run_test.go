@@ -294,18 +294,19 @@ func (h *harness) sendConfig(client *http.Client, url string, listed bool) outco
 }
 
 // profileResult is the profiled controller's heap after loading and its
-// CPU profile during sequential CREATEs.
+// CPU profiles during sequential CREATEs and sequential config UPDATEs.
 type profileResult struct {
-	heapFile, cpuFile, allocFile string
-	heapTop, cpuTop, allocTop    string
-	creates                      int
-	seconds                      int
+	heapFile, cpuFile, allocFile, configFile string
+	heapTop, cpuTop, allocTop, configTop     string
+	creates, configs                         int
+	seconds                                  int
 }
 
 // profile runs one more controller with a pprof listener: its heap once
 // ready, then a CPU profile while CREATEs are sent one after another, then
 // its heap again, whose allocations less those of the first are what the
-// CREATEs allocated. The profiles are written to HTC_SCALE_PROFILE;
+// CREATEs allocated, then a CPU profile while config UPDATEs reading what
+// the stores keep are sent one after another. The profiles are written to HTC_SCALE_PROFILE;
 // `go tool pprof -top` of each goes into the report.
 func (h *harness) profile() *profileResult {
 	t := h.t
@@ -316,9 +317,10 @@ func (h *harness) profile() *profileResult {
 	cp := h.startController("profile", true)
 	cp.waitReady(readyBound)
 	pr := &profileResult{seconds: int(h.s.profileFor / time.Second),
-		heapFile:  filepath.Join(h.s.profileDir, fmt.Sprintf("heap-ready-n%d.pprof", h.s.n)),
-		cpuFile:   filepath.Join(h.s.profileDir, fmt.Sprintf("cpu-create-n%d.pprof", h.s.n)),
-		allocFile: filepath.Join(h.s.profileDir, fmt.Sprintf("heap-after-creates-n%d.pprof", h.s.n))}
+		heapFile:   filepath.Join(h.s.profileDir, fmt.Sprintf("heap-ready-n%d.pprof", h.s.n)),
+		cpuFile:    filepath.Join(h.s.profileDir, fmt.Sprintf("cpu-create-n%d.pprof", h.s.n)),
+		allocFile:  filepath.Join(h.s.profileDir, fmt.Sprintf("heap-after-creates-n%d.pprof", h.s.n)),
+		configFile: filepath.Join(h.s.profileDir, fmt.Sprintf("cpu-config-n%d.pprof", h.s.n))}
 	if err := fetchTo(h.ctx, cp.pprofURL+"heap?gc=1", pr.heapFile, time.Minute); err != nil {
 		t.Fatalf("heap profile: %v", err)
 	}
@@ -348,11 +350,31 @@ loop:
 	if err := fetchTo(h.ctx, cp.pprofURL+"heap", pr.allocFile, time.Minute); err != nil {
 		t.Fatalf("heap profile: %v", err)
 	}
+	go func() {
+		errc <- fetchTo(h.ctx, fmt.Sprintf("%sprofile?seconds=%d", cp.pprofURL, pr.seconds), pr.configFile, h.s.profileFor+time.Minute)
+	}()
+	configClient := h.webhookClient(h.configWebhookTimeout())
+	defer configClient.CloseIdleConnections()
+configs:
+	for k := 0; k < 100000; k++ {
+		select {
+		case err = <-errc:
+			break configs
+		default:
+		}
+		h.sendConfig(configClient, cp.url, false)
+		pr.configs++
+		h.checkCtx()
+	}
+	if err != nil {
+		t.Fatalf("CPU profile of config UPDATEs: %v", err)
+	}
 	cp.stop()
 	pr.cpuTop = pprofTop(t, pr.cpuFile, "-top", "-nodecount=25")
 	pr.heapTop = pprofTop(t, pr.heapFile, "-top", "-nodecount=15", "-sample_index=inuse_space")
 	pr.allocTop = pprofTop(t, pr.allocFile, "-top", "-nodecount=20", "-sample_index=alloc_space", "-base", pr.heapFile)
-	h.logf("profile: %d CREATEs in %d s; %s, %s", pr.creates, pr.seconds, pr.cpuFile, pr.heapFile)
+	pr.configTop = pprofTop(t, pr.configFile, "-top", "-nodecount=25")
+	h.logf("profile: %d CREATEs in %d s; %s, %s; %d config UPDATEs in %d s: %s", pr.creates, pr.seconds, pr.cpuFile, pr.heapFile, pr.configs, pr.seconds, pr.configFile)
 	return pr
 }
 

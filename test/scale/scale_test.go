@@ -29,8 +29,9 @@
 //	HTC_SCALE_CLIENTS  concurrent clients (default 16)
 //	HTC_SCALE_DURATION how long the concurrent clients send (default 60s)
 //	HTC_SCALE_PROFILE  directory: after the runs, one more controller (built with a pprof
-//	                   listener) is profiled: heap after loading, CPU during sequential CREATEs
-//	HTC_SCALE_PROFILE_SECONDS  length of that CPU profile (default 30)
+//	                   listener) is profiled: heap after loading, CPU during sequential CREATEs,
+//	                   then CPU during sequential config UPDATEs
+//	HTC_SCALE_PROFILE_SECONDS  length of each of those CPU profiles (default 30)
 //	HTC_SCALE_BIN      the htc binary (default: built into the run's temporary directory)
 //	HTC_SCALE_REPORT   the BENCHMARKS.md to update (default: the repository's; "-": none)
 //	HTC_SCALE_COMMAND  the command line recorded in the report
