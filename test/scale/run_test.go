@@ -324,51 +324,19 @@ func (h *harness) profile() *profileResult {
 	if err := fetchTo(h.ctx, cp.pprofURL+"heap?gc=1", pr.heapFile, time.Minute); err != nil {
 		t.Fatalf("heap profile: %v", err)
 	}
-	errc := make(chan error, 1)
-	go func() {
-		errc <- fetchTo(h.ctx, fmt.Sprintf("%sprofile?seconds=%d", cp.pprofURL, pr.seconds), pr.cpuFile, h.s.profileFor+time.Minute)
-	}()
 	client := h.webhookClient(h.webhookTimeout())
 	defer client.CloseIdleConnections()
-	var err error
-loop:
-	for k := 0; k < 100000; k++ {
-		select {
-		case err = <-errc:
-			break loop
-		default:
-		}
+	pr.creates = h.cpuProfileWhile(cp, pr.seconds, pr.cpuFile, func(k int) {
 		uid := newUID()
 		obj := h.createObject(fmt.Sprintf("bench-p-%d", k), k*7919)
 		send(h.ctx, client, cp.url, review(admissionv1.Create, obj, nil, uid), uid)
-		pr.creates++
-		h.checkCtx()
-	}
-	if err != nil {
-		t.Fatalf("CPU profile: %v", err)
-	}
+	})
 	if err := fetchTo(h.ctx, cp.pprofURL+"heap", pr.allocFile, time.Minute); err != nil {
 		t.Fatalf("heap profile: %v", err)
 	}
-	go func() {
-		errc <- fetchTo(h.ctx, fmt.Sprintf("%sprofile?seconds=%d", cp.pprofURL, pr.seconds), pr.configFile, h.s.profileFor+time.Minute)
-	}()
 	configClient := h.webhookClient(h.configWebhookTimeout())
 	defer configClient.CloseIdleConnections()
-configs:
-	for k := 0; k < 100000; k++ {
-		select {
-		case err = <-errc:
-			break configs
-		default:
-		}
-		h.sendConfig(configClient, cp.url, false)
-		pr.configs++
-		h.checkCtx()
-	}
-	if err != nil {
-		t.Fatalf("CPU profile of config UPDATEs: %v", err)
-	}
+	pr.configs = h.cpuProfileWhile(cp, pr.seconds, pr.configFile, func(int) { h.sendConfig(configClient, cp.url, false) })
 	cp.stop()
 	pr.cpuTop = pprofTop(t, pr.cpuFile, "-top", "-nodecount=25")
 	pr.heapTop = pprofTop(t, pr.heapFile, "-top", "-nodecount=15", "-sample_index=inuse_space")
@@ -376,6 +344,32 @@ configs:
 	pr.configTop = pprofTop(t, pr.configFile, "-top", "-nodecount=25")
 	h.logf("profile: %d CREATEs in %d s; %s, %s; %d config UPDATEs in %d s: %s", pr.creates, pr.seconds, pr.cpuFile, pr.heapFile, pr.configs, pr.seconds, pr.configFile)
 	return pr
+}
+
+// cpuProfileWhile writes a CPU profile of cp lasting seconds into file
+// while it calls send (with 0, 1, ...) one call after another, and returns
+// how many calls it made.
+func (h *harness) cpuProfileWhile(cp *controllerProc, seconds int, file string, send func(k int)) int {
+	errc := make(chan error, 1)
+	go func() {
+		errc <- fetchTo(h.ctx, fmt.Sprintf("%sprofile?seconds=%d", cp.pprofURL, seconds), file, h.s.profileFor+time.Minute)
+	}()
+	for k := 0; k < 100000; k++ {
+		select {
+		case err := <-errc:
+			if err != nil {
+				h.t.Fatalf("CPU profile %s: %v", file, err)
+			}
+			return k
+		default:
+		}
+		send(k)
+		h.checkCtx()
+	}
+	if err := <-errc; err != nil {
+		h.t.Fatalf("CPU profile %s: %v", file, err)
+	}
+	return 100000
 }
 
 // statusProfileFor is how long the CPU profile of a controller writing
