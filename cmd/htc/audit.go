@@ -275,7 +275,7 @@ func (au *auditor) judge(ctx context.Context, ing *unstructured.Unstructured) au
 		out.Verdict.Warnings = au.warnings(au.baseBundle(), ing)
 		return out
 	}
-	dctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	dctx, cancel := decisionContext(ctx)
 	defer cancel()
 	d, rep := au.admitter.Decide(dctx, admission.Request{Change: watched.Change{Resource: ingressesGVR, Operation: store.Update, Object: switched, OldObject: ing}})
 	out.Verdict.Allowed, out.Verdict.Reason = d.Allowed, d.Reason

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -29,8 +30,26 @@ type checkFlags struct {
 	testCache                                                   string
 }
 
-// checkTimeout bounds htc check's decision (not the baseline before it).
-const checkTimeout = dryrun.DefaultRenderCheckTimeout + testrun.DefaultTimeout
+// The htc commands that check own their runs' deadlines, as the webhook
+// handler owns an admission's (package admission's doc, Deadlines);
+// offline nobody gives up waiting, so they are the bounds a check has
+// anyway.
+const (
+	// renderCheckTimeout bounds each render and check of their pipelines
+	// (dryrun.Env.RenderCheckTimeout, set by checkingEnv): a template that
+	// loops ends there, in the baseline's checks as in a decision's.
+	renderCheckTimeout = 30 * time.Second
+	// checkTimeout bounds one decision (decisionContext): a render and
+	// check, then the embedded tests.
+	checkTimeout = renderCheckTimeout + testrun.DefaultTimeout
+)
+
+// decisionContext is ctx bounded by the deadline of one offline decision
+// (htc check's, each Ingress's of htc audit), the deadline the webhook
+// takes from the API server.
+func decisionContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, checkTimeout)
+}
 
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	f, err := parseCheckFlags(args, stdout, stderr)
@@ -63,10 +82,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	// The decision's deadline, which the webhook takes from the API server:
-	// offline there is none waiting, so the full render-check and test
-	// budgets.
-	dctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	dctx, cancel := decisionContext(ctx)
 	defer cancel()
 	req := admission.Request{Change: watched.Change{Resource: config.GroupVersion.WithResource(config.Resource), Operation: store.Update, Object: obj.Unstructured}}
 	if !isConfig(obj) {

@@ -53,8 +53,9 @@ func outputFlag(fs *pflag.FlagSet, p *string, usage string) {
 }
 
 // checkingEnv returns the Env of commands that check, with the operator's
-// grant: the haproxy binary is resolved now, so a missing one is reported
-// before any work. wait blocks until every check started in env has
+// grant and each render and check bounded by renderCheckTimeout: the
+// haproxy binary is resolved now, so a missing one is reported before any
+// work. wait blocks until every check started in env has
 // returned (haproxy killed, workspace removed): a command interrupted by a
 // signal calls it before it exits, so that nothing it started outlives it.
 func checkingEnv(haproxyPath string, grant []string) (env dryrun.Env, wait func(), err error) {
@@ -62,7 +63,8 @@ func checkingEnv(haproxyPath string, grant []string) (env dryrun.Env, wait func(
 	if err != nil {
 		return dryrun.Env{}, nil, err
 	}
-	env = dryrun.Env{Grant: grant, CheckerFor: func(allowed []string) dryrun.Checker { return checker.Allowing(allowed) }}
+	env = dryrun.Env{Grant: grant, CheckerFor: func(allowed []string) dryrun.Checker { return checker.Allowing(allowed) },
+		RenderCheckTimeout: renderCheckTimeout}
 	return env, checker.Wait, nil
 }
 

@@ -41,8 +41,9 @@ type State struct {
 // atomically when the configuration changes).
 //
 // The Admitter sets no deadline of its own: a decision is bounded by the
-// caller's ctx (the webhook Handler's, or the one htc check sets), and a
-// caller that gives none waits for the checks' own bounds.
+// caller's ctx (the webhook Handler's, or the one htc check and htc audit
+// set, see the package doc's Deadlines), and a caller that gives none
+// waits for the checks' own fixed bounds.
 type Admitter struct {
 	state atomic.Pointer[State]
 	// Env builds the pipelines of proposed configurations.

@@ -5,26 +5,24 @@ import (
 	"time"
 )
 
-// The admission asks the caller's deadline one question, whether it
-// leaves time for some work (see the package doc's Deadlines): these two
-// functions are the only ones in the package that read it. A check slot's
-// wait asks both (busy, or wait until the check would no longer fit); the
-// confirming diagnosis asks timeFor. A shared decision's bound is the
-// flight's (flight.Group.StartersDeadline), not read here.
-
-// timeFor reports whether ctx leaves more than d before its deadline
-// (always, without one).
-func timeFor(ctx context.Context, d time.Duration) bool {
-	deadline, ok := ctx.Deadline()
-	return !ok || time.Until(deadline) > d
-}
-
-// leaving returns ctx ending d before its deadline (ctx itself without
-// one): a wait under it ends while d is still left for the work after it.
-func leaving(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		return ctx, func() {}
+// timeFor is the one question the Admitter asks the request's deadline
+// (see the package doc's Deadlines), and the only code in the package
+// that reads it: does ctx leave more than d before its deadline (always,
+// without one)? It also returns ctx ending d before its deadline (ctx
+// itself without one), so that a wait under it ends while d is still left
+// for the work after it; cancel releases it. It is asked before a check
+// slot's wait (slots.acquire: busy, or wait while a check still fits) and
+// before the confirming diagnosis (confirm: time for two more rounds). A
+// shared decision's bound is the flight's (flight.Group.StartersDeadline),
+// not read here.
+func timeFor(ctx context.Context, d time.Duration) (wait context.Context, cancel context.CancelFunc, ok bool) {
+	deadline, has := ctx.Deadline()
+	switch {
+	case !has:
+		return ctx, func() {}, true
+	case time.Until(deadline) <= d:
+		return ctx, func() {}, false
 	}
-	return context.WithDeadline(ctx, deadline.Add(-d))
+	wait, cancel = context.WithDeadline(ctx, deadline.Add(-d))
+	return wait, cancel, true
 }

@@ -83,29 +83,47 @@
 //
 // # Deadlines
 //
-// Three places set or reason about the admission's deadline, and no
-// other code does:
+// Three parts of the code set or reason about the admission's deadline,
+// and no other code does. Counted as a place: a function that reads ctx's
+// deadline (ctx.Deadline, time.Until of it) or sets one
+// (context.WithDeadline, WithTimeout) for the run of a decision; its
+// callers, which pass ctx on or ask it, are named beside it:
 //
-//  1. The owner, webhook.Handler.validate: it sets the deadline, counted
-//     from the request's arrival (timeoutOf: the API server's ?timeout=
+//  1. The owner of the run sets the deadline; nothing below it sets
+//     another. For the webhook, webhook.Handler.validate: counted from
+//     the request's arrival (timeoutOf: the API server's ?timeout=
 //     capped by the configured admission timeout, 5 s by default and 25 s
-//     for a config), and answers at it even if the Validator has not
-//     returned. htc check is the other owner: it sets the deadline of its
-//     one decision. The Admitter sets none.
-//  2. The Admitter's one question, deadline.go: does the deadline leave
-//     time for this work? A check slot's wait asks it (no: busy at once,
-//     ReasonBusy; else wait while a check still fits, see slots.go), and
-//     so does the confirming diagnosis (time for two more rounds, by the
-//     first diagnosis's Trace).
-//  3. The rule for shared runs, flight.Group.Do, below.
+//     for a config), and it answers at it even if the Validator has not
+//     returned. Offline, decisionContext in cmd/htc: the deadline of one
+//     decision of htc check or of htc audit (each Ingress), a render and
+//     check and the embedded tests (90 s). The Admitter sets none.
+//  2. The Admitter's one question, timeFor (deadline.go): does the
+//     deadline leave time for this work? Asked before a check slot's wait
+//     (slots.acquire: no, busy at once, ReasonBusy; else wait while a
+//     check still fits) and before the confirming diagnosis (confirm,
+//     judge.go: time for two more rounds, by the first diagnosis's Trace).
+//  3. The rule for shared runs, flight.Group.Do (internal/flight, with
+//     runContext and waitContext beside it), below.
+//
+// That is six functions in four files. This lists every line that reads
+// or sets a deadline on the path; the others it prints are the fixed
+// bounds below, haproxy's version query and the webhook server's
+// shutdown:
+//
+//	grep -nE 'Deadline\(\)|context\.With(Deadline|Timeout)\(|time\.Until\(' pkg/webhook/*.go pkg/admission/*.go pkg/dryrun/*.go pkg/dryrun/testrun/*.go pkg/haproxy/*.go internal/flight/*.go cmd/htc/*.go | grep -v _test.go
 //
 // Below them the checks only honour ctx. They have fixed bounds of their
-// own against a hung template or child, which are not the admission's
-// deadline: render and check, Env.RenderCheckTimeout, only for a ctx that
-// has no deadline (htc render, tests); one haproxy -c run
-// (haproxy.Options.Timeout); one run of the embedded tests
-// (testrun.Options.Timeout). A check that runs out of time says in which
-// phase (dryrun.Verdict.TimedOut), and the judge denies for it.
+// own against a hung template or child, which never read ctx's deadline
+// (the earlier of the two ends the work), set by whoever builds the
+// checker or the pipeline: one render and check, Env.RenderCheckTimeout
+// (unset for the webhook and the controller, whose deadlines bound it;
+// 30 s for the htc commands that check, so that a template that loops
+// ends in the checks of their baseline too, which no decision's deadline
+// bounds); one haproxy -c run (haproxy.Options.Timeout); one run of the
+// embedded tests (testrun.Options.Timeout). htc render has none of them:
+// it renders until done or interrupted. A check that runs out of time
+// says in which phase (dryrun.Verdict.TimedOut), and the judge denies for
+// it.
 //
 // One rule for shared runs, alike for the repeated decisions here, the
 // check cache and the embedded tests' cache (package dryrun), implemented

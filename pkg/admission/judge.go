@@ -81,7 +81,12 @@ func confirm(ctx context.Context, base *Baseline, pr proposal, hidden []bundle.O
 	known := base.keys()
 	_, candidates := split(first.Failures, known)
 	stays := stillFailing(base, pr.changed, first)
-	if len(hidden) == 0 || (len(candidates) == 0 && first.Passing == nil) || !timeFor(ctx, 2*roundTime(trace)) {
+	if len(hidden) == 0 || (len(candidates) == 0 && first.Passing == nil) {
+		return first, trace, stays, candidates
+	}
+	_, cancel, ok := timeFor(ctx, 2*roundTime(trace))
+	cancel()
+	if !ok {
 		return first, trace, stays, candidates
 	}
 	// Once the change passed without the hidden objects, only they can

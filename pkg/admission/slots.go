@@ -75,12 +75,11 @@ func (s *slots) acquire(ctx context.Context, n int, kind checkKind) (release fun
 		return s.taken(kind), true
 	default:
 	}
-	est := time.Duration(s.estimates[kind].Load())
-	if !timeFor(ctx, est) {
+	wait, cancel, ok := timeFor(ctx, time.Duration(s.estimates[kind].Load()))
+	defer cancel()
+	if !ok {
 		return nil, false
 	}
-	wait, cancel := leaving(ctx, est)
-	defer cancel()
 	select {
 	case s.sem <- struct{}{}:
 		return s.taken(kind), true

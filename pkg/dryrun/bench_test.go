@@ -41,8 +41,7 @@ func (c *benchCluster) overlay(b *testing.B) store.Set {
 }
 
 // admitter is an Admitter over the cluster. Called without a deadline, it
-// is bounded by the render-check's own (long enough to measure, not time
-// out).
+// is bounded by nothing (the benchmark measures, it does not time out).
 func (c *benchCluster) admitter() *admission.Admitter {
 	a := &admission.Admitter{}
 	a.SetState(&admission.State{Pipeline: c.Pipeline, Stores: c.Stores})

@@ -101,9 +101,9 @@ const CodeNotRunWarning = "the configuration loads code (spec.allowedDirectives)
 func (v *Verdict) Passed() bool { return v.Phase == "" && v.Err == nil }
 
 // Check renders the configuration over stores and checks it: render →
-// policy → syntax → schema → `haproxy -c` (render and check bounded by the
-// render-check timeout, 30 s by default) → the embedded tests (Workers: 1,
-// 60 s, cached by config hash). ctx bounds the whole check. It is the one
+// policy → syntax → schema → `haproxy -c` (render and check bounded by
+// Env.RenderCheckTimeout when set) → the embedded tests (Workers: 1, 60 s,
+// cached by config hash). ctx bounds the whole check. It is the one
 // check path: admission of a watched resource or of a config, htc check and
 // the controller's live loop all call it. Check drops the check's Trace:
 // CheckWith returns it.
@@ -150,11 +150,11 @@ func (p *Pipeline) CheckWith(ctx context.Context, stores store.Set, opts CheckOp
 	return v, t
 }
 
-// renderAndCheck renders and checks under ctx's deadline (see
-// renderCheckContext), recording the bundle, its hash and the warnings in
-// v, the durations and caches in t.
+// renderAndCheck renders and checks under ctx (and Env.RenderCheckTimeout
+// when set, see renderCheckBound), recording the bundle, its hash and the
+// warnings in v, the durations and caches in t.
 func (p *Pipeline) renderAndCheck(ctx context.Context, stores store.Set, opts CheckOptions, v *Verdict, t *Trace) error {
-	ctx, cancel := p.renderCheckContext(ctx)
+	ctx, cancel := p.renderCheckBound(ctx)
 	defer cancel()
 	start := time.Now()
 	b, err := p.render(ctx, stores, opts.Record)
@@ -182,16 +182,17 @@ func (p *Pipeline) renderAndCheck(ctx context.Context, stores store.Set, opts Ch
 	return err
 }
 
-// renderCheckContext is ctx as it is when it has a deadline (the webhook
-// handler's for an admission, the live round's in the controller: the
-// caller owns it), or ctx bounded by the render-check timeout when it has
-// none (a caller such as htc render or a test that set no deadline), so
-// that a template that loops forever still ends.
-func (p *Pipeline) renderCheckContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
+// renderCheckBound is ctx bounded by Env.RenderCheckTimeout, a fixed
+// bound of one render and check against a template that loops, like
+// haproxy's timeout for one haproxy -c: it never reads ctx's deadline (the
+// earlier of the two ends the check). Unset, ctx as it is: the caller owns
+// the deadline (the webhook handler's for an admission, the live round's
+// in the controller).
+func (p *Pipeline) renderCheckBound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if p.env.RenderCheckTimeout <= 0 {
 		return ctx, func() {}
 	}
-	return context.WithTimeout(ctx, orDefault(p.env.RenderCheckTimeout, DefaultRenderCheckTimeout))
+	return context.WithTimeout(ctx, p.env.RenderCheckTimeout)
 }
 
 // CodeFingerprint is policy.CodeFingerprint of b under the config's
@@ -218,11 +219,4 @@ func (v *Verdict) fail(ctx context.Context, err error) *Verdict {
 		v.Reason = fmt.Sprintf("validation timed out during %s", what)
 	}
 	return v
-}
-
-func orDefault(d, def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return d
 }

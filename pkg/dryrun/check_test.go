@@ -290,16 +290,29 @@ func TestCheckBundleSizeLimit(t *testing.T) {
 	assert.Greater(t, len(b.Config), 1<<10)
 }
 
-// A template that loops for minutes stops at the render-check timeout:
-// the verdict says it timed out while rendering.
+// A template that loops for minutes stops at the render-check timeout,
+// also under a ctx whose own deadline is later (a fixed bound, like
+// haproxy's timeout, not a default for a ctx without a deadline): the
+// verdict says it timed out while rendering, and ctx has not.
 func TestCheckRenderTimeout(t *testing.T) {
 	env := testEnv(t)
 	env.RenderCheckTimeout = 50 * time.Millisecond
 	cfg := strings.Replace(checkConfig, "  maps:\n", "      {{- range 1000000000000 }}{{ end }}\n  maps:\n", 1)
 	p := pipelineFor(t, cfg, env)
-	v := p.Check(context.Background(), storesWith(t, p))
-	assert.Equal(t, phase.Render, v.Phase)
-	assert.True(t, v.TimedOut)
-	assert.ErrorIs(t, v.Err, context.DeadlineExceeded)
-	assert.Equal(t, "validation timed out during rendering and checking the configuration", v.Reason)
+	for name, ctx := range map[string]context.Context{"no deadline": context.Background(), "a later deadline": laterDeadline(t)} {
+		v := p.Check(ctx, storesWith(t, p))
+		assert.Equal(t, phase.Render, v.Phase, name)
+		assert.True(t, v.TimedOut, name)
+		assert.ErrorIs(t, v.Err, context.DeadlineExceeded, name)
+		assert.Equal(t, "validation timed out during rendering and checking the configuration", v.Reason, name)
+		assert.NoError(t, ctx.Err(), "%s: the check ended at ctx's deadline, not at its own bound", name)
+	}
+}
+
+// laterDeadline is a ctx whose deadline is a minute away, far later than
+// any bound a test sets.
+func laterDeadline(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
 }

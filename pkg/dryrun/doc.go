@@ -31,17 +31,18 @@
 // on (Diagnosis.Verdict).
 //
 // The deadline is the caller's: the webhook handler's for an admission
-// (see package webhook), the live round's in the controller. Check adds
-// none of its own to a ctx that has one; only a ctx without a deadline
-// (htc render, tests) gets Env.RenderCheckTimeout. Two process-level
-// bounds stay, each the earlier of ctx's deadline and its own, against a
-// hung child: one `haproxy -c` run (haproxy.Options.Timeout, 10 s) and one
-// run of the embedded tests (testrun.Options.Timeout, 60 s). Both are
-// shared runs (the check cache, testrun.Cache), which follow the one rule
-// written down in package admission's doc (flight.Group.Do): bound by
-// their own timeout, not by the caller that started them, and ended when
-// the last caller waiting for them has left; each caller waits under its
-// own deadline.
+// (see package webhook), the live round's in the controller, the one the
+// htc commands set. Check never reads it: it only honours ctx. Three fixed
+// bounds of its own, each ending the work at the earlier of ctx's
+// deadline and itself, stand against a template that loops or a hung
+// child: one render and check (Env.RenderCheckTimeout, when the caller
+// sets it: the htc commands that check, 30 s), one `haproxy -c` run
+// (haproxy.Options.Timeout, 10 s) and one run of the embedded tests
+// (testrun.Options.Timeout, 60 s). The last two are shared runs (the
+// check cache, testrun.Cache), which follow the one rule written down in
+// package admission's doc (flight.Group.Do): bound by their own timeout,
+// not by the caller that started them, and ended when the last caller
+// waiting for them has left; each caller waits under its own deadline.
 //
 // The pipeline depends on small interfaces, not on their implementations:
 // a Checker (a *haproxy.Checker, chosen per config by Env.CheckerFor) and

@@ -26,10 +26,6 @@ import (
 // empty: the directory pathFor resolves names against.
 const DefaultBaseDir = "/etc/haproxy"
 
-// DefaultRenderCheckTimeout bounds rendering and checking one proposal
-// whose context has no deadline of its own (30 s).
-const DefaultRenderCheckTimeout = 30 * time.Second
-
 // Checker checks a rendered bundle (a *haproxy.Checker).
 type Checker interface {
 	// Check runs the check phases on b (see haproxy.Checker.Check).
@@ -59,9 +55,12 @@ type Env struct {
 	// Tests caches embedded test reports across pipelines by config hash;
 	// nil gives the pipeline a cache of its own.
 	Tests *testrun.Cache
-	// RenderCheckTimeout bounds render + check of one proposal whose
-	// context has no deadline (a context with one is the caller's to
-	// bound); zero means DefaultRenderCheckTimeout.
+	// RenderCheckTimeout bounds each render + check (not the embedded
+	// tests: TestTimeout), whatever ctx's deadline: a fixed bound against a
+	// template that loops, like haproxy.Options.Timeout for one haproxy -c.
+	// Zero means none: ctx's deadline alone bounds the check (the webhook
+	// and the controller always set one; the htc commands that check set
+	// this instead, see cmd/htc).
 	RenderCheckTimeout time.Duration
 	// CheckCacheEntries bounds the pipeline's cache of check results by
 	// bundle hash; zero means 64.
