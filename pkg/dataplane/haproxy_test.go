@@ -128,9 +128,15 @@ func (h *instance) reload(t *testing.T, b *bundle.Bundle) {
 // status and body ("" and the error's text when it failed).
 func (h *instance) get(t *testing.T, host string) (int, string) {
 	t.Helper()
+	return h.getPath(t, host, "/")
+}
+
+// getPath is get for another path.
+func (h *instance) getPath(t *testing.T, host, path string) (int, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+h.http+"/", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+h.http+path, nil)
 	require.NoError(t, err)
 	req.Host = host
 	resp, err := (&http.Transport{DisableKeepAlives: true}).RoundTrip(req)
