@@ -95,9 +95,9 @@ func fits(cmd string, n, bufsize int) bool { return len(cmd)+n+1024 <= bufsize }
 // cannot be sent as HAProxy reads the file. Then it sends, in this order:
 // servers added, replaced and updated; certificates; CA files; maps (each
 // changed by one command when mapDelta allows it, else replaced whole and
-// at once: prepare map, add map @version, commit map); servers removed. A command that fails ends it with a *Failure: HAProxy
-// may run part of the plan, and the caller must reload. It returns what it
-// applied.
+// at once: prepare map, add map @version, commit map); servers removed. A
+// command that fails ends it with a *Failure: HAProxy may run part of the
+// plan, and the caller must reload. It returns what it applied.
 func (p *Plan) Apply(ctx context.Context, c Commander) (Applied, error) {
 	done := Applied{}
 	files, err := p.resolveFiles(ctx, c)
