@@ -94,10 +94,10 @@ func fits(cmd string, n, bufsize int) bool { return len(cmd)+n+1024 <= bufsize }
 // file that is none of a map, a certificate or a CA file, or whose content
 // cannot be sent as HAProxy reads the file. Then it sends, in this order:
 // servers added, replaced and updated; certificates; CA files; maps (each
-// replaced whole and at once: prepare map, add map @version, commit map);
-// servers removed. A command that fails ends it with a *Failure: HAProxy
-// may run part of the plan, and the caller must reload. It returns what it
-// applied.
+// changed by one command when mapDelta allows it, else replaced whole and
+// at once: prepare map, add map @version, commit map); servers removed. A
+// command that fails ends it with a *Failure: HAProxy may run part of the
+// plan, and the caller must reload. It returns what it applied.
 func (p *Plan) Apply(ctx context.Context, c Commander) (Applied, error) {
 	done := Applied{}
 	files, err := p.resolveFiles(ctx, c)
@@ -232,8 +232,11 @@ type fileUpdate struct {
 	FileChange
 	kind string // KindMap or KindCert
 	// payloads are the payloads to send: the map's entries in chunks, or
-	// the PEM text.
+	// the PEM text; the payload of edit.
 	payloads []string
+	// edit, when not empty, is the one command that changes the map
+	// (mapDelta), instead of replacing it whole.
+	edit string
 }
 
 // resolveFiles asks HAProxy what each changed file is and prepares its
@@ -278,6 +281,12 @@ func (p *Plan) resolveFiles(ctx context.Context, c Commander) ([]fileUpdate, err
 			// after it is then not served (TestHAProxy30CAFileCommitStopsLaterCertCommits).
 			return nil, &Reason{Kind: ReasonFiles, Detail: name + " is a CA file (HAProxy 3.0 serves no certificate committed after a CA file was)"}
 		case as[0] == KindMap:
+			if e, ok := mapDelta(f.old, f.Content, f.order); ok {
+				if cmd, pl := e.command(f.Path); fits(cmd, len(pl), p.bufsize) {
+					u.kind, u.edit, u.payloads = KindMap, cmd, []string{pl}
+					break
+				}
+			}
 			payloads, why := mapPayloads(f.Content, "add map @4294967295 "+cliWord(f.Path), p.bufsize)
 			if why != "" {
 				return nil, &Reason{Kind: ReasonFiles, Detail: name + ": " + why}
@@ -306,6 +315,10 @@ func (u fileUpdate) apply(ctx context.Context, c Commander) error {
 	path := cliWord(u.Path)
 	switch u.kind {
 	case KindMap:
+		if u.edit != "" {
+			_, err := do(ctx, c, u.edit, u.payloads[0])
+			return err
+		}
 		answer, err := do(ctx, c, "prepare map "+path, "")
 		if err != nil {
 			return err

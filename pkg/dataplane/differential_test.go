@@ -23,7 +23,8 @@ import (
 // in one real HAProxy 3.0 and by reload in another. After every step both
 // report the same state (show servers state without counters, ids and
 // health; show map; the certificates), Verify finds the files in both, and
-// both answer the same requests.
+// both answer the same requests. The map changes of the walk are in
+// differential_maps_test.go.
 
 // diffSeeds and diffSteps bound the walk: each step reloads one HAProxy
 // (about 0.5 s on a busy machine), and makes two to four changes.
@@ -31,12 +32,16 @@ var diffSeeds = []uint64{1, 2}
 
 const diffSteps = 8
 
+// weirdKey is a key the CLI must escape.
+const weirdKey = "weird;key#\\x"
+
 // dpModel is the state a bundle is rendered from.
 type dpModel struct {
 	backends []*dpBackend
-	routes   map[string]string // map entries: key -> value
-	cert, ca int               // which of the certificates
-	next     int               // the next server number
+	routes   map[string]string    // map entries: key -> value
+	lists    map[string][]dpEntry // the other maps (dpMaps), in file order
+	cert, ca int                  // which of the certificates
+	next     int                  // the next server number
 }
 
 type dpBackend struct {
@@ -54,7 +59,7 @@ type dpServer struct {
 }
 
 func newModel() *dpModel {
-	m := &dpModel{routes: map[string]string{"weird;key#\\x": "nomatch odd value  with spaces",
+	m := &dpModel{lists: map[string][]dpEntry{}, routes: map[string]string{weirdKey: "nomatch odd value  with spaces",
 		// a header map entry of the Gateway library: a tenant's header value
 		"@app_web_80:app_web_0_0@x-set": `%[str(x)] %T "q" 'q' $HOME ${HOME} #h a;b c\d  %% <<`}}
 	for i, b := range []string{"roundrobin", "leastconn", "random"} {
@@ -65,7 +70,10 @@ func newModel() *dpModel {
 }
 
 func (m *dpModel) clone() *dpModel {
-	c := &dpModel{routes: maps.Clone(m.routes), cert: m.cert, ca: m.ca, next: m.next}
+	c := &dpModel{routes: maps.Clone(m.routes), lists: map[string][]dpEntry{}, cert: m.cert, ca: m.ca, next: m.next}
+	for k, l := range m.lists {
+		c.lists[k] = slices.Clone(l)
+	}
 	for _, b := range m.backends {
 		nb := &dpBackend{name: b.name, balance: b.balance}
 		for _, s := range b.servers {
@@ -98,11 +106,11 @@ defaults
 frontend fe
   bind %s
   bind %s ssl crt %s ca-file %s verify optional
-  use_backend %%[req.hdr(host),field(1,:),lower,map(%s)] if { req.hdr(host),field(1,:),lower,map(%s) -m found }
+%s  use_backend %%[req.hdr(host),field(1,:),lower,map(%s)] if { req.hdr(host),field(1,:),lower,map(%s) -m found }
   default_backend nomatch
 backend nomatch
   http-request return status 404 content-type text/plain string "no route"
-`, h.http, h.tls, bundle.Path(h.dir, bundle.KindCert, "site.pem"), bundle.Path(h.dir, bundle.KindCert, "ca.pem"), mapPath, mapPath)
+`, h.http, h.tls, bundle.Path(h.dir, bundle.KindCert, "site.pem"), bundle.Path(h.dir, bundle.KindCert, "ca.pem"), lookupLine(h.dir), mapPath, mapPath)
 	for _, b := range m.backends {
 		fmt.Fprintf(&cfg, "backend %s\n  balance %s\n", b.name, b.balance)
 		for _, s := range b.servers {
@@ -127,23 +135,27 @@ backend nomatch
 		fmt.Fprintf(&entries, "%s %s\n", k, m.routes[k])
 	}
 	c, ca := f.certs[m.cert], f.cas[m.ca]
+	ms := map[string]string{"hosts.map": "# routes\n" + entries.String()}
+	renderLists(m, ms)
 	return &bundle.Bundle{
 		BaseDir: h.dir,
 		Config:  cfg.String(),
-		Maps:    map[string]string{"hosts.map": "# routes\n" + entries.String()},
+		Maps:    ms,
 		Certs:   map[string]string{"site.pem": string(c.CertPEM) + "\n" + string(c.KeyPEM), "ca.pem": string(ca.CertPEM)},
 	}
 }
 
-// step changes m at random: two to four changes.
+// step changes m at random: two to four changes, and one of the maps of
+// dpMaps.
 func (f *dpFixture) step(r *rand.Rand, m *dpModel) {
+	stepList(r, m)
 	for range 2 + r.IntN(3) {
 		b := m.backends[r.IntN(len(m.backends))]
 		var s *dpServer
 		if len(b.servers) > 0 {
 			s = b.servers[r.IntN(len(b.servers))]
 		}
-		switch op := r.IntN(20); {
+		switch op := r.IntN(30); {
 		case op <= 5 || s == nil: // add
 			m.next++
 			b.servers = append(b.servers, &dpServer{name: fmt.Sprintf("s%d", m.next), echo: r.IntN(len(f.echoes)),
@@ -167,8 +179,18 @@ func (f *dpFixture) step(r *rand.Rand, m *dpModel) {
 			}
 		case op == 18:
 			m.cert = (m.cert + 1) % len(f.certs)
-		default:
+		case op == 19:
 			m.ca = (m.ca + 1) % len(f.cas)
+		case op == 20: // a value the CLI must escape, or the entry removed and added again
+			if v := m.routes[weirdKey]; v == "" {
+				m.routes[weirdKey] = "nomatch odd value  with spaces"
+			} else if r.IntN(3) == 0 {
+				delete(m.routes, weirdKey)
+			} else {
+				m.routes[weirdKey] = v + ` ;#\x`
+			}
+		default:
+			stepList(r, m)
 		}
 	}
 }
@@ -192,6 +214,7 @@ func TestRuntimeAppliesMatchReloads(t *testing.T) {
 			rt.start(t, bin, rtOld)
 			rl.start(t, bin, f.render(m, rl))
 			reloads := 0
+			rec := &recorder{c: rt.session}
 			for i := range diffSteps {
 				next := m.clone()
 				f.step(r, next)
@@ -199,7 +222,8 @@ func TestRuntimeAppliesMatchReloads(t *testing.T) {
 				plan, reason := Diff(rtOld, rtNew)
 				require.Nil(t, reason, "step %d: every change of haproxy.cfg in the walk can be applied at run time", i)
 				require.NoError(t, bundle.Write(rt.dir, rtNew))
-				_, err := plan.Apply(t.Context(), rt.session)
+				rec.c = rt.session // a reload opened another session
+				_, err := plan.Apply(t.Context(), rec)
 				var r *Reason
 				if errors.As(err, &r) {
 					// Only a changed CA file reloads (see
@@ -214,7 +238,9 @@ func TestRuntimeAppliesMatchReloads(t *testing.T) {
 				f.compare(t, fmt.Sprintf("step %d", i), next, rt, rtNew, rl, rlNew)
 				m, rtOld = next, rtNew
 			}
-			t.Logf("%d steps, %d of them reloaded (a CA file changed)", diffSteps, reloads)
+			t.Logf("%d steps, %d of them reloaded (a CA file changed); maps changed by one command %d times, replaced whole %d times", diffSteps, reloads, rec.entry, rec.full)
+			require.Positive(t, rec.entry, "the walk changed a map by one command")
+			require.Positive(t, rec.full, "the walk replaced a map whole")
 		})
 	}
 }
@@ -231,17 +257,7 @@ func (f *dpFixture) compare(t *testing.T, step string, m *dpModel, rt *instance,
 		require.Empty(t, mm, "%s: %s runs its files", step, x.h.dir)
 	}
 	require.Equal(t, comparableState(t, rl), comparableState(t, rt), "%s: show servers state", step)
-	mapOf := func(h *instance) string {
-		a, err := h.session.Do(t.Context(), "show map "+bundle.Path(h.dir, bundle.KindMap, "hosts.map"), "")
-		require.NoError(t, err)
-		var lines []string
-		for l := range strings.Lines(a) {
-			_, rest, _ := strings.Cut(l, " ")
-			lines = append(lines, rest)
-		}
-		return strings.Join(lines, "")
-	}
-	require.Equal(t, mapOf(rl), mapOf(rt), "%s: show map", step)
+	compareLists(t, step, rt, rl)
 	require.Equal(t, rl.servedCert(t), rt.servedCert(t), "%s: the certificate served", step)
 
 	for _, host := range []string{"h0.example", "h1.example", "h2.example", "h3.example", "h4.example", "none.example"} {

@@ -7,8 +7,9 @@
 // time is the difference between them and the files HAProxy loaded.
 //
 // Files: plan.go (Diff: the decision), config.go and server.go (reading
-// haproxy.cfg), apply.go (Apply: the commands), truth.go (Verify: what
-// HAProxy runs compared with a bundle), show.go (HAProxy's answers).
+// haproxy.cfg), apply.go (Apply: the commands), mapdelta.go (a map changed
+// by one entry), truth.go (Verify: what HAProxy runs compared with a
+// bundle), show.go (HAProxy's answers).
 //
 // # What is applied at run time
 //
@@ -19,11 +20,14 @@
 //     address and port, weight or disabled state changed (set server addr,
 //     weight, state), or another option changed (removed, then added with
 //     its new line).
-//   - The content of a map file HAProxy reports as a map (show map), the
+//   - The content of a map file HAProxy reports as a map (show map): one
+//     entry added, changed or removed by one command (add map without a
+//     version, set map, del map) when mapDelta allows it (mapdelta.go: the
+//     rule and why it makes HAProxy run what a reload would); otherwise the
 //     whole map at once: prepare map, add map @version with the entries as
 //     HAProxy reads them from the file (payloads of at most 8 KiB), commit
 //     map. A reader sees the old map or the new one, never a mix; two maps
-//     changed in one round are committed one after the other.
+//     changed in one round are changed one after the other.
 //   - The content of a certificate HAProxy reports (show ssl cert): set ssl
 //     cert with the PEM text, commit ssl cert; HAProxy rebuilds every SSL
 //     context that uses it, its SNI names included.
@@ -79,5 +83,6 @@
 // when idle and every few runtime rounds, and repairs a difference by a
 // reload. TestRuntimeAppliesMatchReloads applies random sequences of
 // changes at run time in one real HAProxy 3.0 and by reload in another and
-// compares them after every step.
+// compares them after every step; TestMapEditsMatchWholeMaps walks the maps
+// longer, one command against whole maps.
 package dataplane

@@ -29,7 +29,7 @@ import (
 const failsafe = 30 * time.Second
 
 // haproxy30 is testutil.HAProxy30.
-func haproxy30(t *testing.T) string { return testutil.HAProxy30(t) }
+func haproxy30(t testing.TB) string { return testutil.HAProxy30(t) }
 
 // instance is a real HAProxy in master-worker mode reading a bundle from
 // its directory.
@@ -43,7 +43,7 @@ type instance struct {
 }
 
 // shortDir is a new directory short enough for a unix socket path.
-func shortDir(t *testing.T) string {
+func shortDir(t testing.TB) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "htcdp")
 	require.NoError(t, err)
@@ -53,7 +53,7 @@ func shortDir(t *testing.T) string {
 
 // newInstance prepares an instance (its directory and addresses); start
 // runs HAProxy on the first bundle.
-func newInstance(t *testing.T) *instance {
+func newInstance(t testing.TB) *instance {
 	t.Helper()
 	dir := shortDir(t)
 	return &instance{dir: dir, http: testutil.FreeAddr(t), tls: testutil.FreeAddr(t), logs: &testutil.SyncBuffer{},
@@ -63,7 +63,7 @@ func newInstance(t *testing.T) *instance {
 // start writes b and runs `haproxy -W -S <sock> -f haproxy.cfg` in its own
 // process group, killed when the test ends, and waits until its worker
 // answers.
-func (h *instance) start(t *testing.T, bin string, b *bundle.Bundle) {
+func (h *instance) start(t testing.TB, bin string, b *bundle.Bundle) {
 	t.Helper()
 	require.NoError(t, bundle.Write(h.dir, b))
 	cmd := exec.Command(bin, "-W", "-S", h.master.SocketPath, "-f", filepath.Join(h.dir, bundle.ConfigFileName))
@@ -94,7 +94,7 @@ func (h *instance) start(t *testing.T, bin string, b *bundle.Bundle) {
 }
 
 // open (re)opens the session with the current worker.
-func (h *instance) open(t *testing.T) {
+func (h *instance) open(t testing.TB) {
 	t.Helper()
 	if h.session != nil {
 		_ = h.session.Close()
@@ -128,9 +128,15 @@ func (h *instance) reload(t *testing.T, b *bundle.Bundle) {
 // status and body ("" and the error's text when it failed).
 func (h *instance) get(t *testing.T, host string) (int, string) {
 	t.Helper()
+	return h.getPath(t, host, "/")
+}
+
+// getPath is get for another path.
+func (h *instance) getPath(t *testing.T, host, path string) (int, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+h.http+"/", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+h.http+path, nil)
 	require.NoError(t, err)
 	req.Host = host
 	resp, err := (&http.Transport{DisableKeepAlives: true}).RoundTrip(req)

@@ -67,6 +67,11 @@ type FileChange struct {
 	// bundle's BaseDir, pathFor).
 	Path    string
 	Content string
+	// old is the content HAProxy runs; order how haproxy.cfg reads the
+	// file as a map (readMapOrder): together they say whether one command
+	// changes it (mapDelta).
+	old   string
+	order mapOrder
 }
 
 // Plan is how the runtime API brings HAProxy from running one bundle to
@@ -190,7 +195,8 @@ func (p *Plan) diffFiles(old, new *bundle.Bundle) *Reason {
 			case !had:
 				return &Reason{Kind: ReasonFiles, Detail: fmt.Sprintf("%s %s was added", g.kind, policy.Shorten(name))}
 			case content != g.new[name]:
-				p.Files = append(p.Files, FileChange{Kind: g.kind, Name: name, Path: bundle.Path(new.BaseDir, g.kind, name), Content: g.new[name]})
+				path := bundle.Path(new.BaseDir, g.kind, name)
+				p.Files = append(p.Files, FileChange{Kind: g.kind, Name: name, Path: path, Content: g.new[name], old: content, order: readMapOrder(new.Config, path)})
 			}
 		}
 	}

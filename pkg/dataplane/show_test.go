@@ -88,7 +88,7 @@ func TestApplyStopsAtTheFirstCommandHAProxyRefuses(t *testing.T) {
 	_, err := p.Apply(t.Context(), h.session)
 	var failed *Failure
 	require.ErrorAs(t, err, &failed)
-	assert.Contains(t, failed.Command, "add map @")
+	assert.Contains(t, failed.Command, "add map ")
 	var refused *master.CommandError
 	require.ErrorAs(t, err, &refused, "HAProxy refused it")
 	h.reload(t, nb)

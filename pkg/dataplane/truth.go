@@ -36,7 +36,9 @@ func (m Mismatch) String() string { return m.Kind + ": " + m.What }
 //     checks are configured and enabled, and its weight (unless a
 //     default-server line applies);
 //   - maps: the entries of every bundle map HAProxy reports, in order
-//     (unless an entry is too long for show map to print);
+//     (ordered by key for a map haproxy.cfg reads only with exact or prefix
+//     converters, sameMap; unless an entry is too long for show map to
+//     print);
 //   - certificates and CA files: the SHA-1 fingerprints of every
 //     certificate of the file HAProxy reports (the first one's for a
 //     certificate).
@@ -142,11 +144,19 @@ func verifyMaps(ctx context.Context, c Commander, b *bundle.Bundle) ([]Mismatch,
 		if !showable(wantK, wantV, cliBufsize(b.Config)) {
 			continue
 		}
-		if !slices.Equal(gotK, wantK) || !slices.Equal(gotV, wantV) {
+		if !sameMap(gotK, gotV, wantK, wantV, readMapOrder(b.Config, path)) {
 			out = append(out, Mismatch{Kind: KindMap, What: fmt.Sprintf("map %s: %d entries, the file has %d (or they differ)", policy.Shorten(name), len(gotK), len(wantK))})
 		}
 	}
 	return out, nil
+}
+
+// sameMap reports whether HAProxy's entries (got) are the file's (want):
+// in the same order, or, for a map read only from trees (mapOrderFree,
+// where entries added at run time are at the end of show map), ordered by
+// key with the entries of one key in the same order.
+func sameMap(gotK, gotV, wantK, wantV []string, order mapOrder) bool {
+	return slices.Equal(orderEntries(gotK, gotV, order), orderEntries(wantK, wantV, order))
 }
 
 // showable reports whether show map can print every entry: it prints an

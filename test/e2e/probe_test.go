@@ -47,11 +47,14 @@ const (
 // after HTC_PROBE_PRELOAD routes created without the webhook and without
 // probing (default 0), of HTC_PROBE_WORKLOAD (ingress, the default, or
 // gateway). HTC_PROBE_REPORT names a file the result table is appended to;
-// HTC_PROBE_PROFILE a file for a CPU profile of the probed applies.
+// HTC_PROBE_PROFILE a file for a CPU profile of the probed applies;
+// HTC_PROBE_DEBOUNCE (a duration) the controller's --debounce instead of
+// the default, to measure it.
 type probeParams struct {
 	n, preload      int
 	workload        string
 	report, profile string
+	debounce        time.Duration
 }
 
 func probeParamsFromEnv(t *testing.T) probeParams {
@@ -66,6 +69,11 @@ func probeParamsFromEnv(t *testing.T) probeParams {
 	}
 	if v := os.Getenv("HTC_PROBE_WORKLOAD"); v != "" {
 		p.workload = v
+	}
+	if v := os.Getenv("HTC_PROBE_DEBOUNCE"); v != "" {
+		d, err := time.ParseDuration(v)
+		require.NoError(t, err, "HTC_PROBE_DEBOUNCE")
+		p.debounce = d
 	}
 	return p
 }
@@ -107,6 +115,7 @@ func TestSustainedAppliesAreNeverRefused(t *testing.T) {
 		// The product's deadline: a refusal by timeout is what this
 		// test looks for.
 		o.AdmissionTimeout = 0
+		o.Debounce = p.debounce // 0: the default
 	})
 	// A failsafe: the Gateway library's informers and embedded tests take
 	// minutes on a loaded machine.
