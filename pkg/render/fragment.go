@@ -174,6 +174,7 @@ func (s *renderState) runFragment(name, key string, item any) (*fragments.Record
 	}
 	s.sources.leave()
 	rec.Text, rec.Scratch = buf.String(), scratch-s.budget.scratch
+	rec.Trim()
 	return rec, nil
 }
 

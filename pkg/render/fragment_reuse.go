@@ -3,7 +3,6 @@ package render
 import (
 	"unsafe"
 
-	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/render/fragments"
 	"github.com/haproxy-template/htc/pkg/store"
 )
@@ -68,17 +67,4 @@ func (s *renderState) alike(key string, old, now map[string]any) bool {
 	}
 	s.frags.alikeSeen[k] = v
 	return v
-}
-
-// refsOf names the objects a Get or Fetch returned (nil for List and Len,
-// whose objects the source map does not name).
-func refsOf(key string, r fragments.StoreCall) []bundle.ObjectRef {
-	if r.Method != "Get" && r.Method != "Fetch" {
-		return nil
-	}
-	refs := make([]bundle.ObjectRef, len(r.Objs))
-	for i, o := range r.Objs {
-		refs[i] = refOf(key, o)
-	}
-	return refs
 }

@@ -94,7 +94,7 @@ func (t *tracker) readStore(key string, r fragments.StoreCall) {
 		return
 	}
 	if t.frag != nil {
-		t.frag.Reads = append(t.frag.Reads, fragments.Read{Store: key, Call: r, Refs: refsOf(key, r)})
+		t.frag.Reads = append(t.frag.Reads, fragments.Read{Store: key, Call: r})
 		return
 	}
 	if (r.Method == "Get" || r.Method == "Fetch") && len(r.Objs) > 0 {
@@ -229,8 +229,8 @@ func replayFragment(sm *sourcemap.Builder, item any, rec *fragments.Record, off 
 	sm.Enter(item, nil)
 	for _, r := range rec.Reads {
 		if r.Call.Method == "Get" || r.Call.Method == "Fetch" {
-			for i, o := range r.Call.Objs {
-				sm.Returned(r.Store, o, &r.Refs[i])
+			for _, o := range r.Call.Objs {
+				sm.Returned(r.Store, o, nil)
 			}
 		}
 	}

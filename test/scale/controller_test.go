@@ -391,6 +391,16 @@ const idleReturnsSeries = "htc_memory_idle_returns_total"
 // controller's 15 s periods (--idle-memory-return) and the collection.
 const idleReturnBound = 2 * time.Minute
 
+// settleQuiet is how long no idle memory return must follow one for the
+// controller to be at rest: three of its 15 s periods (the idle work a
+// return starts allocates more than the 32 MiB that make the next quiet
+// period return again). idleSettleBound bounds the wait after the first
+// return.
+const (
+	settleQuiet     = 45 * time.Second
+	idleSettleBound = 4 * time.Minute
+)
+
 // idleReturns is htc_memory_idle_returns_total now.
 func (cp *controllerProc) idleReturns() (float64, error) {
 	m, err := cp.scrapeMetrics()
@@ -402,9 +412,15 @@ func (cp *controllerProc) idleReturns() (float64, error) {
 
 // restingRSS waits until the controller reports an idle memory return,
 // then reads its RSS: any return when another is false (the one after
-// loading may have come already), else one after those counted now. It
-// returns a zero rss (logged) when there was none within idleReturnBound,
-// the count could not be read, or the controller exited.
+// loading may have come already), else one after those counted now. A
+// return starts the controller's idle work (the shadow checks of its
+// shortcuts: a full render), which a later quiet period returns again;
+// so it goes on reading the RSS at each return until none came for
+// settleQuiet, and returns the last reading: the RSS once the idle work
+// is done too (the first reading is logged). It returns a zero rss
+// (logged) when there was no return within idleReturnBound, the count
+// could not be read, or the controller exited; the last reading when
+// returns kept coming until idleSettleBound.
 func (cp *controllerProc) restingRSS(h *harness, another bool) rss {
 	deadline := time.Now().Add(idleReturnBound)
 	was := 0.0
@@ -418,14 +434,28 @@ func (cp *controllerProc) restingRSS(h *harness, another bool) rss {
 			time.Sleep(time.Second)
 		}
 	}
+	var last rss
+	var lastAt time.Time
 	for time.Now().Before(deadline) && !cp.exited() {
 		if n, err := cp.idleReturns(); err == nil && n > was {
-			return cp.rss()
+			if last = cp.rss(); lastAt.IsZero() {
+				h.logf("RSS at the first idle memory return: %s", mib(last.now))
+				deadline = time.Now().Add(idleSettleBound)
+			}
+			was, lastAt = n, time.Now()
+		}
+		if !lastAt.IsZero() && time.Since(lastAt) >= settleQuiet {
+			h.logf("RSS at rest (the last idle memory return, none for %s since): %s", settleQuiet, mib(last.now))
+			return last
 		}
 		h.checkCtx()
 		// A scrape allocates in the controller (about 200 KiB): one
 		// every 5 s keeps it quiet.
 		time.Sleep(5 * time.Second)
+	}
+	if !lastAt.IsZero() {
+		h.logf("idle memory returns kept coming for %s; RSS at the last one", idleSettleBound)
+		return last
 	}
 	h.logf("the controller reported no idle memory return within %s", idleReturnBound)
 	return rss{}

@@ -374,7 +374,7 @@ func (rep *report) markdown() string {
 	conc("one identical CREATE", func(r runResult) concResult { return r.same })
 	row("controller RSS when ready (VmRSS / VmHWM)", func(r runResult) string { return mib(r.rssLoaded.now) + " / " + mib(r.rssLoaded.peak) })
 	row("controller RSS after the runs (VmRSS / VmHWM)", func(r runResult) string { return mib(r.rssEnd.now) + " / " + mib(r.rssEnd.peak) })
-	row("controller RSS **at rest**, once it returned idle memory: when ready; after the runs", func(r runResult) string {
+	row("controller RSS **at rest**, at its last idle memory return (none for 45 s after it): when ready; after the runs", func(r runResult) string {
 		return resting(r.rssLoadedRest) + "; " + resting(r.rssEndRest)
 	})
 	row("**startup**: stores synced → serving admissions", func(r runResult) string {

@@ -110,7 +110,7 @@ func TestMarkdownRows(t *testing.T) {
 			"| … **allowed/s** ÷ (cores ÷ floor p50) | 5.00 |",
 			"| controller RSS when ready (VmRSS / VmHWM) | 300 MiB / 400 MiB |",
 			"| controller RSS after the runs (VmRSS / VmHWM) | 350 MiB / 450 MiB |",
-			"| controller RSS **at rest**, once it returned idle memory: when ready; after the runs | 200 MiB; – (no idle memory return) |",
+			"| controller RSS **at rest**, at its last idle memory return (none for 45 s after it): when ready; after the runs | 200 MiB; – (no idle memory return) |",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

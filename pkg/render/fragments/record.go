@@ -32,14 +32,15 @@ type Record struct {
 	Held []unsafe.Pointer
 }
 
-// Read is a store read a fragment made and what it returned.
+// Read is a store read a fragment made and what it returned. The source
+// map names the objects it returned from the objects themselves
+// (sourcemap.Ref): a record applied with objects that render alike names
+// the same objects, so nothing more is kept per read.
 type Read struct {
 	// Store is the key of the store read.
 	Store string
 	// Call is the call made and its result.
 	Call StoreCall
-	// Refs name Call.Objs (Get, Fetch), for the source map.
-	Refs []bundle.ObjectRef
 }
 
 // StoreCall is one call of a store method (a ResourceStore's, in
@@ -69,4 +70,27 @@ type AddedFile struct {
 	Name, Text string
 	// Owner is the object addFile named as the file's owner, or nil.
 	Owner map[string]any
+}
+
+// Trim ends the recording of r: its lists are given exactly the room
+// they hold (a record outlives its render, and the room appends left
+// would be kept as long).
+func (r *Record) Trim() {
+	r.Reads = trimmed(r.Reads)
+	r.Emits = trimmed(r.Emits)
+	r.Files = trimmed(r.Files)
+	r.Warnings = trimmed(r.Warnings)
+	r.Held = trimmed(r.Held)
+}
+
+// trimmed returns s in a list of exactly its length (nil when empty), s
+// itself when it has no room left.
+func trimmed[S ~[]E, E any](s S) S {
+	if len(s) == 0 {
+		return nil
+	}
+	if cap(s) == len(s) {
+		return s
+	}
+	return append(make(S, 0, len(s)), s...)
 }
