@@ -1,6 +1,10 @@
 package policy
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
+)
 
 // addrFamily is what an address names once its prefix is read.
 type addrFamily uint8
@@ -104,15 +108,15 @@ const (
 // checkAddress applies the address rules to one address word w (already
 // split at commas for bind lines). what names the directive for messages;
 // unixPrefix is the unix-bind prefix for listeners.
-func (s *policyScan) checkAddress(at loc, what string, w cfgWord, role addrRole, unixPrefix string) {
-	text := w.text
+func (s *policyScan) checkAddress(at loc, what string, w cfgtext.Word, role addrRole, unixPrefix string) {
+	text := w.Text
 	if strings.IndexByte(text, '$') >= 0 {
 		// str2sa_range() runs env_expand() on the word: any '$' expands,
 		// whatever the quoting was.
 		s.refuseEnv(at)
-		w.env = true
+		w.Env = true
 	}
-	if w.env && !addressFamilyFixed(text) {
+	if w.Env && !addressFamilyFixed(text) {
 		s.add(at, "", what+": an address built from an environment variable must start with a network prefix (ipv4@, ipv6@, tcp@, udp@, ...) or a digit so that it cannot name a file")
 		return
 	}

@@ -1,6 +1,10 @@
 package policy
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
+)
 
 // This file mirrors how readcfgfile() (src/cfgparse.c, HAProxy 3.0) handles
 // the conditional blocks .if/.elif/.else/.endif, so that the policy applies
@@ -79,11 +83,11 @@ func (b *condBlocks) masked() bool {
 
 // blockDirective reports whether words start with a block directive
 // HAProxy handles in every branch.
-func blockDirective(words []cfgWord) bool {
-	if len(words) == 0 || words[0].env {
+func blockDirective(words []cfgtext.Word) bool {
+	if len(words) == 0 || words[0].Env {
 		return false
 	}
-	switch words[0].text {
+	switch words[0].Text {
 	case ".if", ".elif", ".else", ".endif":
 		return true
 	}
@@ -92,10 +96,10 @@ func blockDirective(words []cfgWord) bool {
 
 // condLine applies one .if/.elif/.else/.endif line HAProxy accepted from
 // the tokenizer.
-func (s *policyScan) condLine(at loc, lt lineTokens) {
+func (s *policyScan) condLine(at loc, lt cfgtext.Line) {
 	b := &s.blocks
-	words := lt.words
-	kw := words[0].text
+	words := lt.Words
+	kw := words[0].Text
 	lvl := len(b.states)
 	switch kw {
 	case ".if":
@@ -167,9 +171,9 @@ func (s *policyScan) inBlock(at loc, kw string) bool {
 
 // noArgument checks that .else/.endif has no (non-empty) first argument,
 // as readcfgfile() does; otherwise HAProxy aborts.
-func (s *policyScan) noArgument(at loc, kw string, words []cfgWord) bool {
-	if len(words) > 1 && words[1].text != "" {
-		s.stopFile(at, "unexpected argument '"+s.short(words[1].text)+"' for '"+kw+"'")
+func (s *policyScan) noArgument(at loc, kw string, words []cfgtext.Word) bool {
+	if len(words) > 1 && words[1].Text != "" {
+		s.stopFile(at, "unexpected argument '"+s.short(words[1].Text)+"' for '"+kw+"'")
 		return false
 	}
 	return true
@@ -178,9 +182,9 @@ func (s *policyScan) noArgument(at loc, kw string, words []cfgWord) bool {
 // condition evaluates the condition of a .if/.elif line: whether the
 // branch is taken, and false in ok when HAProxy aborts. A condition the
 // policy cannot evaluate is denied and taken.
-func (s *policyScan) condition(at loc, kw string, lt lineTokens) (taken, ok bool) {
+func (s *policyScan) condition(at loc, kw string, lt cfgtext.Line) (taken, ok bool) {
 	var r condResult
-	if lt.nexp > 0 {
+	if lt.NExp > 0 {
 		r = condResult{value: condUnknown, reason: "the condition uses an environment variable, whose value differs between the checker and the HAProxy that runs the configuration"}
 	} else {
 		r = evalCondition(condText(lt), s.version)
@@ -200,22 +204,22 @@ func (s *policyScan) condition(at loc, kw string, lt lineTokens) (taken, ok bool
 // condText is the condition readcfgfile() evaluates: the words after the
 // directive joined by single spaces, every NUL inside a word a space too,
 // and a final space when a separator followed the last word.
-func condText(lt lineTokens) string {
-	if len(lt.words) < 2 {
+func condText(lt cfgtext.Line) string {
+	if len(lt.Words) < 2 {
 		return ""
 	}
 	var b strings.Builder
-	for i, w := range lt.words[1:] {
+	for i, w := range lt.Words[1:] {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		if w.whole != "" {
-			b.WriteString(strings.ReplaceAll(w.whole, "\x00", " "))
+		if w.Whole != "" {
+			b.WriteString(strings.ReplaceAll(w.Whole, "\x00", " "))
 		} else {
-			b.WriteString(w.text)
+			b.WriteString(w.Text)
 		}
 	}
-	if lt.trailingSep {
+	if lt.TrailingSep {
 		b.WriteByte(' ')
 	}
 	return b.String()

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
 )
 
 // testVersion is the version of the HAProxy 3.0 of the image, as `haproxy
@@ -55,7 +57,7 @@ var condCases = []struct{ cond, want string }{
 
 func TestEvalCondition(t *testing.T) {
 	for _, tc := range condCases {
-		cond := tokenizeLineEnv(".if "+tc.cond, envExact, nil)
+		cond := cfgtext.TokenizeEnv(".if "+tc.cond, cfgtext.EnvExact, nil)
 		got := evalCondition(condText(cond), testVersion)
 		assert.Equal(t, tc.want, "FTEU"[got.value:got.value+1], "%q: %+v", tc.cond, got)
 		if got.value >= condError {

@@ -2,10 +2,12 @@ package policy
 
 import (
 	"strings"
+
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
 )
 
 // handler checks the arguments of one keyword.
-type handler func(s *policyScan, at loc, kw string, args []cfgWord)
+type handler func(s *policyScan, at loc, kw string, args []cfgtext.Word)
 
 // sectionKeywords is sectionKeywordLists as sets.
 var sectionKeywords = func() map[string]wordSet {
@@ -57,7 +59,7 @@ func init() {
 		"crt-store load":               (*policyScan).crtStoreLoad,
 		"global wurfl-patch-file":      (*policyScan).pathList,
 		"global ocsp-update.httpproxy": (*policyScan).connectAddr,
-		"global httpclient.ssl.ca-file": func(s *policyScan, at loc, kw string, args []cfgWord) {
+		"global httpclient.ssl.ca-file": func(s *policyScan, at loc, kw string, args []cfgtext.Word) {
 			s.caFile(at, kw, arg(args, 0), baseNone)
 		},
 		"* log":                        (*policyScan).logLine,
@@ -108,7 +110,7 @@ func handlerFor(section, kw string) handler {
 		return nil
 	}
 	idx := exampleArg(e.example)
-	return func(s *policyScan, at loc, kw string, args []cfgWord) {
+	return func(s *policyScan, at loc, kw string, args []cfgtext.Word) {
 		if idx >= 0 && idx < len(args) {
 			s.checkPath(at, kw, args[idx], e)
 		}
@@ -127,9 +129,9 @@ func exampleArg(example string) int {
 }
 
 // arg returns args[i] or an empty word.
-func arg(args []cfgWord, i int) cfgWord {
+func arg(args []cfgtext.Word, i int) cfgtext.Word {
 	if i < len(args) {
 		return args[i]
 	}
-	return cfgWord{}
+	return cfgtext.Word{}
 }

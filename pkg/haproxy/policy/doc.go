@@ -5,7 +5,7 @@
 // while it parses the configuration. It executes nothing and reads no file:
 // it reads the text as HAProxy 3.0 does.
 //
-// It reads the words of each line (tokenize.go, tokenize_env.go), the
+// It reads the words of each line (package cfgtext: the tokenizer), the
 // lines HAProxy applies (the conditional blocks .if/.elif/.else/.endif,
 // evaluated with HAProxy's grammar and predicates: cfgblock.go, cond.go,
 // cond_args.go, expr.go; a condition whose value depends on the machine or

@@ -8,57 +8,6 @@ import (
 	"github.com/haproxy-template/htc/pkg/bundle"
 )
 
-// FuzzTokenize: the tokenizer never panics, expansions are found in every
-// mode alike (unless an unset variable glued what follows, CR included,
-// which only the checker's view does), and what it calls one word stays one
-// word: the words of an accepted line, written back with HAProxy quoting,
-// tokenize to the same words.
-func FuzzTokenize(f *testing.F) {
-	for _, tc := range tokenCases {
-		f.Add(tc.in)
-	}
-	f.Add("\r\t lua-load \"x\" '${A}' \\x41 # c")
-	f.Fuzz(func(t *testing.T, line string) {
-		checker := tokenizeLine(line, envChecker)
-		all := tokenizeLine(line, envAllSet)
-		lit := tokenizeLine(line, envLiteral)
-		glued := false
-		for _, e := range checker.exps {
-			glued = glued || e.glued
-		}
-		if all.nexp != lit.nexp || (!glued && checker.nexp != all.nexp) {
-			t.Fatalf("%q: expansions differ between modes", line)
-		}
-		if lit.err != errNone || len(lit.exps) > 0 || lit.scope {
-			return
-		}
-		again := tokenizeLine(requote(texts(lit.words)), envLiteral)
-		if again.err != errNone || strings.Join(texts(again.words), "\x00") != strings.Join(texts(lit.words), "\x00") {
-			t.Fatalf("%q: words %q re-read as %q", line, texts(lit.words), texts(again.words))
-		}
-	})
-}
-
-// quoter writes a word in single quotes, inside which HAProxy takes
-// everything literally but the quote itself and the line terminators,
-// which are written as escapes between quoted pieces.
-var quoter = strings.NewReplacer("'", `'\''`, "\n", `'\n'`, "\r", `'\r'`)
-
-// requote writes words back as one line. An empty last word needs a
-// space after it: HAProxy counts a final word only when it has characters
-// or a separator follows it.
-func requote(words []string) string {
-	out := make([]string, len(words))
-	for i, w := range words {
-		out[i] = "'" + quoter.Replace(w) + "'"
-	}
-	line := strings.Join(out, " ")
-	if len(words) > 0 && words[len(words)-1] == "" {
-		line += " "
-	}
-	return line
-}
-
 // hide spells a keyword the way recipe says, character by character, in
 // one of the forms HAProxy reads as that character.
 func hide(kw string, recipe []byte) string {

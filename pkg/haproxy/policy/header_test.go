@@ -6,12 +6,14 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
 )
 
 // isHeader is what SectionHeader must find: a line whose first word, as the
 // tokenizer makes it, is a section keyword.
 func isHeader(line string) bool {
-	words := splitLine(line).words
+	words := cfgtext.Words(line)
 	return len(words) > 0 && sectionKeyword(words[0])
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
 )
 
 // mapLineMax is how much of a line HAProxy 3.0 reads from a map or pattern
@@ -31,7 +32,7 @@ type mapUse struct {
 // useMapFile checks a map or pattern file reference and records how
 // HAProxy will read it; loose marks a plain-string map converter (see
 // looseConverter).
-func (s *policyScan) useMapFile(at loc, what string, w cfgWord, asMap, loose bool) {
+func (s *policyScan) useMapFile(at loc, what string, w cfgtext.Word, asMap, loose bool) {
 	s.checkPathUse(at, what, w, entry{class: clsRead}, refUse{asMap: asMap, asPattern: !asMap, loose: loose})
 }
 

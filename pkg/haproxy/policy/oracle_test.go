@@ -96,3 +96,19 @@ func findingsText(err error) string {
 	}
 	return text
 }
+
+// haproxy30 returns the HAProxy 3.0 binary (or wrapper script) named by
+// HTC_HAPROXY30. Without it the test is skipped under -short and fails
+// otherwise (as testutil.HAProxy30, which this package cannot import): a
+// differential test against HAProxy proves nothing without it.
+func haproxy30(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("HTC_HAPROXY30")
+	if bin == "" && testing.Short() {
+		t.Skip("HTC_HAPROXY30 is not set (path of an haproxy 3.0 binary or wrapper)")
+	}
+	if bin == "" {
+		t.Fatal("HTC_HAPROXY30 is not set: run `make haproxy` and set HTC_HAPROXY30=$PWD/bin/image-haproxy/haproxy (or run with -short to skip)")
+	}
+	return bin
+}

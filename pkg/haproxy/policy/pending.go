@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
 )
 
 // pendingKind is how HAProxy parses a bundle file a directive names.
@@ -106,7 +108,7 @@ func crtListWords(line string) (words, opts []string) {
 		case c == 0:
 			flush(i)
 			return words, opts
-		case isCSpace(c):
+		case cfgtext.IsCSpace(c):
 			flush(i)
 		case c == '[' || c == ']':
 			flush(i)

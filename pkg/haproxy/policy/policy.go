@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
 )
 
 // EnvExpansionKey is the AllowedDirectives entry that permits environment
@@ -68,7 +69,7 @@ type policyScan struct {
 	unknown map[unknownKey]bool    // unknown keywords already reported
 	// tok and tokAll are reused for every line (the checker's view and
 	// the every-variable-set view).
-	tok, tokAll tokenizer
+	tok, tokAll cfgtext.Tokenizer
 }
 
 // Check applies the safety policy to a rendered bundle without
@@ -79,7 +80,7 @@ type policyScan struct {
 //
 // The rules follow HAProxy 3.0 (verified against haproxy 3.0.11):
 //
-//   - Lines are cut into words exactly as HAProxy does (tokenize.go); text
+//   - Lines are cut into words exactly as HAProxy does (package cfgtext); text
 //     HAProxy ignores (after a NUL or a line-ending '\r') is scanned too,
 //     without changing the reading of the next lines, and a NUL byte is
 //     refused.

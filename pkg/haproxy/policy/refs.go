@@ -3,6 +3,8 @@ package policy
 import (
 	"path/filepath"
 	"strings"
+
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
 )
 
 // refMode says how HAProxy uses a referenced path.
@@ -209,13 +211,13 @@ func (s *policyScan) isBundleFile(abs string) bool {
 }
 
 // checkPath checks a path argument of kind e (read, write or directory).
-func (s *policyScan) checkPath(at loc, what string, w cfgWord, e entry) (string, bool) {
+func (s *policyScan) checkPath(at loc, what string, w cfgtext.Word, e entry) (string, bool) {
 	return s.checkPathUse(at, what, w, e, refUse{})
 }
 
 // checkPathUse is checkPath with what HAProxy does with the file.
-func (s *policyScan) checkPathUse(at loc, what string, w cfgWord, e entry, use refUse) (string, bool) {
-	if w.env {
+func (s *policyScan) checkPathUse(at loc, what string, w cfgtext.Word, e entry, use refUse) (string, bool) {
+	if w.Env {
 		s.add(at, "", what+": a path built from an environment variable cannot be checked")
 		return "", false
 	}
@@ -223,7 +225,7 @@ func (s *policyScan) checkPathUse(at loc, what string, w cfgWord, e entry, use r
 	if e.class == clsWrite {
 		mode = refWrite
 	}
-	return s.checkRef(at, fileRef{directive: what, path: w.text, mode: mode, base: e.base}, use)
+	return s.checkRef(at, fileRef{directive: what, path: w.Text, mode: mode, base: e.base}, use)
 }
 
 // dirOfPattern returns the directory part of a Lua search pattern.

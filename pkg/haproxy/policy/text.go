@@ -3,6 +3,8 @@ package policy
 import (
 	"iter"
 	"strings"
+
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
 )
 
 // The text helpers the checker shares with the policy, so that both read
@@ -26,7 +28,7 @@ func Lines(text string) iter.Seq2[int, string] {
 
 // Words cuts one line into words as HAProxy 3.0 does, keeping environment
 // expansions as written.
-func Words(line string) []string { return splitLine(line).words }
+func Words(line string) []string { return cfgtext.Words(line) }
 
 // SectionHeader reports whether line starts a configuration section as
 // config-parser models sections (its first word, as HAProxy reads it, is a
@@ -71,6 +73,12 @@ func isHeaderCandidate(line string) bool {
 		return true
 	}
 	return sectionKeyword(line[i:j])
+}
+
+// isSpace reports whether c separates words within a line (C isspace minus
+// the line terminators).
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\v' || c == '\f'
 }
 
 // isPlainWordByte reports whether c stands for itself in a word, wherever

@@ -1,4 +1,4 @@
-package policy
+package cfgtext
 
 import (
 	"fmt"
@@ -21,54 +21,54 @@ import (
 var tokenCases = []struct {
 	in    string
 	words []string
-	err   parseErr
+	err   ParseError
 }{
-	{`k  a b  `, []string{"k", "a", "b"}, errNone},
-	{`k "b c" 'd e'`, []string{"k", "b c", "d e"}, errNone},
-	{`k a\ b c`, []string{"k", "a b", "c"}, errNone},
-	{`k a # c`, []string{"k", "a"}, errNone},
-	{`k a#b`, []string{"k", "a"}, errNone},
-	{`k "#c" '#d' \#e`, []string{"k", "#c", "#d", "#e"}, errNone},
-	{`k \x41\x42`, []string{"k", "AB"}, errNone},
-	{`k \x4`, nil, errHex},
-	{`k \xZZ`, nil, errHex},
-	{`k a\qb`, []string{"k", `a\qb`}, errNone},
-	{`k \$A`, []string{"k", `\$A`}, errNone},
-	{`k "\$A"`, []string{"k", "$A"}, errNone},
-	{`k '\$A' '\'`, []string{"k", `\$A`, `\`}, errNone},
-	{`k "\'" '"'`, []string{"k", "'", `"`}, errNone},
-	{`k "" x`, []string{"k", "", "x"}, errNone},
-	{`k x ""`, []string{"k", "x"}, errNone},
-	{`k x "" `, []string{"k", "x", ""}, errNone},
-	{`k a"b"'c'd`, []string{"k", "abcd"}, errNone},
-	{`k "a`, nil, errQuote},
-	{`k 'a`, nil, errQuote},
-	{`k $A`, []string{"k", "$A"}, errNone},
-	{`k ${A}`, []string{"k", "${A}"}, errNone},
-	{`k "$A"`, []string{"k", "va"}, errNone},
-	{`k "${A}x"`, []string{"k", "vax"}, errNone},
-	{`k "$A_x"`, []string{"k"}, errNone},
-	{`k "$UNSET" next`, []string{"k", "next"}, errNone},
-	{`k "a$UNSET" next w`, []string{"k", "anext", "w"}, errNone},
-	{`k "$UNSET"x`, []string{"k", "x"}, errNone},
-	{`k "${UNSET}" next`, []string{"k", "next"}, errNone},
-	{`k "${UNSET-def}" next`, []string{"k", "def", "next"}, errNone},
-	{`k "${UNSET-a b}"`, []string{"k", "a b"}, errNone},
-	{`k "${A-def}"`, []string{"k", "va"}, errNone},
-	{`k "${L[*]}"`, []string{"k", "one", "two"}, errNone},
-	{`k "x${L[*]}y"`, []string{"k", "xone", "twoy"}, errNone},
-	{`k "${L}"`, []string{"k", "one two"}, errNone},
-	{`k "${L[x]}"`, nil, errWordExpand},
-	{`k "${A"`, nil, errBrace},
-	{`k "$1"`, nil, errVarName},
-	{`k "$"`, nil, errVarName},
-	{`k "$.BOGUS"`, nil, errVarName},
-	{`k a` + "\r" + `b c`, []string{"k", "a"}, errNone},
-	{`k a ` + "\r" + `b c`, []string{"k", "a", "b", "c"}, errNone},
-	{"k a\v\fb", []string{"k", "a", "b"}, errNone},
-	{`k a\x00b c`, []string{"k", "a", "c"}, errNone},
-	{`k "a\nb"`, []string{"k", "a\nb"}, errNone},
-	{`k "a\tb" \r`, []string{"k", "a\tb", "\r"}, errNone},
+	{`k  a b  `, []string{"k", "a", "b"}, NoError},
+	{`k "b c" 'd e'`, []string{"k", "b c", "d e"}, NoError},
+	{`k a\ b c`, []string{"k", "a b", "c"}, NoError},
+	{`k a # c`, []string{"k", "a"}, NoError},
+	{`k a#b`, []string{"k", "a"}, NoError},
+	{`k "#c" '#d' \#e`, []string{"k", "#c", "#d", "#e"}, NoError},
+	{`k \x41\x42`, []string{"k", "AB"}, NoError},
+	{`k \x4`, nil, ErrHex},
+	{`k \xZZ`, nil, ErrHex},
+	{`k a\qb`, []string{"k", `a\qb`}, NoError},
+	{`k \$A`, []string{"k", `\$A`}, NoError},
+	{`k "\$A"`, []string{"k", "$A"}, NoError},
+	{`k '\$A' '\'`, []string{"k", `\$A`, `\`}, NoError},
+	{`k "\'" '"'`, []string{"k", "'", `"`}, NoError},
+	{`k "" x`, []string{"k", "", "x"}, NoError},
+	{`k x ""`, []string{"k", "x"}, NoError},
+	{`k x "" `, []string{"k", "x", ""}, NoError},
+	{`k a"b"'c'd`, []string{"k", "abcd"}, NoError},
+	{`k "a`, nil, ErrQuote},
+	{`k 'a`, nil, ErrQuote},
+	{`k $A`, []string{"k", "$A"}, NoError},
+	{`k ${A}`, []string{"k", "${A}"}, NoError},
+	{`k "$A"`, []string{"k", "va"}, NoError},
+	{`k "${A}x"`, []string{"k", "vax"}, NoError},
+	{`k "$A_x"`, []string{"k"}, NoError},
+	{`k "$UNSET" next`, []string{"k", "next"}, NoError},
+	{`k "a$UNSET" next w`, []string{"k", "anext", "w"}, NoError},
+	{`k "$UNSET"x`, []string{"k", "x"}, NoError},
+	{`k "${UNSET}" next`, []string{"k", "next"}, NoError},
+	{`k "${UNSET-def}" next`, []string{"k", "def", "next"}, NoError},
+	{`k "${UNSET-a b}"`, []string{"k", "a b"}, NoError},
+	{`k "${A-def}"`, []string{"k", "va"}, NoError},
+	{`k "${L[*]}"`, []string{"k", "one", "two"}, NoError},
+	{`k "x${L[*]}y"`, []string{"k", "xone", "twoy"}, NoError},
+	{`k "${L}"`, []string{"k", "one two"}, NoError},
+	{`k "${L[x]}"`, nil, ErrWordExpand},
+	{`k "${A"`, nil, ErrBrace},
+	{`k "$1"`, nil, ErrVarName},
+	{`k "$"`, nil, ErrVarName},
+	{`k "$.BOGUS"`, nil, ErrVarName},
+	{`k a` + "\r" + `b c`, []string{"k", "a"}, NoError},
+	{`k a ` + "\r" + `b c`, []string{"k", "a", "b", "c"}, NoError},
+	{"k a\v\fb", []string{"k", "a", "b"}, NoError},
+	{`k a\x00b c`, []string{"k", "a", "c"}, NoError},
+	{`k "a\nb"`, []string{"k", "a\nb"}, NoError},
+	{`k "a\tb" \r`, []string{"k", "a\tb", "\r"}, NoError},
 }
 
 // oracleEnv is the environment of the oracle runs.
@@ -76,43 +76,43 @@ var oracleEnv = map[string]string{"A": "va", "L": "one two", "B": " b "}
 
 func TestTokenizeTable(t *testing.T) {
 	for _, tc := range tokenCases {
-		lt := tokenizeLineEnv(tc.in, envExact, oracleEnv)
-		assert.Equal(t, tc.err, lt.err, "%q", tc.in)
-		if tc.err == errNone {
-			assert.Equal(t, tc.words, texts(lt.words), "%q", tc.in)
+		lt := TokenizeEnv(tc.in, EnvExact, oracleEnv)
+		assert.Equal(t, tc.err, lt.Err, "%q", tc.in)
+		if tc.err == NoError {
+			assert.Equal(t, tc.words, texts(lt.Words), "%q", tc.in)
 		}
 	}
 }
 
 func TestTokenizeLeadingAndScope(t *testing.T) {
-	lt := tokenizeLine("\r\t\v lua-load x", envChecker)
-	assert.Equal(t, []string{"lua-load", "x"}, texts(lt.words))
-	lt = tokenizeLine("  [scope] lua-load x", envChecker)
-	assert.True(t, lt.scope)
-	assert.Empty(t, lt.words)
+	lt := Tokenize("\r\t\v lua-load x", EnvChecker)
+	assert.Equal(t, []string{"lua-load", "x"}, texts(lt.Words))
+	lt = Tokenize("  [scope] lua-load x", EnvChecker)
+	assert.True(t, lt.Scope)
+	assert.Empty(t, lt.Words)
 }
 
 func TestTokenizeModes(t *testing.T) {
 	line := `k "${A}/x" "$UNSET" y "$.LINE"`
-	assert.Equal(t, []string{"k", "${A}/x", "$UNSET", "y", "$.LINE"}, texts(tokenizeLine(line, envLiteral).words))
-	checker := tokenizeLine(line, envChecker)
-	assert.Equal(t, []string{"k", "/x", "y", "$"}, texts(checker.words))
-	assert.True(t, checker.exps[1].glued)
-	assert.Equal(t, []string{"k", "$/x", "$", "y", "$"}, texts(tokenizeLine(line, envAllSet).words))
-	assert.Equal(t, []string{"k", "$"}, texts(tokenizeLine(`k "$PATH"`, envChecker).words))
+	assert.Equal(t, []string{"k", "${A}/x", "$UNSET", "y", "$.LINE"}, texts(Tokenize(line, EnvLiteral).Words))
+	checker := Tokenize(line, EnvChecker)
+	assert.Equal(t, []string{"k", "/x", "y", "$"}, texts(checker.Words))
+	assert.True(t, checker.Exps[1].Glued)
+	assert.Equal(t, []string{"k", "$/x", "$", "y", "$"}, texts(Tokenize(line, EnvAllSet).Words))
+	assert.Equal(t, []string{"k", "$"}, texts(Tokenize(`k "$PATH"`, EnvChecker).Words))
 }
 
 func TestTokenizeTooManyWords(t *testing.T) {
-	line := "k" + strings.Repeat(" w", maxLineWords-1)
-	assert.Equal(t, errNone, tokenizeLine(line, envChecker).err)
-	assert.Equal(t, errTooMany, tokenizeLine(line+" ", envChecker).err)
-	assert.Equal(t, errTooMany, tokenizeLine(line+" w", envChecker).err)
+	line := "k" + strings.Repeat(" w", MaxLineWords-1)
+	assert.Equal(t, NoError, Tokenize(line, EnvChecker).Err)
+	assert.Equal(t, ErrTooMany, Tokenize(line+" ", EnvChecker).Err)
+	assert.Equal(t, ErrTooMany, Tokenize(line+" w", EnvChecker).Err)
 }
 
-func texts(ws []cfgWord) []string {
+func texts(ws []Word) []string {
 	out := make([]string, 0, len(ws))
 	for _, w := range ws {
-		out = append(out, w.text)
+		out = append(out, w.Text)
 	}
 	return out
 }
@@ -135,7 +135,7 @@ func haproxy30(t *testing.T) string {
 
 // TestTokenizeAgainstHAProxy30 is a differential test: the fixed cases and
 // generated lines go through `haproxy -dC0,line -c`, which prints the words
-// of every line it tokenized, and through tokenizeLine.
+// of every line it tokenized, and through Tokenize.
 func TestTokenizeAgainstHAProxy30(t *testing.T) {
 	bin := haproxy30(t)
 	var lines []string
@@ -152,15 +152,15 @@ func TestTokenizeAgainstHAProxy30(t *testing.T) {
 		chunk := lines[start:min(start+40, len(lines))]
 		got := dumpWithHAProxy(t, bin, chunk)
 		for i, line := range chunk {
-			lt := tokenizeLineEnv(line, envExact, oracleEnv)
+			lt := TokenizeEnv(line, EnvExact, oracleEnv)
 			want, ok := got[i+2]
-			if lt.err != errNone {
+			if lt.Err != NoError {
 				assert.False(t, ok, "%q: haproxy accepted it as %q", line, want)
 				continue
 			}
 			accepted++
 			if assert.True(t, ok, "%q: haproxy rejected it", line) {
-				assert.Equal(t, want, strings.Join(texts(lt.words), " ")+" ", "%q", line)
+				assert.Equal(t, want, strings.Join(texts(lt.Words), " ")+" ", "%q", line)
 			}
 		}
 	}
