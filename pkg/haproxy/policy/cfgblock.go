@@ -1,8 +1,7 @@
 package policy
 
 import (
-	"strings"
-
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgcond"
 	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
 )
 
@@ -18,7 +17,7 @@ import (
 //   - The four block directives are handled in every block, skipped or not,
 //     with the state machine of enum nested_cond_state: the condition of a
 //     .if or .elif is parsed and evaluated only when its branch can still
-//     be taken (cond.go); a .if inside a skipped block is not even parsed.
+//     be taken (package cfgcond); a .if inside a skipped block is not even parsed.
 //   - Any other line inside a skipped branch is dropped before anything
 //     looks at it: no section starts, no keyword, no .alert/.notice/
 //     .warning/.diag, no unknown-directive error.
@@ -29,7 +28,7 @@ import (
 //     open is still reported). A block left open at the end of the file is
 //     an error.
 //
-// The policy denies what it cannot evaluate (condUnknown) and, to go on
+// The policy denies what it cannot evaluate (cfgcond.Unknown) and, to go on
 // with one reading, then takes the branch.
 
 // maxNestedConds is MAXNESTEDCONDS (include/haproxy/cfgcond-t.h).
@@ -183,46 +182,22 @@ func (s *policyScan) noArgument(at loc, kw string, words []cfgtext.Word) bool {
 // branch is taken, and false in ok when HAProxy aborts. A condition the
 // policy cannot evaluate is denied and taken.
 func (s *policyScan) condition(at loc, kw string, lt cfgtext.Line) (taken, ok bool) {
-	var r condResult
+	var r cfgcond.Result
 	if lt.NExp > 0 {
-		r = condResult{value: condUnknown, reason: "the condition uses an environment variable, whose value differs between the checker and the HAProxy that runs the configuration"}
+		r = cfgcond.Result{Value: cfgcond.Unknown, Reason: "the condition uses an environment variable, whose value differs between the checker and the HAProxy that runs the configuration"}
 	} else {
-		r = evalCondition(condText(lt), s.version)
+		r = cfgcond.Eval(cfgcond.Text(lt), s.version)
 	}
-	switch r.value {
-	case condError:
-		s.abortFile(at, "HAProxy rejects the condition of '"+kw+"': "+s.short(r.reason))
+	switch r.Value {
+	case cfgcond.Error:
+		s.abortFile(at, "HAProxy rejects the condition of '"+kw+"': "+s.short(r.Reason))
 		return false, false
-	case condUnknown:
-		s.needVersion = s.needVersion || r.needVersion
-		s.add(at, "", "the condition of '"+kw+"' cannot be evaluated before HAProxy runs: "+r.reason)
+	case cfgcond.Unknown:
+		s.needVersion = s.needVersion || r.NeedVersion
+		s.add(at, "", "the condition of '"+kw+"' cannot be evaluated before HAProxy runs: "+r.Reason)
 		return true, true
 	}
-	return r.value == condTrue, true
-}
-
-// condText is the condition readcfgfile() evaluates: the words after the
-// directive joined by single spaces, every NUL inside a word a space too,
-// and a final space when a separator followed the last word.
-func condText(lt cfgtext.Line) string {
-	if len(lt.Words) < 2 {
-		return ""
-	}
-	var b strings.Builder
-	for i, w := range lt.Words[1:] {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		if w.Whole != "" {
-			b.WriteString(strings.ReplaceAll(w.Whole, "\x00", " "))
-		} else {
-			b.WriteString(w.Text)
-		}
-	}
-	if lt.TrailingSep {
-		b.WriteByte(' ')
-	}
-	return b.String()
+	return r.Value == cfgcond.True, true
 }
 
 // abortFile records an error after which HAProxy stops reading the file

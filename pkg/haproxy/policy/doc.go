@@ -7,9 +7,10 @@
 //
 // It reads the words of each line (package cfgtext: the tokenizer), the
 // lines HAProxy applies (the conditional blocks .if/.elif/.else/.endif,
-// evaluated with HAProxy's grammar and predicates: cfgblock.go, cond.go,
-// cond_args.go, expr.go; a condition whose value depends on the machine or
-// the environment is denied), the directory a relative file name is opened
+// evaluated with HAProxy's grammar and predicates: cfgblock.go and
+// package cfgcond; a condition whose value depends on the machine or the
+// environment is denied), the arguments of sample fetches and converters
+// (expr.go), the directory a relative file name is opened
 // from (cwd.go), the files HAProxy parses on the configuration's behalf
 // (pending.go) and the pieces its map reader reads (mapcheck.go). Every
 // keyword (keywords30.go), option (options.go), action, converter, filter

@@ -86,7 +86,7 @@ type policyScan struct {
 //     refused.
 //   - Only the lines HAProxy applies are applied: the conditional blocks
 //     are evaluated as readcfgfile() and src/cfgcond.c do (cfgblock.go,
-//     cond.go). A condition HAProxy rejects is refused, and so is one whose
+//     package cfgcond). A condition HAProxy rejects is refused, and so is one whose
 //     value the policy cannot know before HAProxy runs (the environment,
 //     defined(), feature(), enabled(), the SSL library); version_atleast()
 //     and version_before() need the version (CheckVersion).
