@@ -12,7 +12,8 @@
 // environment is denied), the arguments of sample fetches and converters
 // (expr.go), the directory a relative file name is opened
 // from (cwd.go), the files HAProxy parses on the configuration's behalf
-// (pending.go) and the pieces its map reader reads (mapcheck.go). Every
+// (pending.go) and the pieces its map reader reads (mapcheck.go, with
+// package mapfile). Every
 // keyword (keywords30.go), option (options.go), action, converter, filter
 // and address prefix (addr.go) that names a file, an address or code is
 // classified in inventory_table.go; what the policy cannot classify is

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/haproxy-template/htc/internal/testhaproxy"
 )
 
 const (
@@ -257,7 +259,7 @@ func TestFilters(t *testing.T) {
 // bind, server and crt-list keyword, http action and filter is known to
 // the policy, and the binary accepts every keyword of every section list.
 func TestInventoryAgainstHAProxy30(t *testing.T) {
-	bin := haproxy30(t)
+	bin := testhaproxy.HAProxy30(t)
 	out, _ := exec.Command(bin, "-dKcfg,flt", "-q", "-c", "-f", "/dev/null").Output() // exits 2: no listener
 	require.Contains(t, string(out), "registered configuration keywords")
 	var block string

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/haproxy-template/htc/internal/testhaproxy"
 	"github.com/haproxy-template/htc/pkg/bundle"
 )
 
@@ -39,7 +40,7 @@ type oracle struct {
 
 // newOracle returns the oracle, skipping the test without HTC_HAPROXY30.
 func newOracle(t *testing.T) *oracle {
-	bin := haproxy30(t)
+	bin := testhaproxy.HAProxy30(t)
 	out, err := exec.Command(bin, "-v").CombinedOutput()
 	require.NoError(t, err, "%s -v: %s", bin, out)
 	m := regexp.MustCompile(`(?m)^HA-?Proxy version (\S+)`).FindStringSubmatch(string(out))
@@ -95,20 +96,4 @@ func findingsText(err error) string {
 		text += f.File + ":" + strconv.Itoa(f.Line) + ": " + f.Message + "\n"
 	}
 	return text
-}
-
-// haproxy30 returns the HAProxy 3.0 binary (or wrapper script) named by
-// HTC_HAPROXY30. Without it the test is skipped under -short and fails
-// otherwise (as testutil.HAProxy30, which this package cannot import): a
-// differential test against HAProxy proves nothing without it.
-func haproxy30(t *testing.T) string {
-	t.Helper()
-	bin := os.Getenv("HTC_HAPROXY30")
-	if bin == "" && testing.Short() {
-		t.Skip("HTC_HAPROXY30 is not set (path of an haproxy 3.0 binary or wrapper)")
-	}
-	if bin == "" {
-		t.Fatal("HTC_HAPROXY30 is not set: run `make haproxy` and set HTC_HAPROXY30=$PWD/bin/image-haproxy/haproxy (or run with -short to skip)")
-	}
-	return bin
 }

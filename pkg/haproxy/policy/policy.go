@@ -8,6 +8,7 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/mapfile"
 )
 
 // EnvExpansionKey is the AllowedDirectives entry that permits environment
@@ -55,7 +56,7 @@ type policyScan struct {
 	inCrtList   bool          // scanning a crt-list
 	// mapUse records how HAProxy reads each bundle file used as a map or
 	// pattern file (see mapcheck.go).
-	mapUse map[string]*mapUse
+	mapUse map[string]*mapfile.Use
 	// refs counts the file references to each absolute path (checkRef),
 	// and looseRefs those that are plain-string map converters (see
 	// looseMaps).
@@ -183,7 +184,7 @@ func newPolicyScan(b *bundle.Bundle, allowed []string) *policyScan {
 		files:     make(map[string]string),
 		dirs:      map[string]bool{base: true},
 		seen:      make(map[Finding]bool),
-		mapUse:    make(map[string]*mapUse),
+		mapUse:    make(map[string]*mapfile.Use),
 		refs:      make(map[string]int),
 		looseRefs: make(map[string]int),
 		scanned:   make(map[string]bool),

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/mapfile"
 )
 
 // refMode says how HAProxy uses a referenced path.
@@ -163,11 +164,11 @@ func (s *policyScan) applyUse(abs string, use refUse) {
 	}
 	u := s.mapUse[abs]
 	if u == nil {
-		u = &mapUse{}
+		u = &mapfile.Use{}
 		s.mapUse[abs] = u
 	}
-	u.asMap = u.asMap || use.asMap
-	u.asPattern = u.asPattern || use.asPattern
+	u.AsMap = u.AsMap || use.asMap
+	u.AsPattern = u.AsPattern || use.asPattern
 }
 
 // leavesBundle reports whether an absolute path, walked component by

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/mapfile"
 )
 
 // The text helpers the checker shares with the policy, so that both read
@@ -97,22 +98,6 @@ func ServerOption(word string) (n int, ok bool) {
 }
 
 // MapEntries returns the entries HAProxy 3.0 reads from the content of a
-// map file (pat_ref_read_from_file_smp, reading at most mapLineMax bytes of
-// a line at a time, see readerEntries), in file order: keys[i] maps to
-// values[i]. Comments and blank lines make no entry.
-func MapEntries(content string) (keys, values []string) {
-	for len(content) > 0 {
-		line := content
-		if i := indexNL(content); i >= 0 {
-			line, content = content[:i], content[i+1:]
-		} else {
-			content = ""
-		}
-		e := readerEntries(line, true, mapLineMax+1)
-		for i := 0; i+1 < len(e); i += 2 {
-			keys = append(keys, e[i])
-			values = append(values, e[i+1])
-		}
-	}
-	return keys, values
-}
+// map file, in file order: keys[i] maps to values[i] (see
+// mapfile.Entries).
+func MapEntries(content string) (keys, values []string) { return mapfile.Entries(content) }

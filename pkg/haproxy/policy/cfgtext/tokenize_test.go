@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/haproxy-template/htc/internal/testhaproxy"
 )
 
 // tokenCases were each checked with haproxy 3.0.11 (`haproxy -dC0,line -c`,
@@ -117,27 +119,11 @@ func texts(ws []Word) []string {
 	return out
 }
 
-// haproxy30 returns the HAProxy 3.0 binary (or wrapper script) named by
-// HTC_HAPROXY30. Without it the test is skipped under -short and fails
-// otherwise (as testutil.HAProxy30, which this package cannot import): a
-// differential test against HAProxy proves nothing without it.
-func haproxy30(t *testing.T) string {
-	t.Helper()
-	bin := os.Getenv("HTC_HAPROXY30")
-	if bin == "" && testing.Short() {
-		t.Skip("HTC_HAPROXY30 is not set (path of an haproxy 3.0 binary or wrapper)")
-	}
-	if bin == "" {
-		t.Fatal("HTC_HAPROXY30 is not set: run `make haproxy` and set HTC_HAPROXY30=$PWD/bin/image-haproxy/haproxy (or run with -short to skip)")
-	}
-	return bin
-}
-
 // TestTokenizeAgainstHAProxy30 is a differential test: the fixed cases and
 // generated lines go through `haproxy -dC0,line -c`, which prints the words
 // of every line it tokenized, and through Tokenize.
 func TestTokenizeAgainstHAProxy30(t *testing.T) {
-	bin := haproxy30(t)
+	bin := testhaproxy.HAProxy30(t)
 	var lines []string
 	for _, tc := range tokenCases {
 		lines = append(lines, tc.in)
