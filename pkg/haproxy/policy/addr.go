@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/inventory"
 )
 
 // addrFamily is what an address names once its prefix is read.
@@ -140,12 +141,12 @@ func (s *policyScan) checkAddress(at loc, what string, w cfgtext.Word, role addr
 		}
 		s.checkRef(at, fileRef{directive: what, path: p, mode: mode}, refUse{})
 	case famAbstract:
-		s.refuse(at, KeyAbstractSocket, what+": abstract unix sockets (abns@) are not allowed")
+		s.refuse(at, inventory.KeyAbstractSocket, what+": abstract unix sockets (abns@) are not allowed")
 	case famFD:
 		if role == roleLog && pa.prefix == "fd@" && (pa.rest == "1" || pa.rest == "2") {
 			return
 		}
-		s.refuse(at, KeyFD, what+": inherited file descriptors ("+pa.prefix+") are not allowed")
+		s.refuse(at, inventory.KeyFD, what+": inherited file descriptors ("+pa.prefix+") are not allowed")
 	case famUnknown:
 		s.add(at, "", what+": unknown address prefix '"+s.short(pa.prefix)+"'")
 	}

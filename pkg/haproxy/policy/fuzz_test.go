@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/inventory"
 )
 
 // hide spells a keyword the way recipe says, character by character, in
@@ -57,8 +58,8 @@ func FuzzPolicy(f *testing.F) {
 	f.Add("backend b\n    server s1 /x", []byte{4, 4, 4, 4, 4})
 	f.Add(".if defined(X)", []byte{})
 	f.Add("[scope]", []byte{9})
-	for _, e := range inventory {
-		f.Add(e.example, []byte{byte(len(e.name))})
+	for _, e := range inventory.Table {
+		f.Add(e.Example, []byte{byte(len(e.Name))})
 	}
 	dangerous := []string{"lua-load", "setenv", "ssl-provider", "insecure-fork-wanted", "external-check"}
 	f.Fuzz(func(t *testing.T, before string, recipe []byte) {

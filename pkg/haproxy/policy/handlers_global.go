@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/inventory"
 )
 
 // defaultPath handles "default-path current|config|parent|origin <dir>"
@@ -54,7 +55,7 @@ func (s *policyScan) luaPrependPath(at loc, kw string, args []cfgtext.Word) {
 		return
 	}
 	p.Text = dirOfPattern(p.Text)
-	s.checkPath(at, kw, p, entry{class: clsRead})
+	s.checkPath(at, kw, p, inventory.Entry{Class: inventory.ClassRead})
 }
 
 // codeFile handles the code directives whose first argument is a file or
@@ -63,10 +64,10 @@ func (s *policyScan) luaPrependPath(at loc, kw string, args []cfgtext.Word) {
 // must still come from the bundle (or a granted "path:<dir>"). Not
 // granted, the directive itself is refused.
 func (s *policyScan) codeFile(at loc, kw string, args []cfgtext.Word) {
-	if e, ok := lookupEntry(s.section, kw); !ok || !s.allowed[e.key] {
+	if e, ok := lookupEntry(s.section, kw); !ok || !s.allowed[e.Key] {
 		return
 	}
-	s.checkPath(at, kw, arg(args, 0), entry{class: clsRead})
+	s.checkPath(at, kw, arg(args, 0), inventory.Entry{Class: inventory.ClassRead})
 }
 
 // statsSocket handles the global "stats socket <addr> [bind options]"
@@ -85,7 +86,7 @@ func (s *policyScan) statsSocket(at loc, kw string, args []cfgtext.Word) {
 // cfg_parse_global); a crt-store section replaces it
 // (crtstore_parse_path_base).
 func (s *policyScan) setBase(at loc, kw string, args []cfgtext.Word) {
-	e := entry{class: clsDir}
+	e := inventory.Entry{Class: inventory.ClassDir}
 	dir := arg(args, 0).Text
 	if _, ok := s.checkPath(at, kw, arg(args, 0), e); !ok {
 		dir = ""
@@ -116,7 +117,7 @@ func (s *policyScan) setBase(at loc, kw string, args []cfgtext.Word) {
 func (s *policyScan) pathList(at loc, kw string, args []cfgtext.Word) {
 	w := arg(args, 0)
 	for _, p := range strings.Split(w.Text, ",") {
-		s.checkPath(at, kw, cfgtext.Word{Text: p, Env: w.Env}, entry{class: clsRead})
+		s.checkPath(at, kw, cfgtext.Word{Text: p, Env: w.Env}, inventory.Entry{Class: inventory.ClassRead})
 	}
 }
 
@@ -130,11 +131,11 @@ func (s *policyScan) connectAddr(at loc, kw string, args []cfgtext.Word) {
 
 // caFile checks a CA file argument: "@system-ca" is OpenSSL's own store of
 // public CA certificates (src/ssl_ckch.c ssl_store_load_locations_file).
-func (s *policyScan) caFile(at loc, what string, w cfgtext.Word, base baseKind) {
+func (s *policyScan) caFile(at loc, what string, w cfgtext.Word, base inventory.Base) {
 	if w.Text == "@system-ca" && !w.Env {
 		return
 	}
-	s.checkPath(at, what, w, entry{class: clsRead, base: base})
+	s.checkPath(at, what, w, inventory.Entry{Class: inventory.ClassRead, Base: base})
 }
 
 // crtStoreLoad handles "load crt <f> [key <f>] [ocsp <f>] [issuer <f>]
@@ -144,7 +145,7 @@ func (s *policyScan) caFile(at loc, what string, w cfgtext.Word, base baseKind) 
 func (s *policyScan) crtStoreLoad(at loc, kw string, args []cfgtext.Word) {
 	for i := 0; i < len(args); i += 2 {
 		name := args[i].Text
-		if _, ok := crtListOptions[name]; !ok || args[i].Env {
+		if _, ok := inventory.CRTListOptions[name]; !ok || args[i].Env {
 			s.add(at, "", "load: unknown option '"+s.short(name)+"'")
 			return
 		}
@@ -156,7 +157,7 @@ func (s *policyScan) crtStoreLoad(at loc, kw string, args []cfgtext.Word) {
 			continue
 		}
 		dir := s.bases.storeCrt
-		if e.base == baseKey {
+		if e.Base == inventory.BaseKey {
 			dir = s.bases.storeKey
 		}
 		s.checkStorePath(at, "load "+name, args[i+1], dir)

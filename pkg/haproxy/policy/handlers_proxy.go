@@ -4,11 +4,12 @@ import (
 	"strings"
 
 	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/inventory"
 )
 
 // filterNames are the filters of HAProxy 3.0 (`haproxy -dKflt`;
 // src/filters.c and each flt_*.c, addons/ot).
-var filterNames = newWordSet("bwlim-in bwlim-out cache compression fcgi-app opentracing spoe trace")
+var filterNames = inventory.NewWordSet("bwlim-in bwlim-out cache compression fcgi-app opentracing spoe trace")
 
 // logLine handles "log global|<target> ..." and "log-stderr" (src/log.c
 // parse_logger: stdout and stderr are fd@1 and fd@2, ring@ and backend@
@@ -69,10 +70,10 @@ type actionSet struct {
 	prefixes []string
 }
 
-// actionSets is httpActions parsed once.
+// actionSets is inventory.HTTPActions parsed once.
 var actionSets = func() map[string]actionSet {
-	m := make(map[string]actionSet, len(httpActions))
-	for kw, list := range httpActions {
+	m := make(map[string]actionSet, len(inventory.HTTPActions))
+	for kw, list := range inventory.HTTPActions {
 		set := actionSet{exact: map[string]bool{}}
 		for _, a := range strings.Fields(list) {
 			if p, ok := strings.CutSuffix(a, "*"); ok {
@@ -143,7 +144,7 @@ func (s *policyScan) optionLine(at loc, kw string, args []cfgtext.Word) {
 // externalCheck handles "external-check command <file>|path <PATH>".
 func (s *policyScan) externalCheck(at loc, kw string, args []cfgtext.Word) {
 	if arg(args, 0).Text == "command" {
-		s.checkPath(at, kw+" command", arg(args, 1), entry{class: clsRead})
+		s.checkPath(at, kw+" command", arg(args, 1), inventory.Entry{Class: inventory.ClassRead})
 	}
 }
 
@@ -158,8 +159,8 @@ func (s *policyScan) filter(at loc, kw string, args []cfgtext.Word) {
 	if !ok {
 		return
 	}
-	if e.key != "" {
-		s.refuse(at, e.key, "filter '"+name.Text+"' is not allowed")
+	if e.Key != "" {
+		s.refuse(at, e.Key, "filter '"+name.Text+"' is not allowed")
 	}
 	var use refUse
 	before := s.cwd.clone()

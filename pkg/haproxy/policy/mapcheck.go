@@ -7,6 +7,7 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/inventory"
 	"github.com/haproxy-template/htc/pkg/haproxy/policy/mapfile"
 )
 
@@ -17,7 +18,7 @@ const maxMapFindings = 5
 // HAProxy will read it; loose marks a plain-string map converter (see
 // looseConverter).
 func (s *policyScan) useMapFile(at loc, what string, w cfgtext.Word, asMap, loose bool) {
-	s.checkPathUse(at, what, w, entry{class: clsRead}, refUse{asMap: asMap, asPattern: !asMap, loose: loose})
+	s.checkPathUse(at, what, w, inventory.Entry{Class: inventory.ClassRead}, refUse{asMap: asMap, asPattern: !asMap, loose: loose})
 }
 
 // looseConverter reports whether converter name reads its map file as

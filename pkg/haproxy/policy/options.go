@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/inventory"
 )
 
 // optionName is the name HAProxy looks an option up by: the text before
@@ -39,7 +40,7 @@ func (s *policyScan) bindOptions(at loc, kw string, opts []cfgtext.Word) {
 	for i := 0; i < len(opts); i++ {
 		o := opts[i]
 		name := optionName(o.Text)
-		n, ok := bindOptions[name]
+		n, ok := inventory.BindOptions[name]
 		if o.Env || !ok {
 			s.add(at, "", kw+": unknown option '"+s.short(o.Text)+"'")
 			return
@@ -60,7 +61,7 @@ func (s *policyScan) serverLine(at loc, kw string, args []cfgtext.Word) {
 		return
 	}
 	if s.section == "peers" && kw == "server" {
-		if _, isOpt := serverOptions[optionName(args[1].Text)]; isOpt {
+		if _, isOpt := inventory.ServerOptions[optionName(args[1].Text)]; isOpt {
 			s.serverOptions(at, kw, args[1:])
 		}
 	}
@@ -93,7 +94,7 @@ func (s *policyScan) serverOptions(at loc, kw string, opts []cfgtext.Word) {
 	for i := 0; i < len(opts); i++ {
 		o := opts[i]
 		name := optionName(o.Text)
-		n, ok := serverOptions[name]
+		n, ok := inventory.ServerOptions[name]
 		if o.Env || !ok {
 			s.add(at, "", kw+": unknown option '"+s.short(o.Text)+"'")
 			return
@@ -148,12 +149,12 @@ func (s *policyScan) option(at loc, where, name string, v cfgtext.Word) {
 	}
 	what := where + " " + name
 	switch {
-	case e.key != "":
-		s.refuse(at, e.key, what+" is not allowed")
-	case e.class == clsAddr:
+	case e.Key != "":
+		s.refuse(at, e.Key, what+" is not allowed")
+	case e.Class == inventory.ClassAddr:
 		s.checkAddress(at, what, v, roleConnect, "")
 	case name == "ca-file" || name == "ca-verify-file":
-		s.caFile(at, what, v, e.base)
+		s.caFile(at, what, v, e.Base)
 	case name == "crt-list":
 		s.checkPathUse(at, what, v, e, refUse{parse: true, kind: kindCrtList})
 	default:

@@ -8,6 +8,7 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/inventory"
 	"github.com/haproxy-template/htc/pkg/haproxy/policy/mapfile"
 )
 
@@ -16,7 +17,7 @@ import (
 // address) and the env() sample fetch. A condition that reads the
 // environment (`.if defined(VAR)`, `.if "$VAR"`) is refused even then: the
 // checker's environment is not the one HAProxy runs with.
-const EnvExpansionKey = "env-expansion"
+const EnvExpansionKey = inventory.KeyEnvExpansion
 
 // AllowPathPrefix starts an AllowedDirectives entry that permits file
 // references under one absolute directory outside the bundle, for example
@@ -92,11 +93,11 @@ type policyScan struct {
 //     defined(), feature(), enabled(), the SSL library); version_atleast()
 //     and version_before() need the version (CheckVersion).
 //   - Every keyword must be one HAProxy 3.0 accepts in its section
-//     (keywords30.go), every bind and server option, http action, filter
+//     (inventory/keywords30.go), every bind and server option, http action, filter
 //     and address prefix must be known: what the policy cannot classify is
 //     denied. Keywords are case-sensitive, as in HAProxy.
 //   - Directives, options and filters that load code, change the
-//     environment or need privileges (inventory_table.go) are refused
+//     environment or need privileges (inventory/table.go) are refused
 //     unless allowed.
 //   - Environment access is refused unless EnvExpansionKey is allowed:
 //     "$NAME"/"${NAME}" inside double quotes, any '$' in an address (HAProxy
@@ -107,7 +108,7 @@ type policyScan struct {
 //     that hold a host name or a path (HAPROXY_LOCALPEER, HAPROXY_CFGFILES,
 //     .FILE). .diag/.notice/.warning/.alert with an expansion are refused
 //     under their own name (they print it).
-//   - Every path HAProxy reads or writes (inventory_table.go: directive
+//   - Every path HAProxy reads or writes (inventory/table.go: directive
 //     and option arguments, map and jwt_verify converter arguments, ACL -f
 //     files, action and reply files, unix socket addresses) must lie inside
 //     the bundle once relative paths are resolved as HAProxy does (from the
@@ -335,13 +336,13 @@ func (s *policyScan) showPath(p string) string {
 func DangerousDirectives() []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, e := range inventory {
-		if e.key != "" && !seen[e.key] {
-			seen[e.key] = true
-			out = append(out, e.key)
+	for _, e := range inventory.Table {
+		if e.Key != "" && !seen[e.Key] {
+			seen[e.Key] = true
+			out = append(out, e.Key)
 		}
 	}
-	for _, k := range []string{".diag", ".notice", ".warning", ".alert", EnvExpansionKey, KeyAbstractSocket, KeyFD} {
+	for _, k := range []string{".diag", ".notice", ".warning", ".alert", EnvExpansionKey, inventory.KeyAbstractSocket, inventory.KeyFD} {
 		if !seen[k] {
 			seen[k] = true
 			out = append(out, k)

@@ -5,11 +5,12 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/inventory"
 )
 
 // scanConfig scans haproxy.cfg.
 func (s *policyScan) scanConfig(cfg string) {
-	s.scanCfgText(bundle.ConfigFileName, cfg, sectionHeaders)
+	s.scanCfgText(bundle.ConfigFileName, cfg, inventory.SectionHeaders)
 }
 
 // scanCfgText scans a file HAProxy reads with readcfgfile(): haproxy.cfg,
@@ -195,7 +196,7 @@ func (s *policyScan) directive(at loc, kw string, args []cfgtext.Word) {
 		// at all: it is inert, and HAProxy rejects the configuration.
 		return
 	}
-	if !sectionKeywords[s.section][kw] {
+	if !inventory.SectionKeywords[s.section][kw] {
 		if key := dangerousKey(kw); key != "" && !s.allowed[key] {
 			s.refuseDirective(at, key)
 			return
@@ -206,8 +207,8 @@ func (s *policyScan) directive(at loc, kw string, args []cfgtext.Word) {
 		}
 		return
 	}
-	if e, ok := lookupEntry(s.section, kw); ok && e.key != "" {
-		s.refuseDirective(at, e.key)
+	if e, ok := lookupEntry(s.section, kw); ok && e.Key != "" {
+		s.refuseDirective(at, e.Key)
 	}
 	if h := handlerFor(s.section, kw); h != nil {
 		h(s, at, kw, args)
@@ -227,9 +228,9 @@ type unknownKey struct {
 // the whole inventory for every section of a configuration.
 var sectionKeys = func() map[string][]string {
 	m := map[string][]string{}
-	for _, e := range inventory {
-		if e.where == e.name && e.key != "" {
-			m[e.name] = append(m[e.name], e.key)
+	for _, e := range inventory.Table {
+		if e.Where == e.Name && e.Key != "" {
+			m[e.Name] = append(m[e.Name], e.Key)
 		}
 	}
 	return m
@@ -239,12 +240,12 @@ var sectionKeys = func() map[string][]string {
 // or need a privilege, in any section, to their AllowedDirectives key.
 var dangerousKeys = func() map[string]string {
 	m := map[string]string{}
-	for _, e := range inventory {
-		switch e.where {
+	for _, e := range inventory.Table {
+		switch e.Where {
 		case "bind", "server", "filter", "fetch":
 		default:
-			if e.key != "" {
-				m[e.name] = e.key
+			if e.Key != "" {
+				m[e.Name] = e.Key
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/inventory"
 	"github.com/haproxy-template/htc/pkg/haproxy/policy/mapfile"
 )
 
@@ -39,15 +40,15 @@ func SectionHeader(line string) (words []string, ok bool) {
 	if !isHeaderCandidate(line) {
 		return nil, false
 	}
-	if words = Words(line); len(words) == 0 || !sectionKeyword(words[0]) {
+	if words = Words(line); len(words) == 0 || !inventory.StartsSection(words[0]) {
 		return nil, false
 	}
 	return words, true
 }
 
 // IsKeyword reports whether kw can start a line HAProxy 3.0 accepts in
-// some section (see isHAProxyKeyword).
-func IsKeyword(kw string) bool { return isHAProxyKeyword(kw) }
+// some section (see inventory.IsKeyword).
+func IsKeyword(kw string) bool { return inventory.IsKeyword(kw) }
 
 // Shorten caps a name or value repeated in a message (see shorten).
 func Shorten(s string) string { return shorten(s) }
@@ -73,7 +74,7 @@ func isHeaderCandidate(line string) bool {
 	if j < len(line) && !isSpace(line[j]) {
 		return true
 	}
-	return sectionKeyword(line[i:j])
+	return inventory.StartsSection(line[i:j])
 }
 
 // isSpace reports whether c separates words within a line (C isspace minus
@@ -93,7 +94,7 @@ func isPlainWordByte(c byte) bool {
 // looked up as _srv_parse_kw does (by the text before its first '('), and
 // whether word is a server option at all.
 func ServerOption(word string) (n int, ok bool) {
-	n, ok = serverOptions[optionName(word)]
+	n, ok = inventory.ServerOptions[optionName(word)]
 	return n, ok
 }
 
