@@ -13,14 +13,13 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net"
-	"os"
-	"os/exec"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/haproxy-template/htc/internal/testhaproxy"
 )
 
 // SyncBuffer is a bytes.Buffer safe for concurrent writes and reads, e.g. as
@@ -101,27 +100,12 @@ func SelfSigned(t testing.TB, cn string, notAfter time.Time) Cert {
 	}
 }
 
-// HAProxy30 returns the HAProxy 3.0 binary of HTC_HAPROXY30 (make haproxy
-// links it at bin/image-haproxy/haproxy). Without it the test is skipped
-// under -short and fails otherwise: a test of HAProxy's behaviour proves
-// nothing without the real HAProxy.
+// HAProxy30 returns the HAProxy 3.0 binary of HTC_HAPROXY30 (see
+// testhaproxy.HAProxy30): the test is skipped under -short without it and
+// fails otherwise.
 func HAProxy30(t testing.TB) string {
 	t.Helper()
-	bin := os.Getenv("HTC_HAPROXY30")
-	if bin == "" && testing.Short() {
-		t.Skip("HTC_HAPROXY30 is not set (path of an haproxy 3.0 binary or wrapper; make haproxy links bin/image-haproxy/haproxy)")
-	}
-	if bin == "" {
-		t.Fatal("HTC_HAPROXY30 is not set: run `make haproxy` and set HTC_HAPROXY30=$PWD/bin/image-haproxy/haproxy (or run with -short to skip)")
-	}
-	out, err := exec.Command(bin, "-v").Output()
-	if err != nil {
-		t.Fatalf("HTC_HAPROXY30=%s does not run: %v", bin, err)
-	}
-	if !strings.Contains(string(out), "version 3.0.") {
-		t.Fatalf("HTC_HAPROXY30=%s is not HAProxy 3.0: %s", bin, out)
-	}
-	return bin
+	return testhaproxy.HAProxy30(t)
 }
 
 // Issue returns a certificate named cn signed by c (a CA, such as

@@ -71,7 +71,7 @@ func (c *controller) alikeUpdates(k watched.WatchKey) *alikeUpdates {
 			c.metrics.liveAlike.Inc()
 			c.shadow.RoundSkipped()
 			if c.objStatus != nil {
-				c.objStatus.kick()
+				c.objStatus.Kick()
 			}
 		},
 		settled: c.live.triggerSettled,

@@ -322,7 +322,7 @@ func (c *controller) switchTo(ctx context.Context, p *dryrun.Pipeline, log *slog
 	if !c.synced.Swap(true) {
 		c.metrics.ready.Set(1)
 	}
-	c.registration.setRules(rules) // registered now that admissions are served
+	c.registration.SetRules(rules) // registered now that admissions are served
 	counts := make([]any, 0, 2*len(state.Stores))
 	for key, s := range state.Stores {
 		counts = append(counts, "store."+key, s.Len())

@@ -26,6 +26,9 @@ import (
 	"github.com/haproxy-template/htc/internal/memreturn"
 	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/controller/leader"
+	"github.com/haproxy-template/htc/pkg/controller/registration"
+	"github.com/haproxy-template/htc/pkg/controller/servingcert"
 	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/dryrun/testrun"
 	"github.com/haproxy-template/htc/pkg/haproxy"
@@ -68,7 +71,7 @@ type controller struct {
 	admitter     *admission.Admitter
 	registry     *webhook.Registry
 	metrics      *metrics
-	certs        *certSource
+	certs        *servingcert.Source
 	status       *statusReporter
 	objStatus    *objectStatusWriter // the status of watched objects (spec.resourceStatus)
 	live         *live
@@ -76,9 +79,9 @@ type controller struct {
 	shadow       *shadow.Verifier   // the run-time checks of the shortcuts
 	mismatches   []shadow.Outcome   // found by the shadow checks (mismatchesMu)
 	mismatchesMu sync.Mutex
-	identity     string        // this replica's name in the Lease and its Events
-	leader       *leadership   // whether this replica writes status, Events, registration
-	registration *registration // the webhook registration; nil: none
+	identity     string                     // this replica's name in the Lease and its Events
+	leader       *leader.Leadership         // whether this replica writes status, Events, registration
+	registration *registration.Registration // the webhook registration; nil: none
 
 	synced   atomic.Bool // the stores of a good config synced; admissions served
 	draining atomic.Bool // Run's context ended: serving until ShutdownDelay ran out
@@ -125,7 +128,7 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("the controller cannot check configurations: %w", err)
 	}
 	c := newController(opts, log, cl.dyn, webhook.NewDiscoveryRESTMapper(cl.discovery), checker)
-	c.objStatus.dyn = cl.status
+	c.objStatus.Client = cl.status
 	c.readCheckerVersion(ctx, checker)
 	c.admitter.Private, c.admitter.PrivateWords = redact.ProcessValues(tempDir), redact.ProcessWords()
 	if err := c.setUpPublishing(); err != nil {
@@ -145,9 +148,10 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	stopEvents := c.recordEvents(ctx, cl.kube)
 	defer stopEvents()
-	c.registration = newRegistration(opts, registrationDeps{kube: cl.kube, caBundle: c.certs.caBundle,
-		ready: c.serving, leading: c.leader.isLeading}, log)
-	c.certs.onChange = c.registration.kick
+	c.registration = registration.New(registration.Options{Name: opts.WebhookConfiguration, Namespace: opts.ConfigNamespace,
+		WatchNamespaces: opts.WatchNamespaces, Deployment: opts.DeploymentName},
+		registration.Deps{Kube: cl.kube, CABundle: c.certs.CABundle, Ready: c.serving, Leading: c.leader.IsLeading}, log)
+	c.certs.OnChange = c.registration.Kick
 	if err := c.serve(ctx, spawn); err != nil {
 		cancel()
 		_ = g.Wait()
@@ -171,9 +175,9 @@ func Run(ctx context.Context, opts Options) error {
 		spawn("idle memory return", func() error { r.Run(ctx); return nil })
 	}
 	spawn("shortcut checks", func() error { c.shadow.Run(ctx); return nil })
-	spawn("webhook registration", func() error { c.registration.run(ctx); return nil })
+	spawn("webhook registration", func() error { c.registration.Run(ctx); return nil })
 	spawn("config", func() error { c.configLoop(ctx); return nil })
-	spawn("resource status", func() error { c.objStatus.run(ctx); return nil })
+	spawn("resource status", func() error { c.objStatus.Run(ctx); return nil })
 	spawn("live", func() error {
 		d := newDebouncer(nil, opts.Debounce, orDuration(opts.MaxDelay, DefaultMaxDelay))
 		d.busy = func() bool { return c.admitter.InFlight() > 0 }
@@ -184,7 +188,7 @@ func Run(ctx context.Context, opts Options) error {
 	<-ctx.Done()
 	log.Info("controller shutting down")
 	err = g.Wait()
-	c.registration.stopped()
+	c.registration.Stopped()
 	return err
 }
 
@@ -260,7 +264,7 @@ func (c *controller) setUpPublishing() error {
 func (c *controller) recordEvents(ctx context.Context, kube kubernetes.Interface) (stop func()) {
 	events := record.NewBroadcaster(record.WithContext(ctx))
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
-	c.status.recorder = events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "htc-controller", Host: c.identity})
+	c.status.Recorder = events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "htc-controller", Host: c.identity})
 	return events.Shutdown
 }
 
@@ -274,7 +278,14 @@ func (c *controller) serve(ctx context.Context, spawn func(string, func() error)
 			return fmt.Errorf("reading the client CA: %w", err)
 		}
 	}
-	if err := c.certs.start(ctx, c.opts, c.dyn, spawn); err != nil {
+	certs := servingcert.Config{CertFile: c.opts.CertFile, KeyFile: c.opts.KeyFile}
+	if certs.CertFile == "" {
+		var err error
+		if certs.SecretNamespace, certs.SecretName, err = splitSecret(c.opts.CertSecret); err != nil {
+			return err
+		}
+	}
+	if err := c.certs.Start(ctx, certs, c.dyn, spawn); err != nil {
 		return err
 	}
 	handler := webhook.NewHandler(webhook.HandlerOptions{Registry: c.registry, Timeout: c.opts.AdmissionTimeout,
@@ -292,7 +303,7 @@ func (c *controller) serve(ctx context.Context, spawn func(string, func() error)
 		Handler:        handler,
 		ReadTimeout:    connTimeout,
 		WriteTimeout:   connTimeout,
-		GetCertificate: c.certs.getCertificate,
+		GetCertificate: c.certs.GetCertificate,
 		ClientCAPEM:    clientCA,
 		Draining:       c.draining.Load,
 		Logger:         c.log,
@@ -366,17 +377,17 @@ func newController(opts Options, log *slog.Logger, dyn dynamic.Interface, mapper
 		registry: &webhook.Registry{},
 		watchers: map[watched.WatchKey]*watcher{},
 		relist:   make(chan struct{}, 1),
-		certs:    &certSource{log: log},
+		certs:    servingcert.New(log),
 		switches: switches,
 	}
-	c.metrics = newMetrics(c.certs.notAfter)
-	c.identity = orString(opts.Identity, defaultIdentity())
-	c.leader = newLeadership(opts.LeaderElection, c.metrics.reg)
+	c.metrics = newMetrics(c.certs.NotAfter)
+	c.identity = orString(opts.Identity, leader.DefaultIdentity())
+	c.leader = leader.New(opts.LeaderElection, c.metrics.reg)
 	c.metrics.setBuild(opts.Build, "")
 	c.status = newStatusReporter(dyn, nil, log)
-	c.status.leading = c.leader.isLeading
-	c.status.updates = newStatusUpdates(c.metrics.reg)
-	c.objStatus = newObjectStatusWriter(dyn, c.leader.isLeading, c.metrics.reg, log)
+	c.status.Leading = c.leader.IsLeading
+	c.status.Updates = newStatusUpdates(c.metrics.reg)
+	c.objStatus = newObjectStatusWriter(dyn, c.leader.IsLeading, c.metrics.reg, log)
 	c.live = newLive(c.admitter, nil, nil, c.status, c.metrics, log)
 	c.live.objStatus = c.objStatus
 	c.live.record = !opts.FullRender
@@ -407,7 +418,7 @@ func (c *controller) ready() (bool, string) {
 // reached: the stores of a good config synced (after its first live
 // round) and a serving certificate is loaded. Only then are its webhooks
 // registered.
-func (c *controller) serving() bool { return c.synced.Load() && c.certs.loaded() }
+func (c *controller) serving() bool { return c.synced.Load() && c.certs.Loaded() }
 
 // readyz answers 200 once the stores synced and a certificate is loaded,
 // until the controller stops.
@@ -415,7 +426,7 @@ func (c *controller) readyz(w http.ResponseWriter, _ *http.Request) {
 	switch {
 	case c.draining.Load():
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
-	case !c.certs.loaded():
+	case !c.certs.Loaded():
 		http.Error(w, "no serving certificate loaded yet", http.StatusServiceUnavailable)
 	case !c.synced.Load():
 		http.Error(w, "stores not synced yet", http.StatusServiceUnavailable)

@@ -189,11 +189,11 @@ func needHAProxy(t *testing.T) {
 
 func fakeClient(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
 	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		servicesGVR:  "ServiceList",
-		ingressesGVR: "IngressList",
-		cmGVR:        "ConfigMapList",
-		configGVR:    config.Kind + "List",
-		secretsGVR:   "SecretList",
+		servicesGVR:                          "ServiceList",
+		ingressesGVR:                         "IngressList",
+		cmGVR:                                "ConfigMapList",
+		configGVR:                            config.Kind + "List",
+		{Version: "v1", Resource: "secrets"}: "SecretList",
 	}, objs...)
 }
 
@@ -209,7 +209,7 @@ func TestConfigLoopWiring(t *testing.T) {
 	dyn := fakeClient(svc("default", "echo", "1"), smallConfig(t, false))
 	c := newController(Options{ConfigNamespace: "htc-system", ConfigName: "htc"}, log, dyn, restMapper(), testChecker(t))
 	events := record.NewFakeRecorder(1000)
-	c.status.recorder = events
+	c.status.Recorder = events
 
 	ctx := runLoops(t, c)
 
@@ -370,7 +370,7 @@ func runLoops(t *testing.T, c *controller) context.Context {
 	ctx, cancel := context.WithCancel(t.Context())
 	done, liveDone, statusDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() { defer close(done); c.configLoop(ctx) }()
-	go func() { defer close(statusDone); c.objStatus.run(ctx) }()
+	go func() { defer close(statusDone); c.objStatus.Run(ctx) }()
 	go func() {
 		defer close(liveDone)
 		c.live.run(ctx, newDebouncer(nil, 10*time.Millisecond, 100*time.Millisecond))

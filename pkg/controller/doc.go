@@ -21,7 +21,8 @@
 // with: settled.go): one round
 // at a time checks it over the actual stores on the one check path
 // (dryrun.Pipeline.Check: render, check, the cached embedded tests) and
-// records the outcome on the config (status.go): condition Valid with the
+// records the outcome on the config (package cfgstatus, through
+// conditions.go): condition Valid with the
 // simplified reason, an Event on every condition change, a log line and
 // metrics. With Options.OutputDir, pipelines render for that directory, and
 // a bundle that passed is written there as checked (package publish); with
@@ -74,6 +75,10 @@
 // A change of the config reconfigures the controller without a restart:
 // informers whose (resource, labelSelector, indexBy) did not change keep
 // their store, new ones are started and waited for, removed ones stopped.
+//
+// The webhook's serving certificate comes from files or a Secret (package
+// servingcert); the leader keeps the ValidatingWebhookConfiguration's
+// webhooks in line with the applied config (package registration).
 //
 // Readiness: the webhook listens from the start, but until the stores of the
 // first good config synced and a serving certificate is loaded, /readyz on
@@ -137,7 +142,7 @@
 //	htc_resource_status_writes_total{result}           counter, status documents: written, unchanged,
 //	                                                   conflict, gone, error, not_leader
 //
-// The status of watched objects (objstatus.go, package resourcestatus):
+// The status of watched objects (package objstatus, package resourcestatus):
 // the resourceStatus documents of a round whose configuration passed (and
 // runs, when publishing) go to a writer beside the live loop; the leader
 // applies each one the object's status (as the store holds it: with

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
@@ -57,4 +58,20 @@ func TestPprofOnlyWhenAsked(t *testing.T) {
 		assert.Equal(t, http.StatusOK, rec.Code)
 		assert.True(t, strings.Contains(rec.Body.String(), "htc_haproxy_version_skew 0"), "/metrics is served either way")
 	}
+}
+
+// TestCertificateExpiryMetricIsSecondsUntilNotAfter: the expiry gauge
+// reads the serving certificate's NotAfter when it is scraped.
+func TestCertificateExpiryMetricIsSecondsUntilNotAfter(t *testing.T) {
+	notAfter := time.Now().Add(48 * time.Hour)
+	m := newMetrics(func() time.Time { return notAfter })
+	mf, err := m.reg.Gather()
+	require.NoError(t, err)
+	var expiry float64
+	for _, f := range mf {
+		if f.GetName() == "htc_webhook_certificate_expiry_seconds" {
+			expiry = f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	assert.InDelta(t, 48*3600, expiry, 120)
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/controller/cfgstatus"
 	"github.com/haproxy-template/htc/pkg/shadow"
 	"github.com/haproxy-template/htc/pkg/shortcut"
 )
@@ -75,7 +76,7 @@ func TestPruneMismatchListsAgainWhole(t *testing.T) {
 		}
 	})
 	events := record.NewFakeRecorder(100)
-	c.status.recorder = events
+	c.status.Recorder = events
 	ctx := runLoops(t, c)
 	shadowCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -115,7 +116,7 @@ func TestPruneMismatchListsAgainWhole(t *testing.T) {
 	require.Eventually(t, func() bool {
 		got, err := dyn.Resource(configGVR).Namespace("htc-system").Get(ctx, "htc", metav1.GetOptions{})
 		require.NoError(t, err)
-		st, err := decodeStatus(got)
+		st, err := cfgstatus.DecodeStatus(got)
 		require.NoError(t, err)
 		cond := meta.FindStatusCondition(st.Conditions, ConditionShortcutsVerified)
 		return cond != nil && cond.Status == metav1.ConditionFalse && strings.HasPrefix(cond.Message, "the prune shortcut gave another answer")

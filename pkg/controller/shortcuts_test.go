@@ -16,6 +16,7 @@ import (
 	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/controller/cfgstatus"
 	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/haproxy"
 	"github.com/haproxy-template/htc/pkg/shadow"
@@ -100,7 +101,7 @@ func newShortcutFixture(t *testing.T, edit func(c *controller)) *shortcutFixture
 	f.get = func(typ string) *metav1.Condition {
 		got, err := dyn.Resource(configGVR).Namespace("htc-system").Get(t.Context(), "htc", metav1.GetOptions{})
 		require.NoError(t, err)
-		st, err := decodeStatus(got)
+		st, err := cfgstatus.DecodeStatus(got)
 		require.NoError(t, err)
 		return meta.FindStatusCondition(st.Conditions, typ)
 	}

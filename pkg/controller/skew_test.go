@@ -33,7 +33,7 @@ func TestVersionSkewCondition(t *testing.T) {
 			assert.Equal(t, tc.status, c.Status)
 			assert.Equal(t, tc.reason, c.Reason)
 			assert.Contains(t, c.Message, tc.message)
-			assert.Equal(t, tc.status == metav1.ConditionTrue, abnormal(c), "a skew is a Warning Event")
+			assert.Equal(t, tc.status == metav1.ConditionTrue, newStatusReporter(nil, nil, nil).Abnormal(c), "a skew is a Warning Event")
 		})
 	}
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/haproxy-template/htc/pkg/haproxy/policy"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
 )
 
 // The policy tokenizes lines as HAProxy does under the checker's
@@ -19,7 +19,7 @@ func TestPolicyKnowsTheCheckerEnvironment(t *testing.T) {
 	for _, kv := range env {
 		name, _, ok := strings.Cut(kv, "=")
 		assert.True(t, ok, "%q is no NAME=value pair", kv)
-		assert.True(t, policy.SetWhileChecking(name), "the checker sets %s; the policy's checkerSetVars must list it", name)
+		assert.True(t, cfgtext.SetWhileChecking(name), "the checker sets %s; cfgtext's checkerSetVars must list it", name)
 	}
 	env[0] = "changed"
 	assert.NotEqual(t, "changed", CheckerEnvironment()[0], "every call returns a new slice")

@@ -1,6 +1,11 @@
 package policy
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/inventory"
+)
 
 // addrFamily is what an address names once its prefix is read.
 type addrFamily uint8
@@ -104,15 +109,15 @@ const (
 // checkAddress applies the address rules to one address word w (already
 // split at commas for bind lines). what names the directive for messages;
 // unixPrefix is the unix-bind prefix for listeners.
-func (s *policyScan) checkAddress(at loc, what string, w cfgWord, role addrRole, unixPrefix string) {
-	text := w.text
+func (s *policyScan) checkAddress(at loc, what string, w cfgtext.Word, role addrRole, unixPrefix string) {
+	text := w.Text
 	if strings.IndexByte(text, '$') >= 0 {
 		// str2sa_range() runs env_expand() on the word: any '$' expands,
 		// whatever the quoting was.
 		s.refuseEnv(at)
-		w.env = true
+		w.Env = true
 	}
-	if w.env && !addressFamilyFixed(text) {
+	if w.Env && !addressFamilyFixed(text) {
 		s.add(at, "", what+": an address built from an environment variable must start with a network prefix (ipv4@, ipv6@, tcp@, udp@, ...) or a digit so that it cannot name a file")
 		return
 	}
@@ -136,12 +141,12 @@ func (s *policyScan) checkAddress(at loc, what string, w cfgWord, role addrRole,
 		}
 		s.checkRef(at, fileRef{directive: what, path: p, mode: mode}, refUse{})
 	case famAbstract:
-		s.refuse(at, KeyAbstractSocket, what+": abstract unix sockets (abns@) are not allowed")
+		s.refuse(at, inventory.KeyAbstractSocket, what+": abstract unix sockets (abns@) are not allowed")
 	case famFD:
 		if role == roleLog && pa.prefix == "fd@" && (pa.rest == "1" || pa.rest == "2") {
 			return
 		}
-		s.refuse(at, KeyFD, what+": inherited file descriptors ("+pa.prefix+") are not allowed")
+		s.refuse(at, inventory.KeyFD, what+": inherited file descriptors ("+pa.prefix+") are not allowed")
 	case famUnknown:
 		s.add(at, "", what+": unknown address prefix '"+s.short(pa.prefix)+"'")
 	}

@@ -1,6 +1,9 @@
 package policy
 
-import "strings"
+import (
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgcond"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
+)
 
 // This file mirrors how readcfgfile() (src/cfgparse.c, HAProxy 3.0) handles
 // the conditional blocks .if/.elif/.else/.endif, so that the policy applies
@@ -14,7 +17,7 @@ import "strings"
 //   - The four block directives are handled in every block, skipped or not,
 //     with the state machine of enum nested_cond_state: the condition of a
 //     .if or .elif is parsed and evaluated only when its branch can still
-//     be taken (cond.go); a .if inside a skipped block is not even parsed.
+//     be taken (package cfgcond); a .if inside a skipped block is not even parsed.
 //   - Any other line inside a skipped branch is dropped before anything
 //     looks at it: no section starts, no keyword, no .alert/.notice/
 //     .warning/.diag, no unknown-directive error.
@@ -25,7 +28,7 @@ import "strings"
 //     open is still reported). A block left open at the end of the file is
 //     an error.
 //
-// The policy denies what it cannot evaluate (condUnknown) and, to go on
+// The policy denies what it cannot evaluate (cfgcond.Unknown) and, to go on
 // with one reading, then takes the branch.
 
 // maxNestedConds is MAXNESTEDCONDS (include/haproxy/cfgcond-t.h).
@@ -79,11 +82,11 @@ func (b *condBlocks) masked() bool {
 
 // blockDirective reports whether words start with a block directive
 // HAProxy handles in every branch.
-func blockDirective(words []cfgWord) bool {
-	if len(words) == 0 || words[0].env {
+func blockDirective(words []cfgtext.Word) bool {
+	if len(words) == 0 || words[0].Env {
 		return false
 	}
-	switch words[0].text {
+	switch words[0].Text {
 	case ".if", ".elif", ".else", ".endif":
 		return true
 	}
@@ -92,10 +95,10 @@ func blockDirective(words []cfgWord) bool {
 
 // condLine applies one .if/.elif/.else/.endif line HAProxy accepted from
 // the tokenizer.
-func (s *policyScan) condLine(at loc, lt lineTokens) {
+func (s *policyScan) condLine(at loc, lt cfgtext.Line) {
 	b := &s.blocks
-	words := lt.words
-	kw := words[0].text
+	words := lt.Words
+	kw := words[0].Text
 	lvl := len(b.states)
 	switch kw {
 	case ".if":
@@ -167,9 +170,9 @@ func (s *policyScan) inBlock(at loc, kw string) bool {
 
 // noArgument checks that .else/.endif has no (non-empty) first argument,
 // as readcfgfile() does; otherwise HAProxy aborts.
-func (s *policyScan) noArgument(at loc, kw string, words []cfgWord) bool {
-	if len(words) > 1 && words[1].text != "" {
-		s.stopFile(at, "unexpected argument '"+s.short(words[1].text)+"' for '"+kw+"'")
+func (s *policyScan) noArgument(at loc, kw string, words []cfgtext.Word) bool {
+	if len(words) > 1 && words[1].Text != "" {
+		s.stopFile(at, "unexpected argument '"+s.short(words[1].Text)+"' for '"+kw+"'")
 		return false
 	}
 	return true
@@ -178,47 +181,23 @@ func (s *policyScan) noArgument(at loc, kw string, words []cfgWord) bool {
 // condition evaluates the condition of a .if/.elif line: whether the
 // branch is taken, and false in ok when HAProxy aborts. A condition the
 // policy cannot evaluate is denied and taken.
-func (s *policyScan) condition(at loc, kw string, lt lineTokens) (taken, ok bool) {
-	var r condResult
-	if lt.nexp > 0 {
-		r = condResult{value: condUnknown, reason: "the condition uses an environment variable, whose value differs between the checker and the HAProxy that runs the configuration"}
+func (s *policyScan) condition(at loc, kw string, lt cfgtext.Line) (taken, ok bool) {
+	var r cfgcond.Result
+	if lt.NExp > 0 {
+		r = cfgcond.Result{Value: cfgcond.Unknown, Reason: "the condition uses an environment variable, whose value differs between the checker and the HAProxy that runs the configuration"}
 	} else {
-		r = evalCondition(condText(lt), s.version)
+		r = cfgcond.Eval(cfgcond.Text(lt), s.version)
 	}
-	switch r.value {
-	case condError:
-		s.abortFile(at, "HAProxy rejects the condition of '"+kw+"': "+s.short(r.reason))
+	switch r.Value {
+	case cfgcond.Error:
+		s.abortFile(at, "HAProxy rejects the condition of '"+kw+"': "+s.short(r.Reason))
 		return false, false
-	case condUnknown:
-		s.needVersion = s.needVersion || r.needVersion
-		s.add(at, "", "the condition of '"+kw+"' cannot be evaluated before HAProxy runs: "+r.reason)
+	case cfgcond.Unknown:
+		s.needVersion = s.needVersion || r.NeedVersion
+		s.add(at, "", "the condition of '"+kw+"' cannot be evaluated before HAProxy runs: "+r.Reason)
 		return true, true
 	}
-	return r.value == condTrue, true
-}
-
-// condText is the condition readcfgfile() evaluates: the words after the
-// directive joined by single spaces, every NUL inside a word a space too,
-// and a final space when a separator followed the last word.
-func condText(lt lineTokens) string {
-	if len(lt.words) < 2 {
-		return ""
-	}
-	var b strings.Builder
-	for i, w := range lt.words[1:] {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		if w.whole != "" {
-			b.WriteString(strings.ReplaceAll(w.whole, "\x00", " "))
-		} else {
-			b.WriteString(w.text)
-		}
-	}
-	if lt.trailingSep {
-		b.WriteByte(' ')
-	}
-	return b.String()
+	return r.Value == cfgcond.True, true
 }
 
 // abortFile records an error after which HAProxy stops reading the file

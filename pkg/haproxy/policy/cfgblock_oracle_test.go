@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgcond/cfgcondtest"
 )
 
 // M is a marker line (see marker) in a block test's body.
@@ -110,7 +111,7 @@ func TestConditionalBlocksAgainstHAProxy30(t *testing.T) {
 func TestConditionalBlocksOffline(t *testing.T) {
 	for _, tc := range blockCases {
 		b := &bundle.Bundle{BaseDir: testBase, Config: condPrelude + tc.body + "\n"}
-		findings := findingsText(CheckVersion(b, []string{EnvExpansionKey}, testVersion))
+		findings := findingsText(CheckVersion(b, []string{EnvExpansionKey}, cfgcondtest.Version))
 		if tc.unknown {
 			assert.Regexp(t, policyUnknown, findings, tc.name)
 			continue

@@ -7,13 +7,14 @@ import (
 
 	"github.com/haproxy-template/htc/internal/contenthash"
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/inventory"
 )
 
 // isCodeKey reports whether an AllowedDirectives key permits loading or
 // running code (lua-load, ssl-provider, external-check, program, a filter
-// that dlopen()s a plugin, ...): the inventory's clsCode entries.
+// that dlopen()s a plugin, ...): the inventory's ClassCode entries.
 func isCodeKey(key string) bool {
-	return key != "" && slices.ContainsFunc(inventory, func(e entry) bool { return e.class == clsCode && e.key == key })
+	return key != "" && slices.ContainsFunc(inventory.Table, func(e inventory.Entry) bool { return e.Class == inventory.ClassCode && e.Key == key })
 }
 
 // GrantsCode reports whether allowed permits any directive that loads or

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgcond/cfgcondtest"
 )
 
 // condPrelude starts every configuration of the conditional-block oracle
@@ -140,19 +141,19 @@ func compareConditions(t *testing.T, o *oracle, conds []string) []string {
 	return got
 }
 
-// TestConditionsAgainstHAProxy30 checks condCases and depthCases with the
+// TestConditionsAgainstHAProxy30 checks cfgcondtest.Cases and DepthCases with the
 // real binary: for every condition the policy evaluates, it takes the
 // branch HAProxy takes and rejects what HAProxy rejects; and the table's
 // values are HAProxy's (for the image's version).
 func TestConditionsAgainstHAProxy30(t *testing.T) {
 	o := newOracle(t)
 	var conds, want []string
-	for _, tc := range append(append([]struct{ cond, want string }{}, condCases...), depthCases...) {
-		conds, want = append(conds, tc.cond), append(want, tc.want)
+	for _, tc := range append(append([]cfgcondtest.Case{}, cfgcondtest.Cases...), cfgcondtest.DepthCases()...) {
+		conds, want = append(conds, tc.Cond), append(want, tc.Want)
 	}
 	got := compareConditions(t, o, conds)
-	if o.version != testVersion {
-		t.Logf("haproxy %s is not %s: the table's version cases are checked by the policy only", o.version, testVersion)
+	if o.version != cfgcondtest.Version {
+		t.Logf("haproxy %s is not %s: the table's version cases are checked by the policy only", o.version, cfgcondtest.Version)
 		return
 	}
 	for i := range conds {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgcond/cfgcondtest"
 )
 
 // cwdPrelude starts the configurations of the working-directory tests;
@@ -95,7 +96,7 @@ func TestWorkingDirectoryOffline(t *testing.T) {
 // map's content out, see looseMaps).
 func checkCwdPolicy(t *testing.T, b *bundle.Bundle, read string) {
 	t.Helper()
-	s, err := checkPolicy(b, nil, testVersion)
+	s, err := checkPolicy(b, nil, cfgcondtest.Version)
 	if read == "OUTSIDE" {
 		assert.Regexp(t, `outside the configuration bundle|out of the configuration bundle`, findingsText(err))
 		return

@@ -8,12 +8,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgcond/cfgcondtest"
 )
 
 // policyRefs returns the bundle files the policy counts a reference to.
 func policyRefs(t *testing.T, b *bundle.Bundle) []string {
 	t.Helper()
-	s, err := checkPolicy(b, nil, testVersion)
+	s, err := checkPolicy(b, nil, cfgcondtest.Version)
 	require.NoError(t, err)
 	var out []string
 	for abs, n := range s.refs {

@@ -2,35 +2,29 @@ package policy
 
 import (
 	"strings"
+
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/inventory"
 )
 
 // handler checks the arguments of one keyword.
-type handler func(s *policyScan, at loc, kw string, args []cfgWord)
-
-// sectionKeywords is sectionKeywordLists as sets.
-var sectionKeywords = func() map[string]wordSet {
-	m := make(map[string]wordSet, len(sectionKeywordLists))
-	for k, v := range sectionKeywordLists {
-		m[k] = newWordSet(v)
-	}
-	return m
-}()
+type handler func(s *policyScan, at loc, kw string, args []cfgtext.Word)
 
 // entryKey is a place (a section list, "bind", "reply", ...) and a name
 // in it: a map key built without concatenating strings on every line.
 type entryKey struct{ where, name string }
 
 // entries indexes the inventory by place and name.
-var entries = func() map[entryKey]entry {
-	m := make(map[entryKey]entry, len(inventory))
-	for _, e := range inventory {
-		m[entryKey{e.where, e.name}] = e
+var entries = func() map[entryKey]inventory.Entry {
+	m := make(map[entryKey]inventory.Entry, len(inventory.Table))
+	for _, e := range inventory.Table {
+		m[entryKey{e.Where, e.Name}] = e
 	}
 	return m
 }()
 
 // lookupEntry finds the inventory entry of keyword kw in a section list.
-func lookupEntry(section, kw string) (entry, bool) {
+func lookupEntry(section, kw string) (inventory.Entry, bool) {
 	e, ok := entries[entryKey{section, kw}]
 	return e, ok
 }
@@ -57,8 +51,8 @@ func init() {
 		"crt-store load":               (*policyScan).crtStoreLoad,
 		"global wurfl-patch-file":      (*policyScan).pathList,
 		"global ocsp-update.httpproxy": (*policyScan).connectAddr,
-		"global httpclient.ssl.ca-file": func(s *policyScan, at loc, kw string, args []cfgWord) {
-			s.caFile(at, kw, arg(args, 0), baseNone)
+		"global httpclient.ssl.ca-file": func(s *policyScan, at loc, kw string, args []cfgtext.Word) {
+			s.caFile(at, kw, arg(args, 0), inventory.BaseNone)
 		},
 		"* log":                        (*policyScan).logLine,
 		"fcgi-app log-stderr":          (*policyScan).logLine,
@@ -104,11 +98,11 @@ func handlerFor(section, kw string) handler {
 		return h
 	}
 	e, ok := lookupEntry(section, kw)
-	if !ok || e.example == "" || (e.class != clsRead && e.class != clsWrite && e.class != clsDir) {
+	if !ok || e.Example == "" || (e.Class != inventory.ClassRead && e.Class != inventory.ClassWrite && e.Class != inventory.ClassDir) {
 		return nil
 	}
-	idx := exampleArg(e.example)
-	return func(s *policyScan, at loc, kw string, args []cfgWord) {
+	idx := exampleArg(e.Example)
+	return func(s *policyScan, at loc, kw string, args []cfgtext.Word) {
 		if idx >= 0 && idx < len(args) {
 			s.checkPath(at, kw, args[idx], e)
 		}
@@ -127,9 +121,9 @@ func exampleArg(example string) int {
 }
 
 // arg returns args[i] or an empty word.
-func arg(args []cfgWord, i int) cfgWord {
+func arg(args []cfgtext.Word, i int) cfgtext.Word {
 	if i < len(args) {
 		return args[i]
 	}
-	return cfgWord{}
+	return cfgtext.Word{}
 }

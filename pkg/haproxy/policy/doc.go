@@ -5,25 +5,36 @@
 // while it parses the configuration. It executes nothing and reads no file:
 // it reads the text as HAProxy 3.0 does.
 //
-// It reads the words of each line (tokenize.go, tokenize_env.go), the
-// lines HAProxy applies (the conditional blocks .if/.elif/.else/.endif,
-// evaluated with HAProxy's grammar and predicates: cfgblock.go, cond.go,
-// cond_args.go, expr.go; a condition whose value depends on the machine or
-// the environment is denied), the directory a relative file name is opened
-// from (cwd.go), the files HAProxy parses on the configuration's behalf
-// (pending.go) and the pieces its map reader reads (mapcheck.go). Every
-// keyword (keywords30.go), option (options.go), action, converter, filter
-// and address prefix (addr.go) that names a file, an address or code is
-// classified in inventory_table.go; what the policy cannot classify is
-// denied (see Check and docs/policy-inventory.md for the method and
-// counts). The dispatch from a line to its rule is dispatch.go and
-// handlers_*.go.
+// A map, in the order the policy reads a bundle:
+//
+//   - Words: each line is cut into words by package cfgtext (the
+//     tokenizer, HAProxy's parse_line()).
+//   - Lines HAProxy applies: cfgblock.go runs the .if/.elif/.else/.endif
+//     state machine of readcfgfile(); package cfgcond evaluates each
+//     condition with HAProxy's grammar and predicates (a condition whose
+//     value depends on the machine or the environment is denied).
+//   - Dispatch: scan.go walks sections and lines, dispatch.go and
+//     handlers_*.go send each line to its rule; options.go (bind and
+//     server options), addr.go (addresses), expr.go (the arguments of
+//     sample fetches and converters).
+//   - Files: refs.go and cwd.go resolve every file reference against the
+//     directory HAProxy opens it from; pending.go checks the files HAProxy
+//     parses on the configuration's behalf (crt-list, SPOE); mapcheck.go
+//     the maps and pattern files, read as package mapfile says HAProxy
+//     reads them.
+//   - Knowledge: package inventory holds HAProxy 3.0's keywords, option
+//     arities, actions and the classification of everything that names a
+//     file, an address or code; what the policy cannot classify is denied
+//     (see Check and docs/policy-inventory.md for the method and counts).
+//   - Answers: errors.go (Finding, Error), grant.go (Grants, GrantsCode),
+//     code.go (CodeFingerprint), text.go (the text helpers the checker
+//     shares).
 //
 // Check and CheckVersion answer nil or an *Error listing the findings;
 // Evaluate also answers what the checker needs to know of the scan (the
 // maps whose content haproxy -c cannot refuse, whether a condition needed
 // the version). Grants and GrantsCode read the operator's grant;
-// CodeFingerprint identifies the code a bundle loads. Lines, Words and
-// SectionHeader are the text helpers the checker shares, so that both read
-// haproxy.cfg alike.
+// CodeFingerprint identifies the code a bundle loads. Lines, Words,
+// SectionHeader, IsKeyword, ServerOption and MapEntries are the text
+// helpers the checker shares, so that both read haproxy.cfg alike.
 package policy

@@ -3,6 +3,8 @@ package policy
 import (
 	"strconv"
 	"strings"
+
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
 )
 
 // maxCallsPerWord bounds the file and environment function calls checked
@@ -12,18 +14,18 @@ const maxCallsPerWord = 64
 // scanArgs applies the rules that hold for every argument of every line,
 // wherever sample expressions and ACLs may appear: the file of ACL "-f"
 // flags, the file arguments of converters and the env() fetch.
-func (s *policyScan) scanArgs(at loc, kw string, args []cfgWord) {
+func (s *policyScan) scanArgs(at loc, kw string, args []cfgtext.Word) {
 	asMap := false
 	for _, w := range args {
-		if w.text == "-M" {
+		if w.Text == "-M" {
 			asMap = true
 		}
 	}
 	for i, w := range args {
-		if w.text == "-f" && i+1 < len(args) {
+		if w.Text == "-f" && i+1 < len(args) {
 			s.useMapFile(at, kw+" -f", args[i+1], asMap, false)
 		}
-		if strings.IndexByte(w.text, '(') >= 0 {
+		if strings.IndexByte(w.Text, '(') >= 0 {
 			s.scanFunctions(at, w)
 		}
 	}
@@ -32,7 +34,7 @@ func (s *policyScan) scanArgs(at loc, kw string, args []cfgWord) {
 // isIDChar is HAProxy's is_idchar() (include/haproxy/tools.h): the
 // characters of fetch and converter names.
 func isIDChar(c byte) bool {
-	return isAlnum(c) || c == '.' || c == '_' || c == '-' || c == '+' || c == ':'
+	return cfgtext.IsAlnum(c) || c == '.' || c == '_' || c == '-' || c == '+' || c == ':'
 }
 
 // scanFunctions finds every "name(" in a word, the name being the longest
@@ -40,8 +42,8 @@ func isIDChar(c byte) bool {
 // sample_parse_expr() reads fetch and converter names, and checks the ones
 // that read a file or the environment. Names are compared in lower case
 // (HAProxy is case-sensitive, so this only denies more).
-func (s *policyScan) scanFunctions(at loc, w cfgWord) {
-	t := w.text
+func (s *policyScan) scanFunctions(at loc, w cfgtext.Word) {
+	t := w.Text
 	calls := 0
 	for i := 0; i < len(t); i++ {
 		if t[i] != '(' {
@@ -66,12 +68,12 @@ func (s *policyScan) scanFunctions(at loc, w cfgWord) {
 		case name == "jwt_verify":
 			args := makeArgList(t[i:])
 			if len(args) > 1 && !isVarName(args[1]) {
-				s.funcPath(at, name, args[1], w.env, false, false, false)
+				s.funcPath(at, name, args[1], w.Env, false, false, false)
 			}
 		case fileFunction(name):
 			args := makeArgList(t[i:])
 			if len(args) > 0 {
-				s.funcPath(at, name, args[0], w.env, true, true, looseConverter(name))
+				s.funcPath(at, name, args[0], w.Env, true, true, looseConverter(name))
 			}
 		}
 	}
@@ -85,7 +87,7 @@ func (s *policyScan) funcPath(at loc, name, p string, env, isMap, asMap, loose b
 		return
 	}
 	if isMap {
-		s.useMapFile(at, what, cfgWord{text: p}, asMap, loose)
+		s.useMapFile(at, what, cfgtext.Word{Text: p}, asMap, loose)
 		return
 	}
 	s.checkRef(at, fileRef{directive: what, path: p, mode: refRead}, refUse{})

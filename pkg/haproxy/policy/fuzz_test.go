@@ -6,58 +6,8 @@ import (
 	"testing"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/inventory"
 )
-
-// FuzzTokenize: the tokenizer never panics, expansions are found in every
-// mode alike (unless an unset variable glued what follows, CR included,
-// which only the checker's view does), and what it calls one word stays one
-// word: the words of an accepted line, written back with HAProxy quoting,
-// tokenize to the same words.
-func FuzzTokenize(f *testing.F) {
-	for _, tc := range tokenCases {
-		f.Add(tc.in)
-	}
-	f.Add("\r\t lua-load \"x\" '${A}' \\x41 # c")
-	f.Fuzz(func(t *testing.T, line string) {
-		checker := tokenizeLine(line, envChecker)
-		all := tokenizeLine(line, envAllSet)
-		lit := tokenizeLine(line, envLiteral)
-		glued := false
-		for _, e := range checker.exps {
-			glued = glued || e.glued
-		}
-		if all.nexp != lit.nexp || (!glued && checker.nexp != all.nexp) {
-			t.Fatalf("%q: expansions differ between modes", line)
-		}
-		if lit.err != errNone || len(lit.exps) > 0 || lit.scope {
-			return
-		}
-		again := tokenizeLine(requote(texts(lit.words)), envLiteral)
-		if again.err != errNone || strings.Join(texts(again.words), "\x00") != strings.Join(texts(lit.words), "\x00") {
-			t.Fatalf("%q: words %q re-read as %q", line, texts(lit.words), texts(again.words))
-		}
-	})
-}
-
-// quoter writes a word in single quotes, inside which HAProxy takes
-// everything literally but the quote itself and the line terminators,
-// which are written as escapes between quoted pieces.
-var quoter = strings.NewReplacer("'", `'\''`, "\n", `'\n'`, "\r", `'\r'`)
-
-// requote writes words back as one line. An empty last word needs a
-// space after it: HAProxy counts a final word only when it has characters
-// or a separator follows it.
-func requote(words []string) string {
-	out := make([]string, len(words))
-	for i, w := range words {
-		out[i] = "'" + quoter.Replace(w) + "'"
-	}
-	line := strings.Join(out, " ")
-	if len(words) > 0 && words[len(words)-1] == "" {
-		line += " "
-	}
-	return line
-}
 
 // hide spells a keyword the way recipe says, character by character, in
 // one of the forms HAProxy reads as that character.
@@ -108,8 +58,8 @@ func FuzzPolicy(f *testing.F) {
 	f.Add("backend b\n    server s1 /x", []byte{4, 4, 4, 4, 4})
 	f.Add(".if defined(X)", []byte{})
 	f.Add("[scope]", []byte{9})
-	for _, e := range inventory {
-		f.Add(e.example, []byte{byte(len(e.name))})
+	for _, e := range inventory.Table {
+		f.Add(e.Example, []byte{byte(len(e.Name))})
 	}
 	dangerous := []string{"lua-load", "setenv", "ssl-provider", "insecure-fork-wanted", "external-check"}
 	f.Fuzz(func(t *testing.T, before string, recipe []byte) {
@@ -129,72 +79,5 @@ func FuzzPolicy(f *testing.F) {
 			}
 		}
 		t.Fatalf("%q after %q: %s not named: %v", line, before, kw, pe.Findings)
-	})
-}
-
-// haproxyMapRead is an independent model of pat_ref_read_from_file_smp()
-// (src/pattern.c): fgets() into a 16384-byte buffer, '#' in the first
-// column, leading spaces and tabs stripped, the key up to a space, tab,
-// CR, LF or NUL, separators skipped, the value up to CR, LF or NUL with
-// trailing spaces and tabs removed.
-func haproxyMapRead(content string) [][2]string {
-	var out [][2]string
-	for len(content) > 0 {
-		n := strings.IndexByte(content, '\n') + 1
-		if n == 0 || n > mapLineMax {
-			n = min(len(content), mapLineMax)
-		}
-		chunk := content[:n]
-		content = content[n:]
-		if chunk[0] == '#' {
-			continue
-		}
-		c := strings.TrimLeft(chunk, " \t")
-		if c == "" || c[0] == '\r' || c[0] == '\n' || c[0] == 0 {
-			continue
-		}
-		k := strings.IndexAny(c, " \t\r\n\x00")
-		if k < 0 {
-			k = len(c)
-		}
-		key, rest := c[:k], strings.TrimLeft(c[k:], " \t")
-		if v := strings.IndexAny(rest, "\r\n\x00"); v >= 0 {
-			rest = rest[:v]
-		}
-		out = append(out, [2]string{key, strings.TrimRight(rest, " \t")})
-	}
-	return out
-}
-
-// FuzzMapEntry: a map line the check accepts is read by HAProxy's reader
-// exactly as written: no entry for a comment or blank line, else one entry
-// whose key is the text before the first space or tab and whose value is
-// the rest.
-func FuzzMapEntry(f *testing.F) {
-	for _, s := range []string{"a.example be_a", " be", "a b ", "#x", "a\rb c", "a\x00b", "k\tv w", strings.Repeat("x", 16400)} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, line string) {
-		if strings.IndexByte(line, '\n') >= 0 {
-			return
-		}
-		if mapLineProblem(line, mapUse{asMap: true}) != "" {
-			return
-		}
-		got := haproxyMapRead(line + "\n")
-		body := strings.TrimSuffix(line, "\r")
-		if body == "" || body[0] == '#' || strings.Trim(body, " \t") == "" {
-			if len(got) != 0 {
-				t.Fatalf("%q: read as %q", line, got)
-			}
-			return
-		}
-		key, value := body, ""
-		if i := strings.IndexAny(body, " \t"); i >= 0 {
-			key, value = body[:i], strings.TrimLeft(body[i:], " \t")
-		}
-		if len(got) != 1 || got[0] != [2]string{key, value} {
-			t.Fatalf("%q: accepted but read as %q, not [%q %q]", line, got, key, value)
-		}
 	})
 }

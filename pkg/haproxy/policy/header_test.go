@@ -6,13 +6,16 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/inventory"
 )
 
 // isHeader is what SectionHeader must find: a line whose first word, as the
 // tokenizer makes it, is a section keyword.
 func isHeader(line string) bool {
-	words := splitLine(line).words
-	return len(words) > 0 && sectionKeyword(words[0])
+	words := cfgtext.Words(line)
+	return len(words) > 0 && inventory.StartsSection(words[0])
 }
 
 // isHeaderCandidate never misses a header, and for a line whose first

@@ -10,6 +10,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/haproxy-template/htc/internal/testhaproxy"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/inventory"
 )
 
 const (
@@ -31,68 +34,68 @@ func sectionFor(where string) string {
 }
 
 // exampleFindings checks one inventory example with path for "%s".
-func exampleFindings(t *testing.T, e entry, path string, allowed []string) []Finding {
+func exampleFindings(t *testing.T, e inventory.Entry, path string, allowed []string) []Finding {
 	t.Helper()
-	line := e.example
+	line := e.Example
 	if strings.Contains(line, "%s") {
 		line = fmt.Sprintf(line, path)
 	}
-	if e.where == "crt-list" {
+	if e.Where == "crt-list" {
 		cfg := "listen l\n    bind :8443 ssl crt-list " + testBase + "/files/list\n"
 		return policyFindings(t, cfg, allowed, map[string]string{"list": line + "\n"})
 	}
-	return policyFindings(t, sectionFor(e.where)+"\n    "+line+"\n", allowed, nil)
+	return policyFindings(t, sectionFor(e.Where)+"\n    "+line+"\n", allowed, nil)
 }
 
 // TestInventoryExamples runs one case per inventory row: a path outside
 // the bundle is refused, one inside accepted; code, environment and
 // privilege rows are refused unless their key is allowed.
 func TestInventoryExamples(t *testing.T) {
-	for _, e := range inventory {
-		if e.example == "" {
+	for _, e := range inventory.Table {
+		if e.Example == "" {
 			continue
 		}
-		t.Run(e.where+" "+e.name, func(t *testing.T) {
-			switch e.class {
-			case clsRead, clsDir, clsWrite, clsAddr:
+		t.Run(e.Where+" "+e.Name, func(t *testing.T) {
+			switch e.Class {
+			case inventory.ClassRead, inventory.ClassDir, inventory.ClassWrite, inventory.ClassAddr:
 				p := outsidePath
-				if e.class == clsAddr {
+				if e.Class == inventory.ClassAddr {
 					p = "unix@" + outsidePath
 				}
 				fs := exampleFindings(t, e, p, nil)
 				require.NotEmpty(t, fs, "outside path accepted")
 				assert.Contains(t, fs[0].Message, "outside the configuration bundle", "%v", fs)
 				in := insidePath
-				if e.class == clsAddr {
+				if e.Class == inventory.ClassAddr {
 					in = "unix@" + insidePath
 				}
 				assert.Empty(t, exampleFindings(t, e, in, nil), "inside path refused")
-				if e.class == clsAddr {
+				if e.Class == inventory.ClassAddr {
 					assert.Empty(t, exampleFindings(t, e, "127.0.0.1:1080", nil), "network address refused")
 				}
 			default:
-				require.NotEmpty(t, e.key, "a %s row needs a key", e.class)
+				require.NotEmpty(t, e.Key, "a %s row needs a key", e.Class)
 				fs := exampleFindings(t, e, insidePath, nil)
-				assert.Contains(t, keysOf(fs), e.key, "%v", fs)
-				assert.Empty(t, exampleFindings(t, e, insidePath, []string{e.key}), "allowed %s still refused", e.key)
+				assert.Contains(t, keysOf(fs), e.Key, "%v", fs)
+				assert.Empty(t, exampleFindings(t, e, insidePath, []string{e.Key}), "allowed %s still refused", e.Key)
 			}
 		})
 	}
 }
 
 func TestInventoryRowsAreKnown(t *testing.T) {
-	for _, e := range inventory {
-		assert.NotEmpty(t, e.src, e.name)
-		switch e.where {
+	for _, e := range inventory.Table {
+		assert.NotEmpty(t, e.Src, e.Name)
+		switch e.Where {
 		case "global", "proxy":
-			name, _, _ := strings.Cut(e.name, " ")
-			assert.True(t, sectionKeywords[e.where][name], "%s %s not in the keyword list", e.where, e.name)
+			name, _, _ := strings.Cut(e.Name, " ")
+			assert.True(t, inventory.SectionKeywords[e.Where][name], "%s %s not in the keyword list", e.Where, e.Name)
 		case "bind":
-			assert.Contains(t, bindOptions, e.name)
+			assert.Contains(t, inventory.BindOptions, e.Name)
 		case "server":
-			assert.Contains(t, serverOptions, e.name)
+			assert.Contains(t, inventory.ServerOptions, e.Name)
 		case "filter":
-			assert.True(t, filterNames[e.name], e.name)
+			assert.True(t, filterNames[e.Name], e.Name)
 		}
 	}
 	for _, k := range DangerousDirectives() {
@@ -121,7 +124,7 @@ func TestAddressPrefixes(t *testing.T) {
 		// A relative socket path is HAProxy's working directory's, which is
 		// not the bundle everywhere the bundle runs.
 		{"unix@files/s.sock", "-"},
-		{"abns@name", KeyAbstractSocket}, {"fd@3", KeyFD}, {"sockpair@3", KeyFD},
+		{"abns@name", inventory.KeyAbstractSocket}, {"fd@3", inventory.KeyFD}, {"sockpair@3", inventory.KeyFD},
 		{"UNIX@/run/x.sock", "-"}, {"abnsz@name", "-"}, {"foo@bar", "-"},
 		{"'$HOST:80'", EnvExpansionKey},
 	}
@@ -158,7 +161,7 @@ func TestAddressPrefixes(t *testing.T) {
 // with a harmless value; an unknown option is refused.
 func TestOptionsAreKnown(t *testing.T) {
 	value := func(where, name string) string {
-		if e, ok := entries[entryKey{where, name}]; ok && e.class != clsAddr && e.key == "" {
+		if e, ok := entries[entryKey{where, name}]; ok && e.Class != inventory.ClassAddr && e.Key == "" {
 			return insidePath
 		}
 		if name == "source" || name == "addr" || name == "socks4" {
@@ -166,20 +169,20 @@ func TestOptionsAreKnown(t *testing.T) {
 		}
 		return "1"
 	}
-	for name, n := range bindOptions {
+	for name, n := range inventory.BindOptions {
 		line := "listen l\n    bind :80 " + name
 		if n == 1 {
 			line += " " + value("bind", name)
 		}
-		fs := policyFindings(t, line+"\n", []string{KeyNamespace}, nil)
+		fs := policyFindings(t, line+"\n", []string{inventory.KeyNamespace}, nil)
 		assert.Empty(t, fs, "bind %s", name)
 	}
-	for name, n := range serverOptions {
+	for name, n := range inventory.ServerOptions {
 		line := "backend b\n    server s1 127.0.0.1:80 " + name
 		if n != 0 {
 			line += " " + value("server", name)
 		}
-		fs := policyFindings(t, line+"\n", []string{KeyNamespace}, nil)
+		fs := policyFindings(t, line+"\n", []string{inventory.KeyNamespace}, nil)
 		assert.Empty(t, fs, "server %s", name)
 	}
 	for _, line := range []string{"listen l\n    bind :80 bogus 1\n", "backend b\n    server s1 127.0.0.1:80 bogus\n",
@@ -196,7 +199,7 @@ func TestOptionsAreKnown(t *testing.T) {
 // TestHTTPActionsAreKnown: every action of 3.0 is accepted, an unknown one
 // refused; the prefix actions read word[8:len-1].
 func TestHTTPActionsAreKnown(t *testing.T) {
-	for kw, list := range httpActions {
+	for kw, list := range inventory.HTTPActions {
 		for _, a := range strings.Fields(list) {
 			word := strings.TrimSuffix(a, "*")
 			if strings.HasSuffix(a, "*") {
@@ -218,11 +221,11 @@ func TestHTTPActionsAreKnown(t *testing.T) {
 // keywords are case-sensitive.
 func TestSectionKeywords(t *testing.T) {
 	headers := map[string]string{}
-	for h, list := range sectionHeaders {
+	for h, list := range inventory.SectionHeaders {
 		headers[list] = h + " s"
 	}
 	headers["global"], headers["namespace_list"] = "global", "namespace_list"
-	for list, set := range sectionKeywords {
+	for list, set := range inventory.SectionKeywords {
 		h, ok := headers[list]
 		if !ok {
 			continue // spoe-* sections: TestPolicySPOE
@@ -235,9 +238,9 @@ func TestSectionKeywords(t *testing.T) {
 		}
 	}
 	assert.NotEmpty(t, policyFindings(t, "global\n    Maxconn 10\n", nil, nil))
-	assert.True(t, isHAProxyKeyword("use_backend"))
-	assert.True(t, isHAProxyKeyword("crt-store"))
-	assert.False(t, isHAProxyKeyword("frobnicate"))
+	assert.True(t, inventory.IsKeyword("use_backend"))
+	assert.True(t, inventory.IsKeyword("crt-store"))
+	assert.False(t, inventory.IsKeyword("frobnicate"))
 }
 
 func TestFilters(t *testing.T) {
@@ -249,7 +252,7 @@ func TestFilters(t *testing.T) {
 	}
 	assert.NotEmpty(t, policyFindings(t, "listen l\n    filter bogus\n", nil, nil))
 	fs := policyFindings(t, "listen l\n    filter opentracing config "+insidePath+"\n", nil, nil)
-	assert.Equal(t, []string{KeyOpenTracing}, keysOf(fs))
+	assert.Equal(t, []string{inventory.KeyOpenTracing}, keysOf(fs))
 }
 
 // TestInventoryAgainstHAProxy30 compares the lists with what the 3.0
@@ -257,7 +260,7 @@ func TestFilters(t *testing.T) {
 // bind, server and crt-list keyword, http action and filter is known to
 // the policy, and the binary accepts every keyword of every section list.
 func TestInventoryAgainstHAProxy30(t *testing.T) {
-	bin := haproxy30(t)
+	bin := testhaproxy.HAProxy30(t)
 	out, _ := exec.Command(bin, "-dKcfg,flt", "-q", "-c", "-f", "/dev/null").Output() // exits 2: no listener
 	require.Contains(t, string(out), "registered configuration keywords")
 	var block string
@@ -275,33 +278,33 @@ func TestInventoryAgainstHAProxy30(t *testing.T) {
 		f := strings.Fields(line)
 		switch {
 		case block == "global":
-			assert.True(t, sectionKeywords["global"][f[0]], "global %s", f[0])
+			assert.True(t, inventory.SectionKeywords["global"][f[0]], "global %s", f[0])
 		case block == "listen" && f[0] == "bind" && len(f) > 2:
 			name := f[2]
 			if name == "ssl" && len(f) > 3 {
 				name = f[3]
 			}
-			assert.Contains(t, bindOptions, name, "bind %s", name)
+			assert.Contains(t, inventory.BindOptions, name, "bind %s", name)
 		case block == "listen" && f[0] == "server" && len(f) > 3:
-			assert.Contains(t, serverOptions, f[3], "server %s", f[3])
-		case block == "listen" && len(f) > 1 && httpActions[f[0]] != "":
-			assert.Contains(t, strings.Fields(httpActions[f[0]]), f[1], "%s %s", f[0], f[1])
+			assert.Contains(t, inventory.ServerOptions, f[3], "server %s", f[3])
+		case block == "listen" && len(f) > 1 && inventory.HTTPActions[f[0]] != "":
+			assert.Contains(t, strings.Fields(inventory.HTTPActions[f[0]]), f[1], "%s %s", f[0], f[1])
 		case block == "listen" && f[0] != "option" && !strings.HasPrefix(f[0], "tcp-"):
-			assert.True(t, sectionKeywords["proxy"][f[0]], "proxy %s", f[0])
+			assert.True(t, inventory.SectionKeywords["proxy"][f[0]], "proxy %s", f[0])
 		case block == "crt-list":
-			assert.Contains(t, crtListOptions, f[0], "crt-list %s", f[0])
+			assert.Contains(t, inventory.CRTListOptions, f[0], "crt-list %s", f[0])
 		}
 	}
 	notBuilt := func(kw string) bool {
 		return kw == "ssl-engine" || strings.HasPrefix(kw, "51degrees-") || strings.HasPrefix(kw, "wurfl-") || strings.HasPrefix(kw, "deviceatlas-")
 	}
 	headers := map[string]string{"global": "global", "namespace_list": "namespace_list"}
-	for h, list := range sectionHeaders {
+	for h, list := range inventory.SectionHeaders {
 		if headers[list] == "" {
 			headers[list] = h + " s"
 		}
 	}
-	for list, set := range sectionKeywords {
+	for list, set := range inventory.SectionKeywords {
 		h, ok := headers[list]
 		if !ok {
 			continue

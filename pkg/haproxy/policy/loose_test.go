@@ -11,6 +11,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/haproxy-template/htc/internal/testhaproxy"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/mapfile"
 )
 
 // TestLooseMapsAgainstHAProxy30 is the differential test behind reusing an
@@ -19,7 +22,7 @@ import (
 // plain-string map converter, are all accepted by haproxy -c; the same
 // files read as addresses are not, so the harness can see a refusal.
 func TestLooseMapsAgainstHAProxy30(t *testing.T) {
-	bin := haproxy30(t)
+	bin := testhaproxy.HAProxy30(t)
 	rnd := rand.New(rand.NewPCG(3, 0))
 	converters := []string{"map", "map_str", "map_beg", "map_dir", "map_dom", "map_end", "map_sub"}
 	for _, conv := range converters {
@@ -59,7 +62,7 @@ func randomMapFile(rnd *rand.Rand) []byte {
 	for range rnd.IntN(40) {
 		switch rnd.IntN(20) {
 		case 0:
-			b.WriteString(strings.Repeat("k", rnd.IntN(3*mapLineMax)))
+			b.WriteString(strings.Repeat("k", rnd.IntN(3*mapfile.LineMax)))
 		case 1: // an empty line
 		default:
 			for range 1 + rnd.IntN(8) {

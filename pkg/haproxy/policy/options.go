@@ -1,6 +1,11 @@
 package policy
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/inventory"
+)
 
 // optionName is the name HAProxy looks an option up by: the text before
 // its first '(' (bind_find_kw, srv_find_kw).
@@ -13,31 +18,31 @@ func optionName(w string) string {
 
 // bindLine handles "<kw> <addr>[,<addr>...] [bind options]" (proxies,
 // peers, log-forward, stats socket; src/cfgparse.c str2listener).
-func (s *policyScan) bindLine(at loc, kw string, args []cfgWord) {
+func (s *policyScan) bindLine(at loc, kw string, args []cfgtext.Word) {
 	if len(args) == 0 {
 		return
 	}
 	w := args[0]
-	for _, a := range strings.Split(w.text, ",") {
-		s.checkAddress(at, kw, cfgWord{text: a, env: w.env}, roleListen, s.bases.unixPrefix)
+	for _, a := range strings.Split(w.Text, ",") {
+		s.checkAddress(at, kw, cfgtext.Word{Text: a, Env: w.Env}, roleListen, s.bases.unixPrefix)
 	}
 	s.bindOptions(at, kw, args[1:])
 }
 
 // defaultBind handles "default-bind [bind options]" (peers).
-func (s *policyScan) defaultBind(at loc, kw string, args []cfgWord) {
+func (s *policyScan) defaultBind(at loc, kw string, args []cfgtext.Word) {
 	s.bindOptions(at, kw, args)
 }
 
 // bindOptions walks bind options as bind_parse_args_list does: an option
 // consumes its arity; an unknown option is denied.
-func (s *policyScan) bindOptions(at loc, kw string, opts []cfgWord) {
+func (s *policyScan) bindOptions(at loc, kw string, opts []cfgtext.Word) {
 	for i := 0; i < len(opts); i++ {
 		o := opts[i]
-		name := optionName(o.text)
-		n, ok := bindOptions[name]
-		if o.env || !ok {
-			s.add(at, "", kw+": unknown option '"+s.short(o.text)+"'")
+		name := optionName(o.Text)
+		n, ok := inventory.BindOptions[name]
+		if o.Env || !ok {
+			s.add(at, "", kw+": unknown option '"+s.short(o.Text)+"'")
 			return
 		}
 		if n == 1 && i+1 < len(opts) {
@@ -51,12 +56,12 @@ func (s *policyScan) bindOptions(at loc, kw string, opts []cfgWord) {
 // nameserver). In a peers section the address of a "server" line is
 // optional (the local peer, whose name is the host name, has none), so
 // both readings are checked.
-func (s *policyScan) serverLine(at loc, kw string, args []cfgWord) {
+func (s *policyScan) serverLine(at loc, kw string, args []cfgtext.Word) {
 	if len(args) < 2 {
 		return
 	}
 	if s.section == "peers" && kw == "server" {
-		if _, isOpt := serverOptions[optionName(args[1].text)]; isOpt {
+		if _, isOpt := inventory.ServerOptions[optionName(args[1].Text)]; isOpt {
 			s.serverOptions(at, kw, args[1:])
 		}
 	}
@@ -71,7 +76,7 @@ func (s *policyScan) serverLine(at loc, kw string, args []cfgWord) {
 
 // serverTemplate handles "server-template <prefix> <num|range> <fqdn>[:port]
 // [server options]".
-func (s *policyScan) serverTemplate(at loc, kw string, args []cfgWord) {
+func (s *policyScan) serverTemplate(at loc, kw string, args []cfgtext.Word) {
 	if len(args) < 3 {
 		return
 	}
@@ -80,18 +85,18 @@ func (s *policyScan) serverTemplate(at loc, kw string, args []cfgWord) {
 }
 
 // defaultServer handles "default-server [server options]".
-func (s *policyScan) defaultServer(at loc, kw string, args []cfgWord) {
+func (s *policyScan) defaultServer(at loc, kw string, args []cfgtext.Word) {
 	s.serverOptions(at, kw, args)
 }
 
 // serverOptions walks server options as _srv_parse_kw does.
-func (s *policyScan) serverOptions(at loc, kw string, opts []cfgWord) {
+func (s *policyScan) serverOptions(at loc, kw string, opts []cfgtext.Word) {
 	for i := 0; i < len(opts); i++ {
 		o := opts[i]
-		name := optionName(o.text)
-		n, ok := serverOptions[name]
-		if o.env || !ok {
-			s.add(at, "", kw+": unknown option '"+s.short(o.text)+"'")
+		name := optionName(o.Text)
+		n, ok := inventory.ServerOptions[name]
+		if o.Env || !ok {
+			s.add(at, "", kw+": unknown option '"+s.short(o.Text)+"'")
 			return
 		}
 		if n < 0 {
@@ -108,17 +113,17 @@ func (s *policyScan) serverOptions(at loc, kw string, opts []cfgWord) {
 // sourceArgs handles "<addr>[:port[-port]] [usesrc <addr>|client|clientip|
 // hdr_ip(...)] [interface <name>]" (src/server.c srv_parse_source and the
 // proxy "source" keyword) and returns how many words it consumed.
-func (s *policyScan) sourceArgs(at loc, what string, args []cfgWord) int {
+func (s *policyScan) sourceArgs(at loc, what string, args []cfgtext.Word) int {
 	if len(args) == 0 {
 		return 0
 	}
 	s.checkAddress(at, what, args[0], roleConnect, "")
 	i := 1
 	for i+1 < len(args) {
-		switch args[i].text {
+		switch args[i].Text {
 		case "usesrc":
 			v := args[i+1]
-			if v.text != "client" && v.text != "clientip" && !strings.HasPrefix(v.text, "hdr_ip(") {
+			if v.Text != "client" && v.Text != "clientip" && !strings.HasPrefix(v.Text, "hdr_ip(") {
 				s.checkAddress(at, what+" usesrc", v, roleConnect, "")
 			}
 		case "interface":
@@ -131,25 +136,25 @@ func (s *policyScan) sourceArgs(at loc, what string, args []cfgWord) int {
 }
 
 // sourceLine handles the proxy "source" keyword.
-func (s *policyScan) sourceLine(at loc, kw string, args []cfgWord) {
+func (s *policyScan) sourceLine(at loc, kw string, args []cfgtext.Word) {
 	s.sourceArgs(at, kw, args)
 }
 
 // option checks the value v of a bind or server option (where is "bind" or
 // "server") against the inventory.
-func (s *policyScan) option(at loc, where, name string, v cfgWord) {
+func (s *policyScan) option(at loc, where, name string, v cfgtext.Word) {
 	e, ok := entries[entryKey{where, name}]
 	if !ok {
 		return
 	}
 	what := where + " " + name
 	switch {
-	case e.key != "":
-		s.refuse(at, e.key, what+" is not allowed")
-	case e.class == clsAddr:
+	case e.Key != "":
+		s.refuse(at, e.Key, what+" is not allowed")
+	case e.Class == inventory.ClassAddr:
 		s.checkAddress(at, what, v, roleConnect, "")
 	case name == "ca-file" || name == "ca-verify-file":
-		s.caFile(at, what, v, e.base)
+		s.caFile(at, what, v, e.Base)
 	case name == "crt-list":
 		s.checkPathUse(at, what, v, e, refUse{parse: true, kind: kindCrtList})
 	default:

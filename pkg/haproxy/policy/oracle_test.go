@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/haproxy-template/htc/internal/testhaproxy"
 	"github.com/haproxy-template/htc/pkg/bundle"
 )
 
@@ -39,7 +40,7 @@ type oracle struct {
 
 // newOracle returns the oracle, skipping the test without HTC_HAPROXY30.
 func newOracle(t *testing.T) *oracle {
-	bin := haproxy30(t)
+	bin := testhaproxy.HAProxy30(t)
 	out, err := exec.Command(bin, "-v").CombinedOutput()
 	require.NoError(t, err, "%s -v: %s", bin, out)
 	m := regexp.MustCompile(`(?m)^HA-?Proxy version (\S+)`).FindStringSubmatch(string(out))

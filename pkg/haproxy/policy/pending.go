@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/inventory"
 )
 
 // pendingKind is how HAProxy parses a bundle file a directive names.
@@ -56,7 +59,7 @@ func (s *policyScan) scanPending() {
 			s.scanCrtList(name, s.files[p.abs])
 			s.inCrtList = false
 		case kindSPOE:
-			s.scanCfgText(name, s.files[p.abs], spoeHeaders)
+			s.scanCfgText(name, s.files[p.abs], inventory.SPOEHeaders)
 		}
 	}
 }
@@ -80,7 +83,7 @@ func (s *policyScan) scanCrtList(name, content string) {
 			continue
 		}
 		if !strings.HasPrefix(words[0], "@") {
-			s.crtListPath(at, "crt-list certificate", words[0], baseCrt)
+			s.crtListPath(at, "crt-list certificate", words[0], inventory.BaseCrt)
 		}
 		s.crtListOptions(at, opts)
 	}
@@ -106,7 +109,7 @@ func crtListWords(line string) (words, opts []string) {
 		case c == 0:
 			flush(i)
 			return words, opts
-		case isCSpace(c):
+		case cfgtext.IsCSpace(c):
 			flush(i)
 		case c == '[' || c == ']':
 			flush(i)
@@ -122,7 +125,7 @@ func crtListWords(line string) (words, opts []string) {
 // crtListOptions walks the bracketed options of a crt-list line.
 func (s *policyScan) crtListOptions(at loc, opts []string) {
 	for i := 0; i < len(opts); i++ {
-		n, ok := crtListOptions[opts[i]]
+		n, ok := inventory.CRTListOptions[opts[i]]
 		if !ok {
 			s.add(at, "", "crt-list: unknown option '"+s.short(opts[i])+"'")
 			return
@@ -130,7 +133,7 @@ func (s *policyScan) crtListOptions(at loc, opts []string) {
 		if e, isFile := entries[entryKey{"crt-list", opts[i]}]; isFile && i+1 < len(opts) {
 			v := opts[i+1]
 			if !(v == "@system-ca" && (opts[i] == "ca-file" || opts[i] == "ca-verify-file")) {
-				s.crtListPath(at, "crt-list "+opts[i], v, e.base)
+				s.crtListPath(at, "crt-list "+opts[i], v, e.Base)
 			}
 		}
 		i += n
@@ -139,9 +142,9 @@ func (s *policyScan) crtListOptions(at loc, opts []string) {
 
 // crtListPath checks a crt-list path against the current directory and
 // against base.
-func (s *policyScan) crtListPath(at loc, what, p string, base baseKind) {
+func (s *policyScan) crtListPath(at loc, what, p string, base inventory.Base) {
 	s.checkRef(at, fileRef{directive: what, path: p, mode: refRead}, refUse{})
-	if base != baseNone {
+	if base != inventory.BaseNone {
 		s.checkRef(at, fileRef{directive: what, path: p, mode: refRead, base: base}, refUse{})
 	}
 }

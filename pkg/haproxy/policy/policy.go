@@ -7,6 +7,9 @@ import (
 	"strings"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/inventory"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/mapfile"
 )
 
 // EnvExpansionKey is the AllowedDirectives entry that permits environment
@@ -14,7 +17,7 @@ import (
 // address) and the env() sample fetch. A condition that reads the
 // environment (`.if defined(VAR)`, `.if "$VAR"`) is refused even then: the
 // checker's environment is not the one HAProxy runs with.
-const EnvExpansionKey = "env-expansion"
+const EnvExpansionKey = inventory.KeyEnvExpansion
 
 // AllowPathPrefix starts an AllowedDirectives entry that permits file
 // references under one absolute directory outside the bundle, for example
@@ -54,7 +57,7 @@ type policyScan struct {
 	inCrtList   bool          // scanning a crt-list
 	// mapUse records how HAProxy reads each bundle file used as a map or
 	// pattern file (see mapcheck.go).
-	mapUse map[string]*mapUse
+	mapUse map[string]*mapfile.Use
 	// refs counts the file references to each absolute path (checkRef),
 	// and looseRefs those that are plain-string map converters (see
 	// looseMaps).
@@ -68,7 +71,7 @@ type policyScan struct {
 	unknown map[unknownKey]bool    // unknown keywords already reported
 	// tok and tokAll are reused for every line (the checker's view and
 	// the every-variable-set view).
-	tok, tokAll tokenizer
+	tok, tokAll cfgtext.Tokenizer
 }
 
 // Check applies the safety policy to a rendered bundle without
@@ -79,22 +82,22 @@ type policyScan struct {
 //
 // The rules follow HAProxy 3.0 (verified against haproxy 3.0.11):
 //
-//   - Lines are cut into words exactly as HAProxy does (tokenize.go); text
+//   - Lines are cut into words exactly as HAProxy does (package cfgtext); text
 //     HAProxy ignores (after a NUL or a line-ending '\r') is scanned too,
 //     without changing the reading of the next lines, and a NUL byte is
 //     refused.
 //   - Only the lines HAProxy applies are applied: the conditional blocks
 //     are evaluated as readcfgfile() and src/cfgcond.c do (cfgblock.go,
-//     cond.go). A condition HAProxy rejects is refused, and so is one whose
+//     package cfgcond). A condition HAProxy rejects is refused, and so is one whose
 //     value the policy cannot know before HAProxy runs (the environment,
 //     defined(), feature(), enabled(), the SSL library); version_atleast()
 //     and version_before() need the version (CheckVersion).
 //   - Every keyword must be one HAProxy 3.0 accepts in its section
-//     (keywords30.go), every bind and server option, http action, filter
+//     (inventory/keywords30.go), every bind and server option, http action, filter
 //     and address prefix must be known: what the policy cannot classify is
 //     denied. Keywords are case-sensitive, as in HAProxy.
 //   - Directives, options and filters that load code, change the
-//     environment or need privileges (inventory_table.go) are refused
+//     environment or need privileges (inventory/table.go) are refused
 //     unless allowed.
 //   - Environment access is refused unless EnvExpansionKey is allowed:
 //     "$NAME"/"${NAME}" inside double quotes, any '$' in an address (HAProxy
@@ -105,7 +108,7 @@ type policyScan struct {
 //     that hold a host name or a path (HAPROXY_LOCALPEER, HAPROXY_CFGFILES,
 //     .FILE). .diag/.notice/.warning/.alert with an expansion are refused
 //     under their own name (they print it).
-//   - Every path HAProxy reads or writes (inventory_table.go: directive
+//   - Every path HAProxy reads or writes (inventory/table.go: directive
 //     and option arguments, map and jwt_verify converter arguments, ACL -f
 //     files, action and reply files, unix socket addresses) must lie inside
 //     the bundle once relative paths are resolved as HAProxy does (from the
@@ -182,7 +185,7 @@ func newPolicyScan(b *bundle.Bundle, allowed []string) *policyScan {
 		files:     make(map[string]string),
 		dirs:      map[string]bool{base: true},
 		seen:      make(map[Finding]bool),
-		mapUse:    make(map[string]*mapUse),
+		mapUse:    make(map[string]*mapfile.Use),
 		refs:      make(map[string]int),
 		looseRefs: make(map[string]int),
 		scanned:   make(map[string]bool),
@@ -333,13 +336,13 @@ func (s *policyScan) showPath(p string) string {
 func DangerousDirectives() []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, e := range inventory {
-		if e.key != "" && !seen[e.key] {
-			seen[e.key] = true
-			out = append(out, e.key)
+	for _, e := range inventory.Table {
+		if e.Key != "" && !seen[e.Key] {
+			seen[e.Key] = true
+			out = append(out, e.Key)
 		}
 	}
-	for _, k := range []string{".diag", ".notice", ".warning", ".alert", EnvExpansionKey, KeyAbstractSocket, KeyFD} {
+	for _, k := range []string{".diag", ".notice", ".warning", ".alert", EnvExpansionKey, inventory.KeyAbstractSocket, inventory.KeyFD} {
 		if !seen[k] {
 			seen[k] = true
 			out = append(out, k)

@@ -3,6 +3,10 @@ package policy
 import (
 	"path/filepath"
 	"strings"
+
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/inventory"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/mapfile"
 )
 
 // refMode says how HAProxy uses a referenced path.
@@ -22,7 +26,7 @@ type fileRef struct {
 	directive string
 	path      string
 	mode      refMode
-	base      baseKind
+	base      inventory.Base
 }
 
 // bases are the base directories HAProxy joins to relative paths, as
@@ -36,15 +40,15 @@ type bases struct {
 
 // baseDir returns the directory a relative path of kind k is joined to,
 // or "" when HAProxy uses the current directory.
-func (b *bases) baseDir(k baseKind) string {
+func (b *bases) baseDir(k inventory.Base) string {
 	switch k {
-	case baseCA:
+	case inventory.BaseCA:
 		return b.ca
-	case baseCrt:
+	case inventory.BaseCrt:
 		return b.crt
-	case baseKey:
+	case inventory.BaseKey:
 		return b.key
-	case baseServerState:
+	case inventory.BaseServerState:
 		return b.state
 	}
 	return ""
@@ -64,7 +68,7 @@ type refUse struct {
 
 // joined is a referenced path with its base applied: "<base>/<path>" for
 // a relative path that does not start with '@' when a base applies.
-func (s *policyScan) joined(p string, base baseKind) string {
+func (s *policyScan) joined(p string, base inventory.Base) string {
 	if !filepath.IsAbs(p) {
 		if b := s.bases.baseDir(base); b != "" && !strings.HasPrefix(p, "@") {
 			p = b + "/" + p
@@ -161,11 +165,11 @@ func (s *policyScan) applyUse(abs string, use refUse) {
 	}
 	u := s.mapUse[abs]
 	if u == nil {
-		u = &mapUse{}
+		u = &mapfile.Use{}
 		s.mapUse[abs] = u
 	}
-	u.asMap = u.asMap || use.asMap
-	u.asPattern = u.asPattern || use.asPattern
+	u.AsMap = u.AsMap || use.asMap
+	u.AsPattern = u.AsPattern || use.asPattern
 }
 
 // leavesBundle reports whether an absolute path, walked component by
@@ -209,21 +213,21 @@ func (s *policyScan) isBundleFile(abs string) bool {
 }
 
 // checkPath checks a path argument of kind e (read, write or directory).
-func (s *policyScan) checkPath(at loc, what string, w cfgWord, e entry) (string, bool) {
+func (s *policyScan) checkPath(at loc, what string, w cfgtext.Word, e inventory.Entry) (string, bool) {
 	return s.checkPathUse(at, what, w, e, refUse{})
 }
 
 // checkPathUse is checkPath with what HAProxy does with the file.
-func (s *policyScan) checkPathUse(at loc, what string, w cfgWord, e entry, use refUse) (string, bool) {
-	if w.env {
+func (s *policyScan) checkPathUse(at loc, what string, w cfgtext.Word, e inventory.Entry, use refUse) (string, bool) {
+	if w.Env {
 		s.add(at, "", what+": a path built from an environment variable cannot be checked")
 		return "", false
 	}
 	mode := refRead
-	if e.class == clsWrite {
+	if e.Class == inventory.ClassWrite {
 		mode = refWrite
 	}
-	return s.checkRef(at, fileRef{directive: what, path: w.text, mode: mode, base: e.base}, use)
+	return s.checkRef(at, fileRef{directive: what, path: w.Text, mode: mode, base: e.Base}, use)
 }
 
 // dirOfPattern returns the directory part of a Lua search pattern.

@@ -4,11 +4,13 @@ import (
 	"strings"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/inventory"
 )
 
 // scanConfig scans haproxy.cfg.
 func (s *policyScan) scanConfig(cfg string) {
-	s.scanCfgText(bundle.ConfigFileName, cfg, sectionHeaders)
+	s.scanCfgText(bundle.ConfigFileName, cfg, inventory.SectionHeaders)
 }
 
 // scanCfgText scans a file HAProxy reads with readcfgfile(): haproxy.cfg,
@@ -28,11 +30,11 @@ func (s *policyScan) scanCfgText(file, text string, headers map[string]string) {
 		if strings.IndexByte(line, 0) >= 0 {
 			s.add(at, "", "NUL byte in configuration")
 		}
-		lt := s.tok.tokenize(line, envChecker, nil)
-		if lt.scope {
+		lt := s.tok.Tokenize(line, cfgtext.EnvChecker, nil)
+		if lt.Scope {
 			continue
 		}
-		rest := lt.rest
+		rest := lt.Rest
 		s.scanLine(at, line, lt, headers)
 		if rest != "" {
 			s.scanIgnored(at, rest, headers)
@@ -44,20 +46,20 @@ func (s *policyScan) scanCfgText(file, text string, headers map[string]string) {
 // scanLine applies the rules to one line HAProxy reads, as
 // readcfgfile() does: block directives in every branch, only the
 // tokenizer's work inside a skipped branch, everything else otherwise.
-func (s *policyScan) scanLine(at loc, raw string, lt lineTokens, headers map[string]string) {
+func (s *policyScan) scanLine(at loc, raw string, lt cfgtext.Line, headers map[string]string) {
 	switch {
-	case lt.err == errNone && blockDirective(lt.words):
-		if len(lt.exps) > 0 {
+	case lt.Err == cfgtext.NoError && blockDirective(lt.Words):
+		if len(lt.Exps) > 0 {
 			s.checkExpansions(at, lt)
 		}
 		s.condLine(at, lt)
 	case s.blocks.masked():
 		// HAProxy tokenized the line, expanding the environment, and
 		// drops it.
-		if len(lt.words) > 0 && lt.words[0].env {
+		if len(lt.Words) > 0 && lt.Words[0].Env {
 			s.add(at, "", "a keyword built from an environment variable cannot be checked")
 		}
-		if len(lt.exps) > 0 {
+		if len(lt.Exps) > 0 {
 			s.checkExpansions(at, lt)
 		}
 	default:
@@ -74,60 +76,60 @@ func (s *policyScan) scanIgnored(at loc, rest string, headers map[string]string)
 	s.ghost = true
 	defer func() { s.section, s.sectionName, s.bases, s.cwd, s.ghost = section, name, bases, cwd, false }()
 	for piece := rest; piece != ""; {
-		lt := s.tok.tokenize(piece, envChecker, nil)
-		if lt.scope {
+		lt := s.tok.Tokenize(piece, cfgtext.EnvChecker, nil)
+		if lt.Scope {
 			return
 		}
-		if blockDirective(lt.words) {
-			if len(lt.exps) > 0 {
+		if blockDirective(lt.Words) {
+			if len(lt.Exps) > 0 {
 				s.checkExpansions(at, lt)
 			}
 		} else {
 			s.scanTokens(at, piece, lt, headers)
 		}
-		piece = lt.rest
+		piece = lt.Rest
 	}
 }
 
 // scanTokens applies the rules to one line. A line with environment
 // expansions is scanned twice: as HAProxy under the checker's environment
 // tokenizes it, and with every variable set.
-func (s *policyScan) scanTokens(at loc, raw string, lt lineTokens, headers map[string]string) {
-	s.rejected = lt.err != errNone
-	if len(lt.exps) == 0 {
-		s.scanWords(at, lt.words, headers, false)
+func (s *policyScan) scanTokens(at loc, raw string, lt cfgtext.Line, headers map[string]string) {
+	s.rejected = lt.Err != cfgtext.NoError
+	if len(lt.Exps) == 0 {
+		s.scanWords(at, lt.Words, headers, false)
 		return
 	}
 	s.checkExpansions(at, lt)
-	s.scanWords(at, lt.words, headers, true)
-	s.scanWords(at, s.tokAll.tokenize(raw, envAllSet, nil).words, headers, true)
+	s.scanWords(at, lt.Words, headers, true)
+	s.scanWords(at, s.tokAll.Tokenize(raw, cfgtext.EnvAllSet, nil).Words, headers, true)
 }
 
 // checkExpansions applies the environment rules to a line's expansions.
-func (s *policyScan) checkExpansions(at loc, lt lineTokens) {
+func (s *policyScan) checkExpansions(at loc, lt cfgtext.Line) {
 	s.refuseEnv(at)
-	for _, e := range lt.exps {
+	for _, e := range lt.Exps {
 		switch {
-		case leakingVars[e.name]:
-			s.add(at, "", "'"+e.name+"' expands to a host name or a path, which must not reach a message")
-		case e.list:
-			s.add(at, "", "the word list expansion ${"+s.short(e.name)+"[*]} makes words the policy cannot check")
-		case e.glued && s.envAllowed():
-			s.add(at, "", "HAProxy joins the next word to \"$"+s.short(e.name)+"\" when the variable is unset; give it a default (${"+s.short(e.name)+"-})")
+		case cfgtext.Leaking(e.Name):
+			s.add(at, "", "'"+e.Name+"' expands to a host name or a path, which must not reach a message")
+		case e.List:
+			s.add(at, "", "the word list expansion ${"+s.short(e.Name)+"[*]} makes words the policy cannot check")
+		case e.Glued && s.envAllowed():
+			s.add(at, "", "HAProxy joins the next word to \"$"+s.short(e.Name)+"\" when the variable is unset; give it a default (${"+s.short(e.Name)+"-})")
 		}
 	}
 }
 
 // scanWords applies the directive, section and file rules to one line;
 // exp reports environment expansions on the line.
-func (s *policyScan) scanWords(at loc, words []cfgWord, headers map[string]string, exp bool) {
+func (s *policyScan) scanWords(at loc, words []cfgtext.Word, headers map[string]string, exp bool) {
 	if len(words) == 0 {
 		return
 	}
-	if words[0].env {
+	if words[0].Env {
 		s.add(at, "", "a keyword built from an environment variable cannot be checked")
 	}
-	kw := words[0].text
+	kw := words[0].Text
 	if strings.HasPrefix(kw, ".") {
 		s.dotDirective(at, kw, words, exp)
 		return
@@ -138,10 +140,10 @@ func (s *policyScan) scanWords(at loc, words []cfgWord, headers map[string]strin
 	}
 	args := words[1:]
 	if (kw == "no" || kw == "default") && len(args) > 0 {
-		if args[0].env {
+		if args[0].Env {
 			s.add(at, "", "a keyword built from an environment variable cannot be checked")
 		}
-		kw, args = args[0].text, args[1:]
+		kw, args = args[0].Text, args[1:]
 	}
 	s.directive(at, kw, args)
 }
@@ -152,13 +154,13 @@ func (s *policyScan) scanWords(at loc, words []cfgWord, headers map[string]strin
 // .alert with one argument and after an unknown directive. The block
 // directives of a line HAProxy rejects come here too: HAProxy ignores the
 // line.
-func (s *policyScan) dotDirective(at loc, kw string, words []cfgWord, exp bool) {
+func (s *policyScan) dotDirective(at loc, kw string, words []cfgtext.Word, exp bool) {
 	switch kw {
 	case ".diag", ".notice", ".warning", ".alert":
 		if exp {
 			s.refuse(at, kw, "'"+kw+"' would print an environment variable")
 		}
-		if kw == ".alert" && !s.rejected && !s.ghost && (len(words) < 3 || words[2].text == "") {
+		if kw == ".alert" && !s.rejected && !s.ghost && (len(words) < 3 || words[2].Text == "") {
 			s.blocks.aborted = true
 		}
 	case ".if", ".elif", ".else", ".endif":
@@ -172,7 +174,7 @@ func (s *policyScan) dotDirective(at loc, kw string, words []cfgWord, exp bool) 
 
 // enterSection starts a section, unless HAProxy rejects the line (then it
 // stays in the current one).
-func (s *policyScan) enterSection(at loc, kw, list string, args []cfgWord) {
+func (s *policyScan) enterSection(at loc, kw, list string, args []cfgtext.Word) {
 	if !s.rejected {
 		s.section, s.sectionName = list, kw
 	}
@@ -188,13 +190,13 @@ func (s *policyScan) enterSection(at loc, kw, list string, args []cfgWord) {
 // directive checks one keyword line of the current section. A keyword
 // HAProxy 3.0 does not accept there is denied with HAProxy's own words; a
 // dangerous one is named as such wherever it appears.
-func (s *policyScan) directive(at loc, kw string, args []cfgWord) {
+func (s *policyScan) directive(at loc, kw string, args []cfgtext.Word) {
 	if s.section == "" {
 		// readcfgfile() passes a keyword before any section to no parser
 		// at all: it is inert, and HAProxy rejects the configuration.
 		return
 	}
-	if !sectionKeywords[s.section][kw] {
+	if !inventory.SectionKeywords[s.section][kw] {
 		if key := dangerousKey(kw); key != "" && !s.allowed[key] {
 			s.refuseDirective(at, key)
 			return
@@ -205,8 +207,8 @@ func (s *policyScan) directive(at loc, kw string, args []cfgWord) {
 		}
 		return
 	}
-	if e, ok := lookupEntry(s.section, kw); ok && e.key != "" {
-		s.refuseDirective(at, e.key)
+	if e, ok := lookupEntry(s.section, kw); ok && e.Key != "" {
+		s.refuseDirective(at, e.Key)
 	}
 	if h := handlerFor(s.section, kw); h != nil {
 		h(s, at, kw, args)
@@ -226,9 +228,9 @@ type unknownKey struct {
 // the whole inventory for every section of a configuration.
 var sectionKeys = func() map[string][]string {
 	m := map[string][]string{}
-	for _, e := range inventory {
-		if e.where == e.name && e.key != "" {
-			m[e.name] = append(m[e.name], e.key)
+	for _, e := range inventory.Table {
+		if e.Where == e.Name && e.Key != "" {
+			m[e.Name] = append(m[e.Name], e.Key)
 		}
 	}
 	return m
@@ -238,12 +240,12 @@ var sectionKeys = func() map[string][]string {
 // or need a privilege, in any section, to their AllowedDirectives key.
 var dangerousKeys = func() map[string]string {
 	m := map[string]string{}
-	for _, e := range inventory {
-		switch e.where {
+	for _, e := range inventory.Table {
+		switch e.Where {
 		case "bind", "server", "filter", "fetch":
 		default:
-			if e.key != "" {
-				m[e.name] = e.key
+			if e.Key != "" {
+				m[e.Name] = e.Key
 			}
 		}
 	}

@@ -3,6 +3,10 @@ package policy
 import (
 	"iter"
 	"strings"
+
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/inventory"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/mapfile"
 )
 
 // The text helpers the checker shares with the policy, so that both read
@@ -26,7 +30,7 @@ func Lines(text string) iter.Seq2[int, string] {
 
 // Words cuts one line into words as HAProxy 3.0 does, keeping environment
 // expansions as written.
-func Words(line string) []string { return splitLine(line).words }
+func Words(line string) []string { return cfgtext.Words(line) }
 
 // SectionHeader reports whether line starts a configuration section as
 // config-parser models sections (its first word, as HAProxy reads it, is a
@@ -36,15 +40,15 @@ func SectionHeader(line string) (words []string, ok bool) {
 	if !isHeaderCandidate(line) {
 		return nil, false
 	}
-	if words = Words(line); len(words) == 0 || !sectionKeyword(words[0]) {
+	if words = Words(line); len(words) == 0 || !inventory.StartsSection(words[0]) {
 		return nil, false
 	}
 	return words, true
 }
 
 // IsKeyword reports whether kw can start a line HAProxy 3.0 accepts in
-// some section (see isHAProxyKeyword).
-func IsKeyword(kw string) bool { return isHAProxyKeyword(kw) }
+// some section (see inventory.IsKeyword).
+func IsKeyword(kw string) bool { return inventory.IsKeyword(kw) }
 
 // Shorten caps a name or value repeated in a message (see shorten).
 func Shorten(s string) string { return shorten(s) }
@@ -70,7 +74,13 @@ func isHeaderCandidate(line string) bool {
 	if j < len(line) && !isSpace(line[j]) {
 		return true
 	}
-	return sectionKeyword(line[i:j])
+	return inventory.StartsSection(line[i:j])
+}
+
+// isSpace reports whether c separates words within a line (C isspace minus
+// the line terminators).
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\v' || c == '\f'
 }
 
 // isPlainWordByte reports whether c stands for itself in a word, wherever
@@ -84,27 +94,11 @@ func isPlainWordByte(c byte) bool {
 // looked up as _srv_parse_kw does (by the text before its first '('), and
 // whether word is a server option at all.
 func ServerOption(word string) (n int, ok bool) {
-	n, ok = serverOptions[optionName(word)]
+	n, ok = inventory.ServerOptions[optionName(word)]
 	return n, ok
 }
 
 // MapEntries returns the entries HAProxy 3.0 reads from the content of a
-// map file (pat_ref_read_from_file_smp, reading at most mapLineMax bytes of
-// a line at a time, see readerEntries), in file order: keys[i] maps to
-// values[i]. Comments and blank lines make no entry.
-func MapEntries(content string) (keys, values []string) {
-	for len(content) > 0 {
-		line := content
-		if i := indexNL(content); i >= 0 {
-			line, content = content[:i], content[i+1:]
-		} else {
-			content = ""
-		}
-		e := readerEntries(line, true, mapLineMax+1)
-		for i := 0; i+1 < len(e); i += 2 {
-			keys = append(keys, e[i])
-			values = append(values, e[i+1])
-		}
-	}
-	return keys, values
-}
+// map file, in file order: keys[i] maps to values[i] (see
+// mapfile.Entries).
+func MapEntries(content string) (keys, values []string) { return mapfile.Entries(content) }

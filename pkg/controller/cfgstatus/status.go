@@ -1,4 +1,4 @@
-package controller
+package cfgstatus
 
 import (
 	"context"
@@ -21,22 +21,10 @@ import (
 	"github.com/haproxy-template/htc/pkg/config"
 )
 
-// Condition types the controller writes on its HAProxyTemplateConfig.
-const (
-	// ConditionValid is True when the live configuration (the config's
-	// templates over the actual stores) renders and passes every check and
-	// embedded test, False with the simplified reason otherwise.
-	ConditionValid = "Valid"
-	// ConditionPublished is True when the last valid configuration was
-	// written to the output directory and HAProxy reloaded it; only
-	// written when the controller publishes (Options.OutputDir).
-	ConditionPublished = "Published"
-)
-
 // statusTimeout bounds one status update (with its conflict retries).
 const statusTimeout = 10 * time.Second
 
-// statusReporter records the controller's view of its config on the
+// Reporter records the controller's view of its config on the
 // config's status (conditions, observedGeneration, failures) and as Events
 // on it. A condition is written, and an Event emitted, only when its status,
 // reason, message or observed generation changes, so a steady state writes
@@ -46,14 +34,20 @@ const statusTimeout = 10 * time.Second
 // would write (desired) and writes nothing and emits no Event; when it
 // becomes the leader, resume writes what changed since the object was last
 // written.
-type statusReporter struct {
-	dyn      dynamic.Interface
-	recorder record.EventRecorder
-	log      *slog.Logger
-	// leading says whether this replica may write; nil means always.
-	leading func() bool
-	// updates counts status updates by result (updateWritten, ...); nil: not counted.
-	updates *prometheus.CounterVec
+type Reporter struct {
+	dyn dynamic.Interface
+	log *slog.Logger
+	// Recorder emits the Events; nil: none. Set it before the first call.
+	Recorder record.EventRecorder
+	// Leading says whether this replica may write; nil means always.
+	Leading func() bool
+	// Updates counts status updates by result (UpdateWritten, ...); nil:
+	// not counted.
+	Updates *prometheus.CounterVec
+	// ProblemWhenTrue are the condition types named after the problem they
+	// report: True is the problem (a Warning Event). For every other type
+	// False is.
+	ProblemWhenTrue []string
 
 	mu           sync.Mutex                  // serialises set, setFailures and resume, writes included
 	last         map[string]metav1.Condition // by type, as last written
@@ -75,38 +69,44 @@ type desiredFailures struct {
 	failures []config.StatusFailure
 }
 
-// Results of htc_status_updates_total.
+// Results of htc_status_updates_total (the Updates counter's label).
 const (
-	updateWritten   = "written"    // the status changed on the object
-	updateUnchanged = "unchanged"  // the object already said so
-	updateError     = "error"      // the write failed (retried next time)
-	updateFollower  = "not_leader" // kept for when this replica leads
+	// UpdateWritten: the status changed on the object.
+	UpdateWritten = "written"
+	// UpdateUnchanged: the object already said so.
+	UpdateUnchanged = "unchanged"
+	// UpdateError: the write failed (retried next time).
+	UpdateError = "error"
+	// UpdateFollower: kept for when this replica leads.
+	UpdateFollower = "not_leader"
 )
 
-func newStatusReporter(dyn dynamic.Interface, recorder record.EventRecorder, log *slog.Logger) *statusReporter {
-	return &statusReporter{dyn: dyn, recorder: recorder, log: log, last: map[string]metav1.Condition{}, desired: map[string]desiredCondition{}}
+// New returns a Reporter writing through dyn; recorder may be nil (no
+// Events).
+func New(dyn dynamic.Interface, recorder record.EventRecorder, log *slog.Logger) *Reporter {
+	return &Reporter{dyn: dyn, Recorder: recorder, log: log, last: map[string]metav1.Condition{}, desired: map[string]desiredCondition{}}
 }
 
 // isLeading reports whether this replica writes the status and Events.
-func (s *statusReporter) isLeading() bool { return s.leading == nil || s.leading() }
+func (s *Reporter) isLeading() bool { return s.Leading == nil || s.Leading() }
 
-func (s *statusReporter) count(result string) {
-	if s.updates != nil {
-		s.updates.WithLabelValues(result).Inc()
+func (s *Reporter) count(result string) {
+	if s.Updates != nil {
+		s.Updates.WithLabelValues(result).Inc()
 	}
 }
 
-// set records cond for cfg. cond.ObservedGeneration is cfg's generation.
+// Set records cond for cfg. cond.ObservedGeneration is cfg's generation.
 // An Event of type Normal, or Warning when the condition reports a problem
 // (see abnormal), with the condition's reason and message goes with every
 // change.
-func (s *statusReporter) set(ctx context.Context, cfg *config.HAProxyTemplateConfig, cond metav1.Condition) {
+func (s *Reporter) Set(ctx context.Context, cfg *config.HAProxyTemplateConfig, cond metav1.Condition) {
 	cond.ObservedGeneration = cfg.Generation
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.desired[cond.Type] = desiredCondition{cfg: cfg, cond: cond}
 	if !s.isLeading() {
-		s.count(updateFollower)
+		s.count(UpdateFollower)
 		return
 	}
 	s.setLocked(ctx, cfg, cond)
@@ -114,7 +114,7 @@ func (s *statusReporter) set(ctx context.Context, cfg *config.HAProxyTemplateCon
 
 // setLocked writes cond and emits its Event unless it is what was last
 // written. s.mu is held.
-func (s *statusReporter) setLocked(ctx context.Context, cfg *config.HAProxyTemplateConfig, cond metav1.Condition) {
+func (s *Reporter) setLocked(ctx context.Context, cfg *config.HAProxyTemplateConfig, cond metav1.Condition) {
 	prev, seen := s.last[cond.Type]
 	if seen && prev.Status == cond.Status && prev.Reason == cond.Reason && prev.Message == cond.Message && prev.ObservedGeneration == cond.ObservedGeneration {
 		return
@@ -122,11 +122,11 @@ func (s *statusReporter) setLocked(ctx context.Context, cfg *config.HAProxyTempl
 	s.last[cond.Type] = cond
 
 	eventType := corev1.EventTypeNormal
-	if abnormal(cond) {
+	if s.Abnormal(cond) {
 		eventType = corev1.EventTypeWarning
 	}
-	if s.recorder != nil {
-		s.recorder.Event(objectReference(cfg), eventType, cond.Reason, cond.Message)
+	if s.Recorder != nil {
+		s.Recorder.Event(objectReference(cfg), eventType, cond.Reason, cond.Message)
 	}
 	if err := s.write(ctx, cfg, func(st *config.HAProxyTemplateConfigStatus) bool {
 		changed := meta.SetStatusCondition(&st.Conditions, cond)
@@ -140,31 +140,31 @@ func (s *statusReporter) setLocked(ctx context.Context, cfg *config.HAProxyTempl
 	}
 }
 
-// abnormal reports whether cond describes a problem: False for Valid and
-// Published, True for HAProxyVersionSkew (a condition named after the
-// problem it reports).
-func abnormal(cond metav1.Condition) bool {
-	if cond.Type == ConditionHAProxyVersionSkew {
+// Abnormal reports whether cond describes a problem (a Warning Event):
+// True for a type of ProblemWhenTrue (a condition named after the problem
+// it reports), False for every other.
+func (s *Reporter) Abnormal(cond metav1.Condition) bool {
+	if slices.Contains(s.ProblemWhenTrue, cond.Type) {
 		return cond.Status == metav1.ConditionTrue
 	}
 	return cond.Status == metav1.ConditionFalse
 }
 
-// event records an Event on cfg.
-func (s *statusReporter) event(cfg *config.HAProxyTemplateConfig, eventType, reason, message string) {
-	if s.recorder != nil && s.isLeading() {
-		s.recorder.Event(objectReference(cfg), eventType, reason, message)
+// Event records an Event on cfg.
+func (s *Reporter) Event(cfg *config.HAProxyTemplateConfig, eventType, reason, message string) {
+	if s.Recorder != nil && s.isLeading() {
+		s.Recorder.Event(objectReference(cfg), eventType, reason, message)
 	}
 }
 
-// warn records a Warning Event on u without touching its status: for a
+// Warn records a Warning Event on u without touching its status: for a
 // config that could not be applied, while the last good one keeps serving
 // (its conditions still describe what runs).
-func (s *statusReporter) warn(u *unstructured.Unstructured, reason, message string) {
-	if s.recorder == nil || !s.isLeading() {
+func (s *Reporter) Warn(u *unstructured.Unstructured, reason, message string) {
+	if s.Recorder == nil || !s.isLeading() {
 		return
 	}
-	s.recorder.Event(&corev1.ObjectReference{
+	s.Recorder.Event(&corev1.ObjectReference{
 		APIVersion:      u.GetAPIVersion(),
 		Kind:            u.GetKind(),
 		Namespace:       u.GetNamespace(),
@@ -174,15 +174,15 @@ func (s *statusReporter) warn(u *unstructured.Unstructured, reason, message stri
 	}, corev1.EventTypeWarning, reason, message)
 }
 
-// setFailures records the failures of the current resources on cfg's
+// SetFailures records the failures of the current resources on cfg's
 // status (at most config.MaxStatusFailures, and their count). Nothing is
 // written when they did not change.
-func (s *statusReporter) setFailures(ctx context.Context, cfg *config.HAProxyTemplateConfig, failures []config.StatusFailure) {
+func (s *Reporter) SetFailures(ctx context.Context, cfg *config.HAProxyTemplateConfig, failures []config.StatusFailure) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.desiredFails = &desiredFailures{cfg: cfg, failures: failures}
 	if !s.isLeading() {
-		s.count(updateFollower)
+		s.count(UpdateFollower)
 		return
 	}
 	s.setFailuresLocked(ctx, cfg, failures)
@@ -190,7 +190,7 @@ func (s *statusReporter) setFailures(ctx context.Context, cfg *config.HAProxyTem
 
 // setFailuresLocked writes failures unless they are what was last
 // written. s.mu is held.
-func (s *statusReporter) setFailuresLocked(ctx context.Context, cfg *config.HAProxyTemplateConfig, failures []config.StatusFailure) {
+func (s *Reporter) setFailuresLocked(ctx context.Context, cfg *config.HAProxyTemplateConfig, failures []config.StatusFailure) {
 	count := len(failures)
 	if len(failures) > config.MaxStatusFailures {
 		failures = failures[:config.MaxStatusFailures]
@@ -212,11 +212,11 @@ func (s *statusReporter) setFailuresLocked(ctx context.Context, cfg *config.HAPr
 	}
 }
 
-// resume is called when this replica becomes the leader: what the object's
+// Resume is called when this replica becomes the leader: what the object's
 // status says now is taken as last written, then the newest conditions and
 // failures are written where they differ from it (with their Events), so a
 // new leader writes what changed while nobody led, and nothing else.
-func (s *statusReporter) resume(ctx context.Context) {
+func (s *Reporter) Resume(ctx context.Context) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var cfg *config.HAProxyTemplateConfig
@@ -244,7 +244,7 @@ func (s *statusReporter) resume(ctx context.Context) {
 
 // seed takes the status of cfg's object as last written; when it cannot
 // be read, everything is written again. s.mu is held.
-func (s *statusReporter) seed(ctx context.Context, cfg *config.HAProxyTemplateConfig) {
+func (s *Reporter) seed(ctx context.Context, cfg *config.HAProxyTemplateConfig) {
 	s.last, s.lastFailures, s.failuresSet = map[string]metav1.Condition{}, nil, false
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
@@ -253,7 +253,7 @@ func (s *statusReporter) seed(ctx context.Context, cfg *config.HAProxyTemplateCo
 		s.log.Warn("reading the HAProxyTemplateConfig status failed; writing it again", "error", err)
 		return
 	}
-	st, err := decodeStatus(u)
+	st, err := DecodeStatus(u)
 	if err != nil {
 		s.log.Warn("decoding the HAProxyTemplateConfig status failed; writing it again", "error", err)
 		return
@@ -273,22 +273,22 @@ func equalFailures(a, b []config.StatusFailure) bool {
 // write applies mutate to the status subresource of cfg's object and
 // writes it when mutate reports a change, retrying on conflicts with a
 // fresh read. It counts the outcome in htc_status_updates_total.
-func (s *statusReporter) write(ctx context.Context, cfg *config.HAProxyTemplateConfig, mutate func(*config.HAProxyTemplateConfigStatus) bool) error {
+func (s *Reporter) write(ctx context.Context, cfg *config.HAProxyTemplateConfig, mutate func(*config.HAProxyTemplateConfigStatus) bool) error {
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
 	client := s.dyn.Resource(config.GroupVersion.WithResource(config.Resource)).Namespace(cfg.Namespace)
-	result := updateUnchanged
+	result := UpdateUnchanged
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		u, err := client.Get(ctx, cfg.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		status, err := decodeStatus(u)
+		status, err := DecodeStatus(u)
 		if err != nil {
 			return err
 		}
 		if !mutate(&status) {
-			result = updateUnchanged
+			result = UpdateUnchanged
 			return nil
 		}
 		raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&status)
@@ -299,18 +299,18 @@ func (s *statusReporter) write(ctx context.Context, cfg *config.HAProxyTemplateC
 			return err
 		}
 		_, err = client.UpdateStatus(ctx, u, metav1.UpdateOptions{})
-		result = updateWritten
+		result = UpdateWritten
 		return err
 	})
 	if err != nil {
-		result = updateError
+		result = UpdateError
 	}
 	s.count(result)
 	return err
 }
 
-// decodeStatus returns the status of a HAProxyTemplateConfig object.
-func decodeStatus(u *unstructured.Unstructured) (config.HAProxyTemplateConfigStatus, error) {
+// DecodeStatus returns the status of a HAProxyTemplateConfig object.
+func DecodeStatus(u *unstructured.Unstructured) (config.HAProxyTemplateConfigStatus, error) {
 	var status config.HAProxyTemplateConfigStatus
 	if raw, ok := u.Object["status"].(map[string]any); ok {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &status); err != nil {

@@ -1,4 +1,4 @@
-package policy
+package cfgcond
 
 import "strings"
 
@@ -16,34 +16,37 @@ import "strings"
 // soon as the result is known (cfg_eval_cond_and, cfg_eval_cond_expr). The
 // policy evaluates what does not depend on the machine exactly (numbers,
 // streq, strneq, strstr, version_atleast and version_before against the
-// checker's HAProxy) and answers condUnknown, with a reason, for a predicate
+// checker's HAProxy) and answers Unknown, with a reason, for a predicate
 // whose value it cannot know: defined() (the environment), feature() and
 // enabled() (the build and the machine), the SSL library's predicates.
 
 // maxCfgRecursion is MAX_CFG_RECURSION (include/haproxy/defaults.h).
 const maxCfgRecursion = 1024
 
-// condValue is what evaluating a condition gives.
-type condValue uint8
+// Value is what evaluating a condition gives.
+type Value uint8
 
 const (
-	// condFalse and condTrue are HAProxy's 0 and 1.
-	condFalse condValue = iota
-	condTrue
-	// condError: HAProxy rejects the condition (its -1): a parse or an
+	// False is HAProxy's 0: the branch is not taken.
+	False Value = iota
+	// True is HAProxy's 1: the branch is taken.
+	True
+	// Error: HAProxy rejects the condition (its -1): a parse or an
 	// evaluation error, which aborts the configuration.
-	condError
-	// condUnknown: the value depends on what the policy cannot know.
-	condUnknown
+	Error
+	// Unknown: the value depends on what the policy cannot know.
+	Unknown
 )
 
-// condResult is a condition's value and, for condError and condUnknown,
-// why.
-type condResult struct {
-	value  condValue
-	reason string
-	// needVersion: the value is unknown because the version is.
-	needVersion bool
+// Result is a condition's value and, for Error and Unknown, why.
+type Result struct {
+	// Value is the condition's value.
+	Value Value
+	// Reason says why for Error and Unknown ("" otherwise). It may hold a
+	// byte of the condition as it is: a caller that repeats it escapes it.
+	Reason string
+	// NeedVersion: the value is unknown because the version is.
+	NeedVersion bool
 }
 
 // predicate is one entry of cond_predicates[] (src/cfgcond.c): its name,
@@ -52,34 +55,34 @@ type condResult struct {
 type predicate struct {
 	word        string
 	min, nbargs int
-	eval        func(args []string, version string) condResult
+	eval        func(args []string, version string) Result
 }
 
 // unknownPred is the evaluation of a predicate whose value the policy
 // cannot know.
-func unknownPred(why string) func([]string, string) condResult {
-	return func([]string, string) condResult { return condResult{value: condUnknown, reason: why} }
+func unknownPred(why string) func([]string, string) Result {
+	return func([]string, string) Result { return Result{Value: Unknown, Reason: why} }
 }
 
-// boolResult turns a Go boolean into a condResult.
-func boolResult(b bool) condResult {
+// boolResult turns a Go boolean into a Result.
+func boolResult(b bool) Result {
 	if b {
-		return condResult{value: condTrue}
+		return Result{Value: True}
 	}
-	return condResult{value: condFalse}
+	return Result{Value: False}
 }
 
 // predicates is cond_predicates[] of HAProxy 3.0, in its order.
 var predicates = []predicate{
 	{"defined", 1, 1, unknownPred("defined() reads the environment, which differs between the checker and the HAProxy that runs the configuration")},
 	{"feature", 1, 1, unknownPred("feature() depends on how the HAProxy binary was built")},
-	{"streq", 2, 2, func(a []string, _ string) condResult { return boolResult(a[0] == a[1]) }},
-	{"strneq", 2, 2, func(a []string, _ string) condResult { return boolResult(a[0] != a[1]) }},
-	{"strstr", 2, 2, func(a []string, _ string) condResult { return boolResult(strings.Contains(a[0], a[1])) }},
-	{"version_atleast", 1, 1, func(a []string, v string) condResult {
+	{"streq", 2, 2, func(a []string, _ string) Result { return boolResult(a[0] == a[1]) }},
+	{"strneq", 2, 2, func(a []string, _ string) Result { return boolResult(a[0] != a[1]) }},
+	{"strstr", 2, 2, func(a []string, _ string) Result { return boolResult(strings.Contains(a[0], a[1])) }},
+	{"version_atleast", 1, 1, func(a []string, v string) Result {
 		return versionPredicate(a[0], v, func(c int) bool { return c <= 0 })
 	}},
-	{"version_before", 1, 1, func(a []string, v string) condResult {
+	{"version_before", 1, 1, func(a []string, v string) Result {
 		return versionPredicate(a[0], v, func(c int) bool { return c > 0 })
 	}},
 	{"openssl_version_atleast", 1, 1, unknownPred("openssl_version_atleast() depends on the SSL library HAProxy runs with")},
@@ -91,9 +94,9 @@ var predicates = []predicate{
 // versionPredicate evaluates version_atleast/version_before: cmp is
 // compare_current_version (src/haproxy.c), including its error values
 // (-2, -3), which cfg_eval_cond_term compares like the others.
-func versionPredicate(arg, version string, ok func(cmp int) bool) condResult {
+func versionPredicate(arg, version string, ok func(cmp int) bool) Result {
 	if version == "" {
-		return condResult{value: condUnknown, reason: "the version of the checker's HAProxy is not known", needVersion: true}
+		return Result{Value: Unknown, Reason: "the version of the checker's HAProxy is not known", NeedVersion: true}
 	}
 	return boolResult(ok(compareVersion(version, arg)))
 }
@@ -173,23 +176,23 @@ func (p *condParser) fail(msg string) int {
 	return -1
 }
 
-// evalCondition is cfg_eval_condition: text is the condition as
+// Eval is cfg_eval_condition: text is the condition as
 // readcfgfile() passes it (the words after .if/.elif joined by spaces);
 // version is the checker's HAProxy version ("" when unknown).
-func evalCondition(text, version string) condResult {
+func Eval(text, version string) Result {
 	if text == "" {
-		return condResult{value: condFalse} // "note: empty = false"
+		return Result{Value: False} // "note: empty = false"
 	}
 	p := &condParser{s: text}
 	e, i, ret := p.expr(0, maxCfgRecursion)
 	switch {
 	case ret == 0:
-		return condResult{value: condError, reason: "unparsable conditional expression"}
+		return Result{Value: Error, Reason: "unparsable conditional expression"}
 	case ret < 0:
-		return condResult{value: condError, reason: p.err}
+		return Result{Value: Error, Reason: p.err}
 	}
 	if i = p.blanks(i); i < len(text) {
-		return condResult{value: condError, reason: "unexpected character '" + shortText(text[i:i+1]) + "' at the end of the conditional expression"}
+		return Result{Value: Error, Reason: "unexpected character '" + text[i:i+1] + "' at the end of the conditional expression"}
 	}
 	return e.eval(version)
 }
@@ -301,10 +304,10 @@ func (p *condParser) term(i, depth int) (*condTerm, int, int) {
 
 // eval is cfg_eval_cond_expr: the first alternative that is not false
 // decides.
-func (e *condExpr) eval(version string) condResult {
+func (e *condExpr) eval(version string) Result {
 	for {
 		r := e.left.eval(version)
-		if r.value != condFalse || e.right == nil {
+		if r.Value != False || e.right == nil {
 			return r
 		}
 		e = e.right
@@ -312,10 +315,10 @@ func (e *condExpr) eval(version string) condResult {
 }
 
 // eval is cfg_eval_cond_and: the first term that is not true decides.
-func (e *condAnd) eval(version string) condResult {
+func (e *condAnd) eval(version string) Result {
 	for {
 		r := e.left.eval(version)
-		if r.value != condTrue || e.right == nil {
+		if r.Value != True || e.right == nil {
 			return r
 		}
 		e = e.right
@@ -323,20 +326,20 @@ func (e *condAnd) eval(version string) condResult {
 }
 
 // eval is cfg_eval_cond_term.
-func (t *condTerm) eval(version string) condResult {
-	var r condResult
+func (t *condTerm) eval(version string) Result {
+	var r Result
 	switch t.kind {
 	case termFalse:
-		r.value = condFalse
+		r.Value = False
 	case termTrue:
-		r.value = condTrue
+		r.Value = True
 	case termParen:
 		r = t.expr.eval(version)
 	default:
 		r = t.pred.eval(t.args, version)
 	}
-	if t.neg && (r.value == condTrue || r.value == condFalse) {
-		r.value ^= 1
+	if t.neg && (r.Value == True || r.Value == False) {
+		r.Value ^= 1
 	}
 	return r
 }

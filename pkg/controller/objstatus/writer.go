@@ -1,4 +1,4 @@
-package controller
+package objstatus
 
 import (
 	"context"
@@ -25,37 +25,45 @@ const (
 	maxStatusRetry = time.Minute
 )
 
-// Results of htc_resource_status_writes_total.
+// Results of htc_resource_status_writes_total (the result label of
+// Writer.Writes).
 const (
-	objWritten   = "written"    // applied: the object's status differed
-	objUnchanged = "unchanged"  // the object's status already held the document
-	objConflict  = "conflict"   // the object changed since the render read it: retried
-	objGone      = "gone"       // the object was deleted since the render
-	objError     = "error"      // the API server refused or was not reached: retried
-	objForbidden = "forbidden"  // RBAC does not let htc write this status: not retried
-	objFollower  = "not_leader" // a follower writes nothing
+	// Written: applied, the object's status differed.
+	Written = "written"
+	// Unchanged: the object's status already held the document.
+	Unchanged = "unchanged"
+	// Conflict: the object changed since the render read it; retried.
+	Conflict = "conflict"
+	// Gone: the object was deleted since the render.
+	Gone = "gone"
+	// Failed: the API server refused or was not reached; retried.
+	Failed = "error"
+	// Forbidden: RBAC does not let htc write this status; not retried.
+	Forbidden = "forbidden"
+	// Follower: a follower writes nothing.
+	Follower = "not_leader"
 )
 
-// statusBatch is what one live round asks to be written: the status
+// Batch is what one live round asks to be written: the status
 // documents of its render, the stores that render read (the objects'
 // current status is read from them at write time) and each store's
 // resource.
-type statusBatch struct {
+type Batch struct {
 	docs   []resourcestatus.Document
 	stores map[string]*store.Store
 	gvrs   map[string]schema.GroupVersionResource
 }
 
-// newStatusBatch is the batch of docs rendered from st.
-func newStatusBatch(st *admission.State, docs []resourcestatus.Document) *statusBatch {
-	b := &statusBatch{docs: docs, stores: st.Stores, gvrs: map[string]schema.GroupVersionResource{}}
+// NewBatch is the batch of docs rendered from st.
+func NewBatch(st *admission.State, docs []resourcestatus.Document) *Batch {
+	b := &Batch{docs: docs, stores: st.Stores, gvrs: map[string]schema.GroupVersionResource{}}
 	for _, r := range st.Pipeline.Model.All() {
 		b.gvrs[r.Key] = r.GVR
 	}
 	return b
 }
 
-// objectStatusWriter writes the status documents of the newest accepted
+// Writer writes the status documents of the newest accepted
 // live round to their objects (package resourcestatus): only on the
 // leader, only what differs from the object's status in the store, with
 // server-side apply (field manager "htc", force) on the status
@@ -64,41 +72,45 @@ func newStatusBatch(st *admission.State, docs []resourcestatus.Document) *status
 // publish; a newer batch replaces one being written. A failed write is
 // retried with back-off (the whole newest batch: what is already there
 // is not written again); a follower keeps the newest batch and writes it
-// when it starts leading (kick).
-type objectStatusWriter struct {
-	dyn     dynamic.Interface
+// when it starts leading (Kick).
+type Writer struct {
+	// Client applies the status documents; set it before Run.
+	Client dynamic.Interface
+	// Writes counts the documents by result (Written, ...).
+	Writes  *prometheus.CounterVec
 	leading func() bool
-	writes  *prometheus.CounterVec
 	log     *slog.Logger
 	now     func() time.Time
 
 	signal  chan struct{} // capacity 1: a batch is waiting
 	mu      sync.Mutex
-	pending *statusBatch // the newest batch (mu)
-	gen     uint64       // incremented by offer (mu)
+	pending *Batch // the newest batch (mu)
+	gen     uint64 // incremented by offer (mu)
 }
 
-func newObjectStatusWriter(dyn dynamic.Interface, leading func() bool, reg prometheus.Registerer, log *slog.Logger) *objectStatusWriter {
-	w := &objectStatusWriter{dyn: dyn, leading: leading, log: log, now: time.Now, signal: make(chan struct{}, 1),
-		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
+// New returns a Writer applying through dyn when leading says so, its
+// counter registered with reg.
+func New(dyn dynamic.Interface, leading func() bool, reg prometheus.Registerer, log *slog.Logger) *Writer {
+	w := &Writer{Client: dyn, leading: leading, log: log, now: time.Now, signal: make(chan struct{}, 1),
+		Writes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "htc_resource_status_writes_total",
 			Help: "Status documents of spec.resourceStatus by what became of them: written (applied), unchanged (the object already said so), conflict (the object changed since the render; retried), gone (deleted since), error (retried), forbidden (RBAC does not grant patch on the status; not retried), not_leader (a follower writes nothing).",
 		}, []string{"result"})}
-	reg.MustRegister(w.writes)
+	reg.MustRegister(w.Writes)
 	return w
 }
 
-// offer makes b the batch to write (nil: nothing) and wakes the writer. It
+// Offer makes b the batch to write (nil: nothing) and wakes the writer. It
 // never blocks.
-func (w *objectStatusWriter) offer(b *statusBatch) {
+func (w *Writer) Offer(b *Batch) {
 	w.mu.Lock()
 	w.pending, w.gen = b, w.gen+1
 	w.mu.Unlock()
-	w.kick()
+	w.Kick()
 }
 
-// kick wakes the writer to write the newest batch again (a new leader).
-func (w *objectStatusWriter) kick() {
+// Kick wakes the writer to write the newest batch again (a new leader).
+func (w *Writer) Kick() {
 	select {
 	case w.signal <- struct{}{}:
 	default:
@@ -106,14 +118,14 @@ func (w *objectStatusWriter) kick() {
 }
 
 // newest returns the newest batch and its generation.
-func (w *objectStatusWriter) newest() (*statusBatch, uint64) {
+func (w *Writer) newest() (*Batch, uint64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.pending, w.gen
 }
 
-// run writes batches until ctx ends.
-func (w *objectStatusWriter) run(ctx context.Context) {
+// Run writes batches until ctx ends.
+func (w *Writer) Run(ctx context.Context) {
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
@@ -149,7 +161,7 @@ const statusWriters = 32
 // newer batch arrives (the signal to write it is pending), this replica
 // stops leading (the documents not written count as not_leader) or ctx
 // ends.
-func (w *objectStatusWriter) write(ctx context.Context, b *statusBatch, gen uint64) (failed bool) {
+func (w *Writer) write(ctx context.Context, b *Batch, gen uint64) (failed bool) {
 	var next atomic.Int64 // the next document to write
 	var failures, followers atomic.Int64
 	var wg sync.WaitGroup
@@ -171,8 +183,8 @@ func (w *objectStatusWriter) write(ctx context.Context, b *statusBatch, gen uint
 					return
 				}
 				result := w.writeOne(ctx, b, &b.docs[i])
-				w.writes.WithLabelValues(result).Inc()
-				if result == objConflict || result == objError {
+				w.Writes.WithLabelValues(result).Inc()
+				if result == Conflict || result == Failed {
 					failures.Add(1)
 				}
 			}
@@ -180,52 +192,53 @@ func (w *objectStatusWriter) write(ctx context.Context, b *statusBatch, gen uint
 	}
 	wg.Wait()
 	if n := followers.Load(); n > 0 {
-		w.writes.WithLabelValues(objFollower).Add(float64(n))
+		w.Writes.WithLabelValues(Follower).Add(float64(n))
 	}
 	return failures.Load() > 0
 }
 
-// statusWriteTimeout bounds one object's status write.
-const statusWriteTimeout = 10 * time.Second
+// WriteTimeout bounds one status write (an object's here; the controller
+// bounds the write of its config's condition alike).
+const WriteTimeout = 10 * time.Second
 
 // writeOne applies d to its object unless the object's status (as the
 // store holds it) already satisfies it, and returns the result.
-func (w *objectStatusWriter) writeOne(ctx context.Context, b *statusBatch, d *resourcestatus.Document) string {
+func (w *Writer) writeOne(ctx context.Context, b *Batch, d *resourcestatus.Document) string {
 	s, gvr := b.stores[d.Store], b.gvrs[d.Store]
 	if s == nil || gvr.Resource == "" {
-		return objGone // the config changed since the render
+		return Gone // the config changed since the render
 	}
 	obj, ok := s.ByName(d.Namespace, d.Name)
 	if !ok {
-		return objGone
+		return Gone
 	}
 	have, _ := obj.Object["status"].(map[string]any)
 	if resourcestatus.Satisfied(have, d.Status) {
-		return objUnchanged
+		return Unchanged
 	}
 	status := resourcestatus.FillTransitionTimes(d.Status, have, w.now().UTC().Format(time.RFC3339))
 	apply := resourcestatus.ApplyObject(d, status, obj.GetResourceVersion())
-	ctx, cancel := context.WithTimeout(ctx, statusWriteTimeout)
+	ctx, cancel := context.WithTimeout(ctx, WriteTimeout)
 	defer cancel()
-	_, err := w.dyn.Resource(gvr).Namespace(d.Namespace).ApplyStatus(ctx, d.Name, apply,
+	_, err := w.Client.Resource(gvr).Namespace(d.Namespace).ApplyStatus(ctx, d.Name, apply,
 		metav1.ApplyOptions{FieldManager: resourcestatus.FieldManager, Force: true})
 	switch {
 	case err == nil:
 		w.log.Debug("status written", "object", d.Object())
-		return objWritten
+		return Written
 	case apierrors.IsConflict(err):
 		w.log.Debug("status not written: the object changed since it was rendered; retrying", "object", d.Object())
-		return objConflict
+		return Conflict
 	case apierrors.IsNotFound(err):
-		return objGone
+		return Gone
 	case apierrors.IsForbidden(err):
 		// Retrying cannot help until an operator grants it: the next
 		// render's batch tries again.
 		w.log.Error("writing the status is forbidden: grant patch on the status subresource (chart: writeStatus: true on the watched resource); not retried",
 			"object", d.Object(), "resource", gvr.GroupResource().String()+"/status", "error", err)
-		return objForbidden
+		return Forbidden
 	default:
 		w.log.Warn("writing the status failed; retrying", "object", d.Object(), "error", err)
-		return objError
+		return Failed
 	}
 }

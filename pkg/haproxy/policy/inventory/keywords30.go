@@ -1,4 +1,4 @@
-package policy
+package inventory
 
 import "strings"
 
@@ -111,10 +111,10 @@ var sectionKeywordLists = map[string]string{
 	"spoe-message":   "acl args event",
 }
 
-// sectionHeaders maps each section keyword of HAProxy 3.0 to the keyword
+// SectionHeaders maps each section keyword of HAProxy 3.0 to the keyword
 // list of its body (src/*.c REGISTER_CONFIG_SECTION). The spoe-* sections
 // exist only inside a SPOE configuration file.
-var sectionHeaders = map[string]string{
+var SectionHeaders = map[string]string{
 	"global": "global", "defaults": "proxy", "frontend": "proxy", "backend": "proxy",
 	"listen": "proxy", "userlist": "userlist", "peers": "peers", "mailers": "mailers",
 	"namespace_list": "namespace_list", "resolvers": "resolvers", "http-errors": "http-errors",
@@ -122,18 +122,18 @@ var sectionHeaders = map[string]string{
 	"crt-store": "crt-store", "program": "program",
 }
 
-// spoeHeaders are the sections of a SPOE configuration file (src/flt_spoe.c
+// SPOEHeaders are the sections of a SPOE configuration file (src/flt_spoe.c
 // parse_spoe_flt registers only these while it reads the file).
-var spoeHeaders = map[string]string{
+var SPOEHeaders = map[string]string{
 	"spoe-agent": "spoe-agent", "spoe-group": "spoe-group", "spoe-message": "spoe-message",
 }
 
-// bindOptions maps every bind option of HAProxy 3.0 to the number of words
+// BindOptions maps every bind option of HAProxy 3.0 to the number of words
 // it consumes after itself (bind_kws in src/cfgparse-ssl.c,
 // src/cfgparse-tcp.c, src/cfgparse-unix.c, src/cfgparse-quic.c,
 // src/listener.c, src/cli.c; `haproxy -dKcfg`). HAProxy looks an option up
 // by the text before its first '(' (bind_find_kw).
-var bindOptions = parseArity("ssl 0 " +
+var BindOptions = parseArity("ssl 0 " +
 	"accept-netscaler-cip 1 accept-proxy 0 allow-0rtt 0 alpn 1 backlog 1 ca-file 1 " +
 	"ca-ignore-err 1 ca-sign-file 1 ca-sign-pass 1 ca-verify-file 1 ciphers 1 ciphersuites " +
 	"1 client-sigalgs 1 crl-file 1 crt 1 crt-ignore-err 1 crt-list 1 curves 1 default-crt " +
@@ -146,13 +146,13 @@ var bindOptions = parseArity("ssl 0 " +
 	"ssl-min-ver 1 strict-sni 0 tcp-ut 1 tfo 0 thread 1 tls-ticket-keys 1 transparent 0 " +
 	"uid 1 user 1 v4v6 0 v6only 0 verify 1")
 
-// serverOptions maps every server option of HAProxy 3.0 to the number of
+// ServerOptions maps every server option of HAProxy 3.0 to the number of
 // words it consumes after itself, -1 for source which consumes a variable
 // number (srv_kws in src/server.c, src/cfgparse-ssl.c, src/check.c,
 // src/cfgparse-tcp.c; `haproxy -dKcfg`); srv_find_kw looks an option up by
 // the text before its first '('. set-proxy-v2-tlv-fmt is registered with 0
 // but its parser takes one word.
-var serverOptions = parseArity("set-proxy-v2-tlv-fmt 1 source -1 " +
+var ServerOptions = parseArity("set-proxy-v2-tlv-fmt 1 source -1 " +
 	"addr 1 agent-addr 1 agent-check 0 agent-inter 1 agent-port 1 agent-send 1 allow-0rtt " +
 	"0 alpn 1 backup 0 ca-file 1 check 0 check-alpn 1 check-proto 1 check-send-proxy 0 " +
 	"check-sni 1 check-ssl 0 check-via-socks4 0 ciphers 1 ciphersuites 1 client-sigalgs 1 " +
@@ -170,22 +170,22 @@ var serverOptions = parseArity("set-proxy-v2-tlv-fmt 1 source -1 " +
 	"slowstart 1 sni 1 socks4 1 ssl 0 ssl-max-ver 1 ssl-min-ver 1 ssl-reuse 0 stick 0 " +
 	"tcp-ut 1 tfo 0 tls-tickets 0 track 1 usesrc 0 verify 1 verifyhost 1 weight 1 ws 1")
 
-// crtListOptions maps the options of a crt-list line to the words they
+// CRTListOptions maps the options of a crt-list line to the words they
 // consume: ssl_crtlist_kws (src/cfgparse-ssl.c) and ckch_conf_kws
 // (src/ssl_ckch.c, every one takes a value).
-var crtListOptions = parseArity("allow-0rtt 0 alpn 1 ca-file 1 ca-verify-file 1 ciphers 1 " +
+var CRTListOptions = parseArity("allow-0rtt 0 alpn 1 ca-file 1 ca-verify-file 1 ciphers 1 " +
 	"ciphersuites 1 client-sigalgs 1 crl-file 1 curves 1 ecdhe 1 no-alpn 0 no-ca-names 0 " +
 	"npn 1 sigalgs 1 ssl-max-ver 1 ssl-min-ver 1 verify 1 " +
 	"alias 1 crt 1 key 1 ocsp 1 issuer 1 sctl 1 ocsp-update 1")
 
-// httpActions lists the actions of http-request, http-response and
+// HTTPActions lists the actions of http-request, http-response and
 // http-after-response in HAProxy 3.0 (`haproxy -dKcfg`; src/http_act.c,
 // src/vars.c, src/stick_table.c, src/cache.c, src/resolvers.c,
 // src/flt_spoe.c, src/flt_bwlim.c, addons/ot). A trailing '*' marks a
 // prefix action (KWF_MATCH_PREFIX): action_lookup prefers an exact name,
 // else the longest such prefix. Lua registers "lua.<name>" actions only
 // after lua-load.
-var httpActions = map[string]string{
+var HTTPActions = map[string]string{
 	"http-after-response": "" +
 		"add-header allow capture del-acl* del-header del-map* ot-group replace-header " +
 		"replace-value sc-add-gpc* sc-inc-gpc* sc-inc-gpc0* sc-inc-gpc1* sc-set-gpt* " +
@@ -211,12 +211,12 @@ var httpActions = map[string]string{
 		"silent-drop strict-mode track-sc* unset-var* wait-for-body",
 }
 
-// wordSet is a set of keyword names.
-type wordSet map[string]bool
+// WordSet is a set of keyword names.
+type WordSet map[string]bool
 
-// newWordSet splits a space-separated list into a set.
-func newWordSet(list string) wordSet {
-	s := make(wordSet)
+// NewWordSet splits a space-separated list into a set.
+func NewWordSet(list string) WordSet {
+	s := make(WordSet)
 	for _, w := range strings.Fields(list) {
 		s[w] = true
 	}

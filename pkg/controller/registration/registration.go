@@ -1,4 +1,4 @@
-package controller
+package registration
 
 import (
 	"context"
@@ -31,8 +31,8 @@ const (
 	maxRegistrationRetry = 30 * time.Second
 )
 
-// registration keeps the webhooks of the ValidatingWebhookConfiguration
-// Options.WebhookConfiguration in line with the applied config: once the
+// Registration keeps the webhooks of the ValidatingWebhookConfiguration
+// Options.Name in line with the applied config: once the
 // controller is ready (stores synced, the first live round done, a serving
 // certificate loaded), the leader fills the configuration's webhooks from
 // its template annotation (webhook.RegistrationTemplate), the config's
@@ -41,7 +41,7 @@ const (
 // controller does, without webhooks) and never recreates a deleted one, so
 // nothing is registered before a controller is ready, and deleting the
 // configuration (helm uninstall, the emergency exit) stays deleted.
-type registration struct {
+type Registration struct {
 	name         string // "": registration is off
 	ownNamespace string
 	watched      []string // the watched namespaces; nil: all
@@ -60,26 +60,47 @@ type registration struct {
 	lastDiag string         // the last problem logged, so it is logged once
 }
 
-// registrationDeps are what a registration asks the controller.
-type registrationDeps struct {
-	kube     kubernetes.Interface
-	caBundle func() []byte
-	ready    func() bool
-	leading  func() bool
+// Options say which configuration a Registration keeps and where the
+// controller runs.
+type Options struct {
+	// Name is the ValidatingWebhookConfiguration; "" turns registration
+	// off (every method then does nothing).
+	Name string
+	// Namespace is the controller's own namespace.
+	Namespace string
+	// WatchNamespaces are the watched namespaces; nil: all.
+	WatchNamespaces []string
+	// Deployment is the controller's Deployment in Namespace; "" when
+	// unknown.
+	Deployment string
 }
 
-func newRegistration(o Options, d registrationDeps, log *slog.Logger) *registration {
-	return &registration{
-		name: o.WebhookConfiguration, ownNamespace: o.ConfigNamespace, watched: o.WatchNamespaces, deployment: o.DeploymentName,
-		kube: d.kube, caBundle: d.caBundle, ready: d.ready, leading: d.leading, signal: make(chan struct{}, 1),
-		log: log.With("validatingWebhookConfiguration", o.WebhookConfiguration),
+// Deps are what a Registration asks the controller.
+type Deps struct {
+	// Kube reads and updates the configuration.
+	Kube kubernetes.Interface
+	// CABundle is the serving certificate's CA; nil until one is loaded.
+	CABundle func() []byte
+	// Ready reports whether the controller serves admissions and a
+	// certificate is loaded.
+	Ready func() bool
+	// Leading reports whether this replica writes.
+	Leading func() bool
+}
+
+// New returns the registration of o.Name (off when o.Name is "").
+func New(o Options, d Deps, log *slog.Logger) *Registration {
+	return &Registration{
+		name: o.Name, ownNamespace: o.Namespace, watched: o.WatchNamespaces, deployment: o.Deployment,
+		kube: d.Kube, caBundle: d.CABundle, ready: d.Ready, leading: d.Leading, signal: make(chan struct{}, 1),
+		log: log.With("validatingWebhookConfiguration", o.Name),
 	}
 }
 
-func (r *registration) enabled() bool { return r != nil && r.name != "" }
+func (r *Registration) enabled() bool { return r != nil && r.name != "" }
 
-// kick asks for a comparison of the registration with what it should be.
-func (r *registration) kick() {
+// Kick asks for a comparison of the registration with what it should be.
+func (r *Registration) Kick() {
 	if !r.enabled() {
 		return
 	}
@@ -89,20 +110,20 @@ func (r *registration) kick() {
 	}
 }
 
-// setRules records the rules of the applied config; they are registered
+// SetRules records the rules of the applied config; they are registered
 // once the controller is ready.
-func (r *registration) setRules(rules []webhook.Rule) {
+func (r *Registration) SetRules(rules []webhook.Rule) {
 	if !r.enabled() {
 		return
 	}
 	r.mu.Lock()
 	r.rules = rules
 	r.mu.Unlock()
-	r.kick()
+	r.Kick()
 }
 
-// run watches the configuration and keeps it in line until ctx ends.
-func (r *registration) run(ctx context.Context) {
+// Run watches the configuration and keeps it in line until ctx ends.
+func (r *Registration) Run(ctx context.Context) {
 	if !r.enabled() {
 		return
 	}
@@ -112,9 +133,9 @@ func (r *registration) run(ctx context.Context) {
 		}))
 	inf := factory.Admissionregistration().V1().ValidatingWebhookConfigurations().Informer()
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { r.kick() },
-		UpdateFunc: func(_, _ any) { r.kick() },
-		DeleteFunc: func(any) { r.kick() },
+		AddFunc:    func(any) { r.Kick() },
+		UpdateFunc: func(_, _ any) { r.Kick() },
+		DeleteFunc: func(any) { r.Kick() },
 	})
 	r.mu.Lock()
 	r.lister = inf.GetStore()
@@ -148,7 +169,7 @@ func (r *registration) run(ctx context.Context) {
 // reconcile updates the configuration's webhooks when they differ from
 // what they should be. Problems that only a change can fix (no such
 // configuration, a bad template) are logged once and return nil.
-func (r *registration) reconcile(ctx context.Context) error {
+func (r *Registration) reconcile(ctx context.Context) error {
 	r.mu.Lock()
 	rules, lister := r.rules, r.lister
 	r.mu.Unlock()
@@ -181,7 +202,7 @@ func (r *registration) reconcile(ctx context.Context) error {
 	upd.Webhooks = hooks
 	if _, err := r.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			r.kick() // the informer brings the newer version (or the deletion)
+			r.Kick() // the informer brings the newer version (or the deletion)
 			return nil
 		}
 		return fmt.Errorf("updating ValidatingWebhookConfiguration %s: %w", r.name, err)
@@ -196,7 +217,7 @@ func (r *registration) reconcile(ctx context.Context) error {
 }
 
 // diagnose logs msg unless it was the last one logged ("" resets).
-func (r *registration) diagnose(msg string) {
+func (r *Registration) diagnose(msg string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if msg != "" && msg != r.lastDiag {
@@ -205,10 +226,10 @@ func (r *registration) diagnose(msg string) {
 	r.lastDiag = msg
 }
 
-// stopped is called when the controller stops. When no other replica will
+// Stopped is called when the controller stops. When no other replica will
 // serve (see keepOnStop), the webhooks are removed from the configuration,
 // so that writes no longer wait for a webhook nobody serves.
-func (r *registration) stopped() {
+func (r *Registration) Stopped() {
 	if !r.enabled() {
 		return
 	}
@@ -247,7 +268,7 @@ func (r *registration) stopped() {
 // and it does not when the Deployment is scaled to zero or deleted, or
 // when no Deployment is known (a controller run by hand is alone). When
 // the Deployment cannot be read, the registration is kept.
-func (r *registration) keepOnStop(ctx context.Context) (bool, string) {
+func (r *Registration) keepOnStop(ctx context.Context) (bool, string) {
 	if r.deployment == "" {
 		return false, ""
 	}

@@ -1,4 +1,4 @@
-package policy
+package cfgtext
 
 // This file mirrors how HAProxy 3.0 reads its configuration: readcfgfile()
 // in src/cfgparse.c cuts the text into lines and parse_line() in
@@ -28,102 +28,112 @@ package policy
 //   - A NUL produced by \x00 ends the word as a C string.
 //   - At most 64 words; more and the line is rejected.
 
-// maxLineWords is MAX_LINE_ARGS of HAProxy 3.0 (include/haproxy/defaults.h).
-const maxLineWords = 64
+// MaxLineWords is MAX_LINE_ARGS of HAProxy 3.0 (include/haproxy/defaults.h):
+// a line with more words is rejected (ErrTooMany).
+const MaxLineWords = 64
 
-// envMode says how tokenizeLine treats environment expansions, whose values
+// EnvMode says how Tokenize treats environment expansions, whose values
 // the policy cannot know.
-type envMode uint8
+type EnvMode uint8
 
 const (
-	// envLiteral keeps an expansion's text ("$NAME", "${NAME}") in the word,
+	// EnvLiteral keeps an expansion's text ("$NAME", "${NAME}") in the word,
 	// for callers that only need keywords and section names.
-	envLiteral envMode = iota
-	// envChecker behaves as HAProxy under the checker's scrubbed environment:
+	EnvLiteral EnvMode = iota
+	// EnvChecker behaves as HAProxy under the checker's scrubbed environment:
 	// the variables HAProxy or the checker set (checkerSetVars) and the
 	// pseudo variables expand to an unknown value, every other variable is
 	// unset, with HAProxy's quote-dropping quirk.
-	envChecker
-	// envAllSet expands every variable to an unknown, non-empty value.
-	envAllSet
-	// envExact expands variables from tokenizer.env exactly as HAProxy
+	EnvChecker
+	// EnvAllSet expands every variable to an unknown, non-empty value.
+	EnvAllSet
+	// EnvExact expands variables from the env argument exactly as HAProxy
 	// would (tests compare it with haproxy itself).
-	envExact
+	EnvExact
 )
 
-// parseErr is a reason HAProxy rejects a line without executing it.
-type parseErr uint8
+// ParseError is a reason HAProxy rejects a line without executing it.
+type ParseError uint8
 
 const (
-	errNone parseErr = iota
-	errQuote
-	errBrace
-	errVarName
-	errHex
-	errWordExpand
-	errTooMany
+	// NoError: HAProxy accepts the line.
+	NoError ParseError = iota
+	// ErrQuote: a quote is left open.
+	ErrQuote
+	// ErrBrace: "${" without its closing brace.
+	ErrBrace
+	// ErrVarName: '$' not followed by a variable name HAProxy accepts.
+	ErrVarName
+	// ErrHex: "\x" not followed by two hexadecimal digits.
+	ErrHex
+	// ErrWordExpand: "${NAME[" not followed by "*]".
+	ErrWordExpand
+	// ErrTooMany: more than MaxLineWords words.
+	ErrTooMany
 )
 
-// cfgWord is one word of a configuration line.
-type cfgWord struct {
-	// text is the decoded word, cut at its first NUL byte. An expansion
+// Word is one word of a configuration line.
+type Word struct {
+	// Text is the decoded word, cut at its first NUL byte. An expansion
 	// whose value is unknown stands as a single '$'.
-	text string
-	// env is true when an environment expansion contributed to the word.
-	env bool
-	// whole is the word with its NUL bytes when text was cut at one ("" for
-	// every other word): readcfgfile() joins the words of a .if line back
-	// into one string, NULs included.
-	whole string
+	Text string
+	// Env is true when an environment expansion contributed to the word.
+	Env bool
+	// Whole is the word with its NUL bytes when Text was cut at one (""
+	// for every other word): readcfgfile() joins the words of a .if line
+	// back into one string, NULs included.
+	Whole string
 }
 
-// expansion is one environment expansion found on a line.
-type expansion struct {
-	// name is the variable name (".FILE" for a pseudo variable).
-	name string
-	// list is true for the ${NAME[*]} word-splitting form.
-	list bool
-	// glued is true when, under envChecker, the variable is unset and
+// Expansion is one environment expansion found on a line.
+type Expansion struct {
+	// Name is the variable name (".FILE" for a pseudo variable).
+	Name string
+	// List is true for the ${NAME[*]} word-splitting form.
+	List bool
+	// Glued is true when, under EnvChecker, the variable is unset and
 	// HAProxy dropped the closing quote and the spaces after it, so that
 	// the next word was glued to this one.
-	glued bool
+	Glued bool
 }
 
-// maxKeptExpansions bounds the expansions a lineTokens keeps (a line may
+// maxKeptExpansions bounds the expansions a Line keeps (a line may
 // hold millions); one of each special kind (leaking name, list, glued) is
 // always kept.
 const maxKeptExpansions = 64
 
-// lineTokens is one configuration line cut into words.
-type lineTokens struct {
-	words []cfgWord
-	// exps are the line's first expansions and the first of each special
-	// kind; nexp counts them all.
-	exps []expansion
-	nexp int
-	kept [3]bool // a leaking, a list and a glued expansion are in exps
-	// err is why HAProxy rejects the line, errNone when it accepts it.
-	err parseErr
-	// rest is what follows a NUL or '\r' that ended the line: HAProxy
+// Line is one configuration line cut into words.
+type Line struct {
+	// Words are the line's words.
+	Words []Word
+	// Exps are the line's first expansions and the first of each special
+	// kind (see maxKeptExpansions); NExp counts them all.
+	Exps []Expansion
+	// NExp is the number of expansions on the line.
+	NExp int
+	kept [3]bool // a leaking, a list and a glued expansion are in Exps
+	// Err is why HAProxy rejects the line, NoError when it accepts it.
+	Err ParseError
+	// Rest is what follows a NUL or '\r' that ended the line: HAProxy
 	// ignores it, the policy scans it too.
-	rest string
-	// scope is true for a "[name]" scope declaration line.
-	scope bool
-	// trailingSep is true when a separator follows the last word: the
+	Rest string
+	// Scope is true for a "[name]" scope declaration line.
+	Scope bool
+	// TrailingSep is true when a separator follows the last word: the
 	// joined words of a .if line then end with a space.
-	trailingSep bool
+	TrailingSep bool
 }
 
-// isCSpace is C isspace() in the C locale.
-func isCSpace(c byte) bool {
+// IsCSpace is C isspace() in the C locale.
+func IsCSpace(c byte) bool {
 	return c == ' ' || (c >= '\t' && c <= '\r')
 }
 
 // isAlpha is C isalpha() in the C locale.
 func isAlpha(c byte) bool { return (c|0x20) >= 'a' && (c|0x20) <= 'z' }
 
-// isAlnum is C isalnum() in the C locale.
-func isAlnum(c byte) bool { return isAlpha(c) || (c >= '0' && c <= '9') }
+// IsAlnum is C isalnum() in the C locale.
+func IsAlnum(c byte) bool { return isAlpha(c) || (c >= '0' && c <= '9') }
 
 // unhex decodes one hexadecimal digit.
 func unhex(c byte) (byte, bool) {
@@ -138,17 +148,19 @@ func unhex(c byte) (byte, bool) {
 	return 0, false
 }
 
-// tokenizer is the state of one parse_line run.
-type tokenizer struct {
+// Tokenizer is the state of one parse_line run; its zero value is ready,
+// and it keeps its buffers from one line to the next (see
+// Tokenizer.Tokenize). It is not safe for concurrent use.
+type Tokenizer struct {
 	s      string
 	i      int
-	mode   envMode
-	out    lineTokens
+	mode   EnvMode
+	out    Line
 	cur    []byte
 	curEnv bool
 	squote bool
 	dquote bool
-	env    map[string]string // envExact only
+	env    map[string]string // EnvExact only
 	// mixed is true when the current word is not a plain substring of the
 	// line starting at wstart (an escape, an expansion or a quote broke
 	// it); a plain word is taken from the line without a copy.
@@ -156,28 +168,29 @@ type tokenizer struct {
 	wstart int
 }
 
-// tokenizeLine cuts one physical line (without its '\n') into words as
+// Tokenize cuts one physical line (without its '\n') into words as
 // HAProxy 3.0 does.
-func tokenizeLine(line string, mode envMode) lineTokens {
-	return tokenizeLineEnv(line, mode, nil)
+func Tokenize(line string, mode EnvMode) Line {
+	return TokenizeEnv(line, mode, nil)
 }
 
-// tokenizeLineEnv is tokenizeLine with the environment env for envExact.
-func tokenizeLineEnv(line string, mode envMode, env map[string]string) lineTokens {
-	return (&tokenizer{}).tokenize(line, mode, env)
+// TokenizeEnv is Tokenize with the environment env for EnvExact.
+func TokenizeEnv(line string, mode EnvMode, env map[string]string) Line {
+	return (&Tokenizer{}).Tokenize(line, mode, env)
 }
 
-// tokenize cuts line into words reusing t's buffers: the result's words
-// are valid until the next call on t.
-func (t *tokenizer) tokenize(line string, mode envMode, env map[string]string) lineTokens {
-	*t = tokenizer{s: line, mode: mode, env: env, cur: t.cur[:0],
-		out: lineTokens{words: t.out.words[:0], exps: t.out.exps[:0]}}
-	for t.i < len(line) && isCSpace(line[t.i]) {
+// Tokenize cuts line into words as Tokenize does, with the environment
+// env for EnvExact, reusing t's buffers: the result's words are valid until
+// the next call on t.
+func (t *Tokenizer) Tokenize(line string, mode EnvMode, env map[string]string) Line {
+	*t = Tokenizer{s: line, mode: mode, env: env, cur: t.cur[:0],
+		out: Line{Words: t.out.Words[:0], Exps: t.out.Exps[:0]}}
+	for t.i < len(line) && IsCSpace(line[t.i]) {
 		t.i++
 	}
 	if t.i < len(line) && line[t.i] == '[' {
-		t.out.scope = true
-		t.out.rest = line[t.i:]
+		t.out.Scope = true
+		t.out.Rest = line[t.i:]
 		return t.out
 	}
 	t.run()
@@ -185,12 +198,12 @@ func (t *tokenizer) tokenize(line string, mode envMode, env map[string]string) l
 }
 
 // run is the main loop of parse_line.
-func (t *tokenizer) run() {
-	for t.i < len(t.s) && t.out.err == errNone {
+func (t *Tokenizer) run() {
+	for t.i < len(t.s) && t.out.Err == NoError {
 		c := t.s[t.i]
 		switch {
 		case c == 0 || c == '\n' || c == '\r':
-			t.out.rest = t.s[t.i+1:]
+			t.out.Rest = t.s[t.i+1:]
 			t.finish()
 			return
 		case c == '#' && !t.squote && !t.dquote:
@@ -204,8 +217,8 @@ func (t *tokenizer) run() {
 			t.i++
 		case c == '\\' && !t.squote:
 			t.escape()
-		case isCSpace(c) && !t.squote && !t.dquote:
-			for t.i < len(t.s) && isCSpace(t.s[t.i]) {
+		case IsCSpace(c) && !t.squote && !t.dquote:
+			for t.i < len(t.s) && IsCSpace(t.s[t.i]) {
 				t.i++
 			}
 			t.endWord()
@@ -234,14 +247,14 @@ func (t *tokenizer) run() {
 // in run: not a line end, comment, quote, escape, space or expansion.
 func plainByte(c byte) bool {
 	switch {
-	case c == 0, c == '\n', c == '\r', c == '#', c == '"', c == '\'', c == '\\', c == '$', isCSpace(c):
+	case c == 0, c == '\n', c == '\r', c == '#', c == '"', c == '\'', c == '\\', c == '$', IsCSpace(c):
 		return false
 	}
 	return true
 }
 
 // escape handles a backslash outside single quotes.
-func (t *tokenizer) escape() {
+func (t *Tokenizer) escape() {
 	var next byte
 	if t.i+1 < len(t.s) {
 		next = t.s[t.i+1]
@@ -270,7 +283,7 @@ func (t *tokenizer) escape() {
 			ok = ok1 && ok2
 		}
 		if !ok {
-			t.out.err = errHex
+			t.out.Err = ErrHex
 			return
 		}
 		send, skip = hi<<4|lo, 4
@@ -281,15 +294,15 @@ func (t *tokenizer) escape() {
 }
 
 // endWord closes the current word at a separator.
-func (t *tokenizer) endWord() {
+func (t *Tokenizer) endWord() {
 	t.push()
-	if len(t.out.words) >= maxLineWords {
-		t.out.err = errTooMany
+	if len(t.out.Words) >= MaxLineWords {
+		t.out.Err = ErrTooMany
 	}
 }
 
 // push appends the current word, even when empty.
-func (t *tokenizer) push() {
+func (t *Tokenizer) push() {
 	var text, whole string
 	if !t.mixed {
 		text = t.s[t.wstart : t.wstart+len(t.cur)]
@@ -304,7 +317,7 @@ func (t *tokenizer) push() {
 		}
 		text = string(w)
 	}
-	t.out.words = append(t.out.words, cfgWord{text: text, env: t.curEnv, whole: whole})
+	t.out.Words = append(t.out.Words, Word{Text: text, Env: t.curEnv, Whole: whole})
 	t.cur = t.cur[:0]
 	t.curEnv = false
 	t.mixed = false
@@ -312,37 +325,25 @@ func (t *tokenizer) push() {
 
 // finish ends the line: the last word counts only when it has characters,
 // and an open quote rejects the line.
-func (t *tokenizer) finish() {
+func (t *Tokenizer) finish() {
 	if len(t.cur) > 0 {
 		t.push()
 	} else {
-		t.out.trailingSep = len(t.out.words) > 0
+		t.out.TrailingSep = len(t.out.Words) > 0
 	}
-	if t.out.err == errNone && (t.squote || t.dquote) {
-		t.out.err = errQuote
+	if t.out.Err == NoError && (t.squote || t.dquote) {
+		t.out.Err = ErrQuote
 	}
 }
 
-// lineWords is a line's words for callers that only need keywords and
-// names (the syntax phase and the section index): expansions are kept as
-// written.
-type lineWords struct {
-	words []string
-}
-
-// splitLine cuts one line into words as HAProxy 3.0 does, keeping
-// environment expansions as written.
-func splitLine(s string) lineWords {
-	lt := tokenizeLine(s, envLiteral)
-	out := lineWords{words: make([]string, len(lt.words))}
-	for i, w := range lt.words {
-		out.words[i] = w.text
+// Words cuts one line into words as HAProxy 3.0 does, keeping environment
+// expansions as written: for callers that only need keywords and names
+// (the syntax phase and the section index).
+func Words(line string) []string {
+	lt := Tokenize(line, EnvLiteral)
+	out := make([]string, len(lt.Words))
+	for i, w := range lt.Words {
+		out[i] = w.Text
 	}
 	return out
-}
-
-// isSpace reports whether c separates words within a line (C isspace minus
-// the line terminators).
-func isSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\v' || c == '\f'
 }

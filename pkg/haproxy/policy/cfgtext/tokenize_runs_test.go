@@ -1,4 +1,4 @@
-package policy
+package cfgtext
 
 import (
 	"fmt"
@@ -11,12 +11,12 @@ import (
 
 // runByteByByte is run as it was before it took runs of plain bytes at
 // once: every byte goes through the loop.
-func (t *tokenizer) runByteByByte() {
-	for t.i < len(t.s) && t.out.err == errNone {
+func (t *Tokenizer) runByteByByte() {
+	for t.i < len(t.s) && t.out.Err == NoError {
 		c := t.s[t.i]
 		switch {
 		case c == 0 || c == '\n' || c == '\r':
-			t.out.rest = t.s[t.i+1:]
+			t.out.Rest = t.s[t.i+1:]
 			t.finish()
 			return
 		case c == '#' && !t.squote && !t.dquote:
@@ -30,8 +30,8 @@ func (t *tokenizer) runByteByByte() {
 			t.i++
 		case c == '\\' && !t.squote:
 			t.escape()
-		case isCSpace(c) && !t.squote && !t.dquote:
-			for t.i < len(t.s) && isCSpace(t.s[t.i]) {
+		case IsCSpace(c) && !t.squote && !t.dquote:
+			for t.i < len(t.s) && IsCSpace(t.s[t.i]) {
 				t.i++
 			}
 			t.endWord()
@@ -51,14 +51,14 @@ func (t *tokenizer) runByteByByte() {
 }
 
 // tokenizeByteByByte is tokenize with runByteByByte.
-func tokenizeByteByByte(line string, mode envMode, env map[string]string) lineTokens {
-	t := &tokenizer{s: line, mode: mode, env: env}
-	for t.i < len(line) && isCSpace(line[t.i]) {
+func tokenizeByteByByte(line string, mode EnvMode, env map[string]string) Line {
+	t := &Tokenizer{s: line, mode: mode, env: env}
+	for t.i < len(line) && IsCSpace(line[t.i]) {
 		t.i++
 	}
 	if t.i < len(line) && line[t.i] == '[' {
-		t.out.scope = true
-		t.out.rest = line[t.i:]
+		t.out.Scope = true
+		t.out.Rest = line[t.i:]
 		return t.out
 	}
 	t.runByteByByte()
@@ -77,22 +77,22 @@ func TestTokenizeRunsAsByteByByte(t *testing.T) {
 		"{", "}", "[", "]", "\x00", "\x01", ";", "-", "_", "."}
 	env := map[string]string{"A": "a b", "HOME": "/root"}
 	rnd := rand.New(rand.NewPCG(3, 4))
-	var tok tokenizer
+	var tok Tokenizer
 	for i := range 200000 {
 		var b strings.Builder
 		for range rnd.IntN(12) {
 			b.WriteString(pieces[rnd.IntN(len(pieces))])
 		}
 		line := b.String()
-		for _, mode := range []envMode{envChecker, envAllSet, envLiteral, envExact} {
+		for _, mode := range []EnvMode{EnvChecker, EnvAllSet, EnvLiteral, EnvExact} {
 			want := tokenizeByteByByte(line, mode, env)
-			got := tok.tokenize(line, mode, env)
+			got := tok.Tokenize(line, mode, env)
 			require.Equal(t, describeTokens(want), describeTokens(got), "line %d %q, mode %d", i, line, mode)
 		}
 	}
 }
 
 // describeTokens is lt in comparable form.
-func describeTokens(lt lineTokens) string {
-	return fmt.Sprintf("%+v|%+v|%d|%v|%d|%q|%v", lt.words, lt.exps, lt.nexp, lt.kept, lt.err, lt.rest, lt.scope)
+func describeTokens(lt Line) string {
+	return fmt.Sprintf("%+v|%+v|%d|%v|%d|%q|%v", lt.Words, lt.Exps, lt.NExp, lt.kept, lt.Err, lt.Rest, lt.Scope)
 }

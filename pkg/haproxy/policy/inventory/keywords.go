@@ -1,18 +1,18 @@
-package policy
+package inventory
 
-// isHAProxyKeyword reports whether kw can start a line HAProxy 3.0 accepts
+// IsKeyword reports whether kw can start a line HAProxy 3.0 accepts
 // in some section: a keyword of any section list (keywords30.go), a
 // section header, or the "no"/"default" modifiers. The syntax phase uses
 // it only to tell a keyword that config-parser does not model (deferred to
 // haproxy -c) from one that nothing knows (a syntax error).
-func isHAProxyKeyword(kw string) bool {
+func IsKeyword(kw string) bool {
 	if kw == "" {
 		return false
 	}
-	if kw == "no" || kw == "default" || sectionHeaders[kw] != "" {
+	if kw == "no" || kw == "default" || SectionHeaders[kw] != "" {
 		return true
 	}
-	for _, set := range sectionKeywords {
+	for _, set := range SectionKeywords {
 		if set[kw] {
 			return true
 		}
@@ -20,10 +20,10 @@ func isHAProxyKeyword(kw string) bool {
 	return false
 }
 
-// sectionKeyword reports whether kw starts a new configuration section as
+// StartsSection reports whether kw starts a new configuration section as
 // config-parser models sections (the section index of the syntax phase and
 // the parse cache use it).
-func sectionKeyword(kw string) bool {
+func StartsSection(kw string) bool {
 	switch kw {
 	case "global", "defaults", "frontend", "backend", "listen", "peers",
 		"resolvers", "userlist", "mailers", "program", "http-errors", "ring",
@@ -32,3 +32,12 @@ func sectionKeyword(kw string) bool {
 	}
 	return false
 }
+
+// SectionKeywords is sectionKeywordLists as sets.
+var SectionKeywords = func() map[string]WordSet {
+	m := make(map[string]WordSet, len(sectionKeywordLists))
+	for k, v := range sectionKeywordLists {
+		m[k] = NewWordSet(v)
+	}
+	return m
+}()

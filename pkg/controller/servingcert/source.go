@@ -1,4 +1,4 @@
-package controller
+package servingcert
 
 import (
 	"context"
@@ -25,24 +25,37 @@ import (
 
 var secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 
-// certSource is the webhook's serving certificate: a CertWatcher over files
+// Source is the webhook's serving certificate: a CertWatcher over files
 // (polled), or one fed from a watched Secret. Until a certificate is loaded,
 // TLS handshakes fail and /readyz says so.
-type certSource struct {
+type Source struct {
 	log *slog.Logger
 	w   atomic.Pointer[webhook.CertWatcher]
 	ca  atomic.Pointer[[]byte] // the Secret's ca.crt, when it has one
 	mu  sync.Mutex             // serialises creating the watcher from a Secret
-	// onChange, when set, is called after a certificate from the Secret
-	// was loaded.
-	onChange func()
+	// OnChange, when set, is called after a certificate was loaded from
+	// the Secret or a certificate file changed. Set it before Start.
+	OnChange func()
 }
 
-// caBundle is the CA the API server is to trust the webhook with: the
+// New returns a Source with no certificate loaded; Start loads one.
+func New(log *slog.Logger) *Source { return &Source{log: log} }
+
+// Config says where the serving certificate comes from.
+type Config struct {
+	// CertFile and KeyFile are PEM files, polled for changes. When CertFile
+	// is "", the certificate comes from the Secret.
+	CertFile, KeyFile string
+	// SecretNamespace and SecretName name a kubernetes.io/tls Secret
+	// (tls.crt, tls.key and, optionally, ca.crt), watched.
+	SecretNamespace, SecretName string
+}
+
+// CABundle is the CA the API server is to trust the webhook with: the
 // Secret's ca.crt, or else the last certificate of the served chain (the
 // self-signed certificate itself, or the top of the chain). Nil until a
 // certificate is loaded.
-func (s *certSource) caBundle() []byte {
+func (s *Source) CABundle() []byte {
 	if ca := s.ca.Load(); ca != nil && len(*ca) > 0 {
 		return *ca
 	}
@@ -57,16 +70,20 @@ func (s *certSource) caBundle() []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[len(cert.Certificate)-1]})
 }
 
-func (s *certSource) loaded() bool { return s.w.Load() != nil }
+// Loaded reports whether a certificate is loaded.
+func (s *Source) Loaded() bool { return s.w.Load() != nil }
 
-func (s *certSource) notAfter() time.Time {
+// NotAfter is the loaded certificate's expiry, zero when none is loaded.
+func (s *Source) NotAfter() time.Time {
 	if w := s.w.Load(); w != nil {
 		return w.NotAfter()
 	}
 	return time.Time{}
 }
 
-func (s *certSource) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+// GetCertificate is tls.Config.GetCertificate: the loaded certificate,
+// or an error before one is loaded.
+func (s *Source) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	w := s.w.Load()
 	if w == nil {
 		return nil, errors.New("no serving certificate loaded yet")
@@ -74,17 +91,18 @@ func (s *certSource) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificat
 	return w.GetCertificate(hello)
 }
 
-// start loads the certificate files (failing when they do not load) and
-// polls them, or starts watching the Secret.
-func (s *certSource) start(ctx context.Context, opts Options, dyn dynamic.Interface, spawn func(string, func() error)) error {
+// Start loads the certificate files (failing when they do not load) and
+// polls them, or starts watching the Secret; spawn runs the watchers until
+// ctx ends.
+func (s *Source) Start(ctx context.Context, cfg Config, dyn dynamic.Interface, spawn func(string, func() error)) error {
 	wopts := webhook.CertWatcherOptions{Logger: s.log}
-	if opts.CertFile != "" {
+	if cfg.CertFile != "" {
 		wopts.OnChange = func(time.Time) { // a rotated file: its chain may be the CA bundle
-			if s.onChange != nil {
-				s.onChange()
+			if s.OnChange != nil {
+				s.OnChange()
 			}
 		}
-		w, err := webhook.NewCertWatcher(opts.CertFile, opts.KeyFile, wopts)
+		w, err := webhook.NewCertWatcher(cfg.CertFile, cfg.KeyFile, wopts)
 		if err != nil {
 			return err
 		}
@@ -92,11 +110,8 @@ func (s *certSource) start(ctx context.Context, opts Options, dyn dynamic.Interf
 		spawn("certificate watcher", func() error { return w.Run(ctx) })
 		return nil
 	}
-	ns, name, err := splitSecret(opts.CertSecret)
-	if err != nil {
-		return err
-	}
-	log := s.log.With("secret", opts.CertSecret)
+	ns, name := cfg.SecretNamespace, cfg.SecretName
+	log := s.log.With("secret", ns+"/"+name)
 	inf := dynamicinformer.NewFilteredDynamicInformer(dyn, secretsGVR, ns, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
 	})
@@ -125,7 +140,7 @@ func (s *certSource) start(ctx context.Context, opts Options, dyn dynamic.Interf
 }
 
 // load takes the certificate of the Secret u.
-func (s *certSource) load(u *unstructured.Unstructured, certPEM, keyPEM []byte, wopts webhook.CertWatcherOptions, log *slog.Logger) {
+func (s *Source) load(u *unstructured.Unstructured, certPEM, keyPEM []byte, wopts webhook.CertWatcherOptions, log *slog.Logger) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if w := s.w.Load(); w != nil {
@@ -142,8 +157,8 @@ func (s *certSource) load(u *unstructured.Unstructured, certPEM, keyPEM []byte, 
 	}
 	ca, _ := secretData(u, "ca.crt")
 	s.ca.Store(&ca)
-	if s.onChange != nil {
-		s.onChange()
+	if s.OnChange != nil {
+		s.OnChange()
 	}
 }
 

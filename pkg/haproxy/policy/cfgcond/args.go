@@ -1,6 +1,10 @@
-package policy
+package cfgcond
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
+)
 
 // The pieces of HAProxy 3.0 a condition relies on: make_arg_list()
 // (src/arg.c) for a predicate's arguments, C strtol() for numbers, and
@@ -107,7 +111,7 @@ func cStrtol(s string, i, base int) (val int64, end int) {
 		return 0
 	}
 	j := i
-	for isCSpace(at(j)) {
+	for cfgtext.IsCSpace(at(j)) {
 		j++
 	}
 	neg := false
