@@ -105,6 +105,11 @@ var allowedFuncs = map[string]string{
 	"fail": ofHelpers, "safe": ofHelpers, "word": ofHelpers, "quoteValue": ofHelpers, "field": ofHelpers,
 	"regexCompiles": ofRegexp + " (package funcs, regex.go)",
 	"ipAddr":        "htc's: parses its argument with net/netip (package funcs, netaddr.go)", "cidrContains": "htc's: net/netip over its arguments (package funcs, netaddr.go)",
+	// htc's for Gateway libraries
+	"hostIntersect": ofStrings + " (package funcs, gateway.go)", "durationMs": "the gateway-api module's ParseDuration of its argument (package funcs, gateway.go)",
+	"selectorMatches": "apimachinery's label selector over its arguments (package funcs, gateway.go)", "cidrHost": "k8s.io/utils/net over its arguments (package funcs, gateway.go)",
+	"referenceGrantAllows": "the gateway-api module's ReferenceGrant type over its arguments (package funcs, gateway.go)",
+	// htc's bound to the render
 	"pathFor": ofRender + " (Input.BaseDir)", "each": ofRender + " (the source map)", "addFile": ofRender,
 	"include": ofRender + " (its templates)", "fragments": ofRender + " (its templates, records and stores)",
 	"emit": ofRender, "emitted": ofRender, "warn": ofRender + " (Bundle.Warnings)",

@@ -62,4 +62,8 @@
 //   - regexcache.go: Regexps, the Engine's bounded cache of compiled
 //     regular expressions, and regexMatch over it.
 //   - regex.go, netaddr.go: regexCompiles, ipAddr and cidrContains.
+//   - gateway.go: what the Gateway API and Kubernetes define, for a
+//     Gateway library: hostIntersect (listener and route hostnames),
+//     selectorMatches (a label selector), durationMs (GEP-2257), cidrHost
+//     (an address of a pool) and referenceGrantAllows.
 package funcs

@@ -45,7 +45,9 @@ var static = buildStatic()
 // Static returns sprig's text function map without the Removed functions,
 // with deterministic keys and values, durationRound without times, the
 // os* path functions as the path ones, and htc's stateless regexCompiles,
-// ipAddr and cidrContains.
+// ipAddr and cidrContains, and the Gateway API's hostIntersect,
+// selectorMatches, durationMs, cidrHost and referenceGrantAllows
+// (gateway.go).
 func Static() template.FuncMap {
 	m := make(template.FuncMap, len(static))
 	for name, f := range static {
@@ -72,6 +74,11 @@ func buildStatic() template.FuncMap {
 	m["regexCompiles"] = regexCompilesFunc
 	m["ipAddr"] = ipAddrFunc
 	m["cidrContains"] = cidrContainsFunc
+	m["hostIntersect"] = hostIntersectFunc
+	m["selectorMatches"] = selectorMatchesFunc
+	m["durationMs"] = durationMsFunc
+	m["cidrHost"] = cidrHostFunc
+	m["referenceGrantAllows"] = referenceGrantAllowsFunc
 	return m
 }
 

@@ -71,7 +71,10 @@ var rules = map[string]rule{
 	"trimAll": usesArgs, "trimPrefix": usesArgs, "trimSuffix": usesArgs, "trimall": usesArgs, "trunc": usesArgs, "typeIs": usesArgs,
 	"typeIsLike": usesArgs, "typeOf": usesArgs, "uniq": usesArgs, "unset": usesArgs, "until": usesArgs, "untilStep": usesArgs,
 	"untitle": usesArgs, "upper": usesArgs, "urlJoin": usesArgs, "urlParse": usesArgs, "urlquery": usesArgs, "values": usesArgs,
-	"without": usesArgs, "word": usesArgs, "wrap": usesArgs, "wrapWith": usesArgs,
+	"without": usesArgs,
+	// the Gateway API's (package funcs, gateway.go): made of their arguments too
+	"hostIntersect": usesArgs, "selectorMatches": usesArgs, "durationMs": usesArgs, "cidrHost": usesArgs,
+	"referenceGrantAllows": usesArgs, "word": usesArgs, "wrap": usesArgs, "wrapWith": usesArgs,
 }
 
 // usesArgs is the rule of a function whose result is made of its
