@@ -79,12 +79,16 @@ func (r *repeats) decide(ctx context.Context, key string, st *State, base *Basel
 		return decide(ctx)
 	}
 	against := kept{st: weak.Make(st), base: weak.Make(base)}
-	if v, ok := r.decided.Get(key); ok && v.(kept).st == against.st && v.(kept).base == against.base {
-		k := v.(kept)
-		k.r.Reused = true
+	if k, ok := r.keptFor(key, against); ok {
 		return k.d, k.r
 	}
 	k, shared, err := r.flights.Do(ctx, key, func(ctx context.Context) (kept, error) {
+		// Asked again inside the flight: a request that missed the
+		// kept decisions just before an earlier flight kept its own
+		// and ended would otherwise decide the same request twice.
+		if k, ok := r.keptFor(key, against); ok {
+			return k, nil
+		}
 		d, rep := decide(ctx)
 		if reusable(rep) {
 			r.decided.Add(key, kept{d: d, r: slim(rep), st: against.st, base: against.base})
@@ -97,8 +101,20 @@ func (r *repeats) decide(ctx context.Context, key string, st *State, base *Basel
 	case err != nil:
 		return Deny("", reasonCancelled), Report{}
 	}
-	k.r.Reused = shared
+	k.r.Reused = k.r.Reused || shared
 	return k.d, k.r
+}
+
+// keptFor returns the decision kept under key if it was made against the
+// same State and Baseline as against, marked Reused.
+func (r *repeats) keptFor(key string, against kept) (kept, bool) {
+	v, ok := r.decided.Get(key)
+	if !ok || v.(kept).st != against.st || v.(kept).base != against.base {
+		return kept{}, false
+	}
+	k := v.(kept)
+	k.r.Reused = true
+	return k, true
 }
 
 // reusable reports whether a decision with report r holds for any
