@@ -68,7 +68,7 @@ func (c *controller) alikeUpdates(k watched.WatchKey) *alikeUpdates {
 			return updateRendersAlike(c.admitter.State(), c.shadow, k, s, u)
 		},
 		stored: func() {
-			c.metrics.liveAlike.Inc()
+			c.metrics.LiveAlike.Inc()
 			c.shadow.RoundSkipped()
 			if c.objStatus != nil {
 				c.objStatus.Kick()

@@ -55,7 +55,7 @@ func TestAnUpdateOfFieldsNoTemplateReadsStartsNoRound(t *testing.T) {
 	got, _ := s.ByName("default", "echo")
 	assert.Equal(t, "a", got.GetLabels()["team"], "stored")
 	assert.Zero(t, *rounds, "no round: the live configuration renders as it did")
-	assert.Equal(t, 1.0, promtestutil.ToFloat64(f.c.metrics.liveAlike))
+	assert.Equal(t, 1.0, promtestutil.ToFloat64(f.c.metrics.LiveAlike))
 	f.c.shadow.Idle()
 	f.waitChecks(t, shortcut.ReadSet, shadow.ResultAgreed, 1) // checked as an admission's read-set skip
 
@@ -69,7 +69,7 @@ func TestAnUpdateOfFieldsNoTemplateReadsStartsNoRound(t *testing.T) {
 	old, u = updated(t, s, "echo", "4", func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"team": "b"}) })
 	sink.update(old, u)
 	assert.Equal(t, 2, *rounds, "the read-set shortcut off: every update starts a round")
-	assert.Equal(t, 1.0, promtestutil.ToFloat64(f.c.metrics.liveAlike))
+	assert.Equal(t, 1.0, promtestutil.ToFloat64(f.c.metrics.LiveAlike))
 }
 
 func TestAnUpdateOfAStoreTheStateDoesNotUseStartsARound(t *testing.T) {

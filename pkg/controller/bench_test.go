@@ -20,6 +20,7 @@ import (
 	"github.com/haproxy-template/htc/internal/testutil"
 	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/controller/metrics"
 	"github.com/haproxy-template/htc/pkg/dataplane"
 	"github.com/haproxy-template/htc/pkg/haproxy"
 	"github.com/haproxy-template/htc/pkg/haproxy/master"
@@ -97,7 +98,7 @@ func benchLive(b *testing.B, n int) (l *live, ingresses *store.Store, outDir, di
 		},
 	})
 	log := slog.New(slog.DiscardHandler)
-	m := newMetrics(func() time.Time { return time.Time{} })
+	m := metrics.New(func() time.Time { return time.Time{} })
 	a := &admission.Admitter{}
 	a.SetState(&admission.State{Pipeline: ex.Pipeline, Stores: ex.Stores})
 	status := newStatusReporter(fakeClient(), nil, log) // no Events; the status writes fail fast (no config object)
@@ -117,15 +118,15 @@ func mergeExtra(b *testing.B, cfg *config.HAProxyTemplateConfig, set map[string]
 	return &runtime.RawExtension{Raw: raw}
 }
 
-func testutilCounter(m *metrics, result string) float64 { return reloadCount(m, result) }
+func testutilCounter(m *metrics.Set, result string) float64 { return reloadCount(m, result) }
 
 // reloadCount is htc_haproxy_reloads_total of result, summed over the
 // reasons.
-func reloadCount(m *metrics, result string) float64 {
+func reloadCount(m *metrics.Set, result string) float64 {
 	sum := 0.0
 	for _, reason := range []string{reloadUnknown, dataplane.ReasonStructure, dataplane.ReasonServers, dataplane.ReasonFiles,
 		reloadRuntimeOff, reloadRuntimeFailed, reloadMismatch, reloadUnchanged} {
-		sum += promtestutil.ToFloat64(m.reloadsHAProxy.WithLabelValues(result, reason))
+		sum += promtestutil.ToFloat64(m.ReloadsHAProxy.WithLabelValues(result, reason))
 	}
 	return sum
 }

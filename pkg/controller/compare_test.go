@@ -75,20 +75,20 @@ func TestARoundGoesOnWhileWhatHAProxyRunsIsReadBack(t *testing.T) {
 	<-started
 	require.NoError(t, f.services.Add(annotated("beta", "addr", e["beta"], "host", "other.example")))
 	require.True(t, round(), "the round is applied while the comparison is held")
-	require.Equal(t, 2.0, testutil.ToFloat64(f.metrics.reloadsAvoided))
-	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.runtimeApplies.WithLabelValues(dataplane.KindMap, "applied")))
+	require.Equal(t, 2.0, testutil.ToFloat64(f.metrics.ReloadsAvoided))
+	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.RuntimeApplies.WithLabelValues(dataplane.KindMap, "applied")))
 
 	close(release)
 	p.comparisons.Wait()
-	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.runtimeChecks.WithLabelValues("stale")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.RuntimeChecks.WithLabelValues("stale")))
 	for _, result := range []string{"agreed", "mismatch", "error"} {
-		assert.Zero(t, testutil.ToFloat64(f.metrics.runtimeChecks.WithLabelValues(result)), result)
+		assert.Zero(t, testutil.ToFloat64(f.metrics.RuntimeChecks.WithLabelValues(result)), result)
 	}
-	assert.Zero(t, testutil.ToFloat64(f.metrics.reloadsHAProxy.WithLabelValues("success", reloadMismatch)))
+	assert.Zero(t, testutil.ToFloat64(f.metrics.ReloadsHAProxy.WithLabelValues("success", reloadMismatch)))
 	assert.Nil(t, f.status(ConditionRuntimeVerified), "a stale comparison reports nothing")
 
 	f.live.idle() // still due
-	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.runtimeChecks.WithLabelValues("agreed")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.RuntimeChecks.WithLabelValues("agreed")))
 	v := f.status(ConditionRuntimeVerified)
 	require.NotNil(t, v)
 	assert.Equal(t, metav1.ConditionTrue, v.Status)

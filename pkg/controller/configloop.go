@@ -196,7 +196,7 @@ func (c *controller) apply(ctx context.Context, u *unstructured.Unstructured, la
 // notApplied reports a config version that cannot be applied: a log line,
 // the reload metric and a Warning Event saying what keeps serving.
 func (c *controller) notApplied(u *unstructured.Unstructured, log *slog.Logger, result, msg string, err error) {
-	c.metrics.reloads.WithLabelValues(result).Inc()
+	c.metrics.Reloads.WithLabelValues(result).Inc()
 	log.Error(msg, "error", err)
 	kept := "no configuration is served yet"
 	if c.applied != nil {
@@ -308,7 +308,7 @@ func (c *controller) switchTo(ctx context.Context, p *dryrun.Pipeline, log *slog
 	}
 	c.retired = nil
 	c.applied = p.Config
-	c.metrics.reloads.WithLabelValues("applied").Inc()
+	c.metrics.Reloads.WithLabelValues("applied").Inc()
 	c.live.sync(ctx)
 	if !c.synced.Load() {
 		// The first config's lists, full render and full check leave
@@ -320,7 +320,7 @@ func (c *controller) switchTo(ctx context.Context, p *dryrun.Pipeline, log *slog
 		debug.FreeOSMemory()
 	}
 	if !c.synced.Swap(true) {
-		c.metrics.ready.Set(1)
+		c.metrics.Ready.Set(1)
 	}
 	c.registration.SetRules(rules) // registered now that admissions are served
 	counts := make([]any, 0, 2*len(state.Stores))

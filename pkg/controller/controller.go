@@ -27,6 +27,7 @@ import (
 	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/controller/leader"
+	"github.com/haproxy-template/htc/pkg/controller/metrics"
 	"github.com/haproxy-template/htc/pkg/controller/registration"
 	"github.com/haproxy-template/htc/pkg/controller/servingcert"
 	"github.com/haproxy-template/htc/pkg/dryrun"
@@ -70,7 +71,7 @@ type controller struct {
 	env          dryrun.Env // how pipelines are built
 	admitter     *admission.Admitter
 	registry     *webhook.Registry
-	metrics      *metrics
+	metrics      *metrics.Set
 	certs        *servingcert.Source
 	status       *statusReporter
 	objStatus    *objectStatusWriter // the status of watched objects (spec.resourceStatus)
@@ -161,7 +162,7 @@ func Run(ctx context.Context, opts Options) error {
 		spawn("leader election", func() error { return c.elect(ctx, cl.kube) })
 	}
 	if opts.IdleMemoryReturn >= 0 {
-		r, err := memreturn.New(orDuration(opts.IdleMemoryReturn, DefaultIdleMemoryReturn), c.metrics.reg, log)
+		r, err := memreturn.New(orDuration(opts.IdleMemoryReturn, DefaultIdleMemoryReturn), c.metrics.Registry, log)
 		if err != nil {
 			cancel()
 			_ = g.Wait()
@@ -181,7 +182,7 @@ func Run(ctx context.Context, opts Options) error {
 	spawn("live", func() error {
 		d := newDebouncer(nil, opts.Debounce, orDuration(opts.MaxDelay, DefaultMaxDelay))
 		d.busy = func() bool { return c.admitter.InFlight() > 0 }
-		d.deferred = c.metrics.liveRoundsDeferred.Inc
+		d.deferred = c.metrics.LiveRoundsDeferred.Inc
 		c.live.run(ctx, d)
 		return nil
 	})
@@ -224,7 +225,7 @@ func (c *controller) readCheckerVersion(ctx context.Context, checker *haproxy.Ch
 		v = ""
 	}
 	c.live.checkerVersion = v
-	c.metrics.setBuild(c.opts.Build, v)
+	c.metrics.SetBuild(c.opts.Build.Version, c.opts.Build.Revision, c.opts.Build.GoVersion, v)
 	c.log.Info("htc controller starting", "version", orString(c.opts.Build.Version, "dev"), "revision", orString(c.opts.Build.Revision, "unknown"),
 		"haproxyVersion", orString(v, "unknown"), "watchNamespaces", c.opts.WatchNamespaces)
 }
@@ -289,7 +290,7 @@ func (c *controller) serve(ctx context.Context, spawn func(string, func() error)
 		return err
 	}
 	handler := webhook.NewHandler(webhook.HandlerOptions{Registry: c.registry, Timeout: c.opts.AdmissionTimeout,
-		ConfigTimeout: c.opts.ConfigAdmissionTimeout, Logger: c.log, Observer: c.metrics.observer(), Ready: c.ready})
+		ConfigTimeout: c.opts.ConfigAdmissionTimeout, Logger: c.log, Observer: c.metrics.Observer(), Ready: c.ready})
 	// A connection's deadlines run from the request's start: they must
 	// leave the longest decision (a config's) time to be written (a write
 	// past its deadline leaves a broken TLS record).
@@ -346,7 +347,7 @@ func (c *controller) serveProbesAndMetrics(ctx context.Context, spawn func(strin
 // at /debug/pprof/.
 func (c *controller) metricsHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(c.metrics.reg, promhttp.HandlerOpts{Registry: c.metrics.reg}))
+	mux.Handle("/metrics", promhttp.HandlerFor(c.metrics.Registry, promhttp.HandlerOpts{Registry: c.metrics.Registry}))
 	if c.opts.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -380,20 +381,20 @@ func newController(opts Options, log *slog.Logger, dyn dynamic.Interface, mapper
 		certs:    servingcert.New(log),
 		switches: switches,
 	}
-	c.metrics = newMetrics(c.certs.NotAfter)
+	c.metrics = metrics.New(c.certs.NotAfter)
 	c.identity = orString(opts.Identity, leader.DefaultIdentity())
-	c.leader = leader.New(opts.LeaderElection, c.metrics.reg)
-	c.metrics.setBuild(opts.Build, "")
+	c.leader = leader.New(opts.LeaderElection, c.metrics.Registry)
+	c.metrics.SetBuild(opts.Build.Version, opts.Build.Revision, opts.Build.GoVersion, "")
 	c.status = newStatusReporter(dyn, nil, log)
 	c.status.Leading = c.leader.IsLeading
-	c.status.Updates = newStatusUpdates(c.metrics.reg)
-	c.objStatus = newObjectStatusWriter(dyn, c.leader.IsLeading, c.metrics.reg, log)
+	c.status.Updates = newStatusUpdates(c.metrics.Registry)
+	c.objStatus = newObjectStatusWriter(dyn, c.leader.IsLeading, c.metrics.Registry, log)
 	c.live = newLive(c.admitter, nil, nil, c.status, c.metrics, log)
 	c.live.objStatus = c.objStatus
 	c.live.record = !opts.FullRender
 	c.shadow = c.newShadow(checker)
 	if checker != nil {
-		c.metrics.watchParseCache(checker)
+		c.metrics.WatchParseCache(checker)
 	}
 	c.live.shadow = c.shadow
 	c.prepared = &preparedWatchers{start: c.startPrepared, trigger: c.live.trigger, log: log}

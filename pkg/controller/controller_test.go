@@ -273,7 +273,7 @@ func TestConfigLoopWiring(t *testing.T) {
 	require.NoError(t, err)
 	ing, _ = c.registry.Lookup("networking.k8s.io/v1.Ingress")
 	require.Eventually(t, func() bool {
-		return promtestutil.ToFloat64(c.metrics.liveFailures) == 1
+		return promtestutil.ToFloat64(c.metrics.LiveFailures) == 1
 	}, 20*time.Second, 20*time.Millisecond, "the live loop never reported the failure")
 	d, _ = ing.Admit(ctx, ingressReq(ingressObj("c", "echo")))
 	assert.True(t, d.Allowed, d.Reason)

@@ -101,17 +101,17 @@ func (l *live) publish(ctx context.Context, cfg *config.HAProxyTemplateConfig, b
 	p := &l.plane
 	pub, err := l.out.Publish(b)
 	if err != nil {
-		l.metrics.publishes.WithLabelValues("error").Inc()
+		l.metrics.Publishes.WithLabelValues("error").Inc()
 		l.log.Error("writing the configuration to the output directory failed", "dir", l.out.Path(), "error", err)
 		l.status.set(ctx, cfg, metav1.Condition{Type: ConditionPublished, Status: metav1.ConditionFalse, Reason: "WriteFailed", Message: err.Error()})
 		return false
 	}
 	if pub.Changed {
-		l.metrics.publishes.WithLabelValues("written").Inc()
+		l.metrics.Publishes.WithLabelValues("written").Inc()
 		l.log.Info("configuration written", "dir", l.out.Path(), "written", len(pub.Written), "removed", len(pub.Removed))
 		l.log.Debug("files written", "written", pub.Written, "removed", pub.Removed)
 	} else {
-		l.metrics.publishes.WithLabelValues("unchanged").Inc()
+		l.metrics.Publishes.WithLabelValues("unchanged").Inc()
 	}
 	if l.master == nil {
 		l.status.set(ctx, cfg, metav1.Condition{Type: ConditionPublished, Status: metav1.ConditionTrue, Reason: "Written",
@@ -121,7 +121,7 @@ func (l *live) publish(ctx context.Context, cfg *config.HAProxyTemplateConfig, b
 	// The first round of this process reloads even when no file changed:
 	// HAProxy may still run what an earlier process wrote and never loaded.
 	if p.running != nil && p.pending == "" && !pub.Changed {
-		l.metrics.reloadsHAProxy.WithLabelValues("skipped", reloadUnchanged).Inc()
+		l.metrics.ReloadsHAProxy.WithLabelValues("skipped", reloadUnchanged).Inc()
 		l.status.set(ctx, cfg, p.runningCond) // after a refused reload, HAProxy runs the files again
 		return true
 	}
@@ -157,13 +157,13 @@ func (l *live) applyAtRuntime(ctx context.Context, cfg *config.HAProxyTemplateCo
 	s, err := l.master.OpenWorker(ctx)
 	if err != nil {
 		l.log.Warn("the runtime API cannot be reached; reloading instead", "error", err)
-		l.metrics.runtimeApplies.WithLabelValues("session", "failed").Inc()
+		l.metrics.RuntimeApplies.WithLabelValues("session", "failed").Inc()
 		return reloadRuntimeFailed, false
 	}
 	defer s.Close()
 	applied, err := plan.Apply(ctx, s)
 	for kind, n := range applied {
-		l.metrics.runtimeApplies.WithLabelValues(kind, "applied").Add(float64(n))
+		l.metrics.RuntimeApplies.WithLabelValues(kind, "applied").Add(float64(n))
 	}
 	var why *dataplane.Reason
 	var failed *dataplane.Failure
@@ -172,7 +172,7 @@ func (l *live) applyAtRuntime(ctx context.Context, cfg *config.HAProxyTemplateCo
 		l.log.Info("reloading HAProxy: the change cannot be applied at run time", "reason", why.Error())
 		return why.Kind, false
 	case errors.As(err, &failed):
-		l.metrics.runtimeApplies.WithLabelValues(failed.Kind, "failed").Inc()
+		l.metrics.RuntimeApplies.WithLabelValues(failed.Kind, "failed").Inc()
 		l.log.Error("a runtime command failed; reloading HAProxy to run the files", "command", failed.Command, "reason", failed.Err.Error())
 		p.running = nil // HAProxy may run part of the plan
 		return reloadRuntimeFailed, true
@@ -183,7 +183,7 @@ func (l *live) applyAtRuntime(ctx context.Context, cfg *config.HAProxyTemplateCo
 	}
 	p.running, p.pending, p.runningCond = b, "", appliedCondition()
 	p.applies++
-	l.metrics.reloadsAvoided.Inc()
+	l.metrics.ReloadsAvoided.Inc()
 	l.served("runtime", changed)
 	l.log.Info("change applied at run time, without a reload", "duration", time.Since(start).Round(time.Millisecond),
 		"servers", applied[dataplane.KindServer], "maps", applied[dataplane.KindMap], "certificates", applied[dataplane.KindCert])
@@ -200,7 +200,7 @@ func (l *live) applyAtRuntime(ctx context.Context, cfg *config.HAProxyTemplateCo
 // "reload"), changed being when its first change arrived.
 func (l *live) served(via string, changed time.Time) {
 	if !changed.IsZero() {
-		l.metrics.changeToServed.WithLabelValues(via).Observe(time.Since(changed).Seconds())
+		l.metrics.ChangeToServed.WithLabelValues(via).Observe(time.Since(changed).Seconds())
 	}
 }
 
@@ -242,11 +242,11 @@ func (l *live) reload(ctx context.Context, cfg *config.HAProxyTemplateConfig, pu
 	p.changing()
 	start := time.Now()
 	r, err := l.master.Reload(ctx)
-	l.metrics.reloadDuration.Observe(time.Since(start).Seconds())
+	l.metrics.ReloadDuration.Observe(time.Since(start).Seconds())
 	var refused *master.ReloadError
 	switch {
 	case errors.As(err, &refused):
-		l.metrics.reloadsHAProxy.WithLabelValues("failed", reason).Inc()
+		l.metrics.ReloadsHAProxy.WithLabelValues("failed", reason).Inc()
 		msg := refused.Error()
 		rbErr := pub.Rollback()
 		switch {
@@ -279,7 +279,7 @@ func (l *live) reload(ctx context.Context, cfg *config.HAProxyTemplateConfig, pu
 		}
 		return false
 	case err != nil:
-		l.metrics.reloadsHAProxy.WithLabelValues("error", reason).Inc()
+		l.metrics.ReloadsHAProxy.WithLabelValues("error", reason).Inc()
 		p.running, p.pending = nil, reason // HAProxy may restart on the new files
 		l.scheduleRetry()
 		l.log.Warn("reloading HAProxy failed; retrying", "in", l.retryIn, "error", err)
@@ -287,7 +287,7 @@ func (l *live) reload(ctx context.Context, cfg *config.HAProxyTemplateConfig, pu
 			Message: fmt.Sprintf("the configuration was written but HAProxy could not be reloaded yet: %v", err)})
 		return false
 	default:
-		l.metrics.reloadsHAProxy.WithLabelValues("success", reason).Inc()
+		l.metrics.ReloadsHAProxy.WithLabelValues("success", reason).Inc()
 		p.running, p.pending, p.applies, p.lastReload, p.runningCond = b, "", 0, time.Now(), runningCondition()
 		l.stopRetry()
 		l.served("reload", changed)
@@ -357,7 +357,7 @@ func (l *live) compareAndReport(c *comparison) {
 	p := &l.plane
 	p.comparing = nil
 	if p.epoch != c.epoch || p.running != c.b || p.pending != "" {
-		l.metrics.runtimeChecks.WithLabelValues("stale").Inc()
+		l.metrics.RuntimeChecks.WithLabelValues("stale").Inc()
 		l.log.Debug("comparing what HAProxy runs with the files: a round changed it meanwhile; the check stays due", "checked", c.why)
 		return
 	}
@@ -367,20 +367,20 @@ func (l *live) compareAndReport(c *comparison) {
 	}
 	p.applies = 0
 	if err != nil {
-		l.metrics.runtimeChecks.WithLabelValues("error").Inc()
+		l.metrics.RuntimeChecks.WithLabelValues("error").Inc()
 		l.log.Warn("comparing what HAProxy runs with the files failed", "error", err)
 		return
 	}
 	if len(mismatches) == 0 {
-		l.metrics.runtimeChecks.WithLabelValues("agreed").Inc()
+		l.metrics.RuntimeChecks.WithLabelValues("agreed").Inc()
 		l.status.set(ctx, cfg, metav1.Condition{Type: ConditionRuntimeVerified, Status: metav1.ConditionTrue, Reason: "Verified",
 			Message: "what HAProxy runs matched the files at the last comparison"})
 		return
 	}
-	l.metrics.runtimeChecks.WithLabelValues("mismatch").Inc()
+	l.metrics.RuntimeChecks.WithLabelValues("mismatch").Inc()
 	var shown []string
 	for i, m := range mismatches {
-		l.metrics.runtimeMismatch.WithLabelValues(m.Kind).Inc()
+		l.metrics.RuntimeMismatch.WithLabelValues(m.Kind).Inc()
 		if i < 5 {
 			shown = append(shown, m.String())
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/haproxy-template/htc/internal/testutil"
 	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/controller/metrics"
 	"github.com/haproxy-template/htc/pkg/haproxy"
 	"github.com/haproxy-template/htc/pkg/haproxy/master"
 	"github.com/haproxy-template/htc/pkg/publish"
@@ -75,7 +76,7 @@ func startDPBench(b *testing.B, n int, quiet time.Duration) *dpBench {
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	a := &admission.Admitter{}
 	a.SetState(&admission.State{Pipeline: ex.Pipeline, Stores: ex.Stores})
-	l := newLive(a, out, nil, newStatusReporter(fakeClient(), nil, log), newMetrics(func() time.Time { return time.Time{} }), log)
+	l := newLive(a, out, nil, newStatusReporter(fakeClient(), nil, log), metrics.New(func() time.Time { return time.Time{} }), log)
 	d := &dpBench{l: l, stores: ex.Stores, addr: addr}
 	ctx := context.Background()
 	require.True(b, l.sync(ctx), "the first round failed:\n%s", logs)

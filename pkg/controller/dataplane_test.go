@@ -193,9 +193,9 @@ func TestLiveAppliesServersAndMapsWithoutAReload(t *testing.T) {
 	require.True(t, f.live.sync(ctx))
 	assert.Equal(t, 1.0, f.reloads("success"), "no reload for a server added")
 	assert.Equal(t, before, f.masterReloads(t), "HAProxy was not reloaded")
-	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.reloadsAvoided))
-	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.runtimeApplies.WithLabelValues(dataplane.KindServer, "applied")))
-	assert.Equal(t, 1, testutil.CollectAndCount(f.metrics.changeToServed), "the change's propagation is observed")
+	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.ReloadsAvoided))
+	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.RuntimeApplies.WithLabelValues(dataplane.KindServer, "applied")))
+	assert.Equal(t, 1, testutil.CollectAndCount(f.metrics.ChangeToServed), "the change's propagation is observed")
 	pub := f.status(ConditionPublished)
 	require.NotNil(t, pub)
 	assert.Equal(t, ReasonAppliedAtRuntime, pub.Reason)
@@ -204,14 +204,14 @@ func TestLiveAppliesServersAndMapsWithoutAReload(t *testing.T) {
 
 	require.NoError(t, f.services.Add(annotated("beta", "addr", e["beta"], "host", "other.example")))
 	require.True(t, f.live.sync(ctx))
-	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.runtimeApplies.WithLabelValues(dataplane.KindMap, "applied")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.RuntimeApplies.WithLabelValues(dataplane.KindMap, "applied")))
 	assert.Equal(t, before, f.masterReloads(t))
 	assert.True(t, f.answers(t, "other.example", 2)["200 beta"] || f.answers(t, "other.example", 2)["200 alpha"], "the new host is routed")
 	f.inSync(t)
 
 	require.NoError(t, f.services.Add(annotated("gamma", "extra", strings.Split(htctestutil.FreeAddr(t), ":")[1])))
 	require.True(t, f.live.sync(ctx))
-	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.reloadsHAProxy.WithLabelValues("success", dataplane.ReasonStructure)))
+	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.ReloadsHAProxy.WithLabelValues("success", dataplane.ReasonStructure)))
 	assert.Equal(t, before+1, f.masterReloads(t))
 	assert.Equal(t, ReasonReloaded, f.status(ConditionPublished).Reason)
 	f.inSync(t)
@@ -232,8 +232,8 @@ func TestLiveReloadOnlyNeverAppliesAtRuntime(t *testing.T) {
 	f.start(t)
 	require.NoError(t, f.services.Add(annotated("beta", "addr", e["beta"])))
 	require.True(t, f.live.sync(t.Context()))
-	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.reloadsHAProxy.WithLabelValues("success", reloadRuntimeOff)))
-	assert.Equal(t, 0.0, testutil.ToFloat64(f.metrics.reloadsAvoided))
+	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.ReloadsHAProxy.WithLabelValues("success", reloadRuntimeOff)))
+	assert.Equal(t, 0.0, testutil.ToFloat64(f.metrics.ReloadsAvoided))
 }
 
 // TestLiveRuntimeFailuresReloadToTheFiles: a runtime command that fails
@@ -259,8 +259,8 @@ func TestLiveRuntimeFailuresReloadToTheFiles(t *testing.T) {
 		require.True(t, f.live.sync(ctx))
 		assert.Contains(t, f.logs.String(), `"command":"add server app/beta `)
 		assert.Contains(t, f.logs.String(), "Already exists a server with the same name in backend.")
-		assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.reloadsHAProxy.WithLabelValues("success", reloadRuntimeFailed)))
-		assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.runtimeApplies.WithLabelValues(dataplane.KindServer, "failed")))
+		assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.ReloadsHAProxy.WithLabelValues("success", reloadRuntimeFailed)))
+		assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.RuntimeApplies.WithLabelValues(dataplane.KindServer, "failed")))
 		f.inSync(t)
 		assert.Equal(t, map[string]bool{"200 alpha": true, "200 beta": true}, f.answers(t, "app.example", 4))
 	})
@@ -270,7 +270,7 @@ func TestLiveRuntimeFailuresReloadToTheFiles(t *testing.T) {
 		require.NoError(t, f.services.Add(annotated("gamma", "addr", e["gamma"], "host", long)))
 		require.True(t, f.live.sync(ctx))
 		assert.Contains(t, f.logs.String(), "does not fit HAProxy's CLI buffer of 4096 bytes (tune.bufsize)", "sent nothing: HAProxy would not answer")
-		assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.reloadsHAProxy.WithLabelValues("success", dataplane.ReasonFiles)))
+		assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.ReloadsHAProxy.WithLabelValues("success", dataplane.ReasonFiles)))
 		f.inSync(t)
 	})
 
@@ -284,8 +284,8 @@ func TestLiveRuntimeFailuresReloadToTheFiles(t *testing.T) {
 		assert.Equal(t, "ReloadPending", f.status(ConditionPublished).Reason)
 		require.NoError(t, os.Rename(moved, socket))
 		require.True(t, f.live.sync(ctx), "the retry reloads")
-		assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.reloadsHAProxy.WithLabelValues("error", reloadRuntimeFailed)))
-		assert.Equal(t, 2.0, testutil.ToFloat64(f.metrics.reloadsHAProxy.WithLabelValues("success", reloadRuntimeFailed)),
+		assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.ReloadsHAProxy.WithLabelValues("error", reloadRuntimeFailed)))
+		assert.Equal(t, 2.0, testutil.ToFloat64(f.metrics.ReloadsHAProxy.WithLabelValues("success", reloadRuntimeFailed)),
 			"the retry is counted under the reason of the round that could not reach HAProxy")
 		f.inSync(t)
 	})
@@ -302,7 +302,7 @@ func TestLiveRepairsWhatDiffersFromTheFiles(t *testing.T) {
 	f.start(t)
 	require.NoError(t, f.services.Add(annotated("beta", "addr", e["beta"])))
 	require.True(t, f.live.sync(ctx))
-	require.Equal(t, 1.0, testutil.ToFloat64(f.metrics.reloadsAvoided))
+	require.Equal(t, 1.0, testutil.ToFloat64(f.metrics.ReloadsAvoided))
 
 	s, err := f.master.OpenWorker(ctx)
 	require.NoError(t, err)
@@ -318,8 +318,8 @@ func TestLiveRepairsWhatDiffersFromTheFiles(t *testing.T) {
 	require.NotNil(t, v)
 	assert.Equal(t, metav1.ConditionFalse, v.Status)
 	assert.Contains(t, v.Message, "backend app, server beta: weight 7, the file says 1")
-	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.runtimeMismatch.WithLabelValues(dataplane.KindServer)))
-	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.reloadsHAProxy.WithLabelValues("success", reloadMismatch)))
+	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.RuntimeMismatch.WithLabelValues(dataplane.KindServer)))
+	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.ReloadsHAProxy.WithLabelValues("success", reloadMismatch)))
 	assert.Contains(t, f.nextEvent(t), "Warning RuntimeMismatch what HAProxy runs differs from the files")
 	f.inSync(t)
 }
@@ -349,6 +349,6 @@ func TestLiveReloadsArePaced(t *testing.T) {
 	f.live.plane.lastReload = time.Now().Add(-2 * time.Hour) // the interval ended
 	f.live.mu.Unlock()
 	require.True(t, f.live.sync(ctx))
-	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.reloadsHAProxy.WithLabelValues("success", dataplane.ReasonStructure)))
+	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.ReloadsHAProxy.WithLabelValues("success", dataplane.ReasonStructure)))
 	f.inSync(t)
 }

@@ -87,7 +87,8 @@
 // webhook's failurePolicy: Fail would). /healthz answers 200 while the
 // process runs.
 //
-// Metrics (own registry, served on Options.MetricsAddr at /metrics):
+// Metrics (package metrics; own registry, served on Options.MetricsAddr at
+// /metrics):
 //
 //	htc_admission_requests_total{gvk,result}           counter
 //	htc_admission_duration_seconds{phase}              histogram, whole request;

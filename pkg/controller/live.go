@@ -12,6 +12,7 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/controller/metrics"
 	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/haproxy/master"
 	"github.com/haproxy-template/htc/pkg/phase"
@@ -47,7 +48,7 @@ type live struct {
 	// objStatus writes the status documents of each accepted round; nil:
 	// none are written.
 	objStatus *objectStatusWriter
-	metrics   *metrics
+	metrics   *metrics.Set
 	log       *slog.Logger
 	// record makes the live renders keep their fragments' records, which
 	// later renders (admissions) reuse (render.Input.Record).
@@ -84,7 +85,7 @@ type live struct {
 // newLive returns a live loop that compares what HAProxy runs with the
 // files every DefaultRuntimeCheckEvery runtime rounds and does not pace
 // reloads (the controller sets both from its Options).
-func newLive(a *admission.Admitter, out *publish.Dir, mc *master.Client, status *statusReporter, m *metrics, log *slog.Logger) *live {
+func newLive(a *admission.Admitter, out *publish.Dir, mc *master.Client, status *statusReporter, m *metrics.Set, log *slog.Logger) *live {
 	return &live{admitter: a, out: out, master: mc, status: status, metrics: m, log: log, record: true, signal: make(chan struct{}, 1), settled: make(chan struct{}, 1),
 		plane: planeState{checkEvery: DefaultRuntimeCheckEvery}}
 }
@@ -178,12 +179,12 @@ func (l *live) sync(ctx context.Context) bool {
 		return false
 	}
 	took := time.Since(start)
-	l.metrics.liveDuration.Observe(took.Seconds())
+	l.metrics.LiveDuration.Observe(took.Seconds())
 	l.reportFailures(ctx, st, d)
 	if !v.Passed() {
 		reason := l.admitter.Redactor(st).String(v.Reason)
-		l.metrics.liveChecks.WithLabelValues("invalid").Inc()
-		l.metrics.liveValid.Set(0)
+		l.metrics.LiveChecks.WithLabelValues("invalid").Inc()
+		l.metrics.LiveValid.Set(0)
 		l.log.Error("the live configuration fails its checks; HAProxy keeps the last good configuration",
 			"phase", string(v.Phase), "reason", reason)
 		if v.TimedOut {
@@ -199,8 +200,8 @@ func (l *live) sync(ctx context.Context) bool {
 		l.status.set(ctx, cfg, metav1.Condition{Type: ConditionValid, Status: metav1.ConditionFalse, Reason: invalidReason(v), Message: reason})
 		return false
 	}
-	l.metrics.liveChecks.WithLabelValues("valid").Inc()
-	l.metrics.liveValid.Set(1)
+	l.metrics.LiveChecks.WithLabelValues("valid").Inc()
+	l.metrics.LiveValid.Set(1)
 	l.log.Info("live configuration checked", "duration", took.Round(time.Millisecond), "warnings", len(v.Warnings))
 	l.status.set(ctx, cfg, metav1.Condition{Type: ConditionValid, Status: metav1.ConditionTrue, Reason: "Checked",
 		Message: "the configuration rendered from the current resources passes every check"})
@@ -284,7 +285,7 @@ func (l *live) reportFailures(ctx context.Context, st *admission.State, d *dryru
 		out = append(out, sf)
 	}
 	l.status.setFailures(ctx, st.Pipeline.Config, out)
-	l.metrics.liveFailures.Set(float64(len(out))) // last: the metric says the report is complete
+	l.metrics.LiveFailures.Set(float64(len(out))) // last: the metric says the report is complete
 }
 
 // invalidReason is the Valid=False condition reason of a failed verdict,

@@ -26,6 +26,7 @@ import (
 	htctestutil "github.com/haproxy-template/htc/internal/testutil"
 	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/controller/metrics"
 	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/haproxy"
 	"github.com/haproxy-template/htc/pkg/haproxy/master"
@@ -67,7 +68,7 @@ type liveFixture struct {
 	cfgFile  string
 	events   *record.FakeRecorder
 	status   func(typ string) *metav1.Condition
-	metrics  *metrics
+	metrics  *metrics.Set
 }
 
 func newLiveFixture(t *testing.T, outDir string, port int) *liveFixture {
@@ -106,7 +107,7 @@ func newServicesFixture(t *testing.T, outDir string, extra map[string]any, cfgTe
 
 	dyn := fakeClient(u)
 	events := record.NewFakeRecorder(100)
-	m := newMetrics(func() time.Time { return time.Time{} })
+	m := metrics.New(func() time.Time { return time.Time{} })
 	a := &admission.Admitter{}
 	a.SetState(&admission.State{Pipeline: pipeline, Stores: map[string]*store.Store{"services": services}})
 	f := &liveFixture{
@@ -201,7 +202,7 @@ func TestLiveRounds(t *testing.T) {
 	assert.Equal(t, metav1.ConditionTrue, valid.Status)
 	assert.Equal(t, int64(3), valid.ObservedGeneration)
 	assert.Equal(t, "Normal Checked the configuration rendered from the current resources passes every check", f.nextEvent(t))
-	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.liveValid))
+	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.LiveValid))
 
 	// 2. With HAProxy running, the first round of the process reloads it.
 	socket := filepath.Join(dir, "master.sock")
@@ -238,7 +239,7 @@ func TestLiveRounds(t *testing.T) {
 	assert.Equal(t, "RenderFailed", valid.Reason)
 	assert.Equal(t, "Service 'broken' is broken", valid.Message)
 	assert.Equal(t, "Warning RenderFailed Service 'broken' is broken", f.nextEvent(t))
-	assert.Equal(t, 0.0, testutil.ToFloat64(f.metrics.liveValid))
+	assert.Equal(t, 0.0, testutil.ToFloat64(f.metrics.LiveValid))
 	f.services.DeleteByName("default", "broken")
 
 	// 5. A configuration that passes `haproxy -c` but that HAProxy cannot
@@ -360,7 +361,7 @@ func TestLiveCancelledRoundReportsNothing(t *testing.T) {
 	assert.False(t, f.live.sync(ctx))
 	assert.Nil(t, f.status(ConditionValid), "no condition was written")
 	assert.Empty(t, f.events.Events, "no Event was recorded")
-	assert.Equal(t, 0.0, testutil.ToFloat64(f.metrics.liveChecks.WithLabelValues("invalid")))
+	assert.Equal(t, 0.0, testutil.ToFloat64(f.metrics.LiveChecks.WithLabelValues("invalid")))
 	_, err := os.Stat(f.cfgFile)
 	assert.ErrorIs(t, err, os.ErrNotExist, "nothing was published")
 }
@@ -374,7 +375,7 @@ func TestLiveTimedOutRoundIsRetried(t *testing.T) {
 	require.NoError(t, f.services.Add(service("alpha", nil)))
 	f.live.timeout = time.Nanosecond
 	assert.False(t, f.live.sync(t.Context()))
-	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.liveChecks.WithLabelValues("invalid")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.LiveChecks.WithLabelValues("invalid")))
 	// Drain the signal of the store change above, then wait for the retry's.
 	select {
 	case <-f.live.signal:

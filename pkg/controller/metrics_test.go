@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
@@ -28,8 +27,8 @@ func TestBuildInfo(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newController(Options{Build: tc.build}, slog.New(slog.DiscardHandler), fakeClient(), restMapper(), nil)
-			c.metrics.setBuild(tc.build, tc.haproxy)
-			assert.Equal(t, 1, testutil.CollectAndCount(c.metrics.buildInfo), "one series, replaced when the HAProxy version is known")
+			c.metrics.SetBuild(tc.build.Version, tc.build.Revision, tc.build.GoVersion, tc.haproxy)
+			assert.Equal(t, 1, testutil.CollectAndCount(c.metrics.BuildInfo), "one series, replaced when the HAProxy version is known")
 			rec := httptest.NewRecorder()
 			c.metricsHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 			require.Equal(t, http.StatusOK, rec.Code)
@@ -58,20 +57,4 @@ func TestPprofOnlyWhenAsked(t *testing.T) {
 		assert.Equal(t, http.StatusOK, rec.Code)
 		assert.True(t, strings.Contains(rec.Body.String(), "htc_haproxy_version_skew 0"), "/metrics is served either way")
 	}
-}
-
-// TestCertificateExpiryMetricIsSecondsUntilNotAfter: the expiry gauge
-// reads the serving certificate's NotAfter when it is scraped.
-func TestCertificateExpiryMetricIsSecondsUntilNotAfter(t *testing.T) {
-	notAfter := time.Now().Add(48 * time.Hour)
-	m := newMetrics(func() time.Time { return notAfter })
-	mf, err := m.reg.Gather()
-	require.NoError(t, err)
-	var expiry float64
-	for _, f := range mf {
-		if f.GetName() == "htc_webhook_certificate_expiry_seconds" {
-			expiry = f.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	assert.InDelta(t, 48*3600, expiry, 120)
 }

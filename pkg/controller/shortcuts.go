@@ -56,7 +56,7 @@ func (c *controller) newShadow(checker *haproxy.Checker) *shadow.Verifier {
 		Every:      every,
 		OnIdle:     c.opts.ShortcutCheckWhenIdle,
 		Report:     c.shortcutChecked,
-		Registerer: c.metrics.reg,
+		Registerer: c.metrics.Registry,
 		Log:        c.log,
 	}
 	if checker != nil {

@@ -151,7 +151,7 @@ type reported struct {
 
 // metricValue is the value of the controller's metric name with labels.
 func metricValue(c *controller, name string, labels map[string]string) float64 {
-	families, err := c.metrics.reg.Gather()
+	families, err := c.metrics.Registry.Gather()
 	if err != nil {
 		return -1
 	}
@@ -330,9 +330,9 @@ func TestReadSetShortcutMismatchFallsBack(t *testing.T) {
 	cond := f.waitCondition(t, metav1.ConditionFalse)
 	assert.Equal(t, "the read-set shortcut gave another answer than the full computation: read-set (Service default/echo: haproxy.cfg line 14 (template haproxy.cfg)); it is off until the controller restarts", cond.Message)
 
-	alike := promtestutil.ToFloat64(f.c.metrics.alike)
+	alike := promtestutil.ToFloat64(f.c.metrics.Alike)
 	d := f.admit(t, req)
-	assert.Equal(t, alike, promtestutil.ToFloat64(f.c.metrics.alike))
+	assert.Equal(t, alike, promtestutil.ToFloat64(f.c.metrics.Alike))
 	assert.False(t, d.Reused, "decided again")
 	assert.False(t, d.RendersAlike)
 	require.NotNil(t, d.Verdict, "rendered and checked")

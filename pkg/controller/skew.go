@@ -39,10 +39,10 @@ func (l *live) checkVersionSkew(ctx context.Context, cfg *config.HAProxyTemplate
 	}
 	cond := versionSkewCondition(running, l.checkerVersion)
 	if cond.Status == metav1.ConditionTrue {
-		l.metrics.versionSkew.Set(1)
+		l.metrics.VersionSkew.Set(1)
 		l.log.Warn("the HAProxy that runs the configuration is not the version that checks it", "running", running, "checker", l.checkerVersion)
 	} else {
-		l.metrics.versionSkew.Set(0)
+		l.metrics.VersionSkew.Set(0)
 	}
 	l.status.set(ctx, cfg, cond)
 }

@@ -81,7 +81,7 @@ func TestLiveVersionSkew(t *testing.T) {
 	assert.Equal(t, metav1.ConditionFalse, skew.Status)
 	assert.Equal(t, ReasonSameVersion, skew.Reason)
 	assert.Contains(t, skew.Message, version)
-	assert.Equal(t, 0.0, testutil.ToFloat64(f.metrics.versionSkew))
+	assert.Equal(t, 0.0, testutil.ToFloat64(f.metrics.VersionSkew))
 
 	// Another checker version.
 	f.live.checkerVersion = "2.8.0-fake"
@@ -96,7 +96,7 @@ func TestLiveVersionSkew(t *testing.T) {
 	assert.Equal(t, metav1.ConditionTrue, skew.Status)
 	assert.Equal(t, ReasonVersionSkew, skew.Reason)
 	assert.Contains(t, skew.Message, "HAProxy "+version+" runs the configuration but HAProxy 2.8.0-fake checks it")
-	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.versionSkew))
+	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.VersionSkew))
 	var events []string
 	for len(f.events.Events) > 0 {
 		events = append(events, <-f.events.Events)

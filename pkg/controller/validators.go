@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/haproxy-template/htc/pkg/admission"
+	"github.com/haproxy-template/htc/pkg/controller/metrics"
 	"github.com/haproxy-template/htc/pkg/shadow"
 	"github.com/haproxy-template/htc/pkg/store"
 	"github.com/haproxy-template/htc/pkg/watched"
@@ -71,31 +72,31 @@ func (c *controller) measured(gvk string, req admission.Request, d admission.Dec
 		c.warned(gvk, req, d)
 	}
 	if r.RendersAlike {
-		c.metrics.alike.Inc()
+		c.metrics.Alike.Inc()
 	}
-	label := phaseLabel(string(d.Phase))
+	label := metrics.PhaseLabel(string(d.Phase))
 	if r.Busy {
 		label = webhook.PhaseBusy
 	}
-	c.metrics.validation.WithLabelValues(label).Observe(took.Seconds())
+	c.metrics.Validation.WithLabelValues(label).Observe(took.Seconds())
 	if r.Reused {
-		c.metrics.caches.reused.Inc()
+		c.metrics.Caches.Reused.Inc()
 	}
 	if v := r.Trace; r.Verdict != nil && !r.Reused {
 		if v.TestsCached {
-			c.metrics.testHits.Inc()
+			c.metrics.TestHits.Inc()
 		}
 		if v.CheckCached {
-			c.metrics.caches.checkHits.Inc()
+			c.metrics.Caches.CheckHits.Inc()
 		}
 		if v.SemanticReused {
-			c.metrics.caches.semanticReused.Inc()
+			c.metrics.Caches.SemanticReused.Inc()
 		}
 		for ph, took := range v.Durations {
-			c.metrics.phases.WithLabelValues(string(ph)).Observe(took.Seconds())
+			c.metrics.Phases.WithLabelValues(string(ph)).Observe(took.Seconds())
 		}
 		for _, o := range v.Overruled {
-			c.metrics.overruled.WithLabelValues(string(o.Phase)).Inc()
+			c.metrics.Overruled.WithLabelValues(string(o.Phase)).Inc()
 		}
 	}
 }
@@ -103,7 +104,7 @@ func (c *controller) measured(gvk string, req admission.Request, d admission.Dec
 // warned counts a change admitted with validationAction: Warn and records
 // it as a Warning Event on the config in use.
 func (c *controller) warned(gvk string, req admission.Request, d admission.Decision) {
-	c.metrics.warned.WithLabelValues(gvk).Inc()
+	c.metrics.Warned.WithLabelValues(gvk).Inc()
 	st := c.admitter.State()
 	if st == nil || st.Pipeline == nil || len(d.Warnings) == 0 {
 		return
