@@ -2,6 +2,7 @@ package chart
 
 import (
 	"encoding/json"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,14 +15,24 @@ import (
 )
 
 // exportedMetrics are the metric names the controller registers (the
-// `Name: "htc_..."` lines of pkg/controller and of the packages
-// that register their own on its registry: pkg/shadow, internal/memreturn);
-// histograms also export _bucket, _sum and _count.
+// `Name: "htc_..."` lines of pkg/controller and its sub-packages, and of
+// the packages that register their own on its registry: pkg/shadow,
+// internal/memreturn); histograms also export _bucket, _sum and _count.
 func exportedMetrics(t *testing.T) map[string]bool {
 	t.Helper()
+	var files []string
+	for _, dir := range []string{"pkg/controller", "pkg/shadow", "internal/memreturn"} {
+		err := filepath.WalkDir(filepath.Join(repoRoot, filepath.FromSlash(dir)), func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
+				files = append(files, path)
+			}
+			return err
+		})
+		require.NoError(t, err)
+	}
 	out := map[string]bool{}
-	for _, file := range []string{"pkg/controller/metrics.go", "pkg/controller/leader.go", "pkg/shadow/shadow.go", "internal/memreturn/returner.go"} {
-		src, err := os.ReadFile(filepath.Join(repoRoot, filepath.FromSlash(file)))
+	for _, file := range files {
+		src, err := os.ReadFile(file)
 		require.NoError(t, err)
 		for _, m := range regexp.MustCompile(`Name:\s+"(htc_[a-z0-9_]+)"`).FindAllStringSubmatch(string(src), -1) {
 			for _, suffix := range []string{"", "_bucket", "_sum", "_count"} {
