@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/haproxy-template/htc/pkg/admission"
+	"github.com/haproxy-template/htc/pkg/controller/informer"
 	"github.com/haproxy-template/htc/pkg/shadow"
 	"github.com/haproxy-template/htc/pkg/store"
 	"github.com/haproxy-template/htc/pkg/watched"
@@ -27,54 +28,24 @@ import (
 // store the State does not use yet, the read-set shortcut off) starts a
 // round, as before.
 
-// alikeUpdates is what a watcher's sink asks about its updates.
-type alikeUpdates struct {
-	// alike reports whether u, an update of an object of s, renders alike.
-	alike func(s *store.Store, u *unstructured.Unstructured) bool
-	// stored is called after such an update was stored.
-	stored func()
-	// settled, when set, is called instead of the watcher's changed for
-	// an update of an object's status only that does not render alike
-	// (statusOnly, settled.go).
-	settled func()
-}
-
-// storedSettled reports whether an update from old to u, stored and not
-// rendering alike, changed only u's status, and then calls settled.
-func (a *alikeUpdates) storedSettled(old, u *unstructured.Unstructured) bool {
-	if a == nil || a.settled == nil || !statusOnly(old, u) {
-		return false
-	}
-	a.settled()
-	return true
-}
-
-// renderAlike reports whether u renders alike (false without a test).
-func (a *alikeUpdates) renderAlike(s *store.Store, u *unstructured.Unstructured) bool {
-	return a != nil && a.alike != nil && a.alike(s, u)
-}
-
-// storedAlike reports that an update that renders alike was stored.
-func (a *alikeUpdates) storedAlike() {
-	if a != nil && a.stored != nil {
-		a.stored()
-	}
-}
-
-// alikeUpdates is the test of the updates of watch key k's store.
-func (c *controller) alikeUpdates(k watched.WatchKey) *alikeUpdates {
-	return &alikeUpdates{
-		alike: func(s *store.Store, u *unstructured.Unstructured) bool {
+// updates is what the watcher of watch key k tells the controller: every
+// change starts a live round (trigger), but an update that renders alike
+// (stored without a round) and one of an object's status only (a round
+// after StatusDebounce: live.triggerSettled).
+func (c *controller) updates(k watched.WatchKey) informer.Updates {
+	return informer.Updates{
+		Changed: c.live.trigger,
+		RendersAlike: func(s *store.Store, u *unstructured.Unstructured) bool {
 			return updateRendersAlike(c.admitter.State(), c.shadow, k, s, u)
 		},
-		stored: func() {
+		StoredAlike: func() {
 			c.metrics.LiveAlike.Inc()
 			c.shadow.RoundSkipped()
 			if c.objStatus != nil {
 				c.objStatus.Kick()
 			}
 		},
-		settled: c.live.triggerSettled,
+		Settled: c.live.triggerSettled,
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/controller/informer"
 	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/store"
 	"github.com/haproxy-template/htc/pkg/watched"
@@ -46,15 +47,15 @@ func (c *controller) configLoop(ctx context.Context) {
 	})
 	done := make(chan struct{})
 	go func() { defer close(done); inf.Informer().RunWithContext(ctx) }()
-	c.prepared.run(ctx)
+	c.prepared.Run(ctx)
 	defer func() {
 		<-done
-		c.prepared.stopAll()
+		c.prepared.StopAll()
 		for _, w := range c.watchers {
-			w.stop()
+			w.Stop()
 		}
 		for _, w := range c.retired {
-			w.stop()
+			w.Stop()
 		}
 	}()
 	log.Info("waiting for the HAProxyTemplateConfig")
@@ -215,18 +216,18 @@ func (c *controller) startWatchers(ctx context.Context, p *dryrun.Pipeline, log 
 	for _, r := range p.Model.All() {
 		key, keep := r.WatchKey(), p.Keep(r.WatchKey())
 		old, ok := c.watchers[key]
-		if ok && old.keep.Covers(keep) {
+		if ok && old.Keep().Covers(keep) {
 			continue
 		}
-		w := c.prepared.take(key, keep)
+		w := c.prepared.Take(key, keep)
 		if w != nil {
-			log.Info("watching with the informer the config's admission started", "store", r.Key, "resource", key.String(), "keep", w.keep.String())
+			log.Info("watching with the informer the config's admission started", "store", r.Key, "resource", key.String(), "keep", w.Keep().String())
 		} else {
 			namespaces, err := c.watchNamespaces(r.GVR)
 			if err != nil {
 				return fmt.Errorf("store %s: %w", r.Key, err)
 			}
-			if w, err = startWatcher(ctx, c.dyn, r, namespaces, keep, c.live.trigger, c.alikeUpdates(key), c.log); err != nil {
+			if w, err = informer.Start(ctx, c.dyn, r, namespaces, keep, c.updates(key), c.log); err != nil {
 				return fmt.Errorf("store %s: %w", r.Key, err)
 			}
 			if ok {
@@ -290,7 +291,7 @@ func (c *controller) switchTo(ctx context.Context, p *dryrun.Pipeline, log *slog
 	used := map[watched.WatchKey]bool{}
 	for _, r := range p.Model.All() {
 		w := c.watchers[r.WatchKey()]
-		state.Stores[r.Key], state.Kept[r.Key] = w.store, w.keep
+		state.Stores[r.Key], state.Kept[r.Key] = w.Store(), w.Keep()
 		used[r.WatchKey()] = true
 	}
 	c.admitter.SetState(state)
@@ -299,12 +300,12 @@ func (c *controller) switchTo(ctx context.Context, p *dryrun.Pipeline, log *slog
 	for key, w := range c.watchers {
 		if !used[key] {
 			log.Info("no longer watching", "resource", key.String())
-			w.stop()
+			w.Stop()
 			delete(c.watchers, key)
 		}
 	}
 	for _, w := range c.retired {
-		w.stop()
+		w.Stop()
 	}
 	c.retired = nil
 	c.applied = p.Config
@@ -341,7 +342,7 @@ func (c *controller) waitSynced(ctx context.Context, model *watched.Model, lates
 	for {
 		var waiting []string
 		for _, r := range model.All() {
-			if !c.watchers[r.WatchKey()].synced() {
+			if !c.watchers[r.WatchKey()].Synced() {
 				waiting = append(waiting, r.Key)
 			}
 		}
@@ -365,12 +366,12 @@ func (c *controller) waitSynced(ctx context.Context, model *watched.Model, lates
 	}
 }
 
-// startPrepared starts a prepared watcher (preparedWatchers.start): r's
+// startPrepared starts a prepared watcher (informer.StartFunc): r's
 // informers in the namespaces the controller watches, pruned to keep.
-func (c *controller) startPrepared(ctx context.Context, r watched.Resource, keep *watched.Keep, changed func()) (*watcher, error) {
+func (c *controller) startPrepared(ctx context.Context, r watched.Resource, keep *watched.Keep, changed func()) (*informer.Watcher, error) {
 	namespaces, err := c.watchNamespaces(r.GVR)
 	if err != nil {
 		return nil, err
 	}
-	return startWatcher(ctx, c.dyn, r, namespaces, keep, changed, nil, c.log)
+	return informer.Start(ctx, c.dyn, r, namespaces, keep, informer.Updates{Changed: changed}, c.log)
 }

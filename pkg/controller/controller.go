@@ -26,6 +26,7 @@ import (
 	"github.com/haproxy-template/htc/internal/memreturn"
 	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/controller/informer"
 	"github.com/haproxy-template/htc/pkg/controller/leader"
 	"github.com/haproxy-template/htc/pkg/controller/metrics"
 	"github.com/haproxy-template/htc/pkg/controller/registration"
@@ -91,14 +92,14 @@ type controller struct {
 	// (capacity 1: askRelist).
 	relist chan struct{}
 	// prepared are the watchers of what proposed configs read otherwise
-	// than the stores in use (prepared.go; the Admitter's Source).
-	prepared *preparedWatchers
+	// than the stores in use (package informer; the Admitter's Source).
+	prepared *informer.Prepared
 
 	// owned by the config loop
-	watchers map[watched.WatchKey]*watcher
+	watchers map[watched.WatchKey]*informer.Watcher
 	// retired are watchers a newer one replaced (it keeps fields they
 	// prune); they feed the stores in use until the next switch.
-	retired []*watcher
+	retired []*informer.Watcher
 	lastRV  string
 	applied *config.HAProxyTemplateConfig
 }
@@ -376,7 +377,7 @@ func newController(opts Options, log *slog.Logger, dyn dynamic.Interface, mapper
 		admitter: &admission.Admitter{Env: env, Log: log, WatchNamespaces: opts.WatchNamespaces,
 			OwnConfig: types.NamespacedName{Namespace: opts.ConfigNamespace, Name: opts.ConfigName}},
 		registry: &webhook.Registry{},
-		watchers: map[watched.WatchKey]*watcher{},
+		watchers: map[watched.WatchKey]*informer.Watcher{},
 		relist:   make(chan struct{}, 1),
 		certs:    servingcert.New(log),
 		switches: switches,
@@ -397,7 +398,7 @@ func newController(opts Options, log *slog.Logger, dyn dynamic.Interface, mapper
 		c.metrics.WatchParseCache(checker)
 	}
 	c.live.shadow = c.shadow
-	c.prepared = &preparedWatchers{start: c.startPrepared, trigger: c.live.trigger, log: log}
+	c.prepared = informer.NewPrepared(c.startPrepared, c.live.trigger, log)
 	c.admitter.Source = c.prepared
 	return c
 }

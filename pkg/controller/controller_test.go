@@ -83,29 +83,6 @@ func TestReadyGate(t *testing.T) {
 	assert.True(t, ok)
 }
 
-func TestStoreSinkSkipsUnchangedResourceVersion(t *testing.T) {
-	st, err := store.New([]string{"metadata.namespace", "metadata.name"})
-	require.NoError(t, err)
-	sink := &storeSink{store: st, log: slog.New(slog.DiscardHandler)}
-	a := svc("default", "a", "1")
-	sink.add(a)
-	same := svc("default", "a", "1")
-	same.SetLabels(map[string]string{"changed": "but same resourceVersion"})
-	sink.update(a, same)
-	got, ok := st.ByName("default", "a")
-	require.True(t, ok)
-	assert.Empty(t, got.GetLabels(), "an update with the same resourceVersion is a resync and is skipped")
-
-	newer := svc("default", "a", "2")
-	newer.SetLabels(map[string]string{"v": "2"})
-	sink.update(a, newer)
-	got, _ = st.ByName("default", "a")
-	assert.Equal(t, "2", got.GetLabels()["v"])
-
-	sink.delete(newer)
-	assert.Equal(t, 0, st.Len())
-}
-
 func svc(ns, name, rv string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Service",

@@ -4,21 +4,32 @@
 //	  → config.FromUnstructured → dryrun.Build (validation, watched-resource
 //	    model, templates, checker, tests; a bad config is logged and the last
 //	    good one keeps serving)
-//	  → one dynamic informer per watched resource (watched.Resource: its
-//	    labelSelector applied) feeding a store.Store; unchanged
-//	    resourceVersions are skipped
+//	  → one dynamic informer per watched resource (package informer;
+//	    watched.Resource: its labelSelector applied) feeding a
+//	    store.Store; unchanged resourceVersions are skipped
 //	  → after every informer synced: the embedded tests are warmed into the
 //	    test cache, the admission.Admitter's State is swapped, and the webhook
 //	    Registry is replaced with the validators of webhook.Rules (watched
 //	    resources admission checks, plus HAProxyTemplateConfig).
+//
+// Its sub-packages, one job each:
+//
+//	informer      the informers that fill the stores; the prepared watchers
+//	              of proposed configs
+//	cfgstatus     the config's conditions, failures and Events
+//	objstatus     the status documents written to the watched objects
+//	metrics       the Prometheus metrics listed below
+//	servingcert   the webhook's serving certificate (files or a Secret)
+//	registration  the ValidatingWebhookConfiguration's webhooks
+//	leader        leader election (the Lease)
 //
 // The live configuration (live.go) follows every change of a store or the
 // config, debounced (Options.Debounce, Options.MaxDelay; debounce.go; a
 // due round also waits while admissions are being checked, up to the
 // maximum delay, so that it does not take their CPU; an update that
 // changes no field the templates read starts none: alike.go; one of an
-// object's status only waits StatusDebounce for another change to come
-// with: settled.go): one round
+// object's status only, which package informer tells apart, waits
+// StatusDebounce for another change to come with): one round
 // at a time checks it over the actual stores on the one check path
 // (dryrun.Pipeline.Check: render, check, the cached embedded tests) and
 // records the outcome on the config (package cfgstatus, through
@@ -47,8 +58,9 @@
 // embedded tests run: a store in use where it watches the resource the same
 // way and keeps every field the proposed config reads, else the store of
 // the informer the config will have once applied, which its admission
-// starts and waits for until its deadline (prepared.go: kept for the next
-// admission, adopted when the config is applied; admission.Admitter.Source).
+// starts and waits for until its deadline (package informer, Prepared:
+// kept for the next admission, adopted when the config is applied;
+// admission.Admitter.Source).
 //
 // The informers keep of each object only what the templates can read
 // (dryrun.Pipeline.Keep). When idle, the shadow checks read one object of

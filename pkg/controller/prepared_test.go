@@ -109,7 +109,7 @@ func TestProposedConfigIsJudgedOverAPreparedWatcher(t *testing.T) {
 	}, 20*time.Second, 20*time.Millisecond, "the applied config never rendered over the adopted store")
 	assert.Equal(t, 2, listsOf(dyn))
 	assert.Contains(t, logs.String(), "watching with the informer the config's admission started")
-	assert.Empty(t, c.prepared.byKey, "adopted: no longer prepared")
+	assert.Zero(t, c.prepared.Len(), "adopted: no longer prepared")
 }
 
 // TestProposedConfigTheControllerMayNotListIsDenied: when the API server
@@ -129,7 +129,5 @@ func TestProposedConfigTheControllerMayNotListIsDenied(t *testing.T) {
 	d, _ := cv.Admit(ctx, configReq(withTimeoutOf(pruneCheckConfig())))
 	assert.False(t, d.Allowed)
 	assert.Equal(t, "the proposed config could not be judged: it reads configmaps.v1 otherwise than the config in use, and listing them is forbidden to the controller; grant its service account get, list and watch on them first", d.Reason)
-	c.prepared.mu.Lock()
-	defer c.prepared.mu.Unlock()
-	assert.Empty(t, c.prepared.byKey, "the refused watcher is stopped: the next admission lists afresh")
+	assert.Zero(t, c.prepared.Len(), "the refused watcher is stopped: the next admission lists afresh")
 }

@@ -1,4 +1,4 @@
-package controller
+package informer
 
 import (
 	"context"
@@ -21,26 +21,27 @@ import (
 // the stores in use do not hold what it reads (admission.Source): another
 // resource, selector or index, or fields they do not keep. The first
 // admission of such a config starts, for each such resource, the watcher
-// the config will have once applied (startWatcher: its selectors,
-// namespaces, index and Keep) and waits for it to sync until its
-// deadline. The watcher goes on (listing, then watching), so that the
-// next admission of the config (the retry a denial asks for, kubectl
-// apply after its dry run) finds its store synced and current; when the
-// config is applied, startWatchers adopts it instead of listing again. A
-// watcher no admission used for preparedTTL stops; at most preparedMax
-// run at once (a new one stops the least recently used).
+// the config will have once applied (Start: its selectors, namespaces,
+// index and Keep) and waits for it to sync until its deadline. The
+// watcher goes on (listing, then watching), so that the next admission of
+// the config (the retry a denial asks for, kubectl apply after its dry
+// run) finds its store synced and current; when the config is applied,
+// the config loop adopts it (Take) instead of listing again. A watcher no
+// admission used for preparedTTL stops; at most preparedMax run at once
+// (a new one stops the least recently used).
 const (
 	preparedTTL = 5 * time.Minute
 	preparedMax = 4
 )
 
-// preparedWatchers are the controller's prepared watchers. Safe for
-// concurrent use.
-type preparedWatchers struct {
-	// start starts a watcher of r pruned to keep, whose store changes
-	// call changed (startWatcher with the controller's client and
-	// namespaces).
-	start func(ctx context.Context, r watched.Resource, keep *watched.Keep, changed func()) (*watcher, error)
+// StartFunc starts a watcher of r pruned to keep, whose store changes
+// call changed (Start with the controller's client and namespaces).
+type StartFunc func(ctx context.Context, r watched.Resource, keep *watched.Keep, changed func()) (*Watcher, error)
+
+// Prepared are the controller's prepared watchers: the admission.Source of
+// its config admissions. Safe for concurrent use.
+type Prepared struct {
+	start StartFunc
 	// trigger is called for every change of an adopted watcher's store
 	// (the live loop's).
 	trigger func()
@@ -51,9 +52,15 @@ type preparedWatchers struct {
 	byKey map[watched.WatchKey]*prepared
 }
 
+// NewPrepared returns the prepared watchers that start watchers with
+// start; once adopted (Take), a watcher's store changes call trigger.
+func NewPrepared(start StartFunc, trigger func(), log *slog.Logger) *Prepared {
+	return &Prepared{start: start, trigger: trigger, log: log}
+}
+
 // prepared is one prepared watcher.
 type prepared struct {
-	w       *watcher
+	w       *Watcher
 	started time.Time
 	used    time.Time
 	expiry  *time.Timer
@@ -63,9 +70,9 @@ type prepared struct {
 // errNotRunning: no config loop runs the prepared watchers.
 var errNotRunning = errors.New("the controller's watchers are not running")
 
-// run makes the watchers run under ctx (the config loop's) until ctx ends
-// or stopAll.
-func (ps *preparedWatchers) run(ctx context.Context) {
+// Run makes the watchers run under ctx (the config loop's) until ctx ends
+// or StopAll.
+func (ps *Prepared) Run(ctx context.Context) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	ps.ctx = ctx
@@ -74,7 +81,7 @@ func (ps *preparedWatchers) run(ctx context.Context) {
 // Store returns the store of r's prepared watcher pruned to (at least)
 // keep, once it synced: admission.ErrStillListing when ctx ends first
 // (it goes on), or the list's error when the API server refuses it.
-func (ps *preparedWatchers) Store(ctx context.Context, r watched.Resource, keep *watched.Keep) (*store.Store, error) {
+func (ps *Prepared) Store(ctx context.Context, r watched.Resource, keep *watched.Keep) (*store.Store, error) {
 	p, err := ps.get(r, keep)
 	if err != nil {
 		return nil, err
@@ -97,12 +104,12 @@ func (ps *preparedWatchers) Store(ctx context.Context, r watched.Resource, keep 
 
 // get returns r's prepared watcher keeping at least keep, started now
 // unless one runs.
-func (ps *preparedWatchers) get(r watched.Resource, keep *watched.Keep) (*prepared, error) {
+func (ps *Prepared) get(r watched.Resource, keep *watched.Keep) (*prepared, error) {
 	k := r.WatchKey()
-	var stop []*watcher
+	var stop []*Watcher
 	defer func() {
 		for _, w := range stop {
-			w.stop()
+			w.Stop()
 		}
 	}()
 	ps.mu.Lock()
@@ -146,10 +153,10 @@ func (ps *preparedWatchers) get(r watched.Resource, keep *watched.Keep) (*prepar
 	return p, nil
 }
 
-// take hands the prepared watcher of k over to the caller (the config
+// Take hands the prepared watcher of k over to the caller (the config
 // loop, applying the config it was prepared for) when it keeps at least
 // keep; nil when there is none.
-func (ps *preparedWatchers) take(k watched.WatchKey, keep *watched.Keep) *watcher {
+func (ps *Prepared) Take(k watched.WatchKey, keep *watched.Keep) *Watcher {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	p, ok := ps.byKey[k]
@@ -163,7 +170,7 @@ func (ps *preparedWatchers) take(k watched.WatchKey, keep *watched.Keep) *watche
 }
 
 // drop stops p, k's prepared watcher, unless it was replaced or adopted.
-func (ps *preparedWatchers) drop(k watched.WatchKey, p *prepared) {
+func (ps *Prepared) drop(k watched.WatchKey, p *prepared) {
 	ps.mu.Lock()
 	if ps.byKey[k] != p {
 		ps.mu.Unlock()
@@ -171,35 +178,42 @@ func (ps *preparedWatchers) drop(k watched.WatchKey, p *prepared) {
 	}
 	w := ps.removeLocked(k)
 	ps.mu.Unlock()
-	w.stop()
+	w.Stop()
 }
 
-// stopAll stops every prepared watcher (the config loop ends).
-func (ps *preparedWatchers) stopAll() {
+// StopAll stops every prepared watcher (the config loop ends).
+func (ps *Prepared) StopAll() {
 	ps.mu.Lock()
-	var stop []*watcher
+	var stop []*Watcher
 	for k := range ps.byKey {
 		stop = append(stop, ps.removeLocked(k))
 	}
 	ps.ctx = nil
 	ps.mu.Unlock()
 	for _, w := range stop {
-		w.stop()
+		w.Stop()
 	}
 }
 
 // removeLocked removes k's prepared watcher and returns it, to be
 // stopped once ps.mu is released.
-func (ps *preparedWatchers) removeLocked(k watched.WatchKey) *watcher {
+func (ps *Prepared) removeLocked(k watched.WatchKey) *Watcher {
 	p := ps.byKey[k]
 	delete(ps.byKey, k)
 	p.expiry.Stop()
 	return p.w
 }
 
+// Len is how many prepared watchers run.
+func (ps *Prepared) Len() int {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return len(ps.byKey)
+}
+
 // leastRecentlyUsedLocked is the key of the prepared watcher used last
 // the longest ago.
-func (ps *preparedWatchers) leastRecentlyUsedLocked() watched.WatchKey {
+func (ps *Prepared) leastRecentlyUsedLocked() watched.WatchKey {
 	var oldest watched.WatchKey
 	var at time.Time
 	for k, p := range ps.byKey {

@@ -1,4 +1,4 @@
-package controller
+package informer
 
 import (
 	"maps"
@@ -12,12 +12,12 @@ import (
 // that accepted it, which the Gateway library reads to keep other
 // controllers' entries), so a round for such an update, started at once,
 // runs beside the next change's admission and holds off that change's
-// round. Such an update still starts a full round, as any change does;
-// only the quiet period before it is longer (StatusDebounce), so that the
-// next change, when one comes, is rendered in the same round. Whether an
-// update is one is decided on the informer's objects before and after it
-// (statusOnly); what cannot be told (no old object, a malformed one) is an
-// ordinary change.
+// round. The sink tells such an update apart (Updates.Settled) so that the
+// live loop can wait longer before its round (the controller's
+// StatusDebounce) and render the next change, when one comes, in the same
+// round. Whether an update is one is decided on the informer's objects
+// before and after it (statusOnly); what cannot be told (no old object, a
+// malformed one) is an ordinary change.
 
 // statusOnly reports whether new differs from old in nothing but its
 // status, its resourceVersion (which every write moves) and its

@@ -1,6 +1,7 @@
-package controller
+package informer
 
 import (
+	"log/slog"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -65,19 +66,19 @@ func TestAStatusOnlyUpdateSignalsSettled(t *testing.T) {
 	st, err := store.New(nil)
 	require.NoError(t, err)
 	var changed, settled int
-	sink := &storeSink{store: st, changed: func() { changed++ }, alike: &alikeUpdates{settled: func() { settled++ }}}
+	sink := NewSink(st, Updates{Changed: func() { changed++ }, Settled: func() { settled++ }}, slog.New(slog.DiscardHandler))
 	first := settledRoute("1", "a.example", "")
-	sink.add(first)
+	sink.OnAdd(first, false)
 	written := settledRoute("2", "a.example", "htc")
-	sink.update(first, written)
+	sink.OnUpdate(first, written)
 	assert.Equal(t, [2]int{1, 1}, [2]int{changed, settled}, "the status write: settled")
 	got, ok := st.ByName("ns", "r")
 	require.True(t, ok)
 	assert.Same(t, written, got, "stored")
-	sink.update(written, settledRoute("3", "b.example", "htc"))
+	sink.OnUpdate(written, settledRoute("3", "b.example", "htc"))
 	assert.Equal(t, [2]int{2, 1}, [2]int{changed, settled}, "a spec change: changed")
 
-	plain := &storeSink{store: st, changed: func() { changed++ }}
-	plain.update(settledRoute("3", "b.example", "htc"), settledRoute("4", "b.example", "other"))
+	plain := NewSink(st, Updates{Changed: func() { changed++ }}, slog.New(slog.DiscardHandler))
+	plain.OnUpdate(settledRoute("3", "b.example", "htc"), settledRoute("4", "b.example", "other"))
 	assert.Equal(t, [2]int{3, 1}, [2]int{changed, settled}, "without settled: changed")
 }

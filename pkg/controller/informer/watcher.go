@@ -1,4 +1,4 @@
-package controller
+package informer
 
 import (
 	"context"
@@ -15,37 +15,44 @@ import (
 	"github.com/haproxy-template/htc/pkg/watched"
 )
 
-// watcher is the running dynamic informers (one, or one per watched
+// Watcher is the running dynamic informers (one, or one per watched
 // namespace) feeding one store.
-type watcher struct {
+type Watcher struct {
 	store *store.Store
 	// keep is what the store keeps of each object (nil: all of it).
 	keep   *watched.Keep
 	synced cache.InformerSynced
 	cancel context.CancelFunc
 	done   chan struct{}
-	sink   *storeSink
+	sink   *Sink
 }
+
+// Store is the store the informers fill.
+func (w *Watcher) Store() *store.Store { return w.store }
+
+// Keep is what the store keeps of each object (nil: all of it).
+func (w *Watcher) Keep() *watched.Keep { return w.keep }
+
+// Synced reports whether every informer listed and its handler took
+// the list.
+func (w *Watcher) Synced() bool { return w.synced() }
 
 // listError is the last error listing or watching returned (nil: none
 // yet); the informers retry.
-func (w *watcher) listError() error {
+func (w *Watcher) listError() error {
 	if e := w.sink.failure.Load(); e != nil {
 		return *e
 	}
 	return nil
 }
 
-// startWatcher starts informers for r, filtered by its label and field
+// Start starts informers for r, filtered by its label and field
 // selectors, that fill a new store indexed as r says: one cluster-wide, or,
 // when namespaces is not empty, one per namespace (r must then be
 // namespaced).
 // Every object is pruned to keep before it is stored (watched.Keep).
-// changed, when set, is called after every change the store took (not for
-// resyncs), but for the updates alike (when set) finds render alike
-// (updateAlike): those call stored instead, and those of an object's
-// status only: those call its settled, when set.
-func startWatcher(ctx context.Context, client dynamic.Interface, r watched.Resource, namespaces []string, keep *watched.Keep, changed func(), alike *alikeUpdates, log *slog.Logger) (*watcher, error) {
+// Every change the store took is told to updates (Sink).
+func Start(ctx context.Context, client dynamic.Interface, r watched.Resource, namespaces []string, keep *watched.Keep, updates Updates, log *slog.Logger) (*Watcher, error) {
 	st, err := store.New(r.IndexBy)
 	if err != nil {
 		return nil, err
@@ -58,10 +65,10 @@ func startWatcher(ctx context.Context, client dynamic.Interface, r watched.Resou
 	wctx, cancel := context.WithCancel(ctx)
 	var synced []cache.InformerSynced
 	var running sync.WaitGroup
-	sink := &storeSink{store: st, keep: keep, log: log, changed: changed, alike: alike}
-	w := &watcher{store: st, keep: keep, cancel: cancel, done: make(chan struct{}), sink: sink}
+	sink := NewSink(st, updates, log)
+	w := &Watcher{store: st, keep: keep, cancel: cancel, done: make(chan struct{}), sink: sink}
 	for _, ns := range namespaces {
-		s, err := runInformer(wctx, client, key, ns, sink, &running)
+		s, err := runInformer(wctx, client, key, ns, keep, sink, &running)
 		if err != nil {
 			cancel()
 			running.Wait()
@@ -85,12 +92,12 @@ func startWatcher(ctx context.Context, client dynamic.Interface, r watched.Resou
 }
 
 // runInformer runs, until ctx ends, an informer of key's resource in
-// namespace ns (NamespaceAll: every namespace) that feeds sink; running
-// counts it. The function it returns says whether the informer and its
-// handler synced.
-func runInformer(ctx context.Context, client dynamic.Interface, key watched.WatchKey, ns string, sink *storeSink, running *sync.WaitGroup) (cache.InformerSynced, error) {
+// namespace ns (NamespaceAll: every namespace), pruning to keep, that
+// feeds sink; running counts it. The function it returns says whether the
+// informer and its handler synced.
+func runInformer(ctx context.Context, client dynamic.Interface, key watched.WatchKey, ns string, keep *watched.Keep, sink *Sink, running *sync.WaitGroup) (cache.InformerSynced, error) {
 	// One table per informer: its list and its watch share parts alike.
-	transform := sink.keep.SharingTransform(watched.NewShareTable(0))
+	transform := keep.SharingTransform(watched.NewShareTable(0))
 	lw := prunedListWatch(client.Resource(key.GVR).Namespace(ns), key, transform)
 	// Since client-go v0.35 an informer lists by a streaming watch
 	// (WatchListClient) where the API server serves one (kube-apiserver
@@ -110,11 +117,7 @@ func runInformer(ctx context.Context, client dynamic.Interface, key watched.Watc
 	if err := inf.SetTransform(transform); err != nil {
 		return nil, err
 	}
-	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    sink.add,
-		UpdateFunc: sink.update,
-		DeleteFunc: sink.delete,
-	})
+	reg, err := inf.AddEventHandler(sink)
 	if err != nil {
 		return nil, err
 	}
@@ -126,32 +129,57 @@ func runInformer(ctx context.Context, client dynamic.Interface, key watched.Watc
 	return func() bool { return inf.HasSynced() && reg.HasSynced() }, nil
 }
 
-// stop stops the informers and waits until they returned.
-func (w *watcher) stop() {
+// Stop stops the informers and waits until they returned.
+func (w *Watcher) Stop() {
 	w.cancel()
 	<-w.done
 }
 
-// storeSink applies informer events to a store and reports each change.
-type storeSink struct {
+// Updates is what a Sink tells of the changes its store took. Every field
+// may be nil.
+type Updates struct {
+	// Changed is called after every change the store took (not for
+	// resyncs), but for the updates below.
+	Changed func()
+	// RendersAlike reports whether u, an update of an object of s,
+	// changes no field the templates read (nil: none is alike).
+	RendersAlike func(s *store.Store, u *unstructured.Unstructured) bool
+	// StoredAlike is called instead of Changed after such an update was
+	// stored.
+	StoredAlike func()
+	// Settled, when set, is called instead of Changed for an update that
+	// does not render alike and changed only the object's status
+	// (statusonly.go).
+	Settled func()
+}
+
+// Sink applies an informer's events to a store and tells its Updates of
+// each change: the informer's cache.ResourceEventHandler. Updates that
+// keep an object's resourceVersion (resyncs) are skipped.
+type Sink struct {
 	store   *store.Store
-	keep    *watched.Keep
 	log     *slog.Logger
-	changed func() // nil: nobody listens
-	// alike tells the updates that change no field the templates read
-	// (nil: none do).
-	alike *alikeUpdates
+	updates Updates
 	// failure is the last error listing or watching returned.
 	failure atomic.Pointer[error]
 }
 
-func (s *storeSink) notify() {
-	if s.changed != nil {
-		s.changed()
+var _ cache.ResourceEventHandler = (*Sink)(nil)
+
+// NewSink returns the sink of st that tells updates of every change,
+// logging to log the objects st refuses.
+func NewSink(st *store.Store, updates Updates, log *slog.Logger) *Sink {
+	return &Sink{store: st, log: log, updates: updates}
+}
+
+func (s *Sink) changed() {
+	if s.updates.Changed != nil {
+		s.updates.Changed()
 	}
 }
 
-func (s *storeSink) add(obj any) {
+// OnAdd stores obj.
+func (s *Sink) OnAdd(obj any, _ bool) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return
@@ -160,10 +188,11 @@ func (s *storeSink) add(obj any) {
 		s.log.Warn("object not stored", "namespace", u.GetNamespace(), "name", u.GetName(), "error", err)
 		return
 	}
-	s.notify()
+	s.changed()
 }
 
-func (s *storeSink) update(oldObj, newObj any) {
+// OnUpdate stores newObj unless it keeps oldObj's resourceVersion.
+func (s *Sink) OnUpdate(oldObj, newObj any) {
 	old, ok1 := oldObj.(*unstructured.Unstructured)
 	u, ok2 := newObj.(*unstructured.Unstructured)
 	if !ok2 {
@@ -172,27 +201,31 @@ func (s *storeSink) update(oldObj, newObj any) {
 	if ok1 && old.GetResourceVersion() != "" && old.GetResourceVersion() == u.GetResourceVersion() {
 		return // a resync: nothing changed
 	}
-	alike := s.alike.renderAlike(s.store, u)
+	alike := s.updates.RendersAlike != nil && s.updates.RendersAlike(s.store, u)
 	if err := s.store.Update(u); err != nil {
 		s.log.Warn("object not stored", "namespace", u.GetNamespace(), "name", u.GetName(), "error", err)
 		return
 	}
 	if alike {
-		s.alike.storedAlike()
+		if s.updates.StoredAlike != nil {
+			s.updates.StoredAlike()
+		}
 		return
 	}
-	if ok1 && s.alike.storedSettled(old, u) {
+	if ok1 && s.updates.Settled != nil && statusOnly(old, u) {
+		s.updates.Settled()
 		return
 	}
-	s.notify()
+	s.changed()
 }
 
-func (s *storeSink) delete(obj any) {
+// OnDelete removes obj from the store.
+func (s *Sink) OnDelete(obj any) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		_ = s.store.Delete(u)
-		s.notify()
+		s.changed()
 	}
 }

@@ -1,4 +1,4 @@
-package controller
+package informer
 
 import (
 	"log/slog"
@@ -8,18 +8,20 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/store"
 	"github.com/haproxy-template/htc/pkg/watched"
 )
 
-// startWatcher with namespaces lists and watches only those; without, it
+// Start with namespaces lists and watches only those; without, it
 // watches every namespace.
 func TestWatcherNamespaces(t *testing.T) {
 	objs := []runtime.Object{svc("a", "s1", "1"), svc("b", "s2", "1"), svc("c", "s3", "1")}
@@ -40,9 +42,9 @@ func TestWatcherNamespaces(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dyn := fakeClient(objs...)
-			w, err := startWatcher(t.Context(), dyn, r, tc.namespaces, nil, nil, nil, slog.New(slog.DiscardHandler))
+			w, err := Start(t.Context(), dyn, r, tc.namespaces, nil, Updates{}, slog.New(slog.DiscardHandler))
 			require.NoError(t, err)
-			defer w.stop()
+			defer w.Stop()
 			require.Eventually(t, w.synced, 5*time.Second, 10*time.Millisecond)
 			var got []string
 			for _, o := range w.store.List() {
@@ -64,34 +66,6 @@ func TestWatcherNamespaces(t *testing.T) {
 				_, ok := w.store.ByName("b", "late")
 				assert.False(t, ok, "an object in an unwatched namespace never reaches the store")
 			}
-		})
-	}
-}
-
-func TestWatchNamespacesByScope(t *testing.T) {
-	for _, tc := range []struct {
-		name       string
-		namespaces []string
-		gvr        schema.GroupVersionResource
-		want       []string
-		wantErr    string
-	}{
-		{"all", nil, servicesGVR, nil, ""},
-		{"namespaced", []string{"a", "b"}, servicesGVR, []string{"a", "b"}, ""},
-		{"cluster-scoped", []string{"a"}, schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingressclasses"}, nil, ""},
-		{"unknown", []string{"a"}, schema.GroupVersionResource{Version: "v1", Resource: "nothings"}, nil, "is nothings.v1 namespaced"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			m := restMapper().(*meta.DefaultRESTMapper)
-			m.Add(schema.GroupVersionKind{Group: "networking.k8s.io", Version: "v1", Kind: "IngressClass"}, meta.RESTScopeRoot)
-			c := newController(Options{WatchNamespaces: tc.namespaces}, slog.New(slog.DiscardHandler), fakeClient(), m, nil)
-			got, err := c.watchNamespaces(tc.gvr)
-			if tc.wantErr != "" {
-				assert.ErrorContains(t, err, tc.wantErr)
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, tc.want, got)
 		})
 	}
 }
@@ -125,9 +99,9 @@ func TestWatcherPassesSelectors(t *testing.T) {
 		_, _, _ = record(a)
 		return false, nil, nil
 	})
-	wt, err := startWatcher(t.Context(), dyn, r, []string{"a", "b"}, nil, nil, nil, slog.New(slog.DiscardHandler))
+	wt, err := Start(t.Context(), dyn, r, []string{"a", "b"}, nil, Updates{}, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
-	defer wt.stop()
+	defer wt.Stop()
 	require.Eventually(t, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -138,4 +112,44 @@ func TestWatcherPassesSelectors(t *testing.T) {
 	for _, k := range []string{"list/a", "list/b", "watch/a", "watch/b"} {
 		assert.Equal(t, "app=web; metadata.name!=kubernetes", seen[k], k)
 	}
+}
+
+func TestStoreSinkSkipsUnchangedResourceVersion(t *testing.T) {
+	st, err := store.New([]string{"metadata.namespace", "metadata.name"})
+	require.NoError(t, err)
+	sink := NewSink(st, Updates{}, slog.New(slog.DiscardHandler))
+	a := svc("default", "a", "1")
+	sink.OnAdd(a, false)
+	same := svc("default", "a", "1")
+	same.SetLabels(map[string]string{"changed": "but same resourceVersion"})
+	sink.OnUpdate(a, same)
+	got, ok := st.ByName("default", "a")
+	require.True(t, ok)
+	assert.Empty(t, got.GetLabels(), "an update with the same resourceVersion is a resync and is skipped")
+
+	newer := svc("default", "a", "2")
+	newer.SetLabels(map[string]string{"v": "2"})
+	sink.OnUpdate(a, newer)
+	got, _ = st.ByName("default", "a")
+	assert.Equal(t, "2", got.GetLabels()["v"])
+
+	sink.OnDelete(newer)
+	assert.Equal(t, 0, st.Len())
+}
+
+var servicesGVR = schema.GroupVersionResource{Version: "v1", Resource: "services"}
+
+// svc is Service ns/name at resourceVersion rv.
+func svc(ns, name, rv string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Service",
+		"metadata": map[string]any{"namespace": ns, "name": name, "resourceVersion": rv},
+		"spec":     map[string]any{"ports": []any{map[string]any{"name": "http", "port": int64(80)}}},
+	}}
+}
+
+// fakeClient is a dynamic client of Services holding objs.
+func fakeClient(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
+	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{servicesGVR: "ServiceList"}, objs...)
 }
