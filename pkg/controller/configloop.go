@@ -99,7 +99,7 @@ func (c *controller) relistWhole(ctx context.Context, latest *latestObject, log 
 	if err := c.startWatchers(ctx, p, log); err != nil {
 		// The stores in use keep being fed; the next config change lists again.
 		log.Error("listing again failed", "error", err)
-		c.status.event(p.Config, corev1.EventTypeWarning, "ListingFailed", fmt.Sprintf("listing the watched resources again, whole, failed: %v", err))
+		c.status.Event(p.Config, corev1.EventTypeWarning, "ListingFailed", fmt.Sprintf("listing the watched resources again, whole, failed: %v", err))
 		return
 	}
 	if !c.waitSynced(ctx, p.Model, latest, log) {
@@ -204,7 +204,7 @@ func (c *controller) notApplied(u *unstructured.Unstructured, log *slog.Logger, 
 		log.Warn("keeping the last good configuration", "resourceVersion", c.applied.ResourceVersion)
 		kept = "the last good configuration (resourceVersion " + c.applied.ResourceVersion + ") keeps serving"
 	}
-	c.status.warn(u, "ConfigNotApplied", fmt.Sprintf("%s: %v; %s", msg, err, kept))
+	c.status.Warn(u, "ConfigNotApplied", fmt.Sprintf("%s: %v; %s", msg, err, kept))
 }
 
 // startWatchers starts an informer for every resource of p's model no

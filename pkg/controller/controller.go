@@ -26,9 +26,11 @@ import (
 	"github.com/haproxy-template/htc/internal/memreturn"
 	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/controller/cfgstatus"
 	"github.com/haproxy-template/htc/pkg/controller/informer"
 	"github.com/haproxy-template/htc/pkg/controller/leader"
 	"github.com/haproxy-template/htc/pkg/controller/metrics"
+	"github.com/haproxy-template/htc/pkg/controller/objstatus"
 	"github.com/haproxy-template/htc/pkg/controller/registration"
 	"github.com/haproxy-template/htc/pkg/controller/servingcert"
 	"github.com/haproxy-template/htc/pkg/dryrun"
@@ -74,8 +76,8 @@ type controller struct {
 	registry     *webhook.Registry
 	metrics      *metrics.Set
 	certs        *servingcert.Source
-	status       *statusReporter
-	objStatus    *objectStatusWriter // the status of watched objects (spec.resourceStatus)
+	status       *cfgstatus.Reporter
+	objStatus    *objstatus.Writer // the status of watched objects (spec.resourceStatus)
 	live         *live
 	switches     *shortcut.Switches // the shortcuts taken (off after a mismatch)
 	shadow       *shadow.Verifier   // the run-time checks of the shortcuts
@@ -389,7 +391,7 @@ func newController(opts Options, log *slog.Logger, dyn dynamic.Interface, mapper
 	c.status = newStatusReporter(dyn, nil, log)
 	c.status.Leading = c.leader.IsLeading
 	c.status.Updates = newStatusUpdates(c.metrics.Registry)
-	c.objStatus = newObjectStatusWriter(dyn, c.leader.IsLeading, c.metrics.Registry, log)
+	c.objStatus = objstatus.New(dyn, c.leader.IsLeading, c.metrics.Registry, log)
 	c.live = newLive(c.admitter, nil, nil, c.status, c.metrics, log)
 	c.live.objStatus = c.objStatus
 	c.live.record = !opts.FullRender

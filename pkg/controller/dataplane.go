@@ -103,7 +103,7 @@ func (l *live) publish(ctx context.Context, cfg *config.HAProxyTemplateConfig, b
 	if err != nil {
 		l.metrics.Publishes.WithLabelValues("error").Inc()
 		l.log.Error("writing the configuration to the output directory failed", "dir", l.out.Path(), "error", err)
-		l.status.set(ctx, cfg, metav1.Condition{Type: ConditionPublished, Status: metav1.ConditionFalse, Reason: "WriteFailed", Message: err.Error()})
+		l.status.Set(ctx, cfg, metav1.Condition{Type: ConditionPublished, Status: metav1.ConditionFalse, Reason: "WriteFailed", Message: err.Error()})
 		return false
 	}
 	if pub.Changed {
@@ -114,7 +114,7 @@ func (l *live) publish(ctx context.Context, cfg *config.HAProxyTemplateConfig, b
 		l.metrics.Publishes.WithLabelValues("unchanged").Inc()
 	}
 	if l.master == nil {
-		l.status.set(ctx, cfg, metav1.Condition{Type: ConditionPublished, Status: metav1.ConditionTrue, Reason: "Written",
+		l.status.Set(ctx, cfg, metav1.Condition{Type: ConditionPublished, Status: metav1.ConditionTrue, Reason: "Written",
 			Message: "the configuration is in the output directory (no HAProxy master socket to reload through)"})
 		return true
 	}
@@ -122,7 +122,7 @@ func (l *live) publish(ctx context.Context, cfg *config.HAProxyTemplateConfig, b
 	// HAProxy may still run what an earlier process wrote and never loaded.
 	if p.running != nil && p.pending == "" && !pub.Changed {
 		l.metrics.ReloadsHAProxy.WithLabelValues("skipped", reloadUnchanged).Inc()
-		l.status.set(ctx, cfg, p.runningCond) // after a refused reload, HAProxy runs the files again
+		l.status.Set(ctx, cfg, p.runningCond) // after a refused reload, HAProxy runs the files again
 		return true
 	}
 	reason := p.pending
@@ -187,7 +187,7 @@ func (l *live) applyAtRuntime(ctx context.Context, cfg *config.HAProxyTemplateCo
 	l.served("runtime", changed)
 	l.log.Info("change applied at run time, without a reload", "duration", time.Since(start).Round(time.Millisecond),
 		"servers", applied[dataplane.KindServer], "maps", applied[dataplane.KindMap], "certificates", applied[dataplane.KindCert])
-	l.status.set(ctx, cfg, p.runningCond)
+	l.status.Set(ctx, cfg, p.runningCond)
 	if p.checkEvery > 0 && p.applies >= p.checkEvery && p.ctx != nil {
 		if c := l.beginComparison(p.ctx, cfg, "every "+fmt.Sprint(p.checkEvery)+" rounds applied at run time"); c != nil {
 			go l.compareAndReport(c)
@@ -268,7 +268,7 @@ func (l *live) reload(ctx context.Context, cfg *config.HAProxyTemplateConfig, pu
 			p.pending = reason
 		}
 		l.log.Error("HAProxy refused to reload", "error", msg)
-		l.status.set(ctx, cfg, metav1.Condition{Type: ConditionPublished, Status: metav1.ConditionFalse, Reason: "ReloadFailed", Message: msg})
+		l.status.Set(ctx, cfg, metav1.Condition{Type: ConditionPublished, Status: metav1.ConditionFalse, Reason: "ReloadFailed", Message: msg})
 		if tainted && rbErr == nil {
 			if _, err := l.master.Reload(ctx); err == nil {
 				p.pending = ""
@@ -283,7 +283,7 @@ func (l *live) reload(ctx context.Context, cfg *config.HAProxyTemplateConfig, pu
 		p.running, p.pending = nil, reason // HAProxy may restart on the new files
 		l.scheduleRetry()
 		l.log.Warn("reloading HAProxy failed; retrying", "in", l.retryIn, "error", err)
-		l.status.set(ctx, cfg, metav1.Condition{Type: ConditionPublished, Status: metav1.ConditionFalse, Reason: "ReloadPending",
+		l.status.Set(ctx, cfg, metav1.Condition{Type: ConditionPublished, Status: metav1.ConditionFalse, Reason: "ReloadPending",
 			Message: fmt.Sprintf("the configuration was written but HAProxy could not be reloaded yet: %v", err)})
 		return false
 	default:
@@ -292,7 +292,7 @@ func (l *live) reload(ctx context.Context, cfg *config.HAProxyTemplateConfig, pu
 		l.stopRetry()
 		l.served("reload", changed)
 		l.log.Info("HAProxy reloaded", "reason", reason, "duration", r.Duration.Round(time.Millisecond), "reloads", r.After.Master.Reloads, "workers", r.After.WorkerPIDs())
-		l.status.set(ctx, cfg, p.runningCond)
+		l.status.Set(ctx, cfg, p.runningCond)
 		l.checkVersionSkew(ctx, cfg)
 		return true
 	}
@@ -373,7 +373,7 @@ func (l *live) compareAndReport(c *comparison) {
 	}
 	if len(mismatches) == 0 {
 		l.metrics.RuntimeChecks.WithLabelValues("agreed").Inc()
-		l.status.set(ctx, cfg, metav1.Condition{Type: ConditionRuntimeVerified, Status: metav1.ConditionTrue, Reason: "Verified",
+		l.status.Set(ctx, cfg, metav1.Condition{Type: ConditionRuntimeVerified, Status: metav1.ConditionTrue, Reason: "Verified",
 			Message: "what HAProxy runs matched the files at the last comparison"})
 		return
 	}
@@ -390,7 +390,7 @@ func (l *live) compareAndReport(c *comparison) {
 	}
 	msg := "what HAProxy runs differs from the files: " + strings.Join(shown, "; ") + "; reloading HAProxy to repair it"
 	l.log.Error("what HAProxy runs differs from the files; reloading", "checked", c.why, "differences", shown)
-	l.status.set(ctx, cfg, metav1.Condition{Type: ConditionRuntimeVerified, Status: metav1.ConditionFalse, Reason: "RuntimeMismatch", Message: msg})
+	l.status.Set(ctx, cfg, metav1.Condition{Type: ConditionRuntimeVerified, Status: metav1.ConditionFalse, Reason: "RuntimeMismatch", Message: msg})
 	p.running = nil
 	l.reload(ctx, cfg, &publish.Result{}, c.b, reloadMismatch, true, time.Time{})
 }

@@ -32,8 +32,8 @@
 // StatusDebounce for another change to come with): one round
 // at a time checks it over the actual stores on the one check path
 // (dryrun.Pipeline.Check: render, check, the cached embedded tests) and
-// records the outcome on the config (package cfgstatus, through
-// conditions.go): condition Valid with the
+// records the outcome on the config (package cfgstatus; the condition
+// types are conditions.go's): condition Valid with the
 // simplified reason, an Event on every condition change, a log line and
 // metrics. With Options.OutputDir, pipelines render for that directory, and
 // a bundle that passed is written there as checked (package publish); with

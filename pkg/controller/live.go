@@ -12,7 +12,9 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/controller/cfgstatus"
 	"github.com/haproxy-template/htc/pkg/controller/metrics"
+	"github.com/haproxy-template/htc/pkg/controller/objstatus"
 	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/haproxy/master"
 	"github.com/haproxy-template/htc/pkg/phase"
@@ -44,10 +46,10 @@ type live struct {
 	admitter *admission.Admitter // its State is the live state
 	out      *publish.Dir        // nil: validate only
 	master   *master.Client      // nil: publish without reloading
-	status   *statusReporter
+	status   *cfgstatus.Reporter
 	// objStatus writes the status documents of each accepted round; nil:
 	// none are written.
-	objStatus *objectStatusWriter
+	objStatus *objstatus.Writer
 	metrics   *metrics.Set
 	log       *slog.Logger
 	// record makes the live renders keep their fragments' records, which
@@ -85,7 +87,7 @@ type live struct {
 // newLive returns a live loop that compares what HAProxy runs with the
 // files every DefaultRuntimeCheckEvery runtime rounds and does not pace
 // reloads (the controller sets both from its Options).
-func newLive(a *admission.Admitter, out *publish.Dir, mc *master.Client, status *statusReporter, m *metrics.Set, log *slog.Logger) *live {
+func newLive(a *admission.Admitter, out *publish.Dir, mc *master.Client, status *cfgstatus.Reporter, m *metrics.Set, log *slog.Logger) *live {
 	return &live{admitter: a, out: out, master: mc, status: status, metrics: m, log: log, record: true, signal: make(chan struct{}, 1), settled: make(chan struct{}, 1),
 		plane: planeState{checkEvery: DefaultRuntimeCheckEvery}}
 }
@@ -194,16 +196,16 @@ func (l *live) sync(ctx context.Context) bool {
 			// back-off. Its condition is written with a deadline of its own.
 			l.scheduleRetry()
 			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(parent, statusWriteTimeout)
+			ctx, cancel = context.WithTimeout(parent, objstatus.WriteTimeout)
 			defer cancel()
 		}
-		l.status.set(ctx, cfg, metav1.Condition{Type: ConditionValid, Status: metav1.ConditionFalse, Reason: invalidReason(v), Message: reason})
+		l.status.Set(ctx, cfg, metav1.Condition{Type: ConditionValid, Status: metav1.ConditionFalse, Reason: invalidReason(v), Message: reason})
 		return false
 	}
 	l.metrics.LiveChecks.WithLabelValues("valid").Inc()
 	l.metrics.LiveValid.Set(1)
 	l.log.Info("live configuration checked", "duration", took.Round(time.Millisecond), "warnings", len(v.Warnings))
-	l.status.set(ctx, cfg, metav1.Condition{Type: ConditionValid, Status: metav1.ConditionTrue, Reason: "Checked",
+	l.status.Set(ctx, cfg, metav1.Condition{Type: ConditionValid, Status: metav1.ConditionTrue, Reason: "Checked",
 		Message: "the configuration rendered from the current resources passes every check"})
 	if l.out != nil && !l.publish(ctx, cfg, v.Bundle, changed) {
 		return true
@@ -212,7 +214,7 @@ func (l *live) sync(ctx context.Context) bool {
 	// configuration is accepted: checked and, when publishing, run by
 	// HAProxy (or written, with no master socket).
 	if l.objStatus != nil {
-		l.objStatus.offer(newStatusBatch(st, v.Bundle.Status))
+		l.objStatus.Offer(objstatus.NewBatch(st, v.Bundle.Status))
 	}
 	return true
 }
@@ -284,7 +286,7 @@ func (l *live) reportFailures(ctx context.Context, st *admission.State, d *dryru
 		}
 		out = append(out, sf)
 	}
-	l.status.setFailures(ctx, st.Pipeline.Config, out)
+	l.status.SetFailures(ctx, st.Pipeline.Config, out)
 	l.metrics.LiveFailures.Set(float64(len(out))) // last: the metric says the report is complete
 }
 

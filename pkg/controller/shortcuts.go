@@ -91,7 +91,7 @@ func (c *controller) shortcutChecked(ctx context.Context, o shadow.Outcome) {
 	if st == nil || st.Pipeline == nil {
 		return
 	}
-	c.status.set(ctx, st.Pipeline.Config, shortcutsCondition(c.mismatches))
+	c.status.Set(ctx, st.Pipeline.Config, shortcutsCondition(c.mismatches))
 }
 
 // reread reads one object whole from the API server for the prune checks

@@ -44,7 +44,7 @@ func (l *live) checkVersionSkew(ctx context.Context, cfg *config.HAProxyTemplate
 	} else {
 		l.metrics.VersionSkew.Set(0)
 	}
-	l.status.set(ctx, cfg, cond)
+	l.status.Set(ctx, cfg, cond)
 }
 
 // versionSkewCondition is the HAProxyVersionSkew condition for the version

@@ -117,6 +117,6 @@ func (c *controller) warned(gvk string, req admission.Request, d admission.Decis
 	if obj != nil {
 		what = fmt.Sprintf("%s %s", obj.GetKind(), store.NameOf(obj))
 	}
-	c.status.event(st.Pipeline.Config, corev1.EventTypeWarning, "AdmittedWithWarning",
+	c.status.Event(st.Pipeline.Config, corev1.EventTypeWarning, "AdmittedWithWarning",
 		fmt.Sprintf("%s %s was admitted (validationAction: Warn): %s", req.Operation, what, d.Warnings[0]))
 }
