@@ -66,12 +66,12 @@ func (s *policyScan) scanFunctions(at loc, w cfgtext.Word) {
 		case name == "env":
 			s.refuseEnv(at)
 		case name == "jwt_verify":
-			args := makeArgList(t[i:])
+			args := callArgs(t[i:], 2) // jwt_verify(<alg>,<key>)
 			if len(args) > 1 && !isVarName(args[1]) {
 				s.funcPath(at, name, args[1], w.Env, false, false, false)
 			}
 		case fileFunction(name):
-			args := makeArgList(t[i:])
+			args := callArgs(t[i:], 2) // map*(<map_file>[,<default_value>])
 			if len(args) > 0 {
 				s.funcPath(at, name, args[0], w.Env, true, true, looseConverter(name))
 			}
@@ -113,77 +113,12 @@ func isVarName(a string) bool {
 	return false
 }
 
-// maxArgLen is the longest argument make_arg_list() copies (the trash
-// buffer, 16384 bytes less the final NUL); a longer one is an error, and
-// HAProxy then opens nothing.
-const maxArgLen = 16383
-
-// makeArgList reads the arguments of a function call as HAProxy 3.0's
-// make_arg_list() (src/arg.c) does; s starts with '('. Arguments end at
-// ',' or ')' outside quotes; single and double quotes are removed; '\'
-// escapes '\', ' ', '"' and '\” and gives CR, LF and TAB for r, n and t,
-// and is kept before any other character.
-func makeArgList(s string) []string {
-	var args []string
-	i := 1
-	for {
-		var b strings.Builder
-		var sq, dq bool
-	arg:
-		for i < len(s) {
-			if b.Len() >= maxArgLen {
-				return nil
-			}
-			c := s[i]
-			switch {
-			case c == '"' && !sq:
-				dq = !dq
-			case c == '\'' && !dq:
-				sq = !sq
-			case c == '\\' && !sq && i+1 < len(s):
-				i++
-				b.WriteByte(unescapeArg(s[i]))
-				if !isArgEscape(s[i]) {
-					continue
-				}
-			case (c == ',' || c == ')') && !sq && !dq:
-				break arg
-			default:
-				b.WriteByte(c)
-			}
-			i++
-		}
-		args = append(args, b.String())
-		if i >= len(s) || s[i] == ')' {
-			return args
-		}
-		i++ // the comma
-	}
-}
-
-// isArgEscape reports whether '\' followed by c is an escape sequence of
-// make_arg_list().
-func isArgEscape(c byte) bool {
-	switch c {
-	case '\\', ' ', '"', '\'', 'r', 'n', 't':
-		return true
-	}
-	return false
-}
-
-// unescapeArg is the byte make_arg_list() emits for '\' followed by c: the
-// escaped character, or the backslash itself when c is not escapable (c is
-// then read again as a character of its own).
-func unescapeArg(c byte) byte {
-	switch c {
-	case 'r':
-		return '\r'
-	case 'n':
-		return '\n'
-	case 't':
-		return '\t'
-	case '\\', ' ', '"', '\'':
-		return c
-	}
-	return '\\'
+// callArgs are the arguments of the call at the start of s ("(...") to a
+// function taking at most nbargs, as make_arg_list() reads them
+// (cfgtext.MakeArgList). When HAProxy rejects the list, they are the
+// arguments read in full before the error: HAProxy then refuses the line
+// and opens nothing, so checking them can only deny more.
+func callArgs(s string, nbargs int) []string {
+	args, _, _ := cfgtext.MakeArgList(s, nbargs, 0)
+	return args
 }

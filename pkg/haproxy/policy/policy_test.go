@@ -224,6 +224,8 @@ func TestPolicyFileReferences(t *testing.T) {
 		{"map config-level quotes", policyCfg(`    use_backend %[path,map_str('/etc/a,b')]`), "/etc/a", nil},
 		{"map argument quotes", policyCfg(`    use_backend "%[path,map_str('/etc/a,b')]"`), "/etc/a,b", nil},
 		{"map upper case", policyCfg("    use_backend %[path,MAP(/etc/hosts)]"), "/etc/hosts", nil},
+		{"map with too many arguments", policyCfg("    use_backend %[path,map(/etc/hosts,x,y)]"), "/etc/hosts", nil},
+		{"map not closed", policyCfg("    use_backend %[path,map(/etc/hosts"), "/etc/hosts", nil},
 		{"map in the next word", policyCfg("    acl a req.hdr(host) map(/etc/hosts) -m found"), "/etc/hosts", nil},
 		{"map relative inside", policyCfg("    use_backend %[path,map(maps/host.map)]"), "", nil},
 		{"map relative escaping", policyCfg("    use_backend %[path,map(../../etc/passwd)]"), "../../etc/passwd", nil},

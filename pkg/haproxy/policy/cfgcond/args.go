@@ -1,102 +1,32 @@
 package cfgcond
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/haproxy-template/htc/pkg/haproxy/policy/cfgtext"
 )
 
 // The pieces of HAProxy 3.0 a condition relies on: make_arg_list()
-// (src/arg.c) for a predicate's arguments, C strtol() for numbers, and
-// split_version()/compare_current_version() (src/haproxy.c) for the
-// version predicates.
-
-// argBufSize is the size of the trash buffer make_arg_list() decodes an
-// argument into while the configuration is read: allocated with the
-// default BUFSIZE (16384) and not resized before the configuration is
-// parsed, whatever tune.bufsize says (init_trash_buffers, src/chunk.c).
-const argBufSize = 16384
+// (src/arg.c, cfgtext.MakeArgList) for a predicate's arguments, C strtol()
+// for numbers, and split_version()/compare_current_version()
+// (src/haproxy.c) for the version predicates.
 
 // argList is make_arg_list() called with len -1 and a mask of string
-// arguments, as cfg_parse_cond_term does: the arguments, the position
-// after the list, and false (p.err set) when HAProxy rejects it.
+// arguments, as cfg_parse_cond_term does, on the text at i: the
+// arguments, the position after the list, and false (p.err set) when
+// HAProxy rejects it.
 func (p *condParser) argList(i int, pr *predicate) ([]string, int, bool) {
-	empty := p.at(i) != '('
-	if !empty {
-		i++
-	}
-	var args []string
-	for len(args) < pr.nbargs {
-		var out []byte
-		if !empty {
-			var ok bool
-			if out, i, ok = p.argWord(i); !ok {
-				return nil, i, false
-			}
-		}
-		args = append(args, string(out))
-		if empty || p.at(i) == 0 || p.at(i) == ')' || len(args) >= pr.nbargs {
-			break
-		}
-		i++ // the comma
-	}
-	if len(args) < pr.min {
+	args, n, err := cfgtext.MakeArgList(p.s[i:], pr.nbargs, pr.min)
+	switch {
+	case errors.Is(err, cfgtext.ErrArgsMissing):
 		p.fail("missing arguments of predicate '" + pr.word + "'")
-		return nil, i, false
+	case errors.Is(err, cfgtext.ErrArgsUnclosed):
+		p.fail("expected ')' after the arguments of predicate '" + pr.word + "'")
+	case err != nil:
+		p.fail(err.Error())
 	}
-	if !empty {
-		if p.at(i) != ')' {
-			p.fail("expected ')' after the arguments of predicate '" + pr.word + "'")
-			return nil, i, false
-		}
-		i++
-	}
-	return args, i, true
-}
-
-// argWord decodes one argument of make_arg_list(): single and double
-// quotes toggle, a backslash escapes a backslash, a space or a quote and
-// gives \r \n \t (any other backslash stays), an unquoted ',' or ')' ends
-// it; at most argBufSize-1 bytes.
-func (p *condParser) argWord(i int) ([]byte, int, bool) {
-	var out []byte
-	squote, dquote := false, false
-	for c := p.at(i); c != 0 && len(out) < argBufSize-1; c = p.at(i) {
-		switch {
-		case c == '"' && !squote:
-			dquote = !dquote
-			i++
-		case c == '\'' && !dquote:
-			squote = !squote
-			i++
-		case c == '\\' && !squote:
-			next := p.at(i + 1)
-			switch next {
-			case 0:
-				p.fail("failed to parse an argument ending with a backslash")
-				return nil, i, false
-			case '\\', ' ', '"', '\'':
-				out = append(out, next)
-				i += 2
-			case 'r', 'n', 't':
-				out = append(out, map[byte]byte{'r': '\r', 'n': '\n', 't': '\t'}[next])
-				i += 2
-			default:
-				out = append(out, '\\')
-				i++
-			}
-		case !squote && !dquote && (c == ',' || c == ')'):
-			return out, i, true
-		default:
-			out = append(out, c)
-			i++
-		}
-	}
-	if c := p.at(i); c != 0 && c != ',' && c != ')' {
-		p.fail("an argument longer than the parser's buffer")
-		return nil, i, false
-	}
-	return out, i, true
+	return args, i + n, err == nil
 }
 
 // cStrtol is C strtol(s+i, &end, base) for base 0 or 10 on a 64-bit long:

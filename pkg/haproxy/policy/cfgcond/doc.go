@@ -9,9 +9,9 @@
 //
 //   - cond.go: the grammar (at its top), the predicates of
 //     cond_predicates[], the parser and the short-circuit evaluation.
-//   - args.go: make_arg_list() for a predicate's arguments, C strtol() for
-//     numbers, split_version() and compare_current_version() for the
-//     version predicates.
+//   - args.go: a predicate's arguments (make_arg_list(),
+//     cfgtext.MakeArgList), C strtol() for numbers, split_version() and
+//     compare_current_version() for the version predicates.
 //   - text.go: Text, the condition readcfgfile() joins from a tokenized
 //     .if or .elif line (package cfgtext).
 //

@@ -16,8 +16,13 @@
 //     ${NAME[*]}), the variables set while `haproxy -c` parses
 //     (SetWhileChecking) and those that would leak a host name or a path
 //     (Leaking).
+//   - args.go: MakeArgList, make_arg_list() (src/arg.c): the arguments
+//     of a condition's predicate (package cfgcond) and of a sample
+//     expression's function (the policy's map and jwt_verify files).
 //
 // The tests compare the tokenizer with haproxy itself
 // (TestTokenizeAgainstHAProxy30, `haproxy -dC0,line`) and fuzz it
-// (FuzzTokenize, its seed corpus in testdata/fuzz).
+// (FuzzTokenize, its seed corpus in testdata/fuzz); MakeArgList is checked
+// against haproxy through the conditions of package cfgcond's table
+// (TestConditionsAgainstHAProxy30 in package policy).
 package cfgtext
