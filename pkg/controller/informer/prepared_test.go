@@ -1,0 +1,113 @@
+package informer
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/watched"
+)
+
+// servicesBy are n watched resources of Services, each with a label
+// selector of its own (app=0, app=1, ...): n watch keys.
+func servicesBy(t *testing.T, n int) []watched.Resource {
+	t.Helper()
+	spec := &config.HAProxyTemplateConfigSpec{WatchedResources: map[string]config.WatchedResource{}}
+	for i := range n {
+		spec.WatchedResources["s"+strconv.Itoa(i)] = config.WatchedResource{APIVersion: "v1", Resources: "services",
+			IndexBy: []string{"metadata.namespace", "metadata.name"}, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": strconv.Itoa(i)}}}
+	}
+	model, err := watched.New(spec)
+	require.NoError(t, err)
+	out := make([]watched.Resource, n)
+	for i := range n {
+		out[i], _ = model.Get("s" + strconv.Itoa(i))
+	}
+	return out
+}
+
+// startCounting is a StartFunc over dyn that counts the watchers it starts.
+func startCounting(dyn dynamic.Interface, starts *atomic.Int32) StartFunc {
+	return func(ctx context.Context, r watched.Resource, keep *watched.Keep, changed func()) (*Watcher, error) {
+		starts.Add(1)
+		return Start(ctx, dyn, r, nil, keep, Updates{Changed: changed}, slog.New(slog.DiscardHandler))
+	}
+}
+
+// A prepared watcher serves every admission that needs what it keeps,
+// is replaced by one keeping more, and is handed over, once, to the
+// config loop, whose live loop its changes then trigger.
+func TestAPreparedWatcherIsSharedReplacedAndTaken(t *testing.T) {
+	dyn := fakeClient(svc("a", "s1", "1"))
+	rs := servicesBy(t, 1)
+	var starts, triggers atomic.Int32
+	ps := NewPrepared(startCounting(dyn, &starts), func() { triggers.Add(1) }, slog.New(slog.DiscardHandler))
+	_, err := ps.Store(t.Context(), rs[0], nil)
+	assert.ErrorIs(t, err, errNotRunning, "no config loop runs them yet")
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	ps.Run(ctx)
+	defer ps.StopAll()
+	ports := watched.NewKeep([][]string{{"spec", "ports"}}, nil)
+	st, err := ps.Store(ctx, rs[0], ports)
+	require.NoError(t, err)
+	again, err := ps.Store(ctx, rs[0], ports)
+	require.NoError(t, err)
+	assert.Same(t, st, again, "the second admission uses the first one's store")
+	assert.Equal(t, int32(1), starts.Load())
+
+	whole, err := ps.Store(ctx, rs[0], nil)
+	require.NoError(t, err)
+	assert.NotSame(t, st, whole, "one keeping whole objects replaces it")
+	assert.Equal(t, int32(2), starts.Load())
+
+	assert.Nil(t, ps.Take(watched.WatchKey{}, nil), "no watcher of another key")
+	w := ps.Take(rs[0].WatchKey(), ports)
+	require.NotNil(t, w, "whole objects keep what the config reads")
+	defer w.Stop()
+	assert.Same(t, whole, w.Store())
+	assert.Zero(t, ps.Len())
+	assert.Nil(t, ps.Take(rs[0].WatchKey(), ports), "taken once")
+
+	_, err = dyn.Resource(servicesGVR).Namespace("a").Create(ctx, svc("a", "s2", "2"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return triggers.Load() > 0 }, 5*time.Second, 10*time.Millisecond,
+		"an adopted watcher's changes trigger the live loop")
+}
+
+// At most preparedMax watchers run: a new one stops the least recently
+// used.
+func TestPreparedWatchersStopTheLeastRecentlyUsed(t *testing.T) {
+	rs := servicesBy(t, preparedMax+1)
+	var starts atomic.Int32
+	ps := NewPrepared(startCounting(fakeClient(), &starts), func() {}, slog.New(slog.DiscardHandler))
+	ps.Run(t.Context())
+	defer ps.StopAll()
+	for _, r := range rs[:preparedMax] {
+		_, err := ps.Store(t.Context(), r, nil)
+		require.NoError(t, err)
+	}
+	_, err := ps.Store(t.Context(), rs[0], nil) // used again: rs[1] is the least recently used
+	require.NoError(t, err)
+	_, err = ps.Store(t.Context(), rs[preparedMax], nil)
+	require.NoError(t, err)
+	assert.Equal(t, preparedMax, ps.Len())
+	assert.Nil(t, ps.Take(rs[1].WatchKey(), nil), "the least recently used was stopped")
+	for _, r := range []watched.Resource{rs[0], rs[2], rs[preparedMax]} {
+		w := ps.Take(r.WatchKey(), nil)
+		if assert.NotNil(t, w, r.Key) {
+			w.Stop()
+		}
+	}
+	assert.Equal(t, int32(preparedMax+1), starts.Load())
+}
