@@ -103,8 +103,8 @@ func (l *live) trigger() {
 }
 
 // triggerSettled records an update that changed only an object's status
-// (statusOnly): a change like any other, whose round waits longer for
-// company (StatusDebounce). It never blocks.
+// (informer.Updates.Settled): a change like any other, whose round waits
+// longer for company (StatusDebounce). It never blocks.
 func (l *live) triggerSettled() {
 	l.firstSettled.CompareAndSwap(0, time.Now().UnixNano())
 	l.changes.Add(1)
