@@ -49,6 +49,7 @@ const (
 	reloadRuntimeFailed = "runtime-failed" // a runtime command failed
 	reloadMismatch      = "mismatch"       // the run-time check found a difference
 	reloadUnchanged     = "unchanged"      // result skipped: nothing to reload
+	reloadMasterSlots   = "master-slots"   // connections to the master ended before their answers (master.Client.Abandoned)
 )
 
 // planeState is what the live loop knows of HAProxy (mu).
@@ -66,8 +67,10 @@ type planeState struct {
 	lastReload time.Time
 	pace       *time.Timer
 	// applies counts the rounds applied at run time since the last
-	// comparison with the files.
-	applies int
+	// comparison with the files; staleAt is its value when the last
+	// comparison went stale (the next one is due checkEvery applies
+	// later, not at every apply).
+	applies, staleAt int
 
 	// epoch counts the rounds that may have changed what HAProxy runs
 	// (each runtime apply and reload): a comparison read during one is
@@ -118,9 +121,13 @@ func (l *live) publish(ctx context.Context, cfg *config.HAProxyTemplateConfig, b
 			Message: "the configuration is in the output directory (no HAProxy master socket to reload through)"})
 		return true
 	}
+	// A connection to the master that ended before its answer may hold
+	// one of its few connection slots until a reload frees them
+	// (master.Client.Abandoned): reload while the master still answers.
+	abandoned := l.master.Abandoned()
 	// The first round of this process reloads even when no file changed:
 	// HAProxy may still run what an earlier process wrote and never loaded.
-	if p.running != nil && p.pending == "" && !pub.Changed {
+	if p.running != nil && p.pending == "" && !pub.Changed && abandoned == 0 {
 		l.metrics.ReloadsHAProxy.WithLabelValues("skipped", reloadUnchanged).Inc()
 		l.status.Set(ctx, cfg, p.runningCond) // after a refused reload, HAProxy runs the files again
 		return true
@@ -130,6 +137,10 @@ func (l *live) publish(ctx context.Context, cfg *config.HAProxyTemplateConfig, b
 	case p.running == nil:
 		reason = orString(reason, reloadUnknown)
 	case reason != "":
+	case abandoned > 0:
+		reason = reloadMasterSlots
+		l.log.Warn("reloading HAProxy: connections to its master CLI ended before their answers, and each may hold one of its 10 connection slots until a reload",
+			"connections", abandoned)
 	case p.reloadOnly:
 		reason = reloadRuntimeOff
 	default:
@@ -188,7 +199,7 @@ func (l *live) applyAtRuntime(ctx context.Context, cfg *config.HAProxyTemplateCo
 	l.log.Info("change applied at run time, without a reload", "duration", time.Since(start).Round(time.Millisecond),
 		"servers", applied[dataplane.KindServer], "maps", applied[dataplane.KindMap], "certificates", applied[dataplane.KindCert])
 	l.status.Set(ctx, cfg, p.runningCond)
-	if p.checkEvery > 0 && p.applies >= p.checkEvery && p.ctx != nil {
+	if p.checkEvery > 0 && p.applies >= p.checkEvery && p.applies-p.staleAt >= p.checkEvery && p.ctx != nil {
 		if c := l.beginComparison(p.ctx, cfg, "every "+fmt.Sprint(p.checkEvery)+" rounds applied at run time"); c != nil {
 			go l.compareAndReport(c)
 		}
@@ -288,7 +299,7 @@ func (l *live) reload(ctx context.Context, cfg *config.HAProxyTemplateConfig, pu
 		return false
 	default:
 		l.metrics.ReloadsHAProxy.WithLabelValues("success", reason).Inc()
-		p.running, p.pending, p.applies, p.lastReload, p.runningCond = b, "", 0, time.Now(), runningCondition()
+		p.running, p.pending, p.applies, p.staleAt, p.lastReload, p.runningCond = b, "", 0, 0, time.Now(), runningCondition()
 		l.stopRetry()
 		l.served("reload", changed)
 		l.log.Info("HAProxy reloaded", "reason", reason, "duration", r.Duration.Round(time.Millisecond), "reloads", r.After.Master.Reloads, "workers", r.After.WorkerPIDs())
@@ -304,10 +315,13 @@ func (l *live) reload(ctx context.Context, cfg *config.HAProxyTemplateConfig, pu
 // (immutable: rounds replace it, never change it) and the epoch; the
 // read-back runs without mu, one at a time (comparing); under mu again,
 // compareAndReport acts only if no round may have changed HAProxy since
-// (same epoch and bundle, nothing pending). Else (a round's apply or reload
-// also stops the read-back) it is stale: counted "stale", never reported
-// agreed nor a mismatch, and the check stays due (applies is kept). A
-// mismatch is reported and repaired by a reload under mu, as before.
+// (same epoch and bundle, nothing pending). Else it is stale: counted
+// "stale", never reported agreed nor a mismatch, and the check stays due
+// (applies is kept: the next idle moment compares, and checkEvery more
+// applies do). A mismatch is reported and repaired by a reload under mu,
+// as before. A round does not stop a read-back under way: a connection
+// closed before the master's answer ended may hold one of its connection
+// slots (master.Client.Abandoned), and costs a reload.
 type comparison struct {
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -334,13 +348,10 @@ func (l *live) beginComparison(ctx context.Context, cfg *config.HAProxyTemplateC
 }
 
 // changing records that HAProxy's state may change (a runtime apply or a
-// reload follows): a comparison under way is stale, and stopped. mu is
-// held.
+// reload follows): a comparison under way is stale (it reads on: see
+// comparison). mu is held.
 func (p *planeState) changing() {
 	p.epoch++
-	if p.comparing != nil {
-		p.comparing.cancel()
-	}
 }
 
 // compareAndReport reads what HAProxy runs (without mu) and reports the
@@ -356,7 +367,11 @@ func (l *live) compareAndReport(c *comparison) {
 	defer l.mu.Unlock()
 	p := &l.plane
 	p.comparing = nil
+	if l.master != nil && l.master.Abandoned() > 0 {
+		l.trigger() // a round reloads (publish), freeing the master's slots
+	}
 	if p.epoch != c.epoch || p.running != c.b || p.pending != "" {
+		p.staleAt = p.applies
 		l.metrics.RuntimeChecks.WithLabelValues("stale").Inc()
 		l.log.Debug("comparing what HAProxy runs with the files: a round changed it meanwhile; the check stays due", "checked", c.why)
 		return
@@ -365,7 +380,7 @@ func (l *live) compareAndReport(c *comparison) {
 	if st := l.admitter.State(); st != nil && st.Pipeline != nil {
 		cfg = st.Pipeline.Config
 	}
-	p.applies = 0
+	p.applies, p.staleAt = 0, 0
 	if err != nil {
 		l.metrics.RuntimeChecks.WithLabelValues("error").Inc()
 		l.log.Warn("comparing what HAProxy runs with the files failed", "error", err)

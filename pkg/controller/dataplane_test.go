@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -351,4 +352,39 @@ func TestLiveReloadsArePaced(t *testing.T) {
 	require.True(t, f.live.sync(ctx))
 	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.ReloadsHAProxy.WithLabelValues("success", dataplane.ReasonStructure)))
 	f.inSync(t)
+}
+
+// TestLiveReloadsOnceAConnectionToTheMasterWasAbandoned: a connection to
+// HAProxy's master that ended before its answer may hold one of the
+// master's 10 connection slots until a reload (master.Client.Abandoned):
+// the next round reloads, even for a change the runtime API could apply,
+// and the count starts again from zero.
+func TestLiveReloadsOnceAConnectionToTheMasterWasAbandoned(t *testing.T) {
+	f := newRuntimeFixture(t, nil)
+	ctx := t.Context()
+	e := echoes(t, "alpha")
+	require.NoError(t, f.services.Add(annotated("alpha", "addr", e["alpha"])))
+	f.start(t)
+
+	// A command whose answer never comes: the worker waits for a payload.
+	f.master.CommandTimeout = 300 * time.Millisecond
+	s, err := f.master.OpenWorker(ctx)
+	f.master.CommandTimeout = 0
+	require.NoError(t, err)
+	_, err = s.Do(ctx, "add map hosts.map <<", "")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Equal(t, int64(1), f.master.Abandoned())
+
+	require.NoError(t, f.services.Add(annotated("alpha", "addr", e["alpha"], "host", "app.example"))) // a map entry
+	require.True(t, f.live.sync(ctx))
+	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.ReloadsHAProxy.WithLabelValues("success", reloadMasterSlots)))
+	assert.Zero(t, testutil.ToFloat64(f.metrics.ReloadsAvoided), "not applied at run time")
+	assert.Zero(t, f.master.Abandoned())
+	assert.Contains(t, f.logs.String(), "connections to its master CLI ended before their answers")
+	f.inSync(t)
+	assert.Equal(t, map[string]bool{"200 alpha": true}, f.answers(t, "app.example", 2))
+
+	require.NoError(t, f.services.Add(annotated("alpha", "addr", e["alpha"], "host", "other.example")))
+	require.True(t, f.live.sync(ctx))
+	assert.Equal(t, 1.0, testutil.ToFloat64(f.metrics.ReloadsAvoided), "applied at run time again")
 }

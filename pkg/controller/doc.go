@@ -137,7 +137,8 @@
 //	htc_haproxy_reloads_total{result,reason}           counter: success, failed (HAProxy refused),
 //	                                                   error (socket not reached), skipped; reason:
 //	                                                   unknown, structure, servers, files,
-//	                                                   runtime-failed, mismatch, runtime-off, unchanged
+//	                                                   runtime-failed, mismatch, runtime-off, unchanged,
+//	                                                   master-slots
 //	htc_haproxy_reload_duration_seconds                histogram, reload until the new worker
 //	htc_haproxy_runtime_applies_total{kind,result}     counter, changes applied through the runtime
 //	                                                   API: server, map, cert (session, show); applied, failed

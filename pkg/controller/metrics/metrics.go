@@ -200,7 +200,7 @@ func New(certNotAfter func() time.Time) *Set {
 		}, []string{"result"}),
 		ReloadsHAProxy: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "htc_haproxy_reloads_total",
-			Help: "HAProxy reloads through the master socket by result (success, failed: HAProxy refused, error: not reached, skipped: nothing changed) and reason (unknown: what HAProxy runs is not known, structure: haproxy.cfg changed beyond server lines, servers: a server change the runtime API cannot make, files: a file that is not a map or certificate, runtime-failed, mismatch: the run-time comparison found a difference, runtime-off; unchanged with skipped).",
+			Help: "HAProxy reloads through the master socket by result (success, failed: HAProxy refused, error: not reached, skipped: nothing changed) and reason (unknown: what HAProxy runs is not known, structure: haproxy.cfg changed beyond server lines, servers: a server change the runtime API cannot make, files: a file that is not a map or certificate, runtime-failed, mismatch: the run-time comparison found a difference, runtime-off, master-slots: connections to the master CLI ended before their answers; unchanged with skipped).",
 		}, []string{"result", "reason"}),
 		RuntimeApplies: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "htc_haproxy_runtime_applies_total",

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,7 +31,7 @@ const settleIdle = 500 * time.Millisecond
 // usable; set SocketPath. A Client holds no connection between calls and its
 // methods may be called from several goroutines, but Reload calls on the same
 // socket should not overlap: a reload counted by the master could not be told
-// apart from another caller's.
+// apart from another caller's. A Client must not be copied after first use.
 type Client struct {
 	// SocketPath is the unix socket given to haproxy -S.
 	SocketPath string
@@ -43,7 +44,23 @@ type Client struct {
 	// PollInterval is the pause between two `show proc` while Reload waits;
 	// 0 means DefaultPollInterval.
 	PollInterval time.Duration
+
+	// abandoned counts connections that ended before their answer did
+	// since the last reload (see Abandoned).
+	abandoned atomic.Int64
 }
+
+// Abandoned is the number of connections to the master that ended before
+// their answer did (a timeout, a cancellation, a broken connection) since
+// the last successful Reload. Each may hold one of the master's connection
+// slots for good: HAProxy 3.0's master CLI accepts 10 connections and has
+// no timeout, it can freeze an answer it relays from a worker (haproxy
+// issue 3070, fixed after 3.0.11), and a connection closed while a worker
+// still answers may stay counted. Ten of them and the master answers
+// nothing, reloads included. A reload re-executes the master, which frees
+// them all: a caller that sees Abandoned() > 0 should reload while it
+// still can.
+func (c *Client) Abandoned() int64 { return c.abandoned.Load() }
 
 func (c *Client) commandTimeout() time.Duration {
 	if c.CommandTimeout > 0 {
@@ -119,6 +136,7 @@ func (c *Client) exchange(ctx context.Context, cmd string, timeout time.Duration
 	defer stop()
 
 	if _, err := io.WriteString(conn, cmd+"\nquit\n"); err != nil {
+		c.abandoned.Add(1)
 		return "", false, c.wrap(ctx, cmd, err)
 	}
 
@@ -135,6 +153,7 @@ func (c *Client) exchange(ctx context.Context, cmd string, timeout time.Duration
 			if idle && ctx.Err() == nil && isTimeout(rerr) {
 				return string(buf), true, nil
 			}
+			c.abandoned.Add(1)
 			return string(buf), true, c.wrap(ctx, cmd, rerr)
 		}
 		if settled != nil && !idle && settled(buf) {

@@ -71,7 +71,11 @@ func (e *ReloadError) Error() string {
 // reload has another PID than before (HAProxy was restarted rather than
 // reloaded), Reload returns an error at once, since the reload counter
 // started again from 0.
+//
+// A successful reload re-executed the master: Abandoned no longer counts
+// the connections abandoned before it started.
 func (c *Client) Reload(ctx context.Context) (*ReloadResult, error) {
+	abandoned := c.abandoned.Load() // the connections this reload frees
 	before, err := c.ShowProc(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading the master state before reloading: %w", err)
@@ -137,6 +141,7 @@ func (c *Client) Reload(ctx context.Context) (*ReloadResult, error) {
 				return res, &ReloadError{Failed: st.FailedReloads, Output: output}
 			}
 			if hasNewWorker(before, st) {
+				c.abandoned.Add(-abandoned) // the master re-executed
 				return res, nil
 			}
 			lastProblem = fmt.Errorf("the master's reload counter is %d but no new worker is listed", st.Master.Reloads)

@@ -1,6 +1,7 @@
 package master
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -56,10 +57,10 @@ func TestReloadFake(t *testing.T) {
 	before := procText(10, 3, 0, 100)
 	alert := "[ALERT]    (10) : config : parsing [/etc/haproxy/haproxy.cfg:11] : unknown keyword 'bogus' in 'frontend' section"
 	tests := []struct {
-		name     string
-		handle   func(string) reply
-		client   Client
-		ctxLimit time.Duration
+		name          string
+		handle        func(string) reply
+		reloadTimeout time.Duration
+		ctxLimit      time.Duration
 		// check gets what Reload returned; elapsed is how long it took.
 		check func(t *testing.T, f *fakeMaster, res *ReloadResult, err error, elapsed time.Duration)
 	}{
@@ -182,9 +183,9 @@ func TestReloadFake(t *testing.T) {
 			},
 		},
 		{
-			name:   "never seen to finish",
-			handle: scripted(before, reply{}),
-			client: Client{ReloadTimeout: 300 * time.Millisecond},
+			name:          "never seen to finish",
+			handle:        scripted(before, reply{}),
+			reloadTimeout: 300 * time.Millisecond,
 			check: func(t *testing.T, _ *fakeMaster, res *ReloadResult, err error, elapsed time.Duration) {
 				require.Error(t, err)
 				assert.Nil(t, res)
@@ -206,18 +207,18 @@ func TestReloadFake(t *testing.T) {
 			},
 		},
 		{
-			name:   "counter advanced but no new worker",
-			handle: scripted(before, reply{}, reply{text: procText(10, 4, 0, 100)}),
-			client: Client{ReloadTimeout: 300 * time.Millisecond},
+			name:          "counter advanced but no new worker",
+			handle:        scripted(before, reply{}, reply{text: procText(10, 4, 0, 100)}),
+			reloadTimeout: 300 * time.Millisecond,
 			check: func(t *testing.T, _ *fakeMaster, _ *ReloadResult, err error, _ time.Duration) {
 				assert.ErrorIs(t, err, context.DeadlineExceeded)
 				assert.Contains(t, err.Error(), "no new worker is listed")
 			},
 		},
 		{
-			name:   "unexpected answer",
-			handle: scripted(before, reply{text: "Permission denied\n"}),
-			client: Client{ReloadTimeout: 300 * time.Millisecond},
+			name:          "unexpected answer",
+			handle:        scripted(before, reply{text: "Permission denied\n"}),
+			reloadTimeout: 300 * time.Millisecond,
 			check: func(t *testing.T, _ *fakeMaster, _ *ReloadResult, err error, _ time.Duration) {
 				assert.ErrorIs(t, err, context.DeadlineExceeded)
 				assert.Contains(t, err.Error(), "Permission denied")
@@ -245,12 +246,7 @@ func TestReloadFake(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := startFake(t, tt.handle)
-			c := tt.client
-			c.SocketPath = f.path
-			c.PollInterval = 5 * time.Millisecond
-			if c.ReloadTimeout == 0 {
-				c.ReloadTimeout = 5 * time.Second
-			}
+			c := &Client{SocketPath: f.path, PollInterval: 5 * time.Millisecond, ReloadTimeout: cmp.Or(tt.reloadTimeout, 5*time.Second)}
 			ctx := context.Background()
 			if tt.ctxLimit > 0 {
 				var cancel context.CancelFunc

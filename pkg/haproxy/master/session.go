@@ -20,6 +20,7 @@ import (
 // documentation for the protocol. A session is not safe for concurrent use;
 // open one per sequence of commands and Close it.
 type WorkerSession struct {
+	client *Client // counts the session if it ends before an answer
 	socket string
 	conn   net.Conn
 	r      *bufio.Reader
@@ -70,7 +71,7 @@ func (c *Client) OpenWorker(ctx context.Context) (*WorkerSession, error) {
 	if err != nil {
 		return nil, c.wrap(dctx, "", err)
 	}
-	s := &WorkerSession{socket: c.SocketPath, conn: conn, r: bufio.NewReaderSize(conn, 64<<10), timeout: timeout}
+	s := &WorkerSession{client: c, socket: c.SocketPath, conn: conn, r: bufio.NewReaderSize(conn, 64<<10), timeout: timeout}
 	// Cancellation must interrupt a blocked read or write.
 	s.stop = context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	fail := func(cmd string, err error) (*WorkerSession, error) {
@@ -148,6 +149,12 @@ func (s *WorkerSession) roundTrip(ctx context.Context, cmd, payload string, want
 		b.WriteString("\n")
 	}
 	b.WriteString("\n")
+	// From here on, an error ends the session before the answer did.
+	defer func() {
+		if err != nil {
+			s.client.abandoned.Add(1)
+		}
+	}()
 	if _, err := io.WriteString(s.conn, b.String()); err != nil {
 		return "", "", s.cause(ctx, err)
 	}
