@@ -25,6 +25,7 @@ import (
 	"github.com/haproxy-template/htc/pkg/render/tree"
 	"github.com/haproxy-template/htc/pkg/resourcestatus"
 	"github.com/haproxy-template/htc/pkg/store"
+	"github.com/haproxy-template/htc/pkg/watched"
 )
 
 // Engine renders one configuration's templates. It parses them once (New)
@@ -45,6 +46,9 @@ type Engine struct {
 	// statusCache holds the decoded status documents of the last render
 	// that rendered them all, by text (status.go).
 	statusCache atomic.Pointer[resourcestatus.Cache]
+	// statusParts shares the equal parts of the decoded statuses (nil
+	// without spec.resourceStatus; status.go).
+	statusParts *watched.ShareTable
 	// paths caches parsed field paths (string -> store.FieldPath) for field;
 	// at most maxCachedPaths entries, counted by npaths.
 	paths  sync.Map
