@@ -63,9 +63,9 @@
 // admission.Admitter.Source).
 //
 // The informers keep of each object only what the templates can read
-// (dryrun.Pipeline.Keep). When idle, the shadow checks read one object of
-// each store whole from the API server and render the live state with it
-// (package shadow, prune); a mismatch turns pruning off and the config
+// (dryrun.Pipeline.Keep). When idle, once for each published render, the
+// shadow checks read one object of each store whole from the API server
+// and render the live state with it (package shadow, prune); a mismatch turns pruning off and the config
 // loop lists every watched resource again, whole (relistWhole).
 //
 // The shortcuts the controller takes (package shortcut: incremental

@@ -114,7 +114,8 @@
 // state fails the render with a *resourcestatus.Error, attributed to the
 // object it names when watched, else to the object that wrote it.
 // Decodings are reused by text from the last render that rendered them
-// all (resourcestatus.ParseCached).
+// all (resourcestatus.ParseCached), and equal statuses are kept once (a
+// watched.ShareTable of the engine's).
 //
 // # Fragments: incremental rendering
 //

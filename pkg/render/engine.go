@@ -25,6 +25,7 @@ import (
 	"github.com/haproxy-template/htc/pkg/render/tree"
 	"github.com/haproxy-template/htc/pkg/resourcestatus"
 	"github.com/haproxy-template/htc/pkg/store"
+	"github.com/haproxy-template/htc/pkg/watched"
 )
 
 // Engine renders one configuration's templates. It parses them once (New)
@@ -45,6 +46,9 @@ type Engine struct {
 	// statusCache holds the decoded status documents of the last render
 	// that rendered them all, by text (status.go).
 	statusCache atomic.Pointer[resourcestatus.Cache]
+	// statusParts shares the equal parts of the decoded statuses (nil
+	// without spec.resourceStatus; status.go).
+	statusParts *watched.ShareTable
 	// paths caches parsed field paths (string -> store.FieldPath) for field;
 	// at most maxCachedPaths entries, counted by npaths.
 	paths  sync.Map
@@ -56,6 +60,9 @@ type Engine struct {
 	// table holds the fragment records the last recording render kept
 	// (fragment.go).
 	table atomic.Pointer[fragments.Table]
+	// parts keeps one copy of equal values emitted in renders that may
+	// reuse records (fragments.Parts).
+	parts *fragments.Parts
 	// reused and ran count fragments (FragmentStats); confirmed the renders
 	// that reused records, failed and were rendered again in full; torn
 	// the renders whose stores moved while they read them, done again.
@@ -220,7 +227,8 @@ func New(spec *config.HAProxyTemplateConfigSpec) (*Engine, error) {
 	if spec == nil {
 		return nil, renderError("no configuration", errors.New("render.New: nil spec"))
 	}
-	e := &Engine{names: map[bundle.Kind]map[string]struct{}{bundle.KindMap: {}, bundle.KindFile: {}, bundle.KindCert: {}}}
+	e := &Engine{names: map[bundle.Kind]map[string]struct{}{bundle.KindMap: {}, bundle.KindFile: {}, bundle.KindCert: {}},
+		parts: fragments.NewParts(0)}
 	e.sizes.Store(&renderSizes{})
 	extra, err := decodeExtraContext(spec.ExtraContext)
 	if err != nil {
@@ -351,6 +359,9 @@ func (e *Engine) render(ctx context.Context, in Input, reuse bool) (_ *bundle.Bu
 	}()
 	data := e.context(in, ctx, &st.sources)
 	st.root, st.stores = data, data["resources"].(map[string]*ResourceStore)
+	if reuse {
+		st.frags.parts = e.parts
+	}
 	if t := e.table.Load(); reuse && t != nil && t.BaseDir == in.BaseDir && t.Limit == st.budget.limit {
 		st.frags.reuse, st.frags.check, st.frags.exact = t, st.reuseCheck(t, in.Stores), in.ExactReads
 	}

@@ -44,6 +44,9 @@ type fragmentState struct {
 	// this render, by the two objects compared.
 	exact     bool
 	alikeSeen map[[2]unsafe.Pointer]bool
+	// parts keeps one copy of equal emitted values (the engine's; nil in
+	// a full render, the reference the shortcuts are checked against).
+	parts *fragments.Parts
 	// reused and ran count the fragments applied from records and run;
 	// alike the records applied with objects read now (fragment_reuse.go).
 	reused, ran, alike int
@@ -155,7 +158,7 @@ func (s *renderState) fragment(name, key string, item any) error {
 // is current while it runs (a failure is attributed to it, and stays so);
 // the source map is left alone until the record is applied.
 func (s *renderState) runFragment(name, key string, item any) (*fragments.Record, error) {
-	frozen, err := fragments.Freeze(item, s.isOwned, nil)
+	frozen, err := fragments.Freeze(item, s.isOwned, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("fragments %q: %w", name, err)
 	}
@@ -212,7 +215,7 @@ func (s *renderState) emit(channel, key string, value any) (string, error) {
 	if f == nil {
 		return "", errors.New("emit: only a fragment may emit (see fragments)")
 	}
-	v, err := fragments.Freeze(value, s.isOwned, &f.Held)
+	v, err := fragments.Freeze(value, s.isOwned, &f.Held, s.frags.parts)
 	if err != nil {
 		return "", fmt.Errorf("emit %q %q: %w", channel, key, err)
 	}

@@ -53,7 +53,7 @@ func TestFragmentKeysTellApartWhatTemplatesTellApart(t *testing.T) {
 	for _, v := range keyValues(s) {
 		k, err := fragments.AppendFingerprint(nil, v, s.isOwned)
 		require.NoError(t, err, "%#v", v)
-		frozen, err := fragments.Freeze(v, s.isOwned, nil)
+		frozen, err := fragments.Freeze(v, s.isOwned, nil, nil)
 		require.NoError(t, err)
 		var seen strings.Builder
 		require.NoError(t, observe.Execute(&seen, frozen))

@@ -9,6 +9,7 @@ import (
 	"github.com/haproxy-template/htc/pkg/phase"
 	"github.com/haproxy-template/htc/pkg/resourcestatus"
 	"github.com/haproxy-template/htc/pkg/store"
+	"github.com/haproxy-template/htc/pkg/watched"
 )
 
 // StatusTemplateName is the template name of spec.resourceStatus, as
@@ -28,6 +29,7 @@ func (e *Engine) statusSource(spec *config.HAProxyTemplateConfigSpec) []source {
 		return nil
 	}
 	e.apiVersions = make(map[string]string, len(spec.WatchedResources))
+	e.statusParts = watched.NewShareTable(0)
 	for k, w := range spec.WatchedResources {
 		if w.WriteStatus {
 			e.apiVersions[k] = w.APIVersion
@@ -46,13 +48,14 @@ func (e *Engine) statusSource(spec *config.HAProxyTemplateConfigSpec) []source {
 // rendered them all (resourcestatus.ParseCached: a pure function of each
 // document's text, so any render's answer as well as another's); each such
 // render keeps its own for the next. The cache holds one render's
-// documents.
+// documents. The statuses decoded are shared by content (e.statusParts:
+// the routes of a Gateway mostly have the same status), never modified.
 func (e *Engine) statusDocuments(text string, stores store.Set, st *renderState) ([]resourcestatus.Document, *phase.Error) {
 	var old resourcestatus.Cache
 	if c := e.statusCache.Load(); c != nil {
 		old = *c
 	}
-	docs, next, err := resourcestatus.ParseCached(text, old)
+	docs, next, err := resourcestatus.ParseCached(text, old, e.statusParts)
 	if err == nil {
 		err = resourcestatus.Resolve(docs, stores, e.apiVersions)
 	}

@@ -2,15 +2,19 @@ package resourcestatus
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/haproxy-template/htc/pkg/watched"
 )
 
 // FuzzParseCachedIsParse: a parse that takes decodings from the cache of
-// another text answers exactly as a parse without one.
+// another text, and shares the statuses it decodes with those of that
+// text, answers exactly as a parse without either.
 func FuzzParseCachedIsParse(f *testing.F) {
 	const doc = "{apiVersion: v1, kind: Service, metadata: {namespace: d, name: %s}, status: %s}"
 	for _, seed := range [][2]string{
@@ -19,13 +23,17 @@ func FuzzParseCachedIsParse(f *testing.F) {
 		{"---\n\n---\n# c\n", "# c\n---\n" + fmt.Sprintf(doc, "a", "[]")},
 		{"a: [", "a: [\n---\n" + fmt.Sprintf(doc, "a", "{}")},
 		{fmt.Sprintf(doc, "a", "{}") + "\n", "\n" + fmt.Sprintf(doc, "a", "{}") + "\n---\n" + fmt.Sprintf(doc, "a", "{}") + "\n"},
+		// Equal parts of other kinds, and statuses equal but for them.
+		{fmt.Sprintf(doc, "a", "{x: [1, {y: 1}]}"), fmt.Sprintf(doc, "b", "{x: [1.5, {y: '1'}]}") + "\n---\n" + fmt.Sprintf(doc, "c", "{x: [1, {y: 1}]}")},
+		{fmt.Sprintf(doc, "a", "{x: {}, y: []}"), fmt.Sprintf(doc, "b", "{x: [], y: {}}") + "\n---\n" + fmt.Sprintf(doc, "c", "{x: null, y: {}}")},
 	} {
 		f.Add(seed[0], seed[1])
 	}
 	f.Fuzz(func(t *testing.T, first, second string) {
-		_, cache, _ := ParseCached(first, nil)
+		parts := watched.NewShareTable(0)
+		_, cache, _ := ParseCached(first, nil, parts)
 		want, wantErr := Parse(second)
-		got, _, gotErr := ParseCached(second, cache)
+		got, _, gotErr := ParseCached(second, cache, parts)
 		assert.Equal(t, fmt.Sprint(wantErr), fmt.Sprint(gotErr))
 		assert.Equal(t, want, got)
 	})
@@ -33,17 +41,37 @@ func FuzzParseCachedIsParse(f *testing.F) {
 
 func TestParseCachedReusesDecodings(t *testing.T) {
 	text := "{apiVersion: v1, kind: Service, metadata: {name: a}, status: {x: 1}}\n---\n{apiVersion: v1, kind: Service, metadata: {name: b}, status: {}}"
-	docs, cache, err := ParseCached(text, nil)
+	docs, cache, err := ParseCached(text, nil, nil)
 	require.NoError(t, err)
 	require.Len(t, cache, 2)
-	again, next, err := ParseCached("\n---\n"+text, cache)
+	again, next, err := ParseCached("\n---\n"+text, cache, nil)
 	require.NoError(t, err)
 	assert.Equal(t, 3, again[0].Line, "positions are this text's")
 	assert.Equal(t, docs[1].Status, again[1].Status)
 	assert.Same(t, cache[strings.SplitN(text, "\n---\n", 2)[0]], next[strings.SplitN(text, "\n---\n", 2)[0]], "the decoding was reused")
-	_, failed, err := ParseCached(text+"\n---\na: [", cache)
+	_, failed, err := ParseCached(text+"\n---\na: [", cache, nil)
 	require.Error(t, err)
 	assert.Nil(t, failed, "a failed parse leaves no cache")
+}
+
+// Statuses that say the same are kept once: ten thousand routes of a
+// Gateway mostly have the same status, and a decoded status is about
+// 2.4 KB of maps.
+func TestParseSharesEqualStatuses(t *testing.T) {
+	const doc = "{apiVersion: v1, kind: Service, metadata: {namespace: d, name: %s}, status: %s}"
+	status := "{parents: [{conditions: [{type: Accepted, status: 'True', observedGeneration: 1}], parentRef: {name: gw}}]}"
+	parts := watched.NewShareTable(0)
+	docs, _, err := ParseCached(fmt.Sprintf(doc, "a", status)+"\n---\n"+fmt.Sprintf(doc, "b", status)+"\n---\n"+fmt.Sprintf(doc, "c", "{x: 1}"), nil, parts)
+	require.NoError(t, err)
+	require.Len(t, docs, 3)
+	assert.Equal(t, reflect.ValueOf(docs[0].Status).UnsafePointer(), reflect.ValueOf(docs[1].Status).UnsafePointer(), "one status map")
+	assert.NotEqual(t, reflect.ValueOf(docs[0].Status).UnsafePointer(), reflect.ValueOf(docs[2].Status).UnsafePointer())
+	later, _, err := ParseCached(fmt.Sprintf(doc, "d", status), nil, parts)
+	require.NoError(t, err)
+	assert.Equal(t, reflect.ValueOf(docs[0].Status).UnsafePointer(), reflect.ValueOf(later[0].Status).UnsafePointer(), "the next parse keeps it once too")
+	alone, err := Parse(fmt.Sprintf(doc, "a", status))
+	require.NoError(t, err)
+	assert.Equal(t, alone[0].Status, later[0].Status)
 }
 
 // BenchmarkParse parses 10,000 Ingress status documents, with and without
@@ -54,7 +82,7 @@ func BenchmarkParse(b *testing.B) {
 		fmt.Fprintf(&sb, "---\n{\"apiVersion\":\"networking.k8s.io/v1\",\"kind\":\"Ingress\",\"metadata\":{\"name\":\"app%d\",\"namespace\":\"ns%d\"},\"status\":{\"loadBalancer\":{\"ingress\":[{\"ip\":\"203.0.113.10\"}]}}}\n", i, i%3)
 	}
 	text := sb.String()
-	_, cache, err := ParseCached(text, nil)
+	_, cache, err := ParseCached(text, nil, nil)
 	require.NoError(b, err)
 	for _, c := range []struct {
 		name  string
@@ -63,7 +91,7 @@ func BenchmarkParse(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, _, err := ParseCached(text, c.cache); err != nil {
+				if _, _, err := ParseCached(text, c.cache, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -7,6 +7,8 @@ import (
 
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/haproxy-template/htc/pkg/watched"
 )
 
 // MaxDocumentBytes bounds the text of one document: a status larger than
@@ -64,7 +66,7 @@ func (e *Error) Error() string {
 // Parse splits text into its documents and decodes each. The first
 // document that is not one object's status is an *Error.
 func Parse(text string) ([]Document, error) {
-	docs, _, err := ParseCached(text, nil)
+	docs, _, err := ParseCached(text, nil, nil)
 	return docs, err
 }
 
@@ -80,7 +82,14 @@ type Cache map[string]*Document
 // also returns the cache of this text's documents (nil when a document
 // fails), for the next parse. At 10,000 documents decoding is most of a
 // parse (see BenchmarkParse).
-func ParseCached(text string, old Cache) ([]Document, Cache, error) {
+//
+// The status of each document it decodes is shared through share (nil:
+// nothing is): its maps and lists, the status map itself included, are
+// those of an equal status decoded before when share remembers one
+// (watched.ShareTable: equal content, kinds of values told apart), so
+// that ten thousand routes whose status says the same keep it once. The
+// decoded statuses are never modified, so sharing them is sound.
+func ParseCached(text string, old Cache, share *watched.ShareTable) ([]Document, Cache, error) {
 	chunks := split(text)
 	var docs []Document
 	next := make(Cache, len(chunks))
@@ -95,6 +104,10 @@ func ParseCached(text string, old Cache) ([]Document, Cache, error) {
 			if d, err = decode(c.text); err != nil {
 				err.Index, err.Line = len(docs)+1, c.line
 				return nil, nil, err
+			}
+			if d != nil && share != nil {
+				// Through a map holding it: Share never replaces its root.
+				d.Status = share.Share(map[string]any{"status": d.Status})["status"].(map[string]any)
 			}
 		}
 		next[c.text] = d

@@ -15,7 +15,9 @@
 //	prune     the live state with one object of each store read again
 //	          whole from the API server (Options.Reread), in place of what
 //	          the store keeps of it, renders in full the live render
-//	          (only when idle; another object of each store every time)
+//	          (only when idle, once for each published render, so that a
+//	          controller at rest renders nothing; another object of each
+//	          store every time)
 //
 // The live loop and the admission path offer samples (LiveRendered,
 // AdmissionRendered, AcceptedReusing, AdmittedAlike); offering never

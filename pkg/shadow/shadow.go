@@ -95,7 +95,11 @@ type Verifier struct {
 	// published is the newest live render (published when its check
 	// passes; the prune checks compare with it); idle asks for a prune
 	// check (Idle); pruneRound picks each check's objects.
-	published  atomic.Pointer[liveSample]
+	published atomic.Pointer[liveSample]
+	// pruned is the published render last prune-checked: one check each,
+	// so that a controller at rest renders nothing (each check is a full
+	// render, and the idle period after one would start another).
+	pruned     atomic.Pointer[liveSample]
 	idle       atomic.Bool
 	pruneRound atomic.Uint64
 	admitted   chan *admissionSample
@@ -167,8 +171,8 @@ func (v *Verifier) trigger() {
 	}
 }
 
-// checkPending checks the newest live sample, then (when idle) the
-// pruning of the published one, then the queued admission, map-only and
+// checkPending checks the newest live sample, then (when idle, once for
+// each) the pruning of the published one, then the queued admission, map-only and
 // read-set samples, one at a time, until one is cancelled.
 func (v *Verifier) checkPending(ctx context.Context) {
 	if s := v.live.Swap(nil); s != nil {
@@ -177,11 +181,12 @@ func (v *Verifier) checkPending(ctx context.Context) {
 			return
 		}
 	}
-	if s := v.published.Load(); s != nil && v.pruneChecked() && v.idle.Swap(false) {
+	if s := v.published.Load(); s != nil && v.pruneChecked() && v.idle.Swap(false) && v.pruned.Load() != s {
 		if !v.run(ctx, shortcut.Prune, "the live state", func(ctx context.Context) (string, string) { return v.checkPrune(ctx, s) }) {
 			v.idle.Store(true) // the next occasion checks it
 			return
 		}
+		v.pruned.Store(s)
 	}
 	for {
 		select {

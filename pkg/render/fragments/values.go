@@ -138,8 +138,9 @@ func appendLenString(b []byte, s string) []byte {
 // copied (recursively); it refuses what AppendFingerprint refuses. When
 // held is not nil, it appends to it each map it keeps as it is (one the
 // render did not build: a store object, a part of one, extraContext),
-// outermost only, by address.
-func Freeze(v any, owned Owned, held *[]unsafe.Pointer) (any, error) {
+// outermost only, by address. When parts is not nil, each map and list it
+// copies is the equal one parts remembers, if any (see Parts).
+func Freeze(v any, owned Owned, held *[]unsafe.Pointer, parts *Parts) (any, error) {
 	switch x := v.(type) {
 	case nil, string, bool, map[string]string:
 		return v, nil
@@ -152,13 +153,13 @@ func Freeze(v any, owned Owned, held *[]unsafe.Pointer) (any, error) {
 		}
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			f, err := Freeze(e, owned, held)
+			f, err := Freeze(e, owned, held, parts)
 			if err != nil {
 				return nil, err
 			}
 			out[k] = f
 		}
-		return out, nil
+		return parts.share(out, mapPtr(out)), nil
 	}
 	rv := reflect.ValueOf(v)
 	switch rv.Kind() {
@@ -172,7 +173,7 @@ func Freeze(v any, owned Owned, held *[]unsafe.Pointer) (any, error) {
 		}
 		out := reflect.MakeSlice(reflect.SliceOf(rv.Type().Elem()), rv.Len(), rv.Len())
 		for i := range rv.Len() {
-			f, err := Freeze(rv.Index(i).Interface(), owned, held)
+			f, err := Freeze(rv.Index(i).Interface(), owned, held, parts)
 			if err != nil {
 				return nil, err
 			}
@@ -184,7 +185,7 @@ func Freeze(v any, owned Owned, held *[]unsafe.Pointer) (any, error) {
 		if rv.Kind() == reflect.Slice && rv.IsNil() {
 			return v, nil
 		}
-		return out.Interface(), nil
+		return parts.share(out.Interface(), nil), nil
 	}
 	return nil, fmt.Errorf("a value of type %T cannot be a fragment's input or an emitted value (use strings, numbers, booleans, objects, lists and dicts)", v)
 }
