@@ -373,7 +373,7 @@ func (l *live) compareAndReport(c *comparison) {
 	if p.epoch != c.epoch || p.running != c.b || p.pending != "" {
 		p.staleAt = p.applies
 		l.metrics.RuntimeChecks.WithLabelValues("stale").Inc()
-		l.log.Debug("comparing what HAProxy runs with the files: a round changed it meanwhile; the check stays due", "checked", c.why)
+		l.log.Debug("comparing what HAProxy runs with the files: a round changed it meanwhile; the check stays due", "checked", c.why, "error", err)
 		return
 	}
 	ctx, cfg := c.ctx, c.cfg
