@@ -284,6 +284,18 @@ func (s *readScan) include(c callSite) *absValue {
 	return &absValue{}
 }
 
+// includeValue scans includeValue NAME DOT: the template runs as with
+// include, and the call returns what any snippet may give with result
+// (returned: one value for every snippet, which over-approximates).
+func (s *readScan) includeValue(c callSite) *absValue {
+	if s.include(c) == nil {
+		return nil
+	}
+	v := &absValue{}
+	v.join(s.returned)
+	return v
+}
+
 // fragmentsCall scans fragments NAME ITEMS: NAME runs with a dot holding
 // an element of ITEMS (a store's objects, a list's elements, a dict's
 // values) as item, the store handles and extraContext. A name computed at

@@ -19,12 +19,13 @@ import (
 // the scan cannot follow makes it give up (Set.Everything).
 func Scan(root *template.Template, entries []string) *Set {
 	s := &readScan{
-		root:    root,
-		reads:   map[string]*fieldTrie{},
-		dots:    map[string]*absValue{},
-		vars:    map[varSite]*absValue{},
-		nodes:   map[parse.Node]*absNode{},
-		emitted: &absNode{fields: map[string]*absValue{}, any: &absValue{}},
+		root:     root,
+		reads:    map[string]*fieldTrie{},
+		dots:     map[string]*absValue{},
+		vars:     map[varSite]*absValue{},
+		nodes:    map[parse.Node]*absNode{},
+		emitted:  &absNode{fields: map[string]*absValue{}, any: &absValue{}},
+		returned: &absValue{},
 	}
 	ctx := &absNode{fields: map[string]*absValue{
 		"resources":    {resources: true},
@@ -184,6 +185,9 @@ type readScan struct {
 	// emitted holds every value emit may put in a channel: what emitted
 	// returns.
 	emitted *absNode
+	// returned holds every value result may give: what includeValue
+	// returns.
+	returned *absValue
 }
 
 // called records that template name runs with dot.
