@@ -23,8 +23,7 @@
 //
 // The scan follows store objects through variables, field chains, dict
 // and list, set and get, index, include and template calls, the values
-// snippets give with result to includeValue (one value for all of them),
-// until nothing grows. A field counts as read once its value is used (printed, tested,
+// snippets give with result to includeValue, until nothing grows. A field counts as read once its value is used (printed, tested,
 // compared, passed to a function). A field evaluated but not used (a chain
 // assigned to a variable nobody reads, a dict value a snippet ignores) is
 // a shape read: a render can still fail on a missing step or the wrong

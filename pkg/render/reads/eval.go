@@ -39,6 +39,7 @@ func (s *readScan) node1(sc *scope, dot *absValue, n parse.Node) {
 			v = s.pipe(sc, dot, x.Pipe, true)
 		}
 		s.called(x.Name, v)
+		s.ran(x.Name)
 	case *parse.ListNode:
 		s.list(sc, dot, x)
 	case *parse.TextNode, *parse.CommentNode, *parse.BreakNode, *parse.ContinueNode:
@@ -285,15 +286,18 @@ func (s *readScan) include(c callSite) *absValue {
 }
 
 // includeValue scans includeValue NAME DOT: the template runs as with
-// include, and the call returns what any snippet may give with result
-// (returned: one value for every snippet, which over-approximates).
+// include, and the call returns what result may give in it (returnedBy).
+// A name computed at render time could be any template: the scan gives
+// up, as include does.
 func (s *readScan) includeValue(c callSite) *absValue {
 	if s.include(c) == nil {
 		return nil
 	}
-	v := &absValue{}
-	v.join(s.returned)
-	return v
+	name, ok := c.constArg(0)
+	if !ok {
+		return &absValue{}
+	}
+	return s.returnedBy(name)
 }
 
 // fragmentsCall scans fragments NAME ITEMS: NAME runs with a dot holding

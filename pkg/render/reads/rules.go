@@ -172,13 +172,18 @@ func eachRule(_ *readScan, c callSite) *absValue {
 	return c.args[0]
 }
 
-// resultRule: result VALUE holds VALUE for includeValue, whichever
-// snippet gives it (see returned).
+// resultRule: result VALUE holds VALUE for includeValue of the template
+// being scanned (see returnedBy).
 func resultRule(s *readScan, c callSite) *absValue {
 	if len(c.args) != 1 {
 		return nil
 	}
-	if s.returned.join(c.args[0]) {
+	v := s.returned[s.current]
+	if v == nil {
+		v = &absValue{}
+		s.returned[s.current] = v
+	}
+	if v.join(c.args[0]) {
 		s.grew = true
 	}
 	return &absValue{}
