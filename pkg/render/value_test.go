@@ -80,11 +80,7 @@ func TestIncludeValueReturnsWhatTheSnippetGives(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var opts []specOpt
-			for name, text := range tc.snippets {
-				opts = append(opts, withSnippet(name, text))
-			}
-			e := mustEngine(t, tc.cfg, opts...)
+			e := mustEngine(t, tc.cfg, withSnippets(tc.snippets))
 			ings := newFakeReader(t, nsName, ingress("default", "a", "a.example.com", "svc"))
 			b, err := e.Render(context.Background(), Input{Stores: map[string]store.Reader{"ingresses": ings}, BaseDir: "/b"})
 			if tc.err != "" {
