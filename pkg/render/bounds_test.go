@@ -47,11 +47,7 @@ var runaway = []struct {
 func TestRenderStopsAtItsDeadline(t *testing.T) {
 	for _, tc := range runaway {
 		t.Run(tc.name, func(t *testing.T) {
-			var opts []specOpt
-			for name, text := range tc.snippets {
-				opts = append(opts, withSnippet(name, text))
-			}
-			e := mustEngine(t, tc.tmpl, opts...)
+			e := mustEngine(t, tc.tmpl, withSnippets(tc.snippets))
 			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 			defer cancel()
 			// A limit no render reaches: only the deadline may stop it.

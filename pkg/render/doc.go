@@ -7,7 +7,7 @@
 //   - this package: the engine (engine.go: New, Render, Input), one
 //     render's state and the functions bound to it (state.go: the owning
 //     functions; funcs.go: the FuncMaps; addfile.go, pathfor.go, each.go,
-//     warn.go; field, safe, word and quoteValue are package values'), the stores as
+//     warn.go, value.go; field, safe, word and quoteValue are package values'), the stores as
 //     templates see them (resources.go, printing.go), the render's budget
 //     and writer (bounds.go), errors (errors.go), the parse-time check of
 //     every tree (prepare.go), running fragments and applying their records (fragment*.go; the records and their reuse: package fragments),
@@ -80,7 +80,9 @@
 //     also leading or trailing whitespace and environment references
 //     ("$NAME", "${...}"); word also an empty value, any whitespace, '#',
 //     quotes, backslashes and any '$'. Messages name the object and field.
-//   - include, addFile, each, fragments, emit, emitted: see their files.
+//   - include, addFile, each, fragments, emit, emitted: see their files;
+//     includeValue NAME DATA runs a snippet for the value it gives with
+//     result VALUE, as built (value.go).
 //   - warn OBJ MESSAGE: the render goes on and MESSAGE rides on the bundle
 //     (Bundle.Warnings) as a warning about OBJ, not in the bundle's hash;
 //     an admission that changes OBJ and is allowed shows it (how a library

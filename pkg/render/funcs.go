@@ -98,6 +98,8 @@ func dynamicFuncs(s *renderState) template.FuncMap {
 		"each":               s.each,
 		"addFile":            s.addFile,
 		"include":            s.include,
+		"includeValue":       s.includeValue,
+		"result":             s.result,
 		"field":              s.field,
 		"dict":               s.dict,
 		"deepCopy":           s.deepCopy,

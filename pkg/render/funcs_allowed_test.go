@@ -111,8 +111,9 @@ var allowedFuncs = map[string]string{
 	"referenceGrantAllows": "the gateway-api module's ReferenceGrant type over its arguments (package funcs, gateway.go)",
 	// htc's bound to the render
 	"pathFor": ofRender + " (Input.BaseDir)", "each": ofRender + " (the source map)", "addFile": ofRender,
-	"include": ofRender + " (its templates)", "fragments": ofRender + " (its templates, records and stores)",
-	"emit": ofRender, "emitted": ofRender, "warn": ofRender + " (Bundle.Warnings)",
+	"include": ofRender + " (its templates)", "includeValue": ofRender + " (its templates)", "result": ofRender + " (the includeValue call running)",
+	"fragments": ofRender + " (its templates, records and stores)",
+	"emit":      ofRender, "emitted": ofRender, "warn": ofRender + " (Bundle.Warnings)",
 	// text/template's builtins
 	"and": ofLogic, "or": ofLogic, "not": ofLogic, "len": ofLogic, "index": ofLogic, "eq": ofLogic, "ne": ofLogic,
 	"lt": ofLogic, "le": ofLogic, "gt": ofLogic, "ge": ofLogic,

@@ -156,6 +156,15 @@ func withSnippet(name, text string) specOpt {
 	}
 }
 
+// withSnippets adds every snippet of m (name to text).
+func withSnippets(m map[string]string) specOpt {
+	return func(s *config.HAProxyTemplateConfigSpec) {
+		for name, text := range m {
+			withSnippet(name, text)(s)
+		}
+	}
+}
+
 func withMap(name, text string) specOpt {
 	return func(s *config.HAProxyTemplateConfigSpec) {
 		if s.Maps == nil {

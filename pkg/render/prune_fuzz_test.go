@@ -26,6 +26,7 @@ import (
 // list, tuple, set on declared dicts, default, and, or, not, empty, each,
 // kindOf, toJson, len, pipelines (the value before | as the last
 // argument), store List and Get, include and template of the snippet,
+// includeValue of a snippet that gives a value made of its dot,
 // addFile with an owner, variables declared, assigned and declared or
 // assigned in parentheses (in scope to the end of their block), if/else,
 // with (declaring a variable or not) and range in every form: over . or
@@ -66,9 +67,9 @@ func FuzzPruneRandomTemplates(f *testing.F) {
 	})
 	f.Fuzz(func(t *testing.T, seed, i uint64) {
 		rnd := rand.New(rand.NewPCG(seed, i))
-		cfg, snippet := randomPruneTemplates(rnd)
+		cfg, snippet, value := randomPruneTemplates(rnd)
 		objs := map[string][]map[string]any{"things": {randomPruneObject(rnd, "a"), randomPruneObject(rnd, "b")}}
-		e, err := New(newSpec(cfg, withSnippet("snip", snippet)))
+		e, err := New(newSpec(cfg, withSnippet("snip", snippet), withSnippet("val", value)))
 		if err != nil {
 			mu.Lock()
 			c.templates++
@@ -92,8 +93,8 @@ func FuzzPruneRandomTemplates(f *testing.F) {
 		mu.Unlock()
 		if whole != pruned {
 			t.Fatalf("seed %d, template %d renders differently pruned\n"+
-				"haproxy.cfg: %s\nsnip: %s\nobjects: %s\nkept: %s\nwhole:  %+v\npruned: %+v",
-				seed, i, cfg, snippet, pruneFuzzJSON(objs), keeps["things"], whole, pruned)
+				"haproxy.cfg: %s\nsnip: %s\nval: %s\nobjects: %s\nkept: %s\nwhole:  %+v\npruned: %+v",
+				seed, i, cfg, snippet, value, pruneFuzzJSON(objs), keeps["things"], whole, pruned)
 		}
 	})
 }
@@ -219,12 +220,15 @@ func randomPruneValue(rnd *rand.Rand, depth int) any {
 }
 
 // randomPruneTemplates returns a random haproxy.cfg ranging over the
-// things store with $i, and a random snippet "snip" it may include or
-// call, which reads only its dot.
-func randomPruneTemplates(rnd *rand.Rand) (cfg, snippet string) {
+// things store with $i, a random snippet "snip" it may include or
+// call, which reads only its dot, and a random snippet "val" it may run
+// with includeValue, whose result is made of its dot.
+func randomPruneTemplates(rnd *rand.Rand) (cfg, snippet, value string) {
 	main := &pruneGen{rnd: rnd, vars: []string{"$i"}}
 	loop := main.oneOf(".resources.things.List", ".resources.things.Each")
 	cfg = "{{ range $i := " + loop + " }}" + main.stmts(2, 1+rnd.IntN(2)) + ";{{ end }}"
 	snip := &pruneGen{rnd: rnd, snippet: true}
-	return cfg, snip.stmts(1, 2)
+	snippet = snip.stmts(1, 2)
+	val := &pruneGen{rnd: rnd, snippet: true}
+	return cfg, snippet, "{{ result " + val.expr(2) + " }}"
 }

@@ -158,6 +158,7 @@ var pruneMainExprForms = []func(g *pruneGen, arg func() string) string{
 	},
 	func(g *pruneGen, arg func() string) string { return fmt.Sprintf(`(include "snip" %s)`, arg()) },
 	func(g *pruneGen, arg func() string) string { return fmt.Sprintf(`(%s | include "snip")`, arg()) },
+	func(g *pruneGen, arg func() string) string { return fmt.Sprintf(`(includeValue "val" %s)`, arg()) },
 	// addFile with an owner (named in the source map), one file per object.
 	func(g *pruneGen, arg func() string) string {
 		return fmt.Sprintf(`(addFile "file" (printf "f%%d-%%s" %d $i.metadata.name) (toJson %s) %s)`, g.n(1000), arg(), arg())

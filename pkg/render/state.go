@@ -49,6 +49,8 @@ type renderState struct {
 	root    map[string]any
 	stores  map[string]*ResourceStore
 	writers []*boundedWriter
+	// values are the includeValue calls running, innermost last (value.go).
+	values []valueCall
 	// frags is the render's fragment state (fragment.go).
 	frags fragmentState
 	// warnings are the warnings warn gave (warn.go), in render order.

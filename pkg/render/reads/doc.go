@@ -22,8 +22,8 @@
 // # What counts as read
 //
 // The scan follows store objects through variables, field chains, dict
-// and list, set and get, index, include and template calls, until nothing
-// grows. A field counts as read once its value is used (printed, tested,
+// and list, set and get, index, include and template calls, the values
+// snippets give with result to includeValue, until nothing grows. A field counts as read once its value is used (printed, tested,
 // compared, passed to a function). A field evaluated but not used (a chain
 // assigned to a variable nobody reads, a dict value a snippet ignores) is
 // a shape read: a render can still fail on a missing step or the wrong

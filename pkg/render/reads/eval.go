@@ -39,6 +39,7 @@ func (s *readScan) node1(sc *scope, dot *absValue, n parse.Node) {
 			v = s.pipe(sc, dot, x.Pipe, true)
 		}
 		s.called(x.Name, v)
+		s.ran(x.Name)
 	case *parse.ListNode:
 		s.list(sc, dot, x)
 	case *parse.TextNode, *parse.CommentNode, *parse.BreakNode, *parse.ContinueNode:
@@ -282,6 +283,21 @@ func (s *readScan) include(c callSite) *absValue {
 	}
 	s.called(t, dot)
 	return &absValue{}
+}
+
+// includeValue scans includeValue NAME DOT: the template runs as with
+// include, and the call returns what result may give in it (returnedBy).
+// A name computed at render time could be any template: the scan gives
+// up, as include does.
+func (s *readScan) includeValue(c callSite) *absValue {
+	if s.include(c) == nil {
+		return nil
+	}
+	name, ok := c.constArg(0)
+	if !ok {
+		return &absValue{}
+	}
+	return s.returnedBy(name)
 }
 
 // fragmentsCall scans fragments NAME ITEMS: NAME runs with a dot holding

@@ -22,7 +22,8 @@ type rule func(s *readScan, c callSite) *absValue
 // result (dict, list, set, get, index, default, and, or, each), read less
 // than their arguments whole (hasKey, field, not, addFile, and warn and
 // fail, whose OBJECT is named, not read), run templates
-// (include, fragments) or hold values for later (emit, emitted). Every
+// (include, includeValue, fragments) or hold values for later (emit,
+// emitted, result). Every
 // other function is usesArgs: what it returns can only be made of what it
 // was given, so it reads its arguments whole and its result carries
 // nothing from the stores.
@@ -37,6 +38,8 @@ var rules = map[string]rule{
 	"addFile": addFileRule, "each": eachRule, "warn": ownerRule, "fail": ownerRule,
 	// templates run with a dot the scan follows
 	"include": (*readScan).include, "fragments": (*readScan).fragmentsCall,
+	// a snippet's value: what result gives is what includeValue returns
+	"includeValue": (*readScan).includeValue, "result": resultRule,
 	// channels: what emit puts in is what emitted returns
 	"emit": emitRule, "emitted": emittedRule,
 	// everything else: made of its arguments
@@ -167,6 +170,23 @@ func eachRule(_ *readScan, c callSite) *absValue {
 		return nil
 	}
 	return c.args[0]
+}
+
+// resultRule: result VALUE holds VALUE for includeValue of the template
+// being scanned (see returnedBy).
+func resultRule(s *readScan, c callSite) *absValue {
+	if len(c.args) != 1 {
+		return nil
+	}
+	v := s.returned[s.current]
+	if v == nil {
+		v = &absValue{}
+		s.returned[s.current] = v
+	}
+	if v.join(c.args[0]) {
+		s.grew = true
+	}
+	return &absValue{}
 }
 
 // emitRule: emit CHANNEL KEY VALUE uses the channel and the key; the

@@ -19,12 +19,14 @@ import (
 // the scan cannot follow makes it give up (Set.Everything).
 func Scan(root *template.Template, entries []string) *Set {
 	s := &readScan{
-		root:    root,
-		reads:   map[string]*fieldTrie{},
-		dots:    map[string]*absValue{},
-		vars:    map[varSite]*absValue{},
-		nodes:   map[parse.Node]*absNode{},
-		emitted: &absNode{fields: map[string]*absValue{}, any: &absValue{}},
+		root:     root,
+		reads:    map[string]*fieldTrie{},
+		dots:     map[string]*absValue{},
+		vars:     map[varSite]*absValue{},
+		nodes:    map[parse.Node]*absNode{},
+		emitted:  &absNode{fields: map[string]*absValue{}, any: &absValue{}},
+		returned: map[string]*absValue{},
+		runs:     map[string]map[string]struct{}{},
 	}
 	ctx := &absNode{fields: map[string]*absValue{
 		"resources":    {resources: true},
@@ -41,6 +43,7 @@ func Scan(root *template.Template, entries []string) *Set {
 		for _, name := range slices.Sorted(maps.Keys(s.dots)) {
 			if t := root.Lookup(name); t != nil && t.Tree != nil {
 				dot := s.dots[name]
+				s.current = name
 				s.list(&scope{vars: []binding{{"$", dot}}}, dot, t.Tree.Root)
 			}
 		}
@@ -184,6 +187,49 @@ type readScan struct {
 	// emitted holds every value emit may put in a channel: what emitted
 	// returns.
 	emitted *absNode
+	// current is the template being scanned; returned holds, per
+	// template, every value result may give in it; runs, per template, the
+	// templates it runs with the template action: what includeValue of a
+	// template returns is what result gives in it or in a template it
+	// runs that way (returnedBy).
+	current  string
+	returned map[string]*absValue
+	runs     map[string]map[string]struct{}
+}
+
+// returnedBy is every value result may give to includeValue of template
+// name: in it, or in a template it runs with the template action (which
+// runs in the same includeValue call), transitively.
+func (s *readScan) returnedBy(name string) *absValue {
+	v := &absValue{}
+	seen := map[string]bool{}
+	var walk func(string)
+	walk = func(t string) {
+		if seen[t] {
+			return
+		}
+		seen[t] = true
+		v.join(s.returned[t])
+		for u := range s.runs[t] {
+			walk(u)
+		}
+	}
+	walk(name)
+	return v
+}
+
+// ran records that the template being scanned runs template name with
+// the template action.
+func (s *readScan) ran(name string) {
+	r := s.runs[s.current]
+	if r == nil {
+		r = map[string]struct{}{}
+		s.runs[s.current] = r
+	}
+	if _, ok := r[name]; !ok {
+		r[name] = struct{}{}
+		s.grew = true
+	}
 }
 
 // called records that template name runs with dot.
