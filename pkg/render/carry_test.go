@@ -35,7 +35,7 @@ func TestCarriedRecordsApplyOnlyWhereTheFragmentsReachIsTheSame(t *testing.T) {
 		{name: "a snippet it includes changed", changed: []specOpt{withSnippet("g", `<<{{ include "k" . }}>>`)}},
 		{name: "a snippet it includes through another changed", changed: []specOpt{withSnippet("k", `k2 {{ .extraContext.port }}`)}},
 		{name: "a template it calls changed", changed: []specOpt{withSnippet("h", `h2`)}},
-		{name: "an include of a computed name", old: []specOpt{computed}, changed: []specOpt{computed}},
+		{name: "an include of a computed name, whose template changed", old: []specOpt{computed}, changed: []specOpt{computed, withSnippet("g", `<<{{ include "k" . }}>>`)}},
 		{name: "extraContext changed", changed: []specOpt{withExtra(`{"port": 81}`)}},
 		{name: "an output was added", changed: []specOpt{withMap("n", `n`)}},
 		{name: "another BaseDir", baseDir: "/other"},
