@@ -62,15 +62,15 @@ type carryChange struct {
 
 // The config UPDATEs carryChange makes.
 const (
-	appendNothing    = iota // the same spec
-	appendSpace             // a space after the template: a visible change
-	appendNewline           // a line after it
-	appendComment           // a template comment: another text, the same output
-	appendText              // a word after it
-	computedInclude         // its first include's name computed (print "name")
-	newInclude              // it includes a new snippet
-	extraContextKey         // a key added to extraContext
-	newMap                  // a map added (another output name)
+	appendNothing   = iota // the same spec
+	appendSpace            // a space after the template: a visible change
+	appendNewline          // a line after it
+	appendComment          // a template comment: another text, the same output
+	appendText             // a word after it
+	computedInclude        // its first include's name computed (print "name")
+	newInclude             // it includes a new snippet
+	extraContextKey        // a key added to extraContext
+	newMap                 // a map added (another output name)
 	carryOps
 )
 
