@@ -23,7 +23,10 @@ import (
 // plain library reads none of them), and with make bench-scale's mix
 // ("mix", scaleMix). Each in full; in full by a new engine
 // ("new-engine": what a config UPDATE's admission renders, its templates
-// parsed and its caches empty); and a proposed change
+// parsed and its caches empty); by a new engine, for a config UPDATE that
+// changes haproxy.cfg as make bench-scale's do, with the live engine's
+// fragment records ("carried": what that admission renders now,
+// render.Engine.Carry); and a proposed change
 // of one Ingress (a label and a proxy-read-timeout annotation) after a
 // recording render (what a CREATE or UPDATE admission renders, reusing
 // the live render's fragment records). Compare the two libraries in one
@@ -75,6 +78,21 @@ func benchmarkLibraryRender(b *testing.B, lib, path, class, kind string, n int) 
 			fresh, err := htcrender.New(&cfg.Spec)
 			require.NoError(b, err)
 			_, err = fresh.Render(ctx, htcrender.Input{Stores: store.ReadOnly(live), BaseDir: "/b", Full: true})
+			require.NoError(b, err)
+		}
+		b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+	})
+	b.Run(fmt.Sprintf("%s/%s/ingresses=%d/carried", lib, kind, n), func(b *testing.B) {
+		_, err := e.Render(ctx, htcrender.Input{Stores: store.ReadOnly(live), BaseDir: "/b", Record: true})
+		require.NoError(b, err)
+		spec := cfg.Spec.DeepCopy() // changed as make bench-scale's config UPDATEs change it
+		spec.HAProxyConfig.Template += "{{- range $r := .resources.ingresses.List }}{{ if eq $r.metadata.name \"bench-scale-never\" }}{{ fail \"never\" }}{{ end }}{{ end }}\n"
+		cpu := processCPU()
+		for b.Loop() {
+			proposed, err := htcrender.New(spec)
+			require.NoError(b, err)
+			require.Positive(b, proposed.Carry(e))
+			_, err = proposed.Render(ctx, htcrender.Input{Stores: store.ReadOnly(live), BaseDir: "/b"})
 			require.NoError(b, err)
 		}
 		b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")

@@ -208,7 +208,9 @@ func (a *Admitter) watched(req Request) bool {
 // validated (denied with its field errors), built into a pipeline, rendered
 // over the objects it will render once applied (the live stores where they
 // hold what it reads, else what the Source lists: see storesFor), checked
-// and its embedded tests run.
+// and its embedded tests run. Its render applies the live render's
+// fragment records where the config leaves a fragment as it is
+// (dryrun.Pipeline.CarryFrom).
 // A DELETE is allowed, and so is a config this controller does not use
 // (with a warning). When the proposed config fails over the current
 // resources, the reason says where but not what (see hideLiveStateDetails),
@@ -255,7 +257,13 @@ func (a *Admitter) config(ctx context.Context, st *State, req Request) (Decision
 	if base != nil {
 		base = base.movedTo(p.Model)
 	}
+	if st != nil {
+		p.CarryFrom(st.Pipeline)
+	}
 	d, r := a.judge(ctx, base, proposal{pipeline: p, stores: stores, action: configAdmission(st, cfg), hideLiveState: !a.RevealLiveState})
+	if len(listed) == 0 {
+		r.Proposed = p
+	}
 	if r.Hidden {
 		// The details stay out of the log too: a template can slice any
 		// object's data into them, past what redaction recognises.

@@ -77,6 +77,10 @@ type Report struct {
 	// Busy reports a change denied because it could not be checked in
 	// time (ReasonBusy).
 	Busy bool
+	// Proposed is a proposed config's pipeline, when it was judged over
+	// the live stores alone (its render's FragmentStats say whether it
+	// applied carried records: package shadow samples those).
+	Proposed *dryrun.Pipeline
 	// Hidden reports a proposed config's decision that says where it
 	// fails over the current resources but not what (see
 	// Admitter.RevealLiveState).

@@ -76,7 +76,9 @@
 // allowed, a warning; config.FromUnstructured and dryrun.Build
 // (validation, templates); storesFor (proposed.go: the live stores that
 // keep what it reads, else what the Source lists, one proposal listing at
-// a time; not listed in time: denied, saying so); a check slot; judge over
+// a time; not listed in time: denied, saying so); a check slot; the
+// live render's fragment records carried into the proposed pipeline where
+// the config leaves a fragment as it is (dryrun.Pipeline.CarryFrom); judge over
 // those stores against the baseline moved to them, whose decide says,
 // unless RevealLiveState, where the proposal fails over the live state but
 // not what (hideLiveStateDetails, secrecy.go).

@@ -30,11 +30,13 @@ const ConditionShortcutsVerified = "ShortcutsVerified"
 const DefaultShortcutCheckEvery = shadow.DefaultEvery
 
 // newSwitches returns the process's shortcut switches: incremental
-// rendering is off from the start with Options.FullRender.
+// rendering, and the carried records that rest on it, are off from the
+// start with Options.FullRender.
 func newSwitches(opts Options) *shortcut.Switches {
 	s := &shortcut.Switches{}
 	if opts.FullRender {
 		s.TurnOff(shortcut.Render)
+		s.TurnOff(shortcut.Carry)
 	}
 	return s
 }
@@ -112,7 +114,7 @@ func (c *controller) reread(ctx context.Context, gvr schema.GroupVersionResource
 func shortcutsCondition(mismatches []shadow.Outcome) metav1.Condition {
 	if len(mismatches) == 0 {
 		return metav1.Condition{Type: ConditionShortcutsVerified, Status: metav1.ConditionTrue, Reason: "Verified",
-			Message: "every run-time check of the shortcuts (incremental rendering, the map-only and read-set skips, pruned stores) agreed with the full computation"}
+			Message: "every run-time check of the shortcuts (incremental rendering, the map-only and read-set skips, pruned stores, carried records) agreed with the full computation"}
 	}
 	var parts []string
 	var kinds []string

@@ -46,19 +46,23 @@ func (c *controller) validators(rules []webhook.Rule) map[string]webhook.Validat
 // (it runs when the controller is idle). With sample (the admission of
 // watched resources), what it decided through a shortcut is offered to the
 // shadow checks, with the generations of the stores before it started (a
-// sample of a render the stores changed under is not taken).
+// sample of a render the stores changed under is not taken); without, a
+// proposed config's render that applied carried records is.
 func (c *controller) observed(gvk string, admit func(context.Context, admission.Request) (admission.Decision, admission.Report), sample bool) webhook.Validator {
 	return webhook.ValidatorFunc(func(ctx context.Context, req admission.Request) (admission.Decision, admission.Report) {
 		c.shadow.Busy()
 		start := time.Now()
 		before := c.admitter.State()
 		var gens map[string]uint64
-		if sample && before != nil {
+		if before != nil {
 			gens = shadow.Generations(before.Stores)
 		}
 		d, r := admit(ctx, req)
-		if sample {
+		switch {
+		case sample:
 			c.sampleAdmission(before, gens, req, r)
+		case r.Proposed != nil && before != nil && before == c.admitter.State():
+			c.shadow.ConfigAdmissionRendered(before, gens, req, r)
 		}
 		c.measured(gvk, req, d, r, time.Since(start))
 		return d, r

@@ -175,6 +175,20 @@ func ungranted(allowed, grant []string) field.ErrorList {
 // how many fragments renders reused and ran.
 func (p *Pipeline) FragmentStats() render.FragmentStats { return p.engine.FragmentStats() }
 
+// CarryFrom lets p's renders apply the fragment records of live's last
+// recording render (the live loop's) for the fragments p's config leaves
+// as they are (render.Engine.Carry): the render of a config UPDATE need not
+// run them all again. It returns how many templates may apply them; 0 (and
+// nothing carried) with the render or carry shortcut off, or for a live
+// pipeline rendering for another BaseDir or size limit.
+func (p *Pipeline) CarryFrom(live *Pipeline) int {
+	if live == nil || live.env.BaseDir != p.env.BaseDir || live.env.MaxBundleBytes != p.env.MaxBundleBytes ||
+		!p.env.Shortcuts.On(shortcut.Render) || !p.env.Shortcuts.On(shortcut.Carry) {
+		return 0
+	}
+	return p.engine.Carry(live.engine)
+}
+
 // Reads is what the config's templates can read of the watched objects
 // (render.Engine.Reads).
 func (p *Pipeline) Reads() *reads.Set { return p.engine.Reads() }

@@ -11,6 +11,7 @@
 //     templates see them (resources.go, printing.go), the render's budget
 //     and writer (bounds.go), errors (errors.go), the parse-time check of
 //     every tree (prepare.go), running fragments and applying their records (fragment*.go; the records and their reuse: package fragments),
+//     another engine's records carried into a new one (carry.go),
 //     rendering again over one
 //     state (render_again.go), status documents (status.go) and the
 //     calls the source map is built from (sources.go).
@@ -144,6 +145,14 @@
 // that object. A render that reused records and failed is rendered again
 // in full (Input.Full), so that no denial rests on a record.
 //
+// A new engine (a config change) may apply the records of another engine's
+// last recording render (Engine.Carry, carry.go) for the fragments whose
+// reach is the same in both: the fragment's template and every template it
+// can include or call, transitively, each by the text of the source
+// defining it, with extraContext and the output names equal; a reach with
+// an include of a computed name never is (TestCarriedRecordsRenderAsANewEngine
+// in examples compares it with the full render).
+//
 // # One state
 //
 // The informers write the stores while a render reads them. A render
@@ -157,8 +166,8 @@
 //
 // # Caches
 //
-// The read set, the fragment records, the parsed field paths and the
-// compiled regular expressions are the engine's caches; docs/caches.md
+// The read set, the fragment records (its own, or carried), the parsed
+// field paths and the compiled regular expressions are the engine's caches; docs/caches.md
 // lists every cache on the path with its key, invalidation, bound and
 // metric.
 package render

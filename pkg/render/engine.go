@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,10 +64,20 @@ type Engine struct {
 	// parts keeps one copy of equal values emitted in renders that may
 	// reuse records (fragments.Parts).
 	parts *fragments.Parts
-	// reused and ran count fragments (FragmentStats); confirmed the renders
+	// carried holds another engine's records Carry handed this one, used
+	// while table is nil (carry.go).
+	carried atomic.Pointer[carried]
+	// definedBy is the digest of the source defining each template, by
+	// template name; reach, computed once from it, the digest of each
+	// template's reach (carry.go).
+	definedBy map[string][sha256.Size]byte
+	reachOnce sync.Once
+	reach     map[string][sha256.Size]byte
+	// reused and ran count fragments (FragmentStats), carriedReused those
+	// of reused applied from carried records; confirmed the renders
 	// that reused records, failed and were rendered again in full; torn
 	// the renders whose stores moved while they read them, done again.
-	reused, ran, alike, confirmed, torn atomic.Int64
+	reused, ran, alike, carriedReused, confirmed, torn atomic.Int64
 	// recorded is how many records the last recording render kept: the
 	// next one's table starts with room for as many.
 	recorded atomic.Int64
@@ -127,6 +138,7 @@ func (e *Engine) release(b *boundSet) {
 	e.reused.Add(int64(b.st.frags.reused))
 	e.ran.Add(int64(b.st.frags.ran))
 	e.alike.Add(int64(b.st.frags.alike))
+	e.carriedReused.Add(int64(b.st.frags.carriedReused))
 	b.st.frags.reset()
 	b.st.ownSeq = 0
 	b.st.root, b.st.stores = nil, nil
@@ -267,7 +279,9 @@ func New(spec *config.HAProxyTemplateConfigSpec) (*Engine, error) {
 	}
 	proto, root := newSet(), newSet()
 	definedBy := map[string]string{}
+	e.definedBy = map[string][sha256.Size]byte{}
 	for _, src := range sources {
+		digest := sha256.Sum256([]byte(strconv.Quote(src.name) + src.text))
 		set, err := proto.Clone()
 		if err != nil {
 			return nil, renderError("internal: "+err.Error(), err)
@@ -284,6 +298,7 @@ func New(spec *config.HAProxyTemplateConfigSpec) (*Engine, error) {
 					fmt.Sprintf("template %q is defined twice (also by %s)", t.Name(), owner))
 			}
 			definedBy[t.Name()] = src.name
+			e.definedBy[t.Name()] = digest
 			if _, err := root.AddParseTree(t.Name(), t.Tree); err != nil {
 				return nil, templateError(src.name, 0, err.Error())
 			}
@@ -362,8 +377,12 @@ func (e *Engine) render(ctx context.Context, in Input, reuse bool) (_ *bundle.Bu
 	if reuse {
 		st.frags.parts = e.parts
 	}
-	if t := e.table.Load(); reuse && t != nil && t.BaseDir == in.BaseDir && t.Limit == st.budget.limit {
-		st.frags.reuse, st.frags.check, st.frags.exact = t, st.reuseCheck(t, in.Stores), in.ExactReads
+	t, same := e.table.Load(), map[string]bool(nil)
+	if c := e.carried.Load(); t == nil && c != nil {
+		t, same = c.table, c.same
+	}
+	if reuse && t != nil && t.BaseDir == in.BaseDir && t.Limit == st.budget.limit {
+		st.frags.reuse, st.frags.check, st.frags.exact, st.frags.carried = t, st.reuseCheck(t, in.Stores), in.ExactReads, same
 	}
 	if in.Record {
 		st.frags.recording = fragments.NewTable(in.BaseDir, st.budget.limit, in.Stores, int(e.recorded.Load()))
@@ -416,6 +435,7 @@ func (e *Engine) render(ctx context.Context, in Input, reuse bool) (_ *bundle.Bu
 	if t := st.frags.recording; t != nil {
 		t.KeepSteady()
 		e.table.Store(t)
+		e.carried.Store(nil)
 		e.recorded.Store(int64(len(t.Records)))
 	}
 	return b, nil, false

@@ -47,9 +47,14 @@ type fragmentState struct {
 	// parts keeps one copy of equal emitted values (the engine's; nil in
 	// a full render, the reference the shortcuts are checked against).
 	parts *fragments.Parts
+	// carried: reuse is another engine's table (Engine.Carry), whose
+	// records only these fragment names may apply; nil: reuse is the
+	// engine's own.
+	carried map[string]bool
 	// reused and ran count the fragments applied from records and run;
-	// alike the records applied with objects read now (fragment_reuse.go).
-	reused, ran, alike int
+	// alike the records applied with objects read now (fragment_reuse.go);
+	// carriedReused those of reused applied from a carried table.
+	reused, ran, alike, carriedReused int
 }
 
 // reset forgets the render's fragment state.
@@ -136,7 +141,7 @@ func (s *renderState) fragment(name, key string, item any) error {
 	if err != nil {
 		return fmt.Errorf("fragments %q: %w", name, err)
 	}
-	rec := s.reusable(k)
+	rec := s.reusable(name, k)
 	if rec != nil {
 		if err := s.spend(rec.Scratch); err != nil {
 			return err
@@ -315,6 +320,9 @@ type FragmentStats struct {
 	// alike the ones they read (fragment_reuse.go): objects that changed
 	// only in fields no template reads.
 	Alike int64
+	// Carried counts the records of Reused that another engine's render
+	// recorded (Engine.Carry).
+	Carried int64
 	// Confirmed counts the renders that reused records, failed, and were
 	// rendered again in full (Render).
 	Confirmed int64
@@ -325,5 +333,5 @@ type FragmentStats struct {
 
 // FragmentStats returns the counts of the Engine's renders so far.
 func (e *Engine) FragmentStats() FragmentStats {
-	return FragmentStats{Reused: e.reused.Load(), Ran: e.ran.Load(), Alike: e.alike.Load(), Confirmed: e.confirmed.Load(), Torn: e.torn.Load()}
+	return FragmentStats{Reused: e.reused.Load(), Ran: e.ran.Load(), Alike: e.alike.Load(), Carried: e.carriedReused.Load(), Confirmed: e.confirmed.Load(), Torn: e.torn.Load()}
 }

@@ -11,16 +11,20 @@ import (
 // (fragments.Table.Reusable); the render answers it with its stores and
 // with which objects render alike.
 
-// reusable returns the record of key when this render may apply it
-// (fragments.Table.Reusable).
-func (s *renderState) reusable(key []byte) *fragments.Record {
+// reusable returns the record of key, a fragment of template name, when
+// this render may apply it (fragments.Table.Reusable; for a carried table,
+// only when name's reach is the same in both engines: carry.go).
+func (s *renderState) reusable(name string, key []byte) *fragments.Record {
 	t := s.frags.reuse
-	if t == nil {
+	if t == nil || (s.frags.carried != nil && !s.frags.carried[name]) {
 		return nil
 	}
 	rec, alike := t.Reusable(key, &s.frags.check)
 	if alike {
 		s.frags.alike++
+	}
+	if rec != nil && s.frags.carried != nil {
+		s.frags.carriedReused++
 	}
 	return rec
 }

@@ -106,6 +106,7 @@ func (v *Verifier) checkRender(ctx context.Context, s *liveSample) (result, wher
 // live stores under them, and the hash of the bundle it produced. It holds
 // no copy of the state.
 type admissionSample struct {
+	kind     shortcut.Kind // Render; Carry for a proposed config's
 	pipeline *dryrun.Pipeline
 	live     map[string]*store.Store
 	gens     map[string]uint64
@@ -125,8 +126,26 @@ func (v *Verifier) AdmissionRendered(st *admission.State, gens map[string]uint64
 		!v.opts.Switches.On(shortcut.Render) || len(v.admitted) == cap(v.admitted) || !maps.Equal(gens, Generations(st.Stores)) {
 		return
 	}
-	offer(v.admitted, &admissionSample{pipeline: st.Pipeline, live: st.Stores, gens: gens, stores: trace.Stores,
+	offer(v.admitted, &admissionSample{kind: shortcut.Render, pipeline: st.Pipeline, live: st.Stores, gens: gens, stores: trace.Stores,
 		hash: verdict.BundleHash, what: "the admission of " + RequestObject(req)})
+}
+
+// ConfigAdmissionRendered is called for a proposed config st's admission
+// decided as r says; gens are the generations of st's stores before the
+// admission started. When its render applied records carried from the
+// live render (r.Proposed's FragmentStats.Carried), rendered a bundle
+// over the live stores alone (r.Proposed set), and the stores did not
+// change meanwhile, the proposal is kept (with the admission samples) to
+// be rendered again, in full, by the proposed config's pipeline.
+func (v *Verifier) ConfigAdmissionRendered(st *admission.State, gens map[string]uint64, req admission.Request, r admission.Report) {
+	p := r.Proposed
+	if v == nil || st == nil || p == nil || r.Reused || r.Verdict == nil || r.Verdict.Bundle == nil || r.Trace.Stores == nil ||
+		p.FragmentStats().Carried == 0 || !v.opts.Switches.On(shortcut.Carry) ||
+		len(v.admitted) == cap(v.admitted) || !maps.Equal(gens, Generations(st.Stores)) {
+		return
+	}
+	offer(v.admitted, &admissionSample{kind: shortcut.Carry, pipeline: p, live: st.Stores, gens: gens, stores: r.Trace.Stores,
+		hash: r.Verdict.BundleHash, what: "the admission of " + RequestObject(req)})
 }
 
 // checkAdmission renders the sample's proposal in full, over the same

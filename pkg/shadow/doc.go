@@ -12,6 +12,10 @@
 //	read-set  the live state with a change admitted without rendering
 //	          renders, in full, the bundle it renders with the objects the
 //	          change replaced
+//	carry     a proposed config's render that applied the live render's
+//	          fragment records (render.Engine.Carry), rendered in full by
+//	          the proposed config over the same live state, has the hash
+//	          of the bundle its admission rendered
 //	prune     the live state with one object of each store read again
 //	          whole from the API server (Options.Reread), in place of what
 //	          the store keeps of it, renders in full the live render
@@ -20,12 +24,14 @@
 //	          store every time)
 //
 // The live loop and the admission path offer samples (LiveRendered,
-// AdmissionRendered, AcceptedReusing, AdmittedAlike); offering never
-// blocks. Kept until checked, never more than:
+// AdmissionRendered, ConfigAdmissionRendered, AcceptedReusing,
+// AdmittedAlike); offering never blocks. Kept until checked, never more
+// than:
 //
 //	render    1  the newest live render (its bundle: the live loop keeps it anyway)
 //	prune     1  the same (the newest live render that rendered)
-//	          4  admission renders: the stores rendered over (the change's
+//	          4  admission renders (carry's too, with the proposed
+//	             config's pipeline): the stores rendered over (the change's
 //	             overlay, no copy), the live stores' generations, the bundle's
 //	             hash; a full queue drops the new one
 //	map-only  2  a bundle each (without its source map); likewise

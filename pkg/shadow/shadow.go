@@ -191,7 +191,7 @@ func (v *Verifier) checkPending(ctx context.Context) {
 	for {
 		select {
 		case s := <-v.admitted:
-			if !v.run(ctx, shortcut.Render, s.what, func(ctx context.Context) (string, string) { return v.checkAdmission(ctx, s) }) {
+			if !v.run(ctx, s.kind, s.what, func(ctx context.Context) (string, string) { return v.checkAdmission(ctx, s) }) {
 				offer(v.admitted, s)
 				return
 			}
@@ -275,7 +275,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		checks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "htc_shortcut_checks_total",
-			Help: "Run-time checks of a shortcut against the full computation (render: incremental render; map-only: a haproxy -c run reused for a map-only change; read-set: a change admitted without rendering; prune: the stores' pruned objects, against objects read whole from the API server), by result: agreed, mismatch, stale, cancelled, error.",
+			Help: "Run-time checks of a shortcut against the full computation (render: incremental render; map-only: a haproxy -c run reused for a map-only change; read-set: a change admitted without rendering; prune: the stores' pruned objects, against objects read whole from the API server; carry: a proposed config's render with the live render's fragment records), by result: agreed, mismatch, stale, cancelled, error.",
 		}, []string{"shortcut", "result"}),
 		mismatches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "htc_shortcut_mismatch_total",
@@ -283,7 +283,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"shortcut"}),
 		enabled: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "htc_shortcut_enabled",
-			Help: "1 while the shortcut is taken, 0 once it is off (a mismatch, or --full-render for render).",
+			Help: "1 while the shortcut is taken, 0 once it is off (a mismatch, or --full-render for render and carry).",
 		}, []string{"shortcut"}),
 	}
 	for _, k := range shortcut.Kinds {

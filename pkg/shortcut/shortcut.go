@@ -1,4 +1,4 @@
-// Package shortcut names the four ways htc skips work and holds the
+// Package shortcut names the five ways htc skips work and holds the
 // switches that turn each of them off.
 //
 //	Render   incremental rendering: a render reuses the work a recording
@@ -12,6 +12,11 @@
 //	         starts no live round (package controller, alike.go); a
 //	         fragment record that read an object so changed is reused
 //	         (render.Input.ExactReads)
+//	Carry    carried records: the render of a proposed config (a config
+//	         UPDATE's admission) applies the live render's fragment
+//	         records for the fragments whose templates, extraContext and
+//	         output names it leaves as they are (render.Engine.Carry); it
+//	         rests on Render and is not taken without it
 //	Prune    pruned stores: the informers keep of each object only the
 //	         fields the templates can read (dryrun.Pipeline.Keep,
 //	         watched.Keep); off, they keep whole objects (after listing
@@ -37,16 +42,17 @@ const (
 	MapOnly Kind = "map-only"
 	ReadSet Kind = "read-set"
 	Prune   Kind = "prune"
+	Carry   Kind = "carry"
 )
 
 // Kinds lists every shortcut, in a fixed order.
-var Kinds = []Kind{Render, MapOnly, ReadSet, Prune}
+var Kinds = []Kind{Render, MapOnly, ReadSet, Prune, Carry}
 
 // Switches says which shortcuts are off. The zero value has every shortcut
 // on; a nil *Switches too (tools that never turn one off). Safe for
 // concurrent use.
 type Switches struct {
-	render, mapOnly, readSet, prune atomic.Bool // true: off
+	render, mapOnly, readSet, prune, carry atomic.Bool // true: off
 }
 
 // On reports whether shortcut k may be taken.
@@ -78,6 +84,8 @@ func (s *Switches) flag(k Kind) *atomic.Bool {
 		return &s.readSet
 	case Prune:
 		return &s.prune
+	case Carry:
+		return &s.carry
 	}
 	return nil
 }
