@@ -8,13 +8,16 @@
 //     render's state and the functions bound to it (state.go: the owning
 //     functions; funcs.go: the FuncMaps; addfile.go, pathfor.go, each.go,
 //     warn.go, value.go; field, safe, word and quoteValue are package values'), the stores as
-//     templates see them (resources.go, printing.go), the render's budget
-//     and writer (bounds.go), errors (errors.go), the parse-time check of
+//     templates see them (resources.go, printing.go), errors (errors.go;
+//     LimitError is package budget's), the parse-time check of
 //     every tree (prepare.go), running fragments and applying their records (fragment*.go; the records and their reuse: package fragments),
 //     another engine's records carried into a new one (carry.go),
 //     rendering again over one
 //     state (render_again.go), status documents (status.go) and the
 //     calls the source map is built from (sources.go).
+//   - budget: the render's deadline flag and size limits (Budget,
+//     LimitError) and the writer every template writes to, which checks
+//     and charges them and tells the source map where output goes.
 //   - funcs: the function set that holds no render state: sprig made
 //     deterministic, and the guarded functions that check the render's
 //     deadline and charge its budget.
@@ -102,9 +105,10 @@
 // range body, so each loop iteration and template call writes zero bytes to
 // the render's writer, which checks a per-render flag (one atomic load, set
 // by context.AfterFunc); every write of output, every function and every
-// store access check it too. Input.MaxBytes (DefaultMaxBytes, 64 MiB)
-// caps the bundle; the values templates build are charged to a scratch
-// budget of four times that (package funcs says which). Exceeding a limit
+// store access check it too (package budget). Input.MaxBytes
+// (DefaultMaxBytes, 64 MiB) caps the bundle; the values templates build
+// are charged to a scratch budget of four times that (package funcs says
+// which). Exceeding a limit
 // fails the render with a *LimitError that names it.
 //
 // # Status documents
