@@ -13,8 +13,9 @@
 //     every tree (prepare.go), running fragments and applying their records (fragment*.go; the records and their reuse: package fragments),
 //     another engine's records carried into a new one (carry.go),
 //     rendering again over one
-//     state (render_again.go), status documents (status.go) and the
-//     calls the source map is built from (sources.go).
+//     state (render_again.go), the status template as an output
+//     (status.go) and the calls the source map is built from
+//     (sources.go).
 //   - budget: the render's deadline flag and size limits (Budget,
 //     LimitError) and the writer every template writes to, which checks
 //     and charges them and tells the source map where output goes.
@@ -24,6 +25,9 @@
 //   - reads: the read scan, what fields of the watched objects any render
 //     may depend on (Engine.Reads), with its one table of function rules.
 //   - sourcemap: the source map builder (bundle.Sources).
+//   - statusdocs: the status documents of spec.resourceStatus, decoded
+//     from its rendered text, resolved to watched objects and attributed
+//     when bad.
 //   - tree: the walk over parsed templates and every dependence on
 //     text/template's internals.
 //   - values: the sanctioned way to put resource values into a
@@ -122,7 +126,7 @@
 // object it names when watched, else to the object that wrote it.
 // Decodings are reused by text from the last render that rendered them
 // all (resourcestatus.ParseCached), and equal statuses are kept once (a
-// watched.ShareTable of the engine's).
+// watched.ShareTable of the engine's; package statusdocs).
 //
 // # Fragments: incremental rendering
 //

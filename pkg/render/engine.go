@@ -23,10 +23,9 @@ import (
 	"github.com/haproxy-template/htc/pkg/render/fragments"
 	"github.com/haproxy-template/htc/pkg/render/funcs"
 	"github.com/haproxy-template/htc/pkg/render/reads"
+	"github.com/haproxy-template/htc/pkg/render/statusdocs"
 	"github.com/haproxy-template/htc/pkg/render/tree"
-	"github.com/haproxy-template/htc/pkg/resourcestatus"
 	"github.com/haproxy-template/htc/pkg/store"
-	"github.com/haproxy-template/htc/pkg/watched"
 )
 
 // Engine renders one configuration's templates. It parses them once (New)
@@ -41,15 +40,9 @@ type Engine struct {
 	names map[bundle.Kind]map[string]struct{}
 	// extra is spec.extraContext decoded; shared, never modified.
 	extra map[string]any
-	// apiVersions maps each store key to its watched resource's
-	// apiVersion; nil without spec.resourceStatus (status.go).
-	apiVersions map[string]string
-	// statusCache holds the decoded status documents of the last render
-	// that rendered them all, by text (status.go).
-	statusCache atomic.Pointer[resourcestatus.Cache]
-	// statusParts shares the equal parts of the decoded statuses (nil
-	// without spec.resourceStatus; status.go).
-	statusParts *watched.ShareTable
+	// status decodes the status documents of spec.resourceStatus (package
+	// statusdocs); nil without it.
+	status *statusdocs.Decoder
 	// paths caches parsed field paths (string -> store.FieldPath) for field;
 	// at most maxCachedPaths entries, counted by npaths.
 	paths  sync.Map

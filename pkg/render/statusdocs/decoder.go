@@ -1,4 +1,4 @@
-package render
+package statusdocs
 
 import (
 	"strings"
@@ -6,78 +6,82 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/config"
-	"github.com/haproxy-template/htc/pkg/phase"
 	"github.com/haproxy-template/htc/pkg/resourcestatus"
 	"github.com/haproxy-template/htc/pkg/store"
 	"github.com/haproxy-template/htc/pkg/watched"
 )
 
-// StatusTemplateName is the template name of spec.resourceStatus, as
+// TemplateName is the template name of spec.resourceStatus, as
 // messages name it ("template resourceStatus line 3: ...").
-const StatusTemplateName = "resourceStatus"
+const TemplateName = "resourceStatus"
 
-// kindStatus marks the output of spec.resourceStatus: rendered last, over
-// the same state, and not a file of the bundle.
-const kindStatus bundle.Kind = "resourceStatus"
+// Decoder decodes the resourceStatus output of one engine's renders. It
+// may be used by concurrent renders.
+type Decoder struct {
+	// apiVersions maps each store key whose watched resource has
+	// writeStatus to its apiVersion, for resourcestatus.Resolve: a
+	// document for an object of any other store fails the render.
+	apiVersions map[string]string
+	// cache holds the decoded status documents of the last render that
+	// decoded them all, by text.
+	cache atomic.Pointer[resourcestatus.Cache]
+	// parts shares the equal parts of the decoded statuses.
+	parts *watched.ShareTable
+}
 
-// statusSource adds spec.resourceStatus, when set, to the sources and the
-// outputs (last), and remembers the apiVersion of each store whose watched
-// resource has writeStatus for resourcestatus.Resolve: a document for an
-// object of any other store fails the render.
-func (e *Engine) statusSource(spec *config.HAProxyTemplateConfigSpec) []source {
+// New returns the Decoder of spec's resourceStatus, nil when it has none.
+func New(spec *config.HAProxyTemplateConfigSpec) *Decoder {
 	if spec.ResourceStatus == nil {
 		return nil
 	}
-	e.apiVersions = make(map[string]string, len(spec.WatchedResources))
-	e.statusParts = watched.NewShareTable(0)
+	d := &Decoder{apiVersions: make(map[string]string, len(spec.WatchedResources)), parts: watched.NewShareTable(0)}
 	for k, w := range spec.WatchedResources {
 		if w.WriteStatus {
-			e.apiVersions[k] = w.APIVersion
+			d.apiVersions[k] = w.APIVersion
 		}
 	}
-	e.outputs = append(e.outputs, output{kind: kindStatus, name: StatusTemplateName, tmpl: StatusTemplateName, size: new(atomic.Int64)})
-	return []source{{name: StatusTemplateName, text: spec.ResourceStatus.Template}}
+	return d
 }
 
-// statusDocuments parses the rendered resourceStatus text and finds each
-// document's object in stores. A bad document is a render failure named
-// after it (a *resourcestatus.Error), attributed to the object it names
-// when that object is watched, else to the object that wrote it.
+// Decode parses the rendered resourceStatus text and finds each
+// document's object in stores. A bad document is an error (a
+// *resourcestatus.Error) with the objects it is to be attributed to: the
+// object it names when that object is watched, else the object that
+// wrote it (sources: the render's source map, built only then).
 //
 // Documents are decoded with the decodings of the last render that
-// rendered them all (resourcestatus.ParseCached: a pure function of each
+// decoded them all (resourcestatus.ParseCached: a pure function of each
 // document's text, so any render's answer as well as another's); each such
 // render keeps its own for the next. The cache holds one render's
-// documents. The statuses decoded are shared by content (e.statusParts:
-// the routes of a Gateway mostly have the same status), never modified.
-func (e *Engine) statusDocuments(text string, stores store.Set, st *renderState) ([]resourcestatus.Document, *phase.Error) {
+// documents. The statuses decoded are shared by content (the routes of a
+// Gateway mostly have the same status), never modified.
+func (d *Decoder) Decode(text string, stores store.Set, sources func() *bundle.Sources) ([]resourcestatus.Document, []bundle.ObjectRef, error) {
 	var old resourcestatus.Cache
-	if c := e.statusCache.Load(); c != nil {
+	if c := d.cache.Load(); c != nil {
 		old = *c
 	}
-	docs, next, err := resourcestatus.ParseCached(text, old, e.statusParts)
+	docs, next, err := resourcestatus.ParseCached(text, old, d.parts)
 	if err == nil {
-		err = resourcestatus.Resolve(docs, stores, e.apiVersions)
+		err = resourcestatus.Resolve(docs, stores, d.apiVersions)
 	}
 	if err == nil {
-		e.statusCache.Store(&next)
-		return docs, nil
+		d.cache.Store(&next)
+		return docs, nil, nil
 	}
 	de, _ := err.(*resourcestatus.Error)
-	pe := renderError(err.Error(), err)
 	if de == nil {
-		return nil, pe
+		return nil, nil, err
 	}
 	for i := range docs {
-		d := &docs[i]
-		if d.Index != de.Index {
+		doc := &docs[i]
+		if doc.Index != de.Index {
 			continue
 		}
-		if key, _ := resourcestatus.Find(d, stores, e.apiVersions); key != "" {
-			return nil, attribute(pe, []bundle.ObjectRef{{Store: key, Kind: d.Kind, Namespace: d.Namespace, Name: d.Name}})
+		if key, _ := resourcestatus.Find(doc, stores, d.apiVersions); key != "" {
+			return nil, []bundle.ObjectRef{{Store: key, Kind: doc.Kind, Namespace: doc.Namespace, Name: doc.Name}}, err
 		}
 	}
-	return nil, attribute(pe, writerOf(st.sources.sources()(), text, de.Line))
+	return nil, writerOf(sources(), text, de.Line), err
 }
 
 // writerOf is the object that wrote the first line of the document that
@@ -88,7 +92,7 @@ func writerOf(s *bundle.Sources, text string, line int) []bundle.ObjectRef {
 		if l > line && strings.TrimRight(lines[l-1], " \t\r") == "---" {
 			break
 		}
-		if ref, ok := s.LineObject(StatusTemplateName, l); ok {
+		if ref, ok := s.LineObject(TemplateName, l); ok {
 			return []bundle.ObjectRef{ref}
 		}
 	}
