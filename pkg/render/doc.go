@@ -11,7 +11,8 @@
 //     templates see them (resources.go, printing.go), errors (errors.go;
 //     LimitError is package budget's), the parse-time check of
 //     every tree (prepare.go), running fragments and applying their records (fragment*.go; the records and their reuse: package fragments),
-//     another engine's records carried into a new one (carry.go),
+//     another engine's records carried into a new one (carry.go; the
+//     reach it compares is package tree's),
 //     rendering again over one
 //     state (render_again.go), the status template as an output
 //     (status.go) and the calls the source map is built from
@@ -28,8 +29,9 @@
 //   - statusdocs: the status documents of spec.resourceStatus, decoded
 //     from its rendered text, resolved to watched objects and attributed
 //     when bad.
-//   - tree: the walk over parsed templates and every dependence on
-//     text/template's internals.
+//   - tree: the walk over parsed templates, the reach of a template
+//     (every template it can run) and every dependence on text/template's
+//     internals.
 //   - values: the sanctioned way to put resource values into a
 //     configuration: safe, word, quoteValue and field, which refuse what
 //     HAProxy would read otherwise (*ValueError).
@@ -155,7 +157,7 @@
 //
 // A new engine (a config change) may apply the records of another engine's
 // last recording render (Engine.Carry, carry.go) for the fragments whose
-// reach is the same in both: the fragment's template and every template it
+// reach (tree.Reaches) is the same in both: the fragment's template and every template it
 // can include or call, transitively, each by the text of the source
 // defining it, with extraContext and the output names equal; a reach with
 // an include of a computed name never is (TestCarriedRecordsRenderAsANewEngine

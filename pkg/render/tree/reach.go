@@ -1,79 +1,25 @@
-package render
+package tree
 
 import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"maps"
-	"reflect"
 	"slices"
 	"text/template"
 	"text/template/parse"
-
-	"github.com/haproxy-template/htc/pkg/render/fragments"
-	"github.com/haproxy-template/htc/pkg/render/tree"
 )
 
-// Carried records: a config change builds a new Engine, whose first render
-// would run every fragment. What a fragment does (its record) depends on
-// its name, its item, what its store reads return (all three checked as
-// for any record, fragments.Table.Reusable), and on what the config gives
-// it: the templates it can run, extraContext, the output names (pathFor,
-// addFile), the BaseDir and the size limit (the table's). Carry hands a
-// new engine the records of the live engine's last recording render, to
-// be applied only for a fragment NAME whose reach (NAME and every template
-// it can include or call, each by the text of the source defining it) is
-// the same text in both engines, when extraContext and the output names
-// are equal too. A reach with an include of a computed name, or a node the
-// walk does not know, is never the same: such a fragment runs.
-
-// carried is what Carry handed an engine: another engine's records and the
-// fragment names that may apply them.
-type carried struct {
-	table *fragments.Table
-	same  map[string]bool
-}
-
-// Carry lets e's renders apply the fragment records of from's last
-// recording render, for the fragments whose reach is the same in both
-// engines (see above), until e keeps records of its own. It returns how
-// many template names may apply them; 0 when none may (then nothing is
-// carried): another extraContext or other output names, no records, no
-// reach in common.
-func (e *Engine) Carry(from *Engine) int {
-	if from == nil || from == e {
-		return 0
-	}
-	t := from.table.Load()
-	if t == nil || !reflect.DeepEqual(e.extra, from.extra) || !maps.EqualFunc(e.names, from.names, maps.Equal) {
-		return 0
-	}
-	mine, theirs := e.reaches(), from.reaches()
-	same := make(map[string]bool, len(mine))
-	for name, d := range mine {
-		if o, ok := theirs[name]; ok && o == d {
-			same[name] = true
-		}
-	}
-	if len(same) == 0 {
-		return 0
-	}
-	e.carried.Store(&carried{table: t, same: same})
-	return len(same)
-}
-
-// reaches returns the digest of the reach of every template whose reach is
-// known (computed once).
-func (e *Engine) reaches() map[string][sha256.Size]byte {
-	e.reachOnce.Do(func() { e.reach = reachDigests(e.root, e.definedBy) })
-	return e.reach
-}
-
-// reachDigests returns, for each template of root whose reach is known,
-// the SHA-256 of the names of the templates it reaches (itself included),
+// Reaches returns, for each template of root whose reach is known, the
+// SHA-256 of the names of the templates it reaches (itself included),
 // sorted, each with the digest of the source defining it (defs, by
-// template name; a name no source defines is told apart).
-func reachDigests(root *template.Template, defs map[string][sha256.Size]byte) map[string][sha256.Size]byte {
+// template name; a name no source defines is told apart). A template
+// reaches the templates it calls ({{ template }}, include with a constant
+// name), transitively; its reach is unknown when it reaches an include of
+// a computed name or a node Walk does not know. Two template sets whose
+// templates have the same digest run the same text when the template is
+// run (package render carries fragment records by it).
+func Reaches(root *template.Template, defs map[string][sha256.Size]byte) map[string][sha256.Size]byte {
 	edges := map[string][]string{}
 	unknown := map[string]bool{}
 	for _, t := range root.Templates() {
@@ -117,13 +63,13 @@ next:
 
 // calls returns the names of the templates tr can run ({{ template }} and
 // include with a constant name); known is false when it holds an include
-// whose name is computed, or a node tree.Walk does not know.
+// whose name is computed, or a node Walk does not know.
 func calls(tr *parse.Tree) (names []string, known bool) {
 	if tr == nil || tr.Root == nil {
 		return nil, true
 	}
 	heads := map[*parse.IdentifierNode]bool{}
-	err := tree.Walk(tr.Root, func(n parse.Node) error {
+	err := Walk(tr.Root, func(n parse.Node) error {
 		switch x := n.(type) {
 		case *parse.TemplateNode:
 			names = append(names, x.Name)
