@@ -16,7 +16,7 @@ const maxIncludeDepth = 64
 // (usually a snippet) as a string, so it can be captured in a variable,
 // compared or piped. A fail inside it stops the render as usual.
 func (s *renderState) include(name string, data any) (string, error) {
-	if err := s.interrupted(); err != nil {
+	if err := s.Interrupted(); err != nil {
 		return "", err
 	}
 	if s.tmpl == nil || s.tmpl.Lookup(name) == nil {
@@ -27,7 +27,7 @@ func (s *renderState) include(name string, data any) (string, error) {
 	}
 	s.depth++
 	defer func() { s.depth-- }()
-	buf := boundedWriter{b: &s.budget, scratch: true}
+	buf := s.Capture()
 	s.writers = append(s.writers, &buf)
 	defer func() { s.writers = s.writers[:len(s.writers)-1] }()
 	if err := s.tmpl.ExecuteTemplate(&buf, name, data); err != nil {
@@ -51,7 +51,7 @@ func (s *renderState) include(name string, data any) (string, error) {
 // fragment the file is recorded with the fragment and added when its
 // record is applied (fragment.go).
 func (s *renderState) addFile(kind, name string, content any, owner ...any) (string, error) {
-	if err := s.interrupted(); err != nil {
+	if err := s.Interrupted(); err != nil {
 		return "", err
 	}
 	k := bundle.Kind(kind)
@@ -98,7 +98,7 @@ func (s *renderState) applyFile(kind string, k bundle.Kind, name, text string, o
 		return fmt.Errorf("addFile %s %q: added twice with different content", kind, name)
 	}
 	if !dup {
-		if err := s.chargeBundle("addFile", int64(len(text))); err != nil {
+		if err := s.ChargeBundle("addFile", int64(len(text))); err != nil {
 			return err
 		}
 	}

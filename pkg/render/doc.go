@@ -8,21 +8,30 @@
 //     render's state and the functions bound to it (state.go: the owning
 //     functions; funcs.go: the FuncMaps; addfile.go, pathfor.go, each.go,
 //     warn.go, value.go; field, safe, word and quoteValue are package values'), the stores as
-//     templates see them (resources.go, printing.go), the render's budget
-//     and writer (bounds.go), errors (errors.go), the parse-time check of
+//     templates see them (resources.go, printing.go), errors (errors.go;
+//     LimitError is package budget's), the parse-time check of
 //     every tree (prepare.go), running fragments and applying their records (fragment*.go; the records and their reuse: package fragments),
-//     another engine's records carried into a new one (carry.go),
+//     another engine's records carried into a new one (carry.go; the
+//     reach it compares is package tree's),
 //     rendering again over one
-//     state (render_again.go), status documents (status.go) and the
-//     calls the source map is built from (sources.go).
+//     state (render_again.go), the status template as an output
+//     (status.go) and the calls the source map is built from
+//     (sources.go).
+//   - budget: the render's deadline flag and size limits (Budget,
+//     LimitError) and the writer every template writes to, which checks
+//     and charges them and tells the source map where output goes.
 //   - funcs: the function set that holds no render state: sprig made
 //     deterministic, and the guarded functions that check the render's
 //     deadline and charge its budget.
 //   - reads: the read scan, what fields of the watched objects any render
 //     may depend on (Engine.Reads), with its one table of function rules.
 //   - sourcemap: the source map builder (bundle.Sources).
-//   - tree: the walk over parsed templates and every dependence on
-//     text/template's internals.
+//   - statusdocs: the status documents of spec.resourceStatus, decoded
+//     from its rendered text, resolved to watched objects and attributed
+//     when bad.
+//   - tree: the walk over parsed templates, the reach of a template
+//     (every template it can run) and every dependence on text/template's
+//     internals.
 //   - values: the sanctioned way to put resource values into a
 //     configuration: safe, word, quoteValue and field, which refuse what
 //     HAProxy would read otherwise (*ValueError).
@@ -102,9 +111,10 @@
 // range body, so each loop iteration and template call writes zero bytes to
 // the render's writer, which checks a per-render flag (one atomic load, set
 // by context.AfterFunc); every write of output, every function and every
-// store access check it too. Input.MaxBytes (DefaultMaxBytes, 64 MiB)
-// caps the bundle; the values templates build are charged to a scratch
-// budget of four times that (package funcs says which). Exceeding a limit
+// store access check it too (package budget). Input.MaxBytes
+// (DefaultMaxBytes, 64 MiB) caps the bundle; the values templates build
+// are charged to a scratch budget of four times that (package funcs says
+// which). Exceeding a limit
 // fails the render with a *LimitError that names it.
 //
 // # Status documents
@@ -118,7 +128,7 @@
 // object it names when watched, else to the object that wrote it.
 // Decodings are reused by text from the last render that rendered them
 // all (resourcestatus.ParseCached), and equal statuses are kept once (a
-// watched.ShareTable of the engine's).
+// watched.ShareTable of the engine's; package statusdocs).
 //
 // # Fragments: incremental rendering
 //
@@ -147,7 +157,7 @@
 //
 // A new engine (a config change) may apply the records of another engine's
 // last recording render (Engine.Carry, carry.go) for the fragments whose
-// reach is the same in both: the fragment's template and every template it
+// reach (tree.Reaches) is the same in both: the fragment's template and every template it
 // can include or call, transitively, each by the text of the source
 // defining it, with extraContext and the output names equal; a reach with
 // an include of a computed name never is (TestCarriedRecordsRenderAsANewEngine

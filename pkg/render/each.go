@@ -15,7 +15,7 @@ import (
 // body writes, adds and reads is then attributed to that object, as with
 // .resources.<key>.Each. The sequences print as "<sequence>".
 func (s *renderState) each(v any) (any, error) {
-	if err := s.interrupted(); err != nil {
+	if err := s.Interrupted(); err != nil {
 		return nil, err
 	}
 	switch x := v.(type) {

@@ -23,10 +23,9 @@ import (
 	"github.com/haproxy-template/htc/pkg/render/fragments"
 	"github.com/haproxy-template/htc/pkg/render/funcs"
 	"github.com/haproxy-template/htc/pkg/render/reads"
+	"github.com/haproxy-template/htc/pkg/render/statusdocs"
 	"github.com/haproxy-template/htc/pkg/render/tree"
-	"github.com/haproxy-template/htc/pkg/resourcestatus"
 	"github.com/haproxy-template/htc/pkg/store"
-	"github.com/haproxy-template/htc/pkg/watched"
 )
 
 // Engine renders one configuration's templates. It parses them once (New)
@@ -41,15 +40,9 @@ type Engine struct {
 	names map[bundle.Kind]map[string]struct{}
 	// extra is spec.extraContext decoded; shared, never modified.
 	extra map[string]any
-	// apiVersions maps each store key to its watched resource's
-	// apiVersion; nil without spec.resourceStatus (status.go).
-	apiVersions map[string]string
-	// statusCache holds the decoded status documents of the last render
-	// that rendered them all, by text (status.go).
-	statusCache atomic.Pointer[resourcestatus.Cache]
-	// statusParts shares the equal parts of the decoded statuses (nil
-	// without spec.resourceStatus; status.go).
-	statusParts *watched.ShareTable
+	// status decodes the status documents of spec.resourceStatus (package
+	// statusdocs); nil without it.
+	status *statusdocs.Decoder
 	// paths caches parsed field paths (string -> store.FieldPath) for field;
 	// at most maxCachedPaths entries, counted by npaths.
 	paths  sync.Map
@@ -115,13 +108,13 @@ func (e *Engine) acquire(ctx context.Context, baseDir string, maxBytes int64) (*
 	b.st.baseDir = baseDir
 	b.st.sources.sizeHint = int(e.sourceCalls.Load())
 	b.st.sources.filesHint = e.sizes.Load().files
-	b.st.start(ctx, maxBytes)
+	b.st.Start(ctx, maxBytes)
 	return b, nil
 }
 
 // release forgets the render's state and returns b to the pool.
 func (e *Engine) release(b *boundSet) {
-	b.st.end()
+	b.st.End()
 	b.st.baseDir = ""
 	b.st.added, b.st.depth, b.st.warnings = nil, 0, nil
 	b.st.guarded.Reset()
@@ -381,16 +374,16 @@ func (e *Engine) render(ctx context.Context, in Input, reuse bool) (_ *bundle.Bu
 	if c := e.carried.Load(); t == nil && c != nil {
 		t, same = c.table, c.same
 	}
-	if reuse && t != nil && t.BaseDir == in.BaseDir && t.Limit == st.budget.limit {
+	if reuse && t != nil && t.BaseDir == in.BaseDir && t.Limit == st.Limit() {
 		st.frags.reuse, st.frags.check, st.frags.exact, st.frags.carried = t, st.reuseCheck(t, in.Stores), in.ExactReads, same
 	}
 	if in.Record {
-		st.frags.recording = fragments.NewTable(in.BaseDir, st.budget.limit, in.Stores, int(e.recorded.Load()))
+		st.frags.recording = fragments.NewTable(in.BaseDir, st.Limit(), in.Stores, int(e.recorded.Load()))
 	}
 	sz := e.sizes.Load()
 	b := &bundle.Bundle{BaseDir: in.BaseDir, Maps: make(map[string]string, sz.added[bundle.KindMap]),
 		Files: make(map[string]string, sz.added[bundle.KindFile]), Certs: make(map[string]string, sz.added[bundle.KindCert])}
-	buf := boundedWriter{b: &st.budget, t: &st.sources}
+	buf := st.Output(&st.sources)
 	st.writers = append(st.writers, &buf)
 	for _, o := range e.outputs {
 		if err := contextErr(ctx); err != nil {
@@ -400,7 +393,7 @@ func (e *Engine) render(ctx context.Context, in Input, reuse bool) (_ *bundle.Bu
 		// time: it does not grow step by step, and the output's text is
 		// its bytes (nothing writes to them once the output is done).
 		buf.Buffer = bytes.Buffer{}
-		buf.Grow(int(min(o.size.Load(), st.budget.limit)))
+		buf.Grow(int(min(o.size.Load(), st.Limit())))
 		if err := set.tmpl.ExecuteTemplate(&buf, o.tmpl, data); err != nil {
 			return nil, attribute(execError(o.tmpl, err), st.sources.failedIn(explicitObject(err))), false
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/haproxy-template/htc/pkg/phase"
+	"github.com/haproxy-template/htc/pkg/render/budget"
 	"github.com/haproxy-template/htc/pkg/render/tree"
 	"github.com/haproxy-template/htc/pkg/render/values"
 )
@@ -82,6 +83,14 @@ func explicitObject(err error) map[string]any {
 	}
 	return nil
 }
+
+// LimitError reports that a render stopped because it would exceed a size
+// limit: the bundle limit or the scratch budget (package budget).
+type LimitError = budget.LimitError
+
+// DefaultMaxBytes is the cap on the size of a rendered bundle when
+// Input.MaxBytes is zero (package budget): 64 MiB.
+const DefaultMaxBytes = budget.DefaultMaxBytes
 
 // NoValueError reports that a rendered output contains "<no value>", which
 // text/template prints for a missing (nil) value.

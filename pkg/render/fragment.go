@@ -64,7 +64,7 @@ func (f *fragmentState) reset() { *f = fragmentState{} }
 // (.resources.<key>: every object, as Each iterates them), a list or a
 // dict.
 func (s *renderState) fragments(name string, items any) (string, error) {
-	if err := s.interrupted(); err != nil {
+	if err := s.Interrupted(); err != nil {
 		return "", err
 	}
 	if s.sources.frag != nil {
@@ -143,7 +143,7 @@ func (s *renderState) fragment(name, key string, item any) error {
 	}
 	rec := s.reusable(name, k)
 	if rec != nil {
-		if err := s.spend(rec.Scratch); err != nil {
+		if err := s.Spend("fragments", rec.Scratch); err != nil {
 			return err
 		}
 		s.frags.reused++
@@ -170,8 +170,8 @@ func (s *renderState) runFragment(name, key string, item any) (*fragments.Record
 	dot := map[string]any{"item": frozen, "key": key, "resources": s.root["resources"], "extraContext": s.root["extraContext"]}
 	s.sources.enter(item, nil)
 	rec := &fragments.Record{Item: item}
-	buf := boundedWriter{b: &s.budget, scratch: true}
-	depth, before, scratch := s.depth, s.frags.ownedBefore, s.budget.scratch
+	buf := s.Capture()
+	depth, before, scratch := s.depth, s.frags.ownedBefore, s.Scratch()
 	s.depth, s.frags.ownedBefore, s.sources.frag = 0, s.ownSeq, rec
 	s.writers = append(s.writers, &buf)
 	err = s.tmpl.ExecuteTemplate(&buf, name, dot)
@@ -181,7 +181,7 @@ func (s *renderState) runFragment(name, key string, item any) (*fragments.Record
 		return nil, &fragmentError{name: name, err: err}
 	}
 	s.sources.leave()
-	rec.Text, rec.Scratch = buf.String(), scratch-s.budget.scratch
+	rec.Text, rec.Scratch = buf.String(), scratch-s.Scratch()
 	rec.Trim()
 	return rec, nil
 }
@@ -193,7 +193,7 @@ func (s *renderState) runFragment(name, key string, item any) (*fragments.Record
 func (s *renderState) applyFragment(item any, rec *fragments.Record) error {
 	w := s.writers[len(s.writers)-1]
 	off := w.Len()
-	if err := w.writeUntracked(rec.Text); err != nil {
+	if err := w.WriteUntracked(rec.Text); err != nil {
 		return err
 	}
 	for _, e := range rec.Emits {
@@ -213,7 +213,7 @@ func (s *renderState) applyFragment(item any, rec *fragments.Record) error {
 
 // emit implements emit CHANNEL KEY VALUE inside a fragment.
 func (s *renderState) emit(channel, key string, value any) (string, error) {
-	if err := s.interrupted(); err != nil {
+	if err := s.Interrupted(); err != nil {
 		return "", err
 	}
 	f := s.sources.frag
@@ -224,7 +224,7 @@ func (s *renderState) emit(channel, key string, value any) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("emit %q %q: %w", channel, key, err)
 	}
-	if err := s.charge("emit", entrySize+int64(len(channel)+len(key))+funcs.StringsSize(v)); err != nil {
+	if err := s.Charge("emit", entrySize+int64(len(channel)+len(key))+funcs.StringsSize(v)); err != nil {
 		return "", err
 	}
 	f.Emits = append(f.Emits, fragments.Emission{Channel: channel, Key: key, Value: v})
@@ -238,7 +238,7 @@ func (s *renderState) applyEmit(e fragments.Emission) error { return s.channel(e
 // CHANNEL (a dict the template cannot modify), or only those whose key
 // begins with PREFIX; the channel takes no more.
 func (s *renderState) emitted(name string, prefix ...string) (map[string]any, error) {
-	if err := s.interrupted(); err != nil {
+	if err := s.Interrupted(); err != nil {
 		return nil, err
 	}
 	if s.sources.frag != nil {
@@ -296,19 +296,6 @@ func (s *renderState) keepSizes() {
 		sz.added[k] = len(m)
 	}
 	s.engine.sizes.Store(sz)
-}
-
-// spend charges n bytes a reused record charged when it ran.
-func (s *renderState) spend(n int64) error {
-	if err := s.interrupted(); err != nil {
-		return err
-	}
-	if n > s.budget.scratch {
-		s.budget.scratch = -1
-		return &LimitError{Func: "fragments", Scratch: true, Limit: funcs.SatMul(s.budget.limit, scratchFactor)}
-	}
-	s.budget.scratch -= n
-	return nil
 }
 
 // FragmentStats counts the fragments an Engine's renders rendered.

@@ -61,7 +61,7 @@ func guardedFuncs(s *renderState) template.FuncMap {
 	if s.engine != nil {
 		regexps = &s.engine.regexps
 	}
-	s.guarded = funcs.NewSet(&s.budget, regexps)
+	s.guarded = funcs.NewSet(&s.Budget, regexps)
 	m := s.guarded.Funcs()
 	m["field"], m["fail"] = s.checkedField, s.checked(failFunc)
 	// htc's own functions, wrapped by name: the compiler checks their
@@ -74,7 +74,7 @@ func guardedFuncs(s *renderState) template.FuncMap {
 // by its deadline reports the deadline, whatever f would have failed with.
 func (s *renderState) checked(f func(...any) (string, error)) func(...any) (string, error) {
 	return func(args ...any) (string, error) {
-		if err := s.interrupted(); err != nil {
+		if err := s.Interrupted(); err != nil {
 			return "", err
 		}
 		return f(args...)
@@ -83,7 +83,7 @@ func (s *renderState) checked(f func(...any) (string, error)) func(...any) (stri
 
 // checkedField is field with a deadline check.
 func (s *renderState) checkedField(obj any, path string) (string, error) {
-	if err := s.interrupted(); err != nil {
+	if err := s.Interrupted(); err != nil {
 		return "", err
 	}
 	return s.field(obj, path)

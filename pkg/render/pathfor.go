@@ -23,7 +23,7 @@ func specField(k bundle.Kind) string {
 // Inside a fragment, NAME is one the spec renders or the fragment added:
 // what was added outside it is not its input (fragment.go).
 func (s *renderState) pathFor(kind, name string) (string, error) {
-	if err := s.interrupted(); err != nil {
+	if err := s.Interrupted(); err != nil {
 		return "", err
 	}
 	k := bundle.Kind(kind)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/phase"
+	"github.com/haproxy-template/htc/pkg/render/budget"
 	"github.com/haproxy-template/htc/pkg/render/fragments"
 	"github.com/haproxy-template/htc/pkg/render/sourcemap"
 )
@@ -45,6 +46,9 @@ type tracker struct {
 	// added.
 	sizeHint, filesHint int
 }
+
+// The tracker is told of every write of an output (budget.Writer).
+var _ budget.Tracker = (*tracker)(nil)
 
 // sourceEvent is one call written down.
 type sourceEvent struct {
@@ -139,9 +143,9 @@ func (t *tracker) unwinding(entered int) {
 	}
 }
 
-// wrote is called before off bytes of the current output were written
+// Wrote is called before off bytes of the current output were written
 // and more follow.
-func (t *tracker) wrote(off int) {
+func (t *tracker) Wrote(off int) {
 	if t.moved {
 		t.add(sourceEvent{kind: evWrite, n: off})
 		t.moved = false

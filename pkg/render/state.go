@@ -13,6 +13,7 @@ import (
 	"github.com/mitchellh/copystructure"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/render/budget"
 	"github.com/haproxy-template/htc/pkg/render/funcs"
 )
 
@@ -25,9 +26,9 @@ const errModifyShared = "cannot modify a resource object; copy it first with dee
 type renderState struct {
 	engine  *Engine
 	baseDir string
-	// budget holds the render's context flag and size budgets; every
-	// function bound to the state checks it.
-	budget
+	// Budget holds the render's context flag and size budgets (package
+	// budget); every function bound to the state checks it.
+	budget.Budget
 	// owned holds the maps created during this render, the only ones set,
 	// unset and the merge functions may modify, with the order they were
 	// created in (ownSeq counts them; inside a fragment only those created
@@ -48,7 +49,7 @@ type renderState struct {
 	// last.
 	root    map[string]any
 	stores  map[string]*ResourceStore
-	writers []*boundedWriter
+	writers []*budget.Writer
 	// values are the includeValue calls running, innermost last (value.go).
 	values []valueCall
 	// frags is the render's fragment state (fragment.go).
@@ -132,7 +133,7 @@ func (s *renderState) isOwned(m map[string]any) bool {
 
 // modifiable returns an error unless fn may modify m.
 func (s *renderState) modifiable(fn string, m map[string]any) error {
-	if err := s.interrupted(); err != nil {
+	if err := s.Interrupted(); err != nil {
 		return err
 	}
 	if m == nil {
@@ -215,14 +216,14 @@ func errCycle(fn string) error {
 const entrySize = 64
 
 func (s *renderState) dict(v ...any) (map[string]any, error) {
-	if err := s.charge("dict", int64(len(v)/2+1)*entrySize+funcs.StringsSize(v...)); err != nil {
+	if err := s.Charge("dict", int64(len(v)/2+1)*entrySize+funcs.StringsSize(v...)); err != nil {
 		return nil, err
 	}
 	return s.own(sprigDict(v...)), nil
 }
 
 func (s *renderState) mustDeepCopy(v any) (any, error) {
-	if err := s.interrupted(); err != nil {
+	if err := s.Interrupted(); err != nil {
 		return nil, err
 	}
 	c, err := copystructure.Copy(v)
@@ -241,7 +242,7 @@ func (s *renderState) deepCopy(v any) (any, error) {
 }
 
 func (s *renderState) mustFromJSON(v string) (any, error) {
-	if err := s.interrupted(); err != nil {
+	if err := s.Interrupted(); err != nil {
 		return nil, err
 	}
 	out, err := sprigMustFromJSON(v)
@@ -257,21 +258,21 @@ func (s *renderState) fromJSON(v string) any {
 }
 
 func (s *renderState) pick(d map[string]any, keys ...string) (map[string]any, error) {
-	if err := s.charge("pick", int64(len(keys))*entrySize); err != nil {
+	if err := s.Charge("pick", int64(len(keys))*entrySize); err != nil {
 		return nil, err
 	}
 	return s.own(sprigPick(d, keys...)), nil
 }
 
 func (s *renderState) omit(d map[string]any, keys ...string) (map[string]any, error) {
-	if err := s.charge("omit", int64(len(d))*entrySize); err != nil {
+	if err := s.Charge("omit", int64(len(d))*entrySize); err != nil {
 		return nil, err
 	}
 	return s.own(sprigOmit(d, keys...)), nil
 }
 
 func (s *renderState) urlParse(v string) (map[string]any, error) {
-	if err := s.charge("urlParse", 8*entrySize+int64(len(v))); err != nil {
+	if err := s.Charge("urlParse", 8*entrySize+int64(len(v))); err != nil {
 		return nil, err
 	}
 	return s.own(sprigURLParse(v)), nil
@@ -284,7 +285,7 @@ func (s *renderState) set(d map[string]any, key string, value any) (map[string]a
 	if s.reaches(value, mapPointer(d), map[unsafe.Pointer]bool{}) {
 		return nil, errCycle("set")
 	}
-	if err := s.charge("set", entrySize+int64(len(key))+funcs.StringsSize(value)); err != nil {
+	if err := s.Charge("set", entrySize+int64(len(key))+funcs.StringsSize(value)); err != nil {
 		return nil, err
 	}
 	d[key] = value

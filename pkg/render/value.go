@@ -41,7 +41,7 @@ func (s *renderState) includeValue(name string, data any) (any, error) {
 // (or a template it calls with the template action), never by a snippet
 // it includes or a fragment.
 func (s *renderState) result(v any) (string, error) {
-	if err := s.interrupted(); err != nil {
+	if err := s.Interrupted(); err != nil {
 		return "", err
 	}
 	if len(s.values) == 0 || s.values[len(s.values)-1].writers != len(s.writers) {

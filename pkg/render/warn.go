@@ -15,14 +15,14 @@ import (
 // recorded with the fragment and given when its record is applied, so a
 // reused record warns as the fragment did. It returns "".
 func (s *renderState) warn(obj any, msg string) (string, error) {
-	if err := s.interrupted(); err != nil {
+	if err := s.Interrupted(); err != nil {
 		return "", err
 	}
 	o, ok := values.ObjectContent(obj)
 	if !ok {
 		return "", fmt.Errorf("warn: want OBJECT MESSAGE, where OBJECT is a resource object, got %T", obj)
 	}
-	if err := s.charge("warn", int64(len(msg))+entrySize); err != nil {
+	if err := s.Charge("warn", int64(len(msg))+entrySize); err != nil {
 		return "", err
 	}
 	w := bundle.Warning{Object: refOf("", o), Message: msg}

@@ -1,7 +1,7 @@
 // Package funcs is the template function set of package render that
 // holds no render state: sprig's functions made deterministic (Static),
 // and the guarded functions of one render (Set), which check its deadline
-// and charge what they build to its budget (a Meter, package render's).
+// and charge what they build to its budget (a Meter: package budget's Budget).
 // Package render adds the functions that need its state (pathFor, field,
 // each, addFile, include, dict and the other owning functions, fragments,
 // emit, warn, fail, safe, word, quoteValue); its doc.go says what each

@@ -17,13 +17,13 @@ const (
 )
 
 // Meter is the budget of the render a Set's functions run in (package
-// render's): they check its deadline and charge what they build to it.
+// budget's Budget): they check its deadline and charge what they build to it.
 type Meter interface {
 	// Interrupted is the render context's error once it has ended, else
 	// nil; cheap enough for every call.
 	Interrupted() error
 	// Charge counts n bytes of a value fn builds against the render's
-	// scratch budget, failing (a *render.LimitError) past it or past the
+	// scratch budget, failing (a *budget.LimitError) past it or past the
 	// bundle limit.
 	Charge(fn string, n int64) error
 	// Fits refuses, without charging it, a value fn could build of up to n

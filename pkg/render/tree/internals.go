@@ -118,9 +118,8 @@ func Line(tree *parse.Tree) int {
 }
 
 // InsertTick prepends an empty text node to l. Executing an empty text node
-// is a zero-length Write to the render's writer (package render's
-// boundedWriter), which checks the
-// done flag: so every loop iteration (range over a list, a map or an
+// is a zero-length Write to the render's writer (a budget.Writer), which
+// checks the done flag: so every loop iteration (range over a list, a map or an
 // integer, even with an empty body) and every template call (recursion)
 // notices a deadline, whatever the template does in it.
 func InsertTick(l *parse.ListNode) {

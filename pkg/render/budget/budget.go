@@ -1,7 +1,6 @@
-package render
+package budget
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sync/atomic"
@@ -14,13 +13,13 @@ import (
 // certificate, and the files addFile adds.
 const DefaultMaxBytes = 64 << 20
 
-// scratchFactor sets the scratch budget of a render (see LimitError) to this
-// many times its bundle limit.
-const scratchFactor = 4
+// ScratchFactor sets the scratch budget of a render (see LimitError) to
+// this many times its bundle limit.
+const ScratchFactor = 4
 
 // LimitError reports that a render stopped because it would exceed a size
 // limit: the bundle limit (Input.MaxBytes) on everything rendered and on
-// any one value a function builds, or the scratch budget (scratchFactor
+// any one value a function builds, or the scratch budget (ScratchFactor
 // times that limit) on all the values the templates build while rendering
 // (strings made by printf, include, repeat, join, ..., list elements and
 // map entries), which keeps a template from exhausting the controller's
@@ -46,9 +45,9 @@ func (e *LimitError) Error() string {
 	case e.Value:
 		return fmt.Sprintf("%s: the value would be larger than the bundle size limit of %s", e.Func, size)
 	case e.Scratch && e.Func != "":
-		return fmt.Sprintf("%s: the values this render builds would exceed %s (%d times the bundle size limit)", e.Func, size, scratchFactor)
+		return fmt.Sprintf("%s: the values this render builds would exceed %s (%d times the bundle size limit)", e.Func, size, ScratchFactor)
 	case e.Scratch:
-		return fmt.Sprintf("the values this render builds would exceed %s (%d times the bundle size limit)", size, scratchFactor)
+		return fmt.Sprintf("the values this render builds would exceed %s (%d times the bundle size limit)", size, ScratchFactor)
 	case e.Func != "":
 		return fmt.Sprintf("%s: the rendered bundle would exceed its size limit of %s", e.Func, size)
 	default:
@@ -69,11 +68,13 @@ func formatBytes(n int64) string {
 	}
 }
 
-// budget is what one render may still produce, and whether its context has
+// Budget is what one render may still produce, and whether its context has
 // ended. done is a fresh flag per render, set by context.AfterFunc, so a
 // late callback of an earlier render never stops a later one; reading it is
-// one atomic load.
-type budget struct {
+// one atomic load. The zero Budget is disarmed: it charges nothing and is
+// never interrupted (outside a render: Context, tests of helpers). It is
+// the funcs.Meter its render's guarded functions charge.
+type Budget struct {
 	ctx     context.Context
 	done    *atomic.Bool
 	stop    func() bool
@@ -82,31 +83,37 @@ type budget struct {
 	scratch int64 // bytes of built values still allowed
 }
 
-// start arms the budget for a render under ctx with the given bundle limit
+// Start arms the budget for a render under ctx with the given bundle limit
 // (DefaultMaxBytes when zero or negative).
-func (b *budget) start(ctx context.Context, limit int64) {
+func (b *Budget) Start(ctx context.Context, limit int64) {
 	if limit <= 0 {
 		limit = DefaultMaxBytes
 	}
 	done := new(atomic.Bool)
 	b.ctx, b.done, b.limit, b.bundle = ctx, done, limit, limit
-	b.scratch = funcs.SatMul(limit, scratchFactor)
+	b.scratch = funcs.SatMul(limit, ScratchFactor)
 	if ctx.Done() != nil { // a context that can end
 		b.stop = context.AfterFunc(ctx, func() { done.Store(true) })
 	}
 }
 
-// end disarms the budget after a render.
-func (b *budget) end() {
+// End disarms the budget after a render.
+func (b *Budget) End() {
 	if b.stop != nil {
 		b.stop()
 	}
-	*b = budget{}
+	*b = Budget{}
 }
 
-// interrupted returns the context's error once the render's context has
+// Limit is the bundle limit of the render (0 when disarmed).
+func (b *Budget) Limit() int64 { return b.limit }
+
+// Scratch is what is left of the scratch budget (negative once exceeded).
+func (b *Budget) Scratch() int64 { return b.scratch }
+
+// Interrupted returns the context's error once the render's context has
 // ended, else nil. It is cheap enough for every function call and write.
-func (b *budget) interrupted() error {
+func (b *Budget) Interrupted() error {
 	if b.done != nil && b.done.Load() {
 		return b.ctxErr()
 	}
@@ -115,17 +122,17 @@ func (b *budget) interrupted() error {
 
 // ctxErr is the error of an ended context (context.Canceled if the flag was
 // seen before the context reports its error).
-func (b *budget) ctxErr() error {
+func (b *Budget) ctxErr() error {
 	if err := b.ctx.Err(); err != nil {
 		return err
 	}
 	return context.Canceled
 }
 
-// charge counts n bytes of a value fn builds against the scratch budget;
+// Charge counts n bytes of a value fn builds against the scratch budget;
 // one value may not be larger than the bundle limit.
-func (b *budget) charge(fn string, n int64) error {
-	if err := b.interrupted(); err != nil {
+func (b *Budget) Charge(fn string, n int64) error {
+	if err := b.Interrupted(); err != nil {
 		return err
 	}
 	if b.done == nil { // outside a render (Context, tests of helpers)
@@ -136,16 +143,31 @@ func (b *budget) charge(fn string, n int64) error {
 	}
 	if n > b.scratch || n < 0 {
 		b.scratch = -1
-		return &LimitError{Func: fn, Scratch: true, Limit: funcs.SatMul(b.limit, scratchFactor)}
+		return &LimitError{Func: fn, Scratch: true, Limit: funcs.SatMul(b.limit, ScratchFactor)}
 	}
 	b.scratch -= n
 	return nil
 }
 
-// chargeBundle counts n bytes of bundle content (from fn, "" for template
+// Spend counts n bytes against the scratch budget that fn charged, value by
+// value, when it ran before (a reused fragment record): the total, so no
+// one value is checked against the bundle limit.
+func (b *Budget) Spend(fn string, n int64) error {
+	if err := b.Interrupted(); err != nil {
+		return err
+	}
+	if n > b.scratch {
+		b.scratch = -1
+		return &LimitError{Func: fn, Scratch: true, Limit: funcs.SatMul(b.limit, ScratchFactor)}
+	}
+	b.scratch -= n
+	return nil
+}
+
+// ChargeBundle counts n bytes of bundle content (from fn, "" for template
 // output) against the bundle limit.
-func (b *budget) chargeBundle(fn string, n int64) error {
-	if err := b.interrupted(); err != nil {
+func (b *Budget) ChargeBundle(fn string, n int64) error {
+	if err := b.Interrupted(); err != nil {
 		return err
 	}
 	if b.done == nil {
@@ -159,89 +181,20 @@ func (b *budget) chargeBundle(fn string, n int64) error {
 	return nil
 }
 
-// Interrupted, Charge and Fits make the budget the funcs.Meter its
-// render's guarded functions charge.
-
-// Interrupted is interrupted.
-func (b *budget) Interrupted() error { return b.interrupted() }
-
-// Charge is charge.
-func (b *budget) Charge(fn string, n int64) error { return b.charge(fn, n) }
-
 // Fits refuses a result that could be n bytes long when n exceeds the
 // bundle limit or the scratch budget left, without charging it.
-func (b *budget) Fits(fn string, n int64) error {
-	if err := b.interrupted(); err != nil {
+func (b *Budget) Fits(fn string, n int64) error {
+	if err := b.Interrupted(); err != nil {
 		return err
 	}
 	if b.done != nil && n > b.limit {
 		return &LimitError{Func: fn, Value: true, Limit: b.limit}
 	}
 	if b.done != nil && n > b.scratch {
-		return &LimitError{Func: fn, Scratch: true, Limit: funcs.SatMul(b.limit, scratchFactor)}
+		return &LimitError{Func: fn, Scratch: true, Limit: funcs.SatMul(b.limit, ScratchFactor)}
 	}
 	return nil
 }
 
-// boundedWriter is the writer every template of a render writes to. Each
-// Write first checks the render's done flag, so a template stops as soon as
-// it produces output after its context ended (text/template aborts on a
-// write error), then charges the bytes: to the bundle limit for an output,
-// to the scratch budget for the text include captures.
-type boundedWriter struct {
-	bytes.Buffer
-	b       *budget
-	scratch bool     // include's capture, not bundle output
-	t       *tracker // the render's source map (nil: none)
-}
-
-// Write appends p unless the render was interrupted or p exceeds the budget.
-func (w *boundedWriter) Write(p []byte) (int, error) {
-	if err := w.admit(len(p), true); err != nil || len(p) == 0 {
-		return 0, err
-	}
-	return w.Buffer.Write(p)
-}
-
-// WriteString is Write of a string (the Buffer's own would skip the
-// budget and the source map).
-func (w *boundedWriter) WriteString(s string) (int, error) {
-	if err := w.admit(len(s), true); err != nil || len(s) == 0 {
-		return 0, err
-	}
-	return w.Buffer.WriteString(s)
-}
-
-// writeUntracked is WriteString without telling the tracker, which is
-// told of the write otherwise (a fragment's record).
-func (w *boundedWriter) writeUntracked(s string) error {
-	if err := w.admit(len(s), false); err != nil || len(s) == 0 {
-		return err
-	}
-	_, err := w.Buffer.WriteString(s)
-	return err
-}
-
-// admit checks the done flag, charges n bytes about to be written and,
-// with track, tells the tracker of the write.
-func (w *boundedWriter) admit(n int, track bool) error {
-	if err := w.b.interrupted(); err != nil {
-		return err
-	}
-	if n == 0 {
-		return nil
-	}
-	var err error
-	if w.scratch {
-		err = w.b.charge("include", int64(n))
-	} else {
-		err = w.b.chargeBundle("", int64(n))
-	}
-	if err != nil {
-		return err
-	}
-	if track && w.t != nil && !w.scratch {
-		w.t.wrote(w.Len())
-	}
-	return nil
-}
+// A Budget is what a render's guarded functions charge.
+var _ funcs.Meter = (*Budget)(nil)

@@ -1,0 +1,100 @@
+package statusdocs
+
+import (
+	"strings"
+	"sync/atomic"
+
+	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/resourcestatus"
+	"github.com/haproxy-template/htc/pkg/store"
+	"github.com/haproxy-template/htc/pkg/watched"
+)
+
+// TemplateName is the template name of spec.resourceStatus, as
+// messages name it ("template resourceStatus line 3: ...").
+const TemplateName = "resourceStatus"
+
+// Decoder decodes the resourceStatus output of one engine's renders. It
+// may be used by concurrent renders.
+type Decoder struct {
+	// apiVersions maps each store key whose watched resource has
+	// writeStatus to its apiVersion, for resourcestatus.Resolve: a
+	// document for an object of any other store fails the render.
+	apiVersions map[string]string
+	// cache holds the decoded status documents of the last render that
+	// decoded them all, by text.
+	cache atomic.Pointer[resourcestatus.Cache]
+	// parts shares the equal parts of the decoded statuses.
+	parts *watched.ShareTable
+}
+
+// New returns the Decoder of spec's resourceStatus, nil when it has none.
+func New(spec *config.HAProxyTemplateConfigSpec) *Decoder {
+	if spec.ResourceStatus == nil {
+		return nil
+	}
+	d := &Decoder{apiVersions: make(map[string]string, len(spec.WatchedResources)), parts: watched.NewShareTable(0)}
+	for k, w := range spec.WatchedResources {
+		if w.WriteStatus {
+			d.apiVersions[k] = w.APIVersion
+		}
+	}
+	return d
+}
+
+// Decode parses the rendered resourceStatus text and finds each
+// document's object in stores. A bad document is an error (a
+// *resourcestatus.Error) with the objects it is to be attributed to: the
+// object it names when that object is watched, else the object that
+// wrote it (sources: the render's source map, built only then).
+//
+// Documents are decoded with the decodings of the last render that
+// decoded them all (resourcestatus.ParseCached: a pure function of each
+// document's text, so any render's answer as well as another's); each such
+// render keeps its own for the next. The cache holds one render's
+// documents. The statuses decoded are shared by content (the routes of a
+// Gateway mostly have the same status), never modified.
+func (d *Decoder) Decode(text string, stores store.Set, sources func() *bundle.Sources) ([]resourcestatus.Document, []bundle.ObjectRef, error) {
+	var old resourcestatus.Cache
+	if c := d.cache.Load(); c != nil {
+		old = *c
+	}
+	docs, next, err := resourcestatus.ParseCached(text, old, d.parts)
+	if err == nil {
+		err = resourcestatus.Resolve(docs, stores, d.apiVersions)
+	}
+	if err == nil {
+		d.cache.Store(&next)
+		return docs, nil, nil
+	}
+	de, _ := err.(*resourcestatus.Error)
+	if de == nil {
+		return nil, nil, err
+	}
+	for i := range docs {
+		doc := &docs[i]
+		if doc.Index != de.Index {
+			continue
+		}
+		if key, _ := resourcestatus.Find(doc, stores, d.apiVersions); key != "" {
+			return nil, []bundle.ObjectRef{{Store: key, Kind: doc.Kind, Namespace: doc.Namespace, Name: doc.Name}}, err
+		}
+	}
+	return nil, writerOf(sources(), text, de.Line), err
+}
+
+// writerOf is the object that wrote the first line of the document that
+// starts at line of the resourceStatus output, if any.
+func writerOf(s *bundle.Sources, text string, line int) []bundle.ObjectRef {
+	lines := strings.Split(text, "\n")
+	for l := line; l <= len(lines); l++ {
+		if l > line && strings.TrimRight(lines[l-1], " \t\r") == "---" {
+			break
+		}
+		if ref, ok := s.LineObject(TemplateName, l); ok {
+			return []bundle.ObjectRef{ref}
+		}
+	}
+	return nil
+}
