@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"text/template"
 	"unsafe"
+	"weak"
 
 	"github.com/haproxy-template/htc/pkg/render/funcs"
 	"github.com/haproxy-template/htc/pkg/render/values"
@@ -122,9 +123,18 @@ func dynamicFuncs(s *renderState) template.FuncMap {
 	}
 }
 
-// mapPointer identifies a map by its runtime pointer, for the owned set. As
-// an unsafe.Pointer key it keeps the map alive while the set exists, so the
-// address cannot be reused by another map during the render.
+// mapID identifies a map for the owned set: a weak pointer to its runtime
+// header. Two are equal only for the same map, even after it was collected
+// and another map took its address, and it does not keep the map alive: a
+// render's garbage (most maps it makes) is collected while it runs instead
+// of living until its end.
+type mapID = weak.Pointer[byte]
+
+// mapIDOf returns m's mapID.
+func mapIDOf(m map[string]any) mapID { return weak.Make((*byte)(mapPointer(m))) }
+
+// mapPointer is m's runtime header, for the walks' visited sets (which keep
+// what they visit alive while they run).
 func mapPointer(m map[string]any) unsafe.Pointer {
 	return reflect.ValueOf(m).UnsafePointer()
 }

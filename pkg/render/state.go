@@ -33,7 +33,7 @@ type renderState struct {
 	// unset and the merge functions may modify, with the order they were
 	// created in (ownSeq counts them; inside a fragment only those created
 	// after its start may be modified, see fragment.go).
-	owned  map[unsafe.Pointer]uint32
+	owned  map[mapID]uint32
 	ownSeq uint32
 	// tmpl is the render's template set, for include; depth counts nested includes.
 	tmpl  *template.Template
@@ -59,14 +59,14 @@ type renderState struct {
 }
 
 func newRenderState(e *Engine, baseDir string) *renderState {
-	return &renderState{engine: e, baseDir: baseDir, owned: make(map[unsafe.Pointer]uint32)}
+	return &renderState{engine: e, baseDir: baseDir, owned: make(map[mapID]uint32)}
 }
 
 // own records m as created by this render.
 func (s *renderState) own(m map[string]any) map[string]any {
 	if m != nil {
 		s.ownSeq++
-		s.owned[mapPointer(m)] = s.ownSeq
+		s.owned[mapIDOf(m)] = s.ownSeq
 	}
 	return m
 }
@@ -127,7 +127,7 @@ func eachElem(v any, fn func(any) bool) bool {
 }
 
 func (s *renderState) isOwned(m map[string]any) bool {
-	_, ok := s.owned[mapPointer(m)]
+	_, ok := s.owned[mapIDOf(m)]
 	return ok
 }
 
@@ -148,7 +148,7 @@ func (s *renderState) modifiable(fn string, m map[string]any) error {
 // modifying reports whether m may be modified: a map this render created
 // (inside a fragment, one the fragment created).
 func (s *renderState) modifying(m map[string]any) bool {
-	seq, ok := s.owned[mapPointer(m)]
+	seq, ok := s.owned[mapIDOf(m)]
 	return ok && seq > s.frags.ownedBefore
 }
 
