@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"runtime"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -47,7 +48,9 @@ import (
 //     settings in maps;
 //
 //   - admit-16-clients (-maps-only): 16 goroutines deciding CREATEs back
-//     to back (answers/s), as bench-scale's 16 clients;
+//     to back (answers/s), as bench-scale's 16 clients, and the cores the
+//     process kept busy meanwhile (cores) and its haproxy -c runs
+//     (haproxy-cores);
 //
 //   - floor: bench-scale's floor, a bare haproxy -c of the live bundle;
 //
@@ -159,7 +162,7 @@ func BenchmarkIngressLibrariesCreate(b *testing.B) {
 					return create(mapsOnly)
 				}
 				b.SetParallelism((16 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-				start := time.Now()
+				start, cpu, children := time.Now(), processCPU(), childrenCPU()
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
 						d, _ := a.Decide(ctx, admission.Request{Change: watched.Change{Resource: ingressesResource, Operation: store.Create, Object: next()}})
@@ -168,7 +171,10 @@ func BenchmarkIngressLibrariesCreate(b *testing.B) {
 						}
 					}
 				})
-				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "answers/s")
+				wall := time.Since(start)
+				b.ReportMetric(float64(b.N)/wall.Seconds(), "answers/s")
+				b.ReportMetric(float64(processCPU()-cpu)/float64(wall), "cores")
+				b.ReportMetric(float64(childrenCPU()-children)/float64(wall), "haproxy-cores")
 			})
 		}
 		b.Run(fmt.Sprintf("%s/mix/ingresses=%d/floor", lib.name, n), func(b *testing.B) {
@@ -209,3 +215,13 @@ func BenchmarkIngressLibrariesCreate(b *testing.B) {
 var writesLines = map[int]bool{5: true, 7: true, 10: true, 11: true, 15: true}
 
 var ingressesResource = schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"}
+
+// childrenCPU is the CPU time (user and system) of the process's children
+// that ended and were waited for (the checker's haproxy -c runs).
+func childrenCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
