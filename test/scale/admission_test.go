@@ -232,9 +232,10 @@ func (h *harness) floor(outDir string, env []string) time.Duration {
 	return took
 }
 
-// phaseMeans is the mean time per admission of each check phase over an
-// interval (htc_check_phase_duration_seconds), and of the whole dry run
-// (htc_admission_validation_duration_seconds).
+// phaseMeans is the mean time of each check phase where it ran over an
+// interval (htc_check_phase_duration_seconds) and how often it ran, and
+// the mean time of the whole dry run (htc_admission_validation_duration_seconds)
+// and how many there were.
 type phaseMeans struct {
 	phases []phaseMean
 	dryRun time.Duration
@@ -244,6 +245,7 @@ type phaseMeans struct {
 type phaseMean struct {
 	phase string
 	mean  time.Duration
+	n     int // the phase's runs
 }
 
 var phaseOrder = []string{"render", "policy", "syntax", "schema", "semantic", "tests"}
@@ -288,7 +290,7 @@ func diffPhases(before, after map[string]float64) phaseMeans {
 	})
 	for _, ph := range names {
 		s := sums[ph]
-		pm.phases = append(pm.phases, phaseMean{phase: ph, mean: time.Duration(s[0] / s[1] * float64(time.Second))})
+		pm.phases = append(pm.phases, phaseMean{phase: ph, mean: time.Duration(s[0] / s[1] * float64(time.Second)), n: int(s[1])})
 	}
 	var sum, count float64
 	for k, v := range after {

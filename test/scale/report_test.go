@@ -311,7 +311,16 @@ func (rep *report) markdown() string {
 			pm := ph(r)
 			var parts []string
 			for _, p := range pm.phases {
-				parts = append(parts, p.phase+" "+secs(p.mean))
+				part := p.phase + " " + secs(p.mean)
+				switch {
+				case p.n > 0 && p.n < pm.n:
+					// haproxy -c skipped for a change of maps only
+					part += fmt.Sprintf(" (in %d of %d)", p.n, pm.n)
+				case p.n > pm.n && pm.n > 0:
+					// more than one round of a diagnosis
+					part += fmt.Sprintf(" (%d runs)", p.n)
+				}
+				parts = append(parts, part)
 			}
 			if len(parts) == 0 {
 				return secs(pm.dryRun) + "; no render, no check (the change renders alike)"

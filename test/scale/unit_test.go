@@ -56,7 +56,7 @@ func testReport() *report {
 		list:          listed{objects: 1000, took: ms(2500), ok: true},
 		listWhile:     outcome{took: ms(5000), reason: "the proposed config could not be judged: it reads ingresses.v1.networking.k8s.io otherwise than the config in use, and listing them from the API server goes on after the admission deadline; apply it again in a moment"},
 		backendPh: phaseMeans{dryRun: ms(350), n: 2,
-			phases: []phaseMean{{phase: "render", mean: ms(200)}, {phase: "syntax", mean: ms(140)}}},
+			phases: []phaseMean{{phase: "render", mean: ms(200), n: 2}, {phase: "syntax", mean: ms(140), n: 2}, {phase: "semantic", mean: ms(900), n: 1}}},
 		distinct:  concResult{clients: 16, wall: 10 * time.Second, outs: append(allowedOutcomes(10, ms(900)), busyOutcomes(30)...)},
 		same:      concResult{clients: 16, identical: true, wall: 10 * time.Second, outs: allowedOutcomes(1000, ms(2))},
 		rssLoaded: rss{now: 300 << 20, peak: 400 << 20}, rssEnd: rss{now: 350 << 20, peak: 450 << 20},
@@ -97,7 +97,7 @@ func TestMarkdownRows(t *testing.T) {
 			"| … **÷ floor**, p50 / p99 | **3.00× / 2.00×** |",
 			"| … ÷ `haproxy -c` with the checker's environment, p50 / p99 | 3.75× / 2.50× |",
 			"| … denied, errors | 0, 0 |",
-			"| … server side: dry run; phases (mean) | 350 ms; render 200 ms, syntax 140 ms |",
+			"| … server side: dry run; phases (mean) | 350 ms; render 200 ms, syntax 140 ms, semantic 900 ms (in 1 of 2) |",
 			"| label-only UPDATE, p50 / p99 (2) | 2.0 ms / 2.0 ms |",
 		}},
 		{"distinct CREATEs: busy denials are no throughput", []string{

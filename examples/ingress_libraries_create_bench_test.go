@@ -1,0 +1,227 @@
+package examples_test
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"runtime"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/haproxy-template/htc/pkg/admission"
+	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/dryrun"
+	"github.com/haproxy-template/htc/pkg/haproxy"
+	"github.com/haproxy-template/htc/pkg/phase"
+	"github.com/haproxy-template/htc/pkg/store"
+	"github.com/haproxy-template/htc/pkg/watched"
+)
+
+// BenchmarkIngressLibrariesCreate admits CREATEs of new Ingresses of make
+// bench-scale's mix (scaleMix: the k-th CREATE carries the mix's
+// annotations of k mod 20) routing to existing Services, over 1,000
+// Ingresses of the mix, with the plain Ingress library and the
+// ingress-nginx library: what bench-scale's "CREATE (new route, existing
+// backend)" and its 16 clients of distinct CREATEs ask the webhook. Each
+// CREATE is another Ingress (no decision or check outcome can be reused);
+// the live state was diagnosed once with Record, as the live loop does.
+//
+//   - admit: the whole decision (render and every check phase with the
+//     real haproxy -c; the embedded tests' report is cached by the spec).
+//     Besides ns/op and cpu-ms/op (the process's CPU per CREATE, its
+//     haproxy -c children not counted) it reports the mean of each phase
+//     per CREATE, the share of CREATEs that ran haproxy -c
+//     (semantic-share: their haproxy.cfg is not the live one's), and the
+//     mean wall time of those that did not (maps-only-ms) and of those
+//     that did (haproxy-c-ms);
+//
+//   - admit-maps-only: the same with CREATEs of the mix's classes that
+//     write no line (writesLines) to backends without settings of their
+//     own: what every CREATE would cost if the library kept those
+//     settings in maps;
+//
+//   - admit-16-clients (-maps-only): 16 goroutines deciding CREATEs back
+//     to back (answers/s), as bench-scale's 16 clients, and the cores the
+//     process kept busy meanwhile (cores) and its haproxy -c runs
+//     (haproxy-cores);
+//
+//   - floor: bench-scale's floor, a bare haproxy -c of the live bundle;
+//
+//   - render: the CREATE's render alone.
+//
+//     go test -run '^$' -bench 'IngressLibrariesCreate' -benchtime 100x ./examples/
+func BenchmarkIngressLibrariesCreate(b *testing.B) {
+	bin, err := exec.LookPath("haproxy")
+	if err != nil {
+		b.Skip("no haproxy in PATH")
+	}
+	const n = 1000
+	for _, lib := range []struct{ name, path, class string }{
+		{"ingress", "ingress/config.yaml", "htc"},
+		{"ingress-nginx", ngxConfigPath, "nginx"},
+	} {
+		cfg, err := config.LoadFile(lib.path)
+		require.NoError(b, err)
+		checker, err := haproxy.NewChecker(haproxy.Options{HAProxyPath: bin, TempDir: b.TempDir()})
+		require.NoError(b, err)
+		b.Cleanup(checker.Wait)
+		p, err := dryrun.Build(cfg, dryrun.Env{CheckerFor: func(allowed []string) dryrun.Checker { return checker.Allowing(allowed) }})
+		require.NoError(b, err)
+		state := dataPlaneState(n, 8080)
+		for i, ing := range state["ingresses"] {
+			ing["spec"].(map[string]any)["ingressClassName"] = lib.class
+			scaleMix(ing, i, lib.class == "nginx")
+		}
+		stores := gatewayStores(b, cfg, state)
+		ctx := context.Background()
+		a := &admission.Admitter{}
+		a.SetState(&admission.State{Pipeline: p, Stores: stores})
+		live, _ := p.Diagnose(ctx, store.ReadOnly(stores), dryrun.DiagnoseOptions{MaxRounds: 4, Record: true})
+		require.Nil(b, live.Verdict().Err, "the live state of %s fails", lib.name)
+		a.SetBaseline(&admission.Baseline{Pipeline: p, Diagnosis: live})
+		created := 0
+		create := func(mapsOnly bool) *unstructured.Unstructured {
+			// A new Ingress to the Service of an existing one (app), in its
+			// namespace, with the annotations of the mix's class k mod 20;
+			// mapsOnly: of a class that writes no line, to a backend
+			// without settings of its own.
+			k, app := created, (created*7919)%n
+			created++
+			class := k % 20
+			for mapsOnly && writesLines[class] {
+				class = (class + 1) % 20
+			}
+			for mapsOnly && writesLines[app%20] {
+				app = (app + 1) % n
+			}
+			ing := map[string]any{"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+				"metadata": map[string]any{"name": fmt.Sprintf("bench-create-%d", k), "namespace": fmt.Sprintf("ns%d", app%50)},
+				"spec": map[string]any{"ingressClassName": lib.class, "rules": []any{map[string]any{"host": fmt.Sprintf("bench-create-%d.example.com", k), "http": map[string]any{"paths": []any{
+					map[string]any{"path": "/", "pathType": "Prefix", "backend": map[string]any{"service": map[string]any{"name": fmt.Sprintf("app%d", app), "port": map[string]any{"name": "http"}}}}}}}}}}
+			scaleMix(ing, class, lib.class == "nginx")
+			return &unstructured.Unstructured{Object: ing}
+		}
+		for _, mapsOnly := range []bool{false, true} {
+			name := "admit"
+			if mapsOnly {
+				name = "admit-maps-only"
+			}
+			b.Run(fmt.Sprintf("%s/mix/ingresses=%d/%s", lib.name, n, name), func(b *testing.B) {
+				phases := map[phase.Phase]time.Duration{}
+				var took [2]time.Duration // CREATEs whose haproxy.cfg is the live one's (maps only), the others
+				var count [2]int
+				cpu := processCPU()
+				for b.Loop() {
+					req := admission.Request{Change: watched.Change{Resource: ingressesResource, Operation: store.Create, Object: create(mapsOnly)}}
+					start := time.Now()
+					d, r := a.Decide(ctx, req)
+					t := time.Since(start)
+					require.True(b, d.Allowed, d.Reason)
+					for ph, t := range r.Trace.Durations {
+						phases[ph] += t
+					}
+					ran := 0
+					if _, ok := r.Trace.Durations[phase.Semantic]; ok && !r.Trace.SemanticReused {
+						ran = 1
+					}
+					took[ran] += t
+					count[ran]++
+				}
+				b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+				for ph, t := range phases {
+					b.ReportMetric(float64(t)/float64(time.Millisecond)/float64(b.N), string(ph)+"-ms/op")
+				}
+				b.ReportMetric(float64(count[1])/float64(b.N), "semantic-share")
+				for i, name := range []string{"maps-only-ms", "haproxy-c-ms"} {
+					if count[i] > 0 {
+						b.ReportMetric(float64(took[i])/float64(time.Millisecond)/float64(count[i]), name)
+					}
+				}
+			})
+		}
+		for _, mapsOnly := range []bool{false, true} {
+			name := "admit-16-clients"
+			if mapsOnly {
+				name = "admit-16-clients-maps-only"
+			}
+			b.Run(fmt.Sprintf("%s/mix/ingresses=%d/%s", lib.name, n, name), func(b *testing.B) {
+				// bench-scale's 16 clients of distinct CREATEs, in process: 16
+				// goroutines deciding CREATEs back to back (without a deadline:
+				// none is turned away busy, each waits for a slot).
+				var mu sync.Mutex
+				next := func() *unstructured.Unstructured {
+					mu.Lock()
+					defer mu.Unlock()
+					return create(mapsOnly)
+				}
+				b.SetParallelism((16 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+				start, cpu, children := time.Now(), processCPU(), childrenCPU()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						d, _ := a.Decide(ctx, admission.Request{Change: watched.Change{Resource: ingressesResource, Operation: store.Create, Object: next()}})
+						if !d.Allowed {
+							b.Error(d.Reason)
+						}
+					}
+				})
+				wall := time.Since(start)
+				b.ReportMetric(float64(b.N)/wall.Seconds(), "answers/s")
+				b.ReportMetric(float64(processCPU()-cpu)/float64(wall), "cores")
+				b.ReportMetric(float64(childrenCPU()-children)/float64(wall), "haproxy-cores")
+			})
+		}
+		b.Run(fmt.Sprintf("%s/mix/ingresses=%d/floor", lib.name, n), func(b *testing.B) {
+			// bench-scale's floor: a bare haproxy -c of the live bundle;
+			// "admit-16-clients" its 16 clients of distinct CREATEs (answers/s).
+			ws, err := haproxy.NewWorkspace(b.TempDir())
+			require.NoError(b, err)
+			rendered, err := p.Render(ctx, store.ReadOnly(stores))
+			require.NoError(b, err)
+			require.NoError(b, bundle.Write(ws.Dir(), rendered.Relocated(ws.Dir())))
+			for b.Loop() {
+				cmd := exec.Command(bin, "-c", "-f", ws.Dir()+"/haproxy.cfg")
+				cmd.Dir = ws.Dir()
+				out, err := cmd.CombinedOutput()
+				require.NoError(b, err, "%s", out)
+			}
+		})
+		b.Run(fmt.Sprintf("%s/mix/ingresses=%d/render", lib.name, n), func(b *testing.B) {
+			cpu := processCPU()
+			for b.Loop() {
+				set, err := store.ReadOnly(stores).WithChange("ingresses", store.Change{Operation: store.Create, Object: create(false)})
+				require.NoError(b, err)
+				_, err = p.Render(ctx, set)
+				require.NoError(b, err)
+			}
+			b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+		})
+	}
+}
+
+// writesLines are the classes of make bench-scale's mix
+// (testutil.NginxMixAnnotations) whose new Ingress changes haproxy.cfg
+// under the ingress-nginx library: a replace-path line per location
+// (rewrite-target: 5 and 15), a source-range line per Ingress
+// (whitelist-source-range: 7), a backend of its own (affinity: 10,
+// backend-protocol: 11; a new Ingress of another class to such an app's
+// Service needs a plain backend, a section too).
+var writesLines = map[int]bool{5: true, 7: true, 10: true, 11: true, 15: true}
+
+var ingressesResource = schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"}
+
+// childrenCPU is the CPU time (user and system) of the process's children
+// that ended and were waited for (the checker's haproxy -c runs).
+func childrenCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
