@@ -1,16 +1,20 @@
 package controller
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"testing"
 	"weak"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	htctestutil "github.com/haproxy-template/htc/internal/testutil"
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/haproxy/master"
 )
 
 // A live round that renders the bundle of the last diagnosis again keeps
@@ -39,6 +43,49 @@ func TestALiveRoundOfTheSameBundleLetsTheEarlierBundleGo(t *testing.T) {
 	runtime.GC()
 	assert.Nil(t, earlier.Value(), "the earlier round's bundle was collected")
 	runtime.KeepAlive(f) // the live loop, its last diagnosis and the admitter's baseline
+}
+
+// A round whose files are those HAProxy runs (no reload: nothing changed)
+// makes its bundle the one HAProxy is known to run, and the bundle of the
+// round that reloaded is garbage.
+func TestAnUnchangedRoundLetsTheBundleHAProxyLoadedGo(t *testing.T) {
+	needHAProxy(t)
+	dir, err := os.MkdirTemp("", "htc-live-") // short: a unix socket path must fit 108 bytes
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	addr := htctestutil.FreeAddr(t)
+	_, portText, _ := net.SplitHostPort(addr)
+	port, err := strconv.Atoi(portText)
+	require.NoError(t, err)
+	f := newLiveFixture(t, filepath.Join(dir, "out"), port)
+	ctx := t.Context()
+	require.NoError(t, f.services.Add(service("alpha", nil)))
+	require.True(t, f.live.sync(ctx)) // the files HAProxy starts on
+	socket := filepath.Join(dir, "master.sock")
+	startMasterWorker(t, socket, f.cfgFile)
+	f.live.master = &master.Client{SocketPath: socket}
+	require.True(t, f.live.sync(ctx)) // the first round of a process reloads
+	loaded := runningBundle(f.live)
+	require.NotNil(t, loaded.Value())
+
+	require.True(t, f.live.sync(ctx))
+	assert.Equal(t, 1.0, f.reloads("skipped"), "nothing changed: no reload")
+	runtime.GC()
+	runtime.GC()
+	assert.Nil(t, loaded.Value(), "the bundle of the round that reloaded was collected")
+	f.live.mu.Lock()
+	assert.NotNil(t, f.live.plane.running, "HAProxy runs a known bundle")
+	f.live.mu.Unlock()
+	runtime.KeepAlive(f)
+}
+
+// runningBundle returns a weak pointer to the bundle HAProxy runs.
+//
+//go:noinline
+func runningBundle(l *live) weak.Pointer[bundle.Bundle] {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return weak.Make(l.plane.running)
 }
 
 // lastBundle returns a weak pointer to the bundle of the live loop's last
