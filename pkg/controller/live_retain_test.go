@@ -24,10 +24,8 @@ import (
 // diagnosis or the admission baseline.
 func TestALiveRoundOfTheSameBundleLetsTheEarlierBundleGo(t *testing.T) {
 	needHAProxy(t)
-	dir, err := os.MkdirTemp("", "htc-live-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	f := newLiveFixture(t, filepath.Join(dir, "out"), 8080) // haproxy -c binds nothing
+	dir, port := liveDirAndPort(t)
+	f := newLiveFixture(t, filepath.Join(dir, "out"), port)
 	ctx := t.Context()
 	require.NoError(t, f.services.Add(service("alpha", nil)))
 	require.True(t, f.live.sync(ctx))
@@ -50,13 +48,7 @@ func TestALiveRoundOfTheSameBundleLetsTheEarlierBundleGo(t *testing.T) {
 // round that reloaded is garbage.
 func TestAnUnchangedRoundLetsTheBundleHAProxyLoadedGo(t *testing.T) {
 	needHAProxy(t)
-	dir, err := os.MkdirTemp("", "htc-live-") // short: a unix socket path must fit 108 bytes
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	addr := htctestutil.FreeAddr(t)
-	_, portText, _ := net.SplitHostPort(addr)
-	port, err := strconv.Atoi(portText)
-	require.NoError(t, err)
+	dir, port := liveDirAndPort(t)
 	f := newLiveFixture(t, filepath.Join(dir, "out"), port)
 	ctx := t.Context()
 	require.NoError(t, f.services.Add(service("alpha", nil)))
@@ -77,6 +69,20 @@ func TestAnUnchangedRoundLetsTheBundleHAProxyLoadedGo(t *testing.T) {
 	assert.NotNil(t, f.live.plane.running, "HAProxy runs a known bundle")
 	f.live.mu.Unlock()
 	runtime.KeepAlive(f)
+}
+
+// liveDirAndPort returns a temporary directory with a short path (a unix
+// socket's must fit 108 bytes) and a free port on 127.0.0.1.
+func liveDirAndPort(t *testing.T) (string, int) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "htc-live-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	_, portText, err := net.SplitHostPort(htctestutil.FreeAddr(t))
+	require.NoError(t, err)
+	port, err := strconv.Atoi(portText)
+	require.NoError(t, err)
+	return dir, port
 }
 
 // runningBundle returns a weak pointer to the bundle HAProxy runs.
