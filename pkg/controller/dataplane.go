@@ -128,6 +128,13 @@ func (l *live) publish(ctx context.Context, cfg *config.HAProxyTemplateConfig, b
 	// The first round of this process reloads even when no file changed:
 	// HAProxy may still run what an earlier process wrote and never loaded.
 	if p.running != nil && p.pending == "" && !pub.Changed && abandoned == 0 {
+		// HAProxy runs the files, which are b's: b stands for what it
+		// runs, and the earlier round's bundle (and the fragment records
+		// its source map holds) can go. Not while a comparison reads the
+		// running bundle: it would count stale for nothing.
+		if p.comparing == nil {
+			p.running = b
+		}
 		l.metrics.ReloadsHAProxy.WithLabelValues("skipped", reloadUnchanged).Inc()
 		l.status.Set(ctx, cfg, p.runningCond) // after a refused reload, HAProxy runs the files again
 		return true

@@ -241,9 +241,17 @@ func (l *live) diagnose(ctx context.Context, st *admission.State) (*dryrun.Diagn
 	if prev := l.last; prev != nil && prev.pipeline == st.Pipeline && prev.diagnosis.First.BundleHash != "" {
 		first, trace := st.Pipeline.CheckWith(ctx, stores, dryrun.CheckOptions{Record: l.record})
 		if first.BundleHash == prev.diagnosis.First.BundleHash && !first.TimedOut {
+			// The same bundle again: the diagnosis stands, on this
+			// round's verdict. It replaces the last one (and, when the
+			// state passed, its Passing), so that the earlier round's
+			// bundle, and the fragment records its source map holds, are
+			// not kept beside this one's.
 			d := *prev.diagnosis
+			if d.Passing == d.First && first.Passed() {
+				d.Passing = first
+			}
 			d.First = first
-			return &d, trace
+			return l.remember(st, &d), trace
 		}
 		if first.Passed() {
 			return l.remember(st, &dryrun.Diagnosis{First: first, Passing: first, Complete: true}), trace

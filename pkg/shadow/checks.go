@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"reflect"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -24,6 +25,13 @@ type liveSample struct {
 	stores   map[string]*store.Store
 	gens     map[string]uint64
 	bundle   *bundle.Bundle
+	// pruneChecked reports that the sample's pruning was checked: one
+	// check each, so that a controller at rest renders nothing (each
+	// check is a full render, and the idle period after one would start
+	// another). A flag of the sample, not a pointer to the last one
+	// checked: that would keep an earlier render's bundle, and the
+	// fragment records its source map holds, beside the newest.
+	pruneChecked atomic.Bool
 }
 
 // Generations returns the generation of every store (store.Store's

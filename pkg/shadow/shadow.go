@@ -94,12 +94,9 @@ type Verifier struct {
 	live atomic.Pointer[liveSample]
 	// published is the newest live render (published when its check
 	// passes; the prune checks compare with it); idle asks for a prune
-	// check (Idle); pruneRound picks each check's objects.
-	published atomic.Pointer[liveSample]
-	// pruned is the published render last prune-checked: one check each,
-	// so that a controller at rest renders nothing (each check is a full
-	// render, and the idle period after one would start another).
-	pruned     atomic.Pointer[liveSample]
+	// check (Idle), of each published render once
+	// (liveSample.pruneChecked); pruneRound picks each check's objects.
+	published  atomic.Pointer[liveSample]
 	idle       atomic.Bool
 	pruneRound atomic.Uint64
 	admitted   chan *admissionSample
@@ -181,12 +178,12 @@ func (v *Verifier) checkPending(ctx context.Context) {
 			return
 		}
 	}
-	if s := v.published.Load(); s != nil && v.pruneChecked() && v.idle.Swap(false) && v.pruned.Load() != s {
+	if s := v.published.Load(); s != nil && v.pruneChecked() && v.idle.Swap(false) && !s.pruneChecked.Load() {
 		if !v.run(ctx, shortcut.Prune, "the live state", func(ctx context.Context) (string, string) { return v.checkPrune(ctx, s) }) {
 			v.idle.Store(true) // the next occasion checks it
 			return
 		}
-		v.pruned.Store(s)
+		s.pruneChecked.Store(true)
 	}
 	for {
 		select {
