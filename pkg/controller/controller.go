@@ -394,6 +394,7 @@ func newController(opts Options, log *slog.Logger, dyn dynamic.Interface, mapper
 	c.objStatus = objstatus.New(dyn, c.leader.IsLeading, c.metrics.Registry, log)
 	c.live = newLive(c.admitter, nil, nil, c.status, c.metrics, log)
 	c.live.objStatus = c.objStatus
+	c.objStatus.Stale = c.live.trigger
 	c.live.record = !opts.FullRender
 	c.shadow = c.newShadow(checker)
 	if checker != nil {

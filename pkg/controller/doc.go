@@ -162,6 +162,8 @@
 // applies each one the object's status (as the store holds it: with
 // spec.resourceStatus the stores keep .status) does not already satisfy,
 // by server-side apply on the status subresource (field manager htc,
-// force, the object's resourceVersion as a precondition); failures are
-// retried with back-off, and a new leader writes the newest documents.
+// force, the resourceVersion of the object the render read as a
+// precondition: never a document rendered from an object the store has
+// since replaced); failures are retried with back-off, and a new leader
+// writes the newest documents.
 package controller

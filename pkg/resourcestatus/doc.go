@@ -36,7 +36,8 @@
 // and only when Satisfied says the object's status does not already hold
 // it. It writes with server-side apply of exactly the document's status,
 // on the status subresource, with field manager "htc", force, and the
-// object's resourceVersion as a precondition (ApplyObject):
+// resourceVersion of the object the render read as a precondition
+// (ApplyObject):
 //
 //   - htc owns the status fields its documents set, and only those: other
 //     controllers' fields are untouched, and a field htc applied before
@@ -47,9 +48,11 @@
 //     spec requires for status.parents: the template reads the object's
 //     status (the stores keep it) and renders the whole list, the other
 //     controllers' entries as they are and its own as it wants them. The
-//     resourceVersion precondition makes the write fail (a conflict,
-//     counted and retried when the informer brings the newer object) if
-//     the object changed since the state the template read.
+//     precondition is the resourceVersion of the object the render read
+//     (Document.ResourceVersion, set by Resolve), never a newer one: a
+//     document whose object changed since is not written (a conflict,
+//     counted; when the controller's store already holds the newer object
+//     it asks for a round, which renders the document from that object).
 //
 // # Conditions
 //

@@ -30,6 +30,11 @@ type Document struct {
 	// Store is the key of the watched resource whose store holds the
 	// object; Resolve sets it.
 	Store string
+	// ResourceVersion is the object's resourceVersion in the stores the
+	// render read, Resolve sets it: the precondition of the status write,
+	// so that a document rendered from an object the API server has since
+	// replaced is never applied over the newer one.
+	ResourceVersion string
 	// Index is the 1-based position of the document among the non-empty
 	// ones, Line the 1-based line of the rendered text it starts on.
 	Index, Line int

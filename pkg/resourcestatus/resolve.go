@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"sort"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/haproxy-template/htc/pkg/store"
 )
 
 // Resolve finds the store holding each document's object and sets its
-// Store: the first store key, in order, whose watched resource has the
+// Store and ResourceVersion (the object's, as stores hold it): the first store key, in order, whose watched resource has the
 // document's apiVersion (apiVersions: store key → apiVersion, only the
 // stores whose watched resource has writeStatus) and holds an object of
 // the document's kind, namespace and name. A document whose object is in
@@ -38,14 +39,14 @@ func Resolve(docs []Document, stores store.Set, apiVersions map[string]string) e
 			cands = candidates(d.APIVersion, stores, apiVersions)
 			keys[d.APIVersion] = cands
 		}
-		key, watched := findIn(d, stores, cands), len(cands) > 0
+		key, obj := findIn(d, stores, cands)
 		switch {
-		case !watched:
+		case len(cands) == 0:
 			return bad("no watched resource with writeStatus: true has apiVersion %s", d.APIVersion)
 		case key == "":
 			return bad("the object is not in the watched resources with writeStatus: true")
 		}
-		d.Store = key
+		d.Store, d.ResourceVersion = key, obj.GetResourceVersion()
 	}
 	return nil
 }
@@ -55,7 +56,8 @@ func Resolve(docs []Document, stores store.Set, apiVersions map[string]string) e
 // watched reports whether any watched resource has that apiVersion.
 func Find(d *Document, stores store.Set, apiVersions map[string]string) (key string, watched bool) {
 	cands := candidates(d.APIVersion, stores, apiVersions)
-	return findIn(d, stores, cands), len(cands) > 0
+	key, _ = findIn(d, stores, cands)
+	return key, len(cands) > 0
 }
 
 // candidates are the keys of the stores whose watched resource has
@@ -72,16 +74,16 @@ func candidates(apiVersion string, stores store.Set, apiVersions map[string]stri
 }
 
 // findIn returns the first of keys whose store holds an object of d's
-// kind, namespace and name, "" if none does.
-func findIn(d *Document, stores store.Set, keys []string) string {
+// kind, namespace and name, and that object ("", nil if none does).
+func findIn(d *Document, stores store.Set, keys []string) (string, *unstructured.Unstructured) {
 	for _, k := range keys {
 		if obj, ok := stores[k].ByName(d.Namespace, d.Name); ok {
 			if kind, _ := obj.Object["kind"].(string); kind == d.Kind {
-				return k
+				return k, obj
 			}
 		}
 	}
-	return ""
+	return "", nil
 }
 
 // objectID is an object's identity across API versions.

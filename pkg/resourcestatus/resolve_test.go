@@ -15,7 +15,7 @@ func testStores(t *testing.T) (store.Set, map[string]string) {
 	ing, err := store.New([]string{"metadata.namespace", "metadata.name"})
 	require.NoError(t, err)
 	require.NoError(t, ing.Add(&unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": map[string]any{"namespace": "default", "name": "web"}}}))
+		"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": map[string]any{"namespace": "default", "name": "web", "resourceVersion": "7"}}}))
 	byClass, err := store.New([]string{"spec.ingressClassName"})
 	require.NoError(t, err)
 	return store.Set{"ingresses": ing, "by-class": byClass}, map[string]string{"ingresses": "networking.k8s.io/v1", "by-class": "networking.k8s.io/v1", "services": "v1"}
@@ -27,6 +27,7 @@ func TestResolveFindsTheStoreOfEachObject(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, Resolve(docs, stores, versions))
 	assert.Equal(t, "ingresses", docs[0].Store, "the store that holds it, not the first with its apiVersion")
+	assert.Equal(t, "7", docs[0].ResourceVersion, "the resourceVersion of the object the render read: the write's precondition")
 }
 
 func TestResolveRefusesObjectsNotWatched(t *testing.T) {

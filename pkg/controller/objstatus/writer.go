@@ -67,7 +67,9 @@ func NewBatch(st *admission.State, docs []resourcestatus.Document) *Batch {
 // live round to their objects (package resourcestatus): only on the
 // leader, only what differs from the object's status in the store, with
 // server-side apply (field manager "htc", force) on the status
-// subresource and the object's resourceVersion as a precondition. It runs
+// subresource and the resourceVersion of the object the render read as a
+// precondition (a document rendered from an older object than the store
+// holds is not written: Stale). It runs
 // beside the live loop, so that writing many objects never delays a
 // publish; a newer batch replaces one being written. A failed write is
 // retried with back-off (the whole newest batch: what is already there
@@ -77,7 +79,15 @@ type Writer struct {
 	// Client applies the status documents; set it before Run.
 	Client dynamic.Interface
 	// Writes counts the documents by result (Written, ...).
-	Writes  *prometheus.CounterVec
+	Writes *prometheus.CounterVec
+	// Stale, when set, is called after a pass that found a document
+	// rendered from an object its store has since replaced (the informer
+	// brought a newer one): such a document is not written (it would
+	// overwrite what the newer object holds, another controller's entries
+	// of a shared list), and Stale asks for a live round, whose batch is
+	// rendered from the newer object. The controller sets the live loop's
+	// trigger: a newer object that renders alike starts no round itself.
+	Stale   func()
 	leading func() bool
 	log     *slog.Logger
 	now     func() time.Time
@@ -163,7 +173,7 @@ const statusWriters = 32
 // ends.
 func (w *Writer) write(ctx context.Context, b *Batch, gen uint64) (failed bool) {
 	var next atomic.Int64 // the next document to write
-	var failures, followers atomic.Int64
+	var failures, followers, stale atomic.Int64
 	var wg sync.WaitGroup
 	for range min(statusWriters, len(b.docs)) {
 		wg.Add(1)
@@ -182,10 +192,13 @@ func (w *Writer) write(ctx context.Context, b *Batch, gen uint64) (failed bool) 
 					followers.Add(1 + max(0, int64(len(b.docs))-next.Swap(int64(len(b.docs)))))
 					return
 				}
-				result := w.writeOne(ctx, b, &b.docs[i])
+				result, isStale := w.writeOne(ctx, b, &b.docs[i])
 				w.Writes.WithLabelValues(result).Inc()
 				if result == Conflict || result == Failed {
 					failures.Add(1)
+				}
+				if isStale {
+					stale.Add(1)
 				}
 			}
 		}()
@@ -193,6 +206,9 @@ func (w *Writer) write(ctx context.Context, b *Batch, gen uint64) (failed bool) 
 	wg.Wait()
 	if n := followers.Load(); n > 0 {
 		w.Writes.WithLabelValues(Follower).Add(float64(n))
+	}
+	if stale.Load() > 0 && w.Stale != nil {
+		w.Stale()
 	}
 	return failures.Load() > 0
 }
@@ -202,22 +218,31 @@ func (w *Writer) write(ctx context.Context, b *Batch, gen uint64) (failed bool) 
 const WriteTimeout = 10 * time.Second
 
 // writeOne applies d to its object unless the object's status (as the
-// store holds it) already satisfies it, and returns the result.
-func (w *Writer) writeOne(ctx context.Context, b *Batch, d *resourcestatus.Document) string {
+// store holds it) already satisfies it, and returns the result; stale
+// reports a document not written because its store holds a newer object
+// than the one it was rendered from (counted as a Conflict). The write's
+// precondition is the resourceVersion the render read (d.ResourceVersion),
+// never a newer one: a status rendered from an older object would replace
+// what the newer one holds.
+func (w *Writer) writeOne(ctx context.Context, b *Batch, d *resourcestatus.Document) (result string, stale bool) {
 	s, gvr := b.stores[d.Store], b.gvrs[d.Store]
 	if s == nil || gvr.Resource == "" {
-		return Gone // the config changed since the render
+		return Gone, false // the config changed since the render
 	}
 	obj, ok := s.ByName(d.Namespace, d.Name)
 	if !ok {
-		return Gone
+		return Gone, false
 	}
 	have, _ := obj.Object["status"].(map[string]any)
 	if resourcestatus.Satisfied(have, d.Status) {
-		return Unchanged
+		return Unchanged, false
+	}
+	if obj.GetResourceVersion() != d.ResourceVersion {
+		w.log.Debug("status not written: the object changed since it was rendered; a round renders it again", "object", d.Object())
+		return Conflict, true
 	}
 	status := resourcestatus.FillTransitionTimes(d.Status, have, w.now().UTC().Format(time.RFC3339))
-	apply := resourcestatus.ApplyObject(d, status, obj.GetResourceVersion())
+	apply := resourcestatus.ApplyObject(d, status, d.ResourceVersion)
 	ctx, cancel := context.WithTimeout(ctx, WriteTimeout)
 	defer cancel()
 	_, err := w.Client.Resource(gvr).Namespace(d.Namespace).ApplyStatus(ctx, d.Name, apply,
@@ -225,20 +250,20 @@ func (w *Writer) writeOne(ctx context.Context, b *Batch, d *resourcestatus.Docum
 	switch {
 	case err == nil:
 		w.log.Debug("status written", "object", d.Object())
-		return Written
+		return Written, false
 	case apierrors.IsConflict(err):
 		w.log.Debug("status not written: the object changed since it was rendered; retrying", "object", d.Object())
-		return Conflict
+		return Conflict, false
 	case apierrors.IsNotFound(err):
-		return Gone
+		return Gone, false
 	case apierrors.IsForbidden(err):
 		// Retrying cannot help until an operator grants it: the next
 		// render's batch tries again.
 		w.log.Error("writing the status is forbidden: grant patch on the status subresource (chart: writeStatus: true on the watched resource); not retried",
 			"object", d.Object(), "resource", gvr.GroupResource().String()+"/status", "error", err)
-		return Forbidden
+		return Forbidden, false
 	default:
 		w.log.Warn("writing the status failed; retrying", "object", d.Object(), "error", err)
-		return Failed
+		return Failed, false
 	}
 }

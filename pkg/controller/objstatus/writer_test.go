@@ -61,7 +61,7 @@ func newWriterFixture(t *testing.T, leading bool, objs ...runtime.Object) (*Writ
 	docs, err := resourcestatus.Parse(`{apiVersion: networking.k8s.io/v1, kind: Ingress, metadata: {namespace: default, name: web},
   status: {loadBalancer: {ingress: [{ip: 203.0.113.10}]}, conditions: [{type: Served, status: "True"}]}}`)
 	require.NoError(t, err)
-	docs[0].Store = "ingresses"
+	docs[0].Store, docs[0].ResourceVersion = "ingresses", "1" // rendered from web at resourceVersion 1
 	return w, &Batch{docs: docs, stores: map[string]*store.Store{"ingresses": st}, gvrs: map[string]schema.GroupVersionResource{"ingresses": ingressesGVR}}, applied
 }
 
@@ -78,23 +78,31 @@ func TestObjectStatusWriterResults(t *testing.T) {
 	}
 	held := map[string]any{"loadBalancer": map[string]any{"ingress": []any{map[string]any{"ip": "203.0.113.10"}}},
 		"conditions": []any{map[string]any{"type": "Served", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}}}
+	// Another controller's entry, added to the object after the render
+	// read it (resourceVersion 1): a write of the document would drop it.
+	theirs := map[string]any{"loadBalancer": map[string]any{"ingress": []any{map[string]any{"hostname": "theirs.example"}}}}
 	for _, tc := range []struct {
 		name    string
 		leading bool
-		stored  *unstructured.Unstructured // in the store (the render's state)
+		stored  *unstructured.Unstructured // in the store at write time (the render read resourceVersion 1)
 		server  *unstructured.Unstructured // in the API server
 		result  string
 		applied int64
 		failed  bool
+		stale   int // calls of Writer.Stale: a round asked for
 	}{
-		{"a new status is written", true, withStatus("1", nil), withStatus("1", nil), Written, 1, false},
-		{"a status already held is not", true, withStatus("1", held), withStatus("1", held), Unchanged, 0, false},
-		{"a stale object conflicts", true, withStatus("1", nil), withStatus("2", nil), Conflict, 0, true},
-		{"a follower writes nothing", false, withStatus("1", nil), withStatus("1", nil), Follower, 0, false},
-		{"a deleted object is gone", true, nil, withStatus("1", nil), Gone, 0, false},
+		{"a new status is written", true, withStatus("1", nil), withStatus("1", nil), Written, 1, false, 0},
+		{"a status already held is not", true, withStatus("1", held), withStatus("1", held), Unchanged, 0, false, 0},
+		{"an object the API server changed since conflicts", true, withStatus("1", nil), withStatus("2", nil), Conflict, 0, true, 0},
+		{"an object the informer replaced since the render is not written, and a round is asked for", true, withStatus("2", theirs), withStatus("2", theirs), Conflict, 0, true, 1},
+		{"a newer object that already holds the document is left alone", true, withStatus("2", held), withStatus("2", held), Unchanged, 0, false, 0},
+		{"a follower writes nothing", false, withStatus("1", nil), withStatus("1", nil), Follower, 0, false, 0},
+		{"a deleted object is gone", true, nil, withStatus("1", nil), Gone, 0, false, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w, b, applied := newWriterFixture(t, tc.leading, tc.server)
+			var stale int
+			w.Stale = func() { stale++ }
 			if tc.stored == nil {
 				b.stores["ingresses"].DeleteByName("default", "web")
 			} else {
@@ -105,6 +113,14 @@ func TestObjectStatusWriterResults(t *testing.T) {
 			assert.Equal(t, tc.failed, w.write(t.Context(), b, gen))
 			assert.Equal(t, 1.0, promtestutil.ToFloat64(w.Writes.WithLabelValues(tc.result)))
 			assert.Equal(t, tc.applied, applied.Load())
+			assert.Equal(t, tc.stale, stale)
+			if tc.server != nil {
+				got, err := w.Client.Resource(ingressesGVR).Namespace("default").Get(t.Context(), "web", metav1.GetOptions{})
+				require.NoError(t, err)
+				if tc.applied == 0 {
+					assert.Equal(t, tc.server.Object["status"], got.Object["status"], "a status not written is the server's as it was")
+				}
+			}
 		})
 	}
 }
@@ -167,7 +183,7 @@ func manyWriterFixture(t *testing.T, leading bool, n int, gate func()) (*Writer,
 	docs, err := resourcestatus.Parse(text.String())
 	require.NoError(t, err)
 	for i := range docs {
-		docs[i].Store = "ingresses"
+		docs[i].Store, docs[i].ResourceVersion = "ingresses", "1"
 	}
 	b.docs = docs
 	return w, b, applied
