@@ -124,7 +124,7 @@ func (e *Engine) release(b *boundSet) {
 	// its whole room, and with fragments most renders make few maps (those
 	// that run all fragments, few).
 	if len(b.st.owned) > maxKeptOwned {
-		b.st.owned = make(map[mapID]uint32)
+		b.st.owned = make(map[uintptr]ownedMap)
 	} else {
 		clear(b.st.owned)
 	}

@@ -123,15 +123,22 @@ func dynamicFuncs(s *renderState) template.FuncMap {
 	}
 }
 
-// mapID identifies a map for the owned set: a weak pointer to its runtime
-// header. Two are equal only for the same map, even after it was collected
-// and another map took its address, and it does not keep the map alive: a
-// render's garbage (most maps it makes) is collected while it runs instead
-// of living until its end.
-type mapID = weak.Pointer[byte]
+// ownedMap is an entry of the owned set, which is keyed by the map's
+// address: a weak pointer to the map's runtime header, which does not keep
+// the map alive (a render's garbage, most maps it makes, is collected while
+// it runs instead of living until its end) and which still points at the
+// map only while it lives (Value is nil once it was collected, before
+// another map can take its address), and the map's creation sequence.
+// Looking a map up takes no weak handle of it: weak.Make allocates one for
+// every object it is asked about, and the fragments ask about every store
+// object they see.
+type ownedMap struct {
+	id  weak.Pointer[byte]
+	seq uint32
+}
 
-// mapIDOf returns m's mapID.
-func mapIDOf(m map[string]any) mapID { return weak.Make((*byte)(mapPointer(m))) }
+// ownedKey is m's key in the owned set: its address.
+func ownedKey(m map[string]any) uintptr { return uintptr(mapPointer(m)) }
 
 // mapPointer is m's runtime header, for the walks' visited sets (which keep
 // what they visit alive while they run).

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"text/template"
 	"unsafe"
+	"weak"
 
 	"dario.cat/mergo"
 	"github.com/mitchellh/copystructure"
@@ -33,7 +34,7 @@ type renderState struct {
 	// unset and the merge functions may modify, with the order they were
 	// created in (ownSeq counts them; inside a fragment only those created
 	// after its start may be modified, see fragment.go).
-	owned  map[mapID]uint32
+	owned  map[uintptr]ownedMap
 	ownSeq uint32
 	// tmpl is the render's template set, for include; depth counts nested includes.
 	tmpl  *template.Template
@@ -59,14 +60,14 @@ type renderState struct {
 }
 
 func newRenderState(e *Engine, baseDir string) *renderState {
-	return &renderState{engine: e, baseDir: baseDir, owned: make(map[mapID]uint32)}
+	return &renderState{engine: e, baseDir: baseDir, owned: make(map[uintptr]ownedMap)}
 }
 
 // own records m as created by this render.
 func (s *renderState) own(m map[string]any) map[string]any {
 	if m != nil {
 		s.ownSeq++
-		s.owned[mapIDOf(m)] = s.ownSeq
+		s.owned[ownedKey(m)] = ownedMap{id: weak.Make((*byte)(mapPointer(m))), seq: s.ownSeq}
 	}
 	return m
 }
@@ -127,8 +128,20 @@ func eachElem(v any, fn func(any) bool) bool {
 }
 
 func (s *renderState) isOwned(m map[string]any) bool {
-	_, ok := s.owned[mapIDOf(m)]
+	_, ok := s.ownedSeq(m)
 	return ok
+}
+
+// ownedSeq returns m's creation sequence when this render created m. An
+// entry at m's address whose map was collected (another map took the
+// address since) is not m's.
+func (s *renderState) ownedSeq(m map[string]any) (uint32, bool) {
+	p := mapPointer(m)
+	e, ok := s.owned[uintptr(p)]
+	if !ok || e.id.Value() != (*byte)(p) {
+		return 0, false
+	}
+	return e.seq, true
 }
 
 // modifiable returns an error unless fn may modify m.
@@ -148,7 +161,7 @@ func (s *renderState) modifiable(fn string, m map[string]any) error {
 // modifying reports whether m may be modified: a map this render created
 // (inside a fragment, one the fragment created).
 func (s *renderState) modifying(m map[string]any) bool {
-	seq, ok := s.owned[mapIDOf(m)]
+	seq, ok := s.ownedSeq(m)
 	return ok && seq > s.frags.ownedBefore
 }
 
