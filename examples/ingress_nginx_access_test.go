@@ -3,6 +3,7 @@ package examples_test
 import (
 	"crypto/tls"
 	"encoding/base64"
+	"strings"
 	"sync"
 	"testing"
 
@@ -59,6 +60,8 @@ func TestNginxAccessAnnotationsThroughHAProxy(t *testing.T) {
 		tlsDoc("optional", map[string]string{"auth-tls-secret": "client-ca", "auth-tls-verify-client": "optional", "ssl-redirect": "false"}, "optional.example.com"),
 		one("allowed", "allowed.example.com", map[string]string{"whitelist-source-range": "10.0.0.0/8, 127.0.0.1/32"}),
 		one("notallowed", "notallowed.example.com", map[string]string{"allowlist-source-range": "10.0.0.0/8,192.168.0.1"}),
+		one("allowed-too", "allowed-too.example.com", map[string]string{"whitelist-source-range": "10.0.0.0/8,127.0.0.1/32"}),
+		one("notallowed-too", "notallowed-too.example.com", map[string]string{"whitelist-source-range": "10.0.0.0/8, 192.168.0.1"}),
 		one("denied", "denied.example.com", map[string]string{"denylist-source-range": "127.0.0.0/8", "whitelist-source-range": "127.0.0.1"}),
 		one("auth", "auth.example.com", map[string]string{"auth-type": "basic", "auth-secret": "users", "auth-realm": "Authentication Required"}),
 		one("authmap", "authmap.example.com", map[string]string{"auth-type": "basic", "auth-secret": "default/users-map", "auth-secret-type": "auth-map"}),
@@ -93,6 +96,10 @@ func TestNginxAccessAnnotationsThroughHAProxy(t *testing.T) {
 		assert.Equal(t, 200, site.do(ngxReq{host: "allowed.example.com", path: "/"}).status)
 		assert.Equal(t, 403, site.do(ngxReq{host: "notallowed.example.com", path: "/"}).status)
 		assert.Equal(t, 403, site.do(ngxReq{host: "denied.example.com", path: "/"}).status, "the denylist before the allowlist")
+		// The line of a range serves every Ingress with that range.
+		assert.Equal(t, 200, site.do(ngxReq{host: "allowed-too.example.com", path: "/"}).status, "allowed's range, spelled otherwise")
+		assert.Equal(t, 403, site.do(ngxReq{host: "notallowed-too.example.com", path: "/"}).status, "notallowed's range")
+		assert.Equal(t, 1, strings.Count(site.bundle.Config, "!{ src 10.0.0.0/8 192.168.0.1 }"), "one line for both")
 	})
 	t.Run("basic authentication", func(t *testing.T) {
 		basic := func(user, pass string) map[string]string {

@@ -1,0 +1,118 @@
+package examples_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/dryrun"
+	"github.com/haproxy-template/htc/pkg/store"
+)
+
+// TestNginxMixCreatesThatChangeHAProxyCfg counts, of the first 40
+// CREATEs of BenchmarkIngressLibrariesCreate (mixCreate: make
+// bench-scale's ingress-nginx mix, a new Ingress to an existing
+// Service; two of each class) over 200 Ingresses of the mix (the
+// benchmark has 1,000: the k-th CREATE's Service is of class -k mod 20
+// with either), those whose check runs haproxy -c: their bundle differs
+// from the live one in more than the maps HAProxy reads as plain strings.
+// What remains: the classes with a backend of their own (affinity
+// cookie: 10, backend-protocol HTTPS: 11) and the CREATEs to the Service
+// of such an Ingress, which need a plain backend (11/9, 9/11: class 10's
+// Service is of class 10, its backend the same), and rewrite-target (5,
+// 15), whose location is a line of the regular expression map, which
+// haproxy -c must compile.
+func TestNginxMixCreatesThatChangeHAProxyCfg(t *testing.T) {
+	const n, creates = 200, 40
+	p := checking(t, ngxConfigPath, func(cfg *config.HAProxyTemplateConfig) { cfg.Spec.ValidationTests = nil })
+	cfg, err := config.LoadFile(ngxConfigPath)
+	require.NoError(t, err)
+	state := dataPlaneState(n, 8080)
+	for i, ing := range state["ingresses"] {
+		scaleMix(ing, i, true)
+	}
+	live := store.ReadOnly(gatewayStores(t, cfg, state))
+	ctx := context.Background()
+	v := p.Check(ctx, live)
+	require.True(t, v.Passed(), v.Reason)
+	byClass := map[string]int{} // "class/app's class" of those that ran haproxy -c
+	count := 0
+	for k := range creates {
+		set, err := live.WithChange("ingresses", store.Change{Operation: store.Create, Object: mixCreate(k, n, "nginx", false)})
+		require.NoError(t, err)
+		v, trace := p.CheckWith(ctx, set, dryrun.CheckOptions{})
+		require.True(t, v.Passed(), v.Reason)
+		if !trace.SemanticReused {
+			count++
+			byClass[fmt.Sprintf("%d/%d", k%20, ((k*7919)%n)%20)]++
+		}
+	}
+	t.Logf("CREATEs that ran haproxy -c: %d of %d: by class/app's class %v", count, creates, byClass)
+	assert.Equal(t, []string{"11/9", "15/5", "5/15", "9/11"}, slices.Sorted(maps.Keys(byClass)))
+	assert.Equal(t, 8, count)
+}
+
+// TestNginxAnotherIngressWithWrittenValuesIsMapOnly: a value HAProxy
+// needs as a constant (a rewrite-target with its path, a source range, a
+// limit-whitelist, a CORS origin list, basic authentication by a Secret
+// and realm) is a line shared by every location or Ingress with the same
+// value, which a map points at: a new Ingress with a value some Ingress
+// has already (a source range spelled otherwise too) leaves haproxy.cfg
+// as it was and changes maps only, so its check reuses the haproxy -c
+// run that accepted the state before; one with a new value adds a line
+// and runs it. A rewrite-target's location is also a line of the
+// regular expression map, which haproxy -c compiles: it runs.
+func TestNginxAnotherIngressWithWrittenValuesIsMapOnly(t *testing.T) {
+	p := checking(t, ngxConfigPath, func(cfg *config.HAProxyTemplateConfig) { cfg.Spec.ValidationTests = nil })
+	rewrite := map[string]string{"use-regex": "true", "rewrite-target": "/$2"}
+	for _, tc := range []struct {
+		kind          string
+		first, second map[string]string
+		path          string // of both Ingresses: "Type path"
+		sameCfg       bool   // haproxy.cfg is unchanged
+		mapOnly       bool
+	}{
+		{"rewrite-target", rewrite, rewrite, "ImplementationSpecific /app(/|$)(.*)", true, false},
+		{"rewrite-target, another target", rewrite, map[string]string{"use-regex": "true", "rewrite-target": "/x/$2"}, "ImplementationSpecific /app(/|$)(.*)", false, false},
+		{"rewrite-target without captures", map[string]string{"rewrite-target": "/"}, map[string]string{"rewrite-target": "/"}, "Prefix /app", true, false},
+		{"whitelist-source-range", map[string]string{"whitelist-source-range": "10.0.0.0/8, 192.168.0.0/16"}, map[string]string{"whitelist-source-range": "10.0.0.0/8,192.168.0.0/16"}, "Prefix /", true, true},
+		{"whitelist-source-range, another range", map[string]string{"whitelist-source-range": "10.0.0.0/8"}, map[string]string{"whitelist-source-range": "10.0.0.0/16"}, "Prefix /", false, false},
+		{"denylist-source-range", map[string]string{"denylist-source-range": "10.1.0.0/16"}, map[string]string{"denylist-source-range": "10.1.0.0/16"}, "Prefix /", true, true},
+		{"limit-whitelist", map[string]string{"limit-rps": "5", "limit-whitelist": "10.0.0.0/8"}, map[string]string{"limit-rps": "50", "limit-whitelist": "10.0.0.0/8"}, "Prefix /", true, true},
+		{"cors-allow-origin list", map[string]string{"enable-cors": "true", "cors-allow-origin": "https://a.example.com, https://*.b.example.com"},
+			map[string]string{"enable-cors": "true", "cors-allow-origin": "https://a.example.com, https://*.b.example.com", "cors-max-age": "60"}, "Prefix /", true, true},
+		{"auth-type basic", map[string]string{"auth-type": "basic", "auth-secret": "users", "auth-realm": "Staff"}, map[string]string{"auth-type": "basic", "auth-secret": "users", "auth-realm": "Staff"}, "Prefix /", true, true},
+		{"auth-type basic, another realm", map[string]string{"auth-type": "basic", "auth-secret": "users", "auth-realm": "Staff"}, map[string]string{"auth-type": "basic", "auth-secret": "users", "auth-realm": "Other"}, "Prefix /", false, false},
+	} {
+		stateWith := func(second bool) store.Set {
+			parts := []string{serviceDoc("default", "echo"), secretDoc("default", "users", map[string][]byte{"auth": []byte(htpasswd)}),
+				ingressDoc("default", "first", tc.first, map[string][]string{"first.example.com": {tc.path + " echo:80"}})}
+			if second {
+				parts = append(parts, ingressDoc("default", "second", tc.second, map[string][]string{"second.example.com": {tc.path + " echo:80"}}))
+			}
+			s := p.Model.NewStores()
+			for key, objs := range ngxObjects(t, docs(parts...), nil) {
+				for _, o := range objs {
+					require.NoError(t, s[key].Add(unstructuredOf(o)))
+				}
+			}
+			return store.ReadOnly(s)
+		}
+		before, err := p.Render(context.Background(), stateWith(false))
+		require.NoError(t, err, tc.kind)
+		after, err := p.Render(context.Background(), stateWith(true))
+		require.NoError(t, err, tc.kind)
+		assert.Equal(t, tc.sameCfg, before.Config == after.Config, "%s: haproxy.cfg unchanged", tc.kind)
+		v := p.Check(context.Background(), stateWith(false))
+		require.True(t, v.Passed(), "%s: %s", tc.kind, v.Reason)
+		v, trace := p.CheckWith(context.Background(), stateWith(true), dryrun.CheckOptions{})
+		require.True(t, v.Passed(), "%s: %s", tc.kind, v.Reason)
+		assert.Equal(t, tc.mapOnly, trace.SemanticReused, "%s: map-only", tc.kind)
+	}
+}
