@@ -212,13 +212,15 @@ func mixCreate(k, n int, class string, mapsOnly bool) *unstructured.Unstructured
 }
 
 // writesLines are the classes of make bench-scale's mix
-// (testutil.NginxMixAnnotations) whose new Ingress changes haproxy.cfg
-// under the ingress-nginx library: a backend of its own (affinity: 10,
+// (testutil.NginxMixAnnotations) whose new Ingress makes its check run
+// haproxy -c under the ingress-nginx library: a location in the regular
+// expression map, which haproxy -c compiles (rewrite-target with
+// use-regex: 5 and 15), a backend of its own (affinity: 10,
 // backend-protocol: 11; a new Ingress of another class to such an app's
-// Service needs a plain backend, a section too). A rewrite-target (5,
-// 15) or whitelist-source-range (7) another Ingress has already adds
-// map entries only (TestNginxMixCreatesThatChangeHAProxyCfg).
-var writesLines = map[int]bool{10: true, 11: true}
+// Service needs a plain backend, a section too). A
+// whitelist-source-range (7) another Ingress has already adds map
+// entries only (TestNginxMixCreatesThatChangeHAProxyCfg).
+var writesLines = map[int]bool{5: true, 10: true, 11: true, 15: true}
 
 var ingressesResource = schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"}
 
