@@ -43,6 +43,8 @@ func TestNginxBackendAnnotationsThroughHAProxy(t *testing.T) {
 		one("canary-value", "canary2.example.com", map[string]string{"canary": "true", "canary-by-header": "X-Version", "canary-by-header-value": "v2"}, "canary"),
 		one("main3", "canary3.example.com", nil, "main"),
 		one("canary-pattern", "canary3.example.com", map[string]string{"canary": "true", "canary-by-header": "X-Version", "canary-by-header-pattern": "^v[3-9]$"}, "canary"),
+		one("main4", "canary4.example.com", nil, "main"),
+		one("canary-value-too", "canary4.example.com", map[string]string{"canary": "true", "canary-by-header": "X-Version", "canary-by-header-value": "v2"}, "canary"),
 		one("hash", "hash.example.com", map[string]string{"upstream-hash-by": "$request_uri"}, "hashed"),
 		one("https", "https.example.com", map[string]string{"backend-protocol": "HTTPS"}, "tls"),
 		one("grpc", "grpc.example.com", map[string]string{"backend-protocol": "GRPC"}, "h2c"),
@@ -100,6 +102,10 @@ func TestNginxBackendAnnotationsThroughHAProxy(t *testing.T) {
 			assert.Equal(t, "default/main", get("canary2.example.com", nil).echo.Name, "no weight")
 			assert.Equal(t, "default/canary", get("canary3.example.com", map[string]string{"X-Version": "v7"}).echo.Name)
 			assert.Equal(t, "default/main", get("canary3.example.com", map[string]string{"X-Version": "v1"}).echo.Name)
+			// canary-value's line serves canary-value-too's location; not canary-pattern's.
+			assert.Equal(t, "default/canary", get("canary4.example.com", map[string]string{"X-Version": "v2"}).echo.Name)
+			assert.Equal(t, "default/main", get("canary4.example.com", map[string]string{"X-Version": "v7"}).echo.Name, "another canary's pattern")
+			assert.Equal(t, 1, strings.Count(site.bundle.Config, "{ req.hdr(X-Version) -m str v2 }"), "one line for both")
 		}
 	})
 	t.Run("upstream-hash-by", func(t *testing.T) {

@@ -61,7 +61,7 @@ func TestNginxMixCreatesThatChangeHAProxyCfg(t *testing.T) {
 // TestNginxAnotherIngressWithWrittenValuesIsMapOnly: a value HAProxy
 // needs as a constant (a rewrite-target with its path, a source range, a
 // limit-whitelist, a CORS origin list, basic authentication by a Secret
-// and realm) is a line shared by every location or Ingress with the same
+// and realm, a canary's header or cookie) is a line shared by every location or Ingress with the same
 // value, which a map points at: a new Ingress with a value some Ingress
 // has already (a source range spelled otherwise too) leaves haproxy.cfg
 // as it was and changes maps only, so its check reuses the haproxy -c
@@ -77,24 +77,34 @@ func TestNginxAnotherIngressWithWrittenValuesIsMapOnly(t *testing.T) {
 		path          string // of both Ingresses: "Type path"
 		sameCfg       bool   // haproxy.cfg is unchanged
 		mapOnly       bool
+		canary        bool // first and second are canaries of plain Ingresses of both hosts
 	}{
-		{"rewrite-target", rewrite, rewrite, "ImplementationSpecific /app(/|$)(.*)", true, false},
-		{"rewrite-target, another target", rewrite, map[string]string{"use-regex": "true", "rewrite-target": "/x/$2"}, "ImplementationSpecific /app(/|$)(.*)", false, false},
-		{"rewrite-target without captures", map[string]string{"rewrite-target": "/"}, map[string]string{"rewrite-target": "/"}, "Prefix /app", true, false},
-		{"whitelist-source-range", map[string]string{"whitelist-source-range": "10.0.0.0/8, 192.168.0.0/16"}, map[string]string{"whitelist-source-range": "10.0.0.0/8,192.168.0.0/16"}, "Prefix /", true, true},
-		{"whitelist-source-range, another range", map[string]string{"whitelist-source-range": "10.0.0.0/8"}, map[string]string{"whitelist-source-range": "10.0.0.0/16"}, "Prefix /", false, false},
-		{"denylist-source-range", map[string]string{"denylist-source-range": "10.1.0.0/16"}, map[string]string{"denylist-source-range": "10.1.0.0/16"}, "Prefix /", true, true},
-		{"limit-whitelist", map[string]string{"limit-rps": "5", "limit-whitelist": "10.0.0.0/8"}, map[string]string{"limit-rps": "50", "limit-whitelist": "10.0.0.0/8"}, "Prefix /", true, true},
+		{"rewrite-target", rewrite, rewrite, "ImplementationSpecific /app(/|$)(.*)", true, false, false},
+		{"rewrite-target, another target", rewrite, map[string]string{"use-regex": "true", "rewrite-target": "/x/$2"}, "ImplementationSpecific /app(/|$)(.*)", false, false, false},
+		{"rewrite-target without captures", map[string]string{"rewrite-target": "/"}, map[string]string{"rewrite-target": "/"}, "Prefix /app", true, false, false},
+		{"whitelist-source-range", map[string]string{"whitelist-source-range": "10.0.0.0/8, 192.168.0.0/16"}, map[string]string{"whitelist-source-range": "10.0.0.0/8,192.168.0.0/16"}, "Prefix /", true, true, false},
+		{"whitelist-source-range, another range", map[string]string{"whitelist-source-range": "10.0.0.0/8"}, map[string]string{"whitelist-source-range": "10.0.0.0/16"}, "Prefix /", false, false, false},
+		{"denylist-source-range", map[string]string{"denylist-source-range": "10.1.0.0/16"}, map[string]string{"denylist-source-range": "10.1.0.0/16"}, "Prefix /", true, true, false},
+		{"limit-whitelist", map[string]string{"limit-rps": "5", "limit-whitelist": "10.0.0.0/8"}, map[string]string{"limit-rps": "50", "limit-whitelist": "10.0.0.0/8"}, "Prefix /", true, true, false},
 		{"cors-allow-origin list", map[string]string{"enable-cors": "true", "cors-allow-origin": "https://a.example.com, https://*.b.example.com"},
-			map[string]string{"enable-cors": "true", "cors-allow-origin": "https://a.example.com, https://*.b.example.com", "cors-max-age": "60"}, "Prefix /", true, true},
-		{"auth-type basic", map[string]string{"auth-type": "basic", "auth-secret": "users", "auth-realm": "Staff"}, map[string]string{"auth-type": "basic", "auth-secret": "users", "auth-realm": "Staff"}, "Prefix /", true, true},
-		{"auth-type basic, another realm", map[string]string{"auth-type": "basic", "auth-secret": "users", "auth-realm": "Staff"}, map[string]string{"auth-type": "basic", "auth-secret": "users", "auth-realm": "Other"}, "Prefix /", false, false},
+			map[string]string{"enable-cors": "true", "cors-allow-origin": "https://a.example.com, https://*.b.example.com", "cors-max-age": "60"}, "Prefix /", true, true, false},
+		{"auth-type basic", map[string]string{"auth-type": "basic", "auth-secret": "users", "auth-realm": "Staff"}, map[string]string{"auth-type": "basic", "auth-secret": "users", "auth-realm": "Staff"}, "Prefix /", true, true, false},
+		{"auth-type basic, another realm", map[string]string{"auth-type": "basic", "auth-secret": "users", "auth-realm": "Staff"}, map[string]string{"auth-type": "basic", "auth-secret": "users", "auth-realm": "Other"}, "Prefix /", false, false, false},
+		{"canary-by-header and -cookie", map[string]string{"canary": "true", "canary-by-header": "X-Canary", "canary-by-cookie": "canary"}, map[string]string{"canary": "true", "canary-weight": "10", "canary-by-header": "X-Canary", "canary-by-cookie": "canary"}, "Prefix /", true, true, true},
+		{"canary-by-header-value", map[string]string{"canary": "true", "canary-by-header": "X-Version", "canary-by-header-value": "v2"}, map[string]string{"canary": "true", "canary-by-header": "X-Version", "canary-by-header-value": "v2"}, "Prefix /", true, true, true},
+		{"canary-by-header-pattern", map[string]string{"canary": "true", "canary-by-header": "X-Version", "canary-by-header-pattern": "^v[3-9]$"}, map[string]string{"canary": "true", "canary-by-header": "X-Version", "canary-by-header-pattern": "^v[3-9]$"}, "Prefix /", true, true, true},
+		{"canary-by-header, another header", map[string]string{"canary": "true", "canary-by-header": "X-Canary"}, map[string]string{"canary": "true", "canary-by-header": "X-Other"}, "Prefix /", false, false, true},
 	} {
 		stateWith := func(second bool) store.Set {
 			parts := []string{serviceDoc("default", "echo"), secretDoc("default", "users", map[string][]byte{"auth": []byte(htpasswd)}),
 				ingressDoc("default", "first", tc.first, map[string][]string{"first.example.com": {tc.path + " echo:80"}})}
 			if second {
 				parts = append(parts, ingressDoc("default", "second", tc.second, map[string][]string{"second.example.com": {tc.path + " echo:80"}}))
+			}
+			if tc.canary {
+				for _, h := range []string{"first", "second"} {
+					parts = append(parts, ingressDoc("default", "main-"+h, nil, map[string][]string{h + ".example.com": {tc.path + " echo:80"}}))
+				}
 			}
 			s := p.Model.NewStores()
 			for key, objs := range ngxObjects(t, docs(parts...), nil) {
