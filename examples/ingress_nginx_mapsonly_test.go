@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/dryrun"
+	htcrender "github.com/haproxy-template/htc/pkg/render"
 	"github.com/haproxy-template/htc/pkg/store"
 )
 
@@ -125,4 +127,38 @@ func TestNginxAnotherIngressWithWrittenValuesIsMapOnly(t *testing.T) {
 		require.True(t, v.Passed(), "%s: %s", tc.kind, v.Reason)
 		assert.Equal(t, tc.mapOnly, trace.SemanticReused, "%s: map-only", tc.kind)
 	}
+}
+
+// TestNginxSharedLinesOfOneIdFailTheRender: ngx-shared-lines writes the
+// lines of distinct values, each guarded by its id; two values of one id
+// (a sha256 collision) would give a location the other's line too, so
+// the render fails instead. Without entries it writes nothing.
+func TestNginxSharedLinesOfOneIdFailTheRender(t *testing.T) {
+	for _, tc := range []struct {
+		lines, want string // want: the text, or "error: ..." the failure's end
+	}{
+		{`dict`, ""},
+		{`dict "b" (dict "id" "i2" "line" "  L2") "a" (dict "id" "i1" "line" "  L1")`, "\n  http-request set-var(txn.v) var(txn.ing),map(/m)\n  L1\n  L2"},
+		{`dict "a" (dict "id" "i1" "line" "  L1") "b" (dict "id" "i1" "line" "  L2")`, "error: two test lines have the id i1"},
+	} {
+		e, _ := ngxEngineWith(t, nil, func(spec *config.HAProxyTemplateConfigSpec) {
+			spec.ValidationTests = nil
+			spec.HAProxyConfig.Template = `{{ include "ngx-shared-lines" (dict "lines" (` + tc.lines + `) "var" "txn.v" "key" "ing" "map" "/m" "what" "test") }}`
+		})
+		b, err := e.Render(context.Background(), htcrender.Input{Stores: store.ReadOnly(gatewayStores(t, mustNgxConfig(t), nil)), BaseDir: "/b"})
+		if strings.HasPrefix(tc.want, "error: ") {
+			require.Error(t, err, tc.lines)
+			assert.Contains(t, err.Error(), strings.TrimPrefix(tc.want, "error: "))
+			continue
+		}
+		require.NoError(t, err, tc.lines)
+		assert.Equal(t, tc.want, b.Config, tc.lines)
+	}
+}
+
+// mustNgxConfig is the ingress-nginx library's configuration.
+func mustNgxConfig(t *testing.T) *config.HAProxyTemplateConfig {
+	cfg, err := config.LoadFile(ngxConfigPath)
+	require.NoError(t, err)
+	return cfg
 }
