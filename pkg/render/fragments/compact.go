@@ -28,9 +28,10 @@ import (
 // record reused as it is stays in its generation; a render copies only
 // the records that are in none (those it ran, and those Reusable made
 // from a record to apply it with the objects read now), unless the
-// generations its table holds keep more bytes of records no table holds
-// than its records take: then it copies all of them into a new one. So
-// the generations a table holds are at most about twice its records.
+// generations its table holds keep more bytes of records it no longer
+// holds than its records take: then it copies all of them into a new
+// one. So the generations a table holds are at most about twice its
+// records, and a render that ran few fragments copies few records.
 
 // generation is the storage of the records one Compact copied.
 type generation struct {
@@ -69,7 +70,7 @@ func (t *Table) Compact() map[*Record]*Record {
 	for g := range gens {
 		held += g.bytes
 	}
-	all := held-inGens > live // the bytes of records no table holds
+	all := held-inGens > live // the bytes of records t no longer holds
 	if fresh == 0 && !all {
 		return nil
 	}
