@@ -55,16 +55,20 @@ func (r *Record) compacted() *generation {
 // render's other references to them (its source map).
 func (t *Table) Compact() map[*Record]*Record {
 	var live, inGens, held int64
-	gens := map[*generation]int64{}
+	gens := map[*generation]bool{}
+	var last *generation // the generation of the last record, looked up once
 	fresh := 0
 	for _, r := range t.Records {
-		n := r.footprint()
-		live += n
-		if g := r.compacted(); g != nil {
-			gens[g] += n
-			inGens += n
-		} else {
+		g := r.compacted()
+		if g == nil {
+			live += r.footprint()
 			fresh++
+			continue
+		}
+		live += r.stored
+		inGens += r.stored
+		if g != last {
+			gens[g], last = true, g
 		}
 	}
 	for g := range gens {
@@ -177,7 +181,7 @@ func (c *sizes) copy(r *Record, g *generation) *Record {
 	m := &f.recs[0]
 	f.recs = f.recs[1:]
 	*m = *r
-	m.gen, m.genIndex = g, len(g.recs)-len(f.recs)-1
+	m.gen, m.genIndex, m.stored = g, len(g.recs)-len(f.recs)-1, r.footprint()
 	m.Text = c.str(r.Text)
 	m.Reads = take(&f.reads, r.Reads)
 	for i := range m.Reads {

@@ -54,7 +54,7 @@ func keptStrings(r *Record) []string {
 func sameContent(t *testing.T, r, c *Record) {
 	t.Helper()
 	want, got := *r, *c
-	want.gen, want.genIndex, got.gen, got.genIndex = nil, 0, nil, 0
+	want.gen, want.genIndex, want.stored, got.gen, got.genIndex, got.stored = nil, 0, 0, nil, 0, 0
 	assert.Equal(t, want, got)
 	assert.Equal(t, mapPtr(r.Item.(map[string]any)), mapPtr(c.Item.(map[string]any)), "the item is the same map")
 	assert.Equal(t, mapPtr(r.Reads[0].Call.Objs[0]), mapPtr(c.Reads[0].Call.Objs[0]), "the objects read are the same maps")
@@ -151,5 +151,29 @@ func TestCompactCopiesOnlyWhatIsNewUntilHalfIsDead(t *testing.T) {
 	for k, r := range last.Records {
 		assert.Same(t, g, r.compacted(), k)
 		sameContent(t, tbl.Records[k], r)
+	}
+}
+
+// BenchmarkCompactOneNewRecord: what Compact costs a recording render
+// that ran one fragment of 20,000 (the live loop's round after one
+// object changed): a look at every record, one copied.
+func BenchmarkCompactOneNewRecord(b *testing.B) {
+	const n = 20000
+	kept := &Table{Records: map[string]*Record{}}
+	for i := range n {
+		kept.Records[fmt.Sprint("k", i)] = madeRecord(i)
+	}
+	kept.Compact()
+	for b.Loop() {
+		b.StopTimer()
+		t := &Table{Records: make(map[string]*Record, n)}
+		for k, r := range kept.Records {
+			t.Records[k] = r
+		}
+		t.Records["k7"] = madeRecord(7)
+		b.StartTimer()
+		if len(t.Compact()) != 1 {
+			b.Fatal("want one record copied")
+		}
 	}
 }

@@ -32,9 +32,10 @@ type Record struct {
 	Held []unsafe.Pointer
 
 	// gen is the generation r is stored in when r is &gen.recs[genIndex]
-	// (compact.go); a copy of r is not.
+	// (compact.go), taking stored bytes of it; a copy of r is not.
 	gen      *generation
 	genIndex int
+	stored   int64
 }
 
 // Read is a store read a fragment made and what it returned. The source
