@@ -213,9 +213,10 @@ func (c *sizes) copy(r *Record, g *generation) *Record {
 }
 
 // str returns s stored in the text arena: the bytes it is given are never
-// written again.
+// written again. (s itself when the arena has no room: add and copy
+// count the same strings, so it always has.)
 func (c *sizes) str(s string) string {
-	if s == "" {
+	if s == "" || len(s) > len(c.free.text) {
 		return s
 	}
 	n := copy(c.free.text, s)
@@ -225,10 +226,15 @@ func (c *sizes) str(s string) string {
 }
 
 // take returns s copied to the front of the room left in *room (a full
-// list of its length), s itself when empty (nil stays nil).
+// list of its length), s itself when empty (nil stays nil). (A copy of
+// its own when *room is too short: add and copy count the same lists, so
+// it never is.)
 func take[E any](room *[]E, s []E) []E {
 	if len(s) == 0 {
 		return s
+	}
+	if len(s) > len(*room) {
+		return append([]E(nil), s...)
 	}
 	n := copy(*room, s)
 	out := (*room)[:n:n]
