@@ -22,6 +22,9 @@ type Table struct {
 	Limit   int64
 	// Records are the records, by key.
 	Records map[string]*Record
+	// keys is the room left in the chunk the keys of Records are stored
+	// in (Add).
+	keys []byte
 	// gens are the stores (by key) that stayed at one generation from the
 	// start of the recording render to its end: every read it made of them
 	// returned what that generation holds.
@@ -32,6 +35,29 @@ type Table struct {
 // over set, with room for n records.
 func NewTable(baseDir string, limit int64, set store.Set, n int) *Table {
 	return &Table{BaseDir: baseDir, Limit: limit, gens: storeGens(set), Records: make(map[string]*Record, n)}
+}
+
+// keyChunk is the size of the chunks Add stores keys in; a key longer
+// than an eighth of it is a string of its own.
+const keyChunk = 64 << 10
+
+// Add keeps rec as the record of key. The keys are stored back to back in
+// chunks of keyChunk bytes (one large allocation each, which the table
+// alone holds), not each in a small string of its own that would outlive
+// the render among its garbage (a key added again is stored again: a map
+// replaces the key it holds with the one assigned). Bytes of a chunk are
+// never written again once a key holds them.
+func (t *Table) Add(key []byte, rec *Record) {
+	if len(key) == 0 || len(key) > keyChunk/8 {
+		t.Records[string(key)] = rec
+		return
+	}
+	if len(key) > len(t.keys) {
+		t.keys = make([]byte, keyChunk)
+	}
+	n := copy(t.keys, key)
+	t.Records[unsafe.String(&t.keys[0], n)] = rec
+	t.keys = t.keys[n:]
 }
 
 // storeGen is a reader at a generation.
