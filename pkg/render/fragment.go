@@ -154,7 +154,7 @@ func (s *renderState) fragment(name, key string, item any) error {
 		s.frags.ran++
 	}
 	if s.frags.recording != nil {
-		s.frags.recording.Records[string(k)] = rec
+		s.frags.recording.Add(k, rec)
 	}
 	return s.applyFragment(item, rec)
 }

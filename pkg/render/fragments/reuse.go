@@ -22,6 +22,11 @@ type Table struct {
 	Limit   int64
 	// Records are the records, by key.
 	Records map[string]*Record
+	// keys are the keys Add recorded, in order; order is each with its
+	// record in Records, made by End (nil before: Reusable then asks
+	// Records alone).
+	keys  []string
+	order []keyed
 	// gens are the stores (by key) that stayed at one generation from the
 	// start of the recording render to its end: every read it made of them
 	// returned what that generation holds.
@@ -31,7 +36,7 @@ type Table struct {
 // NewTable returns an empty table for a render with baseDir and limit
 // over set, with room for n records.
 func NewTable(baseDir string, limit int64, set store.Set, n int) *Table {
-	return &Table{BaseDir: baseDir, Limit: limit, gens: storeGens(set), Records: make(map[string]*Record, n)}
+	return &Table{BaseDir: baseDir, Limit: limit, gens: storeGens(set), Records: make(map[string]*Record, n), keys: make([]string, 0, n)}
 }
 
 // storeGen is a reader at a generation.
@@ -59,14 +64,50 @@ func storeGens(set store.Set) map[string]storeGen {
 	return gens
 }
 
-// KeepSteady drops the stores whose generation moved since NewTable: the
-// recording render ends with it.
-func (t *Table) KeepSteady() {
+// keyed is a key of a table and its record.
+type keyed struct {
+	key string
+	rec *Record
+}
+
+// Add records rec as the record of key (a later one for the same key
+// replaces it).
+func (t *Table) Add(key []byte, rec *Record) {
+	k := string(key)
+	t.Records[k] = rec
+	t.keys = append(t.keys, k)
+}
+
+// End drops the stores whose generation moved since NewTable, and orders
+// the records as Add recorded them: the recording render ends with it.
+func (t *Table) End() {
 	for k, g := range t.gens {
 		if g.reader.Generation() != g.gen {
 			delete(t.gens, k)
 		}
 	}
+	t.order = make([]keyed, len(t.keys))
+	for i, k := range t.keys {
+		t.order[i] = keyed{key: k, rec: t.Records[k]}
+	}
+	t.keys = nil
+}
+
+// record returns Records[key]. A render of a state like the recorded one
+// asks for the keys in the order they were recorded, so it first compares
+// key with the key after the last one found in that order (c.next) and
+// the one after it (an item added or changed, then one gone): a map
+// lookup at every fragment is most of what a reused record costs at
+// 10,000 items. order[i].rec is Records[order[i].key] (End), so the answer
+// is Records' either way.
+func (t *Table) record(key []byte, c *Check) *Record {
+	for i := c.next; i < len(t.order) && i <= c.next+1; i++ {
+		if t.order[i].key == string(key) {
+			c.next = i + 1
+			return t.order[i].rec
+		}
+	}
+	return t.Records[string(key)]
 }
 
 // SteadyStores returns, for each store of set still at the generation t
@@ -94,6 +135,9 @@ type Check struct {
 	// Alike reports whether now, an object of store key, renders as old,
 	// one a record read, does (objects that render alike).
 	Alike func(key string, old, now map[string]any) bool
+	// next is the position in the table's order after the last record
+	// found there (Table.record).
+	next int
 }
 
 // Reusable returns the record of key when the render c describes may
@@ -104,8 +148,7 @@ type Check struct {
 // added files hold an object replaced by an alike one (a full render would
 // hold the new one).
 func (t *Table) Reusable(key []byte, c *Check) (rec *Record, alike bool) {
-	rec = t.Records[string(key)]
-	if rec == nil {
+	if rec = t.record(key, c); rec == nil {
 		return nil, false
 	}
 	var fresh *Record // rec with the objects read now, once one differs
