@@ -429,7 +429,7 @@ func (e *Engine) render(ctx context.Context, in Input, reuse bool) (_ *bundle.Bu
 	b.SetSourcesFunc(st.sources.sources())
 	st.keepSizes()
 	if t := st.frags.recording; t != nil {
-		t.KeepSteady()
+		t.End()
 		e.table.Store(t)
 		e.carried.Store(nil)
 		e.recorded.Store(int64(len(t.Records)))

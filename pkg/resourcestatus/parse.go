@@ -96,7 +96,9 @@ type Cache map[string]*Document
 // decoded statuses are never modified, so sharing them is sound.
 func ParseCached(text string, old Cache, share *watched.ShareTable) ([]Document, Cache, error) {
 	chunks := split(text)
-	var docs []Document
+	// Room for every chunk: at 10,000 documents, growing docs step by
+	// step allocated twice its final size each parse.
+	docs := make([]Document, 0, len(chunks))
 	next := make(Cache, len(chunks))
 	for _, c := range chunks {
 		if len(c.text) > MaxDocumentBytes {
@@ -122,6 +124,9 @@ func ParseCached(text string, old Cache, share *watched.ShareTable) ([]Document,
 		doc := *d
 		doc.Index, doc.Line = len(docs)+1, c.line
 		docs = append(docs, doc)
+	}
+	if len(docs) == 0 {
+		docs = nil // as when no document was appended
 	}
 	return docs, next, nil
 }

@@ -19,26 +19,33 @@ import (
 // *Error.
 func Resolve(docs []Document, stores store.Set, apiVersions map[string]string) error {
 	first := make(map[objectID]int, len(docs))
-	keys := map[string][]string{} // candidate store keys by apiVersion
+	// By apiVersion (documents have few): its group and candidate stores.
+	type version struct {
+		group string
+		err   error
+		cands []string
+	}
+	versions := map[string]version{}
 	for i := range docs {
 		d := &docs[i]
 		bad := func(format string, args ...any) error {
 			return &Error{Index: d.Index, Line: d.Line, Object: d.Object(), Problem: fmt.Sprintf(format, args...)}
 		}
-		gv, err := schema.ParseGroupVersion(d.APIVersion)
-		if err != nil {
-			return bad("apiVersion %q: %v", d.APIVersion, err)
+		v, ok := versions[d.APIVersion]
+		if !ok {
+			gv, err := schema.ParseGroupVersion(d.APIVersion)
+			v = version{group: gv.Group, err: err, cands: candidates(d.APIVersion, stores, apiVersions)}
+			versions[d.APIVersion] = v
 		}
-		id := objectID{group: gv.Group, kind: d.Kind, namespace: d.Namespace, name: d.Name}
+		if v.err != nil {
+			return bad("apiVersion %q: %v", d.APIVersion, v.err)
+		}
+		id := objectID{group: v.group, kind: d.Kind, namespace: d.Namespace, name: d.Name}
 		if j, dup := first[id]; dup {
 			return bad("a second document for the object (the first is document %d)", j)
 		}
 		first[id] = d.Index
-		cands, ok := keys[d.APIVersion]
-		if !ok {
-			cands = candidates(d.APIVersion, stores, apiVersions)
-			keys[d.APIVersion] = cands
-		}
+		cands := v.cands
 		key, obj := findIn(d, stores, cands)
 		switch {
 		case len(cands) == 0:

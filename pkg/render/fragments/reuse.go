@@ -22,9 +22,14 @@ type Table struct {
 	Limit   int64
 	// Records are the records, by key.
 	Records map[string]*Record
-	// keys is the room left in the chunk the keys of Records are stored
-	// in (Add).
-	keys []byte
+	// keyRoom is the room left in the chunk the keys of Records are
+	// stored in (Add).
+	keyRoom []byte
+	// keys are the keys Add recorded, in order; order is each with its
+	// record in Records, made by End (nil before: Reusable then asks
+	// Records alone).
+	keys  []string
+	order []keyed
 	// gens are the stores (by key) that stayed at one generation from the
 	// start of the recording render to its end: every read it made of them
 	// returned what that generation holds.
@@ -34,30 +39,39 @@ type Table struct {
 // NewTable returns an empty table for a render with baseDir and limit
 // over set, with room for n records.
 func NewTable(baseDir string, limit int64, set store.Set, n int) *Table {
-	return &Table{BaseDir: baseDir, Limit: limit, gens: storeGens(set), Records: make(map[string]*Record, n)}
+	return &Table{BaseDir: baseDir, Limit: limit, gens: storeGens(set), Records: make(map[string]*Record, n), keys: make([]string, 0, n)}
 }
 
 // keyChunk is the size of the chunks Add stores keys in; a key longer
 // than an eighth of it is a string of its own.
 const keyChunk = 64 << 10
 
-// Add keeps rec as the record of key. The keys are stored back to back in
+// Add keeps rec as the record of key (a later one for the same key
+// replaces it), and key in the recorded order (End). The keys are stored back to back in
 // chunks of keyChunk bytes (one large allocation each, which the table
 // alone holds), not each in a small string of its own that would outlive
 // the render among its garbage (a key added again is stored again: a map
 // replaces the key it holds with the one assigned). Bytes of a chunk are
 // never written again once a key holds them.
 func (t *Table) Add(key []byte, rec *Record) {
+	k := t.storedKey(key)
+	t.Records[k] = rec
+	t.keys = append(t.keys, k)
+}
+
+// storedKey returns key as a string stored in the table's current chunk
+// (a string of its own when empty or longer than an eighth of a chunk).
+func (t *Table) storedKey(key []byte) string {
 	if len(key) == 0 || len(key) > keyChunk/8 {
-		t.Records[string(key)] = rec
-		return
+		return string(key)
 	}
-	if len(key) > len(t.keys) {
-		t.keys = make([]byte, keyChunk)
+	if len(key) > len(t.keyRoom) {
+		t.keyRoom = make([]byte, keyChunk)
 	}
-	n := copy(t.keys, key)
-	t.Records[unsafe.String(&t.keys[0], n)] = rec
-	t.keys = t.keys[n:]
+	n := copy(t.keyRoom, key)
+	k := unsafe.String(&t.keyRoom[0], n)
+	t.keyRoom = t.keyRoom[n:]
+	return k
 }
 
 // storeGen is a reader at a generation.
@@ -85,14 +99,42 @@ func storeGens(set store.Set) map[string]storeGen {
 	return gens
 }
 
-// KeepSteady drops the stores whose generation moved since NewTable: the
-// recording render ends with it.
-func (t *Table) KeepSteady() {
+// keyed is a key of a table and its record.
+type keyed struct {
+	key string
+	rec *Record
+}
+
+// End drops the stores whose generation moved since NewTable, and orders
+// the records as Add recorded them: the recording render ends with it.
+func (t *Table) End() {
 	for k, g := range t.gens {
 		if g.reader.Generation() != g.gen {
 			delete(t.gens, k)
 		}
 	}
+	t.order = make([]keyed, len(t.keys))
+	for i, k := range t.keys {
+		t.order[i] = keyed{key: k, rec: t.Records[k]}
+	}
+	t.keys = nil
+}
+
+// record returns Records[key]. A render of a state like the recorded one
+// asks for the keys in the order they were recorded, so it first compares
+// key with the key after the last one found in that order (c.next) and
+// the one after it (an item added or changed, then one gone): a map
+// lookup at every fragment is most of what a reused record costs at
+// 10,000 items. order[i].rec is Records[order[i].key] (End), so the answer
+// is Records' either way.
+func (t *Table) record(key []byte, c *Check) *Record {
+	for i := c.next; i < len(t.order) && i <= c.next+1; i++ {
+		if t.order[i].key == string(key) {
+			c.next = i + 1
+			return t.order[i].rec
+		}
+	}
+	return t.Records[string(key)]
 }
 
 // SteadyStores returns, for each store of set still at the generation t
@@ -120,6 +162,9 @@ type Check struct {
 	// Alike reports whether now, an object of store key, renders as old,
 	// one a record read, does (objects that render alike).
 	Alike func(key string, old, now map[string]any) bool
+	// next is the position in the table's order after the last record
+	// found there (Table.record).
+	next int
 }
 
 // Reusable returns the record of key when the render c describes may
@@ -130,8 +175,7 @@ type Check struct {
 // added files hold an object replaced by an alike one (a full render would
 // hold the new one).
 func (t *Table) Reusable(key []byte, c *Check) (rec *Record, alike bool) {
-	rec = t.Records[string(key)]
-	if rec == nil {
+	if rec = t.record(key, c); rec == nil {
 		return nil, false
 	}
 	var fresh *Record // rec with the objects read now, once one differs

@@ -46,7 +46,7 @@ func TestARecordIsReusedOnlyWhileItsReadsReturnWhatTheyReturned(t *testing.T) {
 				rec.Held = []unsafe.Pointer{mapPtr(old.Object)}
 			}
 			tbl.Records["k"] = rec
-			tbl.KeepSteady()
+			tbl.End()
 			if tc.update {
 				require.NoError(t, s.Update(app("v2")))
 			}
@@ -91,4 +91,43 @@ func TestATablesKeysAreStoredBackToBack(t *testing.T) {
 		at[k] = uintptr(unsafe.Pointer(unsafe.StringData(k)))
 	}
 	assert.Equal(t, at["first"]+uintptr(len("first")+len("second")), at["second"], "back to back, the second one added twice")
+}
+
+// TestRecordsAreFoundAsRecordsHoldsThem: a render asks for the keys of a
+// recording render's table in any order and finds, for each, the record
+// Records holds (a key recorded twice: the later record), by the recorded
+// order when it asks in it, after an item added or changed or one gone,
+// else by Records.
+func TestRecordsAreFoundAsRecordsHoldsThem(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ask  []string
+		next []int // Check.next after each ask: the position found in order + 1
+	}{
+		{name: "in the recorded order, by the order", ask: []string{"a", "b", "c", "d", "c"}, next: []int{1, 2, 3, 4, 5}},
+		{name: "an item added", ask: []string{"a", "new", "b", "c"}, next: []int{1, 1, 2, 3}},
+		{name: "an item changed", ask: []string{"a", "changed", "c", "d"}, next: []int{1, 1, 3, 4}},
+		{name: "an item gone", ask: []string{"a", "c", "d"}, next: []int{1, 3, 4}},
+		{name: "out of order, by Records", ask: []string{"d", "a", "b"}, next: []int{0, 1, 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tbl := NewTable("/b", 1, store.Set{}, 0)
+			recs := map[string]*Record{}
+			for _, k := range []string{"a", "b", "c", "d", "c"} { // c twice: the later replaces
+				recs[k] = &Record{Text: k}
+				tbl.Add([]byte(k), recs[k])
+			}
+			tbl.End()
+			c := &Check{}
+			for i, k := range tc.ask {
+				got, _ := tbl.Reusable([]byte(k), c)
+				if recs[k] == nil {
+					assert.Nil(t, got, k)
+				} else {
+					assert.Same(t, recs[k], got, k)
+				}
+				assert.Equal(t, tc.next[i], c.next, "after %s", k)
+			}
+		})
+	}
 }
