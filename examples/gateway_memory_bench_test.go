@@ -35,13 +35,8 @@ import (
 // bytes per route (stores-B/route, render-B/route), and the heap's spans
 // in use over the live heap then (inuse/live: how much the pages holding
 // live objects hold besides them; RSS at rest is about the spans in use,
-// as a forced collection returns only empty pages), and after the second
-// render both in MB (again-live-MB, again-inuse-MB; stores included).
-// The records are kept in few large allocations (fragments.Table.Compact
-// and Table.Add), so what still holds pages of small objects is the
-// stores' objects and the emitted values and status documents the render
-// keeps. HTC_HEAP_PROFILE=file also writes the heap profile after the
-// first render, HTC_HEAP_ROUTES=n takes n routes.
+// as a forced collection returns only empty pages); HTC_HEAP_PROFILE=file
+// also writes the heap profile then, HTC_HEAP_ROUTES=n takes n routes.
 func BenchmarkGatewayRetainedHeap(b *testing.B) {
 	n := 10000
 	if v, err := strconv.Atoi(os.Getenv("HTC_HEAP_ROUTES")); err == nil && v > 0 {
@@ -87,8 +82,6 @@ func BenchmarkGatewayRetainedHeap(b *testing.B) {
 		b.ReportMetric(float64(m.HeapInuse)/float64(m.HeapAlloc), "inuse/live")
 		b.ReportMetric(float64(again-storesHeap)/float64(n), "again-B/route")
 		b.ReportMetric(float64(m2.HeapInuse)/float64(m2.HeapAlloc), "again-inuse/live")
-		b.ReportMetric(float64(m2.HeapAlloc)/1e6, "again-live-MB")
-		b.ReportMetric(float64(m2.HeapInuse)/1e6, "again-inuse-MB")
 		runtime.KeepAlive(bundle)
 		runtime.KeepAlive(stores)
 		runtime.KeepAlive(e)

@@ -423,9 +423,6 @@ func (e *Engine) render(ctx context.Context, in Input, reuse bool) (_ *bundle.Bu
 	}
 	st.addedTo(b)
 	b.Warnings = st.warnings
-	if t := st.frags.recording; t != nil {
-		st.sources.compacted(t.Compact()) // what it keeps, in few allocations
-	}
 	b.SetSourcesFunc(st.sources.sources())
 	st.keepSizes()
 	if t := st.frags.recording; t != nil {

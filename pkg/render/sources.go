@@ -175,21 +175,6 @@ func (t *tracker) fragment(item any, rec *fragments.Record, off int) {
 	t.moved = true
 }
 
-// compacted points the fragments written down at the copies of their records
-// (fragments.Table.Compact): the originals are then garbage.
-func (t *tracker) compacted(copies map[*fragments.Record]*fragments.Record) {
-	if len(copies) == 0 {
-		return
-	}
-	for i := range t.log {
-		if e := &t.log[i]; e.kind == evFragment {
-			if c, ok := copies[e.rec]; ok {
-				e.rec = c
-			}
-		}
-	}
-}
-
 // sources returns a function that builds the source map of what the
 // tracker wrote down (nil when no object was tracked).
 func (t *tracker) sources() func() *bundle.Sources {

@@ -12,9 +12,6 @@
 //     stores that stayed at one generation through it, and Reusable, when
 //     a later render may apply a record (every read returns the same
 //     objects now, or objects that render alike).
-//   - compact.go: Table.Compact, the records a recording render keeps
-//     copied into few large allocations (a string arena, one list each),
-//     so that at rest no page of small objects is held by a record.
 //   - channel.go: Channel, what fragments emitted on one channel (the
 //     first value of each key), closed once read.
 //   - values.go: AppendKey and AppendFingerprint, the prefix-free

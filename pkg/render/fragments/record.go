@@ -30,12 +30,6 @@ type Record struct {
 	// build (store objects, parts of them: Freeze's held), which emits
 	// keeps alive.
 	Held []unsafe.Pointer
-
-	// gen is the generation r is stored in when r is &gen.recs[genIndex]
-	// (compact.go), taking stored bytes of it; a copy of r is not.
-	gen      *generation
-	genIndex int
-	stored   int64
 }
 
 // Read is a store read a fragment made and what it returned. The source

@@ -22,9 +22,6 @@ type Table struct {
 	Limit   int64
 	// Records are the records, by key.
 	Records map[string]*Record
-	// keyRoom is the room left in the chunk the keys of Records are
-	// stored in (Add).
-	keyRoom []byte
 	// keys are the keys Add recorded, in order; order is each with its
 	// record in Records, made by End (nil before: Reusable then asks
 	// Records alone).
@@ -40,38 +37,6 @@ type Table struct {
 // over set, with room for n records.
 func NewTable(baseDir string, limit int64, set store.Set, n int) *Table {
 	return &Table{BaseDir: baseDir, Limit: limit, gens: storeGens(set), Records: make(map[string]*Record, n), keys: make([]string, 0, n)}
-}
-
-// keyChunk is the size of the chunks Add stores keys in; a key longer
-// than an eighth of it is a string of its own.
-const keyChunk = 64 << 10
-
-// Add keeps rec as the record of key (a later one for the same key
-// replaces it), and key in the recorded order (End). The keys are stored back to back in
-// chunks of keyChunk bytes (one large allocation each, which the table
-// alone holds), not each in a small string of its own that would outlive
-// the render among its garbage (a key added again is stored again: a map
-// replaces the key it holds with the one assigned). Bytes of a chunk are
-// never written again once a key holds them.
-func (t *Table) Add(key []byte, rec *Record) {
-	k := t.storedKey(key)
-	t.Records[k] = rec
-	t.keys = append(t.keys, k)
-}
-
-// storedKey returns key as a string stored in the table's current chunk
-// (a string of its own when empty or longer than an eighth of a chunk).
-func (t *Table) storedKey(key []byte) string {
-	if len(key) == 0 || len(key) > keyChunk/8 {
-		return string(key)
-	}
-	if len(key) > len(t.keyRoom) {
-		t.keyRoom = make([]byte, keyChunk)
-	}
-	n := copy(t.keyRoom, key)
-	k := unsafe.String(&t.keyRoom[0], n)
-	t.keyRoom = t.keyRoom[n:]
-	return k
 }
 
 // storeGen is a reader at a generation.
@@ -103,6 +68,14 @@ func storeGens(set store.Set) map[string]storeGen {
 type keyed struct {
 	key string
 	rec *Record
+}
+
+// Add records rec as the record of key (a later one for the same key
+// replaces it).
+func (t *Table) Add(key []byte, rec *Record) {
+	k := string(key)
+	t.Records[k] = rec
+	t.keys = append(t.keys, k)
 }
 
 // End drops the stores whose generation moved since NewTable, and orders

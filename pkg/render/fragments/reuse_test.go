@@ -73,26 +73,6 @@ func TestARecordIsReusedOnlyWhileItsReadsReturnWhatTheyReturned(t *testing.T) {
 	}
 }
 
-// TestATablesKeysAreStoredBackToBack: Add stores the keys of a table's
-// records one after the other in a chunk of its own (not each in a string
-// made among the render's garbage), a key added again too.
-func TestATablesKeysAreStoredBackToBack(t *testing.T) {
-	tbl := &Table{Records: map[string]*Record{}}
-	key := []byte("first")
-	tbl.Add(key, &Record{Text: "1"})
-	copy(key, "xxxxx") // the caller's buffer is its own
-	tbl.Add([]byte("second"), &Record{Text: "2"})
-	second := &Record{Text: "3"}
-	tbl.Add([]byte("second"), second)
-	require.Len(t, tbl.Records, 2)
-	assert.Same(t, second, tbl.Records["second"])
-	at := map[string]uintptr{}
-	for k := range tbl.Records {
-		at[k] = uintptr(unsafe.Pointer(unsafe.StringData(k)))
-	}
-	assert.Equal(t, at["first"]+uintptr(len("first")+len("second")), at["second"], "back to back, the second one added twice")
-}
-
 // TestRecordsAreFoundAsRecordsHoldsThem: a render asks for the keys of a
 // recording render's table in any order and finds, for each, the record
 // Records holds (a key recorded twice: the later record), by the recorded
