@@ -192,6 +192,13 @@ func Run(ctx context.Context, opts Options) error {
 	<-ctx.Done()
 	log.Info("controller shutting down")
 	err = g.Wait()
+	// The config's status is written behind the rounds (cfgstatus): what
+	// the last rounds set is written before the controller ends.
+	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), objstatus.WriteTimeout)
+	if werr := c.status.Wait(wctx); werr != nil {
+		log.Warn("the HAProxyTemplateConfig status was not all written before the controller ended", "error", werr)
+	}
+	wcancel()
 	c.registration.Stopped()
 	return err
 }

@@ -35,7 +35,9 @@
 // records the outcome on the config (package cfgstatus; the condition
 // types are conditions.go's): condition Valid with the
 // simplified reason, an Event on every condition change, a log line and
-// metrics. With Options.OutputDir, pipelines render for that directory, and
+// metrics. The config's status is written behind the round (cfgstatus's
+// writer), never inside it: the round holds the live lock, and a write
+// there held up the next change's round. With Options.OutputDir, pipelines render for that directory, and
 // a bundle that passed is written there as checked (package publish); with
 // Options.MasterSocket, HAProxy then runs it (dataplane.go): through its
 // runtime API when package dataplane finds the change can be made there as

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"github.com/haproxy-template/htc/pkg/controller/cfgstatus"
 	"io"
 	"log/slog"
 	"net"
@@ -117,14 +118,15 @@ func newServicesFixture(t *testing.T, outDir string, extra map[string]any, cfgTe
 		events:   events,
 		metrics:  m,
 	}
-	f.status = statusOf(t, dyn)
+	f.status = statusOf(t, dyn, f.live.status)
 	return f
 }
 
 // statusOf returns a reader of the conditions of the config htc-system/htc
-// that dyn holds.
-func statusOf(t *testing.T, dyn dynamic.Interface) func(typ string) *metav1.Condition {
+// that dyn holds, once r wrote what was set.
+func statusOf(t *testing.T, dyn dynamic.Interface, r *cfgstatus.Reporter) func(typ string) *metav1.Condition {
 	return func(typ string) *metav1.Condition {
+		require.NoError(t, r.Wait(t.Context()))
 		got, err := dyn.Resource(configGVR).Namespace("htc-system").Get(t.Context(), "htc", metav1.GetOptions{})
 		require.NoError(t, err)
 		raw, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")

@@ -66,6 +66,7 @@ func TestProposedConfigIsJudgedOverAPreparedWatcher(t *testing.T) {
 	c := newController(Options{ConfigNamespace: "htc-system", ConfigName: "htc"}, slog.New(slog.NewTextHandler(logs, nil)), dyn, restMapper(), testChecker(t))
 	ctx := runLoops(t, c)
 	require.Eventually(t, c.synced.Load, 20*time.Second, 20*time.Millisecond, "never synced")
+	statusWritten(t, c) // before the fake's reactors change: the fake is not safe to change in use
 	require.Equal(t, 1, listsOf(dyn), "the informer's list")
 	cv, _ := c.registry.Lookup("haproxy-template.io/v1alpha1.HAProxyTemplateConfig")
 	require.NotNil(t, cv)
@@ -121,6 +122,7 @@ func TestProposedConfigTheControllerMayNotListIsDenied(t *testing.T) {
 	c := newController(Options{ConfigNamespace: "htc-system", ConfigName: "htc"}, slog.New(slog.DiscardHandler), dyn, restMapper(), testChecker(t))
 	ctx := runLoops(t, c)
 	require.Eventually(t, c.synced.Load, 20*time.Second, 20*time.Millisecond, "never synced")
+	statusWritten(t, c) // before the fake's reactors change: the fake is not safe to change in use
 	dyn.PrependReactor("list", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(cmGVR.GroupResource(), "", errors.New("RBAC says no"))
 	})
@@ -130,4 +132,13 @@ func TestProposedConfigTheControllerMayNotListIsDenied(t *testing.T) {
 	assert.False(t, d.Allowed)
 	assert.Equal(t, "the proposed config could not be judged: it reads configmaps.v1 otherwise than the config in use, and listing them is forbidden to the controller; grant its service account get, list and watch on them first", d.Reason)
 	assert.Zero(t, c.prepared.Len(), "the refused watcher is stopped: the next admission lists afresh")
+}
+
+// statusWritten waits for the first live round's baseline and for the
+// config status it set to be written.
+func statusWritten(t *testing.T, c *controller) {
+	t.Helper()
+	require.Eventually(t, func() bool { return c.admitter.Baseline(c.admitter.State()) != nil }, 20*time.Second, 20*time.Millisecond,
+		"the live state was never rendered")
+	require.NoError(t, c.status.Wait(t.Context()))
 }

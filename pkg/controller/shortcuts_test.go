@@ -99,6 +99,7 @@ func newShortcutFixture(t *testing.T, edit func(c *controller)) *shortcutFixture
 	t.Cleanup(func() { cancel(); <-done })
 	f := &shortcutFixture{c: c, stores: stores}
 	f.get = func(typ string) *metav1.Condition {
+		require.NoError(t, c.status.Wait(t.Context()))
 		got, err := dyn.Resource(configGVR).Namespace("htc-system").Get(t.Context(), "htc", metav1.GetOptions{})
 		require.NoError(t, err)
 		st, err := cfgstatus.DecodeStatus(got)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -26,13 +27,25 @@ const statusTimeout = 10 * time.Second
 
 // Reporter records the controller's view of its config on the
 // config's status (conditions, observedGeneration, failures) and as Events
-// on it. A condition is written, and an Event emitted, only when its status,
-// reason, message or observed generation changes, so a steady state writes
-// nothing.
+// on it. A condition's Event is emitted when its status, reason, message or
+// observed generation changes, and the status is written only when it
+// differs from what was last written, so a steady state writes nothing.
+//
+// Set and SetFailures never wait for the API server: they record the newest
+// condition of each type (and the newest failures) and a writer goroutine,
+// started when there is something to write and gone when all is written,
+// writes them in one update of the status subresource. Callers (the live
+// round, which holds its lock from the render to HAProxy running the
+// change) are never held up by a write: at 3,000 routes a synchronous write
+// after each reload took 150-300 ms and delayed the next route's round by
+// as much (BENCHMARKS.md, "Route propagation by the probe method"). Writes
+// coalesce: a condition set twice while a write is under way is written
+// once, as it was last set; its Events are not coalesced. Wait waits for
+// the writer.
 //
 // With leader election only the leader writes: a follower keeps what it
 // would write (desired) and writes nothing and emits no Event; when it
-// becomes the leader, resume writes what changed since the object was last
+// becomes the leader, Resume writes what changed since the object was last
 // written.
 type Reporter struct {
 	dyn dynamic.Interface
@@ -49,12 +62,18 @@ type Reporter struct {
 	// False is.
 	ProblemWhenTrue []string
 
-	mu           sync.Mutex                  // serialises set, setFailures and resume, writes included
+	mu           sync.Mutex                  // guards desired, desiredFails, evented, dirty, writing, done
+	desired      map[string]desiredCondition // by type, the newest of each
+	desiredFails *desiredFailures            // the newest failures (nil: none yet)
+	evented      map[string]metav1.Condition // by type, the newest an Event was emitted for (or the object said)
+	dirty        bool                        // something was set since the writer last took the desired state
+	writing      bool                        // the writer runs; done is closed when it ends
+	done         chan struct{}
+
+	writeMu      sync.Mutex                  // serialises writes; guards last, lastFailures, failuresSet
 	last         map[string]metav1.Condition // by type, as last written
 	lastFailures []config.StatusFailure      // as last written (nil: not yet)
 	failuresSet  bool
-	desired      map[string]desiredCondition // by type, the newest of each
-	desiredFails *desiredFailures            // the newest failures (nil: none yet)
 }
 
 // desiredCondition is a condition as the newest round saw it.
@@ -84,7 +103,8 @@ const (
 // New returns a Reporter writing through dyn; recorder may be nil (no
 // Events).
 func New(dyn dynamic.Interface, recorder record.EventRecorder, log *slog.Logger) *Reporter {
-	return &Reporter{dyn: dyn, Recorder: recorder, log: log, last: map[string]metav1.Condition{}, desired: map[string]desiredCondition{}}
+	return &Reporter{dyn: dyn, Recorder: recorder, log: log, last: map[string]metav1.Condition{}, desired: map[string]desiredCondition{},
+		evented: map[string]metav1.Condition{}}
 }
 
 // isLeading reports whether this replica writes the status and Events.
@@ -96,9 +116,10 @@ func (s *Reporter) count(result string) {
 	}
 }
 
-// Set records cond for cfg. cond.ObservedGeneration is cfg's generation.
-// An Event of type Normal, or Warning when the condition reports a problem
-// (see abnormal), with the condition's reason and message goes with every
+// Set records cond for cfg, to be written by the writer; it does not wait
+// for the write. cond.ObservedGeneration is cfg's generation. An Event of
+// type Normal, or Warning when the condition reports a problem (see
+// Abnormal), with the condition's reason and message goes with every
 // change.
 func (s *Reporter) Set(ctx context.Context, cfg *config.HAProxyTemplateConfig, cond metav1.Condition) {
 	cond.ObservedGeneration = cfg.Generation
@@ -109,18 +130,17 @@ func (s *Reporter) Set(ctx context.Context, cfg *config.HAProxyTemplateConfig, c
 		s.count(UpdateFollower)
 		return
 	}
-	s.setLocked(ctx, cfg, cond)
+	s.eventLocked(cfg, cond)
+	s.scheduleLocked(ctx)
 }
 
-// setLocked writes cond and emits its Event unless it is what was last
-// written. s.mu is held.
-func (s *Reporter) setLocked(ctx context.Context, cfg *config.HAProxyTemplateConfig, cond metav1.Condition) {
-	prev, seen := s.last[cond.Type]
-	if seen && prev.Status == cond.Status && prev.Reason == cond.Reason && prev.Message == cond.Message && prev.ObservedGeneration == cond.ObservedGeneration {
+// eventLocked emits cond's Event unless it is the one last emitted for its
+// type. s.mu is held.
+func (s *Reporter) eventLocked(cfg *config.HAProxyTemplateConfig, cond metav1.Condition) {
+	if prev, seen := s.evented[cond.Type]; seen && sameCondition(prev, cond) {
 		return
 	}
-	s.last[cond.Type] = cond
-
+	s.evented[cond.Type] = cond
 	eventType := corev1.EventTypeNormal
 	if s.Abnormal(cond) {
 		eventType = corev1.EventTypeWarning
@@ -128,15 +148,125 @@ func (s *Reporter) setLocked(ctx context.Context, cfg *config.HAProxyTemplateCon
 	if s.Recorder != nil {
 		s.Recorder.Event(objectReference(cfg), eventType, cond.Reason, cond.Message)
 	}
-	if err := s.write(ctx, cfg, func(st *config.HAProxyTemplateConfigStatus) bool {
-		changed := meta.SetStatusCondition(&st.Conditions, cond)
-		if cond.ObservedGeneration > st.ObservedGeneration {
-			st.ObservedGeneration, changed = cond.ObservedGeneration, true
+}
+
+// sameCondition reports whether a and b say the same (their transition
+// times aside).
+func sameCondition(a, b metav1.Condition) bool {
+	return a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message && a.ObservedGeneration == b.ObservedGeneration
+}
+
+// scheduleLocked marks the desired state as to be written and starts the
+// writer unless it runs (it takes the mark before it ends). The writer's
+// context keeps ctx's values, not its end: a round's context ends with the
+// round, and each write has a deadline of its own (statusTimeout). s.mu is
+// held.
+func (s *Reporter) scheduleLocked(ctx context.Context) {
+	s.dirty = true
+	if s.writing {
+		return
+	}
+	s.writing, s.done = true, make(chan struct{})
+	go s.writer(context.WithoutCancel(ctx), s.done)
+}
+
+// writer writes the desired state until nothing more was set since it
+// last took it, then closes done.
+func (s *Reporter) writer(ctx context.Context, done chan struct{}) {
+	for {
+		s.mu.Lock()
+		if !s.dirty || !s.isLeading() {
+			s.writing = false
+			close(done)
+			s.mu.Unlock()
+			return
 		}
-		return changed
-	}); err != nil {
-		s.log.Warn("updating the HAProxyTemplateConfig status failed", "condition", cond.Type, "error", err)
-		delete(s.last, cond.Type) // write it again next time
+		s.dirty = false
+		conds := make([]desiredCondition, 0, len(s.desired))
+		for _, t := range slices.Sorted(maps.Keys(s.desired)) {
+			conds = append(conds, s.desired[t])
+		}
+		fails := s.desiredFails
+		s.mu.Unlock()
+		s.writeMu.Lock()
+		s.writeLocked(ctx, conds, fails)
+		s.writeMu.Unlock()
+	}
+}
+
+// Wait blocks until everything set so far is written (or its write
+// failed), or ctx ends.
+func (s *Reporter) Wait(ctx context.Context) error {
+	s.mu.Lock()
+	writing, done := s.writing, s.done
+	s.mu.Unlock()
+	if !writing {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the HAProxyTemplateConfig status to be written: %w", ctx.Err())
+	}
+}
+
+// writeLocked writes the conditions and failures that differ from what was
+// last written, in one update of the object of the newest of them. On
+// failure they are written again the next time something is set.
+// s.writeMu is held.
+func (s *Reporter) writeLocked(ctx context.Context, conds []desiredCondition, fails *desiredFailures) {
+	var cfg *config.HAProxyTemplateConfig
+	var changed []metav1.Condition
+	for _, d := range conds {
+		if prev, seen := s.last[d.cond.Type]; seen && sameCondition(prev, d.cond) {
+			continue
+		}
+		changed, cfg = append(changed, d.cond), d.cfg
+	}
+	var failures []config.StatusFailure
+	count, writeFailures := 0, false
+	if fails != nil {
+		failures, count = fails.failures, len(fails.failures)
+		if len(failures) > config.MaxStatusFailures {
+			failures = failures[:config.MaxStatusFailures]
+		}
+		if !s.failuresSet || !equalFailures(s.lastFailures, failures) {
+			writeFailures, cfg = true, fails.cfg
+		}
+	}
+	if cfg == nil {
+		return // nothing changed
+	}
+	for _, c := range changed {
+		s.last[c.Type] = c
+	}
+	if writeFailures {
+		s.lastFailures, s.failuresSet = failures, true
+	}
+	err := s.write(ctx, cfg, func(st *config.HAProxyTemplateConfigStatus) bool {
+		mutated := false
+		for _, c := range changed {
+			if meta.SetStatusCondition(&st.Conditions, c) {
+				mutated = true
+			}
+			if c.ObservedGeneration > st.ObservedGeneration {
+				st.ObservedGeneration, mutated = c.ObservedGeneration, true
+			}
+		}
+		if writeFailures && (!equalFailures(st.Failures, failures) || st.FailureCount != count) {
+			st.Failures, st.FailureCount, mutated = failures, count, true
+		}
+		return mutated
+	})
+	if err != nil {
+		s.log.Warn("updating the HAProxyTemplateConfig status failed", "conditions", len(changed), "failures", writeFailures, "error", err)
+		for _, c := range changed {
+			delete(s.last, c.Type) // write it again next time
+		}
+		if writeFailures {
+			s.failuresSet = false
+		}
 	}
 }
 
@@ -175,7 +305,8 @@ func (s *Reporter) Warn(u *unstructured.Unstructured, reason, message string) {
 }
 
 // SetFailures records the failures of the current resources on cfg's
-// status (at most config.MaxStatusFailures, and their count). Nothing is
+// status (at most config.MaxStatusFailures, and their count), to be
+// written by the writer; it does not wait for the write. Nothing is
 // written when they did not change.
 func (s *Reporter) SetFailures(ctx context.Context, cfg *config.HAProxyTemplateConfig, failures []config.StatusFailure) {
 	s.mu.Lock()
@@ -185,65 +316,44 @@ func (s *Reporter) SetFailures(ctx context.Context, cfg *config.HAProxyTemplateC
 		s.count(UpdateFollower)
 		return
 	}
-	s.setFailuresLocked(ctx, cfg, failures)
-}
-
-// setFailuresLocked writes failures unless they are what was last
-// written. s.mu is held.
-func (s *Reporter) setFailuresLocked(ctx context.Context, cfg *config.HAProxyTemplateConfig, failures []config.StatusFailure) {
-	count := len(failures)
-	if len(failures) > config.MaxStatusFailures {
-		failures = failures[:config.MaxStatusFailures]
-	}
-	if s.failuresSet && equalFailures(s.lastFailures, failures) {
-		return
-	}
-	s.lastFailures, s.failuresSet = failures, true
-	err := s.write(ctx, cfg, func(st *config.HAProxyTemplateConfigStatus) bool {
-		if equalFailures(st.Failures, failures) && st.FailureCount == count {
-			return false
-		}
-		st.Failures, st.FailureCount = failures, count
-		return true
-	})
-	if err != nil {
-		s.log.Warn("updating the HAProxyTemplateConfig status failed", "field", "failures", "error", err)
-		s.failuresSet = false // write them again next time
-	}
+	s.scheduleLocked(ctx)
 }
 
 // Resume is called when this replica becomes the leader: what the object's
-// status says now is taken as last written, then the newest conditions and
-// failures are written where they differ from it (with their Events), so a
-// new leader writes what changed while nobody led, and nothing else.
+// status says now is taken as last written (and as evented), then the
+// newest conditions and failures are written where they differ from it
+// (with their Events), so a new leader writes what changed while nobody
+// led, and nothing else. It returns once they are written.
 func (s *Reporter) Resume(ctx context.Context) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	var cfg *config.HAProxyTemplateConfig
-	types := make([]string, 0, len(s.desired))
-	for t, d := range s.desired {
-		types = append(types, t)
+	for _, d := range s.desired {
 		cfg = d.cfg
 	}
 	if s.desiredFails != nil {
 		cfg = s.desiredFails.cfg
 	}
+	s.mu.Unlock()
 	if cfg == nil {
 		return // no round yet: the first one writes
 	}
+	s.writeMu.Lock()
 	s.seed(ctx, cfg)
-	slices.Sort(types)
-	for _, t := range types {
+	seeded := maps.Clone(s.last)
+	s.writeMu.Unlock()
+	s.mu.Lock()
+	s.evented = seeded
+	for _, t := range slices.Sorted(maps.Keys(s.desired)) {
 		d := s.desired[t]
-		s.setLocked(ctx, d.cfg, d.cond)
+		s.eventLocked(d.cfg, d.cond)
 	}
-	if d := s.desiredFails; d != nil {
-		s.setFailuresLocked(ctx, d.cfg, d.failures)
-	}
+	s.scheduleLocked(ctx)
+	s.mu.Unlock()
+	_ = s.Wait(ctx)
 }
 
 // seed takes the status of cfg's object as last written; when it cannot
-// be read, everything is written again. s.mu is held.
+// be read, everything is written again. s.writeMu is held.
 func (s *Reporter) seed(ctx context.Context, cfg *config.HAProxyTemplateConfig) {
 	s.last, s.lastFailures, s.failuresSet = map[string]metav1.Condition{}, nil, false
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
