@@ -134,7 +134,7 @@ bench-scale: build haproxy ## admission at scale on a real API server, ratios to
 	  HTC_SCALE_BIN=$(CURDIR)/$(BIN) HTC_SCALE_REPORT=$(CURDIR)/BENCHMARKS.md HTC_SCALE_COMMAND='$(SCALE_CMD)' \
 	  $(GO) test -count=1 -v -timeout 4h -run '^TestScale$$' ./test/scale/
 
-# make bench-propagation [WORKLOAD=ingress|gateway] [PRELOAD=n] [N=n] [PROFILE=file] [REPORT=file] [DEBOUNCE=duration]:
+# make bench-propagation [WORKLOAD=ingress|gateway] [PRELOAD=n] [N=n] [PROFILE=file] [REPORT=file] [DEBOUNCE=duration] [LOG=file]:
 # the field's route-propagation benchmark (gateway-api-bench's probe
 # method) against a real API server, the controller and a real HAProxy on
 # 127.0.0.1: PRELOAD routes (default 1000) are created first, then N routes
@@ -142,10 +142,11 @@ bench-scale: build haproxy ## admission at scale on a real API server, ratios to
 # soon as the previous one answers 200 with its own header through HAProxy
 # (polled every 5 ms); prints p50/p90/p99/max from the apply returning to
 # that 200, beside the apply (admission) time, and fails if any valid
-# apply was refused. make test runs the same test at 300 routes, no preload.
-bench-propagation: haproxy ## route propagation by the probe method (WORKLOAD=ingress|gateway, PRELOAD=n routes present, N=n probed, PROFILE=cpu.pprof, REPORT=file)
+# apply was refused. LOG=file keeps the controller's debug log with a line per
+# probed route. make test runs the same test at 300 routes, no preload.
+bench-propagation: haproxy ## route propagation by the probe method (WORKLOAD=ingress|gateway, PRELOAD=n routes present, N=n probed, PROFILE=cpu.pprof, REPORT=file, LOG=file)
 	$(WITH_HAPROXY) HTC_HAPROXY30=$(HAPROXY30) HTC_PROBE_WORKLOAD=$(or $(WORKLOAD),ingress) HTC_PROBE_PRELOAD=$(or $(PRELOAD),1000) HTC_PROBE_N=$(or $(N),100) \
-	  HTC_PROBE_PROFILE=$(PROFILE) HTC_PROBE_REPORT=$(REPORT) HTC_PROBE_DEBOUNCE=$(DEBOUNCE) \
+	  HTC_PROBE_PROFILE=$(PROFILE) HTC_PROBE_REPORT=$(REPORT) HTC_PROBE_DEBOUNCE=$(DEBOUNCE) HTC_PROBE_LOG=$(LOG) \
 	  $(GO) test -count=1 -v -timeout 3h -run '^TestSustainedAppliesAreNeverRefused$$' ./test/e2e/
 
 # make bench-endpoints [PRELOAD=n] [SERVICES=n] [N=n] [CHANGES=n] [RELOAD_ONLY=1] [REPORT=file]:

@@ -49,17 +49,23 @@ const (
 // gateway). HTC_PROBE_REPORT names a file the result table is appended to;
 // HTC_PROBE_PROFILE a file for a CPU profile of the probed applies;
 // HTC_PROBE_DEBOUNCE (a duration) the controller's --debounce instead of
-// the default, to measure it.
+// the default, to measure it; HTC_PROBE_LOG a file for the controller's
+// debug log, with a line per probed route (its apply and served times) to
+// find what a slow one waited for.
 type probeParams struct {
-	n, preload      int
-	workload        string
-	report, profile string
-	debounce        time.Duration
+	n, preload           int
+	workload             string
+	report, profile, log string
+	debounce             time.Duration
 }
+
+// probeClock is how HTC_PROBE_LOG's probe lines give a time of day.
+const probeClock = "15:04:05.000"
 
 func probeParamsFromEnv(t *testing.T) probeParams {
 	t.Helper()
-	p := probeParams{n: 300, workload: "ingress", report: os.Getenv("HTC_PROBE_REPORT"), profile: os.Getenv("HTC_PROBE_PROFILE")}
+	p := probeParams{n: 300, workload: "ingress", report: os.Getenv("HTC_PROBE_REPORT"), profile: os.Getenv("HTC_PROBE_PROFILE"),
+		log: os.Getenv("HTC_PROBE_LOG")}
 	for name, dst := range map[string]*int{"HTC_PROBE_N": &p.n, "HTC_PROBE_PRELOAD": &p.preload} {
 		if v := os.Getenv(name); v != "" {
 			n, err := strconv.Atoi(v)
@@ -168,10 +174,17 @@ func TestSustainedAppliesAreNeverRefused(t *testing.T) {
 			t.Fatalf("route %d was admitted but never served: %v\n%s", i, err, tail(rc.logs.String(), 40))
 		}
 		samples = append(samples, probeSample{present: i, apply: applied.Sub(start), served: took, errors: pr.errors})
+		if p.log != "" {
+			fmt.Fprintf(rc.logs, "PROBE route=%d apply=%s applied=%s served=%s (apply %s, served %s later)\n", i, start.Format(probeClock),
+				applied.Format(probeClock), applied.Add(took).Format(probeClock), applied.Sub(start).Round(time.Millisecond), took.Round(time.Millisecond))
+		}
 		pr.errors = 0
 	}
 	if p.profile != "" {
 		pprof.StopCPUProfile()
+	}
+	if p.log != "" {
+		require.NoError(t, os.WriteFile(p.log, []byte(rc.logs.String()), 0o644), "HTC_PROBE_LOG")
 	}
 	floors := probeFloors(t, outDir, min(p.n, probeFloorRuns))
 	table := probeTable(p, samples, refused, floors)
