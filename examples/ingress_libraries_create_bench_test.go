@@ -37,10 +37,12 @@ import (
 //     real haproxy -c; the embedded tests' report is cached by the spec).
 //     Besides ns/op and cpu-ms/op (the process's CPU per CREATE, its
 //     haproxy -c children not counted) it reports the mean of each phase
-//     per CREATE, the share of CREATEs that ran haproxy -c
-//     (semantic-share: their haproxy.cfg is not the live one's), and the
-//     mean wall time of those that did not (maps-only-ms) and of those
-//     that did (haproxy-c-ms);
+//     per CREATE, the share of CREATEs that ran haproxy -c on the whole
+//     bundle (semantic-share: their haproxy.cfg is not the live one's),
+//     the share whose regular expression maps a stub haproxy -c checked
+//     alone instead (alone-share), and the mean wall time of those that
+//     ran neither (maps-only-ms), of those that ran the stub (alone-ms)
+//     and of those that ran haproxy -c (haproxy-c-ms);
 //
 //   - admit-maps-only: the same with CREATEs of the mix's classes that
 //     write no line (writesLines) to backends without settings of their
@@ -99,8 +101,10 @@ func BenchmarkIngressLibrariesCreate(b *testing.B) {
 			}
 			b.Run(fmt.Sprintf("%s/mix/ingresses=%d/%s", lib.name, n, name), func(b *testing.B) {
 				phases := map[phase.Phase]time.Duration{}
-				var took [2]time.Duration // CREATEs whose haproxy.cfg is the live one's (maps only), the others
-				var count [2]int
+				// CREATEs whose haproxy.cfg is the live one's (maps only), the
+				// others, and those whose maps a stub checked alone
+				var took [3]time.Duration
+				var count [3]int
 				cpu := processCPU()
 				for b.Loop() {
 					req := admission.Request{Change: watched.Change{Resource: ingressesResource, Operation: store.Create, Object: create(mapsOnly)}}
@@ -114,6 +118,8 @@ func BenchmarkIngressLibrariesCreate(b *testing.B) {
 					ran := 0
 					if _, ok := r.Trace.Durations[phase.Semantic]; ok && !r.Trace.SemanticReused {
 						ran = 1
+					} else if r.Trace.MapsCheckedAlone > 0 {
+						ran = 2
 					}
 					took[ran] += t
 					count[ran]++
@@ -123,7 +129,8 @@ func BenchmarkIngressLibrariesCreate(b *testing.B) {
 					b.ReportMetric(float64(t)/float64(time.Millisecond)/float64(b.N), string(ph)+"-ms/op")
 				}
 				b.ReportMetric(float64(count[1])/float64(b.N), "semantic-share")
-				for i, name := range []string{"maps-only-ms", "haproxy-c-ms"} {
+				b.ReportMetric(float64(count[2])/float64(b.N), "alone-share")
+				for i, name := range []string{"maps-only-ms", "haproxy-c-ms", "alone-ms"} {
 					if count[i] > 0 {
 						b.ReportMetric(float64(took[i])/float64(time.Millisecond)/float64(count[i]), name)
 					}
@@ -214,8 +221,9 @@ func mixCreate(k, n int, class string, mapsOnly bool) *unstructured.Unstructured
 // writesLines are the classes of make bench-scale's mix
 // (testutil.NginxMixAnnotations) whose new Ingress makes its check run
 // haproxy -c under the ingress-nginx library: a location in the regular
-// expression map, which haproxy -c compiles (rewrite-target with
-// use-regex: 5 and 15), a backend of its own (affinity: 10,
+// expression map, which HAProxy compiles (rewrite-target with
+// use-regex: 5 and 15; a stub haproxy -c checks that map alone), a
+// backend of its own (affinity: 10,
 // backend-protocol: 11; a new Ingress of another class to such an app's
 // Service needs a plain backend, a section too). A
 // whitelist-source-range (7) another Ingress has already adds map

@@ -22,14 +22,16 @@ import (
 // bench-scale's ingress-nginx mix, a new Ingress to an existing
 // Service; two of each class) over 200 Ingresses of the mix (the
 // benchmark has 1,000: the k-th CREATE's Service is of class -k mod 20
-// with either), those whose check runs haproxy -c: their bundle differs
-// from the live one in more than the maps HAProxy reads as plain strings.
-// What remains: the classes with a backend of their own (affinity
-// cookie: 10, backend-protocol HTTPS: 11) and the CREATEs to the Service
-// of such an Ingress, which need a plain backend (11/9, 9/11: class 10's
-// Service is of class 10, its backend the same), and rewrite-target (5,
-// 15), whose location is a line of the regular expression map, which
-// haproxy -c must compile.
+// with either), those whose check runs haproxy -c on the whole bundle:
+// their bundle differs from the live one in more than the maps HAProxy
+// reads as plain strings and the maps it can check alone. What remains:
+// the classes with a backend of their own (affinity cookie: 10,
+// backend-protocol HTTPS: 11) and the CREATEs to the Service of such an
+// Ingress, which need a plain backend (11/9, 9/11: class 10's Service is
+// of class 10, its backend the same). Rewrite-target (5, 15), whose
+// location is a line of the regular expression map, runs haproxy -c on a
+// stub configuration that loads only that map (before maps were checked
+// alone, its 4 CREATEs ran it on the whole bundle: 8 of 40).
 func TestNginxMixCreatesThatChangeHAProxyCfg(t *testing.T) {
 	const n, creates = 200, 40
 	p := checking(t, ngxConfigPath, func(cfg *config.HAProxyTemplateConfig) { cfg.Spec.ValidationTests = nil })
@@ -43,7 +45,8 @@ func TestNginxMixCreatesThatChangeHAProxyCfg(t *testing.T) {
 	ctx := context.Background()
 	v := p.Check(ctx, live)
 	require.True(t, v.Passed(), v.Reason)
-	byClass := map[string]int{} // "class/app's class" of those that ran haproxy -c
+	byClass := map[string]int{} // "class/app's class" of those that ran haproxy -c on the whole bundle
+	alone := map[int]int{}      // class -> CREATEs whose maps a stub checked
 	count := 0
 	for k := range creates {
 		set, err := live.WithChange("ingresses", store.Change{Operation: store.Create, Object: mixCreate(k, n, "nginx", false)})
@@ -54,10 +57,14 @@ func TestNginxMixCreatesThatChangeHAProxyCfg(t *testing.T) {
 			count++
 			byClass[fmt.Sprintf("%d/%d", k%20, ((k*7919)%n)%20)]++
 		}
+		if trace.MapsCheckedAlone > 0 {
+			alone[k%20]++
+		}
 	}
-	t.Logf("CREATEs that ran haproxy -c: %d of %d: by class/app's class %v", count, creates, byClass)
-	assert.Equal(t, []string{"11/9", "15/5", "5/15", "9/11"}, slices.Sorted(maps.Keys(byClass)))
-	assert.Equal(t, 8, count)
+	t.Logf("CREATEs that ran haproxy -c on the whole bundle: %d of %d: by class/app's class %v; checked maps alone, by class: %v", count, creates, byClass, alone)
+	assert.Equal(t, []string{"11/9", "9/11"}, slices.Sorted(maps.Keys(byClass)))
+	assert.Equal(t, 4, count)
+	assert.Equal(t, map[int]int{5: 2, 15: 2}, alone, "rewrite-target's regex map, checked alone")
 }
 
 // TestNginxAnotherIngressWithWrittenValuesIsMapOnly: a value HAProxy
@@ -69,7 +76,9 @@ func TestNginxMixCreatesThatChangeHAProxyCfg(t *testing.T) {
 // as it was and changes maps only, so its check reuses the haproxy -c
 // run that accepted the state before; one with a new value adds a line
 // and runs it. A rewrite-target's location is also a line of the
-// regular expression map, which haproxy -c compiles: it runs.
+// regular expression map, which HAProxy compiles: a stub configuration
+// that loads only that map checks it (alone), and the whole bundle's
+// check reuses the run.
 func TestNginxAnotherIngressWithWrittenValuesIsMapOnly(t *testing.T) {
 	p := checking(t, ngxConfigPath, func(cfg *config.HAProxyTemplateConfig) { cfg.Spec.ValidationTests = nil })
 	rewrite := map[string]string{"use-regex": "true", "rewrite-target": "/$2"}
@@ -79,23 +88,24 @@ func TestNginxAnotherIngressWithWrittenValuesIsMapOnly(t *testing.T) {
 		path          string // of both Ingresses: "Type path"
 		sameCfg       bool   // haproxy.cfg is unchanged
 		mapOnly       bool
+		alone         bool // a stub checked the regular expression map
 		canary        bool // first and second are canaries of plain Ingresses of both hosts
 	}{
-		{"rewrite-target", rewrite, rewrite, "ImplementationSpecific /app(/|$)(.*)", true, false, false},
-		{"rewrite-target, another target", rewrite, map[string]string{"use-regex": "true", "rewrite-target": "/x/$2"}, "ImplementationSpecific /app(/|$)(.*)", false, false, false},
-		{"rewrite-target without captures", map[string]string{"rewrite-target": "/"}, map[string]string{"rewrite-target": "/"}, "Prefix /app", true, false, false},
-		{"whitelist-source-range", map[string]string{"whitelist-source-range": "10.0.0.0/8, 192.168.0.0/16"}, map[string]string{"whitelist-source-range": "10.0.0.0/8,192.168.0.0/16"}, "Prefix /", true, true, false},
-		{"whitelist-source-range, another range", map[string]string{"whitelist-source-range": "10.0.0.0/8"}, map[string]string{"whitelist-source-range": "10.0.0.0/16"}, "Prefix /", false, false, false},
-		{"denylist-source-range", map[string]string{"denylist-source-range": "10.1.0.0/16"}, map[string]string{"denylist-source-range": "10.1.0.0/16"}, "Prefix /", true, true, false},
-		{"limit-whitelist", map[string]string{"limit-rps": "5", "limit-whitelist": "10.0.0.0/8"}, map[string]string{"limit-rps": "50", "limit-whitelist": "10.0.0.0/8"}, "Prefix /", true, true, false},
+		{"rewrite-target", rewrite, rewrite, "ImplementationSpecific /app(/|$)(.*)", true, true, true, false},
+		{"rewrite-target, another target", rewrite, map[string]string{"use-regex": "true", "rewrite-target": "/x/$2"}, "ImplementationSpecific /app(/|$)(.*)", false, false, false, false},
+		{"rewrite-target without captures", map[string]string{"rewrite-target": "/"}, map[string]string{"rewrite-target": "/"}, "Prefix /app", true, true, true, false},
+		{"whitelist-source-range", map[string]string{"whitelist-source-range": "10.0.0.0/8, 192.168.0.0/16"}, map[string]string{"whitelist-source-range": "10.0.0.0/8,192.168.0.0/16"}, "Prefix /", true, true, false, false},
+		{"whitelist-source-range, another range", map[string]string{"whitelist-source-range": "10.0.0.0/8"}, map[string]string{"whitelist-source-range": "10.0.0.0/16"}, "Prefix /", false, false, false, false},
+		{"denylist-source-range", map[string]string{"denylist-source-range": "10.1.0.0/16"}, map[string]string{"denylist-source-range": "10.1.0.0/16"}, "Prefix /", true, true, false, false},
+		{"limit-whitelist", map[string]string{"limit-rps": "5", "limit-whitelist": "10.0.0.0/8"}, map[string]string{"limit-rps": "50", "limit-whitelist": "10.0.0.0/8"}, "Prefix /", true, true, false, false},
 		{"cors-allow-origin list", map[string]string{"enable-cors": "true", "cors-allow-origin": "https://a.example.com, https://*.b.example.com"},
-			map[string]string{"enable-cors": "true", "cors-allow-origin": "https://a.example.com, https://*.b.example.com", "cors-max-age": "60"}, "Prefix /", true, true, false},
-		{"auth-type basic", map[string]string{"auth-type": "basic", "auth-secret": "users", "auth-realm": "Staff"}, map[string]string{"auth-type": "basic", "auth-secret": "users", "auth-realm": "Staff"}, "Prefix /", true, true, false},
-		{"auth-type basic, another realm", map[string]string{"auth-type": "basic", "auth-secret": "users", "auth-realm": "Staff"}, map[string]string{"auth-type": "basic", "auth-secret": "users", "auth-realm": "Other"}, "Prefix /", false, false, false},
-		{"canary-by-header and -cookie", map[string]string{"canary": "true", "canary-by-header": "X-Canary", "canary-by-cookie": "canary"}, map[string]string{"canary": "true", "canary-weight": "10", "canary-by-header": "X-Canary", "canary-by-cookie": "canary"}, "Prefix /", true, true, true},
-		{"canary-by-header-value", map[string]string{"canary": "true", "canary-by-header": "X-Version", "canary-by-header-value": "v2"}, map[string]string{"canary": "true", "canary-by-header": "X-Version", "canary-by-header-value": "v2"}, "Prefix /", true, true, true},
-		{"canary-by-header-pattern", map[string]string{"canary": "true", "canary-by-header": "X-Version", "canary-by-header-pattern": "^v[3-9]$"}, map[string]string{"canary": "true", "canary-by-header": "X-Version", "canary-by-header-pattern": "^v[3-9]$"}, "Prefix /", true, true, true},
-		{"canary-by-header, another header", map[string]string{"canary": "true", "canary-by-header": "X-Canary"}, map[string]string{"canary": "true", "canary-by-header": "X-Other"}, "Prefix /", false, false, true},
+			map[string]string{"enable-cors": "true", "cors-allow-origin": "https://a.example.com, https://*.b.example.com", "cors-max-age": "60"}, "Prefix /", true, true, false, false},
+		{"auth-type basic", map[string]string{"auth-type": "basic", "auth-secret": "users", "auth-realm": "Staff"}, map[string]string{"auth-type": "basic", "auth-secret": "users", "auth-realm": "Staff"}, "Prefix /", true, true, false, false},
+		{"auth-type basic, another realm", map[string]string{"auth-type": "basic", "auth-secret": "users", "auth-realm": "Staff"}, map[string]string{"auth-type": "basic", "auth-secret": "users", "auth-realm": "Other"}, "Prefix /", false, false, false, false},
+		{"canary-by-header and -cookie", map[string]string{"canary": "true", "canary-by-header": "X-Canary", "canary-by-cookie": "canary"}, map[string]string{"canary": "true", "canary-weight": "10", "canary-by-header": "X-Canary", "canary-by-cookie": "canary"}, "Prefix /", true, true, false, true},
+		{"canary-by-header-value", map[string]string{"canary": "true", "canary-by-header": "X-Version", "canary-by-header-value": "v2"}, map[string]string{"canary": "true", "canary-by-header": "X-Version", "canary-by-header-value": "v2"}, "Prefix /", true, true, false, true},
+		{"canary-by-header-pattern", map[string]string{"canary": "true", "canary-by-header": "X-Version", "canary-by-header-pattern": "^v[3-9]$"}, map[string]string{"canary": "true", "canary-by-header": "X-Version", "canary-by-header-pattern": "^v[3-9]$"}, "Prefix /", true, true, false, true},
+		{"canary-by-header, another header", map[string]string{"canary": "true", "canary-by-header": "X-Canary"}, map[string]string{"canary": "true", "canary-by-header": "X-Other"}, "Prefix /", false, false, false, true},
 	} {
 		stateWith := func(second bool) store.Set {
 			parts := []string{serviceDoc("default", "echo"), secretDoc("default", "users", map[string][]byte{"auth": []byte(htpasswd)}),
@@ -126,6 +136,7 @@ func TestNginxAnotherIngressWithWrittenValuesIsMapOnly(t *testing.T) {
 		v, trace := p.CheckWith(context.Background(), stateWith(true), dryrun.CheckOptions{})
 		require.True(t, v.Passed(), "%s: %s", tc.kind, v.Reason)
 		assert.Equal(t, tc.mapOnly, trace.SemanticReused, "%s: map-only", tc.kind)
+		assert.Equal(t, tc.alone, trace.MapsCheckedAlone > 0, "%s: a map checked alone", tc.kind)
 	}
 }
 

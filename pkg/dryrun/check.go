@@ -65,8 +65,12 @@ type Trace struct {
 	CheckCached bool
 	// SemanticReused reports that haproxy -c did not run for this bundle:
 	// it differs from one haproxy -c accepted only in maps HAProxy reads
-	// as plain strings (haproxy.Result.SemanticReused).
+	// as plain strings, or in maps a stub configuration accepted alone
+	// (haproxy.Result.SemanticReused).
 	SemanticReused bool
+	// MapsCheckedAlone is how many maps a stub configuration accepted
+	// instead (haproxy.Result.MapsCheckedAlone).
+	MapsCheckedAlone int
 }
 
 // CheckOptions tune one check.
@@ -177,7 +181,7 @@ func (p *Pipeline) renderAndCheck(ctx context.Context, stores store.Set, opts Ch
 				t.Durations[ph] = d
 			}
 		}
-		v.Warnings, t.Overruled, t.SemanticReused = res.Warnings, res.Overruled, res.SemanticReused
+		v.Warnings, t.Overruled, t.SemanticReused, t.MapsCheckedAlone = res.Warnings, res.Overruled, res.SemanticReused, res.MapsCheckedAlone
 	}
 	return err
 }

@@ -75,11 +75,15 @@ type Result struct {
 	// Overruled are the syntax and schema findings haproxy -c did not
 	// confirm (the check passed; each is also a warning).
 	Overruled []Overruled
-	// SemanticReused reports that haproxy -c did not run: the bundle
-	// differs from one it accepted only in maps it reads as plain strings
-	// (string keys and values), whose content it accepts whatever it is.
-	// Warnings are that run's.
+	// SemanticReused reports that haproxy -c did not run on the bundle:
+	// it differs from one it accepted only in maps it reads as plain
+	// strings (string keys and values), whose content it accepts whatever
+	// it is, and in maps it accepted alone (MapsCheckedAlone). Warnings
+	// are that run's.
 	SemanticReused bool
+	// MapsCheckedAlone is how many maps haproxy -c accepted in a stub
+	// configuration instead (see Checker.acceptedAlone); 0 when none.
+	MapsCheckedAlone int
 	// Durations holds how long each phase that ran took.
 	Durations map[phase.Phase]time.Duration
 }
@@ -230,11 +234,19 @@ func (c *Checker) Check(ctx context.Context, b *bundle.Bundle) (*Result, error) 
 	if err != nil {
 		return res, phaseError(phase.Policy, err)
 	}
-	key := semanticKey(b, scan.LooseMaps)
-	if !c.shortcuts.On(shortcut.MapOnly) {
-		key = "" // neither reused nor recorded
+	mapOnly := c.shortcuts.On(shortcut.MapOnly) && c.passed != nil
+	key, keyAlone := "", "" // "": neither reused nor recorded
+	if mapOnly {
+		key = semanticKey(b, scan.LooseMaps)
 	}
-	if warnings, ok := c.passed.get(key); ok {
+	warnings, ok := c.passed.get(key)
+	if !ok && mapOnly {
+		keyAlone = aloneKey(b, scan.LooseMaps, scan.AloneMaps)
+		if warnings, ok = c.acceptedAlone(ctx, b, scan.AloneMaps, keyAlone, res); ok {
+			c.passed.add(key, warnings)
+		}
+	}
+	if ok {
 		res.SemanticReused = true
 		parseErr := c.parsePhases(ctx, b, res)
 		if parseErr != nil && !isFinding(parseErr) {
@@ -276,9 +288,10 @@ func (c *Checker) Check(ctx context.Context, b *bundle.Bundle) (*Result, error) 
 		return res, parseErr
 	}
 	sr := <-semantic
-	res.Durations[phase.Semantic] = sr.took
+	res.Durations[phase.Semantic] += sr.took
 	if sr.err == nil {
 		c.passed.add(key, sr.warnings)
+		c.passed.add(keyAlone, sr.warnings)
 	}
 	return c.combine(ctx, res, parseErr, sr.warnings, sr.err)
 }

@@ -21,7 +21,9 @@
 //     that kills the whole process group, and a bound on how many run at
 //     once (semantic.go); a bundle that differs from one it accepted only
 //     in maps HAProxy reads as plain strings is accepted without a run
-//     (passed.go).
+//     (passed.go), and one that also differs in maps read only by
+//     map_reg or map_regm is accepted when a stub configuration that
+//     loads only those maps passes (alone.go).
 //
 // The syntax and schema phases parse while haproxy -c runs; their
 // findings are only reported when haproxy -c confirms them (checker.go).

@@ -20,7 +20,9 @@ const DefaultPassedEntries = 64
 // reads as plain strings (see looseMaps). A bundle that differs from an
 // accepted one only in such maps is accepted too, with the same warnings,
 // without running haproxy again: a new Ingress that adds a route to an
-// existing backend changes only a map. Safe for concurrent use: lru.Cache
+// existing backend changes only a map. A run is also kept under aloneKey,
+// which leaves out the maps a stub configuration can check alone
+// (Checker.acceptedAlone). Safe for concurrent use: lru.Cache
 // is ("Cache is a thread-safe fixed size LRU cache", k8s.io/utils/lru), and
 // the warnings are copied in and out, so no caller shares a slice.
 type passedRuns struct {

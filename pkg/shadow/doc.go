@@ -9,6 +9,7 @@
 //	          state, has the hash of the bundle the admission rendered
 //	map-only  haproxy -c, reusing no run (haproxy.Checker.Unreused),
 //	          accepts a bundle that was accepted through the map-only skip
+//	          (maps checked alone by a stub configuration included)
 //	read-set  the live state with a change admitted without rendering
 //	          renders, in full, the bundle it renders with the objects the
 //	          change replaced

@@ -16,6 +16,7 @@ import (
 	htctestutil "github.com/haproxy-template/htc/internal/testutil"
 	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/phase"
 	"github.com/haproxy-template/htc/pkg/resourcestatus"
@@ -38,8 +39,15 @@ type fixture struct {
 
 func newFixture(t *testing.T, edit func(*Options)) *fixture {
 	t.Helper()
+	return newFixtureOf(t, nil, edit)
+}
+
+// newFixtureOf is newFixture over the example library changed by
+// editConfig (nil: as it is).
+func newFixtureOf(t *testing.T, editConfig func(*config.HAProxyTemplateConfig), edit func(*Options)) *fixture {
+	t.Helper()
 	f := &fixture{switches: &shortcut.Switches{}}
-	f.ex = htctestutil.NewExample(t, "../../examples/ingress/config.yaml", htctestutil.ExampleOptions{Apps: 10, Shortcuts: f.switches})
+	f.ex = htctestutil.NewExample(t, "../../examples/ingress/config.yaml", htctestutil.ExampleOptions{Apps: 10, Shortcuts: f.switches, Edit: editConfig})
 	f.state = &admission.State{Pipeline: f.ex.Pipeline, Stores: f.ex.Stores}
 	opts := Options{
 		Switches: f.switches,
@@ -217,6 +225,27 @@ func proposalVerdict(t *testing.T, f *fixture) (*dryrun.Verdict, dryrun.Trace) {
 func TestMapOnlyShortcutAgrees(t *testing.T) {
 	f := newFixture(t, nil)
 	pv, pt := proposalVerdict(t, f)
+	f.v.AcceptedReusing(f.ex.Pipeline, pv, pt, "admission of Ingress ns1/app1-new")
+	f.v.checkPending(t.Context())
+	assert.Equal(t, 1.0, f.checks(shortcut.MapOnly, ResultAgreed))
+	assert.Equal(t, []Outcome{{Shortcut: shortcut.MapOnly, Agreed: true}}, f.reports)
+	assert.True(t, f.switches.On(shortcut.MapOnly))
+}
+
+// TestMapOnlyShortcutAgreesOnMapsCheckedAlone: a bundle accepted with a
+// regular expression map checked alone (a stub haproxy -c of that map) is
+// sampled like any map-only acceptance, and haproxy -c of the whole
+// bundle, reusing no run, accepts it.
+func TestMapOnlyShortcutAgreesOnMapsCheckedAlone(t *testing.T) {
+	f := newFixtureOf(t, func(cfg *config.HAProxyTemplateConfig) {
+		if cfg.Spec.Maps == nil {
+			cfg.Spec.Maps = map[string]config.Template{}
+		}
+		cfg.Spec.Maps["regex.map"] = config.Template{Template: `{{ range .resources.ingresses.List }}^{{ .metadata.name }}\.example\.com/(.*) {{ .metadata.name }}{{ "\n" }}{{ end }}`}
+		cfg.Spec.HAProxyConfig.Template += "\nbackend regex_check\n    http-request set-var(txn.r) path,map_reg({{ pathFor \"map\" \"regex.map\" }})\n"
+	}, nil)
+	pv, pt := proposalVerdict(t, f)
+	require.Equal(t, 1, pt.MapsCheckedAlone, "the new Ingress's line of regex.map was checked alone")
 	f.v.AcceptedReusing(f.ex.Pipeline, pv, pt, "admission of Ingress ns1/app1-new")
 	f.v.checkPending(t.Context())
 	assert.Equal(t, 1.0, f.checks(shortcut.MapOnly, ResultAgreed))

@@ -5,7 +5,10 @@
 //	         render of the live state did (render.Input.Record, Full)
 //	MapOnly  the map-only skip: a bundle that differs from one haproxy -c
 //	         accepted only in maps HAProxy reads as plain strings reuses
-//	         that run (haproxy.Result.SemanticReused)
+//	         that run (haproxy.Result.SemanticReused), and so does one
+//	         that also differs in maps read only by map_reg or map_regm
+//	         once a stub haproxy -c of those maps alone accepts them
+//	         (haproxy.Result.MapsCheckedAlone)
 //	ReadSet  the read-set skip: a change that leaves every field the
 //	         templates read as it was is admitted without rendering
 //	         (dryrun.Pipeline.RendersAlike), and, stored by an informer,

@@ -32,9 +32,10 @@
 //
 // Check and CheckVersion answer nil or an *Error listing the findings;
 // Evaluate also answers what the checker needs to know of the scan (the
-// maps whose content haproxy -c cannot refuse, whether a condition needed
-// the version). Grants and GrantsCode read the operator's grant;
-// CodeFingerprint identifies the code a bundle loads. Lines, Words,
-// SectionHeader, IsKeyword, ServerOption and MapEntries are the text
-// helpers the checker shares, so that both read haproxy.cfg alike.
+// maps whose content haproxy -c cannot refuse, those a stub configuration
+// can judge alone, whether a condition needed the version). Grants and
+// GrantsCode read the operator's grant; CodeFingerprint identifies the
+// code a bundle loads. Lines, Words, SectionHeader, IsKeyword,
+// ServerOption and MapEntries are the text helpers the checker shares, so
+// that both read haproxy.cfg alike.
 package policy

@@ -23,7 +23,7 @@ func (s *policyScan) scanArgs(at loc, kw string, args []cfgtext.Word) {
 	}
 	for i, w := range args {
 		if w.Text == "-f" && i+1 < len(args) {
-			s.useMapFile(at, kw+" -f", args[i+1], asMap, false)
+			s.useMapFile(at, kw+" -f", args[i+1], asMap, "")
 		}
 		if strings.IndexByte(w.Text, '(') >= 0 {
 			s.scanFunctions(at, w)
@@ -68,26 +68,27 @@ func (s *policyScan) scanFunctions(at loc, w cfgtext.Word) {
 		case name == "jwt_verify":
 			args := callArgs(t[i:], 2) // jwt_verify(<alg>,<key>)
 			if len(args) > 1 && !isVarName(args[1]) {
-				s.funcPath(at, name, args[1], w.Env, false, false, false)
+				s.funcPath(at, name, args[1], w.Env, false, false, "")
 			}
 		case fileFunction(name):
 			args := callArgs(t[i:], 2) // map*(<map_file>[,<default_value>])
 			if len(args) > 0 {
-				s.funcPath(at, name, args[0], w.Env, true, true, looseConverter(name))
+				s.funcPath(at, name, args[0], w.Env, true, true, name)
 			}
 		}
 	}
 }
 
-// funcPath checks the file argument p of a converter or action.
-func (s *policyScan) funcPath(at loc, name, p string, env, isMap, asMap, loose bool) {
+// funcPath checks the file argument p of a converter or action; conv is
+// the map converter's name ("" for another function).
+func (s *policyScan) funcPath(at loc, name, p string, env, isMap, asMap bool, conv string) {
 	what := name + "()"
 	if env {
 		s.add(at, "", what+": a path built from an environment variable cannot be checked")
 		return
 	}
 	if isMap {
-		s.useMapFile(at, what, cfgtext.Word{Text: p}, asMap, loose)
+		s.useMapFile(at, what, cfgtext.Word{Text: p}, asMap, conv)
 		return
 	}
 	s.checkRef(at, fileRef{directive: what, path: p, mode: refRead}, refUse{})

@@ -58,7 +58,7 @@ func (s *policyScan) httpRule(at loc, kw string, args []cfgtext.Word) {
 			s.add(at, "", kw+" "+name+": missing file name")
 			return
 		}
-		s.useMapFile(at, kw+" "+name, cfgtext.Word{Text: w[8 : len(w)-1]}, name == "set-map" || name == "del-map", false)
+		s.useMapFile(at, kw+" "+name, cfgtext.Word{Text: w[8 : len(w)-1]}, name == "set-map" || name == "del-map", "")
 	}
 	s.replyOptions(at, kw, args[1:])
 }

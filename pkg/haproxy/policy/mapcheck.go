@@ -15,10 +15,22 @@ import (
 const maxMapFindings = 5
 
 // useMapFile checks a map or pattern file reference and records how
-// HAProxy will read it; loose marks a plain-string map converter (see
-// looseConverter).
-func (s *policyScan) useMapFile(at loc, what string, w cfgtext.Word, asMap, loose bool) {
-	s.checkPathUse(at, what, w, inventory.Entry{Class: inventory.ClassRead}, refUse{asMap: asMap, asPattern: !asMap, loose: loose})
+// HAProxy will read it; conv is the map converter that reads it ("" for
+// any other use: ACL -f, set-map, ...).
+func (s *policyScan) useMapFile(at loc, what string, w cfgtext.Word, asMap bool, conv string) {
+	s.checkPathUse(at, what, w, inventory.Entry{Class: inventory.ClassRead}, refUse{asMap: asMap, asPattern: !asMap, conv: conv})
+}
+
+// countConverter counts a map converter's reference to the bundle file
+// abs (see looseMaps and aloneMaps).
+func (s *policyScan) countConverter(abs, conv string) {
+	if looseConverter(conv) {
+		s.looseRefs[abs]++
+	}
+	if aloneConverter(conv) {
+		u, seen := s.alone[abs]
+		s.alone[abs] = aloneUse{conv: conv, refs: u.refs + 1, mixed: u.mixed || (seen && u.conv != conv)}
+	}
 }
 
 // looseConverter reports whether converter name reads its map file as
@@ -51,6 +63,46 @@ func (s *policyScan) looseMaps() map[string]bool {
 			continue
 		}
 		out[filepath.ToSlash(relName(filepath.Join(s.baseDir, bundle.Dir(bundle.KindMap)), abs))] = true
+	}
+	return out
+}
+
+// aloneConverter reports whether converter name reads its map file so
+// that nothing but the file decides whether HAProxy 3.0 accepts it:
+// map_reg and map_regm (src/map.c) compile each key as a regular
+// expression (PAT_MATCH_REG, PAT_MATCH_REGM: with captures), keep each
+// value as a string, and take a plain string as their default value, so
+// sample_load_map() loads the file alike from any line (the file, the
+// match method and PAT_MF_NO_DNS). A stub configuration that loads only
+// the file through the same converter is refused exactly when the whole
+// configuration is (TestMapsCheckedAloneAgainstHAProxy30, package
+// haproxy).
+func aloneConverter(name string) bool {
+	return name == "map_reg" || name == "map_regm"
+}
+
+// aloneUse counts the aloneConverter references to one file.
+type aloneUse struct {
+	conv  string // the converter of the first
+	refs  int
+	mixed bool // not all are conv
+}
+
+// aloneMaps returns the bundle maps (by name), with their converter, whose
+// every reference in the configuration is one and the same converter of
+// aloneConverter, and that no reference to a directory covers. Nil when a
+// code directive may run (code can read any file).
+func (s *policyScan) aloneMaps() map[string]string {
+	if len(s.codeAt) > 0 {
+		return nil
+	}
+	out := map[string]string{}
+	for abs, k := range s.kinds {
+		u := s.alone[abs]
+		if k != bundle.KindMap || u.refs == 0 || u.mixed || u.refs != s.refs[abs] || s.coveredByDir(abs) {
+			continue
+		}
+		out[filepath.ToSlash(relName(filepath.Join(s.baseDir, bundle.Dir(bundle.KindMap)), abs))] = u.conv
 	}
 	return out
 }

@@ -60,8 +60,10 @@ type policyScan struct {
 	mapUse map[string]*mapfile.Use
 	// refs counts the file references to each absolute path (checkRef),
 	// and looseRefs those that are plain-string map converters (see
-	// looseMaps).
+	// looseMaps); alone counts those that are converters of
+	// aloneConverter (see aloneMaps).
 	refs, looseRefs map[string]int
+	alone           map[string]aloneUse
 	// pending are bundle files HAProxy parses on the configuration's
 	// behalf (crt-lists, SPOE files), scanned after haproxy.cfg.
 	pending []pendingFile
@@ -146,6 +148,12 @@ type Report struct {
 	// what haproxy -c says: every reference to them is a plain-string map
 	// converter. Nil when the bundle may run code (code can read any file).
 	LooseMaps map[string]bool
+	// AloneMaps are the bundle maps (by name) that a stub configuration
+	// loading only them judges as haproxy -c of the whole bundle would,
+	// with the converter that reads them (map_reg or map_regm): every
+	// reference to one is that converter (see aloneMaps). Nil when the
+	// bundle may run code.
+	AloneMaps map[string]string
 	// NeedsVersion reports that a condition was denied for want of the
 	// HAProxy version: CheckVersion with it may pass.
 	NeedsVersion bool
@@ -154,7 +162,7 @@ type Report struct {
 // Evaluate is CheckVersion, also returning the Report.
 func Evaluate(b *bundle.Bundle, allowed []string, version string) (Report, error) {
 	s, err := checkPolicy(b, allowed, version)
-	return Report{LooseMaps: s.looseMaps(), NeedsVersion: s.needVersion}, err
+	return Report{LooseMaps: s.looseMaps(), AloneMaps: s.aloneMaps(), NeedsVersion: s.needVersion}, err
 }
 
 // checkPolicy is Evaluate, returning the scan.
@@ -188,6 +196,7 @@ func newPolicyScan(b *bundle.Bundle, allowed []string) *policyScan {
 		mapUse:    make(map[string]*mapfile.Use),
 		refs:      make(map[string]int),
 		looseRefs: make(map[string]int),
+		alone:     make(map[string]aloneUse),
 		scanned:   make(map[string]bool),
 		kinds:     make(map[string]bundle.Kind),
 		unknown:   make(map[unknownKey]bool),

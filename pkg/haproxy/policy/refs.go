@@ -56,9 +56,11 @@ func (b *bases) baseDir(k inventory.Base) string {
 
 // refUse is what HAProxy does with a referenced file besides opening it.
 type refUse struct {
-	// asMap, asPattern: it reads it as a map or a pattern file, loose
-	// with a plain-string map converter (mapcheck.go).
-	asMap, asPattern, loose bool
+	// asMap, asPattern: it reads it as a map or a pattern file; conv is
+	// the map converter that reads it ("" for any other use, see
+	// mapcheck.go).
+	asMap, asPattern bool
+	conv             string
 	// parse: it parses it as a file of kind (pending.go), from the
 	// working directories dirs (nil: the current ones).
 	parse bool
@@ -160,9 +162,7 @@ func (s *policyScan) applyUse(abs string, use refUse) {
 	if !(use.asMap || use.asPattern) || !s.isBundleFile(abs) {
 		return
 	}
-	if use.loose {
-		s.looseRefs[abs]++
-	}
+	s.countConverter(abs, use.conv)
 	u := s.mapUse[abs]
 	if u == nil {
 		u = &mapfile.Use{}
