@@ -130,7 +130,21 @@ func (s *renderState) fromBase(name string, b *fragments.Base) *fragments.Channe
 	entries := b.Entries
 	var fresh []string
 	if len(keys) > 0 {
-		first := s.frags.reuse.FirstEmitters(name, keys, b.Last, s.frags.skipped)
+		// Only keys b holds were emitted by the table's records (b holds
+		// every key they emitted on the channel): look for those alone.
+		var held map[string]bool
+		for k := range keys {
+			if _, in := b.Entries[k]; in {
+				if held == nil {
+					held = map[string]bool{}
+				}
+				held[k] = true
+			}
+		}
+		var first map[string]fragments.Emitted
+		if len(held) > 0 {
+			first = s.frags.reuse.FirstEmitters(name, held, b.Last, s.frags.skipped)
+		}
 		changed := false
 		decided := make(map[string]any, len(keys)) // key → its value (absent: gone)
 		for k := range keys {
