@@ -47,7 +47,8 @@ func FuzzParseCachedIsParse(f *testing.F) {
 
 // TestAParseMissingFewDocumentsKeepsTheCache: a parse whose text has one
 // document in 32 or fewer that the cache lacks returns the cache as it
-// was; one missing more returns the cache of its own documents.
+// was; one missing more, or ParseCachedExact, returns the cache of its
+// own documents.
 func TestAParseMissingFewDocumentsKeepsTheCache(t *testing.T) {
 	doc := func(i int) string {
 		return fmt.Sprintf("{apiVersion: v1, kind: Service, metadata: {name: s%d}, status: {x: %d}}", i, i)
@@ -70,6 +71,10 @@ func TestAParseMissingFewDocumentsKeepsTheCache(t *testing.T) {
 	assert.NotEqual(t, reflect.ValueOf(cache).Pointer(), reflect.ValueOf(rebuilt).Pointer(), "four of 65 missed: a cache of its own")
 	assert.Len(t, rebuilt, 65)
 	assert.Same(t, cache[doc(10)+"\n"], rebuilt[doc(10)+"\n"], "with the decodings it had")
+	_, exact, err := ParseCachedExact(text(1, 66), cache, nil)
+	require.NoError(t, err)
+	assert.NotEqual(t, reflect.ValueOf(cache).Pointer(), reflect.ValueOf(exact).Pointer(), "ParseCachedExact: a cache of its own")
+	assert.Len(t, exact, 65)
 }
 
 func TestParseCachedReusesDecodings(t *testing.T) {

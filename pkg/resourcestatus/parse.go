@@ -96,6 +96,19 @@ type Cache map[string]*Document
 // that ten thousand routes whose status says the same keep it once. The
 // decoded statuses are never modified, so sharing them is sound.
 func ParseCached(text string, old Cache, share *watched.ShareTable) ([]Document, Cache, error) {
+	return parseCached(text, old, share, true)
+}
+
+// ParseCachedExact is ParseCached returning this text's documents as the
+// next cache, never old: a cache's keys are parts of the text they were
+// cut from, so a cache kept holds that text, which the render whose
+// bundle outlives it (the live loop's, which the controller keeps) need
+// not hold twice.
+func ParseCachedExact(text string, old Cache, share *watched.ShareTable) ([]Document, Cache, error) {
+	return parseCached(text, old, share, false)
+}
+
+func parseCached(text string, old Cache, share *watched.ShareTable, mayKeep bool) ([]Document, Cache, error) {
 	chunks := split(text, len(old))
 	// Room for every chunk: at 10,000 documents, growing docs step by
 	// step allocated twice its final size each parse.
@@ -133,20 +146,20 @@ func ParseCached(text string, old Cache, share *watched.ShareTable) ([]Document,
 	if len(docs) == 0 {
 		docs = nil // as when no document was appended
 	}
-	return docs, nextCache(old, missed, chunks), nil
+	return docs, nextCache(old, missed, chunks, mayKeep), nil
 }
 
 // nextCache is the cache a parse of chunks returns: old itself when it
-// held nearly every chunk's decoding (all but one in 32, those in
-// missed), else exactly the decodings of chunks (from old and missed).
+// may and old held nearly every chunk's decoding (all but one in 32, those
+// in missed), else exactly the decodings of chunks (from old and missed).
 // Keeping old spares a parse of a text much like the last one (an
 // admission's: one document new or changed among 10,000) building a map
 // of every document; the few it lacks are decoded again by a later parse
 // until one that misses more builds its cache anew. Either is a cache of
 // decodings (each entry a text's, never stale) as large as the documents
 // of one text, so neither grows without bound.
-func nextCache(old, missed Cache, chunks []chunk) Cache {
-	if old != nil && len(missed)*32 <= len(chunks) {
+func nextCache(old, missed Cache, chunks []chunk, mayKeep bool) Cache {
+	if mayKeep && old != nil && len(missed)*32 <= len(chunks) {
 		return old
 	}
 	next := make(Cache, len(chunks))
