@@ -12,7 +12,8 @@
 //     LimitError is package budget's), the parse-time check of
 //     every tree (prepare.go), running fragments and applying their records (fragment*.go; the records and their reuse: package fragments),
 //     another engine's records carried into a new one (carry.go; the
-//     reach it compares is package tree's),
+//     reach it compares is package tree's), the channels of a render
+//     that reuses records (fragment_lazy.go),
 //     rendering again over one
 //     state (render_again.go), the status template as an output
 //     (status.go) and the calls the source map is built from
@@ -155,6 +156,17 @@
 // that object. A render that reused records and failed is rendered again
 // in full (Input.Full), so that no denial rests on a record.
 //
+// A render that applies a table's records does not emit what the reused
+// records emitted into its channels again (fragment_lazy.go): while every
+// record it applies from the table comes at its next position in the
+// table's order (or the one after: one skipped), a channel read after the
+// last record that emitted on it is the channel the recording render read
+// (kept with its table), with the keys of the records skipped and of the
+// fragments run in this render set where first-wins sets them; otherwise
+// every channel is built from the records applied, as before. The keys of a channel, in order (for fragments, keys, values
+// and a key prefix), start from the recording render's, and are checked
+// (fragments.SortedFrom).
+//
 // A new engine (a config change) may apply the records of another engine's
 // last recording render (Engine.Carry, carry.go) for the fragments whose
 // reach (tree.Reaches) is the same in both: the fragment's template and every template it
@@ -176,7 +188,8 @@
 //
 // # Caches
 //
-// The read set, the fragment records (its own, or carried), the parsed
+// The read set, the fragment records (its own, or carried) and the
+// channels their recording render read, the parsed
 // field paths and the compiled regular expressions are the engine's caches; docs/caches.md
 // lists every cache on the path with its key, invalidation, bound and
 // metric.

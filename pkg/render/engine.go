@@ -71,6 +71,8 @@ type Engine struct {
 	// that reused records, failed and were rendered again in full; torn
 	// the renders whose stores moved while they read them, done again.
 	reused, ran, alike, carriedReused, confirmed, torn atomic.Int64
+	// lazy counts the channels read from a table's (FragmentStats).
+	lazy atomic.Int64
 	// recorded is how many records the last recording render kept: the
 	// next one's table starts with room for as many.
 	recorded atomic.Int64
@@ -132,6 +134,7 @@ func (e *Engine) release(b *boundSet) {
 	e.ran.Add(int64(b.st.frags.ran))
 	e.alike.Add(int64(b.st.frags.alike))
 	e.carriedReused.Add(int64(b.st.frags.carriedReused))
+	e.lazy.Add(int64(b.st.frags.fromTable))
 	b.st.frags.reset()
 	b.st.ownSeq = 0
 	b.st.root, b.st.stores = nil, nil
@@ -376,6 +379,7 @@ func (e *Engine) render(ctx context.Context, in Input, reuse bool) (_ *bundle.Bu
 	}
 	if reuse && t != nil && t.BaseDir == in.BaseDir && t.Limit == st.Limit() {
 		st.frags.reuse, st.frags.check, st.frags.exact, st.frags.carried = t, st.reuseCheck(t, in.Stores), in.ExactReads, same
+		st.frags.lazy = true
 	}
 	if in.Record {
 		st.frags.recording = fragments.NewTable(in.BaseDir, st.Limit(), in.Stores, int(e.recorded.Load()))
@@ -426,6 +430,7 @@ func (e *Engine) render(ctx context.Context, in Input, reuse bool) (_ *bundle.Bu
 	b.SetSourcesFunc(st.sources.sources())
 	st.keepSizes()
 	if t := st.frags.recording; t != nil {
+		st.keepChannels(t)
 		t.End()
 		e.table.Store(t)
 		e.carried.Store(nil)

@@ -3,8 +3,9 @@ package render
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"unsafe"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
@@ -51,10 +52,24 @@ type fragmentState struct {
 	// records only these fragment names may apply; nil: reuse is the
 	// engine's own.
 	carried map[string]bool
+	// orders holds the keys, in order, of the dicts emitted returned,
+	// by their address: a channel's (its Sorted keys, found when first
+	// asked for) or the part of one ReadPrefix returned (its keys).
+	orders map[unsafe.Pointer]keyOrder
+	// lazy, pos, applied, ranAt, skipped and pending: lazy channels
+	// (fragment_lazy.go).
+	lazy    bool
+	pos     int
+	applied int
+	ranAt   []int
+	skipped []int
+	pending map[string][]pendingEmit
 	// reused and ran count the fragments applied from records and run;
 	// alike the records applied with objects read now (fragment_reuse.go);
 	// carriedReused those of reused applied from a carried table.
 	reused, ran, alike, carriedReused int
+	// fromTable counts the channels read from the table's (lazy).
+	fromTable int
 }
 
 // reset forgets the render's fragment state.
@@ -73,14 +88,14 @@ func (s *renderState) fragments(name string, items any) (string, error) {
 	if s.tmpl == nil || s.tmpl.Lookup(name) == nil {
 		return "", fmt.Errorf("fragments %q: no such template", name)
 	}
-	return "", eachItem("fragments", items, func(key string, item any) error {
+	return "", eachItem("fragments", items, s.sortedKeys, func(key string, item any) error {
 		return s.fragment(name, key, item)
 	})
 }
 
 // eachItem calls fn with each item of a list (key "") or dict (in key
-// order); nil has no items.
-func eachItem(fn string, items any, each func(key string, item any) error) error {
+// order: order's keys when it knows them, else sorted); nil has no items.
+func eachItem(fn string, items any, order func(map[string]any) []string, each func(key string, item any) error) error {
 	switch x := items.(type) {
 	case nil:
 		return nil
@@ -96,11 +111,10 @@ func eachItem(fn string, items any, each func(key string, item any) error) error
 		}
 		return nil
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
+		keys := order(x)
+		if keys == nil {
+			keys = slices.Sorted(maps.Keys(x))
 		}
-		sort.Strings(keys)
 		for _, k := range keys {
 			if err := each(k, x[k]); err != nil {
 				return err
@@ -142,7 +156,8 @@ func (s *renderState) fragment(name, key string, item any) error {
 		return fmt.Errorf("fragments %q: %w", name, err)
 	}
 	rec := s.reusable(name, k)
-	if rec != nil {
+	ran := rec == nil
+	if !ran {
 		if err := s.Spend("fragments", rec.Scratch); err != nil {
 			return err
 		}
@@ -156,7 +171,7 @@ func (s *renderState) fragment(name, key string, item any) error {
 	if s.frags.recording != nil {
 		s.frags.recording.Add(k, rec)
 	}
-	return s.applyFragment(item, rec)
+	return s.applyFragment(item, rec, ran, s.frags.check.Found)
 }
 
 // runFragment runs NAME for item and returns its record. The item's object
@@ -186,20 +201,21 @@ func (s *renderState) runFragment(name, key string, item any) (*fragments.Record
 	return rec, nil
 }
 
-// applyFragment applies rec, the record of a fragment for item: its text
+// applyFragment applies rec, the record of a fragment for item (ran: the
+// fragment ran in this render, rec is not a reused record; else found is
+// its position in the reused table's order, -1 when not known): its text
 // is written where fragments was called, then its emits, files and
-// warnings are applied; the tracker writes down the fragment (its reads, text and files
+// warnings are applied (emits to lazy channels, fragment_lazy.go); the
+// tracker writes down the fragment (its reads, text and files
 // are the item's object's parts: replayFragment).
-func (s *renderState) applyFragment(item any, rec *fragments.Record) error {
+func (s *renderState) applyFragment(item any, rec *fragments.Record, ran bool, found int) error {
 	w := s.writers[len(s.writers)-1]
 	off := w.Len()
 	if err := w.WriteUntracked(rec.Text); err != nil {
 		return err
 	}
-	for _, e := range rec.Emits {
-		if err := s.applyEmit(e); err != nil {
-			return err
-		}
+	if err := s.applyEmits(rec, ran, found); err != nil {
+		return err
 	}
 	for _, f := range rec.Files {
 		if err := s.applyFile(string(f.Kind), f.Kind, f.Name, f.Text, f.Owner, false); err != nil {
@@ -207,7 +223,8 @@ func (s *renderState) applyFragment(item any, rec *fragments.Record) error {
 		}
 	}
 	s.warnings = append(s.warnings, rec.Warnings...)
-	s.sources.fragment(item, rec, off)
+	s.sources.fragment(item, rec, off, ran)
+	s.frags.applied++
 	return nil
 }
 
@@ -231,9 +248,6 @@ func (s *renderState) emit(channel, key string, value any) (string, error) {
 	return "", nil
 }
 
-// applyEmit adds e to its channel unless the key has a value already.
-func (s *renderState) applyEmit(e fragments.Emission) error { return s.channel(e.Channel).Add(e) }
-
 // emitted implements emitted CHANNEL [PREFIX]: the entries emitted on
 // CHANNEL (a dict the template cannot modify), or only those whose key
 // begins with PREFIX; the channel takes no more.
@@ -247,11 +261,50 @@ func (s *renderState) emitted(name string, prefix ...string) (map[string]any, er
 	if len(prefix) > 1 {
 		return nil, fmt.Errorf("emitted %q: want one key prefix at most, got %d", name, len(prefix))
 	}
-	c := s.channel(name)
+	c := s.readChannel(name)
 	if len(prefix) == 0 {
-		return c.Read(), nil
+		m := c.Read()
+		s.keepOrder(m, keyOrder{c: c})
+		return m, nil
 	}
-	return c.ReadPrefix(prefix[0]), nil
+	m, keys := c.ReadPrefix(prefix[0])
+	s.keepOrder(m, keyOrder{keys: keys})
+	return m, nil
+}
+
+// keyOrder is how a dict emitted returned has its keys in order: those of
+// channel c (Channel.Sorted), or keys.
+type keyOrder struct {
+	c    *fragments.Channel
+	keys []string
+}
+
+// keepOrder remembers how m, a dict emitted returns, has its keys in
+// order. emitted's dicts are never modified (no template can: they are
+// not the render's own maps, see set), so the order holds for the render.
+func (s *renderState) keepOrder(m map[string]any, o keyOrder) {
+	if len(m) == 0 {
+		return
+	}
+	if s.frags.orders == nil {
+		s.frags.orders = map[unsafe.Pointer]keyOrder{}
+	}
+	s.frags.orders[mapPtr(m)] = o
+}
+
+// sortedKeys returns the keys of m in order when m is a dict emitted
+// returned (the caller must not modify them), nil otherwise: iterating
+// over such a dict (fragments, keys, values) does not sort its keys
+// again.
+func (s *renderState) sortedKeys(m map[string]any) []string {
+	o, ok := s.frags.orders[mapPtr(m)]
+	switch {
+	case !ok:
+		return nil
+	case o.c != nil:
+		return o.c.Sorted()
+	}
+	return o.keys
 }
 
 // channel returns the channel called name, created empty when new, with
@@ -262,7 +315,11 @@ func (s *renderState) channel(name string) *fragments.Channel {
 	}
 	c := s.frags.channels[name]
 	if c == nil {
-		c = fragments.NewChannel(s.engine.sizes.Load().channels[name])
+		var prev []string
+		if b := s.frags.reuse.Channel(name); b != nil {
+			prev = b.Sorted
+		}
+		c = fragments.NewChannel(s.engine.sizes.Load().channels[name], prev)
 		s.frags.channels[name] = c
 	}
 	return c
@@ -289,6 +346,13 @@ func (s *renderState) addedFiles() int {
 // keepSizes stores the sizes of s's maps in its Engine.
 func (s *renderState) keepSizes() {
 	sz := &renderSizes{channels: make(map[string]int, len(s.frags.channels)), added: make(map[bundle.Kind]int, len(s.added)), files: s.addedFiles()}
+	// The channels of the table a render with lazy channels applied, and
+	// did not build, keep the size they had.
+	for name, n := range s.engine.sizes.Load().channels {
+		if s.frags.reuse.Channel(name) != nil {
+			sz.channels[name] = n
+		}
+	}
 	for name, c := range s.frags.channels {
 		sz.channels[name] = c.Len()
 	}
@@ -316,9 +380,13 @@ type FragmentStats struct {
 	// Torn counts the renders during which a store they read was written,
 	// rendered again over a snapshot of the stores (Render).
 	Torn int64
+	// Lazy counts the channels read as the recording render had them,
+	// with the emits of the fragments run put in (fragment_lazy.go).
+	Lazy int64
 }
 
 // FragmentStats returns the counts of the Engine's renders so far.
 func (e *Engine) FragmentStats() FragmentStats {
-	return FragmentStats{Reused: e.reused.Load(), Ran: e.ran.Load(), Alike: e.alike.Load(), Carried: e.carriedReused.Load(), Confirmed: e.confirmed.Load(), Torn: e.torn.Load()}
+	return FragmentStats{Reused: e.reused.Load(), Ran: e.ran.Load(), Alike: e.alike.Load(), Carried: e.carriedReused.Load(), Confirmed: e.confirmed.Load(), Torn: e.torn.Load(),
+		Lazy: e.lazy.Load()}
 }

@@ -163,6 +163,18 @@ func fuzzFragmentConfig(src *fuzzBytes) (string, []specOpt) {
 		withSnippet("helper", `{{ .metadata.namespace }}/{{ default "-" .metadata.labels.app }}`),
 		withMap("static.map", "static\n"),
 	}
+	// Channels read in key order otherwise than by range (chosen last, so
+	// that the corpus's earlier choices stay what they were): keys and
+	// values of a channel and of the keys with a prefix, fragments over
+	// the latter (Channel.Sorted, from the recording render's keys).
+	switch src.n(4) {
+	case 1:
+		cfg.WriteString("\n{{ join \",\" (keys (emitted \"strs\")) }}|{{ range $v := values (emitted \"objs\") }}{{ $v.metadata.name }};{{ end }}")
+	case 2:
+		cfg.WriteString("\n{{ keys (emitted \"recs\" \"a\") }}|{{ range $v := values (emitted \"strs\" \"n\") }}{{ $v }};{{ end }}{{ fragments \"f4\" (emitted \"vals\" \"b\") }}")
+	case 3:
+		cfg.WriteString("\n{{ fragments \"f4\" (emitted \"strs\" \"\") }}{{ keys (emitted \"vals\") }}")
+	}
 	return cfg.String(), opts
 }
 

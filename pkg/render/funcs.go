@@ -63,6 +63,7 @@ func guardedFuncs(s *renderState) template.FuncMap {
 		regexps = &s.engine.regexps
 	}
 	s.guarded = funcs.NewSet(&s.Budget, regexps)
+	s.guarded.SetOrder(s.sortedKeys)
 	m := s.guarded.Funcs()
 	m["field"], m["fail"] = s.checkedField, s.checked(failFunc)
 	// htc's own functions, wrapped by name: the compiler checks their

@@ -53,6 +53,7 @@ var _ budget.Tracker = (*tracker)(nil)
 // sourceEvent is one call written down.
 type sourceEvent struct {
 	kind eventKind
+	ran  bool   // fragment: the fragment ran (its record is not a reused one)
 	n    int    // write, fragment: the output offset; unwind: objects entered
 	key  string // read: store key; finish, file: the file's path
 	val  any    // read: the objects ([]map[string]any); enter, fragment: the element; file: the owner; finish: the text
@@ -169,9 +170,9 @@ func (t *tracker) file(relPath string, owner map[string]any) {
 }
 
 // fragment is called when the record of a fragment for item was applied,
-// its text written at off.
-func (t *tracker) fragment(item any, rec *fragments.Record, off int) {
-	t.add(sourceEvent{kind: evFragment, val: item, rec: rec, n: off})
+// its text written at off; ran: the fragment ran in this render.
+func (t *tracker) fragment(item any, rec *fragments.Record, off int, ran bool) {
+	t.add(sourceEvent{kind: evFragment, val: item, rec: rec, n: off, ran: ran})
 	t.moved = true
 }
 

@@ -34,7 +34,7 @@ func (e *Engine) statusSource(spec *config.HAProxyTemplateConfigSpec) []source {
 // *resourcestatus.Error), attributed to the object it names when that
 // object is watched, else to the object that wrote it.
 func (e *Engine) statusDocuments(text string, stores store.Set, st *renderState) ([]resourcestatus.Document, *phase.Error) {
-	docs, objs, err := e.status.Decode(text, stores, st.sources.sources())
+	docs, objs, err := e.status.Decode(text, stores, st.sources.sources(), st.frags.recording != nil)
 	if err != nil {
 		return nil, attribute(renderError(err.Error(), err), objs)
 	}

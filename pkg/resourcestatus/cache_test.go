@@ -33,10 +33,48 @@ func FuzzParseCachedIsParse(f *testing.F) {
 		parts := watched.NewShareTable(0)
 		_, cache, _ := ParseCached(first, nil, parts)
 		want, wantErr := Parse(second)
-		got, _, gotErr := ParseCached(second, cache, parts)
+		got, next, gotErr := ParseCached(second, cache, parts)
+		assert.Equal(t, fmt.Sprint(wantErr), fmt.Sprint(gotErr))
+		assert.Equal(t, want, got)
+		// The cache it returns (the first's, when it missed few) answers
+		// as well.
+		want, wantErr = Parse(first)
+		got, _, gotErr = ParseCached(first, next, parts)
 		assert.Equal(t, fmt.Sprint(wantErr), fmt.Sprint(gotErr))
 		assert.Equal(t, want, got)
 	})
+}
+
+// TestAParseMissingFewDocumentsKeepsTheCache: a parse whose text has one
+// document in 32 or fewer that the cache lacks returns the cache as it
+// was; one missing more, or ParseCachedExact, returns the cache of its
+// own documents.
+func TestAParseMissingFewDocumentsKeepsTheCache(t *testing.T) {
+	doc := func(i int) string {
+		return fmt.Sprintf("{apiVersion: v1, kind: Service, metadata: {name: s%d}, status: {x: %d}}", i, i)
+	}
+	text := func(from, to int) string {
+		var docs []string
+		for i := from; i < to; i++ {
+			docs = append(docs, doc(i))
+		}
+		return strings.Join(docs, "\n---\n") + "\n"
+	}
+	_, cache, err := ParseCached(text(0, 64), nil, nil)
+	require.NoError(t, err)
+	require.Len(t, cache, 64)
+	_, kept, err := ParseCached(text(1, 66), cache, nil)
+	require.NoError(t, err)
+	assert.Equal(t, reflect.ValueOf(cache).Pointer(), reflect.ValueOf(kept).Pointer(), "two of 65 missed: the cache is kept")
+	_, rebuilt, err := ParseCached(text(3, 68), cache, nil)
+	require.NoError(t, err)
+	assert.NotEqual(t, reflect.ValueOf(cache).Pointer(), reflect.ValueOf(rebuilt).Pointer(), "four of 65 missed: a cache of its own")
+	assert.Len(t, rebuilt, 65)
+	assert.Same(t, cache[doc(10)+"\n"], rebuilt[doc(10)+"\n"], "with the decodings it had")
+	_, exact, err := ParseCachedExact(text(1, 66), cache, nil)
+	require.NoError(t, err)
+	assert.NotEqual(t, reflect.ValueOf(cache).Pointer(), reflect.ValueOf(exact).Pointer(), "ParseCachedExact: a cache of its own")
+	assert.Len(t, exact, 65)
 }
 
 func TestParseCachedReusesDecodings(t *testing.T) {

@@ -84,8 +84,9 @@ type Cache map[string]*Document
 // ParseCached is Parse, taking the decoding of each document whose text
 // old holds from old instead of decoding it again (a render of a state
 // that changed little renders mostly the documents of the last one). It
-// also returns the cache of this text's documents (nil when a document
-// fails), for the next parse. At 10,000 documents decoding is most of a
+// also returns a cache for the next parse (nil when a document fails):
+// old when it held nearly every document, else this text's documents
+// (nextCache). At 10,000 documents decoding is most of a
 // parse (see BenchmarkParse).
 //
 // The status of each document it decodes is shared through share (nil:
@@ -95,11 +96,25 @@ type Cache map[string]*Document
 // that ten thousand routes whose status says the same keep it once. The
 // decoded statuses are never modified, so sharing them is sound.
 func ParseCached(text string, old Cache, share *watched.ShareTable) ([]Document, Cache, error) {
-	chunks := split(text)
+	return parseCached(text, old, share, true)
+}
+
+// ParseCachedExact is ParseCached returning this text's documents as the
+// next cache, never old: a cache's keys are parts of the text they were
+// cut from, so a cache kept holds that text, which the render whose
+// bundle outlives it (the live loop's, which the controller keeps) need
+// not hold twice.
+func ParseCachedExact(text string, old Cache, share *watched.ShareTable) ([]Document, Cache, error) {
+	return parseCached(text, old, share, false)
+}
+
+func parseCached(text string, old Cache, share *watched.ShareTable, mayKeep bool) ([]Document, Cache, error) {
+	chunks := split(text, len(old))
 	// Room for every chunk: at 10,000 documents, growing docs step by
 	// step allocated twice its final size each parse.
 	docs := make([]Document, 0, len(chunks))
-	next := make(Cache, len(chunks))
+	// The decodings of the documents old does not hold (nil: none yet).
+	var missed Cache
 	for _, c := range chunks {
 		if len(c.text) > MaxDocumentBytes {
 			return nil, nil, &Error{Index: len(docs) + 1, Line: c.line,
@@ -116,8 +131,11 @@ func ParseCached(text string, old Cache, share *watched.ShareTable) ([]Document,
 				// Through a map holding it: Share never replaces its root.
 				d.Status = share.Share(map[string]any{"status": d.Status})["status"].(map[string]any)
 			}
+			if missed == nil {
+				missed = Cache{}
+			}
+			missed[c.text] = d
 		}
-		next[c.text] = d
 		if d == nil {
 			continue
 		}
@@ -128,7 +146,31 @@ func ParseCached(text string, old Cache, share *watched.ShareTable) ([]Document,
 	if len(docs) == 0 {
 		docs = nil // as when no document was appended
 	}
-	return docs, next, nil
+	return docs, nextCache(old, missed, chunks, mayKeep), nil
+}
+
+// nextCache is the cache a parse of chunks returns: old itself when it
+// may and old held nearly every chunk's decoding (all but one in 32, those
+// in missed), else exactly the decodings of chunks (from old and missed).
+// Keeping old spares a parse of a text much like the last one (an
+// admission's: one document new or changed among 10,000) building a map
+// of every document; the few it lacks are decoded again by a later parse
+// until one that misses more builds its cache anew. Either is a cache of
+// decodings (each entry a text's, never stale) as large as the documents
+// of one text, so neither grows without bound.
+func nextCache(old, missed Cache, chunks []chunk, mayKeep bool) Cache {
+	if mayKeep && old != nil && len(missed)*32 <= len(chunks) {
+		return old
+	}
+	next := make(Cache, len(chunks))
+	for _, c := range chunks {
+		d, ok := old[c.text]
+		if !ok {
+			d = missed[c.text]
+		}
+		next[c.text] = d
+	}
+	return next
 }
 
 // chunk is the text of one document and the line it starts on.
@@ -138,9 +180,9 @@ type chunk struct {
 }
 
 // split cuts text at the lines that hold only "---" (trailing spaces
-// aside).
-func split(text string) []chunk {
-	var out []chunk
+// aside); n is about how many chunks it has (a hint: the last parse's).
+func split(text string, n int) []chunk {
+	out := make([]chunk, 0, n+n/8)
 	start, startLine, line := 0, 1, 1
 	for off := 0; off <= len(text); {
 		end := strings.IndexByte(text[off:], '\n')

@@ -17,45 +17,108 @@ import (
 // the document's kind, namespace and name. A document whose object is in
 // none of those stores, or a second document for one object, is an
 // *Error.
+//
+// It tells a second document for one object by the object found (its
+// store and address: at 10,000 documents, a map of their identities is
+// most of what Resolve costs): documents of one apiVersion that name one
+// object find the same object in the same store, and the same object in
+// the same store names one object. Documents of two apiVersions of one
+// group may name one object from two stores; Resolve answers those by
+// their identities (resolveByID, the definition).
 func Resolve(docs []Document, stores store.Set, apiVersions map[string]string) error {
-	first := make(map[objectID]int, len(docs))
-	// By apiVersion (documents have few): its group and candidate stores.
-	type version struct {
-		group string
-		err   error
-		cands []string
+	type found struct {
+		key string
+		obj *unstructured.Unstructured
 	}
+	first := make(map[found]int, len(docs))
+	versions := map[string]version{}
+	groups := map[string]string{} // group → the one apiVersion of it seen
+	for i := range docs {
+		d := &docs[i]
+		v, ok := versions[d.APIVersion]
+		if !ok {
+			v = newVersion(d.APIVersion, stores, apiVersions)
+			versions[d.APIVersion] = v
+			if other, seen := groups[v.group]; v.err == nil && seen && other != d.APIVersion {
+				return resolveByID(docs, stores, apiVersions)
+			}
+			groups[v.group] = d.APIVersion
+		}
+		if v.err != nil {
+			return d.bad("apiVersion %q: %v", d.APIVersion, v.err)
+		}
+		key, obj := findIn(d, stores, v.cands)
+		switch {
+		case len(v.cands) == 0:
+			return d.bad("no watched resource with writeStatus: true has apiVersion %s", d.APIVersion)
+		case key == "":
+			return d.bad("the object is not in the watched resources with writeStatus: true")
+		}
+		f := found{key: key, obj: obj}
+		if j, dup := first[f]; dup {
+			return d.bad("a second document for the object (the first is document %d)", j)
+		}
+		first[f] = d.Index
+		d.Store, d.ResourceVersion = key, resourceVersion(obj)
+	}
+	return nil
+}
+
+// resolveByID is Resolve telling a second document for one object by the
+// object's identity (group, kind, namespace, name) before looking it up.
+func resolveByID(docs []Document, stores store.Set, apiVersions map[string]string) error {
+	first := make(map[objectID]int, len(docs))
 	versions := map[string]version{}
 	for i := range docs {
 		d := &docs[i]
-		bad := func(format string, args ...any) error {
-			return &Error{Index: d.Index, Line: d.Line, Object: d.Object(), Problem: fmt.Sprintf(format, args...)}
-		}
 		v, ok := versions[d.APIVersion]
 		if !ok {
-			gv, err := schema.ParseGroupVersion(d.APIVersion)
-			v = version{group: gv.Group, err: err, cands: candidates(d.APIVersion, stores, apiVersions)}
+			v = newVersion(d.APIVersion, stores, apiVersions)
 			versions[d.APIVersion] = v
 		}
 		if v.err != nil {
-			return bad("apiVersion %q: %v", d.APIVersion, v.err)
+			return d.bad("apiVersion %q: %v", d.APIVersion, v.err)
 		}
 		id := objectID{group: v.group, kind: d.Kind, namespace: d.Namespace, name: d.Name}
 		if j, dup := first[id]; dup {
-			return bad("a second document for the object (the first is document %d)", j)
+			return d.bad("a second document for the object (the first is document %d)", j)
 		}
 		first[id] = d.Index
-		cands := v.cands
-		key, obj := findIn(d, stores, cands)
+		key, obj := findIn(d, stores, v.cands)
 		switch {
-		case len(cands) == 0:
-			return bad("no watched resource with writeStatus: true has apiVersion %s", d.APIVersion)
+		case len(v.cands) == 0:
+			return d.bad("no watched resource with writeStatus: true has apiVersion %s", d.APIVersion)
 		case key == "":
-			return bad("the object is not in the watched resources with writeStatus: true")
+			return d.bad("the object is not in the watched resources with writeStatus: true")
 		}
-		d.Store, d.ResourceVersion = key, obj.GetResourceVersion()
+		d.Store, d.ResourceVersion = key, resourceVersion(obj)
 	}
 	return nil
+}
+
+// version is an apiVersion as Resolve needs it (documents have few): its
+// group, or why it does not parse, and its candidate stores.
+type version struct {
+	group string
+	err   error
+	cands []string
+}
+
+func newVersion(apiVersion string, stores store.Set, apiVersions map[string]string) version {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	return version{group: gv.Group, err: err, cands: candidates(apiVersion, stores, apiVersions)}
+}
+
+// bad is the *Error of d with problem format.
+func (d *Document) bad(format string, args ...any) error {
+	return &Error{Index: d.Index, Line: d.Line, Object: d.Object(), Problem: fmt.Sprintf(format, args...)}
+}
+
+// resourceVersion is obj.GetResourceVersion(), without its generic walk.
+func resourceVersion(obj *unstructured.Unstructured) string {
+	meta, _ := obj.Object["metadata"].(map[string]any)
+	rv, _ := meta["resourceVersion"].(string)
+	return rv
 }
 
 // Find returns the key of the first store, in key order, whose watched

@@ -1,6 +1,9 @@
 package resourcestatus
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -59,4 +62,63 @@ func TestResolveRefusesObjectsNotWatched(t *testing.T) {
 			assert.Equal(t, tc.want, err.Error())
 		})
 	}
+}
+
+// FuzzResolveIsResolveByID: Resolve, which tells a second document for
+// one object by the object it finds, answers as resolveByID, which tells
+// it by the object's identity (group, kind, namespace, name), over random
+// documents: objects present or not, of the store's kind or another,
+// named twice, of an apiVersion nothing watches or of two apiVersions of
+// one group whose stores hold the same object.
+func FuzzResolveIsResolveByID(f *testing.F) {
+	for seed := range uint64(64) {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, seed uint64) {
+		r := rand.New(rand.NewPCG(seed, 5))
+		stores, apiVersions := store.Set{}, map[string]string{}
+		shared := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "g/v1", "kind": "K", "metadata": map[string]any{"namespace": "a", "name": "s", "resourceVersion": "9"}}}
+		for _, w := range []struct{ key, apiVersion string }{{"k1", "g/v1"}, {"k2", "g/v1"}, {"k3", "g/v2"}, {"k4", "h/v1"}} {
+			if r.IntN(4) == 0 {
+				continue // not watched
+			}
+			s, err := store.New([]string{"metadata.namespace", "metadata.name"})
+			require.NoError(t, err)
+			for i := range 4 - r.IntN(2) {
+				kind := []string{"K", "K", "K", "L"}[r.IntN(4)]
+				obj := map[string]any{"apiVersion": w.apiVersion, "kind": kind, "metadata": map[string]any{"namespace": "a", "name": fmt.Sprintf("o%d", i), "resourceVersion": fmt.Sprint(i)}}
+				require.NoError(t, s.Add(&unstructured.Unstructured{Object: obj}))
+			}
+			if r.IntN(2) == 0 {
+				require.NoError(t, s.Add(shared)) // one object in several stores
+			}
+			stores[w.key], apiVersions[w.key] = s, w.apiVersion
+		}
+		var docs []Document
+		for i := range 1 + r.IntN(8) {
+			name := fmt.Sprintf("o%d", r.IntN(4))
+			if r.IntN(2) == 0 {
+				name = "s" // the object several stores hold
+			}
+			// Mostly documents that resolve, so that a second one for an
+			// object is reached.
+			apiVersion := []string{"g/v1", "g/v1", "g/v1", "g/v2", "g/v2", "h/v1"}[r.IntN(6)]
+			if r.IntN(12) == 0 {
+				apiVersion = []string{"x/v1", "a/b/c"}[r.IntN(2)]
+			}
+			kind := "K"
+			if r.IntN(8) == 0 {
+				kind = "L"
+			}
+			docs = append(docs, Document{APIVersion: apiVersion, Kind: kind, Namespace: "a", Name: name, Index: i + 1, Line: 2*i + 1})
+		}
+		want := slices.Clone(docs)
+		wantErr := resolveByID(want, stores, apiVersions)
+		got := slices.Clone(docs)
+		gotErr := Resolve(got, stores, apiVersions)
+		require.Equal(t, fmt.Sprint(wantErr), fmt.Sprint(gotErr), "docs %+v", docs)
+		if wantErr == nil {
+			require.Equal(t, want, got)
+		}
+	})
 }

@@ -12,26 +12,70 @@ import (
 type Channel struct {
 	entries map[string]any
 	read    bool
-	sorted  []string // the keys, sorted by the first ReadPrefix
+	sorted  []string // the keys, sorted by the first Sorted or ReadPrefix
+	// prev are the sorted keys this channel had in the recording render
+	// whose records this render applies (nil: unknown); fresh the keys
+	// that records run in this render (not reused) added. They only make
+	// Sorted cheaper (SortedFrom).
+	prev, fresh []string
+	// last is the position, among the records the render applied, of
+	// the last one that emitted on the channel (-1: none did).
+	last int
 }
 
-// NewChannel returns an empty channel with room for n entries.
-func NewChannel(n int) *Channel { return &Channel{entries: make(map[string]any, n)} }
+// Base is a channel as the recording render read it, kept with its
+// Table (KeepChannel) for the renders that apply its records.
+type Base struct {
+	// Entries are the channel's entries (never modified).
+	Entries map[string]any
+	// Sorted are its keys in order when that render sorted them, else nil.
+	Sorted []string
+	// Last is the position in the table's order of the last record that
+	// emitted on the channel, -1 when none did.
+	Last int
+}
+
+// NewChannel returns an empty channel with room for n entries. prev are
+// the channel's sorted keys in the recording render whose records the
+// render applies (Base.Sorted; nil when unknown).
+func NewChannel(n int, prev []string) *Channel {
+	return &Channel{entries: make(map[string]any, n), prev: prev, last: -1}
+}
+
+// ReadChannel returns a channel already read, holding entries (which it
+// never modifies), whose last emitting record was at position last; prev
+// and fresh are NewChannel's and Add's (see SortedFrom).
+func ReadChannel(entries map[string]any, last int, prev, fresh []string) *Channel {
+	return &Channel{entries: entries, read: true, last: last, prev: prev, fresh: fresh}
+}
 
 // Add adds e to the channel unless its key has a value already; it fails
-// once the channel was read.
-func (c *Channel) Add(e Emission) error {
+// once the channel was read. at is the position, among the records the
+// render applied, of the one e comes from; ran says that record ran in
+// this render (it is not a reused record).
+func (c *Channel) Add(e Emission, at int, ran bool) error {
 	if c.read {
 		return fmt.Errorf("emit %q %q: emitted already read the channel (render every fragment that emits on it first)", e.Channel, e.Key)
 	}
+	c.last = at
 	if _, ok := c.entries[e.Key]; !ok {
 		c.entries[e.Key] = e.Value
+		if ran {
+			c.fresh = append(c.fresh, e.Key)
+		}
 	}
 	return nil
 }
 
+// IsRead reports whether the channel was read.
+func (c *Channel) IsRead() bool { return c.read }
+
 // Len is the number of entries.
 func (c *Channel) Len() int { return len(c.entries) }
+
+// Base returns the channel as Table.KeepChannel keeps it; it must have
+// been read.
+func (c *Channel) Base() *Base { return &Base{Entries: c.entries, Sorted: c.sorted, Last: c.last} }
 
 // Read returns the entries (the caller must not modify them); the channel
 // takes no more.
@@ -40,17 +84,102 @@ func (c *Channel) Read() map[string]any {
 	return c.entries
 }
 
-// ReadPrefix returns the entries whose key begins with p; the channel
-// takes no more. The keys are sorted once, on the first call, so that
-// each call costs a binary search and the entries it returns.
-func (c *Channel) ReadPrefix(p string) map[string]any {
+// Sorted returns the keys of the entries in order (the caller must not
+// modify them); the channel takes no more. They are found once, by
+// SortedFrom.
+func (c *Channel) Sorted() []string {
 	c.read = true
 	if c.sorted == nil {
-		c.sorted = slices.Sorted(maps.Keys(c.entries))
+		c.sorted = SortedFrom(c.prev, c.fresh, c.entries)
+		c.prev, c.fresh = nil, nil
 	}
-	out := map[string]any{}
-	for i, _ := slices.BinarySearch(c.sorted, p); i < len(c.sorted) && strings.HasPrefix(c.sorted[i], p); i++ {
-		out[c.sorted[i]] = c.entries[c.sorted[i]]
+	return c.sorted
+}
+
+// ReadPrefix returns the entries whose key begins with p, and their keys
+// in order; the channel takes no more. The keys are sorted once, on the
+// first call (Sorted), so that each call costs a binary search and the
+// entries it returns.
+func (c *Channel) ReadPrefix(p string) (map[string]any, []string) {
+	sorted := c.Sorted()
+	i, _ := slices.BinarySearch(sorted, p)
+	j := i
+	for j < len(sorted) && strings.HasPrefix(sorted[j], p) {
+		j++
+	}
+	out := make(map[string]any, j-i)
+	for _, k := range sorted[i:j] {
+		out[k] = c.entries[k]
+	}
+	return out, sorted[i:j:j]
+}
+
+// SortedFrom returns the keys of m in order, as slices.Sorted would,
+// usually without sorting them. The shortcut, and why it is safe:
+//
+// prev are the sorted keys m's channel had in the recording render whose
+// records this render applied, fresh the keys that fragments run in this
+// render added to m. A reused record emits what it emitted when recorded,
+// so m's keys are mostly prev's, the others among fresh. SortedFrom takes
+// prev's keys that m holds, in prev's order, merges in fresh's that prev
+// lacks (sorted: they are few), and checks the result: each key in m,
+// each greater than the one before, and as many as m holds. A list with
+// those three properties is m's sorted key set, whatever prev and fresh
+// were; when the check fails (prev unsorted, another channel's, a key
+// missed) SortedFrom sorts m's keys instead.
+func SortedFrom(prev, fresh []string, m map[string]any) []string {
+	if prev == nil {
+		return slices.Sorted(maps.Keys(m))
+	}
+	kept := make([]string, 0, len(m))
+	for _, k := range prev {
+		if _, ok := m[k]; ok {
+			kept = append(kept, k)
+		}
+	}
+	var extra []string
+	if len(kept) < len(m) {
+		for _, k := range fresh {
+			if _, in := slices.BinarySearch(prev, k); !in {
+				extra = append(extra, k)
+			}
+		}
+		slices.Sort(extra)
+		extra = slices.Compact(extra)
+	}
+	out := kept
+	if len(extra) > 0 {
+		out = mergeSorted(kept, extra)
+	}
+	if len(out) != len(m) {
+		return slices.Sorted(maps.Keys(m))
+	}
+	for i, k := range out {
+		if i > 0 && out[i-1] >= k {
+			return slices.Sorted(maps.Keys(m))
+		}
+	}
+	for _, k := range extra {
+		if _, ok := m[k]; !ok {
+			return slices.Sorted(maps.Keys(m))
+		}
 	}
 	return out
+}
+
+// mergeSorted merges two sorted lists into a new one.
+func mergeSorted(a, b []string) []string {
+	out := make([]string, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		if b[j] < a[i] {
+			out = append(out, b[j])
+			j++
+		} else {
+			out = append(out, a[i])
+			i++
+		}
+	}
+	out = append(out, a[i:]...)
+	return append(out, b[j:]...)
 }

@@ -8,12 +8,15 @@
 //
 //   - record.go: Record, what one fragment did: its text, store reads,
 //     emits, added files and warnings.
-//   - reuse.go: Table, the records of one recording render by key and the
+//   - reuse.go: Table, the records of one recording render by key (and
+//     in order: FirstEmitters), the channels it read and the
 //     stores that stayed at one generation through it, and Reusable, when
 //     a later render may apply a record (every read returns the same
 //     objects now, or objects that render alike).
 //   - channel.go: Channel, what fragments emitted on one channel (the
-//     first value of each key), closed once read.
+//     first value of each key), closed once read; Base, a channel as the
+//     recording render read it, kept with its Table; SortedFrom, a
+//     channel's keys in order from the recording render's, checked.
 //   - values.go: AppendKey and AppendFingerprint, the prefix-free
 //     encoding that names a record by fragment name, dict key and item
 //     (a map the render did not build by its address, anything else by

@@ -27,6 +27,10 @@ type Table struct {
 	// Records alone).
 	keys  []string
 	order []keyed
+	// channels are the channels the recording render read, by name
+	// (KeepChannel): a render applying these records starts from them
+	// (Base).
+	channels map[string]*Base
 	// gens are the stores (by key) that stayed at one generation from the
 	// start of the recording render to its end: every read it made of them
 	// returned what that generation holds.
@@ -78,6 +82,57 @@ func (t *Table) Add(key []byte, rec *Record) {
 	t.keys = append(t.keys, k)
 }
 
+// KeepChannel keeps b, the channel name as the recording render read it,
+// for the renders that apply t's records.
+func (t *Table) KeepChannel(name string, b *Base) {
+	if t.channels == nil {
+		t.channels = map[string]*Base{}
+	}
+	t.channels[name] = b
+}
+
+// Channel returns the channel name as the recording render read it
+// (KeepChannel), nil when it did not (or t is nil).
+func (t *Table) Channel(name string) *Base {
+	if t == nil {
+		return nil
+	}
+	return t.channels[name]
+}
+
+// Emitted is an emission's value and the position in a table's order of
+// the record that emitted it.
+type Emitted struct {
+	Pos   int
+	Value any
+}
+
+// FirstEmitters returns, for each of keys, the first emission of it on
+// channel by the records of t's order up to position upto, but for those
+// at the positions skip holds (in increasing order); a key none of them
+// emitted is absent.
+func (t *Table) FirstEmitters(channel string, keys map[string]bool, upto int, skip []int) map[string]Emitted {
+	first := make(map[string]Emitted, len(keys))
+	for i := 0; i <= upto && i < len(t.order) && len(first) < len(keys); i++ {
+		if len(skip) > 0 && skip[0] == i {
+			skip = skip[1:]
+			continue
+		}
+		for _, e := range t.order[i].rec.Emits {
+			if e.Channel != channel || !keys[e.Key] {
+				continue
+			}
+			if _, seen := first[e.Key]; !seen {
+				first[e.Key] = Emitted{Pos: i, Value: e.Value}
+			}
+		}
+	}
+	return first
+}
+
+// EmitsAt returns the emits of the record at position i of t's order.
+func (t *Table) EmitsAt(i int) []Emission { return t.order[i].rec.Emits }
+
 // End drops the stores whose generation moved since NewTable, and orders
 // the records as Add recorded them: the recording render ends with it.
 func (t *Table) End() {
@@ -101,9 +156,10 @@ func (t *Table) End() {
 // 10,000 items. order[i].rec is Records[order[i].key] (End), so the answer
 // is Records' either way.
 func (t *Table) record(key []byte, c *Check) *Record {
+	c.Found = -1
 	for i := c.next; i < len(t.order) && i <= c.next+1; i++ {
 		if t.order[i].key == string(key) {
-			c.next = i + 1
+			c.next, c.Found = i+1, i
 			return t.order[i].rec
 		}
 	}
@@ -135,6 +191,10 @@ type Check struct {
 	// Alike reports whether now, an object of store key, renders as old,
 	// one a record read, does (objects that render alike).
 	Alike func(key string, old, now map[string]any) bool
+	// Found is the position in the table's order of the record the last
+	// Reusable found there, -1 when it found none or found it by its key
+	// alone (Table.record).
+	Found int
 	// next is the position in the table's order after the last record
 	// found there (Table.record).
 	next int

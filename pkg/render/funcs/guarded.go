@@ -39,6 +39,24 @@ type Set struct {
 	// tails holds, per backing array push made, its longest list and its
 	// capacity (see push).
 	tails map[unsafe.Pointer]tail
+	// order returns the keys of a dict in order when the render knows
+	// them already (nil: it does not), for keys and values (SetOrder).
+	order func(map[string]any) []string
+}
+
+// SetOrder makes keys and values of one dict take its keys from order
+// when order knows them (a non-nil answer, which must be the dict's keys
+// in order and is not modified): the render knows the order of what
+// emitted returns without sorting it again.
+func (s *Set) SetOrder(order func(map[string]any) []string) { s.order = order }
+
+// knownOrder returns the keys of d in order when s's order knows them,
+// else nil.
+func (s *Set) knownOrder(d map[string]any) []string {
+	if s.order == nil {
+		return nil
+	}
+	return s.order(d)
 }
 
 // NewSet returns the guarded functions charging m, compiling regular
@@ -117,18 +135,32 @@ func (s *Set) Funcs() template.FuncMap {
 	return m
 }
 
-// keys is sortedKeys with a deadline check.
+// keys is sortedKeys with a deadline check (the keys of one dict whose
+// order the render knows, a copy of them).
 func (s *Set) keys(dicts ...map[string]any) ([]string, error) {
 	if err := s.m.Interrupted(); err != nil {
 		return nil, err
 	}
+	if len(dicts) == 1 {
+		if ks := s.knownOrder(dicts[0]); ks != nil {
+			return slices.Clone(ks), nil
+		}
+	}
 	return sortedKeys(dicts...), nil
 }
 
-// values is sortedValues with a deadline check.
+// values is sortedValues with a deadline check (in the order of the
+// dict's keys the render knows, when it does).
 func (s *Set) values(dict map[string]any) ([]any, error) {
 	if err := s.m.Interrupted(); err != nil {
 		return nil, err
+	}
+	if ks := s.knownOrder(dict); ks != nil {
+		out := make([]any, len(ks))
+		for i, k := range ks {
+			out[i] = dict[k]
+		}
+		return out, nil
 	}
 	return sortedValues(dict), nil
 }

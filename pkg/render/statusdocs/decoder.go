@@ -23,7 +23,8 @@ type Decoder struct {
 	// document for an object of any other store fails the render.
 	apiVersions map[string]string
 	// cache holds the decoded status documents of the last render that
-	// decoded them all, by text.
+	// decoded them all, by text (or of an earlier one, when that render's
+	// missed few: resourcestatus.ParseCached).
 	cache atomic.Pointer[resourcestatus.Cache]
 	// parts shares the equal parts of the decoded statuses.
 	parts *watched.ShareTable
@@ -52,15 +53,22 @@ func New(spec *config.HAProxyTemplateConfigSpec) *Decoder {
 // Documents are decoded with the decodings of the last render that
 // decoded them all (resourcestatus.ParseCached: a pure function of each
 // document's text, so any render's answer as well as another's); each such
-// render keeps its own for the next. The cache holds one render's
-// documents. The statuses decoded are shared by content (the routes of a
+// render keeps its cache for the next: its own documents', or, unless it
+// is a recording render (recording: the live loop's, whose bundle the
+// controller keeps, and whose text the cache's keys then share), the one
+// it used when that missed at most one in 32. The cache holds one
+// render's documents. The statuses decoded are shared by content (the routes of a
 // Gateway mostly have the same status), never modified.
-func (d *Decoder) Decode(text string, stores store.Set, sources func() *bundle.Sources) ([]resourcestatus.Document, []bundle.ObjectRef, error) {
+func (d *Decoder) Decode(text string, stores store.Set, sources func() *bundle.Sources, recording bool) ([]resourcestatus.Document, []bundle.ObjectRef, error) {
 	var old resourcestatus.Cache
 	if c := d.cache.Load(); c != nil {
 		old = *c
 	}
-	docs, next, err := resourcestatus.ParseCached(text, old, d.parts)
+	parse := resourcestatus.ParseCached
+	if recording {
+		parse = resourcestatus.ParseCachedExact
+	}
+	docs, next, err := parse(text, old, d.parts)
 	if err == nil {
 		err = resourcestatus.Resolve(docs, stores, d.apiVersions)
 	}

@@ -65,7 +65,7 @@ func TestABadDocumentIsAttributedToItsObjectWhenWatchedElseToItsWriter(t *testin
 		{"a resource without writeStatus", doc("Service", "v1", "web"), []bundle.ObjectRef{writer}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			docs, objs, err := New(spec(&config.Template{})).Decode(tc.text, stores(t), writtenBy(writer, tc.text))
+			docs, objs, err := New(spec(&config.Template{})).Decode(tc.text, stores(t), writtenBy(writer, tc.text), false)
 			_, ok := err.(*resourcestatus.Error)
 			require.True(t, ok, "want a *resourcestatus.Error, got %v", err)
 			assert.Nil(t, docs)
@@ -78,7 +78,7 @@ func TestGoodDocumentsAreDecodedAndResolved(t *testing.T) {
 	text := doc("Ingress", "networking.k8s.io/v1", "web")
 	d := New(spec(&config.Template{}))
 	for range 2 { // the second from the cache
-		docs, objs, err := d.Decode(text, stores(t), func() *bundle.Sources { panic("no source map is built for good documents") })
+		docs, objs, err := d.Decode(text, stores(t), func() *bundle.Sources { panic("no source map is built for good documents") }, false)
 		require.NoError(t, err)
 		assert.Nil(t, objs)
 		require.Len(t, docs, 1)
