@@ -401,6 +401,19 @@ const (
 	idleSettleBound = 4 * time.Minute
 )
 
+// heapAtRest says, from a scrape of the Go collector's series soon after
+// an idle memory return (a full collection), what the heap holds: its
+// live objects, the spans they occupy (the difference is room in
+// partly used spans, which cannot be returned), and the other memory the
+// runtime took from the system. It tells a smaller live heap from less
+// fragmentation when the RSS at rest moves.
+func heapAtRest(m map[string]float64) string {
+	return fmt.Sprintf("heap: objects %s in spans of %s; stacks %s, GC metadata %s, other %s",
+		mib(int64(m["go_memstats_heap_alloc_bytes"])), mib(int64(m["go_memstats_heap_inuse_bytes"])),
+		mib(int64(m["go_memstats_stack_inuse_bytes"])), mib(int64(m["go_memstats_gc_sys_bytes"])),
+		mib(int64(m["go_memstats_other_sys_bytes"])))
+}
+
 // idleReturns is htc_memory_idle_returns_total now.
 func (cp *controllerProc) idleReturns() (float64, error) {
 	m, err := cp.scrapeMetrics()
@@ -436,16 +449,17 @@ func (cp *controllerProc) restingRSS(h *harness, another bool) rss {
 	}
 	var last rss
 	var lastAt time.Time
+	var heap string
 	for time.Now().Before(deadline) && !cp.exited() {
-		if n, err := cp.idleReturns(); err == nil && n > was {
+		if m, err := cp.scrapeMetrics(); err == nil && m[idleReturnsSeries] > was {
 			if last = cp.rss(); lastAt.IsZero() {
 				h.logf("RSS at the first idle memory return: %s", mib(last.now))
 				deadline = time.Now().Add(idleSettleBound)
 			}
-			was, lastAt = n, time.Now()
+			was, lastAt, heap = m[idleReturnsSeries], time.Now(), heapAtRest(m)
 		}
 		if !lastAt.IsZero() && time.Since(lastAt) >= settleQuiet {
-			h.logf("RSS at rest (the last idle memory return, none for %s since): %s", settleQuiet, mib(last.now))
+			h.logf("RSS at rest (the last idle memory return, none for %s since): %s; %s", settleQuiet, mib(last.now), heap)
 			return last
 		}
 		h.checkCtx()
