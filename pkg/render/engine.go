@@ -381,6 +381,7 @@ func (e *Engine) render(ctx context.Context, in Input, reuse bool) (_ *bundle.Bu
 		st.frags.reuse, st.frags.check, st.frags.exact, st.frags.carried = t, st.reuseCheck(t, in.Stores), in.ExactReads, same
 		st.frags.lazy = true
 	}
+	st.sources.slim = !in.Record
 	if in.Record {
 		st.frags.recording = fragments.NewTable(in.BaseDir, st.Limit(), in.Stores, int(e.recorded.Load()))
 	}

@@ -171,7 +171,15 @@ func (s *renderState) fragment(name, key string, item any) error {
 	if s.frags.recording != nil {
 		s.frags.recording.Add(k, rec)
 	}
-	return s.applyFragment(item, rec, ran, s.frags.check.Found)
+	if err := s.applyFragment(item, rec, ran, s.frags.check.Found); err != nil {
+		return err
+	}
+	if ran && s.frags.recording == nil {
+		// No table keeps it: only the source map reads it now (and a
+		// materialize of lazy channels, its emits).
+		rec.Slim(s.frags.lazy)
+	}
+	return nil
 }
 
 // runFragment runs NAME for item and returns its record. The item's object
@@ -184,7 +192,11 @@ func (s *renderState) runFragment(name, key string, item any) (*fragments.Record
 	}
 	dot := map[string]any{"item": frozen, "key": key, "resources": s.root["resources"], "extraContext": s.root["extraContext"]}
 	s.sources.enter(item, nil)
-	rec := &fragments.Record{Item: item}
+	keep := s.frags.recording != nil
+	rec := &fragments.Record{}
+	if keep {
+		rec.Item = item
+	}
 	buf := s.Capture()
 	depth, before, scratch := s.depth, s.frags.ownedBefore, s.Scratch()
 	s.depth, s.frags.ownedBefore, s.sources.frag = 0, s.ownSeq, rec
@@ -196,7 +208,14 @@ func (s *renderState) runFragment(name, key string, item any) (*fragments.Record
 		return nil, &fragmentError{name: name, err: err}
 	}
 	s.sources.leave()
-	rec.Text, rec.Scratch = buf.String(), scratch-s.Scratch()
+	rec.Scratch = scratch - s.Scratch()
+	if !keep {
+		// Applied once, then slimmed (fragment): the capture's own bytes,
+		// which nothing writes to any more, not a copy.
+		rec.Text = unsafe.String(unsafe.SliceData(buf.Bytes()), buf.Len())
+		return rec, nil
+	}
+	rec.Text = buf.String()
 	rec.Trim()
 	return rec, nil
 }
@@ -237,7 +256,11 @@ func (s *renderState) emit(channel, key string, value any) (string, error) {
 	if f == nil {
 		return "", errors.New("emit: only a fragment may emit (see fragments)")
 	}
-	v, err := fragments.Freeze(value, s.isOwned, &f.Held, s.frags.parts)
+	held := &f.Held // what Table.Reusable checks: only a kept record needs it
+	if s.frags.recording == nil {
+		held = nil
+	}
+	v, err := fragments.Freeze(value, s.isOwned, held, s.frags.parts)
 	if err != nil {
 		return "", fmt.Errorf("emit %q %q: %w", channel, key, err)
 	}

@@ -45,6 +45,11 @@ type tracker struct {
 	// many objects as its source map names); filesHint how many files it
 	// added.
 	sizeHint, filesHint int
+	// slim: the render keeps no table of fragment records, so a
+	// fragment's record holds only the reads its source map needs (Get
+	// and Fetch that returned objects, without their keys; see
+	// fragments.Record.Slim).
+	slim bool
 }
 
 // The tracker is told of every write of an output (budget.Writer).
@@ -54,6 +59,7 @@ var _ budget.Tracker = (*tracker)(nil)
 type sourceEvent struct {
 	kind eventKind
 	ran  bool   // fragment: the fragment ran (its record is not a reused one)
+	text bool   // fragment: the record wrote text
 	n    int    // write, fragment: the output offset; unwind: objects entered
 	key  string // read: store key; finish, file: the file's path
 	val  any    // read: the objects ([]map[string]any); enter, fragment: the element; file: the owner; finish: the text
@@ -77,7 +83,7 @@ const (
 // reset empties the tracker for the next render. The log is not reused: the
 // bundle of the last render may still build its source map from it.
 func (t *tracker) reset() {
-	t.log, t.frag, t.entered, t.moved = nil, nil, 0, false
+	t.log, t.frag, t.entered, t.moved, t.slim = nil, nil, 0, false, false
 }
 
 func (t *tracker) add(e sourceEvent) {
@@ -99,6 +105,13 @@ func (t *tracker) readStore(key string, r fragments.StoreCall) {
 		return
 	}
 	if t.frag != nil {
+		if t.slim {
+			if (r.Method == "Get" || r.Method == "Fetch") && len(r.Objs) > 0 {
+				r.Keys = nil
+				t.frag.Reads = append(t.frag.Reads, fragments.Read{Store: key, Call: r})
+			}
+			return
+		}
 		t.frag.Reads = append(t.frag.Reads, fragments.Read{Store: key, Call: r})
 		return
 	}
@@ -172,7 +185,7 @@ func (t *tracker) file(relPath string, owner map[string]any) {
 // fragment is called when the record of a fragment for item was applied,
 // its text written at off; ran: the fragment ran in this render.
 func (t *tracker) fragment(item any, rec *fragments.Record, off int, ran bool) {
-	t.add(sourceEvent{kind: evFragment, val: item, rec: rec, n: off, ran: ran})
+	t.add(sourceEvent{kind: evFragment, val: item, rec: rec, n: off, ran: ran, text: rec.Text != ""})
 	t.moved = true
 }
 
@@ -223,14 +236,14 @@ func replay(sm *sourcemap.Builder, log []sourceEvent) {
 			owner, _ := e.val.(map[string]any)
 			sm.File(e.key, owner)
 		case evFragment:
-			replayFragment(sm, e.val, e.rec, e.n)
+			replayFragment(sm, e.val, e.rec, e.n, e.text)
 		}
 	}
 }
 
 // replayFragment makes the calls applying rec, the record of a fragment for item
-// whose text was written at off, made (fragment.go).
-func replayFragment(sm *sourcemap.Builder, item any, rec *fragments.Record, off int) {
+// whose text (when it wrote any) was written at off, made (fragment.go).
+func replayFragment(sm *sourcemap.Builder, item any, rec *fragments.Record, off int, wrote bool) {
 	sm.Enter(item, nil)
 	for _, r := range rec.Reads {
 		if r.Call.Method == "Get" || r.Call.Method == "Fetch" {
@@ -239,7 +252,7 @@ func replayFragment(sm *sourcemap.Builder, item any, rec *fragments.Record, off 
 			}
 		}
 	}
-	if rec.Text != "" {
+	if wrote {
 		sm.Wrote(off)
 	}
 	for _, f := range rec.Files {

@@ -7,7 +7,8 @@
 // # Map
 //
 //   - record.go: Record, what one fragment did: its text, store reads,
-//     emits, added files and warnings.
+//     emits, added files and warnings; Slim, what is left of it for the
+//     source map of a render that keeps no table.
 //   - reuse.go: Table, the records of one recording render by key (and
 //     in order: FirstEmitters), the channels it read and the
 //     stores that stayed at one generation through it, and Reusable, when
