@@ -207,7 +207,7 @@ func (s *renderState) runFragment(name, key string, item any) (*fragments.Record
 	if err != nil {
 		return nil, &fragmentError{name: name, err: err}
 	}
-	s.sources.leave()
+	s.sources.ran()
 	rec.Scratch = scratch - s.Scratch()
 	if !keep {
 		// Applied once, then slimmed (fragment): the capture's own bytes,

@@ -140,6 +140,25 @@ func (t *tracker) leave() {
 	}
 }
 
+// ran ends the element a fragment that ran without failing entered
+// (runFragment: entered so that a failure inside it is the element's).
+// Nothing is written down while a fragment runs, and applying its record
+// next enters the element again (fragment), so the enter is the last call
+// written down and is taken out instead of closed by a leave: the
+// element's Enter and Leave, back to back, would leave the source map as
+// it was (but for the element's object added to it, which the record's
+// Enter adds at the same point). Otherwise (never expected) it leaves.
+func (t *tracker) ran() {
+	if n := len(t.log); n > 0 && t.log[n-1].kind == evEnter {
+		t.log[n-1] = sourceEvent{}
+		t.log = t.log[:n-1]
+		t.entered--
+		t.moved = true
+		return
+	}
+	t.leave()
+}
+
 // unwinding leaves the objects entered since entered when a panic other
 // than a template error goes through an iterator: text/template's
 // {{ break }} leaves a range over an iterator by panicking through it,
