@@ -57,6 +57,9 @@ type Engine struct {
 	// parts keeps one copy of equal values emitted in renders that may
 	// reuse records (fragments.Parts).
 	parts *fragments.Parts
+	// channelNames keeps one copy of each channel name emitted on
+	// (fragments.Names).
+	channelNames *fragments.Names
 	// carried holds another engine's records Carry handed this one, used
 	// while table is nil (carry.go).
 	carried atomic.Pointer[carried]
@@ -236,7 +239,7 @@ func New(spec *config.HAProxyTemplateConfigSpec) (*Engine, error) {
 		return nil, renderError("no configuration", errors.New("render.New: nil spec"))
 	}
 	e := &Engine{names: map[bundle.Kind]map[string]struct{}{bundle.KindMap: {}, bundle.KindFile: {}, bundle.KindCert: {}},
-		parts: fragments.NewParts(0)}
+		parts: fragments.NewParts(0), channelNames: fragments.NewNames(0)}
 	e.sizes.Store(&renderSizes{})
 	extra, err := decodeExtraContext(spec.ExtraContext)
 	if err != nil {

@@ -267,7 +267,8 @@ func (s *renderState) emit(channel, key string, value any) (string, error) {
 	if err := s.Charge("emit", entrySize+int64(len(channel)+len(key))+funcs.StringsSize(v)); err != nil {
 		return "", err
 	}
-	f.Emits = append(f.Emits, fragments.Emission{Channel: channel, Key: key, Value: v})
+	// One copy of the channel's name in every record (fragments.Names).
+	f.Emits = append(f.Emits, fragments.Emission{Channel: s.engine.channelNames.Intern(channel), Key: key, Value: v})
 	return "", nil
 }
 

@@ -14,6 +14,7 @@
 //     stores that stayed at one generation through it, and Reusable, when
 //     a later render may apply a record (every read returns the same
 //     objects now, or objects that render alike).
+//   - names.go: Names, one copy of each channel name emits are given.
 //   - channel.go: Channel, what fragments emitted on one channel (the
 //     first value of each key), closed once read; Base, a channel as the
 //     recording render read it, kept with its Table; SortedFrom, a
