@@ -385,6 +385,9 @@ func (e *Engine) render(ctx context.Context, in Input, reuse bool) (_ *bundle.Bu
 		st.frags.lazy = true
 	}
 	st.sources.slim = !in.Record
+	if !in.Record && st.frags.reuse == nil {
+		st.sources.returned = make(map[unsafe.Pointer]struct{}, st.sources.sizeHint) // a full render's: tracker.resolve
+	}
 	if in.Record {
 		st.frags.recording = fragments.NewTable(in.BaseDir, st.Limit(), in.Stores, int(e.recorded.Load()))
 	}

@@ -50,6 +50,11 @@ type tracker struct {
 	// and Fetch that returned objects, without their keys; see
 	// fragments.Record.Slim).
 	slim bool
+	// returned holds, in a render that keeps no table and applies no
+	// records (a full render), every object a Get or Fetch written down
+	// so far returned: what the source map knows when it replays the log
+	// to that point (see resolve). nil in any other render.
+	returned map[unsafe.Pointer]struct{}
 }
 
 // The tracker is told of every write of an output (budget.Writer).
@@ -83,7 +88,7 @@ const (
 // reset empties the tracker for the next render. The log is not reused: the
 // bundle of the last render may still build its source map from it.
 func (t *tracker) reset() {
-	t.log, t.frag, t.entered, t.moved, t.slim = nil, nil, 0, false, false
+	t.log, t.frag, t.entered, t.moved, t.slim, t.returned = nil, nil, 0, false, false, nil
 }
 
 func (t *tracker) add(e sourceEvent) {
@@ -117,7 +122,51 @@ func (t *tracker) readStore(key string, r fragments.StoreCall) {
 	}
 	if (r.Method == "Get" || r.Method == "Fetch") && len(r.Objs) > 0 {
 		t.add(sourceEvent{kind: evRead, key: key, val: r.Objs})
+		t.noteReturned(r.Objs)
 	}
+}
+
+// noteReturned adds objs to returned (when kept).
+func (t *tracker) noteReturned(objs []map[string]any) {
+	if t.returned == nil {
+		return
+	}
+	for _, o := range objs {
+		if o != nil {
+			t.returned[mapPtr(o)] = struct{}{}
+		}
+	}
+}
+
+// resolve returns, for a fragment's item, what the source map's Enter
+// makes of it at this point of the log (sourcemap.Builder's objectOf):
+// the item itself when a store returned it, else the first of its values
+// (in key order) a store returned, else nothing (nil). Entering that
+// makes the same object current as entering the item, so the log of a
+// render with returned keeps it instead of the item: the values a full
+// render emitted and ran fragments over (dicts of frozen values) are not
+// kept by its bundle.
+func (t *tracker) resolve(item any) any {
+	m, ok := item.(map[string]any)
+	if !ok {
+		return nil
+	}
+	if _, ok := t.returned[mapPtr(m)]; ok {
+		return m
+	}
+	var first string
+	var obj map[string]any
+	for k, v := range m {
+		if vm, ok := v.(map[string]any); ok && vm != nil && (obj == nil || k < first) {
+			if _, ok := t.returned[mapPtr(vm)]; ok {
+				first, obj = k, vm
+			}
+		}
+	}
+	if obj == nil {
+		return nil
+	}
+	return obj
 }
 
 // enter makes elem's object current (objectOf: elem, or the first store
@@ -204,6 +253,14 @@ func (t *tracker) file(relPath string, owner map[string]any) {
 // fragment is called when the record of a fragment for item was applied,
 // its text written at off; ran: the fragment ran in this render.
 func (t *tracker) fragment(item any, rec *fragments.Record, off int, ran bool) {
+	if t.returned != nil {
+		item = t.resolve(item) // before the record's own reads, as replayFragment enters it
+		for _, r := range rec.Reads {
+			if r.Call.Method == "Get" || r.Call.Method == "Fetch" {
+				t.noteReturned(r.Call.Objs)
+			}
+		}
+	}
 	t.add(sourceEvent{kind: evFragment, val: item, rec: rec, n: off, ran: ran, text: rec.Text != ""})
 	t.moved = true
 }
