@@ -70,6 +70,25 @@ type fragmentState struct {
 	reused, ran, alike, carriedReused int
 	// fromTable counts the channels read from the table's (lazy).
 	fromTable int
+	// scratch is the record every fragment of a full render runs into:
+	// applied, then traced (tracker.fragment), never kept.
+	scratch *fragments.Record
+}
+
+// scratchRecord returns the render's scratch record, emptied (its lists
+// keep their room).
+func (f *fragmentState) scratchRecord() *fragments.Record {
+	r := f.scratch
+	if r == nil {
+		f.scratch = &fragments.Record{}
+		return f.scratch
+	}
+	clear(r.Reads)
+	clear(r.Emits)
+	clear(r.Files)
+	clear(r.Warnings)
+	*r = fragments.Record{Reads: r.Reads[:0], Emits: r.Emits[:0], Files: r.Files[:0], Warnings: r.Warnings[:0]}
+	return r
 }
 
 // reset forgets the render's fragment state.
@@ -174,7 +193,7 @@ func (s *renderState) fragment(name, key string, item any) error {
 	if err := s.applyFragment(item, rec, ran, s.frags.check.Found); err != nil {
 		return err
 	}
-	if ran && s.frags.recording == nil {
+	if ran && s.frags.recording == nil && rec != s.frags.scratch {
 		// No table keeps it: only the source map reads it now (and a
 		// materialize of lazy channels, its emits).
 		rec.Slim(s.frags.lazy)
@@ -191,11 +210,16 @@ func (s *renderState) runFragment(name, key string, item any) (*fragments.Record
 		return nil, fmt.Errorf("fragments %q: %w", name, err)
 	}
 	dot := map[string]any{"item": frozen, "key": key, "resources": s.root["resources"], "extraContext": s.root["extraContext"]}
-	s.sources.enter(item, nil)
+	s.sources.enter(item)
 	keep := s.frags.recording != nil
-	rec := &fragments.Record{}
-	if keep {
-		rec.Item = item
+	var rec *fragments.Record
+	switch {
+	case keep:
+		rec = &fragments.Record{Item: item}
+	case s.sources.traces():
+		rec = s.frags.scratchRecord() // traced, never kept (tracker.fragment)
+	default:
+		rec = &fragments.Record{}
 	}
 	buf := s.Capture()
 	depth, before, scratch := s.depth, s.frags.ownedBefore, s.Scratch()

@@ -63,13 +63,28 @@ var _ budget.Tracker = (*tracker)(nil)
 // sourceEvent is one call written down.
 type sourceEvent struct {
 	kind eventKind
-	ran  bool   // fragment: the fragment ran (its record is not a reused one)
-	text bool   // fragment: the record wrote text
-	n    int    // write, fragment: the output offset; unwind: objects entered
-	key  string // read: store key; finish, file: the file's path
-	val  any    // read: the objects ([]map[string]any); enter, fragment: the element; file: the owner; finish: the text
-	rec  *fragments.Record
-	ref  *bundle.ObjectRef // enter: the element's name when it is the object
+	ran  bool              // fragment: the fragment ran (its record is not a reused one)
+	text bool              // fragment: the record wrote text
+	n    int               // write, fragment: the output offset; unwind: objects entered
+	key  string            // read: store key; finish, file: the file's path
+	val  any               // read: the objects ([]map[string]any); enter, fragment: the element; file: the owner; finish: the text
+	rec  *fragments.Record // fragment: its record (nil: tr)
+	tr   *fragTrace        // fragment: what the source map reads of it, when the render traced it
+}
+
+// fragTrace is what the source map reads of a fragment a full render ran
+// (tracker.fragment), without its record (the render runs each fragment
+// into one scratch record, fragment.go): the objects its Gets and Fetches
+// returned, by store, in order, and its files.
+type fragTrace struct {
+	objs  []storeObject
+	files []fragments.AddedFile
+}
+
+// storeObject is an object a store returned.
+type storeObject struct {
+	store string
+	obj   map[string]any
 }
 
 type eventKind uint8
@@ -126,6 +141,10 @@ func (t *tracker) readStore(key string, r fragments.StoreCall) {
 	}
 }
 
+// traces reports whether the render is a full one, which logs a
+// fragment's trace, not its record (fragment).
+func (t *tracker) traces() bool { return t.returned != nil }
+
 // noteReturned adds objs to returned (when kept).
 func (t *tracker) noteReturned(objs []map[string]any) {
 	if t.returned == nil {
@@ -170,12 +189,11 @@ func (t *tracker) resolve(item any) any {
 }
 
 // enter makes elem's object current (objectOf: elem, or the first store
-// object among a dict's values; none when neither); leave ends it. ref
-// names elem when elem is the object and its name is known. Inside a
+// object among a dict's values; none when neither); leave ends it. Inside a
 // fragment both do nothing: everything a fragment does is its object's.
-func (t *tracker) enter(elem any, ref *bundle.ObjectRef) {
+func (t *tracker) enter(elem any) {
 	if t.frag == nil {
-		t.add(sourceEvent{kind: evEnter, val: elem, ref: ref})
+		t.add(sourceEvent{kind: evEnter, val: elem})
 		t.entered++
 		t.moved = true
 	}
@@ -253,15 +271,36 @@ func (t *tracker) file(relPath string, owner map[string]any) {
 // fragment is called when the record of a fragment for item was applied,
 // its text written at off; ran: the fragment ran in this render.
 func (t *tracker) fragment(item any, rec *fragments.Record, off int, ran bool) {
-	if t.returned != nil {
-		item = t.resolve(item) // before the record's own reads, as replayFragment enters it
-		for _, r := range rec.Reads {
-			if r.Call.Method == "Get" || r.Call.Method == "Fetch" {
-				t.noteReturned(r.Call.Objs)
+	e := sourceEvent{kind: evFragment, n: off, ran: ran, text: rec.Text != ""}
+	if t.returned == nil {
+		e.val, e.rec = item, rec
+		t.add(e)
+		t.moved = true
+		return
+	}
+	// A full render: the object the item names (before the record's own
+	// reads, as replayFragment enters it), and the trace of the record,
+	// which is the render's scratch record.
+	e.val = t.resolve(item)
+	var tr fragTrace
+	for _, r := range rec.Reads {
+		if r.Call.Method == "Get" || r.Call.Method == "Fetch" {
+			t.noteReturned(r.Call.Objs)
+			for _, o := range r.Call.Objs {
+				if tr.objs == nil {
+					tr.objs = make([]storeObject, 0, len(rec.Reads))
+				}
+				tr.objs = append(tr.objs, storeObject{store: r.Store, obj: o})
 			}
 		}
 	}
-	t.add(sourceEvent{kind: evFragment, val: item, rec: rec, n: off, ran: ran, text: rec.Text != ""})
+	if len(rec.Files) > 0 {
+		tr.files = slices.Clone(rec.Files)
+	}
+	if tr.objs != nil || tr.files != nil {
+		e.tr = &tr
+	}
+	t.add(e)
 	t.moved = true
 }
 
@@ -299,7 +338,7 @@ func replay(sm *sourcemap.Builder, log []sourceEvent) {
 				sm.Returned(e.key, o, nil)
 			}
 		case evEnter:
-			sm.Enter(e.val, e.ref)
+			sm.Enter(e.val, nil)
 		case evLeave:
 			sm.Leave()
 		case evUnwind:
@@ -312,6 +351,10 @@ func replay(sm *sourcemap.Builder, log []sourceEvent) {
 			owner, _ := e.val.(map[string]any)
 			sm.File(e.key, owner)
 		case evFragment:
+			if e.rec == nil {
+				replayTrace(sm, e.val, e.tr, e.n, e.text)
+				continue
+			}
 			replayFragment(sm, e.val, e.rec, e.n, e.text)
 		}
 	}
@@ -333,6 +376,26 @@ func replayFragment(sm *sourcemap.Builder, item any, rec *fragments.Record, off 
 	}
 	for _, f := range rec.Files {
 		sm.File(relPath(f.Kind, f.Name), f.Owner)
+	}
+	sm.Leave()
+}
+
+// replayTrace makes the calls replayFragment makes for the fragment tr
+// traces (nil: it read nothing and added no file).
+func replayTrace(sm *sourcemap.Builder, item any, tr *fragTrace, off int, wrote bool) {
+	sm.Enter(item, nil)
+	if tr != nil {
+		for _, o := range tr.objs {
+			sm.Returned(o.store, o.obj, nil)
+		}
+	}
+	if wrote {
+		sm.Wrote(off)
+	}
+	if tr != nil {
+		for _, f := range tr.files {
+			sm.File(relPath(f.Kind, f.Name), f.Owner)
+		}
 	}
 	sm.Leave()
 }
