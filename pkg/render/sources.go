@@ -25,7 +25,12 @@ import (
 // writes, outputs, files, fragments), and the bundle builds it from them on
 // first use (package sourcemap's Builder, replaying the calls in the
 // same order). A failed
-// render builds it at once to attribute its error.
+// render builds it at once to attribute its error. The bundle keeps the
+// log until then, so the log keeps no more than the replay reads: a
+// render that keeps no table of records slims each record it ran once
+// applied (fragments.Record.Slim), and a full render logs for each
+// fragment only a trace of it (fragTrace) and the object its item names
+// (tracker.resolve), not the item.
 
 // tracker writes down the source map calls of one render. One render uses
 // it from one goroutine.
