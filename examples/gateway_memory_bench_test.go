@@ -31,12 +31,16 @@ import (
 // every HTTPRoute was replaced by a copy (as the informers replace them
 // when the controller writes their status), as the live loop keeps it:
 // the engine's records and that render's bundle (again-B/route,
-// again-inuse/live). It reports the live heap after a collection, in
+// again-inuse/live); then what the bundle of a full render that records
+// nothing keeps beside them (full-B/route: the shadow checks render two
+// such and keep the first while rendering the second, an admission keeps
+// its own while it checks it). It reports the live heap after a collection, in
 // bytes per route (stores-B/route, render-B/route), and the heap's spans
 // in use over the live heap then (inuse/live: how much the pages holding
 // live objects hold besides them; RSS at rest is about the spans in use,
 // as a forced collection returns only empty pages); HTC_HEAP_PROFILE=file
-// also writes the heap profile then, HTC_HEAP_ROUTES=n takes n routes.
+// also writes the heap profile then (and file.again, file.full after the
+// second and the full render), HTC_HEAP_ROUTES=n takes n routes.
 func BenchmarkGatewayRetainedHeap(b *testing.B) {
 	n := 10000
 	if v, err := strconv.Atoi(os.Getenv("HTC_HEAP_ROUTES")); err == nil && v > 0 {
@@ -59,12 +63,7 @@ func BenchmarkGatewayRetainedHeap(b *testing.B) {
 		rendered := liveHeap()
 		var m runtime.MemStats
 		runtime.ReadMemStats(&m) // after liveHeap's collection
-		if f := os.Getenv("HTC_HEAP_PROFILE"); f != "" {
-			out, err := os.Create(f)
-			require.NoError(b, err)
-			require.NoError(b, pprof.Lookup("heap").WriteTo(out, 0))
-			require.NoError(b, out.Close())
-		}
+		writeHeapProfile(b, "")
 		runtime.KeepAlive(bundle) // measured above
 		// The controller's live rounds render again after it wrote every
 		// route's status (each route replaced by a copy), and keep only
@@ -77,14 +76,37 @@ func BenchmarkGatewayRetainedHeap(b *testing.B) {
 		again := liveHeap()
 		var m2 runtime.MemStats
 		runtime.ReadMemStats(&m2)
+		writeHeapProfile(b, ".again")
+		// A full render that records nothing (the shadow checks', which
+		// keep one bundle while they render the next; an admission's)
+		// leaves its bundle: what it keeps beside the live state.
+		ctx, cancel = context.WithTimeout(context.Background(), 10*time.Minute)
+		full, err := e.Render(ctx, htcrender.Input{Stores: store.ReadOnly(stores), BaseDir: "/etc/haproxy", Full: true})
+		cancel()
+		require.NoError(b, err)
+		fullHeap := liveHeap()
+		writeHeapProfile(b, ".full")
+		runtime.KeepAlive(full)
 		b.ReportMetric(float64(storesHeap-before)/float64(n), "stores-B/route")
 		b.ReportMetric(float64(rendered-storesHeap)/float64(n), "render-B/route")
 		b.ReportMetric(float64(m.HeapInuse)/float64(m.HeapAlloc), "inuse/live")
 		b.ReportMetric(float64(again-storesHeap)/float64(n), "again-B/route")
 		b.ReportMetric(float64(m2.HeapInuse)/float64(m2.HeapAlloc), "again-inuse/live")
+		b.ReportMetric(float64(fullHeap-again)/float64(n), "full-B/route")
 		runtime.KeepAlive(bundle)
 		runtime.KeepAlive(stores)
 		runtime.KeepAlive(e)
+	}
+}
+
+// writeHeapProfile writes the heap profile to HTC_HEAP_PROFILE's file
+// with suffix, when it is set.
+func writeHeapProfile(b *testing.B, suffix string) {
+	if f := os.Getenv("HTC_HEAP_PROFILE"); f != "" {
+		out, err := os.Create(f + suffix)
+		require.NoError(b, err)
+		require.NoError(b, pprof.Lookup("heap").WriteTo(out, 0))
+		require.NoError(b, out.Close())
 	}
 }
 

@@ -54,7 +54,7 @@ func (s *renderState) each(v any) (any, error) {
 // within runs body with e's object current, when it has one (see
 // sourcemap.Builder.Enter).
 func (s *renderState) within(e any, body func() bool) bool {
-	s.sources.enter(e, nil)
+	s.sources.enter(e)
 	more := body()
 	s.sources.leave() // a template error leaves it current (see unwinding)
 	return more

@@ -57,6 +57,9 @@ type Engine struct {
 	// parts keeps one copy of equal values emitted in renders that may
 	// reuse records (fragments.Parts).
 	parts *fragments.Parts
+	// channelNames keeps one copy of each channel name emitted on
+	// (fragments.Names).
+	channelNames *fragments.Names
 	// carried holds another engine's records Carry handed this one, used
 	// while table is nil (carry.go).
 	carried atomic.Pointer[carried]
@@ -236,7 +239,7 @@ func New(spec *config.HAProxyTemplateConfigSpec) (*Engine, error) {
 		return nil, renderError("no configuration", errors.New("render.New: nil spec"))
 	}
 	e := &Engine{names: map[bundle.Kind]map[string]struct{}{bundle.KindMap: {}, bundle.KindFile: {}, bundle.KindCert: {}},
-		parts: fragments.NewParts(0)}
+		parts: fragments.NewParts(0), channelNames: fragments.NewNames(0)}
 	e.sizes.Store(&renderSizes{})
 	extra, err := decodeExtraContext(spec.ExtraContext)
 	if err != nil {
@@ -380,6 +383,10 @@ func (e *Engine) render(ctx context.Context, in Input, reuse bool) (_ *bundle.Bu
 	if reuse && t != nil && t.BaseDir == in.BaseDir && t.Limit == st.Limit() {
 		st.frags.reuse, st.frags.check, st.frags.exact, st.frags.carried = t, st.reuseCheck(t, in.Stores), in.ExactReads, same
 		st.frags.lazy = true
+	}
+	st.sources.slim = !in.Record
+	if !in.Record && st.frags.reuse == nil {
+		st.sources.returned = make(map[unsafe.Pointer]struct{}, st.sources.sizeHint) // a full render's: tracker.resolve
 	}
 	if in.Record {
 		st.frags.recording = fragments.NewTable(in.BaseDir, st.Limit(), in.Stores, int(e.recorded.Load()))

@@ -70,6 +70,25 @@ type fragmentState struct {
 	reused, ran, alike, carriedReused int
 	// fromTable counts the channels read from the table's (lazy).
 	fromTable int
+	// scratch is the record every fragment of a full render runs into:
+	// applied, then traced (tracker.fragment), never kept.
+	scratch *fragments.Record
+}
+
+// scratchRecord returns the render's scratch record, emptied (its lists
+// keep their room).
+func (f *fragmentState) scratchRecord() *fragments.Record {
+	r := f.scratch
+	if r == nil {
+		f.scratch = &fragments.Record{}
+		return f.scratch
+	}
+	clear(r.Reads)
+	clear(r.Emits)
+	clear(r.Files)
+	clear(r.Warnings)
+	*r = fragments.Record{Reads: r.Reads[:0], Emits: r.Emits[:0], Files: r.Files[:0], Warnings: r.Warnings[:0]}
+	return r
 }
 
 // reset forgets the render's fragment state.
@@ -171,7 +190,15 @@ func (s *renderState) fragment(name, key string, item any) error {
 	if s.frags.recording != nil {
 		s.frags.recording.Add(k, rec)
 	}
-	return s.applyFragment(item, rec, ran, s.frags.check.Found)
+	if err := s.applyFragment(item, rec, ran, s.frags.check.Found); err != nil {
+		return err
+	}
+	if ran && s.frags.recording == nil && rec != s.frags.scratch {
+		// No table keeps it: only the source map reads it now (and a
+		// materialize of lazy channels, its emits).
+		rec.Slim(s.frags.lazy)
+	}
+	return nil
 }
 
 // runFragment runs NAME for item and returns its record. The item's object
@@ -183,8 +210,17 @@ func (s *renderState) runFragment(name, key string, item any) (*fragments.Record
 		return nil, fmt.Errorf("fragments %q: %w", name, err)
 	}
 	dot := map[string]any{"item": frozen, "key": key, "resources": s.root["resources"], "extraContext": s.root["extraContext"]}
-	s.sources.enter(item, nil)
-	rec := &fragments.Record{Item: item}
+	s.sources.enter(item)
+	keep := s.frags.recording != nil
+	var rec *fragments.Record
+	switch {
+	case keep:
+		rec = &fragments.Record{Item: item}
+	case s.sources.traces():
+		rec = s.frags.scratchRecord() // traced, never kept (tracker.fragment)
+	default:
+		rec = &fragments.Record{}
+	}
 	buf := s.Capture()
 	depth, before, scratch := s.depth, s.frags.ownedBefore, s.Scratch()
 	s.depth, s.frags.ownedBefore, s.sources.frag = 0, s.ownSeq, rec
@@ -195,8 +231,15 @@ func (s *renderState) runFragment(name, key string, item any) (*fragments.Record
 	if err != nil {
 		return nil, &fragmentError{name: name, err: err}
 	}
-	s.sources.leave()
-	rec.Text, rec.Scratch = buf.String(), scratch-s.Scratch()
+	s.sources.ran()
+	rec.Scratch = scratch - s.Scratch()
+	if !keep {
+		// Applied once, then slimmed (fragment): the capture's own bytes,
+		// which nothing writes to any more, not a copy.
+		rec.Text = unsafe.String(unsafe.SliceData(buf.Bytes()), buf.Len())
+		return rec, nil
+	}
+	rec.Text = buf.String()
 	rec.Trim()
 	return rec, nil
 }
@@ -237,14 +280,19 @@ func (s *renderState) emit(channel, key string, value any) (string, error) {
 	if f == nil {
 		return "", errors.New("emit: only a fragment may emit (see fragments)")
 	}
-	v, err := fragments.Freeze(value, s.isOwned, &f.Held, s.frags.parts)
+	held := &f.Held // what Table.Reusable checks: only a kept record needs it
+	if s.frags.recording == nil {
+		held = nil
+	}
+	v, err := fragments.Freeze(value, s.isOwned, held, s.frags.parts)
 	if err != nil {
 		return "", fmt.Errorf("emit %q %q: %w", channel, key, err)
 	}
 	if err := s.Charge("emit", entrySize+int64(len(channel)+len(key))+funcs.StringsSize(v)); err != nil {
 		return "", err
 	}
-	f.Emits = append(f.Emits, fragments.Emission{Channel: channel, Key: key, Value: v})
+	// One copy of the channel's name in every record (fragments.Names).
+	f.Emits = append(f.Emits, fragments.Emission{Channel: s.engine.channelNames.Intern(channel), Key: key, Value: v})
 	return "", nil
 }
 

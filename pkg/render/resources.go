@@ -113,7 +113,7 @@ func (s *ResourceStore) Each(keys ...string) (objectSeq, error) {
 				}
 				continue
 			}
-			s.t.enter(o, nil)
+			s.t.enter(o)
 			more := yield(o)
 			s.t.leave()
 			if !more {

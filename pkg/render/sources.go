@@ -25,7 +25,12 @@ import (
 // writes, outputs, files, fragments), and the bundle builds it from them on
 // first use (package sourcemap's Builder, replaying the calls in the
 // same order). A failed
-// render builds it at once to attribute its error.
+// render builds it at once to attribute its error. The bundle keeps the
+// log until then, so the log keeps no more than the replay reads: a
+// render that keeps no table of records slims each record it ran once
+// applied (fragments.Record.Slim), and a full render logs for each
+// fragment only a trace of it (fragTrace) and the object its item names
+// (tracker.resolve), not the item.
 
 // tracker writes down the source map calls of one render. One render uses
 // it from one goroutine.
@@ -45,6 +50,16 @@ type tracker struct {
 	// many objects as its source map names); filesHint how many files it
 	// added.
 	sizeHint, filesHint int
+	// slim: the render keeps no table of fragment records, so a
+	// fragment's record holds only the reads its source map needs (Get
+	// and Fetch that returned objects, without their keys; see
+	// fragments.Record.Slim).
+	slim bool
+	// returned holds, in a render that keeps no table and applies no
+	// records (a full render), every object a Get or Fetch written down
+	// so far returned: what the source map knows when it replays the log
+	// to that point (see resolve). nil in any other render.
+	returned map[unsafe.Pointer]struct{}
 }
 
 // The tracker is told of every write of an output (budget.Writer).
@@ -53,12 +68,28 @@ var _ budget.Tracker = (*tracker)(nil)
 // sourceEvent is one call written down.
 type sourceEvent struct {
 	kind eventKind
-	ran  bool   // fragment: the fragment ran (its record is not a reused one)
-	n    int    // write, fragment: the output offset; unwind: objects entered
-	key  string // read: store key; finish, file: the file's path
-	val  any    // read: the objects ([]map[string]any); enter, fragment: the element; file: the owner; finish: the text
-	rec  *fragments.Record
-	ref  *bundle.ObjectRef // enter: the element's name when it is the object
+	ran  bool              // fragment: the fragment ran (its record is not a reused one)
+	text bool              // fragment: the record wrote text
+	n    int               // write, fragment: the output offset; unwind: objects entered
+	key  string            // read: store key; finish, file: the file's path
+	val  any               // read: the objects ([]map[string]any); enter, fragment: the element; file: the owner; finish: the text
+	rec  *fragments.Record // fragment: its record (nil: tr)
+	tr   *fragTrace        // fragment: what the source map reads of it, when the render traced it
+}
+
+// fragTrace is what the source map reads of a fragment a full render ran
+// (tracker.fragment), without its record (the render runs each fragment
+// into one scratch record, fragment.go): the objects its Gets and Fetches
+// returned, by store, in order, and its files.
+type fragTrace struct {
+	objs  []storeObject
+	files []fragments.AddedFile
+}
+
+// storeObject is an object a store returned.
+type storeObject struct {
+	store string
+	obj   map[string]any
 }
 
 type eventKind uint8
@@ -77,7 +108,7 @@ const (
 // reset empties the tracker for the next render. The log is not reused: the
 // bundle of the last render may still build its source map from it.
 func (t *tracker) reset() {
-	t.log, t.frag, t.entered, t.moved = nil, nil, 0, false
+	t.log, t.frag, t.entered, t.moved, t.slim, t.returned = nil, nil, 0, false, false, nil
 }
 
 func (t *tracker) add(e sourceEvent) {
@@ -99,21 +130,75 @@ func (t *tracker) readStore(key string, r fragments.StoreCall) {
 		return
 	}
 	if t.frag != nil {
+		if t.slim {
+			if (r.Method == "Get" || r.Method == "Fetch") && len(r.Objs) > 0 {
+				r.Keys = nil
+				t.frag.Reads = append(t.frag.Reads, fragments.Read{Store: key, Call: r})
+			}
+			return
+		}
 		t.frag.Reads = append(t.frag.Reads, fragments.Read{Store: key, Call: r})
 		return
 	}
 	if (r.Method == "Get" || r.Method == "Fetch") && len(r.Objs) > 0 {
 		t.add(sourceEvent{kind: evRead, key: key, val: r.Objs})
+		t.noteReturned(r.Objs)
 	}
 }
 
+// traces reports whether the render is a full one, which logs a
+// fragment's trace, not its record (fragment).
+func (t *tracker) traces() bool { return t.returned != nil }
+
+// noteReturned adds objs to returned (when kept).
+func (t *tracker) noteReturned(objs []map[string]any) {
+	if t.returned == nil {
+		return
+	}
+	for _, o := range objs {
+		if o != nil {
+			t.returned[mapPtr(o)] = struct{}{}
+		}
+	}
+}
+
+// resolve returns, for a fragment's item, what the source map's Enter
+// makes of it at this point of the log (sourcemap.Builder's objectOf):
+// the item itself when a store returned it, else the first of its values
+// (in key order) a store returned, else nothing (nil). Entering that
+// makes the same object current as entering the item, so the log of a
+// render with returned keeps it instead of the item: the values a full
+// render emitted and ran fragments over (dicts of frozen values) are not
+// kept by its bundle.
+func (t *tracker) resolve(item any) any {
+	m, ok := item.(map[string]any)
+	if !ok {
+		return nil
+	}
+	if _, ok := t.returned[mapPtr(m)]; ok {
+		return m
+	}
+	var first string
+	var obj map[string]any
+	for k, v := range m {
+		if vm, ok := v.(map[string]any); ok && vm != nil && (obj == nil || k < first) {
+			if _, ok := t.returned[mapPtr(vm)]; ok {
+				first, obj = k, vm
+			}
+		}
+	}
+	if obj == nil {
+		return nil
+	}
+	return obj
+}
+
 // enter makes elem's object current (objectOf: elem, or the first store
-// object among a dict's values; none when neither); leave ends it. ref
-// names elem when elem is the object and its name is known. Inside a
+// object among a dict's values; none when neither); leave ends it. Inside a
 // fragment both do nothing: everything a fragment does is its object's.
-func (t *tracker) enter(elem any, ref *bundle.ObjectRef) {
+func (t *tracker) enter(elem any) {
 	if t.frag == nil {
-		t.add(sourceEvent{kind: evEnter, val: elem, ref: ref})
+		t.add(sourceEvent{kind: evEnter, val: elem})
 		t.entered++
 		t.moved = true
 	}
@@ -125,6 +210,25 @@ func (t *tracker) leave() {
 		t.entered--
 		t.moved = true
 	}
+}
+
+// ran ends the element a fragment that ran without failing entered
+// (runFragment: entered so that a failure inside it is the element's).
+// Nothing is written down while a fragment runs, and applying its record
+// next enters the element again (fragment), so the enter is the last call
+// written down and is taken out instead of closed by a leave: the
+// element's Enter and Leave, back to back, would leave the source map as
+// it was (but for the element's object added to it, which the record's
+// Enter adds at the same point). Otherwise (never expected) it leaves.
+func (t *tracker) ran() {
+	if n := len(t.log); n > 0 && t.log[n-1].kind == evEnter {
+		t.log[n-1] = sourceEvent{}
+		t.log = t.log[:n-1]
+		t.entered--
+		t.moved = true
+		return
+	}
+	t.leave()
 }
 
 // unwinding leaves the objects entered since entered when a panic other
@@ -172,7 +276,36 @@ func (t *tracker) file(relPath string, owner map[string]any) {
 // fragment is called when the record of a fragment for item was applied,
 // its text written at off; ran: the fragment ran in this render.
 func (t *tracker) fragment(item any, rec *fragments.Record, off int, ran bool) {
-	t.add(sourceEvent{kind: evFragment, val: item, rec: rec, n: off, ran: ran})
+	e := sourceEvent{kind: evFragment, n: off, ran: ran, text: rec.Text != ""}
+	if t.returned == nil {
+		e.val, e.rec = item, rec
+		t.add(e)
+		t.moved = true
+		return
+	}
+	// A full render: the object the item names (before the record's own
+	// reads, as replayFragment enters it), and the trace of the record,
+	// which is the render's scratch record.
+	e.val = t.resolve(item)
+	var tr fragTrace
+	for _, r := range rec.Reads {
+		if r.Call.Method == "Get" || r.Call.Method == "Fetch" {
+			t.noteReturned(r.Call.Objs)
+			for _, o := range r.Call.Objs {
+				if tr.objs == nil {
+					tr.objs = make([]storeObject, 0, len(rec.Reads))
+				}
+				tr.objs = append(tr.objs, storeObject{store: r.Store, obj: o})
+			}
+		}
+	}
+	if len(rec.Files) > 0 {
+		tr.files = slices.Clone(rec.Files)
+	}
+	if tr.objs != nil || tr.files != nil {
+		e.tr = &tr
+	}
+	t.add(e)
 	t.moved = true
 }
 
@@ -210,7 +343,7 @@ func replay(sm *sourcemap.Builder, log []sourceEvent) {
 				sm.Returned(e.key, o, nil)
 			}
 		case evEnter:
-			sm.Enter(e.val, e.ref)
+			sm.Enter(e.val, nil)
 		case evLeave:
 			sm.Leave()
 		case evUnwind:
@@ -223,14 +356,18 @@ func replay(sm *sourcemap.Builder, log []sourceEvent) {
 			owner, _ := e.val.(map[string]any)
 			sm.File(e.key, owner)
 		case evFragment:
-			replayFragment(sm, e.val, e.rec, e.n)
+			if e.rec == nil {
+				replayTrace(sm, e.val, e.tr, e.n, e.text)
+				continue
+			}
+			replayFragment(sm, e.val, e.rec, e.n, e.text)
 		}
 	}
 }
 
 // replayFragment makes the calls applying rec, the record of a fragment for item
-// whose text was written at off, made (fragment.go).
-func replayFragment(sm *sourcemap.Builder, item any, rec *fragments.Record, off int) {
+// whose text (when it wrote any) was written at off, made (fragment.go).
+func replayFragment(sm *sourcemap.Builder, item any, rec *fragments.Record, off int, wrote bool) {
 	sm.Enter(item, nil)
 	for _, r := range rec.Reads {
 		if r.Call.Method == "Get" || r.Call.Method == "Fetch" {
@@ -239,11 +376,31 @@ func replayFragment(sm *sourcemap.Builder, item any, rec *fragments.Record, off 
 			}
 		}
 	}
-	if rec.Text != "" {
+	if wrote {
 		sm.Wrote(off)
 	}
 	for _, f := range rec.Files {
 		sm.File(relPath(f.Kind, f.Name), f.Owner)
+	}
+	sm.Leave()
+}
+
+// replayTrace makes the calls replayFragment makes for the fragment tr
+// traces (nil: it read nothing and added no file).
+func replayTrace(sm *sourcemap.Builder, item any, tr *fragTrace, off int, wrote bool) {
+	sm.Enter(item, nil)
+	if tr != nil {
+		for _, o := range tr.objs {
+			sm.Returned(o.store, o.obj, nil)
+		}
+	}
+	if wrote {
+		sm.Wrote(off)
+	}
+	if tr != nil {
+		for _, f := range tr.files {
+			sm.File(relPath(f.Kind, f.Name), f.Owner)
+		}
 	}
 	sm.Leave()
 }

@@ -7,12 +7,14 @@
 // # Map
 //
 //   - record.go: Record, what one fragment did: its text, store reads,
-//     emits, added files and warnings.
+//     emits, added files and warnings; Slim, what is left of it for the
+//     source map of a render that keeps no table.
 //   - reuse.go: Table, the records of one recording render by key (and
 //     in order: FirstEmitters), the channels it read and the
 //     stores that stayed at one generation through it, and Reusable, when
 //     a later render may apply a record (every read returns the same
 //     objects now, or objects that render alike).
+//   - names.go: Names, one copy of each channel name emits are given.
 //   - channel.go: Channel, what fragments emitted on one channel (the
 //     first value of each key), closed once read; Base, a channel as the
 //     recording render read it, kept with its Table; SortedFrom, a

@@ -83,6 +83,26 @@ func (r *Record) Trim() {
 	r.Held = trimmed(r.Held)
 }
 
+// Slim ends the use of r by a render that keeps no table of its records
+// (one that does not record: a full render, an admission's). Once r is
+// applied, that render's source map needs of it only its reads of Get and
+// Fetch that returned objects (the only ones such a render writes in
+// Reads, without their keys), its files, and, while the render's channels
+// are lazy (keepEmits: a later materialize reads them), its emits; the
+// rest goes, so that the bundle, which keeps the source map's calls until
+// it builds it, does not keep it. Only the render that ran the fragment
+// may slim its record: nothing else holds it.
+func (r *Record) Slim(keepEmits bool) {
+	r.Text, r.Item, r.Held, r.Warnings, r.Scratch = "", nil, nil, nil, 0
+	r.Reads = trimmed(r.Reads)
+	r.Files = trimmed(r.Files)
+	if keepEmits {
+		r.Emits = trimmed(r.Emits)
+	} else {
+		r.Emits = nil
+	}
+}
+
 // trimmed returns s in a list of exactly its length (nil when empty), s
 // itself when it has no room left.
 func trimmed[S ~[]E, E any](s S) S {
