@@ -13,6 +13,7 @@ import (
 	"github.com/haproxy-template/htc/internal/contenthash"
 	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/haproxy/policy"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy/inventory"
 	"github.com/haproxy-template/htc/pkg/phase"
 )
 
@@ -91,7 +92,7 @@ func nameHash(name string) uint64 {
 	return h.Sum64()
 }
 
-// cfgParts is haproxy.cfg cut into sections (splitConfig), with which of
+// cfgParts is haproxy.cfg cut into sections (cutConfig), with which of
 // them are addable backend sections (and the defaults section each names),
 // how many sections have each name, and how many frontend, backend and
 // listen sections name each defaults section in their header.
@@ -295,38 +296,90 @@ func addedKey(b *bundle.Bundle, loose map[string]bool, parts *cfgParts) string {
 		Maps: b.Maps, Files: b.Files, Certs: b.Certs}, loose)
 }
 
-// cutConfig cuts cfg into sections and marks the addable backend
-// sections; ok is false when a line starts with '.' (a conditional block
-// or another directive HAProxy reads before sections) or with a quote, a
-// backslash or a '$' (a first word that could read as one), when a line starts
-// with a section keyword of HAProxy 3.0 that splitConfig does not cut at,
-// or when splitConfig refuses cfg.
+// cutConfig cuts cfg into sections at the lines config-parser starts a
+// section at (policy.SectionHeader, as splitConfig) and marks the
+// addable backend sections; ok is false when a line starts with '.' (a
+// conditional block or another directive HAProxy reads before sections)
+// or with a quote, a backslash or a '$' (a first word that could read as
+// one), when a line starts with a section keyword of HAProxy 3.0 that
+// config-parser does not cut at, or when two sections have one kind and
+// name.
 func cutConfig(cfg string) (*cfgParts, bool) {
+	p := &cfgParts{names: make(map[string]int, len(cfg)/128), explicit: make(map[string]int)}
+	seen := make(map[[2]string]bool, len(cfg)/128)
+	cur := &cfgSection{kind: "#"}
+	var words []string // cur's header
+	addable, start, offset := false, 0, 0
+	end := func() {
+		cur.text = cfg[start:offset]
+		p.secs = append(p.secs, cur)
+		p.addable = append(p.addable, addable)
+		from := ""
+		switch cur.kind {
+		case "frontend", "backend", "listen":
+			if len(words) > 2 && words[2] == "from" {
+				from = words[len(words)-1]
+				p.explicit[from]++
+			}
+		}
+		p.from = append(p.from, from)
+	}
 	for _, line := range policy.Lines(cfg) {
 		w := firstWord(line)
 		if w != "" && strings.ContainsRune(".\"'\\$", rune(w[0])) || unsplitSection[w] {
 			return nil, false
 		}
+		if header, isHeader := sectionHeader(line, w); isHeader {
+			end()
+			unnamed := 0
+			cur, words, start = &cfgSection{kind: header[0], name: sectionName(header, &unnamed)}, header, offset
+			if header[0] == "defaults" && len(header) == 1 {
+				cur.name = "" // config-parser counts them; HAProxy does not name them
+			}
+			k := [2]string{cur.kind, cur.name}
+			if cur.name != "" && seen[k] {
+				return nil, false
+			}
+			seen[k] = true
+			p.names[cur.name]++
+			addable = cur.kind == "backend" && len(header) == 4 && header[2] == "from"
+		} else if addable && w != "" && w[0] != '#' {
+			addable = addableLine(lineWords(line))
+		}
+		offset += len(line) + 1
 	}
-	secs, ok := splitConfig(cfg)
-	if !ok {
+	offset = min(offset, len(cfg))
+	end()
+	return p, true
+}
+
+// sectionHeader is policy.SectionHeader(line) (w: line's firstWord),
+// without the tokenizer for a first word of letters, digits, '-', '_'
+// and '.' (which the tokenizer leaves as it is).
+func sectionHeader(line, w string) ([]string, bool) {
+	for i := 0; i < len(w); i++ {
+		if c := w[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return policy.SectionHeader(line)
+		}
+	}
+	if w == "" || !inventory.StartsSection(w) {
 		return nil, false
 	}
-	p := &cfgParts{secs: secs, addable: make([]bool, len(secs)), from: make([]string, len(secs)),
-		names: make(map[string]int, len(secs)), explicit: make(map[string]int)}
-	for i, s := range secs {
-		p.names[s.name]++
-		switch s.kind {
-		case "frontend", "backend", "listen":
-			header, _, _ := strings.Cut(s.text, "\n")
-			if w := policy.Words(header); len(w) > 2 && w[2] == "from" {
-				p.from[i] = w[len(w)-1]
-				p.explicit[p.from[i]]++
-			}
+	return lineWords(line), true
+}
+
+// lineWords are the words of one line as HAProxy reads them: the fields
+// between spaces and tabs when the line has only printable ASCII and
+// nothing the tokenizer reads specially (quotes, escapes, variables,
+// comments), else policy.Words.
+func lineWords(line string) []string {
+	for i := 0; i < len(line); i++ {
+		switch c := line[i]; {
+		case c == '"' || c == '\'' || c == '\\' || c == '$' || c == '#' || (c < 0x21 && c != ' ' && c != '\t') || c > 0x7e:
+			return policy.Words(line)
 		}
-		p.addable[i] = s.kind == "backend" && addableSection(s.text)
 	}
-	return p, true
+	return strings.FieldsFunc(line, func(r rune) bool { return r == ' ' || r == '\t' })
 }
 
 // unsplitSection are HAProxy 3.0's section keywords that config-parser
@@ -342,26 +395,6 @@ func firstWord(line string) string {
 		return line[:i]
 	}
 	return line
-}
-
-// addableSection reports whether a backend section's text (header
-// included) has only what a section checked alone may have.
-func addableSection(text string) bool {
-	header := true
-	for _, line := range policy.Lines(text) {
-		w := policy.Words(line)
-		if header {
-			header = false
-			if len(w) != 4 || w[2] != "from" {
-				return false
-			}
-			continue
-		}
-		if len(w) > 0 && !addableLine(w) {
-			return false
-		}
-	}
-	return true
 }
 
 // addableLine reports whether the words of one line of a backend section

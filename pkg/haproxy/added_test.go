@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/haproxy-template/htc/pkg/haproxy/policy"
 	"github.com/haproxy-template/htc/pkg/phase"
 	"github.com/haproxy-template/htc/pkg/shortcut"
 )
@@ -53,6 +54,10 @@ func TestCutConfigMarksAddableBackendSections(t *testing.T) {
 		assert.Equal(t, tc.addable, parts.addable[last], tc.name)
 		assert.False(t, parts.addable[last-1], "%s: a frontend is never addable", tc.name)
 	}
+	for word, n := range addableServerOption {
+		m, ok := policy.ServerOption(word)
+		assert.True(t, ok && m == n, "server option %s takes %d words, not %d", word, m, n)
+	}
 	for _, tc := range []struct{ name, cfg string }{
 		{"a conditional block", "global\n.if defined(X)\nbackend b\n.endif\n"},
 		{"an indented directive", "global\n    .diag \"x\"\n"},
@@ -62,6 +67,13 @@ func TestCutConfigMarksAddableBackendSections(t *testing.T) {
 	} {
 		_, ok := cutConfig(tc.cfg)
 		assert.False(t, ok, tc.name)
+	}
+	// A first word the tokenizer reads otherwise than as written is read
+	// by it (policy.SectionHeader).
+	for _, cfg := range []string{"global\nbackend#x\n", "global\nbackend\r\n"} {
+		parts, ok := cutConfig(cfg)
+		require.True(t, ok, "%q", cfg)
+		assert.Equal(t, "backend", parts.secs[len(parts.secs)-1].kind, "%q", cfg)
 	}
 }
 
