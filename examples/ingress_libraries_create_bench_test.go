@@ -225,15 +225,16 @@ func mixCreate(k, n int, class string, mapsOnly bool) *unstructured.Unstructured
 }
 
 // writesLines are the classes of make bench-scale's mix
-// (testutil.NginxMixAnnotations) whose new Ingress makes its check run
-// haproxy -c under the ingress-nginx library: a location in the regular
-// expression map, which HAProxy compiles (rewrite-target with
-// use-regex: 5 and 15; a stub haproxy -c checks that map alone), a
-// backend of its own (affinity: 10,
-// backend-protocol: 11; a new Ingress of another class to such an app's
-// Service needs a plain backend, a section too). A
-// whitelist-source-range (7) another Ingress has already adds map
-// entries only (TestNginxMixCreatesThatChangeHAProxyCfg).
+// (testutil.NginxMixAnnotations) whose new Ingress changes haproxy.cfg or
+// a map HAProxy compiles under the ingress-nginx library, so that its
+// check runs haproxy -c on a stub or on the whole bundle: a location in
+// the regular expression map (rewrite-target with use-regex: 5 and 15; a
+// stub haproxy -c checks that map alone), a backend of its own (affinity:
+// 10, backend-protocol: 11; a new Ingress of another class to such an
+// app's Service needs a plain backend, a section too; a stub haproxy -c
+// checks added backend sections alone). A whitelist-source-range (7)
+// another Ingress has already adds map entries only
+// (TestNginxMixCreatesThatChangeHAProxyCfg).
 var writesLines = map[int]bool{5: true, 10: true, 11: true, 15: true}
 
 var ingressesResource = schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"}
