@@ -2,14 +2,17 @@ package haproxy
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/haproxy/policy"
 	"github.com/haproxy-template/htc/pkg/phase"
 	"github.com/haproxy-template/htc/pkg/shortcut"
@@ -211,4 +214,39 @@ func TestCheckAcceptsAddedBackendSectionsAlone(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "full", log(), "an Unreused checker")
 	assert.Zero(t, res.SectionsCheckedAlone)
+}
+
+// Checks running at once, each adding another section to one accepted
+// bundle, each checked alone, while others record their whole runs: the
+// bases stay usable (run with -race).
+func TestAddedSectionsCheckedAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	runs, stubCfg := filepath.Join(dir, "runs"), filepath.Join(dir, "stub.cfg")
+	c := addedFake(t, runs, stubCfg)
+	ws := newTestWorkspace(t)
+	const defs = "defaults backends\n    mode http\n    timeout connect 5s\n    timeout client 30s\n    timeout server 30s\n"
+	const be1 = "backend be1 from backends\n    server s1 127.0.0.1:8091 check\n"
+	bundleWith := func(extra string) *bundle.Bundle {
+		return bundleFor(ws.Dir(), testConfig(defs+be1+extra), testMaps(), nil)
+	}
+	_, err := c.Check(context.Background(), bundleWith(""))
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	alone := make([]int, 16)
+	for i := range alone {
+		wg.Go(func() {
+			extra := fmt.Sprintf("\nbackend be_new%d from backends\n    server s1 127.0.0.1:%d\n", i, 9000+i)
+			if i%5 == 4 { // a changed section: the whole check, recorded (3 of them: the base stays among addedPerKey)
+				extra = fmt.Sprintf("    server s%d 127.0.0.1:%d\n", i+2, 9000+i)
+			}
+			res, err := c.Check(context.Background(), bundleWith(extra))
+			if assert.NoError(t, err) {
+				alone[i] = res.SectionsCheckedAlone
+			}
+		})
+	}
+	wg.Wait()
+	for i, n := range alone {
+		assert.Equal(t, map[bool]int{true: 0, false: 1}[i%5 == 4], n, "check %d", i)
+	}
 }
