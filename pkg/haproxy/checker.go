@@ -105,6 +105,7 @@ type Checker struct {
 	cache       *parseCache        // nil when disabled
 	passed      *passedRuns        // bundles haproxy -c accepted (see passedRuns); nil: none reused
 	added       *addedRuns         // their haproxy.cfg, for added backend sections (added.go); nil: none
+	parsed      *parsedConfigs     // syntax and schema outcomes by haproxy.cfg (parsememo.go); nil: none kept
 	shortcuts   *shortcut.Switches // its MapOnly off: passed is not used
 	version     *knownVersion      // its HAProxy's version, once a policy check needed it
 	chunkBytes  int                // maxChunkBytes; smaller in tests
@@ -161,6 +162,7 @@ func NewChecker(opts Options) (*Checker, error) {
 		cache:       cache,
 		passed:      newPassedRuns(DefaultPassedEntries),
 		added:       newAddedRuns(),
+		parsed:      newParsedConfigs(),
 		version:     &knownVersion{},
 		shortcuts:   opts.Shortcuts,
 		haproxyPath: resolved,
@@ -262,7 +264,7 @@ func (c *Checker) Check(ctx context.Context, b *bundle.Bundle) (*Result, error) 
 	}
 	if ok {
 		res.SemanticReused = true
-		parseErr := c.parsePhases(ctx, b, res)
+		parseErr := c.parsePhasesMemo(ctx, b, res)
 		if parseErr != nil && !isFinding(parseErr) {
 			return res, parseErr
 		}
@@ -295,7 +297,7 @@ func (c *Checker) Check(ctx context.Context, b *bundle.Bundle) (*Result, error) 
 		warnings, _, err := c.runHAProxy(semCtx, dir)
 		semantic <- semanticResult{warnings, err, time.Since(start)}
 	}()
-	parseErr := c.parsePhases(ctx, b, res)
+	parseErr := c.parsePhasesMemo(ctx, b, res)
 	if parseErr != nil && !isFinding(parseErr) {
 		stopSemantic() // the parse phases ran out of time: so does the check
 		<-semantic
