@@ -40,9 +40,11 @@ import (
 //     per CREATE, the share of CREATEs that ran haproxy -c on the whole
 //     bundle (semantic-share: their haproxy.cfg is not the live one's),
 //     the share whose regular expression maps a stub haproxy -c checked
-//     alone instead (alone-share), and the mean wall time of those that
-//     ran neither (maps-only-ms), of those that ran the stub (alone-ms)
-//     and of those that ran haproxy -c (haproxy-c-ms);
+//     alone instead (alone-share), the share whose added backend sections
+//     a stub haproxy -c checked alone (sections-share), and the mean wall
+//     time of those that ran none (maps-only-ms), of those that ran a
+//     stub (alone-ms, sections-ms) and of those that ran haproxy -c
+//     (haproxy-c-ms);
 //
 //   - admit-maps-only: the same with CREATEs of the mix's classes that
 //     write no line (writesLines) to backends without settings of their
@@ -102,9 +104,10 @@ func BenchmarkIngressLibrariesCreate(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/mix/ingresses=%d/%s", lib.name, n, name), func(b *testing.B) {
 				phases := map[phase.Phase]time.Duration{}
 				// CREATEs whose haproxy.cfg is the live one's (maps only), the
-				// others, and those whose maps a stub checked alone
-				var took [3]time.Duration
-				var count [3]int
+				// others, those whose maps a stub checked alone, and those whose
+				// added backend sections a stub checked alone
+				var took [4]time.Duration
+				var count [4]int
 				cpu := processCPU()
 				for b.Loop() {
 					req := admission.Request{Change: watched.Change{Resource: ingressesResource, Operation: store.Create, Object: create(mapsOnly)}}
@@ -120,6 +123,8 @@ func BenchmarkIngressLibrariesCreate(b *testing.B) {
 						ran = 1
 					} else if r.Trace.MapsCheckedAlone > 0 {
 						ran = 2
+					} else if r.Trace.SectionsCheckedAlone > 0 {
+						ran = 3
 					}
 					took[ran] += t
 					count[ran]++
@@ -130,7 +135,8 @@ func BenchmarkIngressLibrariesCreate(b *testing.B) {
 				}
 				b.ReportMetric(float64(count[1])/float64(b.N), "semantic-share")
 				b.ReportMetric(float64(count[2])/float64(b.N), "alone-share")
-				for i, name := range []string{"maps-only-ms", "haproxy-c-ms", "alone-ms"} {
+				b.ReportMetric(float64(count[3])/float64(b.N), "sections-share")
+				for i, name := range []string{"maps-only-ms", "haproxy-c-ms", "alone-ms", "sections-ms"} {
 					if count[i] > 0 {
 						b.ReportMetric(float64(took[i])/float64(time.Millisecond)/float64(count[i]), name)
 					}
@@ -219,15 +225,16 @@ func mixCreate(k, n int, class string, mapsOnly bool) *unstructured.Unstructured
 }
 
 // writesLines are the classes of make bench-scale's mix
-// (testutil.NginxMixAnnotations) whose new Ingress makes its check run
-// haproxy -c under the ingress-nginx library: a location in the regular
-// expression map, which HAProxy compiles (rewrite-target with
-// use-regex: 5 and 15; a stub haproxy -c checks that map alone), a
-// backend of its own (affinity: 10,
-// backend-protocol: 11; a new Ingress of another class to such an app's
-// Service needs a plain backend, a section too). A
-// whitelist-source-range (7) another Ingress has already adds map
-// entries only (TestNginxMixCreatesThatChangeHAProxyCfg).
+// (testutil.NginxMixAnnotations) whose new Ingress changes haproxy.cfg or
+// a map HAProxy compiles under the ingress-nginx library, so that its
+// check runs haproxy -c on a stub or on the whole bundle: a location in
+// the regular expression map (rewrite-target with use-regex: 5 and 15; a
+// stub haproxy -c checks that map alone), a backend of its own (affinity:
+// 10, backend-protocol: 11; a new Ingress of another class to such an
+// app's Service needs a plain backend, a section too; a stub haproxy -c
+// checks added backend sections alone). A whitelist-source-range (7)
+// another Ingress has already adds map entries only
+// (TestNginxMixCreatesThatChangeHAProxyCfg).
 var writesLines = map[int]bool{5: true, 10: true, 11: true, 15: true}
 
 var ingressesResource = schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"}

@@ -71,6 +71,9 @@ type Trace struct {
 	// MapsCheckedAlone is how many maps a stub configuration accepted
 	// instead (haproxy.Result.MapsCheckedAlone).
 	MapsCheckedAlone int
+	// SectionsCheckedAlone is how many added backend sections a stub
+	// configuration accepted instead (haproxy.Result.SectionsCheckedAlone).
+	SectionsCheckedAlone int
 }
 
 // CheckOptions tune one check.
@@ -182,6 +185,7 @@ func (p *Pipeline) renderAndCheck(ctx context.Context, stores store.Set, opts Ch
 			}
 		}
 		v.Warnings, t.Overruled, t.SemanticReused, t.MapsCheckedAlone = res.Warnings, res.Overruled, res.SemanticReused, res.MapsCheckedAlone
+		t.SectionsCheckedAlone = res.SectionsCheckedAlone
 	}
 	return err
 }

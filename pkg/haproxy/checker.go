@@ -78,12 +78,17 @@ type Result struct {
 	// SemanticReused reports that haproxy -c did not run on the bundle:
 	// it differs from one it accepted only in maps it reads as plain
 	// strings (string keys and values), whose content it accepts whatever
-	// it is, and in maps it accepted alone (MapsCheckedAlone). Warnings
-	// are that run's.
+	// it is, and in maps it accepted alone (MapsCheckedAlone), or (with no
+	// warning) only in backend sections it accepted alone
+	// (SectionsCheckedAlone). Warnings are that run's.
 	SemanticReused bool
 	// MapsCheckedAlone is how many maps haproxy -c accepted in a stub
 	// configuration instead (see Checker.acceptedAlone); 0 when none.
 	MapsCheckedAlone int
+	// SectionsCheckedAlone is how many added backend sections haproxy -c
+	// accepted in a stub configuration instead (see
+	// Checker.acceptedAdded); 0 when none.
+	SectionsCheckedAlone int
 	// Durations holds how long each phase that ran took.
 	Durations map[phase.Phase]time.Duration
 }
@@ -99,6 +104,8 @@ type Checker struct {
 	allowed     []string
 	cache       *parseCache        // nil when disabled
 	passed      *passedRuns        // bundles haproxy -c accepted (see passedRuns); nil: none reused
+	added       *addedRuns         // their haproxy.cfg, for added backend sections (added.go); nil: none
+	parsed      *parsedConfigs     // syntax and schema outcomes by haproxy.cfg (parsememo.go); nil: none kept
 	shortcuts   *shortcut.Switches // its MapOnly off: passed is not used
 	version     *knownVersion      // its HAProxy's version, once a policy check needed it
 	chunkBytes  int                // maxChunkBytes; smaller in tests
@@ -154,6 +161,8 @@ func NewChecker(opts Options) (*Checker, error) {
 		active:      &sync.WaitGroup{},
 		cache:       cache,
 		passed:      newPassedRuns(DefaultPassedEntries),
+		added:       newAddedRuns(),
+		parsed:      newParsedConfigs(),
 		version:     &knownVersion{},
 		shortcuts:   opts.Shortcuts,
 		haproxyPath: resolved,
@@ -190,7 +199,7 @@ func (c *Checker) WithShortcuts(s *shortcut.Switches) *Checker {
 // (package shadow) checks with it.
 func (c *Checker) Unreused() *Checker {
 	out := *c
-	out.passed = nil
+	out.passed, out.added = nil, nil
 	return &out
 }
 
@@ -246,9 +255,16 @@ func (c *Checker) Check(ctx context.Context, b *bundle.Bundle) (*Result, error) 
 			c.passed.add(key, warnings)
 		}
 	}
+	var added addedProbe // "" key: neither reused nor recorded
+	if !ok && mapOnly && c.added != nil {
+		if added = probeAdded(b, scan.LooseMaps); c.acceptedAdded(ctx, b, added, res) {
+			warnings, ok = nil, true
+			c.passed.add(key, warnings)
+		}
+	}
 	if ok {
 		res.SemanticReused = true
-		parseErr := c.parsePhases(ctx, b, res)
+		parseErr := c.parsePhasesMemo(ctx, b, res)
 		if parseErr != nil && !isFinding(parseErr) {
 			return res, parseErr
 		}
@@ -281,7 +297,7 @@ func (c *Checker) Check(ctx context.Context, b *bundle.Bundle) (*Result, error) 
 		warnings, _, err := c.runHAProxy(semCtx, dir)
 		semantic <- semanticResult{warnings, err, time.Since(start)}
 	}()
-	parseErr := c.parsePhases(ctx, b, res)
+	parseErr := c.parsePhasesMemo(ctx, b, res)
 	if parseErr != nil && !isFinding(parseErr) {
 		stopSemantic() // the parse phases ran out of time: so does the check
 		<-semantic
@@ -292,6 +308,7 @@ func (c *Checker) Check(ctx context.Context, b *bundle.Bundle) (*Result, error) 
 	if sr.err == nil {
 		c.passed.add(key, sr.warnings)
 		c.passed.add(keyAlone, sr.warnings)
+		c.added.record(added, sr.warnings)
 	}
 	return c.combine(ctx, res, parseErr, sr.warnings, sr.err)
 }

@@ -23,7 +23,9 @@
 //     in maps HAProxy reads as plain strings is accepted without a run
 //     (passed.go), and one that also differs in maps read only by
 //     map_reg or map_regm is accepted when a stub configuration that
-//     loads only those maps passes (alone.go).
+//     loads only those maps passes (alone.go), and one whose haproxy.cfg
+//     is an accepted one's with backend sections added when a stub
+//     configuration of those sections passes (added.go).
 //
 // The syntax and schema phases parse while haproxy -c runs; their
 // findings are only reported when haproxy -c confirms them (checker.go).
@@ -33,6 +35,7 @@
 // simplify.go) and whose Err is one of *policy.Error, *SyntaxError,
 // *SchemaError or *SemanticError with the individual findings.
 //
-// The parsed sections and the accepted haproxy -c runs are cached;
+// The parsed sections, the syntax and schema outcomes of a haproxy.cfg
+// (parsememo.go) and the accepted haproxy -c runs are cached;
 // docs/caches.md lists every cache on the path.
 package haproxy

@@ -8,7 +8,9 @@
 //	         that run (haproxy.Result.SemanticReused), and so does one
 //	         that also differs in maps read only by map_reg or map_regm
 //	         once a stub haproxy -c of those maps alone accepts them
-//	         (haproxy.Result.MapsCheckedAlone)
+//	         (haproxy.Result.MapsCheckedAlone), and one whose haproxy.cfg
+//	         has backend sections added once a stub haproxy -c of those
+//	         sections accepts them (haproxy.Result.SectionsCheckedAlone)
 //	ReadSet  the read-set skip: a change that leaves every field the
 //	         templates read as it was is admitted without rendering
 //	         (dryrun.Pipeline.RendersAlike), and, stored by an informer,
