@@ -64,7 +64,7 @@ func TestCheckRelocatesTheBundle(t *testing.T) {
 	require.NoError(t, err)
 	second := c.ParseCacheStats()
 	assert.Zero(t, second.Misses-first.Misses, "an equal bundle parses from the cache in a new workspace")
-	assert.Positive(t, second.Hits-first.Hits)
+	assert.Zero(t, second.Hits-first.Hits, "answered by the outcome kept for its haproxy.cfg (parsedConfigs)")
 
 	entries, err := os.ReadDir(parent)
 	require.NoError(t, err)
