@@ -109,15 +109,32 @@ func ParseCachedExact(text string, old Cache, share *watched.ShareTable) ([]Docu
 }
 
 func parseCached(text string, old Cache, share *watched.ShareTable, mayKeep bool) ([]Document, Cache, error) {
+	docs, _, next, err := parseFrom(text, old, share, mayKeep, false)
+	return docs, next, err
+}
+
+// ParseDecodings is ParseCached (ParseCachedExact when exact), also
+// returning, for each document, the decoding it is a copy of: the entry of
+// old or of the cache returned that holds its text (see ResolveKept).
+func ParseDecodings(text string, old Cache, share *watched.ShareTable, exact bool) (docs []Document, from []*Document, next Cache, err error) {
+	return parseFrom(text, old, share, !exact, true)
+}
+
+// parseFrom is parseCached, with the decodings when withFrom.
+func parseFrom(text string, old Cache, share *watched.ShareTable, mayKeep, withFrom bool) ([]Document, []*Document, Cache, error) {
 	chunks := split(text, len(old))
 	// Room for every chunk: at 10,000 documents, growing docs step by
 	// step allocated twice its final size each parse.
 	docs := make([]Document, 0, len(chunks))
+	var from []*Document
+	if withFrom {
+		from = make([]*Document, 0, len(chunks))
+	}
 	// The decodings of the documents old does not hold (nil: none yet).
 	var missed Cache
 	for _, c := range chunks {
 		if len(c.text) > MaxDocumentBytes {
-			return nil, nil, &Error{Index: len(docs) + 1, Line: c.line,
+			return nil, nil, nil, &Error{Index: len(docs) + 1, Line: c.line,
 				Problem: fmt.Sprintf("the document is %d bytes, more than the %d KiB a status document may have", len(c.text), MaxDocumentBytes>>10)}
 		}
 		d, ok := old[c.text]
@@ -125,7 +142,7 @@ func parseCached(text string, old Cache, share *watched.ShareTable, mayKeep bool
 			var err *Error
 			if d, err = decode(c.text); err != nil {
 				err.Index, err.Line = len(docs)+1, c.line
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			if d != nil && share != nil {
 				// Through a map holding it: Share never replaces its root.
@@ -142,11 +159,14 @@ func parseCached(text string, old Cache, share *watched.ShareTable, mayKeep bool
 		doc := *d
 		doc.Index, doc.Line = len(docs)+1, c.line
 		docs = append(docs, doc)
+		if withFrom {
+			from = append(from, d)
+		}
 	}
 	if len(docs) == 0 {
-		docs = nil // as when no document was appended
+		docs, from = nil, nil // as when no document was appended
 	}
-	return docs, nextCache(old, missed, chunks, mayKeep), nil
+	return docs, from, nextCache(old, missed, chunks, mayKeep), nil
 }
 
 // nextCache is the cache a parse of chunks returns: old itself when it
