@@ -16,13 +16,21 @@ type Resolution struct {
 	of     map[*Document]keptDoc
 	pos    map[found]int        // the objects found, by position
 	stores map[string]keptStore // store key -> the reader read, at its generation
-	cands  map[string][]string  // apiVersion -> its candidate stores' keys
-	n      int                  // how many documents
+	// versions are the apiVersions of the documents, with their
+	// candidate stores' keys then (keptDoc.ver indexes them).
+	versions []keptVersion
+	n        int // how many documents
 }
 
 type keptDoc struct {
 	key, rv string
 	pos     int
+	ver     int
+}
+
+type keptVersion struct {
+	apiVersion string
+	cands      []string
 }
 
 type keptStore struct {
@@ -42,7 +50,7 @@ type namesDelta interface {
 // for ResolveKept (nil when a store was written meanwhile: its reads are
 // of no one generation).
 func Keep(docs []Document, from []*Document, stores store.Set, apiVersions map[string]string) (*Resolution, error) {
-	k := &Resolution{stores: map[string]keptStore{}, cands: map[string][]string{}, n: len(docs)}
+	k := &Resolution{stores: map[string]keptStore{}, n: len(docs)}
 	for key := range apiVersions {
 		if r := stores[key]; r != nil {
 			k.stores[key] = keptStore{r: r, gen: r.Generation()}
@@ -58,14 +66,19 @@ func Keep(docs []Document, from []*Document, stores store.Set, apiVersions map[s
 		}
 	}
 	k.of, k.pos = make(map[*Document]keptDoc, len(docs)), make(map[found]int, len(docs))
+	ver := -1
 	for i := range docs {
 		d := &docs[i]
-		if _, ok := k.cands[d.APIVersion]; !ok {
-			k.cands[d.APIVersion] = candidates(d.APIVersion, stores, apiVersions)
+		if ver < 0 || k.versions[ver].apiVersion != d.APIVersion {
+			ver = slices.IndexFunc(k.versions, func(v keptVersion) bool { return v.apiVersion == d.APIVersion })
+			if ver < 0 {
+				ver = len(k.versions)
+				k.versions = append(k.versions, keptVersion{apiVersion: d.APIVersion, cands: candidates(d.APIVersion, stores, apiVersions)})
+			}
 		}
 		k.pos[found{key: d.Store, obj: objs[i]}] = i
 		if i < len(from) && from[i] != nil {
-			k.of[from[i]] = keptDoc{key: d.Store, rv: d.ResourceVersion, pos: i}
+			k.of[from[i]] = keptDoc{key: d.Store, rv: d.ResourceVersion, pos: i, ver: ver}
 		}
 	}
 	return k, nil
@@ -96,44 +109,56 @@ func ResolveKept(docs []Document, from []*Document, stores store.Set, apiVersion
 		return Resolve(docs, stores, apiVersions)
 	}
 	changed := k.unchangedStores(stores)
-	versions := map[string]*version{}
-	same := map[string]bool{} // apiVersion -> same candidates as in k, each read as then
-	groups := map[string]string{}
+	// The kept apiVersions whose candidates are the same, each read as
+	// then; a document of the decoding k kept has its apiVersion.
+	same := make([]bool, len(k.versions))
+	for j, kv := range k.versions {
+		same[j] = k.sameCandidates(kv, newVersion(kv.apiVersion, stores, apiVersions), changed)
+	}
+	seen := make([]bool, len(k.versions)) // the kept apiVersions taken
 	used := make([]bool, k.n)
 	var fresh []int
-	var v *version
 	for i := range docs {
 		d := &docs[i]
-		if v == nil || v.apiVersion != d.APIVersion {
-			var ok bool
-			if v, ok = versions[d.APIVersion]; !ok {
-				v = newVersion(d.APIVersion, stores, apiVersions)
-				versions[d.APIVersion] = v
-				if other, seen := groups[v.group]; v.err == nil && seen && other != d.APIVersion {
-					return Resolve(docs, stores, apiVersions)
-				}
-				groups[v.group] = d.APIVersion
-				same[d.APIVersion] = k.sameCandidates(v, changed)
-			}
-		}
 		kd, ok := k.of[from[i]]
-		if !ok || !same[d.APIVersion] || nameChanged(v.cands, changed, d) {
+		if !ok || !same[kd.ver] || nameChanged(k.versions[kd.ver].cands, changed, d) {
 			fresh = append(fresh, i)
 			continue
 		}
 		if used[kd.pos] {
 			return Resolve(docs, stores, apiVersions)
 		}
-		used[kd.pos] = true
+		used[kd.pos], seen[kd.ver] = true, true
 		d.Store, d.ResourceVersion = kd.key, kd.rv
+	}
+	// Resolve's versions: two apiVersions of one group make it tell
+	// documents by identity (resolveByID); then, and on any refusal, it
+	// answers.
+	versions := map[string]*version{}
+	for j, kv := range k.versions {
+		if seen[j] {
+			versions[kv.apiVersion] = newVersion(kv.apiVersion, stores, apiVersions)
+		}
+	}
+	for _, i := range fresh {
+		if d := &docs[i]; versions[d.APIVersion] == nil {
+			versions[d.APIVersion] = newVersion(d.APIVersion, stores, apiVersions)
+		}
+	}
+	groups := map[string]string{}
+	for apiVersion, v := range versions {
+		if v.err != nil || len(v.cands) == 0 {
+			return Resolve(docs, stores, apiVersions)
+		}
+		if other, seen := groups[v.group]; seen && other != apiVersion {
+			return Resolve(docs, stores, apiVersions)
+		}
+		groups[v.group] = apiVersion
 	}
 	first := make(map[found]bool, len(fresh))
 	for _, i := range fresh {
 		d := &docs[i]
 		v := versions[d.APIVersion]
-		if v.err != nil || len(v.cands) == 0 {
-			return Resolve(docs, stores, apiVersions)
-		}
 		key, obj := v.find(d)
 		f := found{key: key, obj: obj}
 		if p, taken := k.pos[f]; key == "" || first[f] || (taken && used[p]) {
@@ -162,11 +187,10 @@ func (k *Resolution) unchangedStores(stores store.Set) map[string][]store.Name {
 	return out
 }
 
-// sameCandidates reports whether v has the candidate stores it had in k,
-// each read as then.
-func (k *Resolution) sameCandidates(v *version, changed map[string][]store.Name) bool {
-	then, ok := k.cands[v.apiVersion]
-	if !ok || v.err != nil || !slices.Equal(then, v.cands) {
+// sameCandidates reports whether v, the apiVersion of kv now, has the
+// candidate stores it had in k, each read as then.
+func (k *Resolution) sameCandidates(kv keptVersion, v *version, changed map[string][]store.Name) bool {
+	if v.err != nil || !slices.Equal(kv.cands, v.cands) {
 		return false
 	}
 	for _, key := range v.cands {
@@ -178,11 +202,12 @@ func (k *Resolution) sameCandidates(v *version, changed map[string][]store.Name)
 }
 
 // nameChanged reports whether one of the stores cands answers ByName of
-// d's name otherwise than then.
+// d's name otherwise than then (the names first: they differ in length
+// more often, and an unequal length is told without reading the bytes).
 func nameChanged(cands []string, changed map[string][]store.Name, d *Document) bool {
 	for _, key := range cands {
 		for _, n := range changed[key] {
-			if n.Namespace == d.Namespace && n.Name == d.Name {
+			if n.Name == d.Name && n.Namespace == d.Namespace {
 				return true
 			}
 		}
