@@ -111,7 +111,7 @@ func FuzzResolveKeptIsResolve(f *testing.F) {
 		if first == "" {
 			return
 		}
-		docs, from, cache, err := ParseDecodings(first, nil, parts, true)
+		docs, from, cache, order, err := ParseDecodings(first, nil, nil, parts, true)
 		require.NoError(t, err)
 		k, err := Keep(docs, from, live, apiVersions)
 		if err != nil || k == nil {
@@ -139,7 +139,7 @@ func FuzzResolveKeptIsResolve(f *testing.F) {
 			}
 			text := strings.Join(pieces, "\n---\n")
 			stores := keptStores(t, r, base, live)
-			docs, from, _, err := ParseDecodings(text, cache, parts, false)
+			docs, from, _, _, err := ParseDecodings(text, cache, order, parts, false)
 			require.NoError(t, err)
 			want := slices.Clone(docs)
 			wantErr := Resolve(want, stores, apiVersions)
@@ -197,7 +197,7 @@ func TestResolveKeptTakesWhatWasFound(t *testing.T) {
 	apiVersions := map[string]string{"k": "g/v1"}
 	const doc = "{apiVersion: g/v1, kind: K, metadata: {namespace: a, name: %s}, status: {}}"
 	parts := watched.NewShareTable(0)
-	docs, from, cache, err := ParseDecodings(fmt.Sprintf(doc, "o1")+"\n---\n", nil, parts, true)
+	docs, from, cache, order, err := ParseDecodings(fmt.Sprintf(doc, "o1")+"\n---\n", nil, nil, parts, true)
 	require.NoError(t, err)
 	k, err := Keep(docs, from, store.Set{"k": s}, apiVersions)
 	require.NoError(t, err)
@@ -205,7 +205,7 @@ func TestResolveKeptTakesWhatWasFound(t *testing.T) {
 
 	o, err := store.NewOverlay(s, store.Change{Operation: store.Create, Object: keptObject("g/v1", "K", "o2", "2")})
 	require.NoError(t, err)
-	docs, from, _, err = ParseDecodings(fmt.Sprintf(doc, "o1")+"\n---\n"+fmt.Sprintf(doc, "o2"), cache, parts, false)
+	docs, from, _, _, err = ParseDecodings(fmt.Sprintf(doc, "o1")+"\n---\n"+fmt.Sprintf(doc, "o2"), cache, order, parts, false)
 	require.NoError(t, err)
 	counted := &countingReader{Overlay: o}
 	require.NoError(t, ResolveKept(docs, from, store.Set{"k": counted}, apiVersions, k))

@@ -71,12 +71,15 @@ func New(spec *config.HAProxyTemplateConfigSpec) *Decoder {
 // (resourcestatus.ResolveKept): an admission looks up only the objects of
 // the documents it changed, not 10,000.
 func (d *Decoder) Decode(text string, stores store.Set, sources func() *bundle.Sources, recording bool) ([]resourcestatus.Document, []bundle.ObjectRef, error) {
-	var old resourcestatus.Cache
+	var (
+		old   resourcestatus.Cache
+		order []resourcestatus.Decoded
+	)
 	c := d.cache.Load()
 	if c != nil {
-		old = c.docs
+		old, order = c.docs, c.order
 	}
-	docs, from, next, err := resourcestatus.ParseDecodings(text, old, d.parts, recording)
+	docs, from, next, nextOrder, err := resourcestatus.ParseDecodings(text, old, order, d.parts, recording)
 	switch {
 	case err != nil:
 	case recording:
@@ -89,7 +92,7 @@ func (d *Decoder) Decode(text string, stores store.Set, sources func() *bundle.S
 	}
 	if err == nil {
 		if recording || c == nil || !c.recorded {
-			d.cache.Store(&decodings{docs: next, recorded: recording})
+			d.cache.Store(&decodings{docs: next, order: nextOrder, recorded: recording})
 		}
 		return docs, nil, nil
 	}
@@ -113,7 +116,10 @@ func (d *Decoder) Decode(text string, stores store.Set, sources func() *bundle.S
 // recording render's, whose entries its kept resolution
 // (resourcestatus.Keep) is keyed on.
 type decodings struct {
-	docs     resourcestatus.Cache
+	docs resourcestatus.Cache
+	// order is a recording render's documents in order, with their
+	// entries in docs (resourcestatus.ParseDecodings).
+	order    []resourcestatus.Decoded
 	recorded bool
 }
 
