@@ -53,7 +53,7 @@ func TestCheckValidWithWarnings(t *testing.T) {
 func TestCheckRelocatesTheBundle(t *testing.T) {
 	parent := t.TempDir()
 	c := realChecker(t, Options{TempDir: parent})
-	c.parsed = nil // the parse cache itself, not the outcomes kept by haproxy.cfg (parsememo.go)
+	c.parsed = nil // the parse cache itself, not the outcomes kept by haproxy.cfg (parsed.go)
 	const base = "/nonexistent/htc-deploy"
 	b := bundleFor(base, testConfig(""), testMaps(), nil)
 	require.Contains(t, b.Config, base+"/maps/host.map")

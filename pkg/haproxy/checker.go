@@ -15,6 +15,7 @@ import (
 	parser "github.com/haproxytech/config-parser/v5"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/haproxy/policy"
 	"github.com/haproxy-template/htc/pkg/phase"
 	"github.com/haproxy-template/htc/pkg/shortcut"
 )
@@ -52,7 +53,10 @@ type Options struct {
 	// sections out of thousands, and only sections whose text (in context)
 	// is not cached are parsed, a chunk of sections at a time. Default
 	// DefaultParseCacheEntries; negative disables the cache (and the
-	// per-section path: configurations are parsed whole, up to 1 MiB).
+	// per-section path: configurations are parsed whole, up to 1 MiB), and
+	// with it the outcomes kept by haproxy.cfg's text (parsedConfigs) and
+	// the kept policy scans (policy.Scans): every check is then computed
+	// in full.
 	ParseCacheEntries int
 	// Shortcuts, when its map-only shortcut is off, makes every Check run
 	// haproxy -c (see passedRuns); nil keeps the shortcut on.
@@ -103,9 +107,10 @@ type Checker struct {
 	skipSchema  bool
 	allowed     []string
 	cache       *parseCache        // nil when disabled
+	parsed      *parsedConfigs     // parse phase outcomes by haproxy.cfg; nil when cache is
+	scans       *policy.Scans      // policy scans before the map check; nil when cache is
 	passed      *passedRuns        // bundles haproxy -c accepted (see passedRuns); nil: none reused
 	added       *addedRuns         // their haproxy.cfg, for added backend sections (added.go); nil: none
-	parsed      *parsedConfigs     // syntax and schema outcomes by haproxy.cfg (parsememo.go); nil: none kept
 	shortcuts   *shortcut.Switches // its MapOnly off: passed is not used
 	version     *knownVersion      // its HAProxy's version, once a policy check needed it
 	chunkBytes  int                // maxChunkBytes; smaller in tests
@@ -149,20 +154,28 @@ func NewChecker(opts Options) (*Checker, error) {
 	if par <= 0 {
 		par = runtime.GOMAXPROCS(0)
 	}
-	var cache *parseCache
+	var (
+		cache  *parseCache
+		parsed *parsedConfigs
+		scans  *policy.Scans
+	)
 	switch n := opts.ParseCacheEntries; {
 	case n == 0:
 		cache = newParseCache(DefaultParseCacheEntries)
 	case n > 0:
 		cache = newParseCache(n)
 	}
+	if cache != nil {
+		parsed, scans = newParsedConfigs(defaultParsedConfigs), policy.NewScans(0)
+	}
 	return &Checker{
 		tempDir:     opts.TempDir,
 		active:      &sync.WaitGroup{},
 		cache:       cache,
+		parsed:      parsed,
+		scans:       scans,
 		passed:      newPassedRuns(DefaultPassedEntries),
 		added:       newAddedRuns(),
-		parsed:      newParsedConfigs(),
 		version:     &knownVersion{},
 		shortcuts:   opts.Shortcuts,
 		haproxyPath: resolved,
@@ -264,7 +277,7 @@ func (c *Checker) Check(ctx context.Context, b *bundle.Bundle) (*Result, error) 
 	}
 	if ok {
 		res.SemanticReused = true
-		parseErr := c.parsePhasesMemo(ctx, b, res)
+		parseErr := c.parsePhasesKept(ctx, b, res)
 		if parseErr != nil && !isFinding(parseErr) {
 			return res, parseErr
 		}
@@ -297,7 +310,7 @@ func (c *Checker) Check(ctx context.Context, b *bundle.Bundle) (*Result, error) 
 		warnings, _, err := c.runHAProxy(semCtx, dir)
 		semantic <- semanticResult{warnings, err, time.Since(start)}
 	}()
-	parseErr := c.parsePhasesMemo(ctx, b, res)
+	parseErr := c.parsePhasesKept(ctx, b, res)
 	if parseErr != nil && !isFinding(parseErr) {
 		stopSemantic() // the parse phases ran out of time: so does the check
 		<-semantic
@@ -332,7 +345,7 @@ func (c *Checker) CheckStatic(ctx context.Context, b *bundle.Bundle) (*Result, e
 	if err != nil {
 		return res, phaseError(phase.Policy, err)
 	}
-	return res, c.parsePhases(ctx, b, res)
+	return res, c.parsePhasesKept(ctx, b, res)
 }
 
 // combine decides a check from the parse phases' finding (nil when they

@@ -35,7 +35,9 @@
 // simplify.go) and whose Err is one of *policy.Error, *SyntaxError,
 // *SchemaError or *SemanticError with the individual findings.
 //
-// The parsed sections, the syntax and schema outcomes of a haproxy.cfg
-// (parsememo.go) and the accepted haproxy -c runs are cached;
-// docs/caches.md lists every cache on the path.
+// The parsed sections and the accepted haproxy -c runs are cached, and so
+// are the parse phases' outcome by the text of haproxy.cfg (parsed.go) and
+// the policy's scan of everything but the maps' lines (policy.Scans): an
+// admission that changes a map alone neither scans nor cuts haproxy.cfg
+// again. docs/caches.md lists every cache on the path.
 package haproxy

@@ -79,7 +79,7 @@ func (k *knownVersion) set(v string) {
 // Version; if that fails the condition stays denied).
 func (c *Checker) checkPolicy(ctx context.Context, b *bundle.Bundle) (policy.Report, error) {
 	known := c.version.get()
-	report, err := policy.Evaluate(b, c.allowed, known)
+	report, err := c.evaluate(b, known)
 	if err == nil || known != "" || !report.NeedsVersion {
 		return report, err
 	}
@@ -88,5 +88,14 @@ func (c *Checker) checkPolicy(ctx context.Context, b *bundle.Bundle) (policy.Rep
 		return report, err
 	}
 	c.version.set(v)
-	return policy.Evaluate(b, c.allowed, v)
+	return c.evaluate(b, v)
+}
+
+// evaluate is policy.Evaluate with the checker's grant, through its kept
+// scans when it has them.
+func (c *Checker) evaluate(b *bundle.Bundle, version string) (policy.Report, error) {
+	if c.scans == nil {
+		return policy.Evaluate(b, c.allowed, version)
+	}
+	return c.scans.Evaluate(b, c.allowed, version)
 }

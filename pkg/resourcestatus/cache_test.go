@@ -45,6 +45,42 @@ func FuzzParseCachedIsParse(f *testing.F) {
 	})
 }
 
+// FuzzParseInOrderIsParse: a parse that takes decodings from the order
+// and the cache of an exact parse of another text (the recording
+// render's), and then one more from what it returns, answers exactly as
+// a parse without them, each document a copy of the decoding it names.
+func FuzzParseInOrderIsParse(f *testing.F) {
+	const doc = "{apiVersion: v1, kind: Service, metadata: {namespace: d, name: %s}, status: %s}"
+	a, b, c := fmt.Sprintf(doc, "a", "{x: 1}"), fmt.Sprintf(doc, "b", "{}"), fmt.Sprintf(doc, "c", "{y: [1]}")
+	for _, seed := range [][3]string{
+		{a + "\n---\n" + b + "\n---\n" + c, a + "\n---\n" + c, b + "\n---\n" + a + "\n---\n" + c},
+		{a + "\n---\n" + b + "\n---\n" + c, a + "\n---\n" + fmt.Sprintf(doc, "b", "{z: 1}") + "\n---\n" + c, c},
+		{"---\n\n---\n# c\n---\n" + a, "# c\n---\n\n---\n" + a, a + "\n---\n" + a},
+		{a + "\n---\n" + a, a + "\n---\n" + b + "\n---\n" + a, "a: ["},
+	} {
+		f.Add(seed[0], seed[1], seed[2])
+	}
+	f.Fuzz(func(t *testing.T, first, second, third string) {
+		parts := watched.NewShareTable(0)
+		_, _, cache, order, err := ParseDecodings(first, nil, nil, parts, true)
+		if err != nil {
+			return
+		}
+		for _, text := range []string{second, third} {
+			want, wantErr := Parse(text)
+			got, from, _, _, gotErr := ParseDecodings(text, cache, order, parts, false)
+			assert.Equal(t, fmt.Sprint(wantErr), fmt.Sprint(gotErr))
+			assert.Equal(t, want, got)
+			require.Len(t, from, len(got))
+			for i, d := range from {
+				e := *d
+				e.Index, e.Line = got[i].Index, got[i].Line
+				assert.Equal(t, want[i], e, "document %d is a copy of its decoding", i)
+			}
+		}
+	})
+}
+
 // TestAParseMissingFewDocumentsKeepsTheCache: a parse whose text has one
 // document in 32 or fewer that the cache lacks returns the cache as it
 // was; one missing more, or ParseCachedExact, returns the cache of its

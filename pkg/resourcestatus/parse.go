@@ -109,23 +109,63 @@ func ParseCachedExact(text string, old Cache, share *watched.ShareTable) ([]Docu
 }
 
 func parseCached(text string, old Cache, share *watched.ShareTable, mayKeep bool) ([]Document, Cache, error) {
+	docs, _, next, _, err := parseFrom(text, old, nil, share, mayKeep, false)
+	return docs, next, err
+}
+
+// Decoded is one document of a parse's text, in order: its text and its
+// decoding in the cache that parse returned (nil: an empty document).
+type Decoded struct {
+	Text string
+	Doc  *Document
+}
+
+// ParseDecodings is ParseCached (ParseCachedExact when exact), also
+// returning, for each document, the decoding it is a copy of: the entry of
+// old or of the cache returned that holds its text (see ResolveKept); and,
+// when exact, the text's documents in order with their entries in next
+// (order). order, when not nil, is such a list of the parse whose cache
+// old is: the texts of the documents that follow one another as there are
+// taken from it by comparing them in turn, not by hashing each into old
+// (an entry of order is old's entry of its text, so either answers alike).
+func ParseDecodings(text string, old Cache, order []Decoded, share *watched.ShareTable, exact bool) (docs []Document, from []*Document, next Cache, nextOrder []Decoded, err error) {
+	return parseFrom(text, old, order, share, !exact, true)
+}
+
+// parseFrom is parseCached, with the decodings when withFrom (and the
+// order of an exact parse), old's entries found through order first.
+func parseFrom(text string, old Cache, order []Decoded, share *watched.ShareTable, mayKeep, withFrom bool) ([]Document, []*Document, Cache, []Decoded, error) {
 	chunks := split(text, len(old))
+	at := 0 // the next document of order
 	// Room for every chunk: at 10,000 documents, growing docs step by
 	// step allocated twice its final size each parse.
 	docs := make([]Document, 0, len(chunks))
+	var from []*Document
+	if withFrom {
+		from = make([]*Document, 0, len(chunks))
+	}
 	// The decodings of the documents old does not hold (nil: none yet).
 	var missed Cache
 	for _, c := range chunks {
 		if len(c.text) > MaxDocumentBytes {
-			return nil, nil, &Error{Index: len(docs) + 1, Line: c.line,
+			return nil, nil, nil, nil, &Error{Index: len(docs) + 1, Line: c.line,
 				Problem: fmt.Sprintf("the document is %d bytes, more than the %d KiB a status document may have", len(c.text), MaxDocumentBytes>>10)}
 		}
-		d, ok := old[c.text]
+		var d *Document
+		ok := false
+		switch {
+		case at < len(order) && order[at].Text == c.text:
+			d, ok, at = order[at].Doc, true, at+1
+		case at+1 < len(order) && order[at+1].Text == c.text: // the one before changed or is gone
+			d, ok, at = order[at+1].Doc, true, at+2
+		default:
+			d, ok = old[c.text]
+		}
 		if !ok {
 			var err *Error
 			if d, err = decode(c.text); err != nil {
 				err.Index, err.Line = len(docs)+1, c.line
-				return nil, nil, err
+				return nil, nil, nil, nil, err
 			}
 			if d != nil && share != nil {
 				// Through a map holding it: Share never replaces its root.
@@ -142,11 +182,22 @@ func parseCached(text string, old Cache, share *watched.ShareTable, mayKeep bool
 		doc := *d
 		doc.Index, doc.Line = len(docs)+1, c.line
 		docs = append(docs, doc)
+		if withFrom {
+			from = append(from, d)
+		}
 	}
 	if len(docs) == 0 {
-		docs = nil // as when no document was appended
+		docs, from = nil, nil // as when no document was appended
 	}
-	return docs, nextCache(old, missed, chunks, mayKeep), nil
+	next := nextCache(old, missed, chunks, mayKeep)
+	var nextOrder []Decoded
+	if withFrom && !mayKeep {
+		nextOrder = make([]Decoded, len(chunks))
+		for i, c := range chunks {
+			nextOrder[i] = Decoded{Text: c.text, Doc: next[c.text]}
+		}
+	}
+	return docs, from, next, nextOrder, nil
 }
 
 // nextCache is the cache a parse of chunks returns: old itself when it

@@ -26,28 +26,40 @@ import (
 // group may name one object from two stores; Resolve answers those by
 // their identities (resolveByID, the definition).
 func Resolve(docs []Document, stores store.Set, apiVersions map[string]string) error {
-	type found struct {
-		key string
-		obj *unstructured.Unstructured
-	}
+	return resolve(docs, stores, apiVersions, nil)
+}
+
+// found is the object Resolve found for a document, and the key of its
+// store.
+type found struct {
+	key string
+	obj *unstructured.Unstructured
+}
+
+// resolve is Resolve, setting objs[i] to the object found for docs[i] when
+// objs is not nil.
+func resolve(docs []Document, stores store.Set, apiVersions map[string]string, objs []*unstructured.Unstructured) error {
 	first := make(map[found]int, len(docs))
-	versions := map[string]version{}
+	versions := map[string]*version{}
 	groups := map[string]string{} // group → the one apiVersion of it seen
+	var v *version                // the last document's (most are of one apiVersion)
 	for i := range docs {
 		d := &docs[i]
-		v, ok := versions[d.APIVersion]
-		if !ok {
-			v = newVersion(d.APIVersion, stores, apiVersions)
-			versions[d.APIVersion] = v
-			if other, seen := groups[v.group]; v.err == nil && seen && other != d.APIVersion {
-				return resolveByID(docs, stores, apiVersions)
+		if v == nil || v.apiVersion != d.APIVersion {
+			var ok bool
+			if v, ok = versions[d.APIVersion]; !ok {
+				v = newVersion(d.APIVersion, stores, apiVersions)
+				versions[d.APIVersion] = v
+				if other, seen := groups[v.group]; v.err == nil && seen && other != d.APIVersion {
+					return resolveByID(docs, stores, apiVersions, objs)
+				}
+				groups[v.group] = d.APIVersion
 			}
-			groups[v.group] = d.APIVersion
 		}
 		if v.err != nil {
 			return d.bad("apiVersion %q: %v", d.APIVersion, v.err)
 		}
-		key, obj := findIn(d, stores, v.cands)
+		key, obj := v.find(d)
 		switch {
 		case len(v.cands) == 0:
 			return d.bad("no watched resource with writeStatus: true has apiVersion %s", d.APIVersion)
@@ -60,15 +72,18 @@ func Resolve(docs []Document, stores store.Set, apiVersions map[string]string) e
 		}
 		first[f] = d.Index
 		d.Store, d.ResourceVersion = key, resourceVersion(obj)
+		if objs != nil {
+			objs[i] = obj
+		}
 	}
 	return nil
 }
 
 // resolveByID is Resolve telling a second document for one object by the
 // object's identity (group, kind, namespace, name) before looking it up.
-func resolveByID(docs []Document, stores store.Set, apiVersions map[string]string) error {
+func resolveByID(docs []Document, stores store.Set, apiVersions map[string]string, objs []*unstructured.Unstructured) error {
 	first := make(map[objectID]int, len(docs))
-	versions := map[string]version{}
+	versions := map[string]*version{}
 	for i := range docs {
 		d := &docs[i]
 		v, ok := versions[d.APIVersion]
@@ -84,7 +99,7 @@ func resolveByID(docs []Document, stores store.Set, apiVersions map[string]strin
 			return d.bad("a second document for the object (the first is document %d)", j)
 		}
 		first[id] = d.Index
-		key, obj := findIn(d, stores, v.cands)
+		key, obj := v.find(d)
 		switch {
 		case len(v.cands) == 0:
 			return d.bad("no watched resource with writeStatus: true has apiVersion %s", d.APIVersion)
@@ -92,21 +107,43 @@ func resolveByID(docs []Document, stores store.Set, apiVersions map[string]strin
 			return d.bad("the object is not in the watched resources with writeStatus: true")
 		}
 		d.Store, d.ResourceVersion = key, resourceVersion(obj)
+		if objs != nil {
+			objs[i] = obj
+		}
 	}
 	return nil
 }
 
 // version is an apiVersion as Resolve needs it (documents have few): its
-// group, or why it does not parse, and its candidate stores.
+// group, or why it does not parse, and its candidate stores (their keys,
+// and the stores, looked up once).
 type version struct {
-	group string
-	err   error
-	cands []string
+	apiVersion string
+	group      string
+	err        error
+	cands      []string
+	readers    []store.Reader
 }
 
-func newVersion(apiVersion string, stores store.Set, apiVersions map[string]string) version {
+func newVersion(apiVersion string, stores store.Set, apiVersions map[string]string) *version {
 	gv, err := schema.ParseGroupVersion(apiVersion)
-	return version{group: gv.Group, err: err, cands: candidates(apiVersion, stores, apiVersions)}
+	v := &version{apiVersion: apiVersion, group: gv.Group, err: err, cands: candidates(apiVersion, stores, apiVersions)}
+	for _, k := range v.cands {
+		v.readers = append(v.readers, stores[k])
+	}
+	return v
+}
+
+// find is findIn(d, stores, v.cands).
+func (v *version) find(d *Document) (string, *unstructured.Unstructured) {
+	for i, r := range v.readers {
+		if obj, ok := r.ByName(d.Namespace, d.Name); ok {
+			if kind, _ := obj.Object["kind"].(string); kind == d.Kind {
+				return v.cands[i], obj
+			}
+		}
+	}
+	return "", nil
 }
 
 // bad is the *Error of d with problem format.

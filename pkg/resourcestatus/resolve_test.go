@@ -113,7 +113,7 @@ func FuzzResolveIsResolveByID(f *testing.F) {
 			docs = append(docs, Document{APIVersion: apiVersion, Kind: kind, Namespace: "a", Name: name, Index: i + 1, Line: 2*i + 1})
 		}
 		want := slices.Clone(docs)
-		wantErr := resolveByID(want, stores, apiVersions)
+		wantErr := resolveByID(want, stores, apiVersions, nil)
 		got := slices.Clone(docs)
 		gotErr := Resolve(got, stores, apiVersions)
 		require.Equal(t, fmt.Sprint(wantErr), fmt.Sprint(gotErr), "docs %+v", docs)

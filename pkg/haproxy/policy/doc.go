@@ -26,6 +26,9 @@
 //     arities, actions and the classification of everything that names a
 //     file, an address or code; what the policy cannot classify is denied
 //     (see Check and docs/policy-inventory.md for the method and counts).
+//   - Kept scans: memo.go (Scans), Evaluate that keeps the scan of
+//     everything but the maps' lines, for bundles that differ from one it
+//     scanned only in their maps' content.
 //   - Answers: errors.go (Finding, Error), grant.go (Grants, GrantsCode),
 //     code.go (CodeFingerprint), text.go (the text helpers the checker
 //     shares).

@@ -162,11 +162,19 @@ type Report struct {
 // Evaluate is CheckVersion, also returning the Report.
 func Evaluate(b *bundle.Bundle, allowed []string, version string) (Report, error) {
 	s, err := checkPolicy(b, allowed, version)
-	return Report{LooseMaps: s.looseMaps(), AloneMaps: s.aloneMaps(), NeedsVersion: s.needVersion}, err
+	return s.report(), err
 }
 
 // checkPolicy is Evaluate, returning the scan.
 func checkPolicy(b *bundle.Bundle, allowed []string, version string) (*policyScan, error) {
+	s := scanButMaps(b, allowed, version)
+	return s, s.finish()
+}
+
+// scanButMaps is the scan of everything but the lines of the maps (see
+// Scans): the one part of it that reads the maps' content, checkMapFiles,
+// is left to finish.
+func scanButMaps(b *bundle.Bundle, allowed []string, version string) *policyScan {
 	s := newPolicyScan(b, allowed)
 	s.version = version
 	s.checkNames(b)
@@ -174,14 +182,25 @@ func checkPolicy(b *bundle.Bundle, allowed []string, version string) (*policySca
 	final := s.cwd.dirs
 	s.scanPending()
 	s.recheckDeferred(final)
+	return s
+}
+
+// finish checks the maps' lines and returns the scan's findings: nil or
+// an *Error.
+func (s *policyScan) finish() error {
 	s.checkMapFiles()
 	if len(s.findings) == 0 {
-		return s, nil
+		return nil
 	}
 	if s.dropped > 0 {
 		s.findings = append(s.findings, Finding{Message: fmt.Sprintf("and up to %d more findings", s.dropped)})
 	}
-	return s, &Error{Findings: s.findings}
+	return &Error{Findings: s.findings}
+}
+
+// report is what the scan learned besides its findings.
+func (s *policyScan) report() Report {
+	return Report{LooseMaps: s.looseMaps(), AloneMaps: s.aloneMaps(), NeedsVersion: s.needVersion}
 }
 
 // newPolicyScan prepares a scan of b.
@@ -213,7 +232,7 @@ func newPolicyScan(b *bundle.Bundle, allowed []string) *policyScan {
 		s.allowed[strings.ToLower(a)] = true
 	}
 	for _, f := range b.AllFiles() {
-		abs := filepath.Join(base, filepath.FromSlash(f.RelPath))
+		abs := s.abs(f.RelPath)
 		s.files[abs] = f.Content
 		s.kinds[abs] = f.Kind
 		for d := filepath.Dir(abs); len(d) > len(base); d = filepath.Dir(d) {
@@ -221,6 +240,11 @@ func newPolicyScan(b *bundle.Bundle, allowed []string) *policyScan {
 		}
 	}
 	return s
+}
+
+// abs is the absolute path of the bundle file at rel.
+func (s *policyScan) abs(rel string) string {
+	return filepath.Join(s.baseDir, filepath.FromSlash(rel))
 }
 
 // maxFindings caps the findings of one scan; the reason shows only the

@@ -24,10 +24,15 @@ type Decoder struct {
 	apiVersions map[string]string
 	// cache holds the decoded status documents of the last render that
 	// decoded them all, by text (or of an earlier one, when that render's
-	// missed few: resourcestatus.ParseCached).
-	cache atomic.Pointer[resourcestatus.Cache]
+	// missed few: resourcestatus.ParseCached), and whether that render
+	// was a recording render (then only another replaces it).
+	cache atomic.Pointer[decodings]
 	// parts shares the equal parts of the decoded statuses.
 	parts *watched.ShareTable
+	// resolved is what the last recording render that decoded all its
+	// documents found for them (resourcestatus.Keep), for the other
+	// renders (resourcestatus.ResolveKept).
+	resolved atomic.Pointer[resourcestatus.Resolution]
 }
 
 // New returns the Decoder of spec's resourceStatus, nil when it has none.
@@ -56,24 +61,39 @@ func New(spec *config.HAProxyTemplateConfigSpec) *Decoder {
 // render keeps its cache for the next: its own documents', or, unless it
 // is a recording render (recording: the live loop's, whose bundle the
 // controller keeps, and whose text the cache's keys then share), the one
-// it used when that missed at most one in 32. The cache holds one
-// render's documents. The statuses decoded are shared by content (the routes of a
-// Gateway mostly have the same status), never modified.
+// it used when that missed at most one in 32. A recording render's cache
+// is replaced only by another's: the renders between (admissions, the
+// embedded tests' fixtures) decode what it lacks each time, and take the
+// objects it found (below). The cache holds one render's documents. The statuses decoded are shared by content (the routes of a
+// Gateway mostly have the same status), never modified. A recording render
+// keeps what it found for each decoding (resourcestatus.Keep); the others
+// take it for the documents whose stores answer as then
+// (resourcestatus.ResolveKept): an admission looks up only the objects of
+// the documents it changed, not 10,000.
 func (d *Decoder) Decode(text string, stores store.Set, sources func() *bundle.Sources, recording bool) ([]resourcestatus.Document, []bundle.ObjectRef, error) {
-	var old resourcestatus.Cache
-	if c := d.cache.Load(); c != nil {
-		old = *c
+	var (
+		old   resourcestatus.Cache
+		order []resourcestatus.Decoded
+	)
+	c := d.cache.Load()
+	if c != nil {
+		old, order = c.docs, c.order
 	}
-	parse := resourcestatus.ParseCached
-	if recording {
-		parse = resourcestatus.ParseCachedExact
+	docs, from, next, nextOrder, err := resourcestatus.ParseDecodings(text, old, order, d.parts, recording)
+	switch {
+	case err != nil:
+	case recording:
+		var kept *resourcestatus.Resolution
+		if kept, err = resourcestatus.Keep(docs, from, stores, d.apiVersions); kept != nil {
+			d.resolved.Store(kept)
+		}
+	default:
+		err = resourcestatus.ResolveKept(docs, from, stores, d.apiVersions, d.resolved.Load())
 	}
-	docs, next, err := parse(text, old, d.parts)
 	if err == nil {
-		err = resourcestatus.Resolve(docs, stores, d.apiVersions)
-	}
-	if err == nil {
-		d.cache.Store(&next)
+		if recording || c == nil || !c.recorded {
+			d.cache.Store(&decodings{docs: next, order: nextOrder, recorded: recording})
+		}
 		return docs, nil, nil
 	}
 	de, _ := err.(*resourcestatus.Error)
@@ -90,6 +110,17 @@ func (d *Decoder) Decode(text string, stores store.Set, sources func() *bundle.S
 		}
 	}
 	return nil, writerOf(sources(), text, de.Line), err
+}
+
+// decodings is a Decoder's cache of decoded documents; recorded: a
+// recording render's, whose entries its kept resolution
+// (resourcestatus.Keep) is keyed on.
+type decodings struct {
+	docs resourcestatus.Cache
+	// order is a recording render's documents in order, with their
+	// entries in docs (resourcestatus.ParseDecodings).
+	order    []resourcestatus.Decoded
+	recorded bool
 }
 
 // writerOf is the object that wrote the first line of the document that

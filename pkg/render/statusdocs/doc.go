@@ -3,7 +3,9 @@
 // documents that ride on the bundle (bundle.Bundle.Status): parsed and
 // resolved to watched objects by package resourcestatus, decodings reused
 // by text from the last render that decoded them all, equal statuses kept
-// once. A document that does not parse or names an object that is not in
+// once, objects found taken from the last recording render's for the
+// documents whose stores answer as then (resourcestatus.ResolveKept). A
+// document that does not parse or names an object that is not in
 // the rendered state is an error attributed to the object it names when
 // watched, else to the object that wrote it.
 //
