@@ -403,13 +403,18 @@ const (
 
 // heapAtRest says, from a scrape of the Go collector's series soon after
 // an idle memory return (a full collection), what the heap holds: its
-// live objects, the spans they occupy (the difference is room in
-// partly used spans, which cannot be returned), and the other memory the
-// runtime took from the system. It tells a smaller live heap from less
+// live data at the last collection (from the next goal the collector set
+// then), the objects now (live and garbage the idle work made since) and
+// the spans they occupy (the room in partly used spans cannot be
+// returned), and the other memory the runtime took from the system. It tells a smaller live heap from less
 // fragmentation when the RSS at rest moves.
 func heapAtRest(m map[string]float64) string {
-	return fmt.Sprintf("heap: objects %s in spans of %s; stacks %s, GC metadata %s, other %s",
-		mib(int64(m["go_memstats_heap_alloc_bytes"])), mib(int64(m["go_memstats_heap_inuse_bytes"])),
+	live := "?"
+	if gogc := m["go_gc_gogc_percent"]; gogc > 0 {
+		live = mib(int64(m["go_memstats_next_gc_bytes"] / (1 + gogc/100)))
+	}
+	return fmt.Sprintf("heap: live at the last collection %s (its next goal ÷ (1 + GOGC/100)); objects now %s in spans of %s; stacks %s, GC metadata %s, other %s",
+		live, mib(int64(m["go_memstats_heap_alloc_bytes"])), mib(int64(m["go_memstats_heap_inuse_bytes"])),
 		mib(int64(m["go_memstats_stack_inuse_bytes"])), mib(int64(m["go_memstats_gc_sys_bytes"])),
 		mib(int64(m["go_memstats_other_sys_bytes"])))
 }
