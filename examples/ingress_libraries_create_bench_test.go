@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"runtime"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -36,15 +37,17 @@ import (
 //   - admit: the whole decision (render and every check phase with the
 //     real haproxy -c; the embedded tests' report is cached by the spec).
 //     Besides ns/op and cpu-ms/op (the process's CPU per CREATE, its
-//     haproxy -c children not counted) it reports the mean of each phase
+//     haproxy -c children not counted; theirs: haproxy-cpu-ms/op) and the
+//     CREATEs' p50-ms and p99-ms, it reports the mean of each phase
 //     per CREATE, the share of CREATEs that ran haproxy -c on the whole
 //     bundle (semantic-share: their haproxy.cfg is not the live one's),
 //     the share whose regular expression maps a stub haproxy -c checked
 //     alone instead (alone-share), the share whose added backend sections
-//     a stub haproxy -c checked alone (sections-share), and the mean wall
-//     time of those that ran none (maps-only-ms), of those that ran a
-//     stub (alone-ms, sections-ms) and of those that ran haproxy -c
-//     (haproxy-c-ms);
+//     a stub haproxy -c checked alone (sections-share), the share whose
+//     added sections and changed regular expression maps one stub checked
+//     (both-share), and the mean wall time of those that ran none
+//     (maps-only-ms), of those that ran a stub (alone-ms, sections-ms,
+//     both-ms) and of those that ran haproxy -c (haproxy-c-ms);
 //
 //   - admit-maps-only: the same with CREATEs of the mix's classes that
 //     write no line (writesLines) to backends without settings of their
@@ -106,9 +109,10 @@ func BenchmarkIngressLibrariesCreate(b *testing.B) {
 				// CREATEs whose haproxy.cfg is the live one's (maps only), the
 				// others, those whose maps a stub checked alone, and those whose
 				// added backend sections a stub checked alone
-				var took [4]time.Duration
-				var count [4]int
-				cpu := processCPU()
+				var took [5]time.Duration
+				var count [5]int
+				walls := make([]time.Duration, 0, b.N)
+				cpu, children := processCPU(), childrenCPU()
 				for b.Loop() {
 					req := admission.Request{Change: watched.Change{Resource: ingressesResource, Operation: store.Create, Object: create(mapsOnly)}}
 					start := time.Now()
@@ -121,6 +125,8 @@ func BenchmarkIngressLibrariesCreate(b *testing.B) {
 					ran := 0
 					if _, ok := r.Trace.Durations[phase.Semantic]; ok && !r.Trace.SemanticReused {
 						ran = 1
+					} else if r.Trace.MapsCheckedAlone > 0 && r.Trace.SectionsCheckedAlone > 0 {
+						ran = 4
 					} else if r.Trace.MapsCheckedAlone > 0 {
 						ran = 2
 					} else if r.Trace.SectionsCheckedAlone > 0 {
@@ -128,15 +134,21 @@ func BenchmarkIngressLibrariesCreate(b *testing.B) {
 					}
 					took[ran] += t
 					count[ran]++
+					walls = append(walls, t)
 				}
 				b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+				b.ReportMetric(float64(childrenCPU()-children)/float64(time.Millisecond)/float64(b.N), "haproxy-cpu-ms/op")
+				slices.Sort(walls)
+				b.ReportMetric(float64(walls[len(walls)/2])/float64(time.Millisecond), "p50-ms")
+				b.ReportMetric(float64(walls[len(walls)*99/100])/float64(time.Millisecond), "p99-ms")
 				for ph, t := range phases {
 					b.ReportMetric(float64(t)/float64(time.Millisecond)/float64(b.N), string(ph)+"-ms/op")
 				}
 				b.ReportMetric(float64(count[1])/float64(b.N), "semantic-share")
 				b.ReportMetric(float64(count[2])/float64(b.N), "alone-share")
 				b.ReportMetric(float64(count[3])/float64(b.N), "sections-share")
-				for i, name := range []string{"maps-only-ms", "haproxy-c-ms", "alone-ms", "sections-ms"} {
+				b.ReportMetric(float64(count[4])/float64(b.N), "both-share")
+				for i, name := range []string{"maps-only-ms", "haproxy-c-ms", "alone-ms", "sections-ms", "both-ms"} {
 					if count[i] > 0 {
 						b.ReportMetric(float64(took[i])/float64(time.Millisecond)/float64(count[i]), name)
 					}
