@@ -54,6 +54,11 @@ import (
 //     own: what every CREATE would cost if the library kept those
 //     settings in maps;
 //
+//   - admit-sections-and-maps: CREATEs that add a backend section and
+//     change the regular expression map (rewrite-target to the Service of
+//     an HTTPS backend), p50-ms, p99-ms and both-share (one stub checked
+//     both);
+//
 //   - admit-16-clients (-maps-only): 16 goroutines deciding CREATEs back
 //     to back (answers/s), as bench-scale's 16 clients, and the cores the
 //     process kept busy meanwhile (cores) and its haproxy -c runs
@@ -155,6 +160,34 @@ func BenchmarkIngressLibrariesCreate(b *testing.B) {
 				}
 			})
 		}
+		b.Run(fmt.Sprintf("%s/mix/ingresses=%d/admit-sections-and-maps", lib.name, n), func(b *testing.B) {
+			// CREATEs that add a backend section and change the regular
+			// expression map: rewrite-target (class 5) to the Service of an
+			// Ingress with a backend of its own (class 11: HTTPS), which
+			// needs a plain backend. One stub checks both (both-share).
+			walls := make([]time.Duration, 0, b.N)
+			both := 0
+			cpu, children := processCPU(), childrenCPU()
+			for b.Loop() {
+				k := created
+				created++
+				app := (k*20 + 11) % n
+				req := admission.Request{Change: watched.Change{Resource: ingressesResource, Operation: store.Create, Object: mixIngress(k, app, 5, lib.class)}}
+				start := time.Now()
+				d, r := a.Decide(ctx, req)
+				walls = append(walls, time.Since(start))
+				require.True(b, d.Allowed, d.Reason)
+				if r.Trace.MapsCheckedAlone > 0 && r.Trace.SectionsCheckedAlone > 0 {
+					both++
+				}
+			}
+			b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+			b.ReportMetric(float64(childrenCPU()-children)/float64(time.Millisecond)/float64(b.N), "haproxy-cpu-ms/op")
+			b.ReportMetric(float64(both)/float64(b.N), "both-share")
+			slices.Sort(walls)
+			b.ReportMetric(float64(walls[len(walls)/2])/float64(time.Millisecond), "p50-ms")
+			b.ReportMetric(float64(walls[len(walls)*99/100])/float64(time.Millisecond), "p99-ms")
+		})
 		for _, mapsOnly := range []bool{false, true} {
 			name := "admit-16-clients"
 			if mapsOnly {
@@ -228,6 +261,12 @@ func mixCreate(k, n int, class string, mapsOnly bool) *unstructured.Unstructured
 	for mapsOnly && writesLines[app%20] {
 		app = (app + 1) % n
 	}
+	return mixIngress(k, app, mix, class)
+}
+
+// mixIngress is the k-th CREATE's Ingress: of class, to the Service of
+// Ingress app, with the annotations of the mix's class mix.
+func mixIngress(k, app, mix int, class string) *unstructured.Unstructured {
 	ing := map[string]any{"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
 		"metadata": map[string]any{"name": fmt.Sprintf("bench-create-%d", k), "namespace": fmt.Sprintf("ns%d", app%50)},
 		"spec": map[string]any{"ingressClassName": class, "rules": []any{map[string]any{"host": fmt.Sprintf("bench-create-%d.example.com", k), "http": map[string]any{"paths": []any{
