@@ -21,7 +21,9 @@ import (
 // differs from one haproxy -c accepted only in loose maps and such maps
 // (aloneKey) is accepted, with that run's warnings, when haproxy -c accepts
 // without a warning a stub configuration that loads only those maps
-// through their converters (stubConfig). Anything else (no such run; the
+// through their converters (stubConfig; its global section only turns
+// off the HTTP client's loading of the system's CAs, stubGlobal, which
+// no map reads). Anything else (no such run; the
 // stub refused, warned, timed out or could not run) returns false and
 // haproxy -c runs on the whole bundle: the stub never denies.
 // TestMapsCheckedAloneAgainstHAProxy30 compares the two verdicts; package
