@@ -37,8 +37,8 @@ import (
 // plus a listener of its own and, when an alone map's content differs from
 // B's (changedAlone), a frontend loading each such map through its
 // converter as the maps stub does (alone.go; one run checks both), with
-// N's maps, files and certificates of the kinds the stub's text names
-// (stubFiles: a kind it never names it cannot read).
+// those maps and N's maps, files and certificates of the kinds the kept
+// sections' text names (stubFiles: a kind it never names it cannot read).
 //
 // Why that is the whole check's answer: HAProxy reads a backend section in
 // the context of the global section and the defaults sections (kept, in
@@ -210,7 +210,8 @@ func (c *Checker) acceptedAdded(ctx context.Context, b *bundle.Bundle, p addedPr
 				return false
 			}
 			start := time.Now()
-			ok = c.stubSectionsAccepted(ctx, b, stubSections(p.parts, added, loads))
+			cfg, kept := stubSections(p.parts, added, loads)
+			ok = c.stubSectionsAccepted(ctx, stubFiles(b, cfg, kept, changed))
 			res.Durations[phase.Semantic] += time.Since(start)
 			if ok {
 				res.SectionsCheckedAlone = len(added)
@@ -270,16 +271,14 @@ func addedTo(base *addedBase, parts *cfgParts) (added map[int]bool, ok bool) {
 }
 
 // stubSectionsAccepted reports whether haproxy -c accepts, without a
-// warning, b with cfg as its haproxy.cfg, written with b's files that cfg
-// can name (stubFiles) into a workspace of its own. False on any other
-// outcome.
-func (c *Checker) stubSectionsAccepted(ctx context.Context, b *bundle.Bundle, cfg string) bool {
+// warning, the stub bundle (stubFiles) written into a workspace of its
+// own. False on any other outcome.
+func (c *Checker) stubSectionsAccepted(ctx context.Context, stub *bundle.Bundle) bool {
 	ws, err := NewWorkspace(c.tempDir)
 	if err != nil {
 		return false
 	}
 	defer func() { _ = ws.Remove() }()
-	stub := stubFiles(b, cfg)
 	if err := bundle.Write(ws.Dir(), stub.Relocated(ws.Dir())); err != nil {
 		return false
 	}
@@ -292,8 +291,9 @@ func (c *Checker) stubSectionsAccepted(ctx context.Context, b *bundle.Bundle, cf
 // that it inherits no defaults section), the frontend loads
 // (stubMapLoads, "" for none) of the changed alone maps, then parts'
 // sections in order but the frontend, listen and backend sections not in
-// added.
-func stubSections(parts *cfgParts, added map[int]bool, loads string) string {
+// added; kept is that last part (cfg but for the stub's own lines, which
+// name no file but the loaded maps).
+func stubSections(parts *cfgParts, added map[int]bool, loads string) (cfg, kept string) {
 	var sb strings.Builder
 	for i, s := range parts.secs {
 		switch s.kind {
@@ -307,12 +307,13 @@ func stubSections(parts *cfgParts, added map[int]bool, loads string) string {
 			sb.WriteByte('\n')
 		}
 	}
+	kept = sb.String()
 	global := stubGlobal
-	if mayName(sb.String(), "httpclient") {
+	if mayName(kept, "httpclient") {
 		global = ""
 	}
 	return "# sections checked alone (htc checker, added.go)\n" + global + "frontend " + stubListener +
-		"\n    timeout client 1s\n    bind 127.0.0.1:1\n" + loads + sb.String()
+		"\n    timeout client 1s\n    bind 127.0.0.1:1\n" + loads + kept, kept
 }
 
 // sectionsSum digests parts' sections but those in skip, each without

@@ -210,7 +210,8 @@ func TestSectionsCheckedAloneAgainstHAProxy30(t *testing.T) {
 		if p.key == bp.key {
 			if added, ok := addedTo(baseEntry, p.parts); ok {
 				require.Len(t, added, 1, name)
-				stub = c.stubSectionsAccepted(ctx, b, stubSections(p.parts, added, ""))
+				cfg, kept := stubSections(p.parts, added, "")
+				stub = c.stubSectionsAccepted(ctx, stubFiles(b, cfg, kept, nil))
 			}
 		}
 		warnings, err := whole(b)
@@ -358,9 +359,11 @@ func TestSectionsAndMapsCheckedAloneAgainstHAProxy30(t *testing.T) {
 				require.Equal(t, 1, res.SectionsCheckedAlone, name)
 				require.Equal(t, map[bool]int{true: 1}[regex != base.Maps["regex.map"]], res.MapsCheckedAlone, name)
 				added, _ := addedTo(baseEntry, p.parts)
-				loads, _ := stubMapLoads(b.BaseDir, changedAlone(baseEntry, p))
-				written := stubFiles(b, stubSections(p.parts, added, loads))
-				kinds[fmt.Sprintf("maps %v, files %v", written.Maps != nil, written.Files != nil)]++
+				changed := changedAlone(baseEntry, p)
+				loads, _ := stubMapLoads(b.BaseDir, changed)
+				cfg, kept := stubSections(p.parts, added, loads)
+				written := stubFiles(b, cfg, kept, changed)
+				kinds[fmt.Sprintf("maps %d, files %v", len(written.Maps), written.Files != nil)]++
 			}
 			tally[o]++
 			return o
@@ -389,10 +392,10 @@ func TestSectionsAndMapsCheckedAloneAgainstHAProxy30(t *testing.T) {
 			judge(fmt.Sprintf("random %d", i), randomAddedSection(rnd), regex)
 		}
 	}
-	t.Logf("(stub, whole): %v; stubs accepted by files written: %v", tally, kinds)
+	t.Logf("(stub, whole): %v; stubs accepted by maps and files written: %v", tally, kinds)
 	require.Greater(t, tally[outcome{true, true}], 60, "the stub accepts")
 	require.Greater(t, tally[outcome{false, false}], 60, "and the harness sees refusals")
-	for _, written := range []string{"maps false, files false", "maps false, files true", "maps true, files false", "maps true, files true"} {
+	for _, written := range []string{"maps 0, files false", "maps 0, files true", "maps 1, files false", "maps 1, files true", "maps 3, files false"} {
 		require.Positive(t, kinds[written], "stubs accepted with %s written", written)
 	}
 }

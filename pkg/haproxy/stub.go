@@ -9,24 +9,34 @@ import (
 	"github.com/haproxy-template/htc/pkg/bundle"
 )
 
-// stubFiles is b with cfg as its haproxy.cfg and, of b's maps, files and
-// certificates, only the kinds whose directory (bundle.Dir: "maps",
-// "files", "certs") cfg's text names somewhere (mayName). A path HAProxy
-// opens in the bundle is spelled with its directory: written out,
-// relative to the working directory (the bundle's), or joined to a base
-// or a default-path that names it; HAProxy loads no directory
-// recursively (crt of a directory reads its regular files). So a kind
-// cfg never names is a kind it cannot read, and leaving it out changes
-// nothing but the writing.
-func stubFiles(b *bundle.Bundle, cfg string) *bundle.Bundle {
+// stubFiles is b with cfg as its haproxy.cfg, the maps of loaded (the
+// stub's frontend loads them by their paths), and, of b's other maps,
+// files and certificates, only the kinds whose directory (bundle.Dir:
+// "maps", "files", "certs") the kept sections' text (kept: cfg but for
+// the stub's own lines) names somewhere (mayName). A path HAProxy opens
+// in the bundle is spelled with its directory: written out, relative to
+// the working directory (the bundle's), or joined to a base or a
+// default-path that names it; HAProxy loads no directory recursively
+// (crt of a directory reads its regular files). So a kind the text never
+// names is a kind it cannot read, and leaving it out changes nothing but
+// the writing (3.6 against 0.4 ms for the ingress-nginx library's 31
+// files at 1,000 Ingresses).
+func stubFiles(b *bundle.Bundle, cfg, kept string, loaded map[string]string) *bundle.Bundle {
 	stub := &bundle.Bundle{BaseDir: b.BaseDir, Config: cfg}
-	if mayName(cfg, bundle.Dir(bundle.KindMap)) {
+	if mayName(kept, bundle.Dir(bundle.KindMap)) {
 		stub.Maps = b.Maps
+	} else if len(loaded) > 0 {
+		stub.Maps = make(map[string]string, len(loaded))
+		for name := range loaded {
+			if content, ok := b.Maps[name]; ok {
+				stub.Maps[name] = content
+			}
+		}
 	}
-	if mayName(cfg, bundle.Dir(bundle.KindFile)) {
+	if mayName(kept, bundle.Dir(bundle.KindFile)) {
 		stub.Files = b.Files
 	}
-	if mayName(cfg, bundle.Dir(bundle.KindCert)) {
+	if mayName(kept, bundle.Dir(bundle.KindCert)) {
 		stub.Certs = b.Certs
 	}
 	return stub

@@ -17,7 +17,8 @@ import (
 // TestSectionsStubWritesTheKindsOfFilesItNames: the sections stub gets
 // the maps, files and certificates of the kinds whose directory its text
 // names (quotes dropped: HAProxy joins a word's quoted parts), every kind
-// when a '$' or a '\' could spell a name, none otherwise.
+// when a '$' or a '\' could spell a name, none otherwise; and the maps
+// its own frontend loads.
 func TestSectionsStubWritesTheKindsOfFilesItNames(t *testing.T) {
 	b := &bundle.Bundle{BaseDir: "/b", Maps: map[string]string{"a.map": "k v\n"}, Files: map[string]string{"503.http": "x"}, Certs: map[string]string{"c.pem": "y"}}
 	for _, tc := range []struct {
@@ -35,13 +36,21 @@ func TestSectionsStubWritesTheKindsOfFilesItNames(t *testing.T) {
 		{"a variable", "global\n    setenv D x\ndefaults d\n    errorfile 503 /b/${D}/503.http\n", true, true, true},
 		{"an escape", "defaults d\n    errorfile 503 /b/\\x66iles/503.http\n", true, true, true},
 	} {
-		stub := stubFiles(b, tc.cfg)
-		assert.Equal(t, tc.cfg, stub.Config, tc.name)
+		stub := stubFiles(b, "# the stub's lines\n"+tc.cfg, tc.cfg, nil)
+		assert.Equal(t, "# the stub's lines\n"+tc.cfg, stub.Config, tc.name)
 		assert.Equal(t, "/b", stub.BaseDir, tc.name)
 		assert.Equal(t, tc.maps, stub.Maps != nil, "%s: maps", tc.name)
 		assert.Equal(t, tc.files, stub.Files != nil, "%s: files", tc.name)
 		assert.Equal(t, tc.certs, stub.Certs != nil, "%s: certificates", tc.name)
 	}
+	// The maps the stub's own frontend loads, by their paths, and no other
+	// (unless the kept sections name the kind).
+	b.Maps["regex.map"] = "^/a v\n"
+	stub := stubFiles(b, "frontend htc_maps_checked_alone\n    http-request set-var(txn.m0) path,map_reg(/b/maps/regex.map)\nglobal\n", "global\n", map[string]string{"regex.map": "map_reg"})
+	assert.Equal(t, map[string]string{"regex.map": "^/a v\n"}, stub.Maps, "only the loaded map")
+	assert.Nil(t, stub.Files)
+	stub = stubFiles(b, "frontend htc_maps_checked_alone\n    http-request set-var(txn.m0) path,map_reg(/b/maps/regex.map)\nglobal\n# maps\n", "global\n# maps\n", map[string]string{"regex.map": "map_reg"})
+	assert.Equal(t, b.Maps, stub.Maps, "every map: the kept sections name the kind")
 }
 
 // TestSectionsStubTurnsTheHTTPClientsCAsOffUnlessItMayNameHTTPClient:
@@ -61,7 +70,9 @@ func TestSectionsStubTurnsTheHTTPClientsCAsOffUnlessItMayNameHTTPClient(t *testi
 	} {
 		parts, ok := cutConfig("global\n" + tc.global + "defaults d\n    mode http\nfrontend fe\n    bind :80\nbackend b from d\n    server s1 10.0.0.1:80\n")
 		require.True(t, ok, tc.name)
-		cfg := stubSections(parts, map[int]bool{len(parts.secs) - 1: true}, "")
+		cfg, kept := stubSections(parts, map[int]bool{len(parts.secs) - 1: true}, "")
+		assert.True(t, strings.HasSuffix(cfg, kept), tc.name)
+		assert.NotContains(t, kept, stubListener, tc.name)
 		assert.Equal(t, tc.off, strings.Contains(cfg, stubGlobal), tc.name)
 		assert.Contains(t, cfg, "global\n"+tc.global, tc.name)
 		assert.NotContains(t, cfg, "frontend fe", tc.name)
@@ -156,7 +167,7 @@ func TestCheckChecksAddedSectionsAndChangedRegexMapsInOneStub(t *testing.T) {
 		if tc.maps > 0 {
 			assert.Contains(t, cfg, "frontend "+stubMaps+"\n", tc.name)
 			assert.Regexp(t, `    http-request set-var\(txn\.m0\) path,map_reg\(/\S+/maps/regex\.map\)\n`, cfg, tc.name)
-			assert.Equal(t, "haproxy.cfg\nmaps/host.map\nmaps/regex.map\n", string(files), "%s: the maps the stub names, written", tc.name)
+			assert.Equal(t, "haproxy.cfg\nmaps/regex.map\n", string(files), "%s: the map the stub loads, written, no other", tc.name)
 		} else {
 			assert.NotContains(t, cfg, stubMaps, tc.name)
 			assert.Equal(t, "haproxy.cfg\n", string(files), "%s: no file the stub does not name", tc.name)
