@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"runtime"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -36,20 +37,27 @@ import (
 //   - admit: the whole decision (render and every check phase with the
 //     real haproxy -c; the embedded tests' report is cached by the spec).
 //     Besides ns/op and cpu-ms/op (the process's CPU per CREATE, its
-//     haproxy -c children not counted) it reports the mean of each phase
+//     haproxy -c children not counted; theirs: haproxy-cpu-ms/op) and the
+//     CREATEs' p50-ms and p99-ms, it reports the mean of each phase
 //     per CREATE, the share of CREATEs that ran haproxy -c on the whole
 //     bundle (semantic-share: their haproxy.cfg is not the live one's),
 //     the share whose regular expression maps a stub haproxy -c checked
 //     alone instead (alone-share), the share whose added backend sections
-//     a stub haproxy -c checked alone (sections-share), and the mean wall
-//     time of those that ran none (maps-only-ms), of those that ran a
-//     stub (alone-ms, sections-ms) and of those that ran haproxy -c
-//     (haproxy-c-ms);
+//     a stub haproxy -c checked alone (sections-share), the share whose
+//     added sections and changed regular expression maps one stub checked
+//     (both-share), and the mean wall time of those that ran none
+//     (maps-only-ms), of those that ran a stub (alone-ms, sections-ms,
+//     both-ms) and of those that ran haproxy -c (haproxy-c-ms);
 //
 //   - admit-maps-only: the same with CREATEs of the mix's classes that
 //     write no line (writesLines) to backends without settings of their
 //     own: what every CREATE would cost if the library kept those
 //     settings in maps;
+//
+//   - admit-sections-and-maps: CREATEs that add a backend section and
+//     change the regular expression map (rewrite-target to the Service of
+//     an HTTPS backend), p50-ms, p99-ms and both-share (one stub checked
+//     both);
 //
 //   - admit-16-clients (-maps-only): 16 goroutines deciding CREATEs back
 //     to back (answers/s), as bench-scale's 16 clients, and the cores the
@@ -106,9 +114,10 @@ func BenchmarkIngressLibrariesCreate(b *testing.B) {
 				// CREATEs whose haproxy.cfg is the live one's (maps only), the
 				// others, those whose maps a stub checked alone, and those whose
 				// added backend sections a stub checked alone
-				var took [4]time.Duration
-				var count [4]int
-				cpu := processCPU()
+				var took [5]time.Duration
+				var count [5]int
+				walls := make([]time.Duration, 0, b.N)
+				cpu, children := processCPU(), childrenCPU()
 				for b.Loop() {
 					req := admission.Request{Change: watched.Change{Resource: ingressesResource, Operation: store.Create, Object: create(mapsOnly)}}
 					start := time.Now()
@@ -121,6 +130,8 @@ func BenchmarkIngressLibrariesCreate(b *testing.B) {
 					ran := 0
 					if _, ok := r.Trace.Durations[phase.Semantic]; ok && !r.Trace.SemanticReused {
 						ran = 1
+					} else if r.Trace.MapsCheckedAlone > 0 && r.Trace.SectionsCheckedAlone > 0 {
+						ran = 4
 					} else if r.Trace.MapsCheckedAlone > 0 {
 						ran = 2
 					} else if r.Trace.SectionsCheckedAlone > 0 {
@@ -128,21 +139,55 @@ func BenchmarkIngressLibrariesCreate(b *testing.B) {
 					}
 					took[ran] += t
 					count[ran]++
+					walls = append(walls, t)
 				}
 				b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+				b.ReportMetric(float64(childrenCPU()-children)/float64(time.Millisecond)/float64(b.N), "haproxy-cpu-ms/op")
+				slices.Sort(walls)
+				b.ReportMetric(float64(walls[len(walls)/2])/float64(time.Millisecond), "p50-ms")
+				b.ReportMetric(float64(walls[len(walls)*99/100])/float64(time.Millisecond), "p99-ms")
 				for ph, t := range phases {
 					b.ReportMetric(float64(t)/float64(time.Millisecond)/float64(b.N), string(ph)+"-ms/op")
 				}
 				b.ReportMetric(float64(count[1])/float64(b.N), "semantic-share")
 				b.ReportMetric(float64(count[2])/float64(b.N), "alone-share")
 				b.ReportMetric(float64(count[3])/float64(b.N), "sections-share")
-				for i, name := range []string{"maps-only-ms", "haproxy-c-ms", "alone-ms", "sections-ms"} {
+				b.ReportMetric(float64(count[4])/float64(b.N), "both-share")
+				for i, name := range []string{"maps-only-ms", "haproxy-c-ms", "alone-ms", "sections-ms", "both-ms"} {
 					if count[i] > 0 {
 						b.ReportMetric(float64(took[i])/float64(time.Millisecond)/float64(count[i]), name)
 					}
 				}
 			})
 		}
+		b.Run(fmt.Sprintf("%s/mix/ingresses=%d/admit-sections-and-maps", lib.name, n), func(b *testing.B) {
+			// CREATEs that add a backend section and change the regular
+			// expression map: rewrite-target (class 5) to the Service of an
+			// Ingress with a backend of its own (class 11: HTTPS), which
+			// needs a plain backend. One stub checks both (both-share).
+			walls := make([]time.Duration, 0, b.N)
+			both := 0
+			cpu, children := processCPU(), childrenCPU()
+			for b.Loop() {
+				k := created
+				created++
+				app := (k*20 + 11) % n
+				req := admission.Request{Change: watched.Change{Resource: ingressesResource, Operation: store.Create, Object: mixIngress(k, app, 5, lib.class)}}
+				start := time.Now()
+				d, r := a.Decide(ctx, req)
+				walls = append(walls, time.Since(start))
+				require.True(b, d.Allowed, d.Reason)
+				if r.Trace.MapsCheckedAlone > 0 && r.Trace.SectionsCheckedAlone > 0 {
+					both++
+				}
+			}
+			b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+			b.ReportMetric(float64(childrenCPU()-children)/float64(time.Millisecond)/float64(b.N), "haproxy-cpu-ms/op")
+			b.ReportMetric(float64(both)/float64(b.N), "both-share")
+			slices.Sort(walls)
+			b.ReportMetric(float64(walls[len(walls)/2])/float64(time.Millisecond), "p50-ms")
+			b.ReportMetric(float64(walls[len(walls)*99/100])/float64(time.Millisecond), "p99-ms")
+		})
 		for _, mapsOnly := range []bool{false, true} {
 			name := "admit-16-clients"
 			if mapsOnly {
@@ -216,6 +261,12 @@ func mixCreate(k, n int, class string, mapsOnly bool) *unstructured.Unstructured
 	for mapsOnly && writesLines[app%20] {
 		app = (app + 1) % n
 	}
+	return mixIngress(k, app, mix, class)
+}
+
+// mixIngress is the k-th CREATE's Ingress: of class, to the Service of
+// Ingress app, with the annotations of the mix's class mix.
+func mixIngress(k, app, mix int, class string) *unstructured.Unstructured {
 	ing := map[string]any{"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
 		"metadata": map[string]any{"name": fmt.Sprintf("bench-create-%d", k), "namespace": fmt.Sprintf("ns%d", app%50)},
 		"spec": map[string]any{"ingressClassName": class, "rules": []any{map[string]any{"host": fmt.Sprintf("bench-create-%d.example.com", k), "http": map[string]any{"paths": []any{

@@ -3,6 +3,7 @@ package haproxy
 import (
 	"context"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -21,19 +22,23 @@ import (
 // Ingress whose backend settings make a backend of its own). A bundle N is
 // accepted with no warning, without haproxy -c on the whole of it, when a
 // bundle B haproxy -c accepted without a warning (one of addedRuns') and N are
-// alike but for loose maps and addable backend sections (addedKey), and
-// N's haproxy.cfg is B's with whole backend sections inserted: with those
-// taken out, N's sections are B's, unchanged and in order (sectionsSum,
-// blank lines at a section's end aside). Each inserted section is addable
-// (a header "backend NAME from DEFAULTS", DEFAULTS named by another proxy
-// too (see addedTo), then only the keywords and
+// alike but for loose maps, alone maps (read only by map_reg or map_regm,
+// policy.Report.AloneMaps, the same in both) and addable backend sections
+// (addedKey), and N's haproxy.cfg is B's with whole backend sections inserted:
+// with those taken out, N's sections are B's, unchanged and in order
+// (sectionsSum, blank lines at a section's end aside). Each inserted section
+// is addable (a header "backend NAME from DEFAULTS", DEFAULTS named by another
+// proxy too (see addedTo), then only the keywords and
 // server options of addableLine and addableServerOption: none that
 // names a file, an id or a guid, or makes a stick table), named as no
 // other section of N is; at most maxAdded of them, maxAddedBytes in all.
 // haproxy -c must then accept without a warning the stub (stubSections):
 // N without its frontend, listen and backend sections but the new ones,
-// plus a listener of its own, with all of N's maps, files and
-// certificates.
+// plus a listener of its own and, when an alone map's content differs from
+// B's (changedAlone), a frontend loading each such map through its
+// converter as the maps stub does (alone.go; one run checks both), with
+// those maps and N's maps, files and certificates of the kinds the kept
+// sections' text names (stubFiles: a kind it never names it cannot read).
 //
 // Why that is the whole check's answer: HAProxy reads a backend section in
 // the context of the global section and the defaults sections (kept, in
@@ -41,12 +46,14 @@ import (
 // of the other proxies' names (a new one is unique). The other sections
 // were accepted without the new ones, and none of them can name them
 // (B resolved every name it uses without them). The keywords admitted act
-// inside their section only. Anything else (no such B, a line starting a
-// conditional block or any "." directive, a section keyword config-parser
-// does not cut at, the stub refused, warned or could not run) returns
-// false: haproxy -c runs on the whole bundle, so the stub never denies.
-// TestSectionsCheckedAloneAgainstHAProxy30 compares the verdicts; package
-// shadow checks again what it accepted (map-only).
+// inside their section only. An alone map HAProxy loads with nothing else
+// of the configuration, by its converter (alone.go). Anything else (no such
+// B, a line starting a conditional block or any "." directive, a section
+// keyword config-parser does not cut at, the stub refused, warned or could
+// not run) returns false: haproxy -c runs on the whole bundle, so the stub
+// never denies. TestSectionsCheckedAloneAgainstHAProxy30 and
+// TestSectionsAndMapsCheckedAloneAgainstHAProxy30 compare the verdicts;
+// package shadow checks again what it accepted (map-only).
 const (
 	maxAdded      = 16
 	maxAddedBytes = 64 << 10
@@ -54,8 +61,10 @@ const (
 	// bundles per key (the live one and proposals alike share a key).
 	addedKeys   = 4
 	addedPerKey = 4
-	// stubListener names the stub's own frontend.
+	// stubListener names the stub's own frontend; stubMaps the one
+	// that loads the changed alone maps.
 	stubListener = "htc_sections_checked_alone"
+	stubMaps     = "htc_maps_checked_alone"
 )
 
 // addedRuns remembers, for the bundles haproxy -c accepted without a
@@ -75,6 +84,7 @@ type addedRuns struct {
 type addedBase struct {
 	sum   [32]byte
 	names []uint64
+	alone map[string][32]byte // alone map -> digest of its content
 }
 
 func newAddedRuns() *addedRuns { return &addedRuns{runs: lru.New(addedKeys)} }
@@ -105,17 +115,21 @@ type cfgParts struct {
 }
 
 // addedProbe is what Check learned about a bundle for the added-sections
-// skip: its key (addedKey) and its cut haproxy.cfg; key is "" when the
-// skip does not apply (the bundle may run code, or haproxy.cfg has what
-// cutConfig refuses).
+// skip: its key (addedKey), its cut haproxy.cfg, its alone maps (name ->
+// converter, policy.Report.AloneMaps) and their content's digests; key is
+// "" when the skip does not apply (the bundle may run code, or
+// haproxy.cfg has what cutConfig refuses).
 type addedProbe struct {
-	key   string
-	parts *cfgParts
+	key       string
+	parts     *cfgParts
+	alone     map[string]string
+	aloneSums map[string][32]byte
 }
 
 // probeAdded cuts b's haproxy.cfg and keys it; loose are the loose maps
-// (nil: the bundle may run code, and the skip does not apply).
-func probeAdded(b *bundle.Bundle, loose map[string]bool) addedProbe {
+// (nil: the bundle may run code, and the skip does not apply), alone the
+// maps a stub can load alone (name -> converter).
+func probeAdded(b *bundle.Bundle, loose map[string]bool, alone map[string]string) addedProbe {
 	if loose == nil {
 		return addedProbe{}
 	}
@@ -123,7 +137,13 @@ func probeAdded(b *bundle.Bundle, loose map[string]bool) addedProbe {
 	if !ok {
 		return addedProbe{}
 	}
-	return addedProbe{key: addedKey(b, loose, parts), parts: parts}
+	sums := make(map[string][32]byte, len(alone))
+	for name := range alone {
+		k := contenthash.New()
+		k.String(b.Maps[name])
+		sums[name] = k.Sum256()
+	}
+	return addedProbe{key: addedKey(b, loose, alone, parts), parts: parts, alone: alone, aloneSums: sums}
 }
 
 // record keeps an accepted bundle's probe (one accepted without a warning:
@@ -132,7 +152,7 @@ func (a *addedRuns) record(p addedProbe, warnings []string) {
 	if a == nil || p.key == "" || len(warnings) > 0 {
 		return
 	}
-	base := &addedBase{sum: sectionsSum(p.parts, nil)}
+	base := &addedBase{sum: sectionsSum(p.parts, nil), alone: p.aloneSums}
 	for i, s := range p.parts.secs {
 		if p.parts.addable[i] {
 			base.names = append(base.names, nameHash(s.name))
@@ -174,7 +194,7 @@ func (a *addedRuns) touch(key string, base *addedBase) {
 // acceptedAdded reports whether b is accepted as the bundle of an
 // accepted run with backend sections added, checked alone (see above).
 func (c *Checker) acceptedAdded(ctx context.Context, b *bundle.Bundle, p addedProbe, res *Result) bool {
-	if c.added == nil || p.key == "" || p.parts.names[stubListener] > 0 {
+	if c.added == nil || p.key == "" || p.parts.names[stubListener] > 0 || p.parts.names[stubMaps] > 0 {
 		return false
 	}
 	v, ok := c.added.runs.Get(p.key)
@@ -184,16 +204,35 @@ func (c *Checker) acceptedAdded(ctx context.Context, b *bundle.Bundle, p addedPr
 	for _, base := range v.([]*addedBase) {
 		if added, ok := addedTo(base, p.parts); ok {
 			c.added.touch(p.key, base)
+			changed := changedAlone(base, p)
+			loads, ok := stubMapLoads(b.BaseDir, changed)
+			if !ok {
+				return false
+			}
 			start := time.Now()
-			ok = c.stubSectionsAccepted(ctx, b, stubSections(p.parts, added))
+			cfg, kept := stubSections(p.parts, added, loads)
+			ok = c.stubSectionsAccepted(ctx, stubFiles(b, cfg, kept, changed))
 			res.Durations[phase.Semantic] += time.Since(start)
 			if ok {
 				res.SectionsCheckedAlone = len(added)
+				res.MapsCheckedAlone = len(changed)
 			}
 			return ok
 		}
 	}
 	return false
+}
+
+// changedAlone are p's alone maps (name -> converter) whose content
+// differs from base's (or that base has no digest of).
+func changedAlone(base *addedBase, p addedProbe) map[string]string {
+	changed := make(map[string]string)
+	for name, conv := range p.alone {
+		if sum, ok := base.alone[name]; !ok || sum != p.aloneSums[name] {
+			changed[name] = conv
+		}
+	}
+	return changed
 }
 
 // addedTo returns the sections of parts added to base (by index): the
@@ -232,15 +271,14 @@ func addedTo(base *addedBase, parts *cfgParts) (added map[int]bool, ok bool) {
 }
 
 // stubSectionsAccepted reports whether haproxy -c accepts, without a
-// warning, b with cfg as its haproxy.cfg, written with all of b's files
-// into a workspace of its own. False on any other outcome.
-func (c *Checker) stubSectionsAccepted(ctx context.Context, b *bundle.Bundle, cfg string) bool {
+// warning, the stub bundle (stubFiles) written into a workspace of its
+// own. False on any other outcome.
+func (c *Checker) stubSectionsAccepted(ctx context.Context, stub *bundle.Bundle) bool {
 	ws, err := NewWorkspace(c.tempDir)
 	if err != nil {
 		return false
 	}
 	defer func() { _ = ws.Remove() }()
-	stub := &bundle.Bundle{BaseDir: b.BaseDir, Config: cfg, Maps: b.Maps, Files: b.Files, Certs: b.Certs}
 	if err := bundle.Write(ws.Dir(), stub.Relocated(ws.Dir())); err != nil {
 		return false
 	}
@@ -248,13 +286,15 @@ func (c *Checker) stubSectionsAccepted(ctx context.Context, b *bundle.Bundle, cf
 	return err == nil && len(warnings) == 0
 }
 
-// stubSections is the stub configuration: a listener of its own (first,
-// so that it inherits no defaults section), then parts' sections in order
-// but the frontend, listen and backend sections not in added.
-func stubSections(parts *cfgParts, added map[int]bool) string {
+// stubSections is the stub configuration: stubGlobal (unless the rest
+// may name "httpclient"), a listener of its own (first of the proxies, so
+// that it inherits no defaults section), the frontend loads
+// (stubMapLoads, "" for none) of the changed alone maps, then parts'
+// sections in order but the frontend, listen and backend sections not in
+// added; kept is that last part (cfg but for the stub's own lines, which
+// name no file but the loaded maps).
+func stubSections(parts *cfgParts, added map[int]bool, loads string) (cfg, kept string) {
 	var sb strings.Builder
-	sb.WriteString("# sections checked alone (htc checker, added.go)\nfrontend " + stubListener +
-		"\n    timeout client 1s\n    bind 127.0.0.1:1\n")
 	for i, s := range parts.secs {
 		switch s.kind {
 		case "frontend", "listen", "backend":
@@ -267,7 +307,13 @@ func stubSections(parts *cfgParts, added map[int]bool) string {
 			sb.WriteByte('\n')
 		}
 	}
-	return sb.String()
+	kept = sb.String()
+	global := stubGlobal
+	if mayName(kept, "httpclient") {
+		global = ""
+	}
+	return "# sections checked alone (htc checker, added.go)\n" + global + "frontend " + stubListener +
+		"\n    timeout client 1s\n    bind 127.0.0.1:1\n" + loads + kept, kept
 }
 
 // sectionsSum digests parts' sections but those in skip, each without
@@ -283,8 +329,10 @@ func sectionsSum(parts *cfgParts, skip map[int]bool) [32]byte {
 }
 
 // addedKey is semanticKey with haproxy.cfg's addable backend sections
-// left out (the others digested by sectionsSum in their place).
-func addedKey(b *bundle.Bundle, loose map[string]bool, parts *cfgParts) string {
+// left out (the others digested by sectionsSum in their place), and the
+// content of the alone maps too (their names and converters in its
+// place: acceptedAdded loads those whose content differs).
+func addedKey(b *bundle.Bundle, loose map[string]bool, alone map[string]string, parts *cfgParts) string {
 	skip := make(map[int]bool)
 	for i, a := range parts.addable {
 		if a {
@@ -292,8 +340,17 @@ func addedKey(b *bundle.Bundle, loose map[string]bool, parts *cfgParts) string {
 		}
 	}
 	sum := sectionsSum(parts, skip)
-	return semanticKey(&bundle.Bundle{BaseDir: b.BaseDir, Config: "added sections\x00" + string(sum[:]),
-		Maps: b.Maps, Files: b.Files, Certs: b.Certs}, loose)
+	cfg := "added sections\x00" + string(sum[:])
+	both := loose
+	if len(alone) > 0 {
+		both = maps.Clone(loose)
+		for _, name := range slices.Sorted(maps.Keys(alone)) {
+			both[name] = true
+			cfg += "\x00" + name + "\x00" + alone[name]
+		}
+	}
+	return semanticKey(&bundle.Bundle{BaseDir: b.BaseDir, Config: cfg,
+		Maps: b.Maps, Files: b.Files, Certs: b.Certs}, both)
 }
 
 // cutConfig cuts cfg into sections at the lines config-parser starts a

@@ -7,12 +7,14 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/haproxy-template/htc/internal/testhaproxy"
 	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/haproxy/policy"
+	"github.com/haproxy-template/htc/pkg/phase"
 )
 
 // addedBaseConfig is the accepted configuration sections are added to in
@@ -161,7 +163,7 @@ func TestSectionsCheckedAloneAgainstHAProxy30(t *testing.T) {
 		if err != nil {
 			return addedProbe{}, false
 		}
-		return probeAdded(b, r.LooseMaps), true
+		return probeAdded(b, r.LooseMaps, r.AloneMaps), true
 	}
 	whole := func(b *bundle.Bundle) ([]string, error) {
 		ws := newTestWorkspace(t)
@@ -208,7 +210,8 @@ func TestSectionsCheckedAloneAgainstHAProxy30(t *testing.T) {
 		if p.key == bp.key {
 			if added, ok := addedTo(baseEntry, p.parts); ok {
 				require.Len(t, added, 1, name)
-				stub = c.stubSectionsAccepted(ctx, b, stubSections(p.parts, added))
+				cfg, kept := stubSections(p.parts, added, "")
+				stub = c.stubSectionsAccepted(ctx, stubFiles(b, cfg, kept, nil))
 			}
 		}
 		warnings, err := whole(b)
@@ -247,5 +250,152 @@ func TestSectionsCheckedAloneAgainstHAProxy30(t *testing.T) {
 		}
 		_, ok = addedTo(baseEntry, p.parts)
 		require.False(t, ok, tc.name)
+	}
+}
+
+// TestSectionsAndMapsCheckedAloneAgainstHAProxy30 is the differential test
+// behind the stub that checks added backend sections and changed alone maps
+// in one run, with only the kinds of files its text names
+// (Checker.acceptedAdded, changedAlone, stubMapLoads, stubFiles): over
+// accepted configurations shaped as the ingress-nginx library's, with a
+// map_reg map read by the frontend, that name no file outside their
+// frontends, or name error files from a defaults and an http-errors
+// section, or read maps in the added sections too, for table and random
+// sections added with the map unchanged or changed (table and random
+// contents), the stub accepts only when haproxy -c accepts the whole
+// configuration without a warning, and for the table's sections (unless
+// stricter) exactly then.
+func TestSectionsAndMapsCheckedAloneAgainstHAProxy30(t *testing.T) {
+	bin := testhaproxy.HAProxy30(t)
+	c, err := NewChecker(Options{HAProxyPath: bin, TempDir: t.TempDir(), SkipSyntax: true, SkipSchema: true})
+	require.NoError(t, err)
+	ctx := context.Background()
+	const baseDir = "/etc/haproxy"
+	const regexLine = "    http-request set-var(txn.loc) path,map_reg({{dir}}/maps/regex.map)\n    http-request track-sc0"
+	const errorFiles = "    errorfile 503 {{dir}}/files/503.http\n"
+	files := map[string]string{"503.http": "HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain\r\n\r\nno server\n",
+		"404.http": "HTTP/1.0 404 Not Found\r\nContent-Type: text/plain\r\n\r\nnot found\n"}
+	whole := func(b *bundle.Bundle) ([]string, error) {
+		ws := newTestWorkspace(t)
+		require.NoError(t, bundle.Write(ws.Dir(), b.Relocated(ws.Dir())))
+		warnings, _, err := c.runHAProxy(ctx, ws.Dir())
+		if err != nil {
+			se, ok := errors.AsType[*SemanticError](err)
+			require.True(t, ok, "%v", err)
+			require.NoError(t, se.Err, "the run itself failed (a timeout?)")
+		}
+		return warnings, err
+	}
+	probe := func(b *bundle.Bundle) (addedProbe, bool) {
+		r, err := policy.Evaluate(b, nil, "")
+		if err != nil {
+			return addedProbe{}, false
+		}
+		return probeAdded(b, r.LooseMaps, r.AloneMaps), true
+	}
+	rnd := rand.New(rand.NewPCG(34, 12))
+	type outcome struct{ stub, whole bool }
+	tally := map[outcome]int{}
+	kinds := map[string]int{} // the stubs accepted, by the kinds of files written
+	for _, variant := range []struct {
+		name string
+		edit func(cfg string) string
+		// inSection is a line of each added section ("" for none)
+		inSection string
+		files     map[string]string
+	}{
+		{"no file named outside the frontends", func(cfg string) string { return cfg }, "", nil},
+		{"error files of a defaults and an http-errors section", func(cfg string) string {
+			cfg = strings.Replace(cfg, "    retries 2\n", "    retries 2\n"+errorFiles, 1)
+			return strings.Replace(cfg, "\ndefaults backends\n", "\nhttp-errors errs\n    errorfile 404 {{dir}}/files/404.http\n\ndefaults backends\n", 1)
+		}, "", files},
+		{"a global section that sets the HTTP client", func(cfg string) string {
+			return strings.Replace(cfg, "    maxconn 4096\n", "    maxconn 4096\n    httpclient.timeout.connect 2s\n", 1)
+		}, "", nil},
+		{"maps read by the added sections", func(cfg string) string { return cfg },
+			"    http-request set-var(txn.r) path,map_reg({{dir}}/maps/regex.map)\n    http-request set-var(txn.h) req.hdr(host),map({{dir}}/maps/hosts.map)\n", files},
+	} {
+		mapsWith := func(regex string) map[string]string {
+			return map[string]string{"hosts.map": "a.example.com ns0/app0\n", "backend.map": "ns0/app0 ns0_app0_http\n", "regex.map": regex}
+		}
+		bundleOf := func(middle, regex string) *bundle.Bundle {
+			cfg := strings.Replace(strings.Replace(addedBaseConfig, "@middle", middle, 1), "@end", "", 1)
+			cfg = strings.Replace(cfg, "    http-request track-sc0", regexLine, 1)
+			return bundleFor(baseDir, variant.edit(cfg), mapsWith(regex), variant.files)
+		}
+		base := bundleOf("", "^/a(/|$)(.*) ns0/app0\n")
+		warnings, err := whole(base)
+		require.NoError(t, err, "%s: the base configuration", variant.name)
+		require.Empty(t, warnings, "%s: the base configuration warns", variant.name)
+		bp, ok := probe(base)
+		require.True(t, ok, variant.name)
+		require.Equal(t, map[string]string{"regex.map": "map_reg"}, bp.alone, variant.name)
+		c.added = newAddedRuns()
+		c.added.record(bp, nil)
+		v, ok := c.added.runs.Get(bp.key)
+		require.True(t, ok)
+		baseEntry := v.([]*addedBase)[0]
+
+		judge := func(name, section, regex string) outcome {
+			text := "\nbackend ns1_new_http from backends\n" + variant.inSection + section
+			if strings.HasPrefix(section, "backend ") {
+				text = "\n" + strings.ReplaceAll(section, "NEW", "ns1_new_http")
+				if variant.inSection != "" {
+					head, rest, _ := strings.Cut(text[1:], "\n")
+					text = "\n" + head + "\n" + variant.inSection + rest
+				}
+			}
+			b := bundleOf(text, regex)
+			p, ok := probe(b)
+			if !ok {
+				return outcome{}
+			}
+			res := &Result{Durations: map[phase.Phase]time.Duration{}}
+			stub := p.key == bp.key && c.acceptedAdded(ctx, b, p, res)
+			warnings, err := whole(b)
+			o := outcome{stub, err == nil && len(warnings) == 0}
+			require.False(t, o.stub && !o.whole, "%s, %s (%q, regex.map %q): the stub accepts, the whole configuration: %v, warnings %q", variant.name, name, section, regex, err, warnings)
+			if stub {
+				require.Equal(t, 1, res.SectionsCheckedAlone, name)
+				require.Equal(t, map[bool]int{true: 1}[regex != base.Maps["regex.map"]], res.MapsCheckedAlone, name)
+				added, _ := addedTo(baseEntry, p.parts)
+				changed := changedAlone(baseEntry, p)
+				loads, _ := stubMapLoads(b.BaseDir, changed)
+				cfg, kept := stubSections(p.parts, added, loads)
+				written := stubFiles(b, cfg, kept, changed)
+				kinds[fmt.Sprintf("maps %d, files %v", len(written.Maps), written.Files != nil)]++
+			}
+			tally[o]++
+			return o
+		}
+		for i, tc := range addedSections {
+			regex := base.Maps["regex.map"]
+			if i%2 == 1 {
+				regex = aloneContents[(i/2)%len(aloneContents)].content
+			}
+			o := judge(tc.name, tc.text, regex)
+			if !tc.stricter && o.whole {
+				require.True(t, o.stub, "%s, %s (regex.map %q): the whole configuration passes, the stub refuses", variant.name, tc.name, regex)
+			}
+		}
+		for _, tc := range aloneContents {
+			o := judge("a server, "+tc.name, "    server s1 10.0.0.3:8080 check\n", tc.content)
+			if o.whole {
+				require.True(t, o.stub, "%s, regex.map %s: the whole configuration passes, the stub refuses", variant.name, tc.name)
+			}
+		}
+		for i := range 30 {
+			regex := base.Maps["regex.map"]
+			if i%3 > 0 {
+				regex = randomRegexMap(rnd)
+			}
+			judge(fmt.Sprintf("random %d", i), randomAddedSection(rnd), regex)
+		}
+	}
+	t.Logf("(stub, whole): %v; stubs accepted by maps and files written: %v", tally, kinds)
+	require.Greater(t, tally[outcome{true, true}], 60, "the stub accepts")
+	require.Greater(t, tally[outcome{false, false}], 60, "and the harness sees refusals")
+	for _, written := range []string{"maps 0, files false", "maps 0, files true", "maps 1, files false", "maps 1, files true", "maps 3, files false"} {
+		require.Positive(t, kinds[written], "stubs accepted with %s written", written)
 	}
 }

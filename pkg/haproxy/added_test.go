@@ -82,11 +82,14 @@ func TestCutConfigMarksAddableBackendSections(t *testing.T) {
 
 // addedFake is a fake haproxy that logs "stub" or "full" for each run
 // (the stub configuration's first line names it), copies the stub's
-// haproxy.cfg to stubCfg, refuses a workspace with "BAD" in a file and
+// haproxy.cfg to stubCfg and the list of its workspace's files to
+// stubCfg.files, refuses a workspace with "BAD" in a file and
 // warns for "WARN".
 func addedFake(t *testing.T, runs, stubCfg string) *Checker {
 	return fakeChecker(t, `cfg="$5"
-if head -n 1 "$cfg" | grep -q 'sections checked alone'; then echo stub >> `+runs+`; cp "$cfg" `+stubCfg+`; else echo full >> `+runs+`; fi
+if head -n 1 "$cfg" | grep -q 'sections checked alone'; then
+  echo stub >> `+runs+`; cp "$cfg" `+stubCfg+`; (cd "$(dirname "$cfg")" && find . -type f | sed 's|^\./||' | sort) > `+stubCfg+`.files
+else echo full >> `+runs+`; fi
 if grep -rq BAD "$(dirname "$cfg")"; then
   echo "[ALERT]    (42) : config : parsing [$cfg:17] : unknown keyword 'BAD'" >&2
   exit 1
@@ -163,7 +166,7 @@ func TestCheckAcceptsAddedBackendSectionsAlone(t *testing.T) {
 		if tc.want == "stub" {
 			stub, err := os.ReadFile(stubCfg)
 			require.NoError(t, err)
-			assert.True(t, strings.HasPrefix(string(stub), "# sections checked alone (htc checker, added.go)\nfrontend "+stubListener+"\n"), "%s: the listener comes first", tc.name)
+			assert.True(t, strings.HasPrefix(string(stub), "# sections checked alone (htc checker, added.go)\n"+stubGlobal+"frontend "+stubListener+"\n"), "%s: the listener comes first", tc.name)
 			assert.Contains(t, string(stub), "backend be_new from backends\n", tc.name)
 			for _, gone := range []string{"frontend fe", "backend be0", "backend be1"} {
 				assert.NotContains(t, string(stub), gone, tc.name)

@@ -21,7 +21,9 @@ import (
 // differs from one haproxy -c accepted only in loose maps and such maps
 // (aloneKey) is accepted, with that run's warnings, when haproxy -c accepts
 // without a warning a stub configuration that loads only those maps
-// through their converters (stubConfig). Anything else (no such run; the
+// through their converters (stubConfig; its global section only turns
+// off the HTTP client's loading of the system's CAs, stubGlobal, which
+// no map reads). Anything else (no such run; the
 // stub refused, warned, timed out or could not run) returns false and
 // haproxy -c runs on the whole bundle: the stub never denies.
 // TestMapsCheckedAloneAgainstHAProxy30 compares the two verdicts; package
@@ -90,11 +92,11 @@ func (c *Checker) stubAccepts(ctx context.Context, b *bundle.Bundle, alone map[s
 
 // stubConfig is the configuration that loads each map of contents (name ->
 // content) through its converter in alone, from a file of dir, and does
-// nothing else; files are the files to write in dir (name -> content).
+// nothing else (its global section is stubGlobal); files are the files to write in dir (name -> content).
 // HAProxy 3.0 accepts it without a warning when every map loads.
 func stubConfig(dir string, contents map[string]string, alone map[string]string) (cfg string, files map[string]string) {
 	var sb strings.Builder
-	sb.WriteString("# maps checked alone (htc checker, alone.go)\nglobal\ndefaults\n    mode http\n" +
+	sb.WriteString("# maps checked alone (htc checker, alone.go)\n" + stubGlobal + "defaults\n    mode http\n" +
 		"    timeout connect 1s\n    timeout client 1s\n    timeout server 1s\nfrontend maps\n    bind 127.0.0.1:1\n")
 	files = make(map[string]string, len(alone))
 	for i, name := range slices.Sorted(maps.Keys(alone)) {

@@ -84,10 +84,12 @@ type Result struct {
 	// strings (string keys and values), whose content it accepts whatever
 	// it is, and in maps it accepted alone (MapsCheckedAlone), or (with no
 	// warning) only in backend sections it accepted alone
-	// (SectionsCheckedAlone). Warnings are that run's.
+	// (SectionsCheckedAlone) and maybe such maps, which the same stub
+	// loaded (both counts then). Warnings are that run's.
 	SemanticReused bool
 	// MapsCheckedAlone is how many maps haproxy -c accepted in a stub
-	// configuration instead (see Checker.acceptedAlone); 0 when none.
+	// configuration instead (see Checker.acceptedAlone, and
+	// Checker.acceptedAdded for a stub of both); 0 when none.
 	MapsCheckedAlone int
 	// SectionsCheckedAlone is how many added backend sections haproxy -c
 	// accepted in a stub configuration instead (see
@@ -270,7 +272,7 @@ func (c *Checker) Check(ctx context.Context, b *bundle.Bundle) (*Result, error) 
 	}
 	var added addedProbe // "" key: neither reused nor recorded
 	if !ok && mapOnly && c.added != nil {
-		if added = probeAdded(b, scan.LooseMaps); c.acceptedAdded(ctx, b, added, res) {
+		if added = probeAdded(b, scan.LooseMaps, scan.AloneMaps); c.acceptedAdded(ctx, b, added, res) {
 			warnings, ok = nil, true
 			c.passed.add(key, warnings)
 		}

@@ -24,8 +24,9 @@
 //     (passed.go), and one that also differs in maps read only by
 //     map_reg or map_regm is accepted when a stub configuration that
 //     loads only those maps passes (alone.go), and one whose haproxy.cfg
-//     is an accepted one's with backend sections added when a stub
-//     configuration of those sections passes (added.go).
+//     is an accepted one's with backend sections added (and maybe such
+//     maps changed) when a stub configuration of those sections (loading
+//     those maps too: one run) passes (added.go, stub.go).
 //
 // The syntax and schema phases parse while haproxy -c runs; their
 // findings are only reported when haproxy -c confirms them (checker.go).
