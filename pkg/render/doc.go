@@ -162,7 +162,9 @@
 // table's order (or the one after: one skipped), a channel read after the
 // last record that emitted on it is the channel the recording render read
 // (kept with its table), with the keys of the records skipped and of the
-// fragments run in this render set where first-wins sets them; otherwise
+// fragments run in this render set where first-wins sets them (a channel
+// over the recording render's, fragments.OverBase: only a read of every
+// entry copies it); otherwise
 // every channel is built from the records applied, as before. The keys of a channel, in order (for fragments, keys, values
 // and a key prefix), start from the recording render's, and are checked
 // (fragments.SortedFrom).
