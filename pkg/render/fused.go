@@ -12,31 +12,41 @@ import (
 // Whole reads of a channel without its map. `emitted CHANNEL` returns
 // every entry as one map, which a channel over a base
 // (fragments.OverBase: the recording render's, with the few keys this
-// render changed) builds by copying the base. Four calls need of that map
-// only its keys in order and their values:
+// render changed) builds by copying the base. Six calls need of that map
+// only its keys in order and their values, or one key's:
 //
 //	len (emitted X)   keys (emitted X)   values (emitted X)
-//	fragments NAME (emitted X)
+//	fragments NAME (emitted X)   get (emitted X) KEY   hasKey (emitted X) KEY
 //
 // New rewrites each of them, where the call is a pipeline's first command
 // and the channel's read is written as its argument (one pipeline of one
 // command: emitted and one argument), into a call of a function of its own (fusedFuncs) that reads
 // the channel by its methods and returns what the call it replaces
 // returns: the same value of the same type, in the same order, the same
-// error (its text names the function run). Any other read of a channel
-// (range, a variable, index, hasKey, a prefix) is emitted's, as before.
+// error (its text names the function run; a KEY whose evaluation fails
+// fails before emitted's own checks, not after). Any other read of a
+// channel (range, a variable, index, a prefix) is emitted's, as before.
 // Templates cannot call those functions: they are bound at render time
 // only, so a template naming one does not parse.
 // TestFusedChannelReadsReturnWhatTheCallsTheyReplaceReturn compares them.
 
-// fusedNames are the functions fuseChannelReads calls, by the function
-// whose call of (emitted X) they replace.
-var fusedNames = map[string]string{
-	"len": "emittedLen", "keys": "emittedKeys", "values": "emittedValues", "fragments": "emittedFragments",
+// fused is the function a call of one of fusedCalls is rewritten into
+// when its argument at is (emitted X), of args arguments (the function
+// included): the call's arguments with X in place of (emitted X).
+type fused struct {
+	name     string
+	args, at int
+}
+
+// fusedCalls are the calls fuseChannelReads rewrites, by the function
+// called.
+var fusedCalls = map[string]fused{
+	"len": {"emittedLen", 2, 1}, "keys": {"emittedKeys", 2, 1}, "values": {"emittedValues", 2, 1},
+	"fragments": {"emittedFragments", 3, 2}, "get": {"emittedGet", 3, 1}, "hasKey": {"emittedHasKey", 3, 1},
 }
 
 // fuseChannelReads rewrites the calls of every template of root that
-// fusedNames lists.
+// fusedCalls lists.
 func fuseChannelReads(root *template.Template) error {
 	for _, t := range root.Templates() {
 		if t.Tree == nil || t.Root == nil {
@@ -57,9 +67,8 @@ func fuseChannelReads(root *template.Template) error {
 	return nil
 }
 
-// fuseCommand rewrites c when it is F (emitted X), or fragments NAME
-// (emitted X), into the fused function's call with the same arguments
-// but the channel's name X.
+// fuseCommand rewrites c when it is a call fusedCalls lists with (emitted
+// X) where it says.
 func fuseCommand(tr *parse.Tree, c *parse.CommandNode) {
 	if len(c.Args) < 2 {
 		return
@@ -68,17 +77,17 @@ func fuseCommand(tr *parse.Tree, c *parse.CommandNode) {
 	if !ok {
 		return
 	}
-	fused, ok := fusedNames[id.Ident]
-	if !ok || len(c.Args) != 2+boolIndex(id.Ident == "fragments") {
+	f, ok := fusedCalls[id.Ident]
+	if !ok || len(c.Args) != f.args {
 		return
 	}
-	last := len(c.Args) - 1
-	x, ok := emittedArg(c.Args[last])
+	x, ok := emittedArg(c.Args[f.at])
 	if !ok {
 		return
 	}
-	args := append([]parse.Node{parse.NewIdentifier(fused).SetTree(tr).SetPos(id.Pos)}, c.Args[1:last]...)
-	c.Args = append(args, x)
+	args := slices.Clone(c.Args)
+	args[0], args[f.at] = parse.NewIdentifier(f.name).SetTree(tr).SetPos(id.Pos), x
+	c.Args = args
 }
 
 // emittedArg returns X when n is (emitted X).
@@ -93,19 +102,12 @@ func emittedArg(n parse.Node) (parse.Node, bool) {
 	return p.Cmds[0].Args[1], true
 }
 
-// boolIndex is 1 for true, 0 for false.
-func boolIndex(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 // fusedFuncs are the functions fuseChannelReads calls, bound to s.
 func fusedFuncs(s *renderState) template.FuncMap {
 	return template.FuncMap{
 		"emittedLen": s.emittedLen, "emittedKeys": s.emittedKeys,
 		"emittedValues": s.emittedValues, "emittedFragments": s.emittedFragments,
+		"emittedGet": s.emittedGet, "emittedHasKey": s.emittedHasKey,
 	}
 }
 
@@ -178,4 +180,26 @@ func (s *renderState) emittedFragments(name, channel string) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+// emittedGet is get (emitted X) KEY: KEY's value, "" when none.
+func (s *renderState) emittedGet(name, key string) (any, error) {
+	c, err := s.readWhole(name)
+	if err != nil {
+		return nil, err
+	}
+	if v, ok := c.Get(key); ok {
+		return v, nil
+	}
+	return "", nil
+}
+
+// emittedHasKey is hasKey (emitted X) KEY.
+func (s *renderState) emittedHasKey(name, key string) (bool, error) {
+	c, err := s.readWhole(name)
+	if err != nil {
+		return false, err
+	}
+	_, ok := c.Get(key)
+	return ok, nil
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // TestFusedChannelReadsReturnWhatTheCallsTheyReplaceReturn: len, keys,
-// values and fragments of (emitted X), which New rewrites, give what they
+// values, fragments, get and hasKey of (emitted X), which New rewrites, give what they
 // give for the same channel read through a variable (not rewritten): for
 // a channel with entries, one never emitted on, and a channel over the
 // recording render's changed by a proposal (an ingress added first,
@@ -29,6 +29,8 @@ func TestFusedChannelReadsReturnWhatTheCallsTheyReplaceReturn(t *testing.T) {
 		{"keys", `{{ toJson (keys (emitted CH)) }} {{ keys (emitted CH) | kindOf }}`, `{{ $m := emitted CH }}{{ toJson (keys $m) }} {{ keys $m | kindOf }}`},
 		{"values", `{{ toJson (values (emitted CH)) }} {{ printf "%v" (values (emitted CH)) }}`, `{{ $m := emitted CH }}{{ toJson (values $m) }} {{ printf "%v" (values $m) }}`},
 		{"fragments", `{{ fragments "g" (emitted CH) }}`, `{{ $m := emitted CH }}{{ fragments "g" $m }}`},
+		{"get", `{{ range $k := list "a" "b" "0" "k-a" "none" }}{{ toJson (get (emitted CH) $k) }};{{ end }}`, `{{ $m := emitted CH }}{{ range $k := list "a" "b" "0" "k-a" "none" }}{{ toJson (get $m $k) }};{{ end }}`},
+		{"hasKey", `{{ range $k := list "a" "b" "0" "k-a" "none" }}{{ hasKey (emitted CH) $k }};{{ end }}`, `{{ $m := emitted CH }}{{ range $k := list "a" "b" "0" "k-a" "none" }}{{ hasKey $m $k }};{{ end }}`},
 	} {
 		for _, ch := range []string{`"c"`, `"n"`, `"never"`} {
 			t.Run(tc.name+" "+ch, func(t *testing.T) {

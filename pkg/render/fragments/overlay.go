@@ -22,8 +22,9 @@ import (
 //
 // A read that needs every entry as one map (Read, Base) builds it once:
 // a copy of the base with the change applied, the copy a render made
-// before. A base whose keys in order are unknown, or not as many as its
-// entries, is copied at once (fail closed). FuzzOverBaseReadsAsItsCopy
+// before. The keys in order of a base whose keys in order are unknown,
+// or not as many as its entries, are found from that copy (fail closed).
+// FuzzOverBaseReadsAsItsCopy
 // compares every read with the copy's.
 
 // overlay is a channel's base and its change.
@@ -32,9 +33,11 @@ type overlay struct {
 	set  map[string]any  // keys the change sets (added or replaced)
 	gone map[string]bool // keys of base the change removes (none of set)
 	// added are the keys of set that base lacks, sorted; n the number of
-	// entries.
+	// entries; keyed says base.Sorted are base's keys in order (else the
+	// keys in order are found from every entry: the copy).
 	added []string
 	n     int
+	keyed bool
 }
 
 // OverBase returns a channel already read (as ReadChannel's) that holds
@@ -65,11 +68,8 @@ func OverBase(b *Base, set map[string]any, gone []string, last int, fresh []stri
 	}
 	slices.Sort(o.added)
 	o.n = len(b.Entries) + len(o.added) - len(o.gone)
+	o.keyed = b.Sorted != nil && len(b.Sorted) == len(b.Entries)
 	c.over = o
-	if b.Sorted == nil || len(b.Sorted) != len(b.Entries) {
-		c.all() // its keys in order unknown: the copy, as before
-		c.over = nil
-	}
 	return c
 }
 
@@ -123,10 +123,10 @@ func (c *Channel) get(k string) (any, bool) {
 
 // overSorted returns the keys of a channel over a base in order (the
 // base's own when the change adds and removes none), nil for any other
-// channel.
+// channel and when the base's keys in order are unknown.
 func (c *Channel) overSorted() []string {
 	o := c.over
-	if o == nil {
+	if o == nil || !o.keyed {
 		return nil
 	}
 	if len(o.added) == 0 && len(o.gone) == 0 {
@@ -156,7 +156,7 @@ func (o *overlay) merge(base, added []string, n int) []string {
 // base's keys in order and in those the change adds.
 func (c *Channel) overPrefix(p string) (m map[string]any, keys []string, ok bool) {
 	o := c.over
-	if o == nil || c.sorted != nil {
+	if o == nil || !o.keyed || c.sorted != nil {
 		return nil, nil, false
 	}
 	c.read = true

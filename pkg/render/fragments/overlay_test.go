@@ -161,7 +161,7 @@ func emptyNil(s []string) []string {
 // answers its length, its keys in order and the entries of a prefix
 // without copying the base; reading every entry copies it once; a change
 // that changes nothing is the base itself; a base whose keys in order are
-// unknown is copied at once; its Base (a whole read) has its keys in
+// unknown is copied only for them or a prefix; its Base (a whole read) has its keys in
 // order, found or not before.
 func TestAChannelOverABaseCopiesItOnlyForAWholeRead(t *testing.T) {
 	base := func() *Base {
@@ -189,8 +189,12 @@ func TestAChannelOverABaseCopiesItOnlyForAWholeRead(t *testing.T) {
 			read: func(c *Channel) any { return c.Read() }, want: map[string]any{"a|1": "x", "a|2": "y", "b|1": "z", "c": "w"}, copiedNow: true},
 		{name: "no change is the base", base: base(), gone: []string{"absent"},
 			read: func(c *Channel) any { return c.Read() }, want: base().Entries, sameAsBase: true},
-		{name: "keys in order unknown: copied at once", base: &Base{Entries: map[string]any{"a": "x"}}, set: map[string]any{"b": "y"},
-			read: func(c *Channel) any { return c.Len() }, want: 2, copiedNow: true},
+		{name: "keys in order unknown: not copied for its length", base: &Base{Entries: map[string]any{"a": "x"}}, set: map[string]any{"b": "y"},
+			read: func(c *Channel) any { return c.Len() }, want: 2},
+		{name: "keys in order unknown: copied for them", base: &Base{Entries: map[string]any{"a": "x"}}, set: map[string]any{"b": "y"},
+			read: func(c *Channel) any { return c.Sorted() }, want: []string{"a", "b"}, copiedNow: true},
+		{name: "keys in order unknown: copied for a prefix", base: &Base{Entries: map[string]any{"a": "x", "b": "z"}}, set: map[string]any{"b": "y"},
+			read: func(c *Channel) any { m, _ := c.ReadPrefix("b"); return m }, want: map[string]any{"b": "y"}, copiedNow: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := OverBase(tc.base, tc.set, tc.gone, 0, nil)
