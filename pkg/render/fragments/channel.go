@@ -84,12 +84,35 @@ func (c *Channel) Len() int {
 // Base returns the channel as Table.KeepChannel keeps it; it must have
 // been read. A channel over a base gives its keys in order too (a
 // prefix read does not find them), so that the next render's does not
-// copy it.
+// copy it. The keys in order are checked once here (each greater than
+// the one before, each an entry, as many as the entries), for every
+// render over the base (OverBase) that trusts them; unchecked, they are
+// not kept.
 func (c *Channel) Base() *Base {
 	if c.sorted == nil && c.over != nil {
 		c.sorted = c.overSorted()
 	}
-	return &Base{Entries: c.all(), Sorted: c.sorted, Last: c.last}
+	b := &Base{Entries: c.all(), Sorted: c.sorted, Last: c.last}
+	if !keysInOrder(b.Sorted, b.Entries) {
+		b.Sorted = nil
+	}
+	return b
+}
+
+// keysInOrder reports whether keys are m's keys in order.
+func keysInOrder(keys []string, m map[string]any) bool {
+	if len(keys) != len(m) {
+		return false
+	}
+	for i, k := range keys {
+		if i > 0 && keys[i-1] >= k {
+			return false
+		}
+		if _, ok := m[k]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // Read returns the entries (the caller must not modify them); the channel

@@ -15,8 +15,8 @@ import (
 //   - a key has the change's value when the change sets it, none when
 //     the change removes it, else the base's;
 //   - its keys in order are the base's (Base.Sorted: Base's Entries'
-//     keys in order, as Channel.Sorted found them) without those the
-//     change removes, merged with those it adds (sorted: they are few);
+//     keys in order, checked by Channel.Base) without those the change
+//     removes, merged with those it adds (sorted: they are few);
 //   - the entries of a key prefix are found by a binary search in those
 //     two lists (ReadPrefix).
 //

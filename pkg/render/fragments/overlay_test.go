@@ -207,3 +207,26 @@ func TestAChannelOverABaseCopiesItOnlyForAWholeRead(t *testing.T) {
 		})
 	}
 }
+
+// TestABaseKeepsItsKeysInOrderOnlyChecked: a channel's Base keeps the
+// keys in order it found only when they are its entries' keys in order.
+func TestABaseKeepsItsKeysInOrderOnlyChecked(t *testing.T) {
+	entries := map[string]any{"a": 1, "b": 2}
+	for _, tc := range []struct {
+		name   string
+		sorted []string
+		kept   bool
+	}{
+		{"its keys in order", []string{"a", "b"}, true},
+		{"out of order", []string{"b", "a"}, false},
+		{"one missing", []string{"a"}, false},
+		{"one not an entry", []string{"a", "c"}, false},
+		{"twice", []string{"a", "a"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ReadChannel(entries, 0, nil, nil)
+			c.sorted = tc.sorted
+			assert.Equal(t, tc.kept, c.Base().Sorted != nil)
+		})
+	}
+}
