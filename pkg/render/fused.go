@@ -155,12 +155,7 @@ func (s *renderState) emittedValues(name string) ([]any, error) {
 	if err := s.Interrupted(); err != nil {
 		return nil, err
 	}
-	ks := c.Sorted()
-	out := make([]any, len(ks))
-	for i, k := range ks {
-		out[i], _ = c.Get(k)
-	}
-	return out, nil
+	return c.Values(), nil
 }
 
 // emittedFragments is fragments NAME (emitted X): NAME for each entry in

@@ -98,6 +98,32 @@ func (c *Channel) Get(k string) (any, bool) {
 	return c.get(k)
 }
 
+// Values returns the values of the entries in key order (a new list);
+// the channel takes no more. Over a base, each base key's value is looked
+// up once, in the change only when it replaces some of the base's.
+func (c *Channel) Values() []any {
+	ks := c.Sorted()
+	out := make([]any, len(ks))
+	o := c.over
+	if c.entries != nil || o == nil || len(o.set) > len(o.added) {
+		for i, k := range ks {
+			out[i], _ = c.get(k)
+		}
+		return out
+	}
+	// The change only adds keys (and removes some, which ks lacks): a
+	// key is the base's unless added.
+	a := o.added
+	for i, k := range ks {
+		if len(a) > 0 && a[0] == k {
+			out[i], a = o.set[k], a[1:]
+			continue
+		}
+		out[i] = o.base.Entries[k]
+	}
+	return out
+}
+
 // Count is the number of entries; the channel takes no more.
 func (c *Channel) Count() int {
 	c.read = true

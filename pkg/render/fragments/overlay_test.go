@@ -15,7 +15,7 @@ import (
 // (keys added, replaced, set to their value, removed, removed and set,
 // removed when absent), answers every read, in any order and any number
 // of times (its length, its keys in order, the entries of a key prefix,
-// the value of a key, every entry, its Base), as the copy of the base with the change applied
+// the value of a key, the values in key order, every entry, its Base), as the copy of the base with the change applied
 // does, and leaves the base as it was.
 func FuzzOverBaseReadsAsItsCopy(f *testing.F) {
 	for seed := range uint64(32) {
@@ -101,7 +101,9 @@ func FuzzOverBaseReadsAsItsCopy(f *testing.F) {
 			}
 		}
 		for i := range 1 + r.IntN(6) {
-			switch r.IntN(6) {
+			switch r.IntN(7) {
+			case 6:
+				require.Equal(t, copied.Values(), over.Values(), "read %d: Values", i)
 			case 0:
 				require.Equal(t, copied.Len(), over.Len(), "read %d: Len", i)
 			case 1:
