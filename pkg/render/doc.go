@@ -13,7 +13,9 @@
 //     every tree (prepare.go), running fragments and applying their records (fragment*.go; the records and their reuse: package fragments),
 //     another engine's records carried into a new one (carry.go; the
 //     reach it compares is package tree's), the channels of a render
-//     that reuses records (fragment_lazy.go),
+//     that reuses records (fragment_lazy.go), the whole reads of a
+//     channel that need no dict of it (fused.go: len, keys, values,
+//     fragments, get and hasKey of (emitted X)),
 //     rendering again over one
 //     state (render_again.go), the status template as an output
 //     (status.go) and the calls the source map is built from
@@ -162,7 +164,10 @@
 // table's order (or the one after: one skipped), a channel read after the
 // last record that emitted on it is the channel the recording render read
 // (kept with its table), with the keys of the records skipped and of the
-// fragments run in this render set where first-wins sets them; otherwise
+// fragments run in this render set where first-wins sets them (a channel
+// over the recording render's, fragments.OverBase: only emitted's dict of
+// every entry copies it, and len, keys, values, fragments, get and hasKey
+// of (emitted X) build none: fused.go); otherwise
 // every channel is built from the records applied, as before. The keys of a channel, in order (for fragments, keys, values
 // and a key prefix), start from the recording render's, and are checked
 // (fragments.SortedFrom).

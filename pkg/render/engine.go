@@ -106,7 +106,7 @@ func (e *Engine) acquire(ctx context.Context, baseDir string, maxBytes int64) (*
 		if err != nil {
 			return nil, err
 		}
-		t.Funcs(dynamicFuncs(st)).Funcs(guardedFuncs(st))
+		t.Funcs(dynamicFuncs(st)).Funcs(guardedFuncs(st)).Funcs(fusedFuncs(st))
 		st.bindTemplate(t)
 		b = &boundSet{tmpl: t, st: st}
 	}
@@ -317,6 +317,11 @@ func New(spec *config.HAProxyTemplateConfigSpec) (*Engine, error) {
 		entries = append(entries, o.tmpl)
 	}
 	e.reads = reads.Scan(root, entries)
+	// After the scan, which reads the templates as written: the calls it
+	// rewrites return what they returned (fused.go).
+	if err := fuseChannelReads(root); err != nil {
+		return nil, renderError("internal: "+err.Error(), err)
+	}
 	return e, nil
 }
 

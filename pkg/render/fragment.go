@@ -98,18 +98,26 @@ func (f *fragmentState) reset() { *f = fragmentState{} }
 // (.resources.<key>: every object, as Each iterates them), a list or a
 // dict.
 func (s *renderState) fragments(name string, items any) (string, error) {
-	if err := s.Interrupted(); err != nil {
+	if err := s.fragmentsCheck(name); err != nil {
 		return "", err
-	}
-	if s.sources.frag != nil {
-		return "", errors.New("fragments: a fragment cannot render fragments")
-	}
-	if s.tmpl == nil || s.tmpl.Lookup(name) == nil {
-		return "", fmt.Errorf("fragments %q: no such template", name)
 	}
 	return "", eachItem("fragments", items, s.sortedKeys, func(key string, item any) error {
 		return s.fragment(name, key, item)
 	})
+}
+
+// fragmentsCheck is what fragments NAME checks before it runs NAME.
+func (s *renderState) fragmentsCheck(name string) error {
+	if err := s.Interrupted(); err != nil {
+		return err
+	}
+	if s.sources.frag != nil {
+		return errors.New("fragments: a fragment cannot render fragments")
+	}
+	if s.tmpl == nil || s.tmpl.Lookup(name) == nil {
+		return fmt.Errorf("fragments %q: no such template", name)
+	}
+	return nil
 }
 
 // eachItem calls fn with each item of a list (key "") or dict (in key
@@ -300,14 +308,8 @@ func (s *renderState) emit(channel, key string, value any) (string, error) {
 // CHANNEL (a dict the template cannot modify), or only those whose key
 // begins with PREFIX; the channel takes no more.
 func (s *renderState) emitted(name string, prefix ...string) (map[string]any, error) {
-	if err := s.Interrupted(); err != nil {
+	if err := s.emittedCheck(name, len(prefix)); err != nil {
 		return nil, err
-	}
-	if s.sources.frag != nil {
-		return nil, fmt.Errorf("emitted %q: a fragment cannot read a channel", name)
-	}
-	if len(prefix) > 1 {
-		return nil, fmt.Errorf("emitted %q: want one key prefix at most, got %d", name, len(prefix))
 	}
 	c := s.readChannel(name)
 	if len(prefix) == 0 {
@@ -318,6 +320,21 @@ func (s *renderState) emitted(name string, prefix ...string) (map[string]any, er
 	m, keys := c.ReadPrefix(prefix[0])
 	s.keepOrder(m, keyOrder{keys: keys})
 	return m, nil
+}
+
+// emittedCheck is what emitted CHANNEL checks before it reads CHANNEL,
+// given n key prefixes.
+func (s *renderState) emittedCheck(name string, n int) error {
+	if err := s.Interrupted(); err != nil {
+		return err
+	}
+	if s.sources.frag != nil {
+		return fmt.Errorf("emitted %q: a fragment cannot read a channel", name)
+	}
+	if n > 1 {
+		return fmt.Errorf("emitted %q: want one key prefix at most, got %d", name, n)
+	}
+	return nil
 }
 
 // keyOrder is how a dict emitted returned has its keys in order: those of

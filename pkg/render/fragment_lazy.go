@@ -1,7 +1,6 @@
 package render
 
 import (
-	"maps"
 	"sort"
 
 	"github.com/haproxy-template/htc/pkg/render/fragments"
@@ -26,7 +25,9 @@ import (
 // never emit on it, so none can emit once it is read. Anything else (a
 // record out of order, two skipped in a row, a read before Last, a
 // channel the recording render did not read) builds every channel as
-// before, from the records applied so far (materialize).
+// before, from the records applied so far (materialize). The channel
+// read is the recording render's with the keys that differ set or gone,
+// without copying it (fragments.OverBase), unless a read needs every entry.
 // FuzzFragmentsRenderAsInFull compares every render with a full one.
 
 // pendingEmit is an emission kept aside on a lazy channel: pos is the
@@ -127,8 +128,9 @@ func (s *renderState) fromBase(name string, b *fragments.Base) *fragments.Channe
 			}
 		}
 	}
-	entries := b.Entries
 	var fresh []string
+	var set map[string]any // the keys whose value is not b's
+	var gone []string      // the keys of b that are gone
 	if len(keys) > 0 {
 		// Only keys b holds were emitted by the table's records (b holds
 		// every key they emitted on the channel): look for those alone.
@@ -145,7 +147,6 @@ func (s *renderState) fromBase(name string, b *fragments.Base) *fragments.Channe
 		if len(held) > 0 {
 			first = s.frags.reuse.FirstEmitters(name, held, b.Last, s.frags.skipped)
 		}
-		changed := false
 		decided := make(map[string]any, len(keys)) // key → its value (absent: gone)
 		for k := range keys {
 			if e, ok := first[k]; ok {
@@ -170,26 +171,20 @@ func (s *renderState) fromBase(name string, b *fragments.Base) *fragments.Channe
 		for k := range keys {
 			v, now := decided[k]
 			was, before := b.Entries[k]
-			if now != before || (now && !sameValue(v, was)) {
-				changed = true
-				break
-			}
-		}
-		if changed {
-			entries = maps.Clone(b.Entries)
-			if entries == nil {
-				entries = make(map[string]any, len(decided))
-			}
-			for k := range keys {
-				if v, ok := decided[k]; ok {
-					entries[k] = v
-				} else {
-					delete(entries, k)
+			switch {
+			case now && (!before || !sameValue(v, was)):
+				if set == nil {
+					set = map[string]any{}
 				}
+				set[k] = v
+			case !now && before:
+				gone = append(gone, k)
 			}
 		}
 	}
-	return fragments.ReadChannel(entries, s.lastAt(b.Last, kept), b.Sorted, fresh)
+	// The channel is b with the keys changed set or gone, read without
+	// copying b (fragments.OverBase; b itself when none changed).
+	return fragments.OverBase(b, set, gone, s.lastAt(b.Last, kept), fresh)
 }
 
 // sameValue reports whether a and b are the same value: equal scalars, or

@@ -2,6 +2,7 @@ package render
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -103,4 +104,67 @@ func TestAChannelReadBeforeItsLastEmitterIsRebuilt(t *testing.T) {
 	_, got := e.Render(context.Background(), Input{Stores: proposal, BaseDir: "/b"})
 	require.Error(t, got)
 	assert.Equal(t, full.Error(), got.Error())
+}
+
+// TestAdmissionsOverOneRecordingRenderAtOnceRenderAsInFull: proposals
+// rendered at once, each over the channels the one recording render kept
+// (read whole, by prefix, and by len, keys, values, get and hasKey of
+// emitted), each changing them, render as a full render renders them
+// (run with -race: the channels they share are only read).
+func TestAdmissionsOverOneRecordingRenderAtOnceRenderAsInFull(t *testing.T) {
+	cfg := `{{ fragments "f" .resources.ingresses }}{{ range $k, $v := emitted "c" }}{{ $k }}={{ $v }} {{ end }}|{{ keys (emitted "c" "name-") }}|{{ values (emitted "c") }}|{{ len (emitted "c") }}|{{ get (emitted "c") "ns" }}|{{ hasKey (emitted "c") "name-b" }}|{{ fragments "g" (emitted "c") }}`
+	opts := []specOpt{
+		withSnippet("f", `{{ emit "c" .item.metadata.namespace .item.metadata.name }}{{ emit "c" (printf "name-%s" .item.metadata.name) .item.metadata.name }}`),
+		withSnippet("g", `[{{ .key }}]`),
+	}
+	stores, set := fragmentStores(t)
+	e := mustEngine(t, cfg, opts...)
+	renderText(t, e, Input{Stores: set, BaseDir: "/b", Record: true})
+	var proposals []store.Set
+	for _, p := range []struct {
+		op  store.Operation
+		obj string
+	}{{store.Create, "0"}, {store.Create, "aa"}, {store.Create, "z"}, {store.Delete, "a"}, {store.Delete, "b"}, {store.Update, "a"}} {
+		obj := &unstructured.Unstructured{Object: ingress("ns", p.obj, "x.example.com", "svc-x")}
+		change := store.Change{Operation: p.op, Object: obj}
+		if p.op != store.Create {
+			old, ok := stores["ingresses"].ByName("ns", p.obj)
+			require.True(t, ok)
+			change.OldObject = old
+			if p.op == store.Delete {
+				change.Object = old
+			} else {
+				obj.Object["spec"].(map[string]any)["ingressClassName"] = "other"
+			}
+		}
+		proposal, err := set.WithChange("ingresses", change)
+		require.NoError(t, err)
+		proposals = append(proposals, proposal)
+	}
+	want := make([]string, len(proposals))
+	for i, p := range proposals {
+		want[i] = renderText(t, e, Input{Stores: p, BaseDir: "/b", Full: true})
+	}
+	before := e.FragmentStats().Lazy
+	var wg sync.WaitGroup
+	got := make([][]string, 8)
+	for g := range got {
+		wg.Go(func() {
+			for i := range 20 {
+				b, err := e.Render(context.Background(), Input{Stores: proposals[(g+i)%len(proposals)], BaseDir: "/b"})
+				if err != nil {
+					got[g] = append(got[g], "error: "+err.Error())
+					continue
+				}
+				got[g] = append(got[g], b.Config)
+			}
+		})
+	}
+	wg.Wait()
+	for g := range got {
+		for i, text := range got[g] {
+			assert.Equal(t, want[(g+i)%len(proposals)], text, "goroutine %d, render %d", g, i)
+		}
+	}
+	assert.Positive(t, e.FragmentStats().Lazy-before, "channels read from the table")
 }

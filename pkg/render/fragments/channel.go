@@ -8,9 +8,12 @@ import (
 )
 
 // Channel holds what fragments emitted on one channel: the first value of
-// each key. Once read, it takes no more.
+// each key. Once read, it takes no more. A channel over a Base (OverBase)
+// holds the base and its change, and builds its entries only for a read
+// that needs them all (overlay.go).
 type Channel struct {
-	entries map[string]any
+	entries map[string]any // nil while over a base and not built
+	over    *overlay       // nil: entries hold everything
 	read    bool
 	sorted  []string // the keys, sorted by the first Sorted or ReadPrefix
 	// prev are the sorted keys this channel had in the recording render
@@ -71,17 +74,52 @@ func (c *Channel) Add(e Emission, at int, ran bool) error {
 func (c *Channel) IsRead() bool { return c.read }
 
 // Len is the number of entries.
-func (c *Channel) Len() int { return len(c.entries) }
+func (c *Channel) Len() int {
+	if c.entries == nil && c.over != nil {
+		return c.over.n
+	}
+	return len(c.entries)
+}
 
 // Base returns the channel as Table.KeepChannel keeps it; it must have
-// been read.
-func (c *Channel) Base() *Base { return &Base{Entries: c.entries, Sorted: c.sorted, Last: c.last} }
+// been read. A channel over a base gives its keys in order too (a
+// prefix read does not find them), so that the next render's does not
+// copy it. The keys in order are checked once here (each greater than
+// the one before, each an entry, as many as the entries), for every
+// render over the base (OverBase) that trusts them; unchecked, they are
+// not kept.
+func (c *Channel) Base() *Base {
+	if c.sorted == nil && c.over != nil {
+		c.sorted = c.overSorted()
+	}
+	b := &Base{Entries: c.all(), Sorted: c.sorted, Last: c.last}
+	if !keysInOrder(b.Sorted, b.Entries) {
+		b.Sorted = nil
+	}
+	return b
+}
+
+// keysInOrder reports whether keys are m's keys in order.
+func keysInOrder(keys []string, m map[string]any) bool {
+	if len(keys) != len(m) {
+		return false
+	}
+	for i, k := range keys {
+		if i > 0 && keys[i-1] >= k {
+			return false
+		}
+		if _, ok := m[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
 
 // Read returns the entries (the caller must not modify them); the channel
 // takes no more.
 func (c *Channel) Read() map[string]any {
 	c.read = true
-	return c.entries
+	return c.all()
 }
 
 // Sorted returns the keys of the entries in order (the caller must not
@@ -90,7 +128,9 @@ func (c *Channel) Read() map[string]any {
 func (c *Channel) Sorted() []string {
 	c.read = true
 	if c.sorted == nil {
-		c.sorted = SortedFrom(c.prev, c.fresh, c.entries)
+		if c.sorted = c.overSorted(); c.sorted == nil {
+			c.sorted = SortedFrom(c.prev, c.fresh, c.all())
+		}
 		c.prev, c.fresh = nil, nil
 	}
 	return c.sorted
@@ -101,6 +141,9 @@ func (c *Channel) Sorted() []string {
 // first call (Sorted), so that each call costs a binary search and the
 // entries it returns.
 func (c *Channel) ReadPrefix(p string) (map[string]any, []string) {
+	if m, keys, ok := c.overPrefix(p); ok {
+		return m, keys
+	}
 	sorted := c.Sorted()
 	i, _ := slices.BinarySearch(sorted, p)
 	j := i
@@ -109,7 +152,7 @@ func (c *Channel) ReadPrefix(p string) (map[string]any, []string) {
 	}
 	out := make(map[string]any, j-i)
 	for _, k := range sorted[i:j] {
-		out[k] = c.entries[k]
+		out[k], _ = c.get(k)
 	}
 	return out, sorted[i:j:j]
 }

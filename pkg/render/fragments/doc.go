@@ -19,6 +19,9 @@
 //     first value of each key), closed once read; Base, a channel as the
 //     recording render read it, kept with its Table; SortedFrom, a
 //     channel's keys in order from the recording render's, checked.
+//   - overlay.go: OverBase, a channel that is a Base and the keys a
+//     render changed, read without copying the base (a whole read copies
+//     it once).
 //   - values.go: AppendKey and AppendFingerprint, the prefix-free
 //     encoding that names a record by fragment name, dict key and item
 //     (a map the render did not build by its address, anything else by

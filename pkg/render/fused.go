@@ -1,0 +1,200 @@
+package render
+
+import (
+	"slices"
+	"text/template"
+	"text/template/parse"
+
+	"github.com/haproxy-template/htc/pkg/render/fragments"
+	"github.com/haproxy-template/htc/pkg/render/tree"
+)
+
+// Whole reads of a channel without its map. `emitted CHANNEL` returns
+// every entry as one map, which a channel over a base
+// (fragments.OverBase: the recording render's, with the few keys this
+// render changed) builds by copying the base. Six calls need of that map
+// only its keys in order and their values, or one key's:
+//
+//	len (emitted X)   keys (emitted X)   values (emitted X)
+//	fragments NAME (emitted X)   get (emitted X) KEY   hasKey (emitted X) KEY
+//
+// New rewrites each of them, where the call is a pipeline's first command
+// and the channel's read is written as its argument (one pipeline of one
+// command: emitted and one argument), into a call of a function of its own (fusedFuncs) that reads
+// the channel by its methods and returns what the call it replaces
+// returns: the same value of the same type, in the same order, the same
+// error (its text names the function run; a KEY whose evaluation fails
+// fails before emitted's own checks, not after). Any other read of a
+// channel (range, a variable, index, a prefix) is emitted's, as before.
+// Templates cannot call those functions: they are bound at render time
+// only, so a template naming one does not parse.
+// TestFusedChannelReadsReturnWhatTheCallsTheyReplaceReturn compares them.
+
+// fused is the function a call of one of fusedCalls is rewritten into
+// when its argument at is (emitted X), of args arguments (the function
+// included): the call's arguments with X in place of (emitted X).
+type fused struct {
+	name     string
+	args, at int
+}
+
+// fusedCalls are the calls fuseChannelReads rewrites, by the function
+// called.
+var fusedCalls = map[string]fused{
+	"len": {"emittedLen", 2, 1}, "keys": {"emittedKeys", 2, 1}, "values": {"emittedValues", 2, 1},
+	"fragments": {"emittedFragments", 3, 2}, "get": {"emittedGet", 3, 1}, "hasKey": {"emittedHasKey", 3, 1},
+}
+
+// fuseChannelReads rewrites the calls of every template of root that
+// fusedCalls lists.
+func fuseChannelReads(root *template.Template) error {
+	for _, t := range root.Templates() {
+		if t.Tree == nil || t.Root == nil {
+			continue
+		}
+		err := tree.Walk(t.Root, func(n parse.Node) error {
+			// The first command of a pipeline: a later one is given
+			// the one before's result as its last argument.
+			if p, ok := n.(*parse.PipeNode); ok && len(p.Cmds) > 0 {
+				fuseCommand(t.Tree, p.Cmds[0])
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fuseCommand rewrites c when it is a call fusedCalls lists with (emitted
+// X) where it says.
+func fuseCommand(tr *parse.Tree, c *parse.CommandNode) {
+	if len(c.Args) < 2 {
+		return
+	}
+	id, ok := c.Args[0].(*parse.IdentifierNode)
+	if !ok {
+		return
+	}
+	f, ok := fusedCalls[id.Ident]
+	if !ok || len(c.Args) != f.args {
+		return
+	}
+	x, ok := emittedArg(c.Args[f.at])
+	if !ok {
+		return
+	}
+	args := slices.Clone(c.Args)
+	args[0], args[f.at] = parse.NewIdentifier(f.name).SetTree(tr).SetPos(id.Pos), x
+	c.Args = args
+}
+
+// emittedArg returns X when n is (emitted X).
+func emittedArg(n parse.Node) (parse.Node, bool) {
+	p, ok := n.(*parse.PipeNode)
+	if !ok || p.IsAssign || len(p.Decl) > 0 || len(p.Cmds) != 1 || len(p.Cmds[0].Args) != 2 {
+		return nil, false
+	}
+	if id, ok := p.Cmds[0].Args[0].(*parse.IdentifierNode); !ok || id.Ident != "emitted" {
+		return nil, false
+	}
+	return p.Cmds[0].Args[1], true
+}
+
+// fusedFuncs are the functions fuseChannelReads calls, bound to s.
+func fusedFuncs(s *renderState) template.FuncMap {
+	return template.FuncMap{
+		"emittedLen": s.emittedLen, "emittedKeys": s.emittedKeys,
+		"emittedValues": s.emittedValues, "emittedFragments": s.emittedFragments,
+		"emittedGet": s.emittedGet, "emittedHasKey": s.emittedHasKey,
+	}
+}
+
+// readWhole is emitted's read of channel name (no prefix), without its
+// map: the same checks and errors. The caller reads it (the channel takes
+// no more).
+func (s *renderState) readWhole(name string) (*fragments.Channel, error) {
+	if err := s.emittedCheck(name, 0); err != nil {
+		return nil, err
+	}
+	return s.readChannel(name), nil
+}
+
+// emittedLen is len (emitted X).
+func (s *renderState) emittedLen(name string) (int, error) {
+	c, err := s.readWhole(name)
+	if err != nil {
+		return 0, err
+	}
+	return c.Count(), nil
+}
+
+// emittedKeys is keys (emitted X): keys of a dict whose order the render
+// knows, a copy of it; of an empty one, an empty list.
+func (s *renderState) emittedKeys(name string) ([]string, error) {
+	c, err := s.readWhole(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Interrupted(); err != nil {
+		return nil, err
+	}
+	if c.Count() == 0 {
+		return []string{}, nil
+	}
+	return slices.Clone(c.Sorted()), nil
+}
+
+// emittedValues is values (emitted X): the values in key order.
+func (s *renderState) emittedValues(name string) ([]any, error) {
+	c, err := s.readWhole(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Interrupted(); err != nil {
+		return nil, err
+	}
+	return c.Values(), nil
+}
+
+// emittedFragments is fragments NAME (emitted X): NAME for each entry in
+// key order.
+func (s *renderState) emittedFragments(name, channel string) (string, error) {
+	c, err := s.readWhole(channel)
+	if err != nil {
+		return "", err
+	}
+	if err := s.fragmentsCheck(name); err != nil {
+		return "", err
+	}
+	for _, k := range c.Sorted() {
+		v, _ := c.Get(k)
+		if err := s.fragment(name, k, v); err != nil {
+			return "", err
+		}
+	}
+	return "", nil
+}
+
+// emittedGet is get (emitted X) KEY: KEY's value, "" when none.
+func (s *renderState) emittedGet(name, key string) (any, error) {
+	c, err := s.readWhole(name)
+	if err != nil {
+		return nil, err
+	}
+	if v, ok := c.Get(key); ok {
+		return v, nil
+	}
+	return "", nil
+}
+
+// emittedHasKey is hasKey (emitted X) KEY.
+func (s *renderState) emittedHasKey(name, key string) (bool, error) {
+	c, err := s.readWhole(name)
+	if err != nil {
+		return false, err
+	}
+	_, ok := c.Get(key)
+	return ok, nil
+}
