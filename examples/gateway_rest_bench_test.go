@@ -28,8 +28,11 @@ import (
 // in use then (rest-spans-B/route: the objects' bytes and the free room in
 // spans holding one, /memory/classes/heap/objects + /memory/classes/heap/unused,
 // what no return can give back: the heap's part of the RSS at rest) and the live heap
-// (rest-live-B/route), and both in MB. HTC_HEAP_PROFILE=file writes the
-// heap profile then to file.rest.
+// (rest-live-B/route), and both in MB; and the spans in use, read
+// likewise, after the stores were filled (stores-spans-MB), after the first
+// render (first-spans-MB) and after the routes were replaced
+// (replaced-spans-MB). HTC_HEAP_PROFILE=file writes the heap profile at
+// rest to file.rest.
 func BenchmarkGatewayHeapAtRest(b *testing.B) {
 	n := 10000
 	if v, err := strconv.Atoi(os.Getenv("HTC_HEAP_ROUTES")); err == nil && v > 0 {
@@ -43,6 +46,7 @@ func BenchmarkGatewayHeapAtRest(b *testing.B) {
 		e, err := htcrender.New(&cfg.Spec)
 		require.NoError(b, err)
 		stores := prunedGatewayStores(b, p, n)
+		storesSpans, _ := heapAtRest()
 		render := func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a busy machine
 			defer cancel()
@@ -51,7 +55,9 @@ func BenchmarkGatewayHeapAtRest(b *testing.B) {
 			runtime.KeepAlive(bundle)
 		}
 		render()
+		firstSpans, _ := heapAtRest()
 		replaceRoutes(b, p, stores)
+		replacedSpans, _ := heapAtRest()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		bundle, err := e.Render(ctx, htcrender.Input{Stores: store.ReadOnly(stores), BaseDir: "/etc/haproxy", Record: true})
 		cancel()
@@ -62,6 +68,9 @@ func BenchmarkGatewayHeapAtRest(b *testing.B) {
 		b.ReportMetric(float64(live)/float64(n), "rest-live-B/route")
 		b.ReportMetric(float64(spans)/1e6, "rest-spans-MB")
 		b.ReportMetric(float64(live)/1e6, "rest-live-MB")
+		b.ReportMetric(float64(storesSpans)/1e6, "stores-spans-MB")
+		b.ReportMetric(float64(firstSpans)/1e6, "first-spans-MB")
+		b.ReportMetric(float64(replacedSpans)/1e6, "replaced-spans-MB")
 		runtime.KeepAlive(bundle)
 		runtime.KeepAlive(stores)
 		runtime.KeepAlive(e)
