@@ -438,7 +438,7 @@ func (e *Engine) render(ctx context.Context, in Input, reuse bool) (_ *bundle.Bu
 	st.keepSizes()
 	if t := st.frags.recording; t != nil {
 		st.keepChannels(t)
-		t.End()
+		st.sources.copied(t.End())
 		e.table.Store(t)
 		e.carried.Store(nil)
 		e.recorded.Store(int64(len(t.Records)))
