@@ -139,7 +139,7 @@ func (e *Engine) release(b *boundSet) {
 	e.carriedReused.Add(int64(b.st.frags.carriedReused))
 	e.lazy.Add(int64(b.st.frags.fromTable))
 	b.st.frags.reset()
-	b.st.ownSeq = 0
+	b.st.ownSeq, b.st.sweepAt = 0, 0
 	b.st.root, b.st.stores = nil, nil
 	clear(b.st.writers)
 	b.st.writers = b.st.writers[:0]
