@@ -139,7 +139,7 @@ func (e *Engine) release(b *boundSet) {
 	e.carriedReused.Add(int64(b.st.frags.carriedReused))
 	e.lazy.Add(int64(b.st.frags.fromTable))
 	b.st.frags.reset()
-	b.st.ownSeq = 0
+	b.st.ownSeq, b.st.sweepAt = 0, 0
 	b.st.root, b.st.stores = nil, nil
 	clear(b.st.writers)
 	b.st.writers = b.st.writers[:0]
@@ -443,7 +443,7 @@ func (e *Engine) render(ctx context.Context, in Input, reuse bool) (_ *bundle.Bu
 	st.keepSizes()
 	if t := st.frags.recording; t != nil {
 		st.keepChannels(t)
-		t.End()
+		st.sources.copied(t.End())
 		e.table.Store(t)
 		e.carried.Store(nil)
 		e.recorded.Store(int64(len(t.Records)))

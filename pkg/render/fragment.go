@@ -247,9 +247,8 @@ func (s *renderState) runFragment(name, key string, item any) (*fragments.Record
 		rec.Text = unsafe.String(unsafe.SliceData(buf.Bytes()), buf.Len())
 		return rec, nil
 	}
-	rec.Text = buf.String()
-	rec.Trim()
-	return rec, nil
+	// Kept apart from the render's garbage (fragments.Slab).
+	return s.frags.recording.Keep(rec, buf.Bytes()), nil
 }
 
 // applyFragment applies rec, the record of a fragment for item (ran: the

@@ -309,6 +309,21 @@ func (t *tracker) fragment(item any, rec *fragments.Record, off int, ran bool) {
 	t.moved = true
 }
 
+// copied makes the log hold the copies of records moved holds (by the
+// record copied: fragments.Table.End) instead of those records, so that
+// the bundle keeps what the table keeps, not the chunks the records were
+// copied from.
+func (t *tracker) copied(moved map[*fragments.Record]*fragments.Record) {
+	if len(moved) == 0 {
+		return
+	}
+	for i := range t.log {
+		if c := moved[t.log[i].rec]; c != nil {
+			t.log[i].rec = c
+		}
+	}
+}
+
 // sources returns a function that builds the source map of what the
 // tracker wrote down (nil when no object was tracked).
 func (t *tracker) sources() func() *bundle.Sources {

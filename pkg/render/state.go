@@ -36,6 +36,9 @@ type renderState struct {
 	// after its start may be modified, see fragment.go).
 	owned  map[uintptr]ownedMap
 	ownSeq uint32
+	// sweepAt is the size of owned at which own drops the entries of
+	// maps collected since (sweepOwned).
+	sweepAt int
 	// tmpl is the render's template set, for include; depth counts nested includes.
 	tmpl  *template.Template
 	depth int
@@ -67,9 +70,31 @@ func newRenderState(e *Engine, baseDir string) *renderState {
 func (s *renderState) own(m map[string]any) map[string]any {
 	if m != nil {
 		s.ownSeq++
+		if len(s.owned) >= max(s.sweepAt, minSweepOwned) {
+			s.sweepOwned()
+		}
 		s.owned[ownedKey(m)] = ownedMap{id: weak.Make((*byte)(mapPointer(m))), seq: s.ownSeq}
 	}
 	return m
+}
+
+// minSweepOwned is the least size of the owned set at which own sweeps it.
+const minSweepOwned = 4096
+
+// sweepOwned drops the entries of owned whose map was collected: no
+// template holds such a map, and an entry at its address is no other
+// map's (ownedSeq), so the answers of ownedSeq stay the same. A render
+// makes a map in most of its function calls and keeps few: without this
+// the set would hold an entry for each of them (millions at 10,000 routes)
+// until the render ends. The next sweep comes when the set has doubled,
+// so sweeping costs a constant time per map made.
+func (s *renderState) sweepOwned() {
+	for k, e := range s.owned {
+		if e.id.Value() == nil {
+			delete(s.owned, k)
+		}
+	}
+	s.sweepAt = 2 * len(s.owned)
 }
 
 // ownAll records every map reachable from v, which the caller just created.

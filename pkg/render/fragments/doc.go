@@ -14,6 +14,10 @@
 //     stores that stayed at one generation through it, and Reusable, when
 //     a later render may apply a record (every read returns the same
 //     objects now, or objects that render alike).
+//   - slab.go: Slab, where a Table keeps its records, their lists and
+//     strings: in large chunks apart from the render's garbage (Keep),
+//     with the records of a slab a later table uses less than half of
+//     copied into its own (Table.End).
 //   - names.go: Names, one copy of each channel name emits are given.
 //   - channel.go: Channel, what fragments emitted on one channel (the
 //     first value of each key), closed once read; Base, a channel as the

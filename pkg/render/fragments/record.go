@@ -30,6 +30,8 @@ type Record struct {
 	// build (store objects, parts of them: Freeze's held), which emits
 	// keeps alive.
 	Held []unsafe.Pointer
+	// slab is the Slab the record is kept in (Slab.Keep), nil when none.
+	slab *Slab
 }
 
 // Read is a store read a fragment made and what it returned. The source
@@ -70,17 +72,6 @@ type AddedFile struct {
 	Name, Text string
 	// Owner is the object addFile named as the file's owner, or nil.
 	Owner map[string]any
-}
-
-// Trim ends the recording of r: its lists are given exactly the room
-// they hold (a record outlives its render, and the room appends left
-// would be kept as long).
-func (r *Record) Trim() {
-	r.Reads = trimmed(r.Reads)
-	r.Emits = trimmed(r.Emits)
-	r.Files = trimmed(r.Files)
-	r.Warnings = trimmed(r.Warnings)
-	r.Held = trimmed(r.Held)
 }
 
 // Slim ends the use of r by a render that keeps no table of its records

@@ -35,12 +35,14 @@ type Table struct {
 	// start of the recording render to its end: every read it made of them
 	// returned what that generation holds.
 	gens map[string]storeGen
+	// slab holds the records Keep kept (slab.go).
+	slab *Slab
 }
 
 // NewTable returns an empty table for a render with baseDir and limit
 // over set, with room for n records.
 func NewTable(baseDir string, limit int64, set store.Set, n int) *Table {
-	return &Table{BaseDir: baseDir, Limit: limit, gens: storeGens(set), Records: make(map[string]*Record, n), keys: make([]string, 0, n)}
+	return &Table{BaseDir: baseDir, Limit: limit, gens: storeGens(set), Records: make(map[string]*Record, n), keys: make([]string, 0, n), slab: &Slab{}}
 }
 
 // storeGen is a reader at a generation.
@@ -77,9 +79,16 @@ type keyed struct {
 // Add records rec as the record of key (a later one for the same key
 // replaces it).
 func (t *Table) Add(key []byte, rec *Record) {
-	k := string(key)
+	k := t.slab.String(unsafe.String(unsafe.SliceData(key), len(key)))
 	t.Records[k] = rec
 	t.keys = append(t.keys, k)
+}
+
+// Keep returns r, a record a fragment of the recording render ran into,
+// kept in t's slab with text as its text (Slab.Keep): what the render
+// adds to t.
+func (t *Table) Keep(r *Record, text []byte) *Record {
+	return t.slab.Keep(r, unsafe.String(unsafe.SliceData(text), len(text)))
 }
 
 // KeepChannel keeps b, the channel name as the recording render read it,
@@ -133,19 +142,51 @@ func (t *Table) FirstEmitters(channel string, keys map[string]bool, upto int, sk
 // EmitsAt returns the emits of the record at position i of t's order.
 func (t *Table) EmitsAt(i int) []Emission { return t.order[i].rec.Emits }
 
-// End drops the stores whose generation moved since NewTable, and orders
-// the records as Add recorded them: the recording render ends with it.
-func (t *Table) End() {
+// End drops the stores whose generation moved since NewTable, copies
+// into t's slab the records of slabs t uses less than half of (compact),
+// and orders the records as Add recorded them: the recording render ends
+// with it. It returns the copies, by the record copied (nil: none), for
+// the render to hold them instead.
+func (t *Table) End() (moved map[*Record]*Record) {
 	for k, g := range t.gens {
 		if g.reader.Generation() != g.gen {
 			delete(t.gens, k)
 		}
 	}
+	moved = t.compact()
 	t.order = make([]keyed, len(t.keys))
 	for i, k := range t.keys {
 		t.order[i] = keyed{key: k, rec: t.Records[k]}
 	}
 	t.keys = nil
+	return moved
+}
+
+// compact copies into t's slab the records t holds of another slab
+// that t uses less than half of (slab.go), and returns the copies by the
+// record copied: that slab's chunks are then kept only by what else
+// holds its records (an earlier table, the bundle of the render that
+// made it), not by t nor by the render that made t once it holds the
+// copies (End).
+func (t *Table) compact() (moved map[*Record]*Record) {
+	used := map[*Slab]int{}
+	for _, r := range t.Records {
+		if r.slab != nil && r.slab != t.slab {
+			used[r.slab]++
+		}
+	}
+	for k, r := range t.Records {
+		if s := r.slab; s != nil && s != t.slab && 2*used[s] < s.n {
+			if moved == nil {
+				moved = map[*Record]*Record{}
+			}
+			if moved[r] == nil {
+				moved[r] = t.slab.Keep(r, r.Text)
+			}
+			t.Records[k] = moved[r]
+		}
+	}
+	return moved
 }
 
 // record returns Records[key]. A render of a state like the recorded one
