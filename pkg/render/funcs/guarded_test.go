@@ -54,3 +54,34 @@ func TestEveryReplacedFunctionTakesItsArguments(t *testing.T) {
 			fmt.Sprintf("render: guarded function %q is a %s, replacing sprig's %T", name, reflect.TypeOf(guarded[name]), changed))
 	}
 }
+
+// TestPrintfOfAStringAndANewlineIsFmts: printf "%s\n" of one string,
+// made in one copy (or taken from the render, SetJoined, when it knows
+// it), is fmt's; join takes its text from the render only when it knows
+// it.
+func TestPrintfOfAStringAndANewlineIsFmts(t *testing.T) {
+	s := NewSet(unmetered{}, nil)
+	for _, str := range []string{"", "a", "%", "%s", "\x00", "ünï\n", "a\nb"} {
+		got, err := s.printf("%s\n", str)
+		assert.NoError(t, err)
+		assert.Equal(t, fmt.Sprintf("%s\n", str), got, "%q", str)
+	}
+	known := []any{"a", "b"}
+	s.SetJoined(func(sep string, l any) (string, bool) {
+		if v, ok := l.([]any); ok && len(v) == len(known) && &v[0] == &known[0] {
+			return "known", true
+		}
+		return "", false
+	}, func(str string) (string, bool) { return str + "\n", str == "known" })
+	for _, tc := range []struct {
+		list any
+		want string
+	}{{known, "known"}, {[]any{"a", "b"}, "a,b"}, {known[:1], "a"}} {
+		got, err := s.join(",", tc.list)
+		assert.NoError(t, err)
+		assert.Equal(t, tc.want, got)
+		got, err = s.printf("%s\n", got)
+		assert.NoError(t, err)
+		assert.Equal(t, tc.want+"\n", got)
+	}
+}
