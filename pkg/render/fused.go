@@ -227,8 +227,16 @@ func (s *renderState) emittedFragments(name, channel string) (string, error) {
 	if err := s.fragmentsCheck(name); err != nil {
 		return "", err
 	}
-	for _, k := range c.Sorted() {
-		v, _ := c.Get(k)
+	// Each value from the base's list in key order when it knows it
+	// (fragments.Channel.Entries), else by its key.
+	ks, vs := c.Entries()
+	for i, k := range ks {
+		var v any
+		if vs != nil {
+			v = vs[i]
+		} else {
+			v, _ = c.Get(k)
+		}
 		if err := s.fragment(name, k, v); err != nil {
 			return "", err
 		}

@@ -226,8 +226,9 @@ func (o *overlay) spliceText(j *joinedText) (string, string, bool) {
 }
 
 // baseValues returns the channel's values in key order from its base's
-// (false: the base does not know them).
-func (c *Channel) baseValues() ([]any, bool) {
+// (false: the base does not know them); shared: the base's own list, when
+// the channel is the base, which the caller must not modify nor hand on.
+func (c *Channel) baseValues(shared bool) ([]any, bool) {
 	if c.base == nil {
 		return nil, false
 	}
@@ -235,11 +236,24 @@ func (c *Channel) baseValues() ([]any, bool) {
 	switch {
 	case vals == nil:
 		return nil, false
+	case c.over == nil && shared:
+		return vals, true
 	case c.over == nil:
 		return slices.Clone(vals), true
 	}
 	out := c.over.spliceValues(vals)
 	return out, len(out) == c.over.n
+}
+
+// Entries returns the keys in order (Sorted) and, when its base knows
+// them, their values in that order (the caller must not modify them nor
+// hand them on), else nil (Get them); the channel takes no more.
+func (c *Channel) Entries() ([]string, []any) {
+	ks := c.Sorted()
+	if vs, ok := c.baseValues(true); ok && len(vs) == len(ks) {
+		return ks, vs
+	}
+	return ks, nil
 }
 
 // Joined returns the channel's values in key order joined by sep, as

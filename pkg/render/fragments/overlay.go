@@ -102,7 +102,7 @@ func (c *Channel) Get(k string) (any, bool) {
 // the channel takes no more. Over a base, each base key's value is looked
 // up once, in the change only when it replaces some of the base's.
 func (c *Channel) Values() []any {
-	if out, ok := c.baseValues(); ok {
+	if out, ok := c.baseValues(false); ok {
 		c.read = true
 		return out
 	}

@@ -17,8 +17,8 @@ import (
 // (keys added, replaced, set to their value, removed, removed and set,
 // removed when absent), answers every read, in any order and any number
 // of times (its length, its keys in order, the entries of a key prefix,
-// the value of a key, the values in key order, those joined by a
-// separator, every entry, its Base and the values it keeps), as the copy of the base with the change applied
+// the value of a key, the values in key order (alone, and with the keys),
+// those joined by a separator, every entry, its Base and the values it keeps), as the copy of the base with the change applied
 // does, and leaves the base as it was.
 func FuzzOverBaseReadsAsItsCopy(f *testing.F) {
 	for seed := range uint64(32) {
@@ -113,6 +113,14 @@ func FuzzOverBaseReadsAsItsCopy(f *testing.F) {
 				joinedAsItsCopy(t, copied, over, b, sep)
 			case 6:
 				require.Equal(t, copied.Values(), over.Values(), "read %d: Values", i)
+				ks, vs := over.Entries()
+				require.Equal(t, emptyNil(copied.Sorted()), emptyNil(ks), "read %d: Entries' keys", i)
+				for n, k := range ks {
+					if vs != nil {
+						wv, _ := copied.Get(k)
+						require.Equal(t, wv, vs[n], "read %d: Entries' value of %q", i, k)
+					}
+				}
 			case 0:
 				require.Equal(t, copied.Len(), over.Len(), "read %d: Len", i)
 			case 1:
