@@ -15,7 +15,8 @@ import (
 // TestFusedChannelReadsReturnWhatTheCallsTheyReplaceReturn: len, keys,
 // values, fragments, get and hasKey of (emitted X), which New rewrites, give what they
 // give for the same channel read through a variable (not rewritten), and
-// so do join and printf "%s\n" of the values (joinedValues): for
+// so do join and printf "%s\n" of the values (joinedValues), alone or
+// concatenated with an empty list or another: for
 // a channel with entries (dicts, nil, strings), one never emitted on, and a channel over the
 // recording render's changed by a proposal (an ingress added first,
 // between, last, deleted, changed) or not (a Service added), in full and
@@ -32,7 +33,7 @@ func TestFusedChannelReadsReturnWhatTheCallsTheyReplaceReturn(t *testing.T) {
 		{"values", `{{ toJson (values (emitted CH)) }} {{ printf "%v" (values (emitted CH)) }}`, `{{ $m := emitted CH }}{{ toJson (values $m) }} {{ printf "%v" (values $m) }}`},
 		{"fragments", `{{ fragments "g" (emitted CH) }}`, `{{ $m := emitted CH }}{{ fragments "g" $m }}`},
 		{"get", `{{ range $k := list "a" "b" "0" "k-a" "none" }}{{ toJson (get (emitted CH) $k) }};{{ end }}`, `{{ $m := emitted CH }}{{ range $k := list "a" "b" "0" "k-a" "none" }}{{ toJson (get $m $k) }};{{ end }}`},
-		{"join", `{{ $t := join "\n" (values (emitted CH)) }}{{ printf "%s\n" $t }}|{{ printf "%s\n" (trunc 3 $t) }}|{{ join "\n" (values (emitted CH)) | printf "%s\n" }}|{{ join "," (values (emitted CH)) }}`, `{{ $m := emitted CH }}{{ $t := join "\n" (values $m) }}{{ printf "%s\n" $t }}|{{ printf "%s\n" (trunc 3 $t) }}|{{ join "\n" (values $m) | printf "%s\n" }}|{{ join "," (values $m) }}`},
+		{"join", `{{ $t := join "\n" (values (emitted CH)) }}{{ printf "%s\n" $t }}|{{ printf "%s\n" (trunc 3 $t) }}|{{ join "\n" (values (emitted CH)) | printf "%s\n" }}|{{ join "," (values (emitted CH)) }}|{{ join "\n" (concat (values (emitted CH)) (list)) }}|{{ join "\n" (concat (values (emitted CH)) (list "x")) }}`, `{{ $m := emitted CH }}{{ $t := join "\n" (values $m) }}{{ printf "%s\n" $t }}|{{ printf "%s\n" (trunc 3 $t) }}|{{ join "\n" (values $m) | printf "%s\n" }}|{{ join "," (values $m) }}|{{ join "\n" (concat (values $m) (list)) }}|{{ join "\n" (concat (values $m) (list "x")) }}`},
 		{"hasKey", `{{ range $k := list "a" "b" "0" "k-a" "none" }}{{ hasKey (emitted CH) $k }};{{ end }}`, `{{ $m := emitted CH }}{{ range $k := list "a" "b" "0" "k-a" "none" }}{{ hasKey $m $k }};{{ end }}`},
 	} {
 		for _, ch := range []string{`"c"`, `"n"`, `"s"`, `"t"`, `"never"`} {
