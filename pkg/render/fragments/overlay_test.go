@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -286,4 +287,28 @@ func TestABaseKeepsItsKeysInOrderOnlyChecked(t *testing.T) {
 			assert.Equal(t, tc.kept, c.Base().Sorted != nil)
 		})
 	}
+}
+
+// TestChannelsOverOneBaseReadItsValuesConcurrently: renders over one
+// Base (concurrent admissions) build what it keeps once and read it
+// together (go test -race), each answering as its copy.
+func TestChannelsOverOneBaseReadItsValuesConcurrently(t *testing.T) {
+	b := &Base{Entries: map[string]any{"a": "1", "b": "2", "c": "3"}, Sorted: []string{"a", "b", "c"}}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			set := map[string]any{"b" + strconv.Itoa(i): "x"}
+			c := OverBase(b, set, []string{"c"}, 0, nil)
+			text, _, ok := c.Joined("\n")
+			assert.True(t, ok)
+			assert.Equal(t, "1\n2\nx", text)
+			assert.Equal(t, []any{"1", "2", "x"}, c.Values())
+			u := OverBase(b, nil, nil, 0, nil)
+			text, _, _ = u.Joined("\n")
+			assert.Equal(t, "1\n2\n3", text)
+		}()
+	}
+	wg.Wait()
 }
