@@ -21,7 +21,11 @@ import (
 //     binary search, and the runs of base values between are copied; a
 //     value added or replaced that is not a string, or a splice whose
 //     length is not the channel's, answers nothing (the caller computes
-//     it). FuzzOverBaseReadsAsItsCopy compares both with the copy's.
+//     it). FuzzOverBaseReadsAsItsCopy compares both with the copy's;
+//   - the text is kept with a newline after it (printf "%s\n" of it needs
+//     no copy: package render's fused.go), and the next table's Base of a
+//     channel left unchanged (the same map and keys in order) shares what
+//     this one keeps (Channel.Base).
 
 // baseValues is what a Base keeps of its values (built once).
 type baseValues struct {
