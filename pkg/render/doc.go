@@ -15,7 +15,8 @@
 //     reach it compares is package tree's), the channels of a render
 //     that reuses records (fragment_lazy.go), the whole reads of a
 //     channel that need no dict of it (fused.go: len, keys, values,
-//     fragments, get and hasKey of (emitted X)),
+//     fragments, get and hasKey of (emitted X); join and printf "%s\n"
+//     of those values, from the recording render's joined text),
 //     rendering again over one
 //     state (render_again.go), the status template as an output
 //     (status.go) and the calls the source map is built from
@@ -167,7 +168,8 @@
 // fragments run in this render set where first-wins sets them (a channel
 // over the recording render's, fragments.OverBase: only emitted's dict of
 // every entry copies it, and len, keys, values, fragments, get and hasKey
-// of (emitted X) build none: fused.go); otherwise
+// of (emitted X) build none: fused.go; join SEP (values (emitted X))
+// splices the recording render's joined text, fragments/joined.go); otherwise
 // every channel is built from the records applied, as before. The keys of a channel, in order (for fragments, keys, values
 // and a key prefix), start from the recording render's, and are checked
 // (fragments.SortedFrom).

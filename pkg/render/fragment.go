@@ -56,6 +56,12 @@ type fragmentState struct {
 	// by their address: a channel's (its Sorted keys, found when first
 	// asked for) or the part of one ReadPrefix returned (its keys).
 	orders map[unsafe.Pointer]keyOrder
+	// valuesOf holds the lists values (emitted X) returned, by their
+	// address, with their channel (fused.go).
+	valuesOf map[unsafe.Pointer]valuesOf
+	// newlined holds the texts joinedValues returned, by their address,
+	// each with a newline after it (fused.go).
+	newlined map[unsafe.Pointer]string
 	// lazy, pos, applied, ranAt, skipped and pending: lazy channels
 	// (fragment_lazy.go).
 	lazy    bool

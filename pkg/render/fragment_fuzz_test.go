@@ -175,6 +175,11 @@ func fuzzFragmentConfig(src *fuzzBytes) (string, []specOpt) {
 	case 3:
 		cfg.WriteString("\n{{ fragments \"f4\" (emitted \"strs\" \"\") }}{{ keys (emitted \"vals\") }}")
 	}
+	// A channel's values joined, and with a newline, as maps are written
+	// (fused.go's joinedValues; chosen last too).
+	if src.n(2) == 0 {
+		cfg.WriteString("\n{{ $t := join \"\\n\" (values (emitted \"strs\")) }}{{ if $t }}{{ printf \"%s\\n\" $t }}{{ end }}|{{ join \",\" (values (emitted \"strs\")) }}")
+	}
 	return cfg.String(), opts
 }
 

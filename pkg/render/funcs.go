@@ -64,6 +64,7 @@ func guardedFuncs(s *renderState) template.FuncMap {
 	}
 	s.guarded = funcs.NewSet(&s.Budget, regexps)
 	s.guarded.SetOrder(s.sortedKeys)
+	s.guarded.SetJoined(s.joinedValues, s.withNewline)
 	m := s.guarded.Funcs()
 	m["field"], m["fail"] = s.checkedField, s.checked(failFunc)
 	// htc's own functions, wrapped by name: the compiler checks their

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"text/template"
 	"text/template/parse"
+	"unsafe"
 
 	"github.com/haproxy-template/htc/pkg/render/fragments"
 	"github.com/haproxy-template/htc/pkg/render/tree"
@@ -155,7 +156,65 @@ func (s *renderState) emittedValues(name string) ([]any, error) {
 	if err := s.Interrupted(); err != nil {
 		return nil, err
 	}
-	return c.Values(), nil
+	vals := c.Values()
+	if len(vals) > 0 {
+		if s.frags.valuesOf == nil {
+			s.frags.valuesOf = map[unsafe.Pointer]valuesOf{}
+		}
+		s.frags.valuesOf[unsafe.Pointer(unsafe.SliceData(vals))] = valuesOf{c: c, n: len(vals)}
+	}
+	return vals, nil
+}
+
+// A list values (emitted X) returned, joined (join SEP LIST, as maps are
+// written), is the channel's values joined, which a channel over the
+// recording render's splices from the text of its base
+// (fragments.Channel.Joined) instead of joining every value again. The
+// list is known by its address and length: the render keeps it (the key
+// is a pointer), so no other list has that address, and no function
+// changes a list (push writes only past the length of the arrays it
+// made), so it holds the channel's values for the render.
+
+// valuesOf is the channel a list values (emitted X) returned lists, of
+// n values.
+type valuesOf struct {
+	c *fragments.Channel
+	n int
+}
+
+// joinedValues is join SEP v when v is a list emittedValues returned,
+// false otherwise (or when its channel cannot answer: Joined).
+func (s *renderState) joinedValues(sep string, v any) (string, bool) {
+	l, ok := v.([]any)
+	if !ok || len(l) == 0 {
+		return "", false
+	}
+	o, ok := s.frags.valuesOf[unsafe.Pointer(unsafe.SliceData(l))]
+	if !ok || o.n != len(l) {
+		return "", false
+	}
+	text, nl, ok := o.c.Joined(sep)
+	if ok && text != "" {
+		if s.frags.newlined == nil {
+			s.frags.newlined = map[unsafe.Pointer]string{}
+		}
+		s.frags.newlined[unsafe.Pointer(unsafe.StringData(text))] = nl
+	}
+	return text, ok
+}
+
+// withNewline is printf "%s\n" str when str is a text joinedValues
+// returned: the text and a newline its channel made with it (the same
+// memory: a string of that address and length is that text).
+func (s *renderState) withNewline(str string) (string, bool) {
+	if str == "" {
+		return "", false
+	}
+	nl, ok := s.frags.newlined[unsafe.Pointer(unsafe.StringData(str))]
+	if !ok || len(nl) != len(str)+1 {
+		return "", false
+	}
+	return nl, true
 }
 
 // emittedFragments is fragments NAME (emitted X): NAME for each entry in
@@ -168,8 +227,16 @@ func (s *renderState) emittedFragments(name, channel string) (string, error) {
 	if err := s.fragmentsCheck(name); err != nil {
 		return "", err
 	}
-	for _, k := range c.Sorted() {
-		v, _ := c.Get(k)
+	// Each value from the base's list in key order when it knows it
+	// (fragments.Channel.Entries), else by its key.
+	ks, vs := c.Entries()
+	for i, k := range ks {
+		var v any
+		if vs != nil {
+			v = vs[i]
+		} else {
+			v, _ = c.Get(k)
+		}
 		if err := s.fragment(name, k, v); err != nil {
 			return "", err
 		}

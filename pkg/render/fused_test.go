@@ -14,14 +14,17 @@ import (
 
 // TestFusedChannelReadsReturnWhatTheCallsTheyReplaceReturn: len, keys,
 // values, fragments, get and hasKey of (emitted X), which New rewrites, give what they
-// give for the same channel read through a variable (not rewritten): for
-// a channel with entries, one never emitted on, and a channel over the
+// give for the same channel read through a variable (not rewritten), and
+// so do join and printf "%s\n" of the values (joinedValues), alone or
+// concatenated with an empty list or another: for
+// a channel with entries (dicts, nil, strings), one never emitted on, and a channel over the
 // recording render's changed by a proposal (an ingress added first,
-// between, last, deleted, changed), in full and incremental renders.
+// between, last, deleted, changed) or not (a Service added), in full and
+// incremental renders.
 func TestFusedChannelReadsReturnWhatTheCallsTheyReplaceReturn(t *testing.T) {
 	emits := `{{ fragments "f" .resources.ingresses }}`
 	opts := []specOpt{
-		withSnippet("f", `{{ emit "c" .item.metadata.name .item.spec }}{{ emit "n" (printf "k-%s" .item.metadata.name) nil }}`),
+		withSnippet("f", `{{ emit "c" .item.metadata.name .item.spec }}{{ emit "n" (printf "k-%s" .item.metadata.name) nil }}{{ emit "s" .item.metadata.name (printf "%s %s" .item.metadata.name (index .item.spec.rules 0).host) }}{{ emit "t" .item.metadata.name .item.metadata.name }}`),
 		withSnippet("g", `[{{ .key }}:{{ toJson .item }}]`),
 	}
 	for _, tc := range []struct{ name, fused, plain string }{
@@ -30,14 +33,19 @@ func TestFusedChannelReadsReturnWhatTheCallsTheyReplaceReturn(t *testing.T) {
 		{"values", `{{ toJson (values (emitted CH)) }} {{ printf "%v" (values (emitted CH)) }}`, `{{ $m := emitted CH }}{{ toJson (values $m) }} {{ printf "%v" (values $m) }}`},
 		{"fragments", `{{ fragments "g" (emitted CH) }}`, `{{ $m := emitted CH }}{{ fragments "g" $m }}`},
 		{"get", `{{ range $k := list "a" "b" "0" "k-a" "none" }}{{ toJson (get (emitted CH) $k) }};{{ end }}`, `{{ $m := emitted CH }}{{ range $k := list "a" "b" "0" "k-a" "none" }}{{ toJson (get $m $k) }};{{ end }}`},
+		{"join", `{{ $t := join "\n" (values (emitted CH)) }}{{ printf "%s\n" $t }}|{{ printf "%s\n" (trunc 3 $t) }}|{{ join "\n" (values (emitted CH)) | printf "%s\n" }}|{{ join "," (values (emitted CH)) }}|{{ join "\n" (concat (values (emitted CH)) (list)) }}|{{ join "\n" (concat (values (emitted CH)) (list "x")) }}`, `{{ $m := emitted CH }}{{ $t := join "\n" (values $m) }}{{ printf "%s\n" $t }}|{{ printf "%s\n" (trunc 3 $t) }}|{{ join "\n" (values $m) | printf "%s\n" }}|{{ join "," (values $m) }}|{{ join "\n" (concat (values $m) (list)) }}|{{ join "\n" (concat (values $m) (list "x")) }}`},
 		{"hasKey", `{{ range $k := list "a" "b" "0" "k-a" "none" }}{{ hasKey (emitted CH) $k }};{{ end }}`, `{{ $m := emitted CH }}{{ range $k := list "a" "b" "0" "k-a" "none" }}{{ hasKey $m $k }};{{ end }}`},
 	} {
-		for _, ch := range []string{`"c"`, `"n"`, `"never"`} {
+		for _, ch := range []string{`"c"`, `"n"`, `"s"`, `"t"`, `"never"`} {
 			t.Run(tc.name+" "+ch, func(t *testing.T) {
 				fused := mustEngine(t, emits+strings.ReplaceAll(tc.fused, "CH", ch), opts...)
 				plain := mustEngine(t, emits+strings.ReplaceAll(tc.plain, "CH", ch), opts...)
-				require.Contains(t, fused.root.Lookup("haproxy.cfg").Root.String(), "emitted"+strings.ToUpper(tc.name[:1])+tc.name[1:], "rewritten")
-				require.NotContains(t, plain.root.Lookup("haproxy.cfg").Root.String(), "emitted"+strings.ToUpper(tc.name[:1])+tc.name[1:], "not rewritten")
+				fn := "emitted" + strings.ToUpper(tc.name[:1]) + tc.name[1:]
+				if tc.name == "join" {
+					fn = "emittedValues"
+				}
+				require.Contains(t, fused.root.Lookup("haproxy.cfg").Root.String(), fn, "rewritten")
+				require.NotContains(t, plain.root.Lookup("haproxy.cfg").Root.String(), fn, "not rewritten")
 				stores, set := fragmentStores(t)
 				for _, e := range []*Engine{fused, plain} {
 					renderText(t, e, Input{Stores: set, BaseDir: "/b", Record: true})
@@ -63,6 +71,10 @@ func TestFusedChannelReadsReturnWhatTheCallsTheyReplaceReturn(t *testing.T) {
 					assert.Equal(t, want, renderText(t, plain, Input{Stores: proposal, BaseDir: "/b", Full: true}), "%v %s", p.op, p.obj)
 					assert.Equal(t, want, renderText(t, fused, Input{Stores: proposal, BaseDir: "/b"}), "%v %s", p.op, p.obj)
 				}
+				// A change no fragment reads: every channel is the recording render's.
+				proposal, err := set.WithChange("services", store.Change{Operation: store.Create, Object: &unstructured.Unstructured{Object: service("ns", "svc-new")}})
+				require.NoError(t, err)
+				assert.Equal(t, renderText(t, plain, Input{Stores: proposal, BaseDir: "/b"}), renderText(t, fused, Input{Stores: proposal, BaseDir: "/b"}), "a new Service")
 			})
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"unsafe"
 )
 
 // Channel holds what fragments emitted on one channel: the first value of
@@ -14,6 +16,7 @@ import (
 type Channel struct {
 	entries map[string]any // nil while over a base and not built
 	over    *overlay       // nil: entries hold everything
+	base    *Base          // the base of a channel OverBase made, else nil
 	read    bool
 	sorted  []string // the keys, sorted by the first Sorted or ReadPrefix
 	// prev are the sorted keys this channel had in the recording render
@@ -36,6 +39,9 @@ type Base struct {
 	// Last is the position in the table's order of the last record that
 	// emitted on the channel, -1 when none did.
 	Last int
+	// kept are its values in key order and their joined text, built by
+	// the first render over it that asks (joined.go).
+	kept atomic.Pointer[baseValues]
 }
 
 // NewChannel returns an empty channel with room for n entries. prev are
@@ -93,10 +99,22 @@ func (c *Channel) Base() *Base {
 		c.sorted = c.overSorted()
 	}
 	b := &Base{Entries: c.all(), Sorted: c.sorted, Last: c.last}
+	if o := c.base; o != nil && c.over == nil && sameKeys(o, b) {
+		// The same entries and keys in order: what o keeps holds for b.
+		b.kept.Store(o.cache())
+		return b
+	}
 	if !keysInOrder(b.Sorted, b.Entries) {
 		b.Sorted = nil
 	}
 	return b
+}
+
+// sameKeys reports whether a and b hold the same map and the same list
+// of keys in order (b's as a's were found: trusted as a's).
+func sameKeys(a, b *Base) bool {
+	return len(a.Entries) == len(b.Entries) && mapPtr(a.Entries) == mapPtr(b.Entries) &&
+		len(a.Sorted) == len(b.Sorted) && a.Sorted != nil && unsafe.SliceData(a.Sorted) == unsafe.SliceData(b.Sorted)
 }
 
 // keysInOrder reports whether keys are m's keys in order.
@@ -128,7 +146,9 @@ func (c *Channel) Read() map[string]any {
 func (c *Channel) Sorted() []string {
 	c.read = true
 	if c.sorted == nil {
-		if c.sorted = c.overSorted(); c.sorted == nil {
+		if b := c.base; b != nil && c.over == nil && b.Sorted != nil && len(b.Sorted) == len(b.Entries) {
+			c.sorted = b.Sorted // the base itself, whose keys in order OverBase trusts
+		} else if c.sorted = c.overSorted(); c.sorted == nil {
 			c.sorted = SortedFrom(c.prev, c.fresh, c.all())
 		}
 		c.prev, c.fresh = nil, nil

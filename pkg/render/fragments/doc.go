@@ -26,6 +26,9 @@
 //   - overlay.go: OverBase, a channel that is a Base and the keys a
 //     render changed, read without copying the base (a whole read copies
 //     it once).
+//   - joined.go: a Base's values in key order and their text joined by a
+//     separator, kept once, and a channel over it splicing them
+//     (Channel.Values, Channel.Joined).
 //   - values.go: AppendKey and AppendFingerprint, the prefix-free
 //     encoding that names a record by fragment name, dict key and item
 //     (a map the render did not build by its address, anything else by

@@ -46,7 +46,7 @@ type overlay struct {
 // record was at position last, and fresh are the keys that records run in
 // this render added (see SortedFrom). b and set are never modified.
 func OverBase(b *Base, set map[string]any, gone []string, last int, fresh []string) *Channel {
-	c := &Channel{read: true, last: last, prev: b.Sorted, fresh: fresh}
+	c := &Channel{read: true, last: last, prev: b.Sorted, fresh: fresh, base: b}
 	o := &overlay{base: b, set: set}
 	for k := range set {
 		if _, in := b.Entries[k]; !in {
@@ -102,6 +102,10 @@ func (c *Channel) Get(k string) (any, bool) {
 // the channel takes no more. Over a base, each base key's value is looked
 // up once, in the change only when it replaces some of the base's.
 func (c *Channel) Values() []any {
+	if out, ok := c.baseValues(false); ok {
+		c.read = true
+		return out
+	}
 	ks := c.Sorted()
 	out := make([]any, len(ks))
 	o := c.over

@@ -5,7 +5,10 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,7 +18,8 @@ import (
 // (keys added, replaced, set to their value, removed, removed and set,
 // removed when absent), answers every read, in any order and any number
 // of times (its length, its keys in order, the entries of a key prefix,
-// the value of a key, the values in key order, every entry, its Base), as the copy of the base with the change applied
+// the value of a key, the values in key order (alone, and with the keys),
+// those joined by a separator, every entry, its Base and the values it keeps), as the copy of the base with the change applied
 // does, and leaves the base as it was.
 func FuzzOverBaseReadsAsItsCopy(f *testing.F) {
 	for seed := range uint64(32) {
@@ -30,8 +34,11 @@ func FuzzOverBaseReadsAsItsCopy(f *testing.F) {
 			}
 			return string(b)
 		}
+		// Strings only for some seeds (a stream of its own, so that r
+		// gives every seed what it gave before): what Joined answers for.
+		stringsOnly := rand.New(rand.NewPCG(seed, 11)).IntN(2) == 0
 		value := func() any {
-			if r.IntN(2) == 0 {
+			if r.IntN(2) == 0 || stringsOnly {
 				return "v" + strconv.Itoa(r.IntN(3))
 			}
 			return map[string]any{"n": r.IntN(3)}
@@ -101,9 +108,20 @@ func FuzzOverBaseReadsAsItsCopy(f *testing.F) {
 			}
 		}
 		for i := range 1 + r.IntN(6) {
-			switch r.IntN(7) {
+			switch r.IntN(8) {
+			case 7:
+				sep := []string{"\n", ",", ""}[r.IntN(3)]
+				joinedAsItsCopy(t, copied, over, b, sep)
 			case 6:
 				require.Equal(t, copied.Values(), over.Values(), "read %d: Values", i)
+				ks, vs := over.Entries()
+				require.Equal(t, emptyNil(copied.Sorted()), emptyNil(ks), "read %d: Entries' keys", i)
+				for n, k := range ks {
+					if vs != nil {
+						wv, _ := copied.Get(k)
+						require.Equal(t, wv, vs[n], "read %d: Entries' value of %q", i, k)
+					}
+				}
 			case 0:
 				require.Equal(t, copied.Len(), over.Len(), "read %d: Len", i)
 			case 1:
@@ -137,6 +155,13 @@ func FuzzOverBaseReadsAsItsCopy(f *testing.F) {
 			case 4:
 				wb, gb := copied.Base(), over.Base()
 				require.Equal(t, wb.Entries, gb.Entries, "read %d: Base", i)
+				if vals := gb.values(); vals != nil { // kept, or shared with b
+					want := make([]any, 0, len(vals))
+					for _, k := range slices.Sorted(maps.Keys(gb.Entries)) {
+						want = append(want, gb.Entries[k])
+					}
+					require.Equal(t, want, vals, "read %d: Base's values", i)
+				}
 				require.Equal(t, wb.Last, gb.Last, "read %d: Base", i)
 				if gb.Sorted != nil {
 					require.Equal(t, emptyNil(slices.Sorted(maps.Keys(gb.Entries))), emptyNil(gb.Sorted), "read %d: Base's keys in order", i)
@@ -149,6 +174,37 @@ func FuzzOverBaseReadsAsItsCopy(f *testing.F) {
 		assert.Error(t, over.Add(Emission{Channel: "ch", Key: "x"}, 0, true), "a channel over a base is read")
 		assert.Equal(t, was, b.Entries, "the base is not modified")
 	})
+}
+
+// joinedAsItsCopy checks over's Joined against strings.Join of the
+// copy's values: equal when it answers, and it answers when every value is
+// a string, b knows its keys in order and sep is the first asked of b.
+func joinedAsItsCopy(t *testing.T, copied, over *Channel, b *Base, sep string) {
+	t.Helper()
+	vals := copied.Values()
+	strs := make([]string, 0, len(vals))
+	for _, v := range vals {
+		if s, ok := v.(string); ok {
+			strs = append(strs, s)
+		}
+	}
+	text, nl, ok := over.Joined(sep)
+	if ok {
+		require.Len(t, strs, len(vals), "joined, with a value not a string: %v", vals)
+		require.Equal(t, strings.Join(strs, sep), text, "Joined %q", sep)
+		require.Equal(t, text+"\n", nl, "Joined %q with a newline", sep)
+		require.Equal(t, unsafe.StringData(nl), unsafe.StringData(text), "the text is the start of the one with a newline")
+		return
+	}
+	allStrings := len(strs) == len(vals)
+	for _, v := range b.Entries {
+		_, isString := v.(string)
+		allStrings = allStrings && isString
+	}
+	keyed := b.Sorted != nil && len(b.Sorted) == len(b.Entries)
+	if j := b.cache().text; allStrings && keyed && (j == nil || j.sep == sep) {
+		t.Fatalf("Joined %q did not answer for strings %v over a base that knows its keys in order", sep, vals)
+	}
 }
 
 // emptyNil is s, nil when empty (a sort of no keys may give either).
@@ -231,4 +287,28 @@ func TestABaseKeepsItsKeysInOrderOnlyChecked(t *testing.T) {
 			assert.Equal(t, tc.kept, c.Base().Sorted != nil)
 		})
 	}
+}
+
+// TestChannelsOverOneBaseReadItsValuesConcurrently: renders over one
+// Base (concurrent admissions) build what it keeps once and read it
+// together (go test -race), each answering as its copy.
+func TestChannelsOverOneBaseReadItsValuesConcurrently(t *testing.T) {
+	b := &Base{Entries: map[string]any{"a": "1", "b": "2", "c": "3"}, Sorted: []string{"a", "b", "c"}}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			set := map[string]any{"b" + strconv.Itoa(i): "x"}
+			c := OverBase(b, set, []string{"c"}, 0, nil)
+			text, _, ok := c.Joined("\n")
+			assert.True(t, ok)
+			assert.Equal(t, "1\n2\nx", text)
+			assert.Equal(t, []any{"1", "2", "x"}, c.Values())
+			u := OverBase(b, nil, nil, 0, nil)
+			text, _, _ = u.Joined("\n")
+			assert.Equal(t, "1\n2\n3", text)
+		}()
+	}
+	wg.Wait()
 }

@@ -42,6 +42,12 @@ type Set struct {
 	// order returns the keys of a dict in order when the render knows
 	// them already (nil: it does not), for keys and values (SetOrder).
 	order func(map[string]any) []string
+	// joined returns join SEP LIST when the render knows it without
+	// joining (SetJoined).
+	joined func(sep string, list any) (string, bool)
+	// newline returns printf "%s\n" STR when the render knows it
+	// without a copy (SetJoined).
+	newline func(str string) (string, bool)
 }
 
 // SetOrder makes keys and values of one dict take its keys from order
@@ -49,6 +55,13 @@ type Set struct {
 // in order and is not modified): the render knows the order of what
 // emitted returns without sorting it again.
 func (s *Set) SetOrder(order func(map[string]any) []string) { s.order = order }
+
+// SetJoined makes join SEP LIST take its text from joined when joined
+// knows it (true), which must be what sprig's join returns, and printf
+// "%s\n" STR from newline when it knows it (STR and a newline).
+func (s *Set) SetJoined(joined func(sep string, list any) (string, bool), newline func(str string) (string, bool)) {
+	s.joined, s.newline = joined, newline
+}
 
 // knownOrder returns the keys of d in order when s's order knows them,
 // else nil.
@@ -186,7 +199,24 @@ func (s *Set) printf(format string, args ...any) (string, error) {
 	if err := checkPrintable("printf", args); err != nil {
 		return "", err
 	}
+	if str, ok := args0String(args); ok && format == "%s\n" {
+		if s.newline != nil {
+			if out, ok := s.newline(str); ok {
+				return s.produced("printf", out)
+			}
+		}
+		return s.produced("printf", str+"\n") // fmt.Sprintf's text, in one copy
+	}
 	return s.produced("printf", fmt.Sprintf(format, args...))
+}
+
+// args0String returns the only argument of args when it is a string.
+func args0String(args []any) (string, bool) {
+	if len(args) != 1 {
+		return "", false
+	}
+	str, ok := args[0].(string)
+	return str, ok
 }
 
 // print implements text/template's print (fmt.Sprint).
@@ -297,6 +327,11 @@ func (s *Set) join(sep string, v any) (string, error) {
 	}
 	if err := s.m.Fits("join", n); err != nil {
 		return "", err
+	}
+	if s.joined != nil {
+		if out, ok := s.joined(sep, v); ok {
+			return s.produced("join", out)
+		}
 	}
 	return s.produced("join", sprigJoin(sep, v))
 }

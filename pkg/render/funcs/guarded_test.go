@@ -54,3 +54,80 @@ func TestEveryReplacedFunctionTakesItsArguments(t *testing.T) {
 			fmt.Sprintf("render: guarded function %q is a %s, replacing sprig's %T", name, reflect.TypeOf(guarded[name]), changed))
 	}
 }
+
+// TestPrintfOfAStringAndANewlineIsFmts: printf "%s\n" of one string,
+// made in one copy (or taken from the render, SetJoined, when it knows
+// it), is fmt's; join takes its text from the render only when it knows
+// it.
+func TestPrintfOfAStringAndANewlineIsFmts(t *testing.T) {
+	s := NewSet(unmetered{}, nil)
+	for _, str := range []string{"", "a", "%", "%s", "\x00", "ünï\n", "a\nb"} {
+		got, err := s.printf("%s\n", str)
+		assert.NoError(t, err)
+		assert.Equal(t, fmt.Sprintf("%s\n", str), got, "%q", str)
+	}
+	known := []any{"a", "b"}
+	s.SetJoined(func(sep string, l any) (string, bool) {
+		if v, ok := l.([]any); ok && len(v) == len(known) && &v[0] == &known[0] {
+			return "known", true
+		}
+		return "", false
+	}, func(str string) (string, bool) { return str + "\n", str == "known" })
+	for _, tc := range []struct {
+		list any
+		want string
+	}{{known, "known"}, {[]any{"a", "b"}, "a,b"}, {known[:1], "a"}} {
+		got, err := s.join(",", tc.list)
+		assert.NoError(t, err)
+		assert.Equal(t, tc.want, got)
+		got, err = s.printf("%s\n", got)
+		assert.NoError(t, err)
+		assert.Equal(t, tc.want+"\n", got)
+	}
+}
+
+// TestConcatOfOneListAndEmptyOnesIsThatList: concat gives sprig's
+// elements, and of one []any with elements and empty lists that very list
+// (no copy); anything else is sprig's (a copy, or its panic, which
+// text/template makes an error).
+func TestConcatOfOneListAndEmptyOnesIsThatList(t *testing.T) {
+	s := NewSet(unmetered{}, nil)
+	l := []any{"a", nil, 1}
+	for _, tc := range []struct {
+		name  string
+		lists []any
+		same  bool
+	}{
+		{"one list", []any{l}, true},
+		{"with empty ones", []any{[]any{}, l, []string{}, [0]int{}, []any(nil)}, true},
+		{"two lists", []any{l, []any{"b"}}, false},
+		{"the same list twice", []any{l, l}, false},
+		{"a list of strings", []any{[]string{"a"}, []any{}}, false},
+		{"nothing", []any{[]any{}}, false},
+		{"nil", []any{l, nil}, false},
+		{"not a list", []any{l, "x"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got, want any
+			var err error
+			gotPanic := func() (p any) {
+				defer func() { p = recover() }()
+				got, err = s.concat(tc.lists...)
+				return nil
+			}()
+			wantPanic := func() (p any) {
+				defer func() { p = recover() }()
+				want = sprigConcat(tc.lists...)
+				return nil
+			}()
+			assert.Equal(t, wantPanic, gotPanic, "sprig's panic (text/template's error)")
+			if wantPanic != nil {
+				return
+			}
+			assert.NoError(t, err)
+			assert.Equal(t, want, got)
+			g, _ := got.([]any)
+			assert.Equal(t, tc.same, len(g) > 0 && &g[0] == &l[0], "that very list")
+		})
+	}
+}

@@ -93,7 +93,35 @@ func (s *Set) concat(lists ...any) (any, error) {
 	if err := s.m.Charge("concat", n*slotSize*2); err != nil {
 		return nil, err
 	}
+	if l, ok := onlyList(lists); ok {
+		return l, nil
+	}
 	return sprigConcat(lists...), nil
+}
+
+// onlyList returns the one list of lists with elements when it is a []any
+// and every other is an empty list (a slice or an array): concat's
+// elements, in order, without a copy (no function modifies a list: push
+// writes only past the length of the arrays it made).
+func onlyList(lists []any) ([]any, bool) {
+	var only []any
+	for _, l := range lists {
+		if l == nil {
+			return nil, false
+		}
+		if k := reflect.TypeOf(l).Kind(); k != reflect.Slice && k != reflect.Array {
+			return nil, false
+		}
+		if listLen(l) == 0 {
+			continue
+		}
+		v, ok := l.([]any)
+		if !ok || only != nil {
+			return nil, false
+		}
+		only = v
+	}
+	return only, only != nil
 }
 
 // steps is the number of elements of untilStep(start, stop, step).
