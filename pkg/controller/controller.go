@@ -171,6 +171,11 @@ func Run(ctx context.Context, opts Options) error {
 			_ = g.Wait()
 			return err
 		}
+		r.BeforeReturn(func() {
+			if n := c.prepared.StopListed(); n > 0 {
+				log.Info("stopped the prepared watchers of proposed configs at an idle memory return", "watchers", n)
+			}
+		})
 		r.OnQuiet(func() {
 			c.shadow.Idle()
 			c.live.idle()

@@ -23,7 +23,8 @@
 //	               starts where the stores in use do not hold what it reads
 //	               (admission.Source); kept for the next admission, adopted
 //	               by the config loop (Take) when the config is applied,
-//	               stopped when unused for 5 minutes, refused by the API
+//	               stopped when unused for 5 minutes, at the next idle
+//	               memory return once listed, refused by the API
 //	               server (RBAC, no such resource), or the least recently
 //	               used of more than 4.
 //
