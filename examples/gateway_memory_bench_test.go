@@ -114,10 +114,17 @@ func writeHeapProfile(b *testing.B, suffix string) {
 // shared as an informer of the controller running p keeps it, as the
 // informers do when the controller wrote the routes' status.
 func replaceRoutes(b *testing.B, p *dryrun.Pipeline, stores map[string]*store.Store) {
+	replaceSomeRoutes(b, p, stores, 0, 1)
+}
+
+// replaceSomeRoutes is replaceRoutes for the part-th of parts equal
+// parts of the HTTPRoutes (in the stores' order).
+func replaceSomeRoutes(b *testing.B, p *dryrun.Pipeline, stores map[string]*store.Store, part, parts int) {
 	gvr := schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "httproutes"}
 	for _, r := range p.Model.For(gvr) {
 		tf := p.Keep(r.WatchKey()).SharingTransform(watched.NewShareTable(0))
-		for _, o := range stores[r.Key].List() {
+		all := stores[r.Key].List()
+		for _, o := range all[part*len(all)/parts : (part+1)*len(all)/parts] {
 			c, err := tf(o.DeepCopy())
 			require.NoError(b, err)
 			require.NoError(b, stores[r.Key].Update(c.(*unstructured.Unstructured)))

@@ -67,6 +67,9 @@ type Returner struct {
 	// onQuiet is told about every quiet period (see OnQuiet; nil: nobody).
 	quiet   bool
 	onQuiet func()
+	// beforeReturn is called before each return (see BeforeReturn; nil:
+	// nothing).
+	beforeReturn func()
 
 	returns       prometheus.Counter
 	returnedBytes prometheus.Counter
@@ -120,6 +123,12 @@ func (r *Returner) Start() {
 // block. Call it before Run.
 func (r *Returner) OnQuiet(f func()) { r.onQuiet = f }
 
+// BeforeReturn makes f be called at each return, just before the
+// collection, from Run's goroutine: what f lets go (caches worth keeping
+// only while the controller works) is returned with the rest. f must not
+// block. Call it before Run.
+func (r *Returner) BeforeReturn(f func()) { r.beforeReturn = f }
+
 // Run checks once per period until ctx ends.
 func (r *Returner) Run(ctx context.Context) {
 	if !r.started {
@@ -164,6 +173,9 @@ func (r *Returner) check() bool {
 	}
 	if r.work < r.minWork {
 		return false
+	}
+	if r.beforeReturn != nil {
+		r.beforeReturn()
 	}
 	before, start := r.released(), time.Now()
 	r.free()

@@ -238,3 +238,19 @@ func TestOnQuietTellsEveryQuietPeriod(t *testing.T) {
 	<-done
 	assert.Equal(t, []int{0, 1, 1}, told)
 }
+
+// TestBeforeReturnRunsBeforeEachReturnOnly: the function BeforeReturn
+// sets runs at each return, before the collection (what it lets go is
+// returned by it), and at no other check.
+func TestBeforeReturnRunsBeforeEachReturnOnly(t *testing.T) {
+	h := &fakeHeap{}
+	r := newFake(t, h)
+	var calls []int // the frees done when it ran
+	r.BeforeReturn(func() { calls = append(calls, h.frees) })
+	for _, b := range []uint64{0, 64 * mib, 0, 0, 64 * mib, 0} {
+		h.total += b
+		r.check()
+	}
+	assert.Equal(t, 2, h.frees)
+	assert.Equal(t, []int{0, 1}, calls, "once before each of the two returns")
+}

@@ -308,6 +308,11 @@ func (c *controller) switchTo(ctx context.Context, p *dryrun.Pipeline, log *slog
 		w.Stop()
 	}
 	c.retired = nil
+	inUse := make([]*informer.Watcher, 0, len(c.watchers))
+	for _, w := range c.watchers {
+		inUse = append(inUse, w)
+	}
+	c.inUse.Store(&inUse)
 	c.applied = p.Config
 	c.metrics.Reloads.WithLabelValues("applied").Inc()
 	c.live.sync(ctx)

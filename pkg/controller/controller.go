@@ -102,6 +102,9 @@ type controller struct {
 	// retired are watchers a newer one replaced (it keeps fields they
 	// prune); they feed the stores in use until the next switch.
 	retired []*informer.Watcher
+	// inUse are the watchers of the config in use (switchTo), for
+	// atIdleReturn, which runs beside the config loop.
+	inUse   atomic.Pointer[[]*informer.Watcher]
 	lastRV  string
 	applied *config.HAProxyTemplateConfig
 }
@@ -171,6 +174,7 @@ func Run(ctx context.Context, opts Options) error {
 			_ = g.Wait()
 			return err
 		}
+		r.BeforeReturn(c.atIdleReturn)
 		r.OnQuiet(func() {
 			c.shadow.Idle()
 			c.live.idle()
@@ -201,6 +205,24 @@ func Run(ctx context.Context, opts Options) error {
 	wcancel()
 	c.registration.Stopped()
 	return err
+}
+
+// atIdleReturn lets go, just before an idle memory return collects and
+// returns the free memory (memreturn.Returner.BeforeReturn), of what the
+// controller keeps only for work to come: the prepared watchers of
+// proposed configs that listed (informer.Prepared.StopListed; the next
+// admission of such a config lists again) and the parts the informers'
+// share tables remember (informer.Watcher.ForgetShared; the next update
+// starts new copies of its parts). Neither changes what any render reads.
+func (c *controller) atIdleReturn() {
+	if n := c.prepared.StopListed(); n > 0 {
+		c.log.Info("stopped the prepared watchers of proposed configs at an idle memory return", "watchers", n)
+	}
+	if ws := c.inUse.Load(); ws != nil {
+		for _, w := range *ws {
+			w.ForgetShared()
+		}
+	}
 }
 
 // drain returns the context the controller runs under: it ends

@@ -142,3 +142,43 @@ func statusWritten(t *testing.T, c *controller) {
 		"the live state was never rendered")
 	require.NoError(t, c.status.Wait(t.Context()))
 }
+
+// TestAnIdleReturnLetsGoOfPreparedWatchersAndSharedParts: just before an
+// idle memory return (atIdleReturn), the prepared watcher a proposed
+// config's admission listed stops, and the share tables of the informers
+// in use forget their parts; the next admission of that config lists
+// again and is judged as before.
+func TestAnIdleReturnLetsGoOfPreparedWatchersAndSharedParts(t *testing.T) {
+	needHAProxy(t)
+	cm := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"namespace": "default", "name": "a", "resourceVersion": "1"},
+		"data":     map[string]any{"u": "7s"},
+	}}
+	dyn := fakeClient(cm, namesOnlyConfig())
+	c := newController(Options{ConfigNamespace: "htc-system", ConfigName: "htc"}, slog.New(slog.DiscardHandler), dyn, restMapper(), testChecker(t))
+	ctx := runLoops(t, c)
+	require.Eventually(t, c.synced.Load, 20*time.Second, 20*time.Millisecond, "never synced")
+	statusWritten(t, c)
+	cv, _ := c.registry.Lookup("haproxy-template.io/v1alpha1.HAProxyTemplateConfig")
+	require.NotNil(t, cv)
+	proposed := withTimeoutOf(pruneCheckConfig())
+	admitted := func() bool { return decisionOf(cv.Admit(ctx, configReq(proposed))).Allowed }
+	require.Eventually(t, admitted, 20*time.Second, 20*time.Millisecond, "judged over a prepared watcher")
+	require.Equal(t, 2, listsOf(dyn), "the informer's list and the prepared watcher's")
+	require.Equal(t, 1, c.prepared.Len())
+	shared := func() int {
+		n := 0
+		for _, w := range *c.inUse.Load() {
+			n += w.SharedParts()
+		}
+		return n
+	}
+	require.NotZero(t, shared())
+
+	c.atIdleReturn()
+	assert.Zero(t, c.prepared.Len(), "the prepared watcher stopped")
+	assert.Zero(t, shared(), "the share tables forgot their parts")
+	require.Eventually(t, admitted, 20*time.Second, 20*time.Millisecond, "judged as before")
+	assert.Equal(t, 3, listsOf(dyn), "the next admission listed again")
+}

@@ -22,6 +22,11 @@ func (s *renderState) reusable(name string, key []byte) *fragments.Record {
 	rec, alike := t.Reusable(key, &s.frags.check)
 	if alike {
 		s.frags.alike++
+		if s.frags.recording != nil {
+			// A copy made now, which the new table keeps: in its slab,
+			// not among this render's garbage (fragments.Slab).
+			rec = s.frags.recording.KeepCopy(rec)
+		}
 	}
 	if rec != nil && s.frags.carried != nil {
 		s.frags.carriedReused++

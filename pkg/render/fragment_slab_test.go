@@ -70,3 +70,36 @@ func keptRecord(t *testing.T, tbl *fragments.Table, text string) weak.Pointer[fr
 	require.Fail(t, "no record", text)
 	return weak.Pointer[fragments.Record]{}
 }
+
+// TestARecordAppliedAlikeIsKeptInTheRecordingTablesSlab: after a status
+// write replaced the Service both Ingresses' fragments read, the next
+// recording render applies their records with the object read now; the
+// copies it makes are kept in its own slab (fragments.Table.KeepCopy), not
+// among its garbage pointing into the first render's slab, so the first
+// render's records go once its bundle does. The next render reuses them
+// as kept, and every output is the full render's.
+func TestARecordAppliedAlikeIsKeptInTheRecordingTablesSlab(t *testing.T) {
+	stores, set := fragmentStores(t)
+	e := mustEngine(t, `{{ fragments "f" .resources.ingresses }}`,
+		withSnippet("f", `{{ $s := .resources.services.Get "ns" "svc-a" }}{{ .item.metadata.name }}:{{ $s.spec.ports }} `))
+	in := Input{Stores: set, BaseDir: "/b", Record: true}
+	renderText(t, e, in)
+	first := keptRecord(t, e.table.Load(), "a:[map[port:80]] ")
+
+	old, ok := stores["services"].ByName("ns", "svc-a")
+	require.True(t, ok)
+	require.NoError(t, stores["services"].Update(statusCopy(old.Object, "written")))
+	b, err := e.Render(t.Context(), in)
+	require.NoError(t, err)
+	assert.Equal(t, FragmentStats{Reused: 2, Alike: 2, Ran: 2}, e.FragmentStats())
+	full, err := e.Render(t.Context(), Input{Stores: set, BaseDir: "/b", Full: true})
+	require.NoError(t, err)
+	assert.Equal(t, full.Config, b.Config)
+
+	runtime.GC()
+	runtime.GC()
+	assert.Nil(t, first.Value(), "the first render's record was collected")
+	assert.Equal(t, full.Config, renderText(t, e, Input{Stores: set, BaseDir: "/b"}))
+	assert.Equal(t, FragmentStats{Reused: 4, Alike: 2, Ran: 4}, e.FragmentStats(), "reused as kept (the full render ran both)")
+	runtime.KeepAlive(b)
+}

@@ -54,6 +54,17 @@ func NewShareTable(entries int) *ShareTable {
 	return &ShareTable{parts: lru.New(entries)}
 }
 
+// Forget drops every part t remembers (the controller's informers' tables
+// at an idle memory return: up to DefaultShareEntries encoded keys and
+// entries each, made while listing). The parts stay with the objects
+// holding them; the next identical part starts a new copy, which t
+// remembers. A nil t does nothing.
+func (t *ShareTable) Forget() {
+	if t != nil {
+		t.parts.Clear()
+	}
+}
+
 // Len is the number of parts t remembers.
 func (t *ShareTable) Len() int { return t.parts.Len() }
 

@@ -187,3 +187,21 @@ func TestSharingTransform(t *testing.T) {
 		wg.Wait()
 	}
 }
+
+// Forget drops what the table remembers, not what objects hold: an
+// object shared before keeps its parts, and the next identical part is a
+// new copy, remembered from then on.
+func TestForgetDropsTheRememberedPartsOnly(t *testing.T) {
+	table := NewShareTable(0)
+	a := table.Share(slice("a", "10.0.0.1"))
+	require.NotZero(t, table.Len())
+	table.Forget()
+	assert.Zero(t, table.Len())
+	assert.Equal(t, slice("a", "10.0.0.1"), a, "a keeps its content")
+	b := table.Share(slice("b", "10.0.0.2"))
+	assert.NotEqual(t, ptr(a["ports"]), ptr(b["ports"]), "a new copy")
+	c := table.Share(slice("c", "10.0.0.3"))
+	assert.Equal(t, ptr(b["ports"]), ptr(c["ports"]), "remembered from then on")
+	var none *ShareTable
+	none.Forget()
+}

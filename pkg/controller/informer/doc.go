@@ -6,8 +6,11 @@
 //	               cluster-wide) feeding one store.Store indexed as the
 //	               resource says. Every object is pruned to what the
 //	               templates read (watched.Keep, the informer's transform)
-//	               before it is cached. Sink, the informers' event handler,
-//	               applies each add, update and delete to the store and
+//	               before it is cached, its small parts shared through a
+//	               table per informer (watched.ShareTable, forgotten at
+//	               each idle memory return: ForgetShared). Sink, the
+//	               informers' event handler, applies each add, update and
+//	               delete to the store and
 //	               tells Updates: Changed, or, for an update that changes
 //	               no field the templates read (Updates.RendersAlike, asked
 //	               by the controller), StoredAlike; resyncs (the same
@@ -23,7 +26,8 @@
 //	               starts where the stores in use do not hold what it reads
 //	               (admission.Source); kept for the next admission, adopted
 //	               by the config loop (Take) when the config is applied,
-//	               stopped when unused for 5 minutes, refused by the API
+//	               stopped when unused for 5 minutes, at the next idle
+//	               memory return once listed, refused by the API
 //	               server (RBAC, no such resource), or the least recently
 //	               used of more than 4.
 //

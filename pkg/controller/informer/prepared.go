@@ -27,8 +27,9 @@ import (
 // the config (the retry a denial asks for, kubectl apply after its dry
 // run) finds its store synced and current; when the config is applied,
 // the config loop adopts it (Take) instead of listing again. A watcher no
-// admission used for preparedTTL stops; at most preparedMax run at once
-// (a new one stops the least recently used).
+// admission used for preparedTTL stops, and one that listed stops at the
+// controller's next idle memory return (StopListed); at most preparedMax
+// run at once (a new one stops the least recently used).
 const (
 	preparedTTL = 5 * time.Minute
 	preparedMax = 4
@@ -202,6 +203,29 @@ func (ps *Prepared) removeLocked(k watched.WatchKey) *Watcher {
 	delete(ps.byKey, k)
 	p.expiry.Stop()
 	return p.w
+}
+
+// StopListed stops every prepared watcher that listed (synced) and was
+// not adopted, and returns how many it stopped: the controller calls it
+// at an idle memory return (no admission ran in the quiet period before
+// it), so that their stores, as large as the stores in use for the
+// resources they list, are returned with the rest of the idle memory
+// instead of kept preparedTTL. The next admission of their config lists
+// again (at 10,000 HTTPRoutes, about 3.4 s of its deadline). One still
+// listing goes on: an admission waits for it.
+func (ps *Prepared) StopListed() int {
+	ps.mu.Lock()
+	var stop []*Watcher
+	for k, p := range ps.byKey {
+		if p.w.synced() {
+			stop = append(stop, ps.removeLocked(k))
+		}
+	}
+	ps.mu.Unlock()
+	for _, w := range stop {
+		w.Stop()
+	}
+	return len(stop)
 }
 
 // Len is how many prepared watchers run.

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/watched"
 )
@@ -110,4 +111,41 @@ func TestPreparedWatchersStopTheLeastRecentlyUsed(t *testing.T) {
 		}
 	}
 	assert.Equal(t, int32(preparedMax+1), starts.Load())
+}
+
+// At an idle memory return (StopListed) the prepared watchers that listed
+// stop, and the next admission of their config lists again; one still
+// listing (an admission that ran out of time waits for it) goes on.
+func TestPreparedWatchersThatListedStopAtAnIdleReturn(t *testing.T) {
+	rs := servicesBy(t, 3)
+	var starts atomic.Int32
+	listing := &Watcher{synced: func() bool { return false }, cancel: func() {}, done: make(chan struct{}), sink: &Sink{}}
+	close(listing.done)
+	start := startCounting(fakeClient(svc("a", "s1", "1")), &starts)
+	ps := NewPrepared(func(ctx context.Context, r watched.Resource, keep *watched.Keep, changed func()) (*Watcher, error) {
+		if r.Key == rs[2].Key {
+			return listing, nil
+		}
+		return start(ctx, r, keep, changed)
+	}, func() {}, slog.New(slog.DiscardHandler))
+	ps.Run(t.Context())
+	defer ps.StopAll()
+	for _, r := range rs[:2] {
+		_, err := ps.Store(t.Context(), r, nil)
+		require.NoError(t, err)
+	}
+	short, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	_, err := ps.Store(short, rs[2], nil)
+	require.ErrorIs(t, err, admission.ErrStillListing)
+	require.Equal(t, 3, ps.Len())
+
+	assert.Equal(t, 2, ps.StopListed(), "the two that listed")
+	assert.Equal(t, 1, ps.Len(), "the one listing goes on")
+	assert.Nil(t, ps.Take(rs[0].WatchKey(), nil), "stopped, not adopted")
+	assert.Same(t, listing, ps.Take(rs[2].WatchKey(), nil))
+	_, err = ps.Store(t.Context(), rs[0], nil)
+	require.NoError(t, err)
+	assert.Equal(t, int32(3), starts.Load(), "the next admission listed again")
+	assert.Equal(t, 1, ps.StopListed(), "the one started again")
 }

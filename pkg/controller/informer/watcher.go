@@ -25,6 +25,9 @@ type Watcher struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	sink   *Sink
+	// tables are the informers' share tables (one each; set by Start,
+	// read-only after).
+	tables []*watched.ShareTable
 }
 
 // Store is the store the informers fill.
@@ -32,6 +35,24 @@ func (w *Watcher) Store() *store.Store { return w.store }
 
 // Keep is what the store keeps of each object (nil: all of it).
 func (w *Watcher) Keep() *watched.Keep { return w.keep }
+
+// ForgetShared makes the informers' share tables forget the parts they
+// remember (watched.ShareTable.Forget): the controller calls it at an idle
+// memory return. Safe for concurrent use.
+func (w *Watcher) ForgetShared() {
+	for _, t := range w.tables {
+		t.Forget()
+	}
+}
+
+// SharedParts is how many parts the informers' share tables remember.
+func (w *Watcher) SharedParts() int {
+	n := 0
+	for _, t := range w.tables {
+		n += t.Len()
+	}
+	return n
+}
 
 // Synced reports whether every informer listed and its handler took
 // the list.
@@ -68,7 +89,9 @@ func Start(ctx context.Context, client dynamic.Interface, r watched.Resource, na
 	sink := NewSink(st, updates, log)
 	w := &Watcher{store: st, keep: keep, cancel: cancel, done: make(chan struct{}), sink: sink}
 	for _, ns := range namespaces {
-		s, err := runInformer(wctx, client, key, ns, keep, sink, &running)
+		table := watched.NewShareTable(0)
+		w.tables = append(w.tables, table)
+		s, err := runInformer(wctx, client, key, ns, keep, table, sink, &running)
 		if err != nil {
 			cancel()
 			running.Wait()
@@ -92,12 +115,12 @@ func Start(ctx context.Context, client dynamic.Interface, r watched.Resource, na
 }
 
 // runInformer runs, until ctx ends, an informer of key's resource in
-// namespace ns (NamespaceAll: every namespace), pruning to keep, that
-// feeds sink; running counts it. The function it returns says whether the
-// informer and its handler synced.
-func runInformer(ctx context.Context, client dynamic.Interface, key watched.WatchKey, ns string, keep *watched.Keep, sink *Sink, running *sync.WaitGroup) (cache.InformerSynced, error) {
+// namespace ns (NamespaceAll: every namespace), pruning to keep and
+// sharing parts through table, that feeds sink; running counts it. The
+// function it returns says whether the informer and its handler synced.
+func runInformer(ctx context.Context, client dynamic.Interface, key watched.WatchKey, ns string, keep *watched.Keep, table *watched.ShareTable, sink *Sink, running *sync.WaitGroup) (cache.InformerSynced, error) {
 	// One table per informer: its list and its watch share parts alike.
-	transform := keep.SharingTransform(watched.NewShareTable(0))
+	transform := keep.SharingTransform(table)
 	lw := prunedListWatch(client.Resource(key.GVR).Namespace(ns), key, transform)
 	// Since client-go v0.35 an informer lists by a streaming watch
 	// (WatchListClient) where the API server serves one (kube-apiserver

@@ -153,3 +153,23 @@ func fakeClient(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
 	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{servicesGVR: "ServiceList"}, objs...)
 }
+
+// A watcher's share tables forget the parts they remember when told
+// (ForgetShared, at the controller's idle memory return); its store keeps
+// every object as it was.
+func TestAWatcherForgetsTheSharedPartsItsTablesRemember(t *testing.T) {
+	objs := []runtime.Object{svc("a", "s1", "1"), svc("a", "s2", "1")}
+	for _, o := range objs {
+		o.(*unstructured.Unstructured).SetLabels(map[string]string{"app": "0"}) // servicesBy's selector
+	}
+	w, err := Start(t.Context(), fakeClient(objs...), servicesBy(t, 1)[0], nil, nil, Updates{}, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	defer w.Stop()
+	require.Eventually(t, w.Synced, 5*time.Second, 10*time.Millisecond)
+	require.NotZero(t, w.SharedParts(), "the identical ports were shared")
+	before := w.Store().List()
+	require.Len(t, before, 2)
+	w.ForgetShared()
+	assert.Zero(t, w.SharedParts())
+	assert.Equal(t, before, w.Store().List())
+}

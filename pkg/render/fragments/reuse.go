@@ -37,6 +37,10 @@ type Table struct {
 	gens map[string]storeGen
 	// slab holds the records Keep kept (slab.go).
 	slab *Slab
+	// keyText holds the keys Add recorded: apart from slab, whose chunks
+	// a later table keeps while it uses half its records, they go with
+	// t (every table records a key for each of its records).
+	keyText Slab
 }
 
 // NewTable returns an empty table for a render with baseDir and limit
@@ -79,7 +83,7 @@ type keyed struct {
 // Add records rec as the record of key (a later one for the same key
 // replaces it).
 func (t *Table) Add(key []byte, rec *Record) {
-	k := t.slab.String(unsafe.String(unsafe.SliceData(key), len(key)))
+	k := t.keyText.String(unsafe.String(unsafe.SliceData(key), len(key)))
 	t.Records[k] = rec
 	t.keys = append(t.keys, k)
 }
@@ -89,6 +93,13 @@ func (t *Table) Add(key []byte, rec *Record) {
 // adds to t.
 func (t *Table) Keep(r *Record, text []byte) *Record {
 	return t.slab.Keep(r, unsafe.String(unsafe.SliceData(text), len(text)))
+}
+
+// KeepCopy returns a copy of r, a record of an earlier table applied
+// with the objects read now (Reusable's alike answer, made among the
+// render's garbage), kept in t's slab like the records Keep keeps.
+func (t *Table) KeepCopy(r *Record) *Record {
+	return t.slab.Keep(r, r.Text)
 }
 
 // KeepChannel keeps b, the channel name as the recording render read it,

@@ -2,8 +2,10 @@ package fragments
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"unsafe"
+	"weak"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -103,4 +105,32 @@ func TestATableCopiesTheRecordsOfASlabItUsesLessThanHalfOf(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestATablesKeysGoWithIt: a table that reuses every record of the last
+// one keeps that table's slab (it uses all of it), but not the last
+// table's keys: they are kept apart from the records (Table.keyText),
+// and go once that table does.
+func TestATablesKeysGoWithIt(t *testing.T) {
+	first := NewTable("/b", 1, store.Set{}, 0)
+	for i := range 10 {
+		k := fmt.Sprint("key-", i)
+		first.Add([]byte(k), first.Keep(&Record{}, []byte(fmt.Sprint("text-", i))))
+	}
+	first.End()
+	next := NewTable("/b", 1, store.Set{}, 0)
+	for _, o := range first.order {
+		next.Add([]byte(o.key), o.rec)
+	}
+	next.End()
+	key := weak.Make(unsafe.StringData(first.order[0].key))
+	first = nil
+	runtime.GC()
+	runtime.GC()
+	assert.Nil(t, key.Value(), "the first table's keys were collected")
+	require.Len(t, next.Records, 10)
+	for i := range 10 {
+		assert.Equal(t, fmt.Sprint("text-", i), next.Records[fmt.Sprint("key-", i)].Text)
+	}
+	runtime.KeepAlive(next)
 }
