@@ -40,6 +40,10 @@ const (
 	// MinPeriod is the shortest period New accepts: a shorter one would
 	// find quiet moments inside a burst.
 	MinPeriod = time.Second
+
+	// MaxDeferrals bounds how many quiet periods in a row a due return
+	// waits for the idle work OnQuiet starts (see OnQuiet).
+	MaxDeferrals = 4
 )
 
 // Returner returns idle memory to the operating system. Make one with New
@@ -63,10 +67,11 @@ type Returner struct {
 	// periods allocated since the last return.
 	lastCheck, work uint64
 	started         bool
-	// quiet says whether the period the last check ended was quiet;
-	// onQuiet is told about every quiet period (see OnQuiet; nil: nobody).
-	quiet   bool
-	onQuiet func()
+	// onQuiet is told about every quiet period (see OnQuiet; nil: nobody);
+	// deferred counts the quiet periods in a row whose due return waited
+	// for the idle work it started.
+	onQuiet  func() bool
+	deferred int
 	// beforeReturn is called before each return (see BeforeReturn; nil:
 	// nothing).
 	beforeReturn func()
@@ -117,11 +122,15 @@ func (r *Returner) Start() {
 	r.check()
 }
 
-// OnQuiet makes f be called at the end of every quiet period (after the
-// memory was returned, when it was), from Run's goroutine: other idle work
-// (the controller's shadow checks of its shortcuts) runs then. f must not
-// block. Call it before Run.
-func (r *Returner) OnQuiet(f func()) { r.onQuiet = f }
+// OnQuiet makes f be called at the end of every quiet period, from Run's
+// goroutine, before memory is returned: other idle work (the controller's
+// shadow checks of its shortcuts: full renders) starts then. f reports
+// whether it started such work; a return due in that period then waits
+// for a quiet period that starts none (at most MaxDeferrals in a row), so
+// that what is returned is what remains after the idle work too, not the
+// garbage of a render that began just after the return. f must not block.
+// Call it before Run.
+func (r *Returner) OnQuiet(f func() bool) { r.onQuiet = f }
 
 // BeforeReturn makes f be called at each return, just before the
 // collection, from Run's goroutine: what f lets go (caches worth keeping
@@ -146,18 +155,15 @@ func (r *Returner) Run(ctx context.Context) {
 			return
 		case <-ticks:
 			r.check()
-			if r.quiet && r.onQuiet != nil {
-				r.onQuiet()
-			}
 		}
 	}
 }
 
-// check ends one period (quiet records which kind it was). A busy period
-// (one that allocated quietBytes or more) adds its allocations to the
-// work; a quiet one, once the work reaches minWork, returns the free
-// memory and starts the work again. The first check only starts counting.
-// It reports whether it returned memory.
+// check ends one period. A busy period (one that allocated quietBytes or
+// more) adds its allocations to the work; a quiet one tells onQuiet and,
+// once the work reaches minWork, returns the free memory and starts the
+// work again, unless onQuiet started idle work (see OnQuiet). The first
+// check only starts counting. It reports whether it returned memory.
 func (r *Returner) check() bool {
 	now := r.allocated()
 	if !r.started {
@@ -166,14 +172,19 @@ func (r *Returner) check() bool {
 	}
 	allocated := now - r.lastCheck
 	r.lastCheck = now
-	r.quiet = allocated < r.quietBytes
-	if !r.quiet {
+	if allocated >= r.quietBytes {
 		r.work += allocated
 		return false
 	}
+	started := r.onQuiet != nil && r.onQuiet()
 	if r.work < r.minWork {
 		return false
 	}
+	if started && r.deferred < MaxDeferrals {
+		r.deferred++
+		return false
+	}
+	r.deferred = 0
 	if r.beforeReturn != nil {
 		r.beforeReturn()
 	}

@@ -203,9 +203,9 @@ func TestRunStopsWithItsContext(t *testing.T) {
 	<-done
 }
 
-// TestOnQuietTellsEveryQuietPeriod: the OnQuiet function is called after
-// each quiet period, whether or not it returned memory, and not after a
-// busy one. The heap is a script of what each read of the allocations
+// TestOnQuietTellsEveryQuietPeriod: the OnQuiet function is called at
+// the end of each quiet period, before memory is returned, whether or not
+// it is, and not after a busy one. The heap is a script of what each read of the allocations
 // sees (read by Run's goroutine only).
 func TestOnQuietTellsEveryQuietPeriod(t *testing.T) {
 	r, err := New(15*time.Second, prometheus.NewRegistry(), nil)
@@ -223,7 +223,7 @@ func TestOnQuietTellsEveryQuietPeriod(t *testing.T) {
 	r.released = func() uint64 { return uint64(frees) * 10 * mib }
 	r.free = func() { frees++ }
 	var told []int // the frees seen by each call
-	r.OnQuiet(func() { told = append(told, frees) })
+	r.OnQuiet(func() bool { told = append(told, frees); return false })
 	ticks := make(chan time.Time) // unbuffered: a send returns once Run took the tick
 	r.ticks = ticks
 	r.Start()
@@ -232,11 +232,54 @@ func TestOnQuietTellsEveryQuietPeriod(t *testing.T) {
 	go func() { r.Run(ctx); close(done) }()
 	ticks <- time.Time{} // quiet, nothing to return: told
 	ticks <- time.Time{} // busy: not told
-	ticks <- time.Time{} // quiet: returns, then told
+	ticks <- time.Time{} // quiet: told, then returns
 	ticks <- time.Time{} // taken once the check before it finished
 	cancel()
 	<-done
-	assert.Equal(t, []int{0, 1, 1}, told)
+	assert.Equal(t, []int{0, 0, 1}, told)
+}
+
+// TestAReturnWaitsForTheIdleWorkOnQuietStarts: a return due in a quiet
+// period in which OnQuiet started idle work waits for a quiet period that
+// starts none (the idle work's garbage is returned with the rest), and
+// for at most MaxDeferrals periods in a row when idle work keeps
+// starting.
+func TestAReturnWaitsForTheIdleWorkOnQuietStarts(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		starts []bool   // what OnQuiet reports at each quiet period
+		allocs []uint64 // each period's allocations; the first check only starts counting
+		want   []bool   // whether each check returned memory
+	}{
+		{name: "no idle work: the first quiet period returns",
+			starts: []bool{false}, allocs: []uint64{0, 64 * mib, 0},
+			want: []bool{false, false, true}},
+		{name: "idle work started: the return waits for the quiet period after its work",
+			starts: []bool{true, false}, allocs: []uint64{0, 64 * mib, 0, 40 * mib, 0},
+			want: []bool{false, false, false, false, true}},
+		{name: "idle work starting at every quiet period: the return waits MaxDeferrals periods",
+			starts: []bool{true, true, true, true, true}, allocs: []uint64{0, 64 * mib, 0, 0, 0, 0, 0},
+			want: []bool{false, false, false, false, false, false, true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &fakeHeap{}
+			r := newFake(t, h)
+			starts := tc.starts
+			r.OnQuiet(func() bool {
+				require.NotEmpty(t, starts, "told of more quiet periods than expected")
+				s := starts[0]
+				starts = starts[1:]
+				return s
+			})
+			var got []bool
+			for _, b := range tc.allocs {
+				h.total += b
+				got = append(got, r.check())
+			}
+			assert.Equal(t, tc.want, got)
+			assert.Empty(t, starts, "every quiet period told")
+		})
+	}
 }
 
 // TestBeforeReturnRunsBeforeEachReturnOnly: the function BeforeReturn

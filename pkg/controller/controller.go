@@ -175,9 +175,10 @@ func Run(ctx context.Context, opts Options) error {
 			return err
 		}
 		r.BeforeReturn(c.atIdleReturn)
-		r.OnQuiet(func() {
-			c.shadow.Idle()
+		r.OnQuiet(func() bool {
+			checking := c.shadow.Idle()
 			c.live.idle()
+			return checking
 		})
 		r.Start() // before the config loop lists anything: the load is work
 		spawn("idle memory return", func() error { r.Run(ctx); return nil })

@@ -129,12 +129,27 @@ func New(opts Options) *Verifier {
 }
 
 // Idle is called when the controller has been idle for a while: pending
-// samples are checked (with Options.OnIdle).
-func (v *Verifier) Idle() {
-	if v != nil && v.opts.OnIdle {
-		v.idle.Store(true)
-		v.trigger()
+// samples are checked (with Options.OnIdle). It reports whether any was
+// pending (checks, full renders, start now; false also without OnIdle).
+func (v *Verifier) Idle() bool {
+	if v == nil || !v.opts.OnIdle {
+		return false
 	}
+	pending := v.pending()
+	v.idle.Store(true)
+	v.trigger()
+	return pending
+}
+
+// pending reports whether checkPending, run now while idle, would check
+// something: a live sample, the published render's prune check, or a
+// queued sample.
+func (v *Verifier) pending() bool {
+	if v.live.Load() != nil || len(v.admitted)+len(v.mapOnly)+len(v.readSet) > 0 {
+		return true
+	}
+	s := v.published.Load()
+	return s != nil && v.pruneChecked() && !s.pruneChecked.Load()
 }
 
 // Busy is called when work arrives (an admission, a live round): the check

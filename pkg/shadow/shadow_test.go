@@ -432,6 +432,24 @@ func TestTriggers(t *testing.T) {
 	assert.Equal(t, DefaultEvery, New(Options{Every: -1}).opts.Every)
 }
 
+// TestIdleReportsWhetherChecksArePending: Idle says whether it starts
+// checks (the idle memory return waits for them): a live sample waiting
+// is pending, nothing is once it was checked, and without OnIdle nothing
+// ever is.
+func TestIdleReportsWhetherChecksArePending(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.Every, o.OnIdle = 0, true })
+	assert.False(t, f.v.Idle(), "nothing offered yet")
+	f.liveRender(t)
+	assert.True(t, f.v.Idle(), "a live sample waits")
+	f.v.checkPending(t.Context())
+	require.Equal(t, 1.0, f.checks(shortcut.Render, ResultAgreed))
+	assert.False(t, f.v.Idle(), "the sample was checked")
+
+	off := newFixture(t, func(o *Options) { o.Every = 0 })
+	off.liveRender(t)
+	assert.False(t, off.v.Idle(), "without OnIdle, Idle starts nothing")
+}
+
 // The controller's live loop and admission path offer samples to a
 // Verifier that may be nil (tests of the loop alone): nothing happens.
 func TestNilVerifierTakesNothing(t *testing.T) {
