@@ -29,10 +29,12 @@ import (
 // (11/9, 9/11: class 10's Service is of class 10, its backend the same),
 // add a backend section, which a stub configuration checks alone (before
 // sections were checked alone, their 4 CREATEs ran haproxy -c on the
-// whole bundle). Rewrite-target (5, 15), whose location is a line of the
-// regular expression map, runs haproxy -c on a stub configuration that
-// loads only that map (before maps were checked alone, its 4 CREATEs ran
-// it on the whole bundle too: 8 of 40).
+// whole bundle). Rewrite-target (5, 15) with the workload's path
+// /app(/|$)(.*) on a host of its own changes maps only: its location is
+// an entry of rxexact.map and rxprefix.map (ngx-regex-literal), which
+// HAProxy reads as plain strings (before, it was a line of the regular
+// expression map, and its 4 CREATEs ran haproxy -c on a stub that loads
+// that map; before maps were checked alone, on the whole bundle).
 func TestNginxMixCreatesThatChangeHAProxyCfg(t *testing.T) {
 	const n, creates = 200, 40
 	p := checking(t, ngxConfigPath, func(cfg *config.HAProxyTemplateConfig) { cfg.Spec.ValidationTests = nil })
@@ -71,7 +73,7 @@ func TestNginxMixCreatesThatChangeHAProxyCfg(t *testing.T) {
 		count, creates, byClass, alone, sections)
 	assert.Empty(t, byClass)
 	assert.Zero(t, count)
-	assert.Equal(t, map[int]int{5: 2, 15: 2}, alone, "rewrite-target's regex map, checked alone")
+	assert.Empty(t, alone, "rewrite-target's location is in maps of plain strings")
 	assert.Equal(t, map[string]int{"11/9": 2, "9/11": 2}, sections, "a new backend section each, checked alone")
 }
 
@@ -83,10 +85,12 @@ func TestNginxMixCreatesThatChangeHAProxyCfg(t *testing.T) {
 // has already (a source range spelled otherwise too) leaves haproxy.cfg
 // as it was and changes maps only, so its check reuses the haproxy -c
 // run that accepted the state before; one with a new value adds a line
-// and runs it. A rewrite-target's location is also a line of the
-// regular expression map, which HAProxy compiles: a stub configuration
-// that loads only that map checks it (alone), and the whole bundle's
-// check reuses the run.
+// and runs it. A location of a regex host (use-regex, rewrite-target)
+// whose path is a literal with one of the endings ngx-regex-literal
+// knows is an entry of maps of plain strings; one of another regular
+// expression is a line of the regular expression map, which HAProxy
+// compiles: a stub configuration that loads only that map checks it
+// (alone), and the whole bundle's check reuses the run.
 func TestNginxAnotherIngressWithWrittenValuesIsMapOnly(t *testing.T) {
 	p := checking(t, ngxConfigPath, func(cfg *config.HAProxyTemplateConfig) { cfg.Spec.ValidationTests = nil })
 	rewrite := map[string]string{"use-regex": "true", "rewrite-target": "/$2"}
@@ -99,9 +103,12 @@ func TestNginxAnotherIngressWithWrittenValuesIsMapOnly(t *testing.T) {
 		alone         bool // a stub checked the regular expression map
 		canary        bool // first and second are canaries of plain Ingresses of both hosts
 	}{
-		{"rewrite-target", rewrite, rewrite, "ImplementationSpecific /app(/|$)(.*)", true, true, true, false},
+		{"rewrite-target", rewrite, rewrite, "ImplementationSpecific /app(/|$)(.*)", true, true, false, false},
+		{"rewrite-target, a path of another regular expression", rewrite, rewrite, "ImplementationSpecific /app/([0-9]+)(.*)", true, true, true, false},
 		{"rewrite-target, another target", rewrite, map[string]string{"use-regex": "true", "rewrite-target": "/x/$2"}, "ImplementationSpecific /app(/|$)(.*)", false, false, false, false},
-		{"rewrite-target without captures", map[string]string{"rewrite-target": "/"}, map[string]string{"rewrite-target": "/"}, "Prefix /app", true, true, true, false},
+		{"rewrite-target without captures", map[string]string{"rewrite-target": "/"}, map[string]string{"rewrite-target": "/"}, "Prefix /app", true, true, false, false},
+		{"use-regex with a literal path", map[string]string{"use-regex": "true"}, map[string]string{"use-regex": "true"}, "Prefix /app", true, true, false, false},
+		{"use-regex with a regular expression", map[string]string{"use-regex": "true"}, map[string]string{"use-regex": "true"}, "ImplementationSpecific /v[0-9]+/app", true, true, true, false},
 		{"whitelist-source-range", map[string]string{"whitelist-source-range": "10.0.0.0/8, 192.168.0.0/16"}, map[string]string{"whitelist-source-range": "10.0.0.0/8,192.168.0.0/16"}, "Prefix /", true, true, false, false},
 		{"whitelist-source-range, another range", map[string]string{"whitelist-source-range": "10.0.0.0/8"}, map[string]string{"whitelist-source-range": "10.0.0.0/16"}, "Prefix /", false, false, false, false},
 		{"denylist-source-range", map[string]string{"denylist-source-range": "10.1.0.0/16"}, map[string]string{"denylist-source-range": "10.1.0.0/16"}, "Prefix /", true, true, false, false},
