@@ -3,16 +3,21 @@ package examples_test
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/dryrun"
+	"github.com/haproxy-template/htc/pkg/haproxy"
+	"github.com/haproxy-template/htc/pkg/phase"
 	htcrender "github.com/haproxy-template/htc/pkg/render"
 	"github.com/haproxy-template/htc/pkg/store"
+	"github.com/haproxy-template/htc/pkg/watched"
 )
 
 // TestNginxMixCreatesThatChangeHAProxyCfg counts, of the first 40
@@ -187,4 +192,58 @@ func mustNgxConfig(t *testing.T) *config.HAProxyTemplateConfig {
 	cfg, err := config.LoadFile(ngxConfigPath)
 	require.NoError(t, err)
 	return cfg
+}
+
+// TestNginxMixCreatesAsTheWebhookAdmitsThem: the CREATEs of
+// TestNginxMixCreatesThatChangeHAProxyCfg (one of each class) decided as
+// the webhook and BenchmarkIngressLibrariesCreate decide them: an
+// Admitter whose baseline is the live state diagnosed with its records
+// (Record), the library's embedded validation tests run as in every
+// check. None runs haproxy -c on the whole bundle: those that add a
+// backend section (9, 11) have it checked alone against the live run's
+// sections. The checker keeps the bases of few accepted runs
+// (pkg/haproxy addedKeys); the embedded tests' bundles that haproxy -c
+// runs after the live one must not push the live one out (a validation
+// test with rewrite-target did: its CREATEs ran the whole haproxy -c).
+func TestNginxMixCreatesAsTheWebhookAdmitsThem(t *testing.T) {
+	bin, err := exec.LookPath("haproxy")
+	if err != nil {
+		t.Skip("no haproxy in PATH")
+	}
+	const n = 200
+	cfg, err := config.LoadFile(ngxConfigPath)
+	require.NoError(t, err)
+	checker, err := haproxy.NewChecker(haproxy.Options{HAProxyPath: bin, TempDir: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(checker.Wait)
+	p, err := dryrun.Build(cfg, dryrun.Env{CheckerFor: func(allowed []string) dryrun.Checker { return checker.Allowing(allowed) }})
+	require.NoError(t, err)
+	state := dataPlaneState(n, 8080)
+	for i, ing := range state["ingresses"] {
+		ing["spec"].(map[string]any)["ingressClassName"] = "nginx"
+		scaleMix(ing, i, true)
+	}
+	stores := gatewayStores(t, cfg, state)
+	ctx := context.Background()
+	a := &admission.Admitter{}
+	a.SetState(&admission.State{Pipeline: p, Stores: stores})
+	live, _ := p.Diagnose(ctx, store.ReadOnly(stores), dryrun.DiagnoseOptions{MaxRounds: 4, Record: true})
+	require.Nil(t, live.Verdict().Err)
+	a.SetBaseline(&admission.Baseline{Pipeline: p, Diagnosis: live})
+	whole := map[int]bool{}
+	sections := map[int]bool{}
+	for k := range 20 {
+		req := admission.Request{Change: watched.Change{Resource: ingressesResource, Operation: store.Create, Object: mixCreate(k, n, "nginx", false)}}
+		d, r := a.Decide(ctx, req)
+		require.True(t, d.Allowed, d.Reason)
+		if _, ran := r.Trace.Durations[phase.Semantic]; ran && !r.Trace.SemanticReused {
+			whole[k] = true
+		}
+		if r.Trace.SectionsCheckedAlone > 0 {
+			sections[k] = true
+		}
+		assert.Zero(t, r.Trace.MapsCheckedAlone, "class %d: no regular expression map changes", k)
+	}
+	assert.Empty(t, whole, "classes whose CREATE ran haproxy -c on the whole bundle")
+	assert.Equal(t, map[int]bool{9: true, 11: true}, sections, "classes whose added backend section a stub checked")
 }
