@@ -3,16 +3,21 @@ package examples_test
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/dryrun"
+	"github.com/haproxy-template/htc/pkg/haproxy"
+	"github.com/haproxy-template/htc/pkg/phase"
 	htcrender "github.com/haproxy-template/htc/pkg/render"
 	"github.com/haproxy-template/htc/pkg/store"
+	"github.com/haproxy-template/htc/pkg/watched"
 )
 
 // TestNginxMixCreatesThatChangeHAProxyCfg counts, of the first 40
@@ -29,10 +34,12 @@ import (
 // (11/9, 9/11: class 10's Service is of class 10, its backend the same),
 // add a backend section, which a stub configuration checks alone (before
 // sections were checked alone, their 4 CREATEs ran haproxy -c on the
-// whole bundle). Rewrite-target (5, 15), whose location is a line of the
-// regular expression map, runs haproxy -c on a stub configuration that
-// loads only that map (before maps were checked alone, its 4 CREATEs ran
-// it on the whole bundle too: 8 of 40).
+// whole bundle). Rewrite-target (5, 15) with the workload's path
+// /app(/|$)(.*) on a host of its own changes maps only: its location is
+// an entry of rxexact.map and rxprefix.map (ngx-regex-literal), which
+// HAProxy reads as plain strings (before, it was a line of the regular
+// expression map, and its 4 CREATEs ran haproxy -c on a stub that loads
+// that map; before maps were checked alone, on the whole bundle).
 func TestNginxMixCreatesThatChangeHAProxyCfg(t *testing.T) {
 	const n, creates = 200, 40
 	p := checking(t, ngxConfigPath, func(cfg *config.HAProxyTemplateConfig) { cfg.Spec.ValidationTests = nil })
@@ -71,7 +78,7 @@ func TestNginxMixCreatesThatChangeHAProxyCfg(t *testing.T) {
 		count, creates, byClass, alone, sections)
 	assert.Empty(t, byClass)
 	assert.Zero(t, count)
-	assert.Equal(t, map[int]int{5: 2, 15: 2}, alone, "rewrite-target's regex map, checked alone")
+	assert.Empty(t, alone, "rewrite-target's location is in maps of plain strings")
 	assert.Equal(t, map[string]int{"11/9": 2, "9/11": 2}, sections, "a new backend section each, checked alone")
 }
 
@@ -83,10 +90,12 @@ func TestNginxMixCreatesThatChangeHAProxyCfg(t *testing.T) {
 // has already (a source range spelled otherwise too) leaves haproxy.cfg
 // as it was and changes maps only, so its check reuses the haproxy -c
 // run that accepted the state before; one with a new value adds a line
-// and runs it. A rewrite-target's location is also a line of the
-// regular expression map, which HAProxy compiles: a stub configuration
-// that loads only that map checks it (alone), and the whole bundle's
-// check reuses the run.
+// and runs it. A location of a regex host (use-regex, rewrite-target)
+// whose path is a literal with one of the endings ngx-regex-literal
+// knows is an entry of maps of plain strings; one of another regular
+// expression is a line of the regular expression map, which HAProxy
+// compiles: a stub configuration that loads only that map checks it
+// (alone), and the whole bundle's check reuses the run.
 func TestNginxAnotherIngressWithWrittenValuesIsMapOnly(t *testing.T) {
 	p := checking(t, ngxConfigPath, func(cfg *config.HAProxyTemplateConfig) { cfg.Spec.ValidationTests = nil })
 	rewrite := map[string]string{"use-regex": "true", "rewrite-target": "/$2"}
@@ -99,9 +108,12 @@ func TestNginxAnotherIngressWithWrittenValuesIsMapOnly(t *testing.T) {
 		alone         bool // a stub checked the regular expression map
 		canary        bool // first and second are canaries of plain Ingresses of both hosts
 	}{
-		{"rewrite-target", rewrite, rewrite, "ImplementationSpecific /app(/|$)(.*)", true, true, true, false},
+		{"rewrite-target", rewrite, rewrite, "ImplementationSpecific /app(/|$)(.*)", true, true, false, false},
+		{"rewrite-target, a path of another regular expression", rewrite, rewrite, "ImplementationSpecific /app/([0-9]+)(.*)", true, true, true, false},
 		{"rewrite-target, another target", rewrite, map[string]string{"use-regex": "true", "rewrite-target": "/x/$2"}, "ImplementationSpecific /app(/|$)(.*)", false, false, false, false},
-		{"rewrite-target without captures", map[string]string{"rewrite-target": "/"}, map[string]string{"rewrite-target": "/"}, "Prefix /app", true, true, true, false},
+		{"rewrite-target without captures", map[string]string{"rewrite-target": "/"}, map[string]string{"rewrite-target": "/"}, "Prefix /app", true, true, false, false},
+		{"use-regex with a literal path", map[string]string{"use-regex": "true"}, map[string]string{"use-regex": "true"}, "Prefix /app", true, true, false, false},
+		{"use-regex with a regular expression", map[string]string{"use-regex": "true"}, map[string]string{"use-regex": "true"}, "ImplementationSpecific /v[0-9]+/app", true, true, true, false},
 		{"whitelist-source-range", map[string]string{"whitelist-source-range": "10.0.0.0/8, 192.168.0.0/16"}, map[string]string{"whitelist-source-range": "10.0.0.0/8,192.168.0.0/16"}, "Prefix /", true, true, false, false},
 		{"whitelist-source-range, another range", map[string]string{"whitelist-source-range": "10.0.0.0/8"}, map[string]string{"whitelist-source-range": "10.0.0.0/16"}, "Prefix /", false, false, false, false},
 		{"denylist-source-range", map[string]string{"denylist-source-range": "10.1.0.0/16"}, map[string]string{"denylist-source-range": "10.1.0.0/16"}, "Prefix /", true, true, false, false},
@@ -180,4 +192,58 @@ func mustNgxConfig(t *testing.T) *config.HAProxyTemplateConfig {
 	cfg, err := config.LoadFile(ngxConfigPath)
 	require.NoError(t, err)
 	return cfg
+}
+
+// TestNginxMixCreatesAsTheWebhookAdmitsThem: the CREATEs of
+// TestNginxMixCreatesThatChangeHAProxyCfg (one of each class) decided as
+// the webhook and BenchmarkIngressLibrariesCreate decide them: an
+// Admitter whose baseline is the live state diagnosed with its records
+// (Record), the library's embedded validation tests run as in every
+// check. None runs haproxy -c on the whole bundle: those that add a
+// backend section (9, 11) have it checked alone against the live run's
+// sections. The checker keeps the bases of few accepted runs
+// (pkg/haproxy addedKeys); the embedded tests' bundles that haproxy -c
+// runs after the live one must not push the live one out (a validation
+// test with rewrite-target did: its CREATEs ran the whole haproxy -c).
+func TestNginxMixCreatesAsTheWebhookAdmitsThem(t *testing.T) {
+	bin, err := exec.LookPath("haproxy")
+	if err != nil {
+		t.Skip("no haproxy in PATH")
+	}
+	const n = 200
+	cfg, err := config.LoadFile(ngxConfigPath)
+	require.NoError(t, err)
+	checker, err := haproxy.NewChecker(haproxy.Options{HAProxyPath: bin, TempDir: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(checker.Wait)
+	p, err := dryrun.Build(cfg, dryrun.Env{CheckerFor: func(allowed []string) dryrun.Checker { return checker.Allowing(allowed) }})
+	require.NoError(t, err)
+	state := dataPlaneState(n, 8080)
+	for i, ing := range state["ingresses"] {
+		ing["spec"].(map[string]any)["ingressClassName"] = "nginx"
+		scaleMix(ing, i, true)
+	}
+	stores := gatewayStores(t, cfg, state)
+	ctx := context.Background()
+	a := &admission.Admitter{}
+	a.SetState(&admission.State{Pipeline: p, Stores: stores})
+	live, _ := p.Diagnose(ctx, store.ReadOnly(stores), dryrun.DiagnoseOptions{MaxRounds: 4, Record: true})
+	require.Nil(t, live.Verdict().Err)
+	a.SetBaseline(&admission.Baseline{Pipeline: p, Diagnosis: live})
+	whole := map[int]bool{}
+	sections := map[int]bool{}
+	for k := range 20 {
+		req := admission.Request{Change: watched.Change{Resource: ingressesResource, Operation: store.Create, Object: mixCreate(k, n, "nginx", false)}}
+		d, r := a.Decide(ctx, req)
+		require.True(t, d.Allowed, d.Reason)
+		if _, ran := r.Trace.Durations[phase.Semantic]; ran && !r.Trace.SemanticReused {
+			whole[k] = true
+		}
+		if r.Trace.SectionsCheckedAlone > 0 {
+			sections[k] = true
+		}
+		assert.Zero(t, r.Trace.MapsCheckedAlone, "class %d: no regular expression map changes", k)
+	}
+	assert.Empty(t, whole, "classes whose CREATE ran haproxy -c on the whole bundle")
+	assert.Equal(t, map[int]bool{9: true, 11: true}, sections, "classes whose added backend section a stub checked")
 }

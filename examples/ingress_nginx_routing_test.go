@@ -84,3 +84,54 @@ spec:
 		assert.Equal(t, tc.path, r.echo.URI, "%s%s: the path is passed on as it came", tc.host, tc.path)
 	}
 }
+
+// TestNginxLiteralRegexHostsRouteAsRegexHosts: a regex host whose paths
+// are literals with endings ngx-regex-literal knows ("lit": its
+// locations looked up in maps of plain strings) routes as a regex host
+// does: case-insensitive, anchored at the start only ((/|$) a boundary,
+// $ the end, /?(.*) any rest), a plain Ingress's path a case-insensitive
+// prefix; a host where two locations can match one path keeps the
+// regular expressions, the longest tried first.
+func TestNginxLiteralRegexHostsRouteAsRegexHosts(t *testing.T) {
+	names := []string{"default/a", "default/b", "default/c", "default/d"}
+	backends := startBackends(t, names, ngxEcho)
+	state := docs(
+		serviceDoc("default", "a"), serviceDoc("default", "b"), serviceDoc("default", "c"), serviceDoc("default", "d"),
+		ingressDoc("default", "lit", map[string]string{"use-regex": "true"}, map[string][]string{"lit.example.com": {
+			"ImplementationSpecific /users(/|$)(.*) a:80", "ImplementationSpecific /API$ b:80", "ImplementationSpecific /docs/?(.*) c:80"}}),
+		ingressDoc("default", "litplain", nil, map[string][]string{"lit.example.com": {"Prefix /static d:80"}}),
+		ingressDoc("default", "ovl", map[string]string{"use-regex": "true"}, map[string][]string{"overlap.example.com": {
+			"ImplementationSpecific /app(/|$)(.*) a:80", "Prefix /app/admin b:80"}}),
+	)
+	site := ngxServe(t, state, backends, nil)
+	for _, tc := range []struct{ host, path, want string }{
+		{"lit.example.com", "/users", "default/a"},
+		{"lit.example.com", "/users/", "default/a"},
+		{"lit.example.com", "/USERS/1", "default/a"},
+		{"lit.example.com", "/usersx", ""},
+		{"lit.example.com", "/api", "default/b"},
+		{"lit.example.com", "/Api", "default/b"},
+		{"lit.example.com", "/api/", ""},
+		{"lit.example.com", "/docs", "default/c"},
+		{"lit.example.com", "/docsx", "default/c"},
+		{"lit.example.com", "/DOCS/a", "default/c"},
+		{"lit.example.com", "/static", "default/d"},
+		{"lit.example.com", "/staticfile", "default/d"},
+		{"lit.example.com", "/STATIC/x", "default/d"},
+		{"lit.example.com", "/other", ""},
+		{"overlap.example.com", "/app", "default/a"},
+		{"overlap.example.com", "/App/x", "default/a"},
+		{"overlap.example.com", "/app/admin/x", "default/a"},
+		{"overlap.example.com", "/appx", ""},
+	} {
+		r := site.do(ngxReq{host: tc.host, path: tc.path})
+		if tc.want == "" {
+			assert.Equal(t, 404, r.status, "%s%s: %s", tc.host, tc.path, r.body)
+			assert.Nil(t, r.echo, "%s%s", tc.host, tc.path)
+			continue
+		}
+		require.NotNil(t, r.echo, "%s%s: %d %s", tc.host, tc.path, r.status, r.body)
+		assert.Equal(t, tc.want, r.echo.Name, "%s%s", tc.host, tc.path)
+	}
+	assert.Equal(t, "lit.example.com lit\noverlap.example.com 1\n", site.bundle.Maps["regexservers.map"], "lit.example.com is looked up in maps of plain strings")
+}

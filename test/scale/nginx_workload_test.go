@@ -18,7 +18,8 @@ import (
 
 // TestNginxWorkloadIsServed: 200 apps of the ingress-nginx workload pass
 // the library's check (haproxy -c included), and the annotation mix
-// reaches what nginxIngress says: values in maps, regex hosts, lines,
+// reaches what nginxIngress says: values in maps, regex hosts (their
+// locations, of the mix's literal path, in rxexact.map and rxprefix.map), lines,
 // backends of their own, and Ingresses without annotations.
 func TestNginxWorkloadIsServed(t *testing.T) {
 	bin, err := exec.LookPath("haproxy")
@@ -56,7 +57,7 @@ func TestNginxWorkloadIsServed(t *testing.T) {
 	if !v.Passed() {
 		t.Fatalf("%s: %s", v.Phase, v.Reason)
 	}
-	for _, m := range []string{"body.map", "timeout.map", "ssl.map", "cors.map", "redirect.map", "vhost.map", "errors.map", "ratelimit.map", "regexservers.map"} {
+	for _, m := range []string{"body.map", "timeout.map", "ssl.map", "cors.map", "redirect.map", "vhost.map", "errors.map", "ratelimit.map", "regexservers.map", "rxexact.map", "rxprefix.map"} {
 		if strings.Count(v.Bundle.Maps[m], "\n") == 0 {
 			t.Errorf("no Ingress of the mix has an entry in %s", m)
 		}
