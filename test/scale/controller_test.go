@@ -388,12 +388,15 @@ func scrape(client *http.Client, url string) (map[string]float64, error) {
 const idleReturnsSeries = "htc_memory_idle_returns_total"
 
 // idleReturnBound bounds the wait for an idle memory return: a few of the
-// controller's 15 s periods (--idle-memory-return) and the collection.
-const idleReturnBound = 2 * time.Minute
+// controller's 15 s periods (--idle-memory-return), the idle shortcut
+// checks a quiet period starts first (the return waits for them: full
+// renders, a minute or more at 10,000 objects after the runs) and the
+// collection.
+const idleReturnBound = 5 * time.Minute
 
 // settleQuiet is how long no idle memory return must follow one for the
-// controller to be at rest: three of its 15 s periods (the idle work a
-// return starts allocates more than the 32 MiB that make the next quiet
+// controller to be at rest: three of its 15 s periods (idle work offered
+// after a return allocates more than the 32 MiB that make the next quiet
 // period return again). idleSettleBound bounds the wait after the first
 // return.
 const (
@@ -431,11 +434,12 @@ func (cp *controllerProc) idleReturns() (float64, error) {
 // restingRSS waits until the controller reports an idle memory return,
 // then reads its RSS: any return when another is false (the one after
 // loading may have come already), else one after those counted now. A
-// return starts the controller's idle work (the shadow checks of its
-// shortcuts: a full render), which a later quiet period returns again;
-// so it goes on reading the RSS at each return until none came for
-// settleQuiet, and returns the last reading: the RSS once the idle work
-// is done too (the first reading is logged). It returns a zero rss
+// return waits for the idle work its quiet period starts (the shadow
+// checks of the controller's shortcuts: full renders), but work may
+// still come after it (a sample offered meanwhile), which a later quiet
+// period returns again; so it goes on reading the RSS at each return
+// until none came for settleQuiet, and returns the last reading: the RSS
+// once the idle work is done too (the first reading is logged). It returns a zero rss
 // (logged) when there was no return within idleReturnBound, the count
 // could not be read, or the controller exited; the last reading when
 // returns kept coming until idleSettleBound.
