@@ -35,6 +35,14 @@ type Checker interface {
 	CheckStatic(ctx context.Context, b *bundle.Bundle) (*haproxy.Result, error)
 }
 
+// fixtureChecker is a Checker that can check the embedded tests' bundles
+// without recording them as bases of later checks (a *haproxy.Checker:
+// haproxy.Checker.ForFixtures). A Checker without it checks them as any
+// bundle (a test's fake).
+type fixtureChecker interface {
+	ForFixtures() *haproxy.Checker
+}
+
 // Env is what a Pipeline needs besides its config. The zero Env builds a
 // pipeline that can render but not check (htc render).
 type Env struct {
@@ -140,6 +148,9 @@ func Build(cfg *config.HAProxyTemplateConfig, env Env) (*Pipeline, error) {
 	if env.CheckerFor != nil {
 		checker = env.CheckerFor(cfg.Spec.AllowedDirectives)
 		testChecker = checker
+		if f, ok := checker.(fixtureChecker); ok {
+			testChecker = f.ForFixtures()
+		}
 	}
 	cache := env.Tests
 	if cache == nil {

@@ -70,7 +70,9 @@ const (
 // addedRuns remembers, for the bundles haproxy -c accepted without a
 // warning, what acceptedAdded compares a bundle with: under addedKey, the
 // last addedPerKey accepted bundles' haproxy.cfg (addedBase), newest
-// first. Safe for concurrent use: lru.Cache is, a stored slice is never
+// first. The embedded tests' runs are not recorded (Checker.ForFixtures):
+// of keys of their own, they would push the live configuration's out.
+// Safe for concurrent use: lru.Cache is, a stored slice is never
 // changed (record stores a new one, under mu so that none is lost).
 type addedRuns struct {
 	mu   sync.Mutex

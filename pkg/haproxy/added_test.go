@@ -253,3 +253,41 @@ func TestAddedSectionsCheckedAtOnce(t *testing.T) {
 		assert.Equal(t, map[bool]int{true: 0, false: 1}[i%5 == 4], n, "check %d", i)
 	}
 }
+
+// The embedded tests' bundles (checked by a ForFixtures checker) are not
+// recorded as bases: however many of them haproxy -c accepts, each of a
+// key of its own, the live configuration's run stays, and a bundle that
+// adds a backend section to it is checked alone. Recorded, addedKeys of
+// them push it out and that bundle runs haproxy -c on the whole of it.
+func TestFixturesDoNotPushTheLiveRunOut(t *testing.T) {
+	const defs = "defaults backends\n    mode http\n    timeout connect 5s\n    timeout client 30s\n    timeout server 30s\n"
+	const be1 = "backend be1 from backends\n    server s1 127.0.0.1:8091 check\n"
+	for _, tc := range []struct {
+		name     string
+		fixtures func(*Checker) *Checker
+		want     string // the run of the bundle adding a section
+	}{
+		{"fixtures checked by ForFixtures", (*Checker).ForFixtures, "stub"},
+		{"fixtures checked as any bundle", func(c *Checker) *Checker { return c }, "full"},
+	} {
+		dir := t.TempDir()
+		runs, stubCfg := filepath.Join(dir, "runs"), filepath.Join(dir, "stub.cfg")
+		c := addedFake(t, runs, stubCfg)
+		ws := newTestWorkspace(t)
+		check := func(c *Checker, cfg string) *Result {
+			res, err := c.Check(context.Background(), bundleFor(ws.Dir(), testConfig(cfg), testMaps(), nil))
+			require.NoError(t, err, tc.name)
+			return res
+		}
+		check(c, defs+be1)
+		for i := range addedKeys + 1 { // each another key: a frontend of its own
+			check(tc.fixtures(c), defs+be1+fmt.Sprintf("frontend fixture%d\n    bind 127.0.0.1:%d\n", i, 9100+i))
+		}
+		require.NoError(t, os.Remove(runs))
+		res := check(c, defs+be1+"\nbackend be_new from backends\n    server s1 127.0.0.1:8092\n")
+		got, err := os.ReadFile(runs)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, strings.TrimSpace(string(got)), tc.name)
+		assert.Equal(t, tc.want == "stub", res.SectionsCheckedAlone == 1, tc.name)
+	}
+}

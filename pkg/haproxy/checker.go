@@ -113,6 +113,7 @@ type Checker struct {
 	scans       *policy.Scans      // policy scans before the map check; nil when cache is
 	passed      *passedRuns        // bundles haproxy -c accepted (see passedRuns); nil: none reused
 	added       *addedRuns         // their haproxy.cfg, for added backend sections (added.go); nil: none
+	fixtures    bool               // records no base in added (ForFixtures)
 	shortcuts   *shortcut.Switches // its MapOnly off: passed is not used
 	version     *knownVersion      // its HAProxy's version, once a policy check needed it
 	chunkBytes  int                // maxChunkBytes; smaller in tests
@@ -215,6 +216,20 @@ func (c *Checker) WithShortcuts(s *shortcut.Switches) *Checker {
 func (c *Checker) Unreused() *Checker {
 	out := *c
 	out.passed, out.added = nil, nil
+	return &out
+}
+
+// ForFixtures returns a Checker that shares everything with c, accepted
+// runs included, but records none of its own as a base for added backend
+// sections (addedRuns). The embedded validation tests check with it: their
+// fixtures' bundles are never what an admission adds a backend to, and
+// addedRuns keeps few keys (addedKeys), so their runs would push out the
+// live configuration's, and the next CREATE adding a backend would run
+// haproxy -c on the whole bundle. Not recording them is simpler than
+// pinning the live one (the checker does not know which bundle is live).
+func (c *Checker) ForFixtures() *Checker {
+	out := *c
+	out.fixtures = true
 	return &out
 }
 
@@ -323,7 +338,9 @@ func (c *Checker) Check(ctx context.Context, b *bundle.Bundle) (*Result, error) 
 	if sr.err == nil {
 		c.passed.add(key, sr.warnings)
 		c.passed.add(keyAlone, sr.warnings)
-		c.added.record(added, sr.warnings)
+		if !c.fixtures {
+			c.added.record(added, sr.warnings)
+		}
 	}
 	return c.combine(ctx, res, parseErr, sr.warnings, sr.err)
 }
