@@ -1,5 +1,7 @@
 package testutil
 
+import "hash/fnv"
+
 // NginxMixPath is the path of the Ingresses of NginxMixAnnotations that
 // set rewrite-target (with use-regex): a regular expression with the
 // captures $1 and $2, of pathType ImplementationSpecific.
@@ -34,4 +36,15 @@ func NginxMixAnnotations(k int) map[string]string {
 	set(k == 14, "upstream-vhost", "internal.example.com")
 	set(k == 16, "custom-http-errors", "404,503")
 	return ann
+}
+
+// NginxMixClass is the twentieth (0 to 19) of NginxMixAnnotations that
+// make bench-scale's ingress-nginx workload gives the Ingress named name
+// in namespace ns: FNV-1a of "ns/name", mod 20. So an Ingress's class and
+// the class of the Ingress whose Service it routes to are independent
+// (about 1 in 5.4 pairs differ in their backend settings: 10, 11 or none).
+func NginxMixClass(ns, name string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(ns + "/" + name))
+	return int(h.Sum32() % 20)
 }

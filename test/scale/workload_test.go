@@ -3,7 +3,6 @@ package scale
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -202,10 +201,8 @@ func (h *harness) installGatewayAPI(ctx context.Context) {
 func nginxIngress(ns, name, service string) *unstructured.Unstructured {
 	ing := testutil.ClusterIngress(ns, name, service)
 	_ = unstructured.SetNestedField(ing.Object, "nginx", "spec", "ingressClassName")
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(ns + "/" + name))
 	ann := map[string]string{}
-	for k, v := range testutil.NginxMixAnnotations(int(h.Sum32() % 20)) {
+	for k, v := range testutil.NginxMixAnnotations(testutil.NginxMixClass(ns, name)) {
 		ann["nginx.ingress.kubernetes.io/"+k] = v
 	}
 	if ann["nginx.ingress.kubernetes.io/rewrite-target"] != "" {
