@@ -297,9 +297,10 @@ func regexIngress(ing *unstructured.Unstructured, regexPaths bool) *unstructured
 // (testutil.NginxMixAnnotations) whose new Ingress changes haproxy.cfg or
 // a map HAProxy compiles under the ingress-nginx library, so that its
 // check runs haproxy -c on a stub or on the whole bundle: a backend of
-// its own (affinity: 10, backend-protocol: 11; a new Ingress of another
-// class to such an app's Service needs a plain backend, a section too; a
-// stub haproxy -c checks added backend sections alone). A
+// its own (affinity: 10, backend-protocol: 11; a stub haproxy -c checks
+// added backend sections alone; a new Ingress of another class to such an
+// app's Service uses its plain backend, declared beside the other, and
+// changes maps only, but admit-maps-only keeps to the other apps still). A
 // whitelist-source-range (7) another Ingress has already adds map
 // entries only, and so does rewrite-target with use-regex (5, 15): its
 // path /app(/|$)(.*) is read as exact and prefix strings (a "lit" regex

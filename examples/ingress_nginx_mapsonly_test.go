@@ -29,12 +29,14 @@ import (
 // their bundle differs from the live one in more than the maps HAProxy
 // reads as plain strings, the maps it can check alone and the backend
 // sections it can check alone. None does now. The classes with a backend
-// of their own (affinity cookie: 10, backend-protocol HTTPS: 11) and the
-// CREATEs to the Service of such an Ingress, which need a plain backend
-// (11/9, 9/11: class 10's Service is of class 10, its backend the same),
-// add a backend section, which a stub configuration checks alone (before
-// sections were checked alone, their 4 CREATEs ran haproxy -c on the
-// whole bundle). Rewrite-target (5, 15) with the workload's path
+// of their own (affinity cookie: 10, backend-protocol HTTPS: 11) to the
+// Service of an Ingress without it (11/9: class 10's Service is of class
+// 10, its backend the same) add a backend section, which a stub
+// configuration checks alone (before sections were checked alone, their
+// CREATEs ran haproxy -c on the whole bundle). The CREATEs without one to
+// the Service of such an Ingress (9/11) change maps only: the Service
+// port's plain backend is declared whenever an Ingress routes to it
+// (before, they added it, a stub too). Rewrite-target (5, 15) with the workload's path
 // /app(/|$)(.*) on a host of its own changes maps only: its location is
 // an entry of rxexact.map and rxprefix.map (ngx-regex-literal), which
 // HAProxy reads as plain strings (before, it was a line of the regular
@@ -79,7 +81,7 @@ func TestNginxMixCreatesThatChangeHAProxyCfg(t *testing.T) {
 	assert.Empty(t, byClass)
 	assert.Zero(t, count)
 	assert.Empty(t, alone, "rewrite-target's location is in maps of plain strings")
-	assert.Equal(t, map[string]int{"11/9": 2, "9/11": 2}, sections, "a new backend section each, checked alone")
+	assert.Equal(t, map[string]int{"11/9": 2}, sections, "a new backend section each, checked alone")
 }
 
 // TestNginxAnotherIngressWithWrittenValuesIsMapOnly: a value HAProxy
@@ -199,9 +201,10 @@ func mustNgxConfig(t *testing.T) *config.HAProxyTemplateConfig {
 // the webhook and BenchmarkIngressLibrariesCreate decide them: an
 // Admitter whose baseline is the live state diagnosed with its records
 // (Record), the library's embedded validation tests run as in every
-// check. None runs haproxy -c on the whole bundle: those that add a
-// backend section (9, 11) have it checked alone against the live run's
-// sections. The checker keeps the bases of few accepted runs
+// check. None runs haproxy -c on the whole bundle: the one that adds a
+// backend section (11, HTTPS to the Service of class 9) has it checked
+// alone against the live run's sections (9, to the Service of class 11,
+// uses its plain backend, declared beside the HTTPS one). The checker keeps the bases of few accepted runs
 // (pkg/haproxy addedKeys); the embedded tests' bundles that haproxy -c
 // runs after the live one must not push the live one out (a validation
 // test with rewrite-target did: its CREATEs ran the whole haproxy -c).
@@ -245,5 +248,5 @@ func TestNginxMixCreatesAsTheWebhookAdmitsThem(t *testing.T) {
 		assert.Zero(t, r.Trace.MapsCheckedAlone, "class %d: no regular expression map changes", k)
 	}
 	assert.Empty(t, whole, "classes whose CREATE ran haproxy -c on the whole bundle")
-	assert.Equal(t, map[int]bool{9: true, 11: true}, sections, "classes whose added backend section a stub checked")
+	assert.Equal(t, map[int]bool{11: true}, sections, "classes whose added backend section a stub checked")
 }
