@@ -194,34 +194,82 @@ func (k *Keep) Prune(obj map[string]any) map[string]any {
 
 // Transform is an informer transform (cache.TransformFunc): it trims obj
 // (see Trim) and prunes it to k, in place for the informer's sake (the
-// object is replaced by its pruned content). Values other than
+// object is replaced by its pruned content). An object that holds nothing
+// k does not keep (one transformed before: informers transform a listed
+// object twice) is left as it is, not copied. Values other than
 // *unstructured.Unstructured pass as they are.
 func (k *Keep) Transform(obj any) (any, error) {
+	out, _, err := k.transform(obj)
+	return out, err
+}
+
+// transform is Transform; fresh reports whether it replaced the object's
+// content by a new pruned copy (pruneMap), whose maps and lists nothing
+// else holds.
+func (k *Keep) transform(obj any) (out any, fresh bool, err error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok || u == nil || u.Object == nil {
-		return obj, nil
+		return obj, false, nil
 	}
 	if _, err := Trim(u); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if k != nil {
+	if k != nil && !holdsOnly(k.root, u.Object) {
 		u.Object = pruneMap(k.root, u.Object)
+		return u, true, nil
 	}
-	return u, nil
+	return u, false, nil
 }
 
 // SharingTransform is Transform followed by table.Share (nil: no sharing):
 // the informer transform of a store whose objects keep one copy of their
 // identical small parts. Objects listed in pages and then stored by the
-// informer go through it twice; the second time changes nothing.
+// informer go through it twice; the second time changes nothing. A pruned
+// copy Transform just made is shared in place (ShareTable.shareOwned):
+// nothing else holds its maps and lists, so none is copied again.
 func (k *Keep) SharingTransform(table *ShareTable) func(any) (any, error) {
 	return func(obj any) (any, error) {
-		out, err := k.Transform(obj)
+		out, fresh, err := k.transform(obj)
 		if u, ok := out.(*unstructured.Unstructured); ok && err == nil && u != nil {
-			u.Object = table.Share(u.Object)
+			if fresh {
+				table.shareOwned(u.Object)
+			} else {
+				u.Object = table.Share(u.Object)
+			}
 		}
 		return out, err
 	}
+}
+
+// holdsOnly reports whether m holds nothing n does not keep: pruneMap(n, m)
+// would be a copy of m equal to it.
+func holdsOnly(n *keepNode, m map[string]any) bool {
+	for f, v := range m {
+		c := n.children[f]
+		if c == nil {
+			return false
+		}
+		if !c.whole && !valueHoldsOnly(c, v) {
+			return false
+		}
+	}
+	return true
+}
+
+// valueHoldsOnly is holdsOnly for a value pruneValue prunes to n (not
+// whole): a map, each element of a list, anything else as it is.
+func valueHoldsOnly(n *keepNode, v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		return holdsOnly(n, x)
+	case []any:
+		for _, e := range x {
+			if !valueHoldsOnly(n, e) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // pruneMap copies the children of m that n keeps.

@@ -80,7 +80,7 @@ func (t *ShareTable) Share(obj map[string]any) map[string]any {
 	}
 	var out map[string]any
 	for k, v := range obj {
-		if shared, _, _ := t.share(v); shared != nil {
+		if shared, _, _ := t.share(v, false); shared != nil {
 			if out == nil {
 				out = maps.Clone(obj)
 			}
@@ -93,10 +93,29 @@ func (t *ShareTable) Share(obj map[string]any) map[string]any {
 	return out
 }
 
+// shareOwned is Share for an object whose maps and lists (root included)
+// are the caller's own, a copy nothing else holds or has seen (a pruned
+// copy Keep.Transform just made): it replaces their parts in place, so
+// that no map or list is copied (Share would copy every one holding a
+// shared part, leaving the pruned copy's as garbage beside the ones
+// kept). The parts it remembers are obj's own from then on: obj must not
+// be written to after it (stored objects never are).
+func (t *ShareTable) shareOwned(obj map[string]any) {
+	if t == nil || obj == nil {
+		return
+	}
+	for k, v := range obj {
+		if shared, _, _ := t.share(v, true); shared != nil {
+			obj[k] = shared
+		}
+	}
+}
+
 // share returns, for v, the value to store in its place (nil: keep v),
 // v's content encoding and whether it is small enough to share. It shares
-// v's parts first, copying v when one of them changes.
-func (t *ShareTable) share(v any) (replacement any, key string, small bool) {
+// v's parts first: where one changes, v is copied, or, when owned (v's
+// maps and lists are the caller's own, see shareOwned), changed in place.
+func (t *ShareTable) share(v any, owned bool) (replacement any, key string, small bool) {
 	var b strings.Builder
 	var changed any // a copy of v holding the shared parts, when one changed
 	switch x := v.(type) {
@@ -106,9 +125,12 @@ func (t *ShareTable) share(v any) (replacement any, key string, small bool) {
 		}
 		small = true
 		var out map[string]any
+		if owned {
+			out = x
+		}
 		b.WriteByte('{')
 		for _, k := range slices.Sorted(maps.Keys(x)) {
-			shared, ek, esmall := t.share(x[k])
+			shared, ek, esmall := t.share(x[k], owned)
 			if shared != nil {
 				if out == nil {
 					out = maps.Clone(x)
@@ -123,7 +145,7 @@ func (t *ShareTable) share(v any) (replacement any, key string, small bool) {
 			}
 		}
 		b.WriteByte('}')
-		if out != nil {
+		if out != nil && !owned {
 			changed = out
 		}
 	case []any:
@@ -132,9 +154,12 @@ func (t *ShareTable) share(v any) (replacement any, key string, small bool) {
 		}
 		small = true
 		var out []any
+		if owned {
+			out = x
+		}
 		b.WriteByte('[')
 		for i, e := range x {
-			shared, ek, esmall := t.share(e)
+			shared, ek, esmall := t.share(e, owned)
 			if shared != nil {
 				if out == nil {
 					out = slices.Clone(x)
@@ -149,7 +174,7 @@ func (t *ShareTable) share(v any) (replacement any, key string, small bool) {
 			}
 		}
 		b.WriteByte(']')
-		if out != nil {
+		if out != nil && !owned {
 			changed = out
 		}
 	default:
