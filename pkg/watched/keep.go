@@ -187,9 +187,9 @@ func (n *keepNode) covers(o *keepNode) bool {
 // strings and numbers are shared. A nil k returns a full copy.
 func (k *Keep) Prune(obj map[string]any) map[string]any {
 	if k == nil {
-		return copyValue(obj).(map[string]any)
+		return copyValue(obj, nil).(map[string]any)
 	}
-	return pruneMap(k.root, obj)
+	return pruneMap(k.root, obj, nil)
 }
 
 // Transform is an informer transform (cache.TransformFunc): it trims obj
@@ -199,14 +199,15 @@ func (k *Keep) Prune(obj map[string]any) map[string]any {
 // object twice) is left as it is, not copied. Values other than
 // *unstructured.Unstructured pass as they are.
 func (k *Keep) Transform(obj any) (any, error) {
-	out, _, err := k.transform(obj)
+	out, _, err := k.transform(obj, nil)
 	return out, err
 }
 
 // transform is Transform; fresh reports whether it replaced the object's
 // content by a new pruned copy (pruneMap), whose maps and lists nothing
-// else holds.
-func (k *Keep) transform(obj any) (out any, fresh bool, err error) {
+// else holds. The copy's strings are table's (ShareTable.word; nil: the
+// object's own).
+func (k *Keep) transform(obj any, table *ShareTable) (out any, fresh bool, err error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok || u == nil || u.Object == nil {
 		return obj, false, nil
@@ -215,7 +216,7 @@ func (k *Keep) transform(obj any) (out any, fresh bool, err error) {
 		return nil, false, err
 	}
 	if k != nil && !holdsOnly(k.root, u.Object) {
-		u.Object = pruneMap(k.root, u.Object)
+		u.Object = pruneMap(k.root, u.Object, table)
 		return u, true, nil
 	}
 	return u, false, nil
@@ -226,10 +227,12 @@ func (k *Keep) transform(obj any) (out any, fresh bool, err error) {
 // identical small parts. Objects listed in pages and then stored by the
 // informer go through it twice; the second time changes nothing. A pruned
 // copy Transform just made is shared in place (ShareTable.shareOwned):
-// nothing else holds its maps and lists, so none is copied again.
+// nothing else holds its maps and lists, so none is copied again; its
+// strings are the table's copies (ShareTable.word), so that it holds none
+// of the decoded object's allocations.
 func (k *Keep) SharingTransform(table *ShareTable) func(any) (any, error) {
 	return func(obj any) (any, error) {
-		out, fresh, err := k.transform(obj)
+		out, fresh, err := k.transform(obj, table)
 		if u, ok := out.(*unstructured.Unstructured); ok && err == nil && u != nil {
 			if fresh {
 				table.shareOwned(u.Object)
@@ -272,8 +275,9 @@ func valueHoldsOnly(n *keepNode, v any) bool {
 	return true
 }
 
-// pruneMap copies the children of m that n keeps.
-func pruneMap(n *keepNode, m map[string]any) map[string]any {
+// pruneMap copies the children of m that n keeps, its strings table's
+// (ShareTable.word; nil: m's own).
+func pruneMap(n *keepNode, m map[string]any, table *ShareTable) map[string]any {
 	if m == nil {
 		return m
 	}
@@ -286,7 +290,7 @@ func pruneMap(n *keepNode, m map[string]any) map[string]any {
 	out := make(map[string]any, kept)
 	for f, c := range n.children {
 		if v, ok := m[f]; ok {
-			out[f] = pruneValue(c, v)
+			out[f] = pruneValue(c, v, table)
 		}
 	}
 	return out
@@ -295,29 +299,30 @@ func pruneMap(n *keepNode, m map[string]any) map[string]any {
 // pruneValue prunes v to n: kept whole, a map to its kept children, a list
 // element by element; any other value (a scalar where fields below it are
 // kept) is kept as it is, so a template reading below it fails as it would.
-func pruneValue(n *keepNode, v any) any {
+func pruneValue(n *keepNode, v any, table *ShareTable) any {
 	if n.whole {
-		return copyValue(v)
+		return copyValue(v, table)
 	}
 	switch x := v.(type) {
 	case map[string]any:
-		return pruneMap(n, x)
+		return pruneMap(n, x, table)
 	case []any:
 		if x == nil {
 			return x
 		}
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = pruneValue(n, e)
+			out[i] = pruneValue(n, e, table)
 		}
 		return out
 	default:
-		return v
+		return table.word(v)
 	}
 }
 
-// copyValue copies the maps and lists of a JSON value, sharing its scalars.
-func copyValue(v any) any {
+// copyValue copies the maps and lists of a JSON value, sharing its scalars
+// (but strings, keys too, are table's: ShareTable.word; nil: v's own).
+func copyValue(v any, table *ShareTable) any {
 	switch x := v.(type) {
 	case map[string]any:
 		if x == nil {
@@ -325,7 +330,7 @@ func copyValue(v any) any {
 		}
 		out := make(map[string]any, len(x))
 		for f, e := range x {
-			out[f] = copyValue(e)
+			out[table.key(f)] = copyValue(e, table)
 		}
 		return out
 	case []any:
@@ -334,11 +339,11 @@ func copyValue(v any) any {
 		}
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = copyValue(e)
+			out[i] = copyValue(e, table)
 		}
 		return out
 	default:
-		return v
+		return table.word(v)
 	}
 }
 

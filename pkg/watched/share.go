@@ -43,6 +43,7 @@ const maxShareKeyBytes = 512
 // concurrent use.
 type ShareTable struct {
 	parts *lru.Cache // encoded content → the shared map or list
+	words *lru.Cache // a string → the one copy of it (as an any), see word
 }
 
 // NewShareTable returns a ShareTable remembering at most entries parts
@@ -51,7 +52,7 @@ func NewShareTable(entries int) *ShareTable {
 	if entries <= 0 {
 		entries = DefaultShareEntries
 	}
-	return &ShareTable{parts: lru.New(entries)}
+	return &ShareTable{parts: lru.New(entries), words: lru.New(entries)}
 }
 
 // Forget drops every part t remembers (the controller's informers' tables
@@ -62,6 +63,7 @@ func NewShareTable(entries int) *ShareTable {
 func (t *ShareTable) Forget() {
 	if t != nil {
 		t.parts.Clear()
+		t.words.Clear()
 	}
 }
 
@@ -109,6 +111,35 @@ func (t *ShareTable) shareOwned(obj map[string]any) {
 			obj[k] = shared
 		}
 	}
+}
+
+// maxWordBytes bounds the strings a ShareTable copies and remembers
+// (word): a longer one stays the object's own.
+const maxWordBytes = 64
+
+// word returns v, or, for a string of at most maxWordBytes, the one copy
+// of it t remembers (a new copy, remembered, when t remembers none). A
+// pruned copy takes its strings from it: equal strings of many objects
+// (apiVersion, kind, a namespace, a condition's reason) are kept once, and
+// a copy holds no string of the decoded object it was pruned from, so
+// that the decoder's allocations, garbage but for those strings, leave no
+// page of the heap in use. A nil t returns v.
+func (t *ShareTable) word(v any) any {
+	s, ok := v.(string)
+	if !ok || t == nil || len(s) > maxWordBytes {
+		return v
+	}
+	if w, ok := t.words.Get(s); ok {
+		return w
+	}
+	var w any = strings.Clone(s)
+	t.words.Add(w, w)
+	return w
+}
+
+// key is word for a map key.
+func (t *ShareTable) key(s string) string {
+	return t.word(s).(string)
 }
 
 // share returns, for v, the value to store in its place (nil: keep v),

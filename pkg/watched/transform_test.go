@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -151,4 +153,47 @@ func partsOf(v any, path string) map[string]uintptr {
 		}
 	}
 	return out
+}
+
+// A pruned copy's strings, values and keys, are the table's: equal strings
+// of two objects are one, and neither is the decoded object's, unless it
+// is longer than maxWordBytes.
+func TestSharingTransformKeepsTheTablesStrings(t *testing.T) {
+	long := strings.Repeat("x", maxWordBytes+1)
+	object := func() map[string]any {
+		return map[string]any{"apiVersion": strings.Clone("v1"), "kind": "K",
+			"metadata": map[string]any{"name": strings.Clone("a"), "namespace": strings.Clone("ns")},
+			"spec":     map[string]any{strings.Clone("key"): strings.Clone("value"), "long": strings.Clone(long)},
+			"status":   map[string]any{}} // not kept: the object is pruned
+	}
+	keep := NewKeep([][]string{{"spec"}}, nil)
+	transform := keep.SharingTransform(NewShareTable(0))
+	var got []map[string]any
+	var given []map[string]any
+	for range 2 {
+		in := object()
+		out, err := transform(&unstructured.Unstructured{Object: in})
+		require.NoError(t, err)
+		got, given = append(got, out.(*unstructured.Unstructured).Object), append(given, in)
+	}
+	data := func(v any) uintptr { return uintptr(unsafe.Pointer(unsafe.StringData(v.(string)))) }
+	keyData := func(m map[string]any, key string) uintptr {
+		for k := range m {
+			if k == key {
+				return uintptr(unsafe.Pointer(unsafe.StringData(k)))
+			}
+		}
+		return 0
+	}
+	spec := func(m map[string]any) map[string]any { return m["spec"].(map[string]any) }
+	meta := func(m map[string]any) map[string]any { return m["metadata"].(map[string]any) }
+	assert.Equal(t, data(meta(got[0])["namespace"]), data(meta(got[1])["namespace"]))
+	assert.NotEqual(t, data(meta(given[1])["namespace"]), data(meta(got[1])["namespace"]))
+	assert.Equal(t, data(spec(got[0])["key"]), data(spec(got[1])["key"]), "below a path kept whole")
+	assert.NotEqual(t, data(spec(given[0])["key"]), data(spec(got[0])["key"]))
+	assert.Equal(t, keyData(spec(got[0]), "key"), keyData(spec(got[1]), "key"), "keys too")
+	assert.NotEqual(t, keyData(spec(given[0]), "key"), keyData(spec(got[0]), "key"))
+	assert.Equal(t, data(spec(given[0])["long"]), data(spec(got[0])["long"]), "a long string stays the object's")
+	assert.Equal(t, keep.Prune(object()), got[1])
+	assert.NotContains(t, got[1], "status")
 }
