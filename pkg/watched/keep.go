@@ -206,7 +206,10 @@ func (k *Keep) Transform(obj any) (any, error) {
 // transform is Transform; fresh reports whether it replaced the object's
 // content by a new pruned copy (pruneMap), whose maps and lists nothing
 // else holds. The copy's strings are table's (ShareTable.word; nil: the
-// object's own).
+// object's own). With a table, a nil k copies the object whole
+// (copyValue) unless it holds the table's apiVersion string already
+// (ShareTable.holds: transformed before by it), so that no object the
+// table's informer stores holds its decoder's allocations.
 func (k *Keep) transform(obj any, table *ShareTable) (out any, fresh bool, err error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok || u == nil || u.Object == nil {
@@ -215,8 +218,12 @@ func (k *Keep) transform(obj any, table *ShareTable) (out any, fresh bool, err e
 	if _, err := Trim(u); err != nil {
 		return nil, false, err
 	}
-	if k != nil && !holdsOnly(k.root, u.Object) {
+	switch {
+	case k != nil && !holdsOnly(k.root, u.Object):
 		u.Object = pruneMap(k.root, u.Object, table)
+		return u, true, nil
+	case k == nil && table != nil && !table.holds(u.Object["apiVersion"]):
+		u.Object = copyValue(u.Object, table).(map[string]any)
 		return u, true, nil
 	}
 	return u, false, nil
@@ -229,7 +236,8 @@ func (k *Keep) transform(obj any, table *ShareTable) (out any, fresh bool, err e
 // copy Transform just made is shared in place (ShareTable.shareOwned):
 // nothing else holds its maps and lists, so none is copied again; its
 // strings are the table's copies (ShareTable.word), so that it holds none
-// of the decoded object's allocations.
+// of the decoded object's allocations. With a nil k, an object is copied
+// whole for that (once: see transform).
 func (k *Keep) SharingTransform(table *ShareTable) func(any) (any, error) {
 	return func(obj any) (any, error) {
 		out, fresh, err := k.transform(obj, table)

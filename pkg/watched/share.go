@@ -137,6 +137,17 @@ func (t *ShareTable) word(v any) any {
 	return w
 }
 
+// holds reports whether v is a string that is the copy t remembers
+// (word), not merely an equal one.
+func (t *ShareTable) holds(v any) bool {
+	s, ok := v.(string)
+	if !ok || s == "" {
+		return false
+	}
+	w, ok := t.words.Get(s)
+	return ok && unsafe.StringData(w.(string)) == unsafe.StringData(s)
+}
+
 // key is word for a map key.
 func (t *ShareTable) key(s string) string {
 	return t.word(s).(string)

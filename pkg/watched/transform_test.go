@@ -197,3 +197,27 @@ func TestSharingTransformKeepsTheTablesStrings(t *testing.T) {
 	assert.Equal(t, keep.Prune(object()), got[1])
 	assert.NotContains(t, got[1], "status")
 }
+
+// With a nil Keep (objects kept whole), SharingTransform copies an object
+// once, taking the table's strings, and leaves the copy as it is when it
+// transforms it again (the informer's second transform of a listed
+// object); a table that forgot its strings copies again.
+func TestSharingTransformCopiesAWholeObjectOnce(t *testing.T) {
+	table := NewShareTable(0)
+	transform := (*Keep)(nil).SharingTransform(table)
+	in := slice("a", "10.0.0.1")
+	out, err := transform(&unstructured.Unstructured{Object: in})
+	require.NoError(t, err)
+	first := out.(*unstructured.Unstructured).Object
+	assert.Equal(t, slice("a", "10.0.0.1"), first)
+	assert.NotEqual(t, ptr(in), ptr(first), "a copy")
+	assert.NotEqual(t, ptr(in["metadata"]), ptr(first["metadata"]))
+	again, err := transform(&unstructured.Unstructured{Object: first})
+	require.NoError(t, err)
+	assert.Equal(t, ptr(first), ptr(again.(*unstructured.Unstructured).Object), "copied before: the same object")
+	table.Forget()
+	third, err := transform(&unstructured.Unstructured{Object: first})
+	require.NoError(t, err)
+	assert.Equal(t, slice("a", "10.0.0.1"), third.(*unstructured.Unstructured).Object)
+	assert.NotEqual(t, ptr(first), ptr(third.(*unstructured.Unstructured).Object), "forgotten: copied again")
+}
