@@ -204,12 +204,15 @@ func (k *Keep) Transform(obj any) (any, error) {
 }
 
 // transform is Transform; fresh reports whether it replaced the object's
-// content by a new pruned copy (pruneMap), whose maps and lists nothing
-// else holds. The copy's strings are table's (ShareTable.word; nil: the
-// object's own). With a table, a nil k copies the object whole
-// (copyValue) unless it holds the table's apiVersion string already
-// (ShareTable.holds: transformed before by it), so that no object the
-// table's informer stores holds its decoder's allocations.
+// content by a new copy, pruned (pruneMap; nil k: whole, copyValue),
+// whose maps and lists nothing else holds. With a table, the copy's
+// strings are the table's (ShareTable.word), and an object is copied
+// unless it holds the table's apiVersion string already (ShareTable.holds:
+// transformed by it before, the informer's second transform of a listed
+// object), so that no object the table's informer stores holds its
+// decoder's allocations. Either answer of holds is safe: the copy's
+// content is the object's (pruned), and an object holding more than k
+// keeps is pruned whatever holds says.
 func (k *Keep) transform(obj any, table *ShareTable) (out any, fresh bool, err error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok || u == nil || u.Object == nil {
@@ -218,15 +221,15 @@ func (k *Keep) transform(obj any, table *ShareTable) (out any, fresh bool, err e
 	if _, err := Trim(u); err != nil {
 		return nil, false, err
 	}
-	switch {
-	case k != nil && !holdsOnly(k.root, u.Object):
-		u.Object = pruneMap(k.root, u.Object, table)
-		return u, true, nil
-	case k == nil && table != nil && !table.holds(u.Object["apiVersion"]):
-		u.Object = copyValue(u.Object, table).(map[string]any)
-		return u, true, nil
+	if (k == nil || holdsOnly(k.root, u.Object)) && (table == nil || table.holds(u.Object["apiVersion"])) {
+		return u, false, nil
 	}
-	return u, false, nil
+	if k == nil {
+		u.Object = copyValue(u.Object, table).(map[string]any)
+	} else {
+		u.Object = pruneMap(k.root, u.Object, table)
+	}
+	return u, true, nil
 }
 
 // SharingTransform is Transform followed by table.Share (nil: no sharing):

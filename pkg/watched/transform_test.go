@@ -157,21 +157,25 @@ func partsOf(v any, path string) map[string]uintptr {
 
 // A pruned copy's strings, values and keys, are the table's: equal strings
 // of two objects are one, and neither is the decoded object's, unless it
-// is longer than maxWordBytes.
+// is longer than maxWordBytes; an object holding nothing but what is kept
+// is copied too, unless the table transformed it before.
 func TestSharingTransformKeepsTheTablesStrings(t *testing.T) {
 	long := strings.Repeat("x", maxWordBytes+1)
-	object := func() map[string]any {
+	object := func(i int) map[string]any { // unique maps: none is shared whole
 		return map[string]any{"apiVersion": strings.Clone("v1"), "kind": "K",
-			"metadata": map[string]any{"name": strings.Clone("a"), "namespace": strings.Clone("ns")},
-			"spec":     map[string]any{strings.Clone("key"): strings.Clone("value"), "long": strings.Clone(long)},
+			"metadata": map[string]any{"name": fmt.Sprint(i), "namespace": strings.Clone("ns")},
+			"spec":     map[string]any{strings.Clone("key"): strings.Clone("value"), "long": strings.Clone(long), "i": int64(i)},
 			"status":   map[string]any{}} // not kept: the object is pruned
 	}
 	keep := NewKeep([][]string{{"spec"}}, nil)
 	transform := keep.SharingTransform(NewShareTable(0))
 	var got []map[string]any
 	var given []map[string]any
-	for range 2 {
-		in := object()
+	for i := range 2 {
+		in := object(i)
+		if i == 1 {
+			delete(in, "status") // holding only what is kept, but not transformed before
+		}
 		out, err := transform(&unstructured.Unstructured{Object: in})
 		require.NoError(t, err)
 		got, given = append(got, out.(*unstructured.Unstructured).Object), append(given, in)
@@ -194,7 +198,7 @@ func TestSharingTransformKeepsTheTablesStrings(t *testing.T) {
 	assert.Equal(t, keyData(spec(got[0]), "key"), keyData(spec(got[1]), "key"), "keys too")
 	assert.NotEqual(t, keyData(spec(given[0]), "key"), keyData(spec(got[0]), "key"))
 	assert.Equal(t, data(spec(given[0])["long"]), data(spec(got[0])["long"]), "a long string stays the object's")
-	assert.Equal(t, keep.Prune(object()), got[1])
+	assert.Equal(t, keep.Prune(object(1)), got[1])
 	assert.NotContains(t, got[1], "status")
 }
 
