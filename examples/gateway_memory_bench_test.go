@@ -119,14 +119,15 @@ func replaceRoutes(b *testing.B, p *dryrun.Pipeline, stores map[string]*store.St
 }
 
 // replaceSomeRoutes is replaceRoutes for the part-th of parts equal
-// parts of the HTTPRoutes (in the stores' order).
+// parts of the HTTPRoutes (in the stores' order); with HTC_HEAP_SERVED=1
+// each holds the status the controller wrote (asServed).
 func replaceSomeRoutes(b *testing.B, p *dryrun.Pipeline, stores map[string]*store.Store, part, parts int) {
 	gvr := schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "httproutes"}
 	for _, r := range p.Model.For(gvr) {
 		tf := p.Keep(r.WatchKey()).SharingTransform(watched.NewShareTable(0))
 		all := stores[r.Key].List()
-		for _, o := range all[part*len(all)/parts : (part+1)*len(all)/parts] {
-			c, err := tf(decoded(b, o))
+		for i, o := range all[part*len(all)/parts : (part+1)*len(all)/parts] {
+			c, err := tf(decoded(b, asServed(o.DeepCopy(), part*len(all)/parts+i, true)))
 			require.NoError(b, err)
 			require.NoError(b, stores[r.Key].Update(c.(*unstructured.Unstructured)))
 		}
@@ -155,11 +156,15 @@ func liveHeap() int64 {
 // prunedGatewayStores holds n apps (testutil.ClusterApp's Service and
 // EndpointSlice, an HTTPRoute each, ClusterHTTPRoute) and their Gateway
 // (ClusterGateway), each object pruned and shared as an informer of the
-// controller running p stores it (listed: transformed twice).
+// controller running p stores it (listed: transformed twice); as the API
+// server serves them with HTC_HEAP_SERVED=1 (asServed).
 func prunedGatewayStores(b *testing.B, p *dryrun.Pipeline, n int) map[string]*store.Store {
 	stores := p.Model.NewStores()
 	transforms := map[watched.WatchKey]func(any) (any, error){}
+	seq := 0
 	add := func(gvr schema.GroupVersionResource, obj *unstructured.Unstructured) {
+		seq++
+		asServed(obj, seq, false)
 		for _, r := range p.Model.For(gvr) {
 			k := r.WatchKey()
 			tf := transforms[k]
