@@ -37,17 +37,20 @@ const maxShareKeyBytes = 512
 // values (int64 1, float64 1 and "1"; a nil map and an empty one) are
 // told apart.
 //
-// The table remembers at most its capacity of parts, least recently used
-// first out; a part it forgot stays with the objects holding it, and the
-// next identical part starts a new copy. A ShareTable is safe for
-// concurrent use.
+// It also remembers short strings (word), of which the objects a
+// SharingTransform copies take the one copy.
+//
+// The table remembers at most its capacity of parts (and of strings),
+// least recently used first out; a part it forgot stays with the objects
+// holding it, and the next identical part starts a new copy. A ShareTable
+// is safe for concurrent use.
 type ShareTable struct {
 	parts *lru.Cache // encoded content → the shared map or list
 	words *lru.Cache // a string → the one copy of it (as an any), see word
 }
 
-// NewShareTable returns a ShareTable remembering at most entries parts
-// (DefaultShareEntries when entries <= 0).
+// NewShareTable returns a ShareTable remembering at most entries parts,
+// and as many strings (DefaultShareEntries when entries <= 0).
 func NewShareTable(entries int) *ShareTable {
 	if entries <= 0 {
 		entries = DefaultShareEntries
@@ -55,9 +58,10 @@ func NewShareTable(entries int) *ShareTable {
 	return &ShareTable{parts: lru.New(entries), words: lru.New(entries)}
 }
 
-// Forget drops every part t remembers (the controller's informers' tables
-// at an idle memory return: up to DefaultShareEntries encoded keys and
-// entries each, made while listing). The parts stay with the objects
+// Forget drops every part and string t remembers (the controller's
+// informers' tables at an idle memory return: up to DefaultShareEntries
+// encoded keys and entries each, and as many strings, made while
+// listing). The parts stay with the objects
 // holding them; the next identical part starts a new copy, which t
 // remembers. A nil t does nothing.
 func (t *ShareTable) Forget() {
@@ -141,7 +145,7 @@ func (t *ShareTable) word(v any) any {
 // (word), not merely an equal one.
 func (t *ShareTable) holds(v any) bool {
 	s, ok := v.(string)
-	if !ok || s == "" {
+	if !ok || s == "" || t == nil {
 		return false
 	}
 	w, ok := t.words.Get(s)
