@@ -85,8 +85,10 @@ func (t *ShareTable) Share(obj map[string]any) map[string]any {
 		return obj
 	}
 	var out map[string]any
+	buf := make([]byte, 0, maxShareKeyBytes)
 	for k, v := range obj {
-		if shared, _, _ := t.share(v, false); shared != nil {
+		buf = buf[:0]
+		if shared, _ := t.share(v, false, &buf); shared != nil {
 			if out == nil {
 				out = maps.Clone(obj)
 			}
@@ -110,8 +112,10 @@ func (t *ShareTable) shareOwned(obj map[string]any) {
 	if t == nil || obj == nil {
 		return
 	}
+	buf := make([]byte, 0, maxShareKeyBytes)
 	for k, v := range obj {
-		if shared, _, _ := t.share(v, true); shared != nil {
+		buf = buf[:0]
+		if shared, _ := t.share(v, true, &buf); shared != nil {
 			obj[k] = shared
 		}
 	}
@@ -158,90 +162,104 @@ func (t *ShareTable) key(s string) string {
 }
 
 // share returns, for v, the value to store in its place (nil: keep v),
-// v's content encoding and whether it is small enough to share. It shares
-// v's parts first: where one changes, v is copied, or, when owned (v's
-// maps and lists are the caller's own, see shareOwned), changed in place.
-func (t *ShareTable) share(v any, owned bool) (replacement any, key string, small bool) {
-	var b strings.Builder
+// and whether v is small enough to share; when it is, v's content encoding
+// is appended to *buf (each part's encoding is the bytes its own call
+// appended: one buffer serves an object's every part, and only a part
+// the table remembers anew gets a string of its own). It shares v's parts
+// first: where one changes, v is copied, or, when owned (v's maps and
+// lists are the caller's own, see shareOwned), changed in place.
+func (t *ShareTable) share(v any, owned bool, buf *[]byte) (replacement any, small bool) {
+	start := len(*buf)
 	var changed any // a copy of v holding the shared parts, when one changed
 	switch x := v.(type) {
 	case map[string]any:
 		if x == nil {
-			return nil, "M", true
+			*buf = append(*buf, 'M')
+			return nil, true
 		}
 		small = true
 		var out map[string]any
 		if owned {
 			out = x
 		}
-		b.WriteByte('{')
+		*buf = append(*buf, '{')
 		for _, k := range slices.Sorted(maps.Keys(x)) {
-			shared, ek, esmall := t.share(x[k], owned)
+			at := len(*buf)
+			if small {
+				*buf = strconv.AppendQuote(*buf, k)
+			}
+			shared, esmall := t.share(x[k], owned, buf)
 			if shared != nil {
 				if out == nil {
 					out = maps.Clone(x)
 				}
 				out[k] = shared
 			}
-			small = small && esmall
-			if small {
-				b.WriteString(strconv.Quote(k))
-				b.WriteString(ek)
-				small = b.Len() <= maxShareKeyBytes
+			small = small && esmall && len(*buf)-start <= maxShareKeyBytes
+			if !small {
+				*buf = (*buf)[:at] // what follows is no part's encoding
 			}
 		}
-		b.WriteByte('}')
+		*buf = append(*buf, '}')
 		if out != nil && !owned {
 			changed = out
 		}
 	case []any:
 		if x == nil {
-			return nil, "L", true
+			*buf = append(*buf, 'L')
+			return nil, true
 		}
 		small = true
 		var out []any
 		if owned {
 			out = x
 		}
-		b.WriteByte('[')
+		*buf = append(*buf, '[')
 		for i, e := range x {
-			shared, ek, esmall := t.share(e, owned)
+			at := len(*buf)
+			shared, esmall := t.share(e, owned, buf)
 			if shared != nil {
 				if out == nil {
 					out = slices.Clone(x)
 				}
 				out[i] = shared
 			}
-			small = small && esmall
-			if small {
-				b.WriteString(ek)
-				b.WriteByte(',')
-				small = b.Len() <= maxShareKeyBytes
+			if esmall && small {
+				*buf = append(*buf, ',')
+			}
+			small = small && esmall && len(*buf)-start <= maxShareKeyBytes
+			if !small {
+				*buf = (*buf)[:at]
 			}
 		}
-		b.WriteByte(']')
+		*buf = append(*buf, ']')
 		if out != nil && !owned {
 			changed = out
 		}
 	default:
-		key, small = scalarKey(v)
-		return nil, key, small
+		var ok bool
+		if *buf, ok = appendScalar(*buf, v); !ok {
+			*buf = (*buf)[:start]
+		}
+		return nil, ok
 	}
 	if !small {
-		return changed, "", false
+		*buf = (*buf)[:start]
+		return changed, false
 	}
-	key = b.String()
-	if prev, ok := t.parts.Get(key); ok {
+	key := (*buf)[start:]
+	// The lookup's key is the buffer's bytes, not a copy: nothing keeps it.
+	if prev, ok := t.parts.Get(unsafe.String(unsafe.SliceData(key), len(key))); ok {
 		if same(prev, v) {
-			return nil, key, true
+			return nil, true
 		}
-		return prev, key, true
+		return prev, true
 	}
 	if changed != nil {
 		v = changed
 	}
-	t.parts.Add(key, v)
-	return changed, key, true
+	t.parts.Add(string(key), v)
+	return changed, true
 }
 
 // same reports whether a and b are the same map or the same list (not
@@ -258,24 +276,25 @@ func same(a, b any) bool {
 	return false
 }
 
-// scalarKey encodes a JSON scalar with its kind; ok is false for a value
-// that is no JSON scalar (never shared, nor what holds it).
-func scalarKey(v any) (key string, ok bool) {
+// appendScalar appends the encoding of a JSON scalar with its kind to b;
+// ok is false for a value that is no JSON scalar (never shared, nor what
+// holds it).
+func appendScalar(b []byte, v any) (out []byte, ok bool) {
 	switch x := v.(type) {
 	case nil:
-		return "n", true
+		return append(b, 'n'), true
 	case bool:
 		if x {
-			return "t", true
+			return append(b, 't'), true
 		}
-		return "f", true
+		return append(b, 'f'), true
 	case string:
-		return strconv.Quote(x), true
+		return strconv.AppendQuote(b, x), true
 	case int64:
-		return "i" + strconv.FormatInt(x, 10) + ";", true
+		return append(strconv.AppendInt(append(b, 'i'), x, 10), ';'), true
 	case float64:
-		return "d" + strconv.FormatUint(math.Float64bits(x), 16) + ";", true
+		return append(strconv.AppendUint(append(b, 'd'), math.Float64bits(x), 16), ';'), true
 	default:
-		return "", false
+		return b, false
 	}
 }
