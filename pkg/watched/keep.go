@@ -187,45 +187,108 @@ func (n *keepNode) covers(o *keepNode) bool {
 // strings and numbers are shared. A nil k returns a full copy.
 func (k *Keep) Prune(obj map[string]any) map[string]any {
 	if k == nil {
-		return copyValue(obj).(map[string]any)
+		return copyValue(obj, nil).(map[string]any)
 	}
-	return pruneMap(k.root, obj)
+	return pruneMap(k.root, obj, nil)
 }
 
 // Transform is an informer transform (cache.TransformFunc): it trims obj
 // (see Trim) and prunes it to k, in place for the informer's sake (the
-// object is replaced by its pruned content). Values other than
+// object is replaced by its pruned content). An object that holds nothing
+// k does not keep (one transformed before: informers transform a listed
+// object twice) is left as it is, not copied. Values other than
 // *unstructured.Unstructured pass as they are.
 func (k *Keep) Transform(obj any) (any, error) {
+	out, _, err := k.transform(obj, nil)
+	return out, err
+}
+
+// transform is Transform; fresh reports whether it replaced the object's
+// content by a new copy, pruned (pruneMap; nil k: whole, copyValue),
+// whose maps and lists nothing else holds. With a table, the copy's
+// strings are the table's (ShareTable.word), and an object is copied
+// unless it holds the table's apiVersion string already (ShareTable.holds:
+// transformed by it before, the informer's second transform of a listed
+// object), so that no object the table's informer stores holds its
+// decoder's allocations. Either answer of holds is safe: the copy's
+// content is the object's (pruned), and an object holding more than k
+// keeps is pruned whatever holds says.
+func (k *Keep) transform(obj any, table *ShareTable) (out any, fresh bool, err error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok || u == nil || u.Object == nil {
-		return obj, nil
+		return obj, false, nil
 	}
 	if _, err := Trim(u); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if k != nil {
-		u.Object = pruneMap(k.root, u.Object)
+	if (k == nil || holdsOnly(k.root, u.Object)) && (table == nil || table.holds(u.Object["apiVersion"])) {
+		return u, false, nil
 	}
-	return u, nil
+	if k == nil {
+		u.Object = copyValue(u.Object, table).(map[string]any)
+	} else {
+		u.Object = pruneMap(k.root, u.Object, table)
+	}
+	return u, true, nil
 }
 
 // SharingTransform is Transform followed by table.Share (nil: no sharing):
 // the informer transform of a store whose objects keep one copy of their
 // identical small parts. Objects listed in pages and then stored by the
-// informer go through it twice; the second time changes nothing.
+// informer go through it twice; the second time changes nothing. A pruned
+// copy Transform just made is shared in place (ShareTable.shareOwned):
+// nothing else holds its maps and lists, so none is copied again; its
+// strings are the table's copies (ShareTable.word), so that it holds none
+// of the decoded object's allocations. With a nil k, an object is copied
+// whole for that (once: see transform).
 func (k *Keep) SharingTransform(table *ShareTable) func(any) (any, error) {
 	return func(obj any) (any, error) {
-		out, err := k.Transform(obj)
+		out, fresh, err := k.transform(obj, table)
 		if u, ok := out.(*unstructured.Unstructured); ok && err == nil && u != nil {
-			u.Object = table.Share(u.Object)
+			if fresh {
+				table.shareOwned(u.Object)
+			} else {
+				u.Object = table.Share(u.Object)
+			}
 		}
 		return out, err
 	}
 }
 
-// pruneMap copies the children of m that n keeps.
-func pruneMap(n *keepNode, m map[string]any) map[string]any {
+// holdsOnly reports whether m holds nothing n does not keep: pruneMap(n, m)
+// would be a copy of m equal to it.
+func holdsOnly(n *keepNode, m map[string]any) bool {
+	for f, v := range m {
+		c := n.children[f]
+		if c == nil {
+			return false
+		}
+		if !c.whole && !valueHoldsOnly(c, v) {
+			return false
+		}
+	}
+	return true
+}
+
+// valueHoldsOnly is holdsOnly for a value pruneValue prunes to n (not
+// whole): a map, each element of a list, anything else as it is.
+func valueHoldsOnly(n *keepNode, v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		return holdsOnly(n, x)
+	case []any:
+		for _, e := range x {
+			if !valueHoldsOnly(n, e) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// pruneMap copies the children of m that n keeps, its strings table's
+// (ShareTable.word; nil: m's own).
+func pruneMap(n *keepNode, m map[string]any, table *ShareTable) map[string]any {
 	if m == nil {
 		return m
 	}
@@ -238,7 +301,7 @@ func pruneMap(n *keepNode, m map[string]any) map[string]any {
 	out := make(map[string]any, kept)
 	for f, c := range n.children {
 		if v, ok := m[f]; ok {
-			out[f] = pruneValue(c, v)
+			out[f] = pruneValue(c, v, table)
 		}
 	}
 	return out
@@ -247,29 +310,30 @@ func pruneMap(n *keepNode, m map[string]any) map[string]any {
 // pruneValue prunes v to n: kept whole, a map to its kept children, a list
 // element by element; any other value (a scalar where fields below it are
 // kept) is kept as it is, so a template reading below it fails as it would.
-func pruneValue(n *keepNode, v any) any {
+func pruneValue(n *keepNode, v any, table *ShareTable) any {
 	if n.whole {
-		return copyValue(v)
+		return copyValue(v, table)
 	}
 	switch x := v.(type) {
 	case map[string]any:
-		return pruneMap(n, x)
+		return pruneMap(n, x, table)
 	case []any:
 		if x == nil {
 			return x
 		}
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = pruneValue(n, e)
+			out[i] = pruneValue(n, e, table)
 		}
 		return out
 	default:
-		return v
+		return table.word(v)
 	}
 }
 
-// copyValue copies the maps and lists of a JSON value, sharing its scalars.
-func copyValue(v any) any {
+// copyValue copies the maps and lists of a JSON value, sharing its scalars
+// (but strings, keys too, are table's: ShareTable.word; nil: v's own).
+func copyValue(v any, table *ShareTable) any {
 	switch x := v.(type) {
 	case map[string]any:
 		if x == nil {
@@ -277,7 +341,7 @@ func copyValue(v any) any {
 		}
 		out := make(map[string]any, len(x))
 		for f, e := range x {
-			out[f] = copyValue(e)
+			out[table.key(f)] = copyValue(e, table)
 		}
 		return out
 	case []any:
@@ -286,11 +350,11 @@ func copyValue(v any) any {
 		}
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = copyValue(e)
+			out[i] = copyValue(e, table)
 		}
 		return out
 	default:
-		return v
+		return table.word(v)
 	}
 }
 
