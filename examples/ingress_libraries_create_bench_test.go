@@ -3,8 +3,10 @@ package examples_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"syscall"
@@ -66,7 +68,9 @@ import (
 //
 //   - floor: bench-scale's floor, a bare haproxy -c of the live bundle;
 //
-//   - render: the CREATE's render alone.
+//   - render: the CREATE's render alone (HTC_CPU_PROFILE=file writes
+//     the CPU profile of its renders alone, HTC_ALLOC_PROFILE=file the
+//     allocations profile before and after them).
 //
 //     go test -run '^$' -bench 'IngressLibrariesCreate' -benchtime 100x ./examples/
 func BenchmarkIngressLibrariesCreate(b *testing.B) {
@@ -74,7 +78,7 @@ func BenchmarkIngressLibrariesCreate(b *testing.B) {
 	if err != nil {
 		b.Skip("no haproxy in PATH")
 	}
-	const n = 1000
+	n := envInt(b, "HTC_CREATE_INGRESSES", 1000)
 	for _, lib := range []struct{ name, path, class string }{
 		{"ingress", "ingress/config.yaml", "htc"},
 		{"ingress-nginx", ngxConfigPath, "nginx"},
@@ -237,6 +241,22 @@ func BenchmarkIngressLibrariesCreate(b *testing.B) {
 			}
 		})
 		b.Run(fmt.Sprintf("%s/mix/ingresses=%d/render", lib.name, n), func(b *testing.B) {
+			if f := os.Getenv("HTC_CPU_PROFILE"); f != "" { // the renders alone
+				out, err := os.Create(f)
+				require.NoError(b, err)
+				require.NoError(b, pprof.StartCPUProfile(out))
+				defer func() { pprof.StopCPUProfile(); require.NoError(b, out.Close()) }()
+			}
+			allocs := func(suffix string) {
+				if f := os.Getenv("HTC_ALLOC_PROFILE"); f != "" { // diff .after -base .before
+					out, err := os.Create(f + suffix)
+					require.NoError(b, err)
+					require.NoError(b, pprof.Lookup("allocs").WriteTo(out, 0))
+					require.NoError(b, out.Close())
+				}
+			}
+			allocs(".before")
+			defer allocs(".after")
 			cpu := processCPU()
 			for b.Loop() {
 				set, err := store.ReadOnly(stores).WithChange("ingresses", store.Change{Operation: store.Create, Object: create(false)})

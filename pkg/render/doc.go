@@ -168,7 +168,7 @@
 // fragments run in this render set where first-wins sets them (a channel
 // over the recording render's, fragments.OverBase: only emitted's dict of
 // every entry copies it, and len, keys, values, fragments, get and hasKey
-// of (emitted X) build none: fused.go; join SEP (values (emitted X))
+// of (emitted X) and len of (emitted X P) build none: fused.go; join SEP (values (emitted X))
 // splices the recording render's joined text, fragments/joined.go); otherwise
 // every channel is built from the records applied, as before. The keys of a channel, in order (for fragments, keys, values
 // and a key prefix), start from the recording render's, and are checked

@@ -14,10 +14,13 @@ import (
 // every entry as one map, which a channel over a base
 // (fragments.OverBase: the recording render's, with the few keys this
 // render changed) builds by copying the base. Six calls need of that map
-// only its keys in order and their values, or one key's:
+// only its keys in order and their values, or one key's, and len of a
+// prefix's map (emitted X P) only how many keys have the prefix
+// (fragments.Channel.CountPrefix):
 //
 //	len (emitted X)   keys (emitted X)   values (emitted X)
 //	fragments NAME (emitted X)   get (emitted X) KEY   hasKey (emitted X) KEY
+//	len (emitted X P)
 //
 // New rewrites each of them, where the call is a pipeline's first command
 // and the channel's read is written as its argument (one pipeline of one
@@ -78,6 +81,12 @@ func fuseCommand(tr *parse.Tree, c *parse.CommandNode) {
 	if !ok {
 		return
 	}
+	if id.Ident == "len" && len(c.Args) == 2 {
+		if x, prefix, ok := emittedPrefixArgs(c.Args[1]); ok {
+			c.Args = []parse.Node{parse.NewIdentifier("emittedLenPrefix").SetTree(tr).SetPos(id.Pos), x, prefix}
+			return
+		}
+	}
 	f, ok := fusedCalls[id.Ident]
 	if !ok || len(c.Args) != f.args {
 		return
@@ -103,12 +112,25 @@ func emittedArg(n parse.Node) (parse.Node, bool) {
 	return p.Cmds[0].Args[1], true
 }
 
+// emittedPrefixArgs returns X and P when n is (emitted X P).
+func emittedPrefixArgs(n parse.Node) (x, prefix parse.Node, ok bool) {
+	p, ok := n.(*parse.PipeNode)
+	if !ok || p.IsAssign || len(p.Decl) > 0 || len(p.Cmds) != 1 || len(p.Cmds[0].Args) != 3 {
+		return nil, nil, false
+	}
+	if id, ok := p.Cmds[0].Args[0].(*parse.IdentifierNode); !ok || id.Ident != "emitted" {
+		return nil, nil, false
+	}
+	return p.Cmds[0].Args[1], p.Cmds[0].Args[2], true
+}
+
 // fusedFuncs are the functions fuseChannelReads calls, bound to s.
 func fusedFuncs(s *renderState) template.FuncMap {
 	return template.FuncMap{
 		"emittedLen": s.emittedLen, "emittedKeys": s.emittedKeys,
 		"emittedValues": s.emittedValues, "emittedFragments": s.emittedFragments,
 		"emittedGet": s.emittedGet, "emittedHasKey": s.emittedHasKey,
+		"emittedLenPrefix": s.emittedLenPrefix,
 	}
 }
 
@@ -129,6 +151,15 @@ func (s *renderState) emittedLen(name string) (int, error) {
 		return 0, err
 	}
 	return c.Count(), nil
+}
+
+// emittedLenPrefix is len (emitted X P): how many entries of X have a
+// key that begins with P, with emitted's checks of one prefix.
+func (s *renderState) emittedLenPrefix(name, prefix string) (int, error) {
+	if err := s.emittedCheck(name, 1); err != nil {
+		return 0, err
+	}
+	return s.readChannel(name).CountPrefix(prefix), nil
 }
 
 // emittedKeys is keys (emitted X): keys of a dict whose order the render

@@ -13,7 +13,8 @@ import (
 )
 
 // TestFusedChannelReadsReturnWhatTheCallsTheyReplaceReturn: len, keys,
-// values, fragments, get and hasKey of (emitted X), which New rewrites, give what they
+// values, fragments, get and hasKey of (emitted X) and len of (emitted X
+// P), which New rewrites, give what they
 // give for the same channel read through a variable (not rewritten), and
 // so do join and printf "%s\n" of the values (joinedValues), alone or
 // concatenated with an empty list or another: for
@@ -34,6 +35,7 @@ func TestFusedChannelReadsReturnWhatTheCallsTheyReplaceReturn(t *testing.T) {
 		{"fragments", `{{ fragments "g" (emitted CH) }}`, `{{ $m := emitted CH }}{{ fragments "g" $m }}`},
 		{"get", `{{ range $k := list "a" "b" "0" "k-a" "none" }}{{ toJson (get (emitted CH) $k) }};{{ end }}`, `{{ $m := emitted CH }}{{ range $k := list "a" "b" "0" "k-a" "none" }}{{ toJson (get $m $k) }};{{ end }}`},
 		{"join", `{{ $t := join "\n" (values (emitted CH)) }}{{ printf "%s\n" $t }}|{{ printf "%s\n" (trunc 3 $t) }}|{{ join "\n" (values (emitted CH)) | printf "%s\n" }}|{{ join "," (values (emitted CH)) }}|{{ join "\n" (concat (values (emitted CH)) (list)) }}|{{ join "\n" (concat (values (emitted CH)) (list "x")) }}`, `{{ $m := emitted CH }}{{ $t := join "\n" (values $m) }}{{ printf "%s\n" $t }}|{{ printf "%s\n" (trunc 3 $t) }}|{{ join "\n" (values $m) | printf "%s\n" }}|{{ join "," (values $m) }}|{{ join "\n" (concat (values $m) (list)) }}|{{ join "\n" (concat (values $m) (list "x")) }}`},
+		{"lenPrefix", `{{ range $p := list "" "a" "b" "k-" "k-a" "z" "none" }}{{ len (emitted CH $p) }};{{ end }}`, `{{ range $p := list "" "a" "b" "k-" "k-a" "z" "none" }}{{ $m := emitted CH $p }}{{ len $m }};{{ end }}`},
 		{"hasKey", `{{ range $k := list "a" "b" "0" "k-a" "none" }}{{ hasKey (emitted CH) $k }};{{ end }}`, `{{ $m := emitted CH }}{{ range $k := list "a" "b" "0" "k-a" "none" }}{{ hasKey $m $k }};{{ end }}`},
 	} {
 		for _, ch := range []string{`"c"`, `"n"`, `"s"`, `"t"`, `"never"`} {
@@ -43,6 +45,9 @@ func TestFusedChannelReadsReturnWhatTheCallsTheyReplaceReturn(t *testing.T) {
 				fn := "emitted" + strings.ToUpper(tc.name[:1]) + tc.name[1:]
 				if tc.name == "join" {
 					fn = "emittedValues"
+				}
+				if tc.name == "lenPrefix" {
+					fn = "emittedLenPrefix"
 				}
 				require.Contains(t, fused.root.Lookup("haproxy.cfg").Root.String(), fn, "rewritten")
 				require.NotContains(t, plain.root.Lookup("haproxy.cfg").Root.String(), fn, "not rewritten")

@@ -177,6 +177,15 @@ func (c *Channel) ReadPrefix(p string) (map[string]any, []string) {
 	return out, sorted[i:j:j]
 }
 
+// CountPrefix is how many entries ReadPrefix(p) returns, without them;
+// the channel takes no more.
+func (c *Channel) CountPrefix(p string) int {
+	if keys, ok := c.overPrefixKeys(p); ok {
+		return len(keys)
+	}
+	return len(prefixRange(c.Sorted(), p))
+}
+
 // SortedFrom returns the keys of m in order, as slices.Sorted would,
 // usually without sorting them. The shortcut, and why it is safe:
 //

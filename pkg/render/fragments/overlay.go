@@ -185,9 +185,21 @@ func (o *overlay) merge(base, added []string, n int) []string {
 // were not asked for yet (ok false for any other): a binary search in the
 // base's keys in order and in those the change adds.
 func (c *Channel) overPrefix(p string) (m map[string]any, keys []string, ok bool) {
+	if keys, ok = c.overPrefixKeys(p); !ok {
+		return nil, nil, false
+	}
+	m = make(map[string]any, len(keys))
+	for _, k := range keys {
+		m[k], _ = c.get(k)
+	}
+	return m, keys, true
+}
+
+// overPrefixKeys is overPrefix's keys, without the entries.
+func (c *Channel) overPrefixKeys(p string) (keys []string, ok bool) {
 	o := c.over
 	if o == nil || !o.keyed || c.sorted != nil {
-		return nil, nil, false
+		return nil, false
 	}
 	c.read = true
 	base, added := prefixRange(o.base.Sorted, p), prefixRange(o.added, p)
@@ -195,11 +207,7 @@ func (c *Channel) overPrefix(p string) (m map[string]any, keys []string, ok bool
 	if len(added) > 0 || len(o.gone) > 0 {
 		keys = o.merge(base, added, len(base)+len(added))
 	}
-	m = make(map[string]any, len(keys))
-	for _, k := range keys {
-		m[k], _ = c.get(k)
-	}
-	return m, keys, true
+	return keys, true
 }
 
 // prefixRange returns the keys of sorted that begin with p.

@@ -1,7 +1,9 @@
 package fragments
 
 import (
+	"maps"
 	"slices"
+	"sync"
 	"unsafe"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -41,6 +43,9 @@ type Table struct {
 	// a later table keeps while it uses half its records, they go with
 	// t (every table records a key for each of its records).
 	keyText Slab
+	// firsts holds, by channel, the position of each key's first emitter
+	// (*firstIndex, FirstEmitters), for the channels renders asked.
+	firsts sync.Map
 }
 
 // NewTable returns an empty table for a render with baseDir and limit
@@ -131,7 +136,71 @@ type Emitted struct {
 // channel by the records of t's order up to position upto, but for those
 // at the positions skip holds (in increasing order); a key none of them
 // emitted is absent.
+//
+// The shortcut: the position of the first record of t's order that emits
+// each key on channel (firstPositions, made once per channel asked: t's
+// order never changes after End) answers for a key whose first emitter
+// is not skipped and at most upto: no record before it emits the key, so
+// the scan would find it there first (its first emit of the key). A key
+// no record emits is absent. Any other key (its first emitter skipped or
+// past upto: an update or delete of that record) is scanned for as
+// before. TestFirstEmittersAnswerAsTheScan compares it with the scan.
 func (t *Table) FirstEmitters(channel string, keys map[string]bool, upto int, skip []int) map[string]Emitted {
+	first := make(map[string]Emitted, len(keys))
+	pos := t.firstPositions(channel)
+	var rest map[string]bool
+	for k := range keys {
+		i, emitted := pos[k]
+		if !emitted {
+			continue
+		}
+		if _, skipped := slices.BinarySearch(skip, i); i <= upto && !skipped {
+			for _, e := range t.order[i].rec.Emits {
+				if e.Channel == channel && e.Key == k {
+					first[k] = Emitted{Pos: i, Value: e.Value}
+					break
+				}
+			}
+			continue
+		}
+		if rest == nil {
+			rest = map[string]bool{}
+		}
+		rest[k] = true
+	}
+	if len(rest) > 0 {
+		maps.Copy(first, t.scanFirstEmitters(channel, rest, upto, skip))
+	}
+	return first
+}
+
+// firstPositions returns, for each key emitted on channel, the position
+// of the first record of t's order that emits it (made on the first call
+// for channel, then shared: t's order does not change after End).
+func (t *Table) firstPositions(channel string) map[string]int {
+	v, _ := t.firsts.LoadOrStore(channel, &firstIndex{})
+	fi := v.(*firstIndex)
+	fi.once.Do(func() {
+		fi.pos = map[string]int{}
+		for i, o := range t.order {
+			for _, e := range o.rec.Emits {
+				if _, seen := fi.pos[e.Key]; !seen && e.Channel == channel {
+					fi.pos[e.Key] = i
+				}
+			}
+		}
+	})
+	return fi.pos
+}
+
+// firstIndex is firstPositions' answer for one channel.
+type firstIndex struct {
+	once sync.Once
+	pos  map[string]int
+}
+
+// scanFirstEmitters is FirstEmitters by a scan of t's order.
+func (t *Table) scanFirstEmitters(channel string, keys map[string]bool, upto int, skip []int) map[string]Emitted {
 	first := make(map[string]Emitted, len(keys))
 	for i := 0; i <= upto && i < len(t.order) && len(first) < len(keys); i++ {
 		if len(skip) > 0 && skip[0] == i {

@@ -1,6 +1,8 @@
 package fragments
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 	"unsafe"
 
@@ -109,5 +111,46 @@ func TestRecordsAreFoundAsRecordsHoldsThem(t *testing.T) {
 				assert.Equal(t, tc.next[i], c.next, "after %s", k)
 			}
 		})
+	}
+}
+
+// TestFirstEmittersAnswerAsTheScan: FirstEmitters (a key's first emitter
+// by the channel's index, else the scan) answers as the scan of the
+// table's order alone, for tables of records emitting keys on two
+// channels (a key twice in one record, on both channels, in none),
+// every upto and skipped positions before, at and after first emitters,
+// asked twice (the index made, then shared).
+func TestFirstEmittersAnswerAsTheScan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 34))
+	chans, keys := []string{"c", "d"}, []string{"a", "b", "c", "d", "e", "f"}
+	for round := range 200 {
+		tbl := NewTable("/b", 1, store.Set{}, 0)
+		n := 1 + rng.IntN(12)
+		for i := range n {
+			rec := &Record{}
+			for range rng.IntN(5) {
+				rec.Emits = append(rec.Emits, Emission{Channel: chans[rng.IntN(2)], Key: keys[rng.IntN(len(keys)-1)], Value: fmt.Sprint(i, rng.IntN(3))})
+			}
+			tbl.Add([]byte(fmt.Sprint("r", i)), rec)
+		}
+		tbl.End()
+		for range 2 {
+			for _, ch := range append(chans, "none") {
+				ask := map[string]bool{}
+				for _, k := range keys {
+					if rng.IntN(2) == 0 {
+						ask[k] = true
+					}
+				}
+				var skip []int
+				for i := range n {
+					if rng.IntN(4) == 0 {
+						skip = append(skip, i)
+					}
+				}
+				upto := rng.IntN(n+1) - 1
+				assert.Equal(t, tbl.scanFirstEmitters(ch, ask, upto, skip), tbl.FirstEmitters(ch, ask, upto, skip), "round %d channel %s upto %d skip %v", round, ch, upto, skip)
+			}
+		}
 	}
 }

@@ -57,7 +57,8 @@ type Set struct {
 func (s *Set) SetOrder(order func(map[string]any) []string) { s.order = order }
 
 // SetJoined makes join SEP LIST take its text from joined when joined
-// knows it (true), which must be what sprig's join returns, and printf
+// knows it (true), which must be what sprig's join returns of a list
+// whose every element is a string (join sizes it by the text), and printf
 // "%s\n" STR from newline when it knows it (STR and a newline).
 func (s *Set) SetJoined(joined func(sep string, list any) (string, bool), newline func(str string) (string, bool)) {
 	s.joined, s.newline = joined, newline
@@ -318,6 +319,20 @@ func (s *Set) repeat(count int, str string) (string, error) {
 // join implements sprig's join.
 func (s *Set) join(sep string, v any) (string, error) {
 	n := SatMul(listLen(v), int64(len(sep))+32)
+	if s.joined != nil {
+		// A text joined knows is of strings only (SetJoined): their
+		// size, which the scan below adds, is the text's less its
+		// separators, without reading 10,000 values.
+		if out, ok := s.joined(sep, v); ok {
+			k := listLen(v)
+			if size := int64(len(out)) - int64(len(sep))*max(k-1, 0); k > 0 && size >= 0 {
+				if err := s.m.Fits("join", SatAdd(n, size)); err != nil {
+					return "", err
+				}
+				return s.produced("join", out)
+			}
+		}
+	}
 	if l, ok := v.([]any); ok {
 		n = SatAdd(n, StringsSize(l...))
 	} else if l, ok := v.([]string); ok {
@@ -327,11 +342,6 @@ func (s *Set) join(sep string, v any) (string, error) {
 	}
 	if err := s.m.Fits("join", n); err != nil {
 		return "", err
-	}
-	if s.joined != nil {
-		if out, ok := s.joined(sep, v); ok {
-			return s.produced("join", out)
-		}
 	}
 	return s.produced("join", sprigJoin(sep, v))
 }

@@ -3,6 +3,7 @@ package funcs
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -129,5 +130,47 @@ func TestConcatOfOneListAndEmptyOnesIsThatList(t *testing.T) {
 			g, _ := got.([]any)
 			assert.Equal(t, tc.same, len(g) > 0 && &g[0] == &l[0], "that very list")
 		})
+	}
+}
+
+// fitsLog is a Meter that notes the size of every Fits asked.
+type fitsLog struct {
+	unmetered
+	asked []int64
+}
+
+func (m *fitsLog) Fits(_ string, n int64) error { m.asked = append(m.asked, n); return nil }
+
+// TestJoinOfAKnownTextChecksTheSizeItsScanChecks: join of a list whose
+// text the render knows (SetJoined: strings only) asks the budget whether
+// the very size fits that it asks when it scans the list (the text's
+// length less its separators is the strings' size), for empty strings,
+// one value, separators of any length; and it answers the known text.
+func TestJoinOfAKnownTextChecksTheSizeItsScanChecks(t *testing.T) {
+	for _, tc := range []struct {
+		sep  string
+		list []any
+	}{
+		{",", []any{"a", "bb", "ccc"}}, {"\n", []any{"only"}}, {"", []any{"a", "b"}}, {" - ", []any{"", "", ""}},
+		{"\n", []any{"", "x"}}, {"::::", []any{"ünï", "a\nb", ""}},
+	} {
+		scan := &fitsLog{}
+		_, err := NewSet(scan, nil).join(tc.sep, tc.list)
+		assert.NoError(t, err)
+		known := &fitsLog{}
+		s, calls := NewSet(known, nil), 0
+		s.SetJoined(func(sep string, l any) (string, bool) {
+			calls++
+			strs := make([]string, 0, len(tc.list))
+			for _, v := range l.([]any) {
+				strs = append(strs, v.(string))
+			}
+			return strings.Join(strs, sep), true
+		}, nil)
+		got, err := s.join(tc.sep, tc.list)
+		assert.NoError(t, err)
+		assert.Equal(t, sprigJoin(tc.sep, tc.list), got)
+		assert.Equal(t, 1, calls, "the known text")
+		assert.Equal(t, scan.asked, known.asked, "%q %q", tc.sep, tc.list)
 	}
 }
