@@ -51,7 +51,9 @@ import (
 // objects' bytes and the free room in spans holding one:
 // /memory/classes/heap/objects + /memory/classes/heap/unused, what no
 // return gives back), live the objects' bytes, in MB; grew-spans-MB and
-// grew-live-MB are after less ready. HTC_HEAP_PROFILE=file writes the heap
+// grew-live-MB are after less ready; listed-store-MB is what the store
+// listed for the config UPDATEs kept live (the live bytes at rest before
+// it was dropped, less those after). HTC_HEAP_PROFILE=file writes the heap
 // profiles at rest to file.ready and file.after (go tool pprof -diff_base
 // file.ready file.after).
 //
@@ -158,8 +160,10 @@ func heapAfterCreates(b *testing.B, path, class, bin string, n, creates, configs
 	require.NoError(b, err)
 	proposed, r = admission.Report{}, admission.Report{}
 	require.NotEmpty(b, source.kept, "the config UPDATEs listed")
+	_, listedLive := heapAtRest()
 	source.stop() // the idle return stops the prepared watchers that listed
 	returnSpans, returnLive := heapAtReturn()
+	_, stoppedLive := heapAtRest()
 	afterSpans, afterLive := heapAtRest()
 	writeHeapProfile(b, ".after")
 	mb := func(v uint64) float64 { return float64(v) / 1e6 }
@@ -167,6 +171,7 @@ func heapAfterCreates(b *testing.B, path, class, bin string, n, creates, configs
 	b.ReportMetric(mb(readyLive), "ready-live-MB")
 	b.ReportMetric(mb(afterSpans), "after-spans-MB")
 	b.ReportMetric(mb(afterLive), "after-live-MB")
+	b.ReportMetric(mb(listedLive)-mb(stoppedLive), "listed-store-MB")
 	b.ReportMetric(mb(returnSpans), "return-spans-MB")
 	b.ReportMetric(mb(returnLive), "return-live-MB")
 	b.ReportMetric(mb(afterSpans)-mb(readySpans), "grew-spans-MB")
