@@ -166,7 +166,7 @@ func (*keptTimer) Reset(time.Duration) bool { return true }
 // was set for or until enough others were stopped: before, the store
 // stayed 5 minutes after the last admission used it).
 func TestAStoppedPreparedWatchersStoreIsGarbageThoughItsTimerIsKept(t *testing.T) {
-	rs := servicesBy(t, 1)
+	rs := servicesBy(t, 2)
 	var starts atomic.Int32
 	service := svc("a", "s1", "1")
 	service.SetLabels(map[string]string{"app": "0"})
@@ -191,5 +191,13 @@ func TestAStoppedPreparedWatchersStoreIsGarbageThoughItsTimerIsKept(t *testing.T
 	require.Len(t, timers, 1)
 	timers[0].f() // its time comes: nothing to drop
 	assert.Zero(t, ps.Len())
+
+	_, err = ps.Store(t.Context(), rs[1], nil)
+	require.NoError(t, err)
+	require.Len(t, timers, 2)
+	require.Equal(t, 1, ps.Len())
+	runtime.GC()
+	timers[1].f() // the time of one still prepared comes: it stops
+	assert.Zero(t, ps.Len(), "an unused watcher stops at its time")
 	runtime.KeepAlive(timers)
 }
