@@ -125,7 +125,7 @@ bench: haproxy ## benchmarks (benchstat-friendly); BENCH=regexp, COUNT=n
 # each beside a bare haproxy -c of the published configuration in the same run;
 # prints the table and writes it to BENCHMARKS.md (the block of that workload and N).
 # PROFILE=dir also profiles the first run's controller (CPU while it writes
-# the routes' status, heap at rest) and one more controller (heap when ready,
+# the routes' status, heap at rest when ready and after the runs) and one more controller (heap when ready,
 # CPU during CREATEs, then during config UPDATEs) into dir. MEMORY_LIMIT=q runs the controller with --memory-limit q.
 # Takes minutes (N=10000: about 10 per run).
 SCALE_CMD = make bench-scale N=$(or $(N),1000)$(if $(WORKLOAD), WORKLOAD=$(WORKLOAD))$(if $(RUNS), RUNS=$(RUNS))$(if $(PROFILE), PROFILE=$(PROFILE))$(if $(MEMORY_LIMIT), MEMORY_LIMIT=$(MEMORY_LIMIT))

@@ -3,8 +3,10 @@ package memreturn
 import (
 	"context"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -296,4 +298,18 @@ func TestBeforeReturnRunsBeforeEachReturnOnly(t *testing.T) {
 	}
 	assert.Equal(t, 2, h.frees)
 	assert.Equal(t, []int{0, 1}, calls, "once before each of the two returns")
+}
+
+// TestAReturnFreesWhatSyncPoolsHeld: what a sync.Pool held before a
+// return is garbage after it (one collection alone leaves it reachable, in
+// the pool's victim cache), so that the pages it lay in are returned too.
+func TestAReturnFreesWhatSyncPoolsHeld(t *testing.T) {
+	var pool sync.Pool
+	held := &[1 << 16]byte{}
+	w := weak.Make(held)
+	pool.Put(held)
+	held = nil
+	freeIdle()
+	assert.Nil(t, w.Value(), "the pooled object was collected")
+	runtime.KeepAlive(&pool)
 }

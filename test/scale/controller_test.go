@@ -317,7 +317,10 @@ func (cp *controllerProc) logLine(msg string) (map[string]any, time.Time, bool) 
 }
 
 // rss is VmRSS and VmHWM of a process, in bytes.
-type rss struct{ now, peak int64 }
+// rss is the controller's resident memory (VmRSS), its peak (VmHWM) and
+// the resident memory's anonymous part (RssAnon: the heap, stacks, runtime
+// structures) and file-backed part (RssFile: the binary's pages).
+type rss struct{ now, peak, anon, file int64 }
 
 func (cp *controllerProc) rss() rss {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cp.pid))
@@ -336,6 +339,10 @@ func (cp *controllerProc) rss() rss {
 			r.now = kb << 10
 		case "VmHWM:":
 			r.peak = kb << 10
+		case "RssAnon:":
+			r.anon = kb << 10
+		case "RssFile:":
+			r.file = kb << 10
 		}
 	}
 	return r
@@ -468,7 +475,7 @@ func (cp *controllerProc) restingRSS(h *harness, another bool) rss {
 			was, lastAt, heap = m[idleReturnsSeries], time.Now(), heapAtRest(m)
 		}
 		if !lastAt.IsZero() && time.Since(lastAt) >= settleQuiet {
-			h.logf("RSS at rest (the last idle memory return, none for %s since): %s; %s", settleQuiet, mib(last.now), heap)
+			h.logf("RSS at rest (the last idle memory return, none for %s since): %s (anonymous %s, file %s); %s", settleQuiet, mib(last.now), mib(last.anon), mib(last.file), heap)
 			return last
 		}
 		h.checkCtx()

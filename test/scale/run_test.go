@@ -69,8 +69,9 @@ func (h *harness) run(i int) runResult {
 	r := runResult{index: i, loadStart: loadavg()}
 	h.logf("run %d: starting the controller (load average %s)", i, r.loadStart)
 	// With PROFILE, the first run's controller serves pprof too: its CPU
-	// while it writes the routes' status and its heap at rest are what
-	// the targets of startup and memory are about.
+	// while it writes the routes' status and its heap at rest, when ready
+	// and after the runs, are what the targets of startup and memory are
+	// about.
 	profiled := h.s.profileDir != "" && i == 1
 	cp := h.startController(fmt.Sprintf("run%d", i), profiled)
 	started := time.Now()
@@ -156,6 +157,15 @@ func (h *harness) run(i int) runResult {
 	r.rssEnd = cp.rss()
 	r.loadEnd = loadavg()
 	r.rssEndRest = cp.restingRSS(h, true)
+	if profiled {
+		// what the runs left at rest: against heap-rest-n*.pprof
+		// (go tool pprof -diff_base), what the admissions keep
+		f := filepath.Join(h.s.profileDir, fmt.Sprintf("heap-rest-after-runs-n%d.pprof", h.s.n))
+		if err := fetchTo(h.ctx, cp.pprofURL+"heap?gc=1", f, time.Minute); err != nil {
+			t.Fatalf("heap profile at rest after the runs: %v", err)
+		}
+		h.logf("profile: heap at rest after the runs in %s", f)
+	}
 	if cp.exited() {
 		t.Fatalf("htc controller exited during run %d: %v\n%s", i, cp.waitErr, tail(cp.logs(), 30))
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -28,8 +29,9 @@ import (
 // run) finds its store synced and current; when the config is applied,
 // the config loop adopts it (Take) instead of listing again. A watcher no
 // admission used for preparedTTL stops, and one that listed stops at the
-// controller's next idle memory return (StopListed); at most preparedMax
-// run at once (a new one stops the least recently used).
+// controller's next idle memory return (StopListed), its store garbage
+// at once (its expiry timer reaches it weakly); at most preparedMax run at
+// once (a new one stops the least recently used).
 const (
 	preparedTTL = 5 * time.Minute
 	preparedMax = 4
@@ -48,15 +50,26 @@ type Prepared struct {
 	trigger func()
 	log     *slog.Logger
 
+	// afterFunc starts a watcher's expiry (time.AfterFunc; tests record
+	// the function instead).
+	afterFunc func(time.Duration, func()) expiry
+
 	mu    sync.Mutex
 	ctx   context.Context // the config loop's (run); nil: not running
 	byKey map[watched.WatchKey]*prepared
 }
 
+// expiry is a prepared watcher's timer (a *time.Timer).
+type expiry interface {
+	Stop() bool
+	Reset(time.Duration) bool
+}
+
 // NewPrepared returns the prepared watchers that start watchers with
 // start; once adopted (Take), a watcher's store changes call trigger.
 func NewPrepared(start StartFunc, trigger func(), log *slog.Logger) *Prepared {
-	return &Prepared{start: start, trigger: trigger, log: log}
+	return &Prepared{start: start, trigger: trigger, log: log,
+		afterFunc: func(d time.Duration, f func()) expiry { return time.AfterFunc(d, f) }}
 }
 
 // prepared is one prepared watcher.
@@ -64,7 +77,7 @@ type prepared struct {
 	w       *Watcher
 	started time.Time
 	used    time.Time
-	expiry  *time.Timer
+	expiry  expiry
 	adopted atomic.Bool
 }
 
@@ -139,7 +152,18 @@ func (ps *Prepared) get(r watched.Resource, keep *watched.Keep) (*prepared, erro
 		return nil, err
 	}
 	p.w = w
-	p.expiry = time.AfterFunc(preparedTTL, func() { ps.drop(k, p) })
+	// The expiry reaches p weakly: a stopped timer can keep its function
+	// until the time it was set for (Go's timers leave a stopped one in
+	// the heap of timers until it comes up there or enough others were
+	// stopped), and p's watcher holds a store as large as the stores in
+	// use. A p gone is one removed (StopListed, Take, replaced): nothing
+	// to drop.
+	wp := weak.Make(p)
+	p.expiry = ps.afterFunc(preparedTTL, func() {
+		if p := wp.Value(); p != nil {
+			ps.drop(k, p)
+		}
+	})
 	go func() { // what the list costs, for the log
 		if cache.WaitForCacheSync(w.done, w.synced) {
 			ps.log.Info("listed for the admission of a proposed config", "resource", k.String(),

@@ -3,10 +3,12 @@ package informer
 import (
 	"context"
 	"log/slog"
+	"runtime"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -148,4 +150,54 @@ func TestPreparedWatchersThatListedStopAtAnIdleReturn(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int32(3), starts.Load(), "the next admission listed again")
 	assert.Equal(t, 1, ps.StopListed(), "the one started again")
+}
+
+// keptTimer is an expiry that keeps its function after Stop, as a stopped
+// Go timer may until the time it was set for.
+type keptTimer struct{ f func() }
+
+func (*keptTimer) Stop() bool               { return true }
+func (*keptTimer) Reset(time.Duration) bool { return true }
+
+// TestAStoppedPreparedWatchersStoreIsGarbageThoughItsTimerIsKept: once
+// StopListed stopped a prepared watcher, its store is garbage at once,
+// even while its expiry timer, stopped, still holds the function it was
+// given (Go keeps a stopped timer in its heap of timers until the time it
+// was set for or until enough others were stopped: before, the store
+// stayed 5 minutes after the last admission used it).
+func TestAStoppedPreparedWatchersStoreIsGarbageThoughItsTimerIsKept(t *testing.T) {
+	rs := servicesBy(t, 2)
+	var starts atomic.Int32
+	service := svc("a", "s1", "1")
+	service.SetLabels(map[string]string{"app": "0"})
+	ps := NewPrepared(startCounting(fakeClient(service), &starts), func() {}, slog.New(slog.DiscardHandler))
+	var timers []*keptTimer
+	ps.afterFunc = func(_ time.Duration, f func()) expiry {
+		k := &keptTimer{f: f}
+		timers = append(timers, k)
+		return k
+	}
+	ps.Run(t.Context())
+	defer ps.StopAll()
+	s, err := ps.Store(t.Context(), rs[0], nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, s.Len())
+	stored := weak.Make(s)
+	s = nil
+	require.Equal(t, 1, ps.StopListed())
+	runtime.GC()
+	runtime.GC()
+	assert.Nil(t, stored.Value(), "the stopped watcher's store was collected")
+	require.Len(t, timers, 1)
+	timers[0].f() // its time comes: nothing to drop
+	assert.Zero(t, ps.Len())
+
+	_, err = ps.Store(t.Context(), rs[1], nil)
+	require.NoError(t, err)
+	require.Len(t, timers, 2)
+	require.Equal(t, 1, ps.Len())
+	runtime.GC()
+	timers[1].f() // the time of one still prepared comes: it stops
+	assert.Zero(t, ps.Len(), "an unused watcher stops at its time")
+	runtime.KeepAlive(timers)
 }
