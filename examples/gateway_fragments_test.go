@@ -106,7 +106,11 @@ func exactly(b *bundle.Bundle, err error) string {
 		return out
 	}
 	status, _ := b.Target(bundle.StatusTarget)
-	return asBefore(b, nil) + fmt.Sprintf("\n== sources\n%+v", *b.Sources()) + "\n== status\n" + status
+	sources := "none" // a render that names no object
+	if src := b.Sources(); src != nil {
+		sources = fmt.Sprintf("%+v", *src)
+	}
+	return asBefore(b, nil) + "\n== sources\n" + sources + "\n== status\n" + status
 }
 
 // TestGatewayLibraryRendersAsBefore renders the Gateway library without

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"sync"
@@ -121,12 +122,16 @@ func BenchmarkIngressLibrariesCreate(b *testing.B) {
 				var took [5]time.Duration
 				var count [5]int
 				walls := make([]time.Duration, 0, b.N)
+				var slow []createTook // every CREATE, for HTC_CREATE_SLOWEST
 				cpu, children := processCPU(), childrenCPU()
 				for b.Loop() {
+					k := created
 					req := admission.Request{Change: watched.Change{Resource: ingressesResource, Operation: store.Create, Object: create(mapsOnly)}}
+					gcs := gcCycles()
 					start := time.Now()
 					d, r := a.Decide(ctx, req)
 					t := time.Since(start)
+					gcs = gcCycles() - gcs
 					require.True(b, d.Allowed, d.Reason)
 					for ph, t := range r.Trace.Durations {
 						phases[ph] += t
@@ -144,7 +149,9 @@ func BenchmarkIngressLibrariesCreate(b *testing.B) {
 					took[ran] += t
 					count[ran]++
 					walls = append(walls, t)
+					slow = append(slow, createTook{t, mixClass(k, mapsOnly), ran, gcs, r.Trace.Durations})
 				}
+				logSlowest(b, slow)
 				b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 				b.ReportMetric(float64(childrenCPU()-children)/float64(time.Millisecond)/float64(b.N), "haproxy-cpu-ms/op")
 				slices.Sort(walls)
@@ -276,10 +283,7 @@ func BenchmarkIngressLibrariesCreate(b *testing.B) {
 // own.
 func mixCreate(k, n int, class string, mapsOnly bool) *unstructured.Unstructured {
 	app := (k * 7919) % n
-	mix := k % 20
-	for mapsOnly && writesLines[mix] {
-		mix = (mix + 1) % 20
-	}
+	mix := mixClass(k, mapsOnly)
 	for mapsOnly && writesLines[app%20] {
 		app = (app + 1) % n
 	}
@@ -311,6 +315,45 @@ func regexIngress(ing *unstructured.Unstructured, regexPaths bool) *unstructured
 	path["path"], path["pathType"] = "/app/v[0-9]+", "ImplementationSpecific"
 	_ = unstructured.SetNestedSlice(ing.Object, rules, "spec", "rules")
 	return ing
+}
+
+// createTook is one CREATE of the admit benchmarks: its wall time, its
+// class of the mix, what its semantic phase ran (0 nothing, 1 haproxy -c
+// of the whole bundle, 2 the maps stub, 3 the sections stub, 4 both) and
+// its phases' times, and how many GC cycles ended meanwhile.
+type createTook struct {
+	wall   time.Duration
+	mix    int
+	ran    int
+	gcs    uint64
+	phases map[phase.Phase]time.Duration
+}
+
+// logSlowest logs the slowest HTC_CREATE_SLOWEST CREATEs (none unset)
+// with their class of the mix, what their semantic phase ran and their
+// phases: what makes the p99.
+func logSlowest(b *testing.B, took []createTook) {
+	n := envInt(b, "HTC_CREATE_SLOWEST", 0)
+	slices.SortFunc(took, func(x, y createTook) int { return int(y.wall - x.wall) })
+	for _, t := range took[:min(n, len(took))] {
+		b.Logf("%.1f ms: class %d, ran %d, %d GC cycles, phases %v", float64(t.wall)/float64(time.Millisecond), t.mix, t.ran, t.gcs, t.phases)
+	}
+}
+
+// gcCycles is how many GC cycles have ended.
+func gcCycles() uint64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// mixClass is the class of the mix of the k-th CREATE (mixCreate's).
+func mixClass(k int, mapsOnly bool) int {
+	mix := k % 20
+	for mapsOnly && writesLines[mix] {
+		mix = (mix + 1) % 20
+	}
+	return mix
 }
 
 // writesLines are the classes of make bench-scale's mix

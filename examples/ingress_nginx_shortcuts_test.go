@@ -126,7 +126,10 @@ func compareNginxRenders(t *testing.T, current, before *htcrender.Engine, cfg *c
 // with each read once (a read the render made again, a pair the source
 // map may repeat, says nothing more) and the status documents.
 func ngxOutcome(b *bundle.Bundle) string {
-	src := *b.Sources()
+	var src bundle.Sources // none: a render that names no object
+	if s := b.Sources(); s != nil {
+		src = *s
+	}
 	seen := map[bundle.Read]bool{}
 	src.Reads = slices.DeleteFunc(slices.Clone(src.Reads), func(r bundle.Read) bool {
 		again := seen[r]

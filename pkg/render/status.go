@@ -25,7 +25,7 @@ func (e *Engine) statusSource(spec *config.HAProxyTemplateConfigSpec) []source {
 	if e.status = statusdocs.New(spec); e.status == nil {
 		return nil
 	}
-	e.outputs = append(e.outputs, output{kind: kindStatus, name: StatusTemplateName, tmpl: StatusTemplateName, size: new(atomic.Int64)})
+	e.outputs = append(e.outputs, output{kind: kindStatus, name: StatusTemplateName, tmpl: StatusTemplateName, size: new(atomic.Int64), last: new(atomic.Pointer[string])})
 	return []source{{name: StatusTemplateName, text: spec.ResourceStatus.Template}}
 }
 
