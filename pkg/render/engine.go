@@ -416,6 +416,13 @@ func (e *Engine) render(ctx context.Context, in Input, reuse bool) (_ *bundle.Bu
 		out := unsafe.String(unsafe.SliceData(buf.Bytes()), buf.Len())
 		o.size.Store(int64(len(out) + len(out)/16))
 		st.sources.finish(relPath(o.kind, o.name), out)
+		if st.frags.recording != nil {
+			kept := out
+			if o.kind == kindStatus {
+				kept = "" // parsed, not kept: no record text keeps it
+			}
+			st.frags.outputs = append(st.frags.outputs, kept)
+		}
 		if i := strings.Index(out, noValue); i >= 0 {
 			nv := &NoValueError{Template: o.tmpl, OutputLine: 1 + strings.Count(out[:i], "\n")}
 			return nil, renderError(nv.Error(), nv), false
@@ -443,7 +450,7 @@ func (e *Engine) render(ctx context.Context, in Input, reuse bool) (_ *bundle.Bu
 	st.keepSizes()
 	if t := st.frags.recording; t != nil {
 		st.keepChannels(t)
-		st.sources.copied(t.End())
+		st.sources.copied(t.End(st.frags.outputs))
 		e.table.Store(t)
 		e.carried.Store(nil)
 		e.recorded.Store(int64(len(t.Records)))
