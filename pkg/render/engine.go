@@ -417,11 +417,10 @@ func (e *Engine) render(ctx context.Context, in Input, reuse bool) (_ *bundle.Bu
 		o.size.Store(int64(len(out) + len(out)/16))
 		st.sources.finish(relPath(o.kind, o.name), out)
 		if st.frags.recording != nil {
-			kept := out
-			if o.kind == kindStatus {
-				kept = "" // parsed, not kept: no record text keeps it
-			}
-			st.frags.outputs = append(st.frags.outputs, kept)
+			// Kept: the bundle keeps the files; the statusdocs.Decoder's
+			// cache, the resourceStatus text (its keys are parts of a
+			// recording render's text) until the next recording render.
+			st.frags.outputs = append(st.frags.outputs, out)
 		}
 		if i := strings.Index(out, noValue); i >= 0 {
 			nv := &NoValueError{Template: o.tmpl, OutputLine: 1 + strings.Count(out[:i], "\n")}

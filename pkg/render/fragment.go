@@ -39,8 +39,8 @@ type fragmentState struct {
 	reuse       *fragments.Table // records this render may apply; nil: none
 	recording   *fragments.Table // records this render keeps; nil: none
 	key         []byte           // fragment's scratch buffer for keys
-	// outputs are, in a recording render, the texts of the outputs done,
-	// "" for one the bundle does not keep (fragments.Table.End).
+	// outputs are, in a recording render, the texts of the outputs done
+	// (fragments.Table.End).
 	outputs []string
 	// check is what this render tells reuse's Reusable (reuseCheck).
 	check fragments.Check

@@ -235,7 +235,7 @@ func (t *Table) EmitsAt(i int) []Emission { return t.order[i].rec.Emits }
 
 // End drops the stores whose generation moved since NewTable, makes
 // every record of t one of t's slab (settle; outputs are the texts of the
-// render's outputs by Place.Out, "" for one the bundle does not keep),
+// render's outputs by Place.Out, "" for one none keeps),
 // and orders the records as Add recorded them: the recording render ends
 // with it. It returns the copies, by the record copied (nil: none), for
 // the render to hold them instead.
