@@ -37,7 +37,9 @@ import (
 // rest to file.rest. HTC_HEAP_BATCHES=k replaces the routes in k batches
 // with a recording render after each but the last, as the controller's
 // live rounds follow its status writes (about a thousand routes a round
-// at 10,000): a table then reuses most records of the last one.
+// at 10,000): a table then reuses most records of the last one; each of
+// those renders is followed by a collection, as the controller's accepted
+// rounds are before their status writes (afterRound).
 func BenchmarkGatewayHeapAtRest(b *testing.B) {
 	n := 10000
 	if v, err := strconv.Atoi(os.Getenv("HTC_HEAP_ROUTES")); err == nil && v > 0 {
@@ -62,6 +64,7 @@ func BenchmarkGatewayHeapAtRest(b *testing.B) {
 			bundle, err := e.Render(ctx, htcrender.Input{Stores: store.ReadOnly(stores), BaseDir: "/etc/haproxy", Record: true})
 			require.NoError(b, err)
 			runtime.KeepAlive(bundle)
+			runtime.GC() // the controller's collection after an accepted round
 		}
 		render()
 		firstSpans, _ := heapAtRest()

@@ -440,6 +440,12 @@ func (e *Engine) render(ctx context.Context, in Input, reuse bool) (_ *bundle.Bu
 		out := set.keptOutput(o, buf.Bytes())
 		o.size.Store(int64(len(out) + len(out)/16))
 		st.sources.finish(relPath(o.kind, o.name), out)
+		if st.frags.recording != nil {
+			// Kept: the bundle keeps the files; the statusdocs.Decoder's
+			// cache, the resourceStatus text (its keys are parts of a
+			// recording render's text) until the next recording render.
+			st.frags.outputs = append(st.frags.outputs, out)
+		}
 		if i := strings.Index(out, noValue); i >= 0 {
 			nv := &NoValueError{Template: o.tmpl, OutputLine: 1 + strings.Count(out[:i], "\n")}
 			return nil, renderError(nv.Error(), nv), false
@@ -467,7 +473,7 @@ func (e *Engine) render(ctx context.Context, in Input, reuse bool) (_ *bundle.Bu
 	st.keepSizes()
 	if t := st.frags.recording; t != nil {
 		st.keepChannels(t)
-		st.sources.copied(t.End())
+		st.sources.copied(t.End(st.frags.outputs))
 		e.table.Store(t)
 		e.carried.Store(nil)
 		e.recorded.Store(int64(len(t.Records)))

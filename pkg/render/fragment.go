@@ -39,6 +39,9 @@ type fragmentState struct {
 	reuse       *fragments.Table // records this render may apply; nil: none
 	recording   *fragments.Table // records this render keeps; nil: none
 	key         []byte           // fragment's scratch buffer for keys
+	// outputs are, in a recording render, the texts of the outputs done
+	// (fragments.Table.End).
+	outputs []string
 	// check is what this render tells reuse's Reusable (reuseCheck).
 	check fragments.Check
 	// exact is Input.ExactReads; alikeSeen keeps alike's answers for
@@ -202,7 +205,7 @@ func (s *renderState) fragment(name, key string, item any) error {
 		s.frags.ran++
 	}
 	if s.frags.recording != nil {
-		s.frags.recording.Add(k, rec)
+		s.frags.recording.Add(k, rec, s.place())
 	}
 	if err := s.applyFragment(item, rec, ran, s.frags.check.Found); err != nil {
 		return err
@@ -213,6 +216,16 @@ func (s *renderState) fragment(name, key string, item any) error {
 		rec.Slim(s.frags.lazy)
 	}
 	return nil
+}
+
+// place is where the fragment about to be applied writes its text: the
+// end of the output being rendered when it writes to it, not to a capture
+// (fragments.Table.End checks the text is there).
+func (s *renderState) place() fragments.Place {
+	if len(s.writers) != 1 {
+		return fragments.Place{Out: -1}
+	}
+	return fragments.Place{Out: len(s.frags.outputs), Off: s.writers[0].Len()}
 }
 
 // runFragment runs NAME for item and returns its record. The item's object

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"unsafe"
 	"weak"
 
 	"github.com/stretchr/testify/assert"
@@ -18,8 +19,8 @@ import (
 // TestARenderKeepsNoRecordOfASlabItUsesLittleOf: a recording render over
 // ten Ingresses, then nine of them replaced: the next recording render
 // runs their fragments again and reuses the tenth's record, which it
-// copies into its own slab (fragments.Table.End: it uses one record in
-// ten of the first slab), so neither its table nor its bundle's source
+// copies into its own slab (fragments.Table.End copies every record of
+// an earlier slab), so neither its table nor its bundle's source
 // map holds the first render's record: it goes once the first render's
 // bundle does. Its output is the full render's.
 func TestARenderKeepsNoRecordOfASlabItUsesLittleOf(t *testing.T) {
@@ -102,4 +103,58 @@ func TestARecordAppliedAlikeIsKeptInTheRecordingTablesSlab(t *testing.T) {
 	assert.Equal(t, full.Config, renderText(t, e, Input{Stores: set, BaseDir: "/b"}))
 	assert.Equal(t, FragmentStats{Reused: 4, Alike: 2, Ran: 4}, e.FragmentStats(), "reused as kept (the full render ran both)")
 	runtime.KeepAlive(b)
+}
+
+// TestARecordsTextIsItsRendersOutput: the records of a recording render
+// hold as their text the bytes of the output they wrote it to (the
+// config, a map), which its bundle keeps, and a copy when they wrote it
+// into captured text (an include); the next recording render, which
+// reuses most of them, renders the full render's outputs, and its
+// records' texts are its own outputs' bytes or copies likewise.
+func TestARecordsTextIsItsRendersOutput(t *testing.T) {
+	s, err := store.New(nsName)
+	require.NoError(t, err)
+	for i := range 4 {
+		require.NoError(t, s.Add(&unstructured.Unstructured{Object: ingress("ns", fmt.Sprint("i", i), "a.example.com", "svc")}))
+	}
+	set := store.Set{"ingresses": s}
+	e := mustEngine(t, `cfg {{ fragments "f" .resources.ingresses }} {{ include "g" . }}`,
+		withMap("m", `{{ fragments "h" .resources.ingresses }}`),
+		withSnippet("f", `[{{ .item.metadata.name }} {{ (index .item.spec.rules 0).host }}]`),
+		withSnippet("g", `<{{ fragments "i" .resources.ingresses }}>`),
+		withSnippet("h", `{{ .item.metadata.name }} {{ (index .item.spec.rules 0).host }}{{ "\n" }}`),
+		withSnippet("i", `({{ .item.metadata.name }})`))
+	in := Input{Stores: set, BaseDir: "/b", Record: true}
+	for round := range 2 {
+		if round > 0 {
+			require.NoError(t, s.Update(&unstructured.Unstructured{Object: ingress("ns", "i1", "b.example.com", "svc")}))
+		}
+		b, err := e.Render(t.Context(), in)
+		require.NoError(t, err)
+		full, err := e.Render(t.Context(), Input{Stores: set, BaseDir: "/b", Full: true})
+		require.NoError(t, err)
+		assert.Equal(t, full.Config, b.Config, "round %d", round)
+		assert.Equal(t, full.Maps, b.Maps, "round %d", round)
+		tbl := e.table.Load()
+		require.Len(t, tbl.Records, 12)
+		inOutput := 0
+		for _, r := range tbl.Records {
+			switch {
+			case within(r.Text, b.Config), within(r.Text, b.Maps["m"]):
+				inOutput++
+			default:
+				assert.True(t, strings.HasPrefix(r.Text, "("), "only the include's records are copies: %q", r.Text)
+			}
+		}
+		assert.Equal(t, 8, inOutput, "round %d: the config's and the map's records", round)
+	}
+}
+
+// within reports whether s is a part of the bytes of o.
+func within(s, o string) bool {
+	if s == "" || o == "" {
+		return false
+	}
+	p, q := uintptr(unsafe.Pointer(unsafe.StringData(o))), uintptr(unsafe.Pointer(unsafe.StringData(s)))
+	return q >= p && q+uintptr(len(s)) <= p+uintptr(len(o))
 }

@@ -16,8 +16,9 @@
 //     objects now, or objects that render alike).
 //   - slab.go: Slab, where a Table keeps its records, their lists and
 //     strings: in large chunks apart from the render's garbage (Keep),
-//     with the records of a slab a later table uses less than half of
-//     copied into its own (Table.End).
+//     with the records of an earlier slab a later table uses copied into
+//     its own, and each record's text the bytes of the render's output
+//     where it lies there (Table.End).
 //   - names.go: Names, one copy of each channel name emits are given.
 //   - channel.go: Channel, what fragments emitted on one channel (the
 //     first value of each key), closed once read; Base, a channel as the

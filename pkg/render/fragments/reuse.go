@@ -24,10 +24,11 @@ type Table struct {
 	Limit   int64
 	// Records are the records, by key.
 	Records map[string]*Record
-	// keys are the keys Add recorded, in order; order is each with its
-	// record in Records, made by End (nil before: Reusable then asks
-	// Records alone).
+	// keys are the keys Add recorded, in order, and at where each record
+	// was applied; order is each key with its record in Records, made by
+	// End (nil before: Reusable then asks Records alone).
 	keys  []string
+	at    []Place
 	order []keyed
 	// channels are the channels the recording render read, by name
 	// (KeepChannel): a render applying these records starts from them
@@ -39,9 +40,13 @@ type Table struct {
 	gens map[string]storeGen
 	// slab holds the records Keep kept (slab.go).
 	slab *Slab
-	// keyText holds the keys Add recorded: apart from slab, whose chunks
-	// a later table keeps while it uses half its records, they go with
-	// t (every table records a key for each of its records).
+	// captured holds the texts Keep kept until End settles them (settle):
+	// copies of the render's captures, in chunks apart from its garbage,
+	// garbage from End on.
+	captured Slab
+	// keyText holds the keys Add recorded: apart from slab, whose
+	// records a later table copies (settle), they go with t (every table
+	// records a key for each of its records).
 	keyText Slab
 	// firsts holds, by channel, the position of each key's first emitter
 	// (*firstIndex, FirstEmitters), for the channels renders asked.
@@ -85,19 +90,25 @@ type keyed struct {
 	rec *Record
 }
 
+// Place is where the render applying a record wrote its text: at byte
+// Off of its output Out (End's outputs), or, Out -1, elsewhere (in the
+// text a function captures).
+type Place struct{ Out, Off int }
+
 // Add records rec as the record of key (a later one for the same key
-// replaces it).
-func (t *Table) Add(key []byte, rec *Record) {
+// replaces it), applied at at.
+func (t *Table) Add(key []byte, rec *Record, at Place) {
 	k := t.keyText.String(unsafe.String(unsafe.SliceData(key), len(key)))
 	t.Records[k] = rec
 	t.keys = append(t.keys, k)
+	t.at = append(t.at, at)
 }
 
 // Keep returns r, a record a fragment of the recording render ran into,
-// kept in t's slab with text as its text (Slab.Keep): what the render
-// adds to t.
+// kept in t's slab with a copy of text as its text (Slab.Keep; the copy
+// in t.captured until End settles it): what the render adds to t.
 func (t *Table) Keep(r *Record, text []byte) *Record {
-	return t.slab.Keep(r, unsafe.String(unsafe.SliceData(text), len(text)))
+	return t.slab.Keep(r, t.captured.String(unsafe.String(unsafe.SliceData(text), len(text))))
 }
 
 // KeepCopy returns a copy of r, a record of an earlier table applied
@@ -222,51 +233,79 @@ func (t *Table) scanFirstEmitters(channel string, keys map[string]bool, upto int
 // EmitsAt returns the emits of the record at position i of t's order.
 func (t *Table) EmitsAt(i int) []Emission { return t.order[i].rec.Emits }
 
-// End drops the stores whose generation moved since NewTable, copies
-// into t's slab the records of slabs t uses less than half of (compact),
+// End drops the stores whose generation moved since NewTable, makes
+// every record of t one of t's slab (settle; outputs are the texts of the
+// render's outputs by Place.Out, "" for one none keeps),
 // and orders the records as Add recorded them: the recording render ends
 // with it. It returns the copies, by the record copied (nil: none), for
 // the render to hold them instead.
-func (t *Table) End() (moved map[*Record]*Record) {
+func (t *Table) End(outputs []string) (moved map[*Record]*Record) {
 	for k, g := range t.gens {
 		if g.reader.Generation() != g.gen {
 			delete(t.gens, k)
 		}
 	}
-	moved = t.compact()
+	moved = t.settle(outputs)
 	t.order = make([]keyed, len(t.keys))
 	for i, k := range t.keys {
 		t.order[i] = keyed{key: k, rec: t.Records[k]}
 	}
-	t.keys = nil
+	t.keys, t.at, t.captured = nil, nil, Slab{}
 	return moved
 }
 
-// compact copies into t's slab the records t holds of another slab
-// that t uses less than half of (slab.go), and returns the copies by the
-// record copied: that slab's chunks are then kept only by what else
-// holds its records (an earlier table, the bundle of the render that
-// made it), not by t nor by the render that made t once it holds the
-// copies (End).
-func (t *Table) compact() (moved map[*Record]*Record) {
-	used := map[*Slab]int{}
-	for _, r := range t.Records {
-		if r.slab != nil && r.slab != t.slab {
-			used[r.slab]++
+// settle copies into t's slab every record t holds of another slab (an
+// earlier table's, reused; one of no slab stays as it is), and gives each record of t's slab its text
+// for good: the bytes of the output where the render wrote it (at) when
+// they are its text, else a copy in t's slab. A record of t's slab is
+// t's alone until End returns (no other render reads it), so it is
+// settled in place; another slab's record may be read by other renders
+// and is left as it is. Then t holds no chunk of an earlier slab, nor a
+// second copy of a text the bundle holds: the earlier chunks are kept
+// only by what else holds their records (an earlier table, the bundle of
+// the render that made it; not the render that made t, once it holds the
+// copies: End). The text compared is the whole of it, so a record whose
+// text is not where at says gets a copy (fail closed).
+func (t *Table) settle(outputs []string) (moved map[*Record]*Record) {
+	done := make(map[*Record]bool, len(t.Records))
+	for i, k := range t.keys {
+		r := t.Records[k]
+		if c := moved[r]; c != nil {
+			t.Records[k] = c
+			continue
 		}
-	}
-	for k, r := range t.Records {
-		if s := r.slab; s != nil && s != t.slab && 2*used[s] < s.n {
-			if moved == nil {
-				moved = map[*Record]*Record{}
-			}
-			if moved[r] == nil {
-				moved[r] = t.slab.Keep(r, r.Text)
-			}
-			t.Records[k] = moved[r]
+		if done[r] || r.slab == nil { // a record of no slab: no chunk to let go
+			continue
 		}
+		text, placed := placedText(outputs, t.at[i], r.Text)
+		if !placed {
+			text = t.slab.String(r.Text)
+		}
+		if r.slab == t.slab {
+			r.Text = text
+			done[r] = true
+			continue
+		}
+		if moved == nil {
+			moved = map[*Record]*Record{}
+		}
+		c := t.slab.Keep(r, text)
+		moved[r], done[c], t.Records[k] = c, true, c
 	}
 	return moved
+}
+
+// placedText returns the bytes of outputs at at when they are text (not
+// empty).
+func placedText(outputs []string, at Place, text string) (string, bool) {
+	if at.Out < 0 || at.Out >= len(outputs) || at.Off < 0 || text == "" {
+		return "", false
+	}
+	o := outputs[at.Out]
+	if end := at.Off + len(text); end <= len(o) && o[at.Off:end] == text {
+		return o[at.Off:end], true
+	}
+	return "", false
 }
 
 // record returns Records[key]. A render of a state like the recorded one

@@ -48,7 +48,7 @@ func TestARecordIsReusedOnlyWhileItsReadsReturnWhatTheyReturned(t *testing.T) {
 				rec.Held = []unsafe.Pointer{mapPtr(old.Object)}
 			}
 			tbl.Records["k"] = rec
-			tbl.End()
+			tbl.End(nil)
 			if tc.update {
 				require.NoError(t, s.Update(app("v2")))
 			}
@@ -97,9 +97,9 @@ func TestRecordsAreFoundAsRecordsHoldsThem(t *testing.T) {
 			recs := map[string]*Record{}
 			for _, k := range []string{"a", "b", "c", "d", "c"} { // c twice: the later replaces
 				recs[k] = &Record{Text: k}
-				tbl.Add([]byte(k), recs[k])
+				tbl.Add([]byte(k), recs[k], Place{Out: -1})
 			}
-			tbl.End()
+			tbl.End(nil)
 			c := &Check{}
 			for i, k := range tc.ask {
 				got, _ := tbl.Reusable([]byte(k), c)
@@ -131,9 +131,9 @@ func TestFirstEmittersAnswerAsTheScan(t *testing.T) {
 			for range rng.IntN(5) {
 				rec.Emits = append(rec.Emits, Emission{Channel: chans[rng.IntN(2)], Key: keys[rng.IntN(len(keys)-1)], Value: fmt.Sprint(i, rng.IntN(3))})
 			}
-			tbl.Add([]byte(fmt.Sprint("r", i)), rec)
+			tbl.Add([]byte(fmt.Sprint("r", i)), rec, Place{Out: -1})
 		}
-		tbl.End()
+		tbl.End(nil)
 		for range 2 {
 			for _, ch := range append(chans, "none") {
 				ask := map[string]bool{}

@@ -10,9 +10,12 @@ import "unsafe"
 // render's peak, not what it keeps. A Slab allocates them instead from
 // chunks of slabChunkBytes or more (an object that large gets pages of
 // its own): Keep copies a record into it. A chunk lives as long as one
-// record in it does, so a table whose records are mostly another
-// table's copies those into its own slab when that other slab is less
-// than half in use by it (Table.End), and the old chunks go.
+// record in it does, so a table copies into its own slab every record it
+// holds of another (Table.End), and the old chunks go with the tables and
+// bundles that hold their records. A record's text is most of it: End
+// makes it the bytes of the render's output where the record wrote it,
+// which the bundle keeps anyway, or a copy in the slab when it is not
+// found there.
 
 // slabChunkBytes is the least size of a Slab's chunk: above the size from
 // which an object gets pages of its own (32 KiB).
@@ -32,13 +35,14 @@ type Slab struct {
 	n int
 }
 
-// Keep returns a copy of r in s, with text as its text: its lists and
-// the strings of its reads' keys, emits' keys, and the keys of its reads
-// copied into s's chunks; its items, objects read, emitted values, files
-// and warnings are shared with r.
+// Keep returns a copy of r in s, with text as its text (not copied: the
+// table settles it at its end, Table.End): its lists and the strings of
+// its reads' keys, emits' keys, and the keys of its reads copied into s's
+// chunks; its items, objects read, emitted values, files and warnings are
+// shared with r.
 func (s *Slab) Keep(r *Record, text string) *Record {
 	k := &take(&s.recs, 1)[0]
-	*k = Record{Text: s.String(text), Scratch: r.Scratch, Item: r.Item, Files: trimmed(r.Files), Warnings: trimmed(r.Warnings), slab: s}
+	*k = Record{Text: text, Scratch: r.Scratch, Item: r.Item, Files: trimmed(r.Files), Warnings: trimmed(r.Warnings), slab: s}
 	if len(r.Reads) > 0 {
 		k.Reads = take(&s.reads, len(r.Reads))
 		for i, rd := range r.Reads {

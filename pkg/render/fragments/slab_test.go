@@ -3,6 +3,7 @@ package fragments
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 	"unsafe"
 	"weak"
@@ -15,9 +16,9 @@ import (
 )
 
 // TestAKeptRecordHoldsWhatTheRecordHeld: a record kept in a table's slab
-// equals the record the fragment ran into, field by field, with lists of
-// exactly their length, and its strings are copies (the render's buffer
-// may be written again).
+// equals, once the table ended, the record the fragment ran into, field by
+// field, with lists of exactly their length, and its strings are copies
+// (the render's buffer may be written again).
 func TestAKeptRecordHoldsWhatTheRecordHeld(t *testing.T) {
 	obj := map[string]any{"kind": "Service"}
 	for _, tc := range []struct {
@@ -41,6 +42,8 @@ func TestAKeptRecordHoldsWhatTheRecordHeld(t *testing.T) {
 			tbl := NewTable("/b", 1, store.Set{}, 0)
 			in := tc.rec
 			k := tbl.Keep(&in, text)
+			tbl.Add([]byte("k"), k, Place{Out: -1})
+			tbl.End(nil)
 			copy(text, "xxxxxxxx")
 			want := tc.rec
 			want.Text = "the text"
@@ -58,52 +61,101 @@ func TestAKeptRecordHoldsWhatTheRecordHeld(t *testing.T) {
 	}
 }
 
-// TestATableCopiesTheRecordsOfASlabItUsesLessThanHalfOf: at its end, a
-// table copies into its own slab the records it holds of another table's
-// slab when it holds fewer than half of that slab's records, and keeps
-// them where they are otherwise; the copies hold what the records held.
-func TestATableCopiesTheRecordsOfASlabItUsesLessThanHalfOf(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		reused int // of the 10 records of the first table
-		copied bool
-	}{
-		{name: "all reused", reused: 10, copied: false},
-		{name: "half reused", reused: 5, copied: false},
-		{name: "fewer than half reused", reused: 4, copied: true},
-		{name: "one reused", reused: 1, copied: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+// TestATableEndsWithEveryRecordInItsSlab: at its end, a table copies into
+// its own slab every record it holds of another table's slab, however
+// many of that slab's it reuses, and the copies hold what the records
+// held; the records of the other table stay as they were.
+func TestATableEndsWithEveryRecordInItsSlab(t *testing.T) {
+	for _, reused := range []int{10, 5, 1} { // of the 10 records of the first table
+		t.Run(fmt.Sprint(reused, " reused"), func(t *testing.T) {
 			first := NewTable("/b", 1, store.Set{}, 0)
 			for i := range 10 {
 				k := fmt.Sprint(i)
-				first.Add([]byte(k), first.Keep(&Record{Emits: []Emission{{Channel: "c", Key: k}}}, []byte(k)))
+				first.Add([]byte(k), first.Keep(&Record{Emits: []Emission{{Channel: "c", Key: k}}}, []byte(k)), Place{Out: -1})
 			}
-			first.End()
+			first.End(nil)
 			next := NewTable("/b", 1, store.Set{}, 0)
-			for i := range tc.reused {
+			for i := range reused {
 				k := fmt.Sprint(i)
-				next.Add([]byte(k), first.Records[k])
+				next.Add([]byte(k), first.Records[k], Place{Out: -1})
 			}
-			next.Add([]byte("new"), next.Keep(&Record{}, []byte("new")))
-			next.End()
-			for i := range tc.reused {
+			next.Add([]byte("new"), next.Keep(&Record{}, []byte("new")), Place{Out: -1})
+			moved := next.End(nil)
+			assert.Len(t, moved, reused)
+			for i := range reused {
 				k := fmt.Sprint(i)
 				got := next.Records[k]
 				require.NotNil(t, got)
-				assert.Equal(t, tc.copied, got != first.Records[k], k)
+				assert.NotSame(t, first.Records[k], got, k)
+				assert.Same(t, got, moved[first.Records[k]], k)
 				assert.Equal(t, k, got.Text)
 				assert.Equal(t, []Emission{{Channel: "c", Key: k}}, got.Emits)
-				wantSlab := first.slab
-				if tc.copied {
-					wantSlab = next.slab
-				}
-				assert.Same(t, wantSlab, got.slab, k)
+				assert.Same(t, next.slab, got.slab, k)
+				assert.Same(t, first.slab, first.Records[k].slab, k)
+				assert.Equal(t, k, first.Records[k].Text)
 			}
 			for i, o := range next.order {
 				assert.Same(t, next.Records[o.key], o.rec, "order %d", i)
 			}
 		})
+	}
+}
+
+// TestARecordsTextIsTheOutputsWhereItLiesThere: at its end, a table gives
+// each record the bytes of the output where the render wrote its text
+// (Place) when they are its text, and a copy of its own in any other
+// case: placed elsewhere or nowhere, in an output it is not in or past
+// its end, or empty; a record of an earlier table likewise, copied.
+func TestARecordsTextIsTheOutputsWhereItLiesThere(t *testing.T) {
+	outputs := []string{"head [a][b] tail", "", "[c]"}
+	for _, tc := range []struct {
+		name string
+		text string
+		at   Place
+		in   int // the output whose bytes the text is, -1: a copy
+	}{
+		{name: "where it lies", text: "[a]", at: Place{Out: 0, Off: 5}, in: 0},
+		{name: "in another output", text: "[c]", at: Place{Out: 2, Off: 0}, in: 2},
+		{name: "one byte off", text: "[a]", at: Place{Out: 0, Off: 6}, in: -1},
+		{name: "other text there", text: "[x]", at: Place{Out: 0, Off: 5}, in: -1},
+		{name: "past the end", text: "[c]x", at: Place{Out: 2, Off: 0}, in: -1},
+		{name: "an output not kept", text: "[c]", at: Place{Out: 1, Off: 0}, in: -1},
+		{name: "no such output", text: "[c]", at: Place{Out: 3, Off: 0}, in: -1},
+		{name: "in no output", text: "[a]", at: Place{Out: -1}, in: -1},
+		{name: "empty", text: "", at: Place{Out: 0, Off: 5}, in: -1},
+	} {
+		for _, earlier := range []bool{false, true} {
+			t.Run(fmt.Sprint(tc.name, " earlier ", earlier), func(t *testing.T) {
+				text := []byte(tc.text)
+				tbl := NewTable("/b", 1, store.Set{}, 0)
+				rec := tbl.Keep(&Record{}, text)
+				if earlier {
+					first := tbl
+					first.Add([]byte("k"), rec, Place{Out: -1})
+					first.End(nil)
+					tbl = NewTable("/b", 1, store.Set{}, 0)
+				}
+				tbl.Add([]byte("k"), rec, tc.at)
+				tbl.End(outputs)
+				copy(text, strings.Repeat("x", len(text)))
+				got := tbl.Records["k"].Text
+				assert.Equal(t, tc.text, got)
+				if tc.in >= 0 {
+					o := outputs[tc.in]
+					assert.Same(t, unsafe.StringData(o[tc.at.Off:]), unsafe.StringData(got), "the output's bytes")
+				} else if got != "" {
+					for _, o := range outputs {
+						if o != "" {
+							p, q := uintptr(unsafe.Pointer(unsafe.StringData(o))), uintptr(unsafe.Pointer(unsafe.StringData(got)))
+							assert.False(t, q >= p && q < p+uintptr(len(o)), "a copy, not the output's bytes")
+						}
+					}
+				}
+				if earlier {
+					assert.Equal(t, tc.text, rec.Text, "the earlier table's record is left as it was")
+				}
+			})
+		}
 	}
 }
 
@@ -115,14 +167,14 @@ func TestATablesKeysGoWithIt(t *testing.T) {
 	first := NewTable("/b", 1, store.Set{}, 0)
 	for i := range 10 {
 		k := fmt.Sprint("key-", i)
-		first.Add([]byte(k), first.Keep(&Record{}, []byte(fmt.Sprint("text-", i))))
+		first.Add([]byte(k), first.Keep(&Record{}, []byte(fmt.Sprint("text-", i))), Place{Out: -1})
 	}
-	first.End()
+	first.End(nil)
 	next := NewTable("/b", 1, store.Set{}, 0)
 	for _, o := range first.order {
-		next.Add([]byte(o.key), o.rec)
+		next.Add([]byte(o.key), o.rec, Place{Out: -1})
 	}
-	next.End()
+	next.End(nil)
 	key := weak.Make(unsafe.StringData(first.order[0].key))
 	first = nil
 	runtime.GC()
