@@ -133,11 +133,14 @@ func (s *policyScan) checkMapFiles() {
 
 // checkMapContent checks the lines of one map or pattern file in one pass.
 func (s *policyScan) checkMapContent(name, content string, u mapfile.Use) {
+	if s.clean.clean(content, u) {
+		return // checked before, nothing found (cleanMaps)
+	}
 	n, shown, more := 0, 0, 0
-	for len(content) > 0 {
+	for rest := content; len(rest) > 0; {
 		n++
 		var line string
-		line, content, _ = strings.Cut(content, "\n")
+		line, rest, _ = strings.Cut(rest, "\n")
 		problem := mapfile.LineProblem(line, u)
 		if problem == "" {
 			continue
@@ -151,6 +154,9 @@ func (s *policyScan) checkMapContent(name, content string, u mapfile.Use) {
 	}
 	if more > 0 {
 		s.add(loc{file: name}, "", fmt.Sprintf("%d more lines HAProxy would misread", more))
+	}
+	if shown == 0 {
+		s.clean.add(content, u)
 	}
 }
 
