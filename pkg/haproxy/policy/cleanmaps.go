@@ -2,6 +2,7 @@ package policy
 
 import (
 	"container/list"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -21,14 +22,35 @@ import (
 // so no other content can have the key while the entry exists. Only a
 // check that found nothing is kept; anything else (a miss, a finding) runs
 // the full check. TestCleanMapsAreTheFullCheck and FuzzScansAreEvaluate
-// compare the answers with Evaluate's. Bounded (maxCleanMaps entries,
+// compare the answers with Evaluate's.
+//
+// A content not remembered is compared with the last clean content of the
+// same name read the same way (any clean content would do; the name only
+// finds a similar one): the lines of their common prefix and suffix, cut at
+// line ends (changedLines), are lines of the clean content, so only the
+// lines between are checked; when they are clean so is the whole, else the
+// full check runs. FuzzChangedLinesCheckAsTheWhole compares this with the
+// check of every line. Bounded (maxCleanMaps entries,
 // maxCleanBytes of content), least recently used first out; safe for
 // concurrent use.
 type cleanMaps struct {
 	mu    sync.Mutex
-	byKey map[cleanKey]*list.Element // -> element holding the cleanKey
+	byKey map[cleanKey]*list.Element // -> element holding its cleanEntry
 	order list.List                  // most recently used first
 	bytes int
+	last  map[nameUse]cleanKey // the last clean content of a name, kept in byKey
+}
+
+// cleanEntry is a remembered content and the name it was checked under.
+type cleanEntry struct {
+	key  cleanKey
+	name nameUse
+}
+
+// nameUse is a file's name and how it is read.
+type nameUse struct {
+	name string
+	use  mapfile.Use
 }
 
 // maxCleanMaps and maxCleanBytes bound a cleanMaps: the maps of a few
@@ -45,7 +67,9 @@ type cleanKey struct {
 	use  mapfile.Use
 }
 
-func newCleanMaps() *cleanMaps { return &cleanMaps{byKey: map[cleanKey]*list.Element{}} }
+func newCleanMaps() *cleanMaps {
+	return &cleanMaps{byKey: map[cleanKey]*list.Element{}, last: map[nameUse]cleanKey{}}
+}
 
 func keyOfContent(content string, u mapfile.Use) cleanKey {
 	return cleanKey{data: unsafe.StringData(content), n: len(content), use: u}
@@ -66,22 +90,84 @@ func (c *cleanMaps) clean(content string, u mapfile.Use) bool {
 	return ok
 }
 
-// add remembers that the check of content, read as u, found nothing.
-func (c *cleanMaps) add(content string, u mapfile.Use) {
+// similar returns the last content of name read as u that was checked
+// clean ("" when there is none).
+func (c *cleanMaps) similar(name string, u mapfile.Use) string {
+	if c == nil {
+		return ""
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k, ok := c.last[nameUse{name, u}]
+	if !ok {
+		return ""
+	}
+	return unsafe.String(k.data, k.n) // alive: the key's pointer holds it
+}
+
+// add remembers that the check of content (file name), read as u, found
+// nothing.
+func (c *cleanMaps) add(name, content string, u mapfile.Use) {
 	if c == nil || content == "" || len(content) > maxCleanBytes {
 		return
 	}
-	k := keyOfContent(content, u)
+	k, nu := keyOfContent(content, u), nameUse{name, u}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if len(c.last) >= 4*maxCleanMaps {
+		clear(c.last) // many names share few contents: start again
+	}
+	c.last[nu] = k
 	if _, ok := c.byKey[k]; ok {
 		return
 	}
-	c.byKey[k] = c.order.PushFront(k)
+	c.byKey[k] = c.order.PushFront(cleanEntry{k, nu})
 	c.bytes += k.n
 	for c.order.Len() > maxCleanMaps || c.bytes > maxCleanBytes {
-		old := c.order.Remove(c.order.Back()).(cleanKey)
-		delete(c.byKey, old)
-		c.bytes -= old.n
+		old := c.order.Remove(c.order.Back()).(cleanEntry)
+		delete(c.byKey, old.key)
+		c.bytes -= old.key.n
+		for nu, k := range c.last {
+			if k == old.key {
+				delete(c.last, nu)
+			}
+		}
 	}
+}
+
+// changedLines returns the lines of content that are not lines of clean:
+// content less the longest prefix and suffix it shares with clean, the
+// prefix cut after a line end, the suffix starting at a line start in
+// both texts (else after the shared suffix's first line end). Every line of content is in exactly one of the
+// three parts, and those of the prefix and suffix are whole lines of clean.
+func changedLines(clean, content string) string {
+	limit := min(len(clean), len(content))
+	p := sharedRun(limit, func(i, n int) bool { return clean[i:i+n] == content[i:i+n] })
+	p = strings.LastIndexByte(content[:p], '\n') + 1
+	q := sharedRun(limit-p, func(i, n int) bool {
+		return clean[len(clean)-i-n:len(clean)-i] == content[len(content)-i-n:len(content)-i]
+	})
+	end, cs := len(content)-q, len(clean)-q // where the shared suffix starts
+	lineStart := func(text string, at int) bool { return at == 0 || text[at-1] == '\n' }
+	if !lineStart(content, end) || !lineStart(clean, cs) {
+		if i := strings.IndexByte(content[end:], '\n'); i >= 0 {
+			end += i + 1 // the next line start, in both
+		} else {
+			end = len(content)
+		}
+	}
+	return content[p:end]
+}
+
+// sharedRun returns the largest m <= limit such that equal(0, m) holds,
+// given equal(i, n) compares n bytes from offset i of two texts (whole
+// chunks at once: a string comparison is far faster than a byte loop).
+func sharedRun(limit int, equal func(i, n int) bool) int {
+	m := 0
+	for n := 4096; n >= 1; n /= 8 {
+		for m+n <= limit && equal(m, n) {
+			m += n
+		}
+	}
+	return m
 }

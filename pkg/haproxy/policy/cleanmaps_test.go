@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/haproxy-template/htc/pkg/haproxy/policy/mapfile"
 )
@@ -62,19 +63,72 @@ func TestCleanMapsAreBounded(t *testing.T) {
 	c := newCleanMaps()
 	u := mapfile.Use{AsMap: true}
 	first := strings.Clone("k v\n")
-	c.add(first, u)
+	c.add("m", first, u)
 	for i := range maxCleanMaps - 1 {
-		c.add(strings.Repeat("k", i+1)+" v\n", u)
+		c.add("m", strings.Repeat("k", i+1)+" v\n", u)
 	}
 	assert.True(t, c.clean(first, u), "the first is used again: the second is now the oldest")
-	c.add("last v\n", u)
+	c.add("m", "last v\n", u)
 	assert.Len(t, c.byKey, maxCleanMaps)
 	assert.True(t, c.clean(first, u))
 	big := strings.Repeat("x", maxCleanBytes/2) + " v\n"
-	c.add(big, u)
-	c.add(strings.Clone(big), u)
+	c.add("b", big, u)
+	c.add("b", strings.Clone(big), u)
 	assert.LessOrEqual(t, c.bytes, maxCleanBytes)
 	assert.False(t, c.clean(first, u), "the oldest left for the bytes")
-	c.add(strings.Repeat("y", maxCleanBytes+1), u)
+	assert.Empty(t, c.similar("m", u)+c.similar("n", u), "no name keeps a content that left")
+	c.add("n", "n v\n", u)
+	assert.Equal(t, "n v\n", c.similar("n", u))
+	c.add("m", strings.Repeat("y", maxCleanBytes+1), u)
 	assert.False(t, c.clean(strings.Repeat("y", maxCleanBytes+1), u), "a content beyond the bound is not kept")
+}
+
+// TestChangedLinesAreTheLinesNotShared: the part of a content left to
+// check is its lines that are not whole lines of the clean content it
+// shares a prefix and suffix with.
+func TestChangedLinesAreTheLinesNotShared(t *testing.T) {
+	for _, tc := range []struct{ name, clean, content, want string }{
+		{"a changed line", "a 1\nb 2\nc 3\n", "a 1\nb 9\nc 3\n", "b 9\n"},
+		{"an added line", "a 1\nc 3\n", "a 1\nb 2\nc 3\n", "b 2\n"},
+		{"an appended line", "a 1\n", "a 1\nb 2\n", "b 2\n"},
+		{"a removed line", "a 1\nb 2\nc 3\n", "a 1\nc 3\n", ""},
+		{"two lines joined", "a 1\nb 2\n", "a 1b 2\n", "a 1b 2\n"},
+		{"a final line end removed", "a 1\nb 2\n", "a 1\nb 2", "b 2"},
+		{"a blank added at a line's end", "a 1\nb 2\n", "a 1 \nb 2\n", "a 1 \n"},
+		{"the same text", "a 1\nb 2\n", "a 1\nb 2\n", ""},
+		{"nothing shared", "a 1\n", "b 2\n", "b 2\n"},
+		{"a shared suffix starting inside a clean line", "a 1\n", "b 2\n 1\n", "b 2\n 1\n"},
+		{"a long shared prefix", strings.Repeat("k v\n", 3000) + "x 1\n", strings.Repeat("k v\n", 3000) + "x  1\n", "x  1\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, changedLines(tc.clean, tc.content))
+		})
+	}
+}
+
+// FuzzChangedLinesCheckAsTheWhole: the map check of a content after a
+// clean content of the same name (only the changed lines are read when
+// they are clean) finds what the full check finds.
+func FuzzChangedLinesCheckAsTheWhole(f *testing.F) {
+	long := strings.Repeat("k", mapfile.LineMax-2)
+	for _, seed := range [][2]string{
+		{"a 1\nb 2\nc 3\n", "a 1\nb 9\nc 3\n"}, {"a 1\nb 2\n", "a 1b 2\n"}, {"a 1\nb 2\n", "a 1 \nb 2\n"},
+		{"a 1\nb 2\n", "a 1\n b 2\n"}, {"a 1\r\nb 2\r\n", "a 1\r\nb\r 2\r\n"}, {"a 1\n", "a 1\nb\x002\n"},
+		{long + " v\n" + "a 1\n", long + "kk v\n" + "a 1\n"}, {"a 1\n" + long + " v\n", "a 1\n" + long + " vvvvvv\n"},
+		{"# c\na 1\n", "#  c\n a 1\n"}, {"a 1\n", "b 2\n 1\n"}, {"a 1\n\n\nb 2\n", "a 1\n\n \nb 2\n"},
+	} {
+		f.Add(seed[0], seed[1], false)
+		f.Add(seed[0], seed[1], true)
+	}
+	f.Fuzz(func(t *testing.T, clean, content string, asPattern bool) {
+		u := mapfile.Use{AsMap: !asPattern, AsPattern: asPattern}
+		if !linesClean(clean, u) || clean == "" {
+			return
+		}
+		c := newCleanMaps()
+		require.Empty(t, checkMapsWith(c, []string{clean}, []mapfile.Use{u})[0])
+		require.Equal(t, clean, c.similar("maps/m", u), "the clean content is remembered under its name")
+		want := checkMapsWith(nil, []string{content}, []mapfile.Use{u})
+		assert.Equal(t, want, checkMapsWith(c, []string{content}, []mapfile.Use{u}))
+	})
 }
