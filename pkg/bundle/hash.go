@@ -19,8 +19,9 @@ func (b *Bundle) Hash() string { return b.hashWith(nil) }
 // hashWith is Hash, the digests of large contents taken from h (nil: none).
 func (b *Bundle) hashWith(h *Hasher) string {
 	k := contenthash.New()
+	var d [sha256.Size]byte // one array for every file (it escapes)
 	for _, f := range b.AllFiles() {
-		d := h.digest(f.Content)
+		d = h.digest(f.Content)
 		k.String(f.RelPath).Bytes(d[:])
 	}
 	return k.Sum()
