@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/haproxy-template/htc/internal/contenthash"
 	"github.com/haproxy-template/htc/pkg/resourcestatus"
 )
 
@@ -155,18 +154,6 @@ func (b *Bundle) AllFiles() []File {
 	add(KindFile, b.Files)
 	add(KindCert, b.Certs)
 	return out
-}
-
-// Hash is the SHA-256 of the bundle's files (each one's relative path and
-// content, in AllFiles order), hex-encoded. Two bundles with equal hashes
-// write identical directories. BaseDir enters only through the content (the
-// paths pathFor wrote into it).
-func (b *Bundle) Hash() string {
-	k := contenthash.New()
-	for _, f := range b.AllFiles() {
-		k.String(f.RelPath).String(f.Content)
-	}
-	return k.Sum()
 }
 
 // Target returns the content an assertion target names: "haproxy.cfg",

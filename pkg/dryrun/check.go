@@ -34,7 +34,8 @@ type Verdict struct {
 	Warnings []string
 	// Bundle is the rendered configuration (nil when rendering failed).
 	Bundle *bundle.Bundle
-	// BundleHash is Bundle.Hash() (empty when rendering failed).
+	// BundleHash is Bundle.Hash() (empty when rendering failed), its file
+	// digests remembered by the pipeline's bundle.Hasher.
 	BundleHash string
 	// CodeNotRun reports a bundle that loads code the caller did not
 	// trust (CheckOptions.RunnableCode): only the policy, syntax and
@@ -169,7 +170,7 @@ func (p *Pipeline) renderAndCheck(ctx context.Context, stores store.Set, opts Ch
 	if err != nil {
 		return err
 	}
-	v.Bundle, v.BundleHash = b, b.Hash()
+	v.Bundle, v.BundleHash = b, p.hasher.Hash(b)
 	run, key := p.checker.Check, v.BundleHash
 	if opts.RunnableCode != nil {
 		if fp := p.CodeFingerprint(b); fp != "" && !opts.RunnableCode(fp) {

@@ -107,6 +107,7 @@ type Pipeline struct {
 	tests   *testrun.Runner
 	cache   *testrun.Cache
 	checks  *checkCache
+	hasher  *bundle.Hasher // the bundles' hashes (Verdict.BundleHash)
 	env     Env
 }
 
@@ -165,6 +166,7 @@ func Build(cfg *config.HAProxyTemplateConfig, env Env) (*Pipeline, error) {
 		tests:   testrun.New(&cfg.Spec, model, engine, testChecker, env.BaseDir),
 		cache:   cache,
 		checks:  newCheckCache(env.CheckCacheEntries),
+		hasher:  bundle.NewHasher(),
 		env:     env,
 	}, nil
 }

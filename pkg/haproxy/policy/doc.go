@@ -28,7 +28,10 @@
 //     (see Check and docs/policy-inventory.md for the method and counts).
 //   - Kept scans: memo.go (Scans), Evaluate that keeps the scan of
 //     everything but the maps' lines, for bundles that differ from one it
-//     scanned only in their maps' content.
+//     scanned only in their maps' content; cleanmaps.go (cleanMaps), its
+//     memory of the map contents checked clean, so that a map the render
+//     returned unchanged is not read again, and a changed one only in the
+//     lines it does not share with its last clean content.
 //   - Answers: errors.go (Finding, Error), grant.go (Grants, GrantsCode),
 //     code.go (CodeFingerprint), text.go (the text helpers the checker
 //     shares).

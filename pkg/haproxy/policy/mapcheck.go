@@ -133,11 +133,18 @@ func (s *policyScan) checkMapFiles() {
 
 // checkMapContent checks the lines of one map or pattern file in one pass.
 func (s *policyScan) checkMapContent(name, content string, u mapfile.Use) {
+	if s.clean.clean(content, u) {
+		return // checked before, nothing found (cleanMaps)
+	}
+	if similar := s.clean.similar(name, u); similar != "" && linesClean(changedLines(similar, content), u) {
+		s.clean.add(name, content, u) // the other lines are similar's (cleanMaps)
+		return
+	}
 	n, shown, more := 0, 0, 0
-	for len(content) > 0 {
+	for rest := content; len(rest) > 0; {
 		n++
 		var line string
-		line, content, _ = strings.Cut(content, "\n")
+		line, rest, _ = strings.Cut(rest, "\n")
 		problem := mapfile.LineProblem(line, u)
 		if problem == "" {
 			continue
@@ -152,6 +159,22 @@ func (s *policyScan) checkMapContent(name, content string, u mapfile.Use) {
 	if more > 0 {
 		s.add(loc{file: name}, "", fmt.Sprintf("%d more lines HAProxy would misread", more))
 	}
+	if shown == 0 {
+		s.clean.add(name, content, u)
+	}
+}
+
+// linesClean reports whether HAProxy reads every line of text, read as u,
+// as written.
+func linesClean(text string, u mapfile.Use) bool {
+	for rest := text; len(rest) > 0; {
+		var line string
+		line, rest, _ = strings.Cut(rest, "\n")
+		if mapfile.LineProblem(line, u) != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // relName is abs relative to base, for finding locations.

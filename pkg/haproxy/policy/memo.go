@@ -30,7 +30,8 @@ import (
 // FuzzScansAreEvaluate compares its answers with Evaluate's. Safe for
 // concurrent use: a kept scan is never modified.
 type Scans struct {
-	kept *lru.Cache // scanKey -> *policyScan (before the map check, frozen)
+	kept  *lru.Cache // scanKey -> *policyScan (before the map check, frozen)
+	clean *cleanMaps // the map contents the map check found nothing in
 }
 
 // DefaultScans is how many scans a Scans keeps when NewScans is given 0.
@@ -44,7 +45,7 @@ func NewScans(n int) *Scans {
 	if n <= 0 {
 		n = DefaultScans
 	}
-	return &Scans{kept: lru.New(n)}
+	return &Scans{kept: lru.New(n), clean: newCleanMaps()}
 }
 
 // scanKey identifies what the scan before the map check reads: the text
@@ -84,6 +85,7 @@ func (m *Scans) Evaluate(b *bundle.Bundle, allowed []string, version string) (Re
 			m.kept.Add(key, kept)
 		}
 	}
+	s.clean = m.clean
 	err := s.finish()
 	return s.report(), err
 }

@@ -74,6 +74,9 @@ type policyScan struct {
 	// tok and tokAll are reused for every line (the checker's view and
 	// the every-variable-set view).
 	tok, tokAll cfgtext.Tokenizer
+	// clean are the map contents checked clean before (Scans), nil when
+	// every map is checked.
+	clean *cleanMaps
 }
 
 // Check applies the safety policy to a rendered bundle without
