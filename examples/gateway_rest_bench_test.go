@@ -38,8 +38,8 @@ import (
 // with a recording render after each but the last, as the controller's
 // live rounds follow its status writes (about a thousand routes a round
 // at 10,000): a table then reuses most records of the last one; each of
-// those renders is followed by a collection, as the controller's accepted
-// rounds are before their status writes (afterRound).
+// those renders is followed by a collection, as the controller's status
+// writer collects before a batch of many writes (objstatus collectBefore).
 func BenchmarkGatewayHeapAtRest(b *testing.B) {
 	n := 10000
 	if v, err := strconv.Atoi(os.Getenv("HTC_HEAP_ROUTES")); err == nil && v > 0 {
@@ -64,7 +64,7 @@ func BenchmarkGatewayHeapAtRest(b *testing.B) {
 			bundle, err := e.Render(ctx, htcrender.Input{Stores: store.ReadOnly(stores), BaseDir: "/etc/haproxy", Record: true})
 			require.NoError(b, err)
 			runtime.KeepAlive(bundle)
-			runtime.GC() // the controller's collection after an accepted round
+			runtime.GC() // the status writer's collection before a large batch
 		}
 		render()
 		firstSpans, _ := heapAtRest()

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -422,6 +423,7 @@ func newController(opts Options, log *slog.Logger, dyn dynamic.Interface, mapper
 	c.status.Leading = c.leader.IsLeading
 	c.status.Updates = newStatusUpdates(c.metrics.Registry)
 	c.objStatus = objstatus.New(dyn, c.leader.IsLeading, c.metrics.Registry, log)
+	c.objStatus.Collect = runtime.GC
 	c.live = newLive(c.admitter, nil, nil, c.status, c.metrics, log)
 	c.live.objStatus = c.objStatus
 	c.objStatus.Stale = c.live.trigger

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"log/slog"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,10 +82,6 @@ type live struct {
 	// checkerVersion is the version of the HAProxy that checks (haproxy
 	// -v); empty when unknown, then no version skew is reported.
 	checkerVersion string
-
-	// collect runs a garbage collection (runtime.GC; afterRound says
-	// why).
-	collect func()
 }
 
 // newLive returns a live loop that compares what HAProxy runs with the
@@ -94,7 +89,7 @@ type live struct {
 // reloads (the controller sets both from its Options).
 func newLive(a *admission.Admitter, out *publish.Dir, mc *master.Client, status *cfgstatus.Reporter, m *metrics.Set, log *slog.Logger) *live {
 	return &live{admitter: a, out: out, master: mc, status: status, metrics: m, log: log, record: true, signal: make(chan struct{}, 1), settled: make(chan struct{}, 1),
-		plane: planeState{checkEvery: DefaultRuntimeCheckEvery}, collect: runtime.GC}
+		plane: planeState{checkEvery: DefaultRuntimeCheckEvery}}
 }
 
 // trigger records a change of the stores or the config. It never blocks.
@@ -215,7 +210,6 @@ func (l *live) sync(ctx context.Context) bool {
 	if l.out != nil && !l.publish(ctx, cfg, v.Bundle, changed) {
 		return true
 	}
-	l.afterRound()
 	// The status documents of this render are written once its
 	// configuration is accepted: checked and, when publishing, run by
 	// HAProxy (or written, with no master socket).
@@ -223,23 +217,6 @@ func (l *live) sync(ctx context.Context) bool {
 		l.objStatus.Offer(objstatus.NewBatch(st, v.Bundle.Status))
 	}
 	return true
-}
-
-// afterRound collects the garbage of an accepted round (its render and
-// checks) before its status documents are offered, so that the objects
-// the informers store next (the updates those writes bring back, about a
-// thousand HTTPRoutes a round at 10,000) take the room of that garbage,
-// among the pages the heap keeps anyway. Left to the next collection,
-// which comes in the next round's render, that room is still taken when
-// they arrive: they go to pages of their own, which the next round's
-// garbage fills and leaves holding a few of them each, kept in use at
-// rest (BenchmarkGatewayHeapAtRest, whose batches do the same). One
-// collection a round, at about the rate renders of that size collect
-// anyway.
-func (l *live) afterRound() {
-	if l.collect != nil {
-		l.collect()
-	}
 }
 
 // redo forgets the last diagnosis and asks for a round: the live state is

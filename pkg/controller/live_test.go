@@ -445,34 +445,3 @@ func TestLiveRefusedEarlierWriteStaysUnpublished(t *testing.T) {
 	pub := f.status(ConditionPublished)
 	assert.Equal(t, metav1.ConditionFalse, pub.Status, "HAProxy does not run the directory's files: %+v", pub)
 }
-
-// TestLiveAcceptedRoundCollectsItsGarbage: an accepted round runs one
-// collection before its status documents are offered (afterRound); a
-// failed or cancelled one none.
-func TestLiveAcceptedRoundCollectsItsGarbage(t *testing.T) {
-	needHAProxy(t)
-	for name, tc := range map[string]struct {
-		annotations map[string]any
-		cancelled   bool
-		passed      bool
-		collections int
-	}{
-		"an accepted round collects once":  {passed: true, collections: 1},
-		"a round that fails collects none": {annotations: map[string]any{"broken": "yes"}},
-		"a cancelled round collects none":  {cancelled: true},
-	} {
-		t.Run(name, func(t *testing.T) {
-			f := newLiveFixture(t, filepath.Join(t.TempDir(), "out"), 8080)
-			collections := 0
-			f.live.collect = func() { collections++ }
-			require.NoError(t, f.services.Add(service("alpha", tc.annotations)))
-			ctx, cancel := context.WithCancel(t.Context())
-			defer cancel()
-			if tc.cancelled {
-				cancel()
-			}
-			assert.Equal(t, tc.passed, f.live.sync(ctx))
-			assert.Equal(t, tc.collections, collections)
-		})
-	}
-}

@@ -80,6 +80,9 @@ type Writer struct {
 	Client dynamic.Interface
 	// Writes counts the documents by result (Written, ...).
 	Writes *prometheus.CounterVec
+	// Collect, when set, runs a garbage collection (runtime.GC) before
+	// a batch with at least collectBefore documents to write (see there).
+	Collect func()
 	// Stale, when set, is called after a pass that found a document
 	// rendered from an object its store has since replaced (the informer
 	// brought a newer one): such a document is not written (it would
@@ -172,6 +175,9 @@ const statusWriters = 32
 // stops leading (the documents not written count as not_leader) or ctx
 // ends.
 func (w *Writer) write(ctx context.Context, b *Batch, gen uint64) (failed bool) {
+	if w.Collect != nil && w.leading() && b.toWrite(collectBefore) >= collectBefore {
+		w.Collect()
+	}
 	var next atomic.Int64 // the next document to write
 	var failures, followers, stale atomic.Int64
 	var wg sync.WaitGroup
@@ -211,6 +217,42 @@ func (w *Writer) write(ctx context.Context, b *Batch, gen uint64) (failed bool) 
 		w.Stale()
 	}
 	return failures.Load() > 0
+}
+
+// collectBefore is how many documents a batch must have to write for
+// write to collect the garbage first (Writer.Collect). The objects its
+// writes bring back through the informers (about a thousand HTTPRoutes a
+// round at 10,000) then take the room of the round's render garbage,
+// among pages the heap keeps anyway. Left to the next collection, which
+// comes in the next round's render, that room is still taken when they
+// arrive: they go to pages of their own, which the next render's garbage
+// fills and leaves holding a few of them each, in use at rest
+// (BenchmarkGatewayHeapAtRest). It runs here, beside the live loop, so
+// that no publish waits for it; a batch of a few documents (a route
+// changed) is not worth a collection of the whole heap.
+const collectBefore = 256
+
+// toWrite counts b's documents whose object (in its store) does not
+// already have their status, up to limit.
+func (b *Batch) toWrite(limit int) int {
+	n := 0
+	for i := range b.docs {
+		d := &b.docs[i]
+		s := b.stores[d.Store]
+		if s == nil {
+			continue
+		}
+		obj, ok := s.ByName(d.Namespace, d.Name)
+		if !ok {
+			continue
+		}
+		if have, _ := obj.Object["status"].(map[string]any); !resourcestatus.Satisfied(have, d.Status) {
+			if n++; n >= limit {
+				break
+			}
+		}
+	}
+	return n
 }
 
 // WriteTimeout bounds one status write (an object's here; the controller

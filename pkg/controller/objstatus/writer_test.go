@@ -256,3 +256,43 @@ func TestObjectStatusWriterFollowerCountsEveryDocument(t *testing.T) {
 	assert.Zero(t, applied.Load())
 	assert.Equal(t, float64(n), promtestutil.ToFloat64(w.Writes.WithLabelValues(Follower)))
 }
+
+// A batch with collectBefore documents or more to write collects the
+// garbage once before writing them; one with fewer, or whose objects
+// already have their status, does not; a follower writes nothing and
+// does not collect.
+func TestObjectStatusWriterCollectsBeforeALargeBatch(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		docs      int
+		leading   bool
+		satisfied bool
+		collected int64
+	}{
+		{name: "as many as collectBefore to write", docs: collectBefore, leading: true, collected: 1},
+		{name: "fewer to write", docs: collectBefore - 1, leading: true},
+		{name: "every object already has its status", docs: collectBefore, leading: true, satisfied: true},
+		{name: "a follower", docs: collectBefore},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, b, applied := manyWriterFixture(t, tc.leading, tc.docs, nil)
+			if tc.satisfied {
+				for i := range b.docs {
+					d := &b.docs[i]
+					obj, ok := b.stores[d.Store].ByName(d.Namespace, d.Name)
+					require.True(t, ok)
+					obj.Object["status"] = d.Status
+				}
+			}
+			var collected atomic.Int64
+			w.Collect = func() {
+				assert.Zero(t, applied.Load(), "collected before the first write")
+				collected.Add(1)
+			}
+			w.Offer(b)
+			_, gen := w.newest()
+			w.write(t.Context(), b, gen)
+			assert.Equal(t, tc.collected, collected.Load())
+		})
+	}
+}
