@@ -48,10 +48,13 @@ type Hasher struct {
 	hits  int // digests answered from memory, for tests
 }
 
-// The bounds of a Hasher: the files of a few bundles of 10,000 Ingresses.
+// The bounds of a Hasher: the files of the live bundle of 10,000
+// Ingresses (about 3 MB) and the changed maps of a few proposals. An
+// entry keeps its content alive, also once no bundle holds it: what the
+// bound allows beyond the live bundle stays in the heap at rest.
 const (
 	maxDigests     = 256
-	maxDigestBytes = 16 << 20
+	maxDigestBytes = 6 << 20
 	minDigestBytes = 4 << 10
 )
 

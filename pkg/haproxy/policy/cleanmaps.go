@@ -53,11 +53,13 @@ type nameUse struct {
 	use  mapfile.Use
 }
 
-// maxCleanMaps and maxCleanBytes bound a cleanMaps: the maps of a few
-// bundles (an entry keeps its content alive, also once no bundle holds it).
+// maxCleanMaps and maxCleanBytes bound a cleanMaps: the maps of the live
+// bundle of 10,000 Ingresses (about 2 MB) and the changed maps of a few
+// proposals (an entry keeps its content alive, also once no bundle holds
+// it: what the bound allows beyond the live maps stays in the heap at rest).
 const (
 	maxCleanMaps  = 256
-	maxCleanBytes = 8 << 20
+	maxCleanBytes = 4 << 20
 )
 
 // cleanKey is one content by identity, and how it is read.
