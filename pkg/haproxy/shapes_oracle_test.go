@@ -202,9 +202,9 @@ func TestStubShapesAgainstHAProxy30(t *testing.T) {
 		judge(names[0]+" "+names[1], fmt.Sprintf("\nbackend %s from backends\n    server %s 10.0.0.3:80\n    server %s 10.0.0.4:80\n",
 			shapeBackends[rnd.IntN(len(shapeBackends))], names[0], names[1]))
 	}
-	for i := range 80 {
+	for i := range 60 {
 		tmpl := randomShapeTemplate(rnd)
-		for range 5 {
+		for range 4 {
 			judge(fmt.Sprintf("template %d", i), tmpl.instance(rnd))
 		}
 	}
