@@ -186,8 +186,8 @@ func TestStubShapesAgainstHAProxy30(t *testing.T) {
 	}
 	rnd := rand.New(rand.NewPCG(34, 13))
 	// Edge addresses and ports, with and without a health check (0.0.0.0
-	// with no port is what HAProxy checks otherwise), and two servers of
-	// one name or two.
+	// with no port is what HAProxy checks otherwise), two servers of one
+	// name or two, of one address or two (the stub listener's too).
 	for _, addr := range []string{"10.0.0.3", "0.0.0.0", "255.255.255.255", "127.0.0.1", "0.0.0.1", "010.0.0.1"} {
 		for _, port := range []string{"", ":0", ":1", ":65535", ":65536"} {
 			for _, opts := range []string{"", " check"} {
@@ -201,6 +201,10 @@ func TestStubShapesAgainstHAProxy30(t *testing.T) {
 	for _, names := range [][2]string{{"s1", "s2"}, {"s1", "s1"}, {"web", "web"}, {"a.b", "x:y"}} {
 		judge(names[0]+" "+names[1], fmt.Sprintf("\nbackend %s from backends\n    server %s 10.0.0.3:80\n    server %s 10.0.0.4:80\n",
 			shapeBackends[rnd.IntN(len(shapeBackends))], names[0], names[1]))
+	}
+	for _, addrs := range [][2]string{{"10.0.0.3", "10.0.0.4"}, {"10.0.0.3", "10.0.0.3"}, {"127.0.0.1", "127.0.0.1"}} { // the listener's address
+		judge(addrs[0]+" "+addrs[1], fmt.Sprintf("\nbackend %s from backends\n    server s1 %s:1 check\n    server s2 %s:1 check\n",
+			shapeBackends[rnd.IntN(len(shapeBackends))], addrs[0], addrs[1]))
 	}
 	for i := range 60 {
 		tmpl := randomShapeTemplate(rnd)
