@@ -39,6 +39,8 @@ import (
 // converter as the maps stub does (alone.go; one run checks both), with
 // those maps and N's maps, files and certificates of the kinds the kept
 // sections' text names (stubFiles: a kind it never names it cannot read).
+// A stub that differs from one accepted so only in the added sections'
+// names and servers' addresses is accepted without running (shapes.go).
 //
 // Why that is the whole check's answer: HAProxy reads a backend section in
 // the context of the global section and the defaults sections (kept, in
@@ -75,8 +77,9 @@ const (
 // Safe for concurrent use: lru.Cache is, a stored slice is never
 // changed (record stores a new one, under mu so that none is lost).
 type addedRuns struct {
-	mu   sync.Mutex
-	runs *lru.Cache // addedKey -> []*addedBase
+	mu     sync.Mutex
+	runs   *lru.Cache  // addedKey -> []*addedBase
+	shapes *stubShapes // stubs accepted, by shapeKey (shapes.go)
 }
 
 // addedBase is an accepted bundle's haproxy.cfg as acceptedAdded reads it:
@@ -89,7 +92,9 @@ type addedBase struct {
 	alone map[string][32]byte // alone map -> digest of its content
 }
 
-func newAddedRuns() *addedRuns { return &addedRuns{runs: lru.New(addedKeys)} }
+func newAddedRuns() *addedRuns {
+	return &addedRuns{runs: lru.New(addedKeys), shapes: newStubShapes()}
+}
 
 // has reports whether the base has an addable section named name.
 func (b *addedBase) has(name string) bool {
@@ -213,7 +218,13 @@ func (c *Checker) acceptedAdded(ctx context.Context, b *bundle.Bundle, p addedPr
 			}
 			start := time.Now()
 			cfg, kept := stubSections(p.parts, added, loads)
-			ok = c.stubSectionsAccepted(ctx, stubFiles(b, cfg, kept, changed))
+			stub := stubFiles(b, cfg, kept, changed)
+			shape := shapeKey(p.parts, added, cfg, kept, stub)
+			if ok = c.added.shapes.known(shape); !ok {
+				if ok = c.stubSectionsAccepted(ctx, stub); ok {
+					c.added.shapes.add(shape)
+				}
+			}
 			res.Durations[phase.Semantic] += time.Since(start)
 			if ok {
 				res.SectionsCheckedAlone = len(added)

@@ -36,8 +36,10 @@ func BenchmarkProbeAdded(b *testing.B) {
 // ("whole") with the stub that checks the added backend alone ("stub",
 // probe and all), the stub that also loads the regex map, changed
 // ("stub-and-map"), and a bare haproxy -c of a 9-line configuration
-// ("minimal": HAProxy's start-up), in wall time and in the CPU of the
-// haproxy processes (haproxy-cpu-ms/op).
+// ("minimal": HAProxy's start-up), and the stub of a section of an
+// accepted shape with the memory of shapes and without it
+// ("second-same-shape", "-no-memory"), in wall time and in the CPU of
+// the haproxy processes (haproxy-cpu-ms/op).
 func BenchmarkAddedSectionStub(b *testing.B) {
 	bin := realHAProxy(b)
 	c, err := NewChecker(Options{HAProxyPath: bin, TempDir: b.TempDir(), SkipSyntax: true, SkipSchema: true})
@@ -106,12 +108,46 @@ func BenchmarkAddedSectionStub(b *testing.B) {
 		maps int
 	}{{"stub", next, 0}, {"stub-and-map", nextMap, 1}} {
 		b.Run(tc.name, func(b *testing.B) {
+			shapes := c.added.shapes
+			c.added.shapes = nil // each run the stub's (the bundle is the same each time)
+			defer func() { c.added.shapes = shapes }()
 			run(b, func(b *testing.B) {
 				res := &Result{Durations: map[phase.Phase]time.Duration{}}
 				if !c.acceptedAdded(context.Background(), tc.bd, probeAdded(tc.bd, loose, alone), res) || res.MapsCheckedAlone != tc.maps {
 					b.Fatal("the stub refused")
 				}
 			})
+		})
+	}
+	// A section of the shape of one a stub accepted (another name and
+	// address each time): with the memory of shapes (shapes.go) and
+	// without it; cpu-ms/op is this process's CPU.
+	same := make([]*bundle.Bundle, 64)
+	for i := range same {
+		same[i] = bundleFor("/etc/haproxy", cfg(fmt.Sprintf("\nbackend ns1_new%d_https from backends\n    server s1 10.2.0.%d:8443 check ssl verify none\n", i, i+1)), maps, nil)
+	}
+	for _, memory := range []bool{true, false} {
+		name := "second-same-shape"
+		if !memory {
+			name += "-no-memory"
+		}
+		b.Run(name, func(b *testing.B) {
+			shapes := c.added.shapes
+			if !memory {
+				c.added.shapes = nil
+				defer func() { c.added.shapes = shapes }()
+			}
+			self := selfCPUTime()
+			i := 0
+			run(b, func(b *testing.B) {
+				bd := same[i%len(same)]
+				i++
+				res := &Result{Durations: map[phase.Phase]time.Duration{}}
+				if !c.acceptedAdded(context.Background(), bd, probeAdded(bd, loose, alone), res) || res.SectionsCheckedAlone != 1 {
+					b.Fatal("the stub refused")
+				}
+			})
+			b.ReportMetric(float64(selfCPUTime()-self)/1e6/float64(b.N), "cpu-ms/op")
 		})
 	}
 	b.Run("minimal", func(b *testing.B) {
@@ -152,6 +188,15 @@ func withContent(m map[string]string, name, content string) map[string]string {
 	}
 	out[name] = content
 	return out
+}
+
+// selfCPUTime is the CPU time (user and system) of the process.
+func selfCPUTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // childrenCPUTime is the CPU time (user and system) of the process's

@@ -93,7 +93,8 @@ type Result struct {
 	MapsCheckedAlone int
 	// SectionsCheckedAlone is how many added backend sections haproxy -c
 	// accepted in a stub configuration instead (see
-	// Checker.acceptedAdded); 0 when none.
+	// Checker.acceptedAdded), in this one or, of the same shape, in an
+	// earlier one (shapes.go); 0 when none.
 	SectionsCheckedAlone int
 	// Durations holds how long each phase that ran took.
 	Durations map[phase.Phase]time.Duration
