@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sync"
 	"testing"
 	"unsafe"
 	"weak"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/dryrun"
 )
 
@@ -45,6 +47,22 @@ func TestRetainLetsTheProposalsTextsGo(t *testing.T) {
 	again, _ := p.CheckWith(ctx, storesWith(t, p, proposal...), dryrun.CheckOptions{})
 	require.True(t, again.Passed(), again.Reason)
 	assert.Equal(t, hash, again.BundleHash, "the proposal is checked as before")
+
+	var wg sync.WaitGroup // an idle return's Retain beside admissions
+	for g := range 3 {
+		wg.Go(func() {
+			for i := range 10 {
+				if g == 0 {
+					p.Retain([]*bundle.Bundle{live.Bundle, nil}[i%2])
+					continue
+				}
+				v, _ := p.CheckWith(ctx, storesWith(t, p, proposal...), dryrun.CheckOptions{})
+				assert.True(t, v.Passed(), v.Reason)
+				assert.Equal(t, hash, v.BundleHash)
+			}
+		})
+	}
+	wg.Wait()
 	runtime.KeepAlive(live)
 }
 

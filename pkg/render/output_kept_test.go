@@ -88,4 +88,21 @@ func TestRetainMakesTheLiveTextsTheLastOnes(t *testing.T) {
 	last := render("a", "b")
 	assert.Equal(t, live.Config, last.Config)
 	assert.NotSame(t, unsafe.StringData(again.Config), unsafe.StringData(last.Config), "no last text")
+
+	var wg sync.WaitGroup // an idle return's Retain beside admissions' renders
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 50 {
+				if g == 0 {
+					e.Retain([]*bundle.Bundle{live, nil}[i%2])
+					continue
+				}
+				n := fmt.Sprintf("n%d", (g+i)%3)
+				b := render("a", n)
+				assert.Equal(t, "global\n  # a\n  # "+n+"\n", b.Config)
+				assert.Equal(t, "a\n"+n+"\n", b.Maps["host.map"])
+			}
+		})
+	}
+	wg.Wait()
 }
