@@ -56,7 +56,7 @@ import (
 // it was dropped, less those after); proposals-MB what the live pipeline's
 // caches kept of the proposals' texts (the live bytes at rest before the
 // idle return's admission.Admitter.Retain, less those after; with
-// HTC_NO_RETAIN=1 it is not called, to compare). HTC_HEAP_PROFILE=file writes the heap
+// HTC_NO_RETAIN=1 it is not called, at ready either, to compare). HTC_HEAP_PROFILE=file writes the heap
 // profiles at rest to file.ready and file.after (go tool pprof -diff_base
 // file.ready file.after).
 //
@@ -115,6 +115,10 @@ func heapAfterCreates(b *testing.B, path, class, bin string, n, creates, configs
 	// the first admission builds what every later one uses (the embedded
 	// tests' report, a channel's joined text): ready is read after it
 	decide(b, a, mixCreate(0, n, class, false))
+	retain := os.Getenv("HTC_NO_RETAIN") == ""
+	if retain { // as every idle memory return does
+		a.Retain()
+	}
 	readySpans, readyLive := heapAtRest()
 	writeHeapProfile(b, ".ready")
 
@@ -166,7 +170,7 @@ func heapAfterCreates(b *testing.B, path, class, bin string, n, creates, configs
 	_, listedLive := heapAtRest()
 	// the idle return makes the live pipeline's caches forget the
 	// proposals' texts (HTC_NO_RETAIN=1: not, to compare)
-	if os.Getenv("HTC_NO_RETAIN") == "" {
+	if retain {
 		a.Retain()
 	}
 	_, retainedLive := heapAtRest()
