@@ -53,7 +53,10 @@ import (
 // return gives back), live the objects' bytes, in MB; grew-spans-MB and
 // grew-live-MB are after less ready; listed-store-MB is what the store
 // listed for the config UPDATEs kept live (the live bytes at rest before
-// it was dropped, less those after). HTC_HEAP_PROFILE=file writes the heap
+// it was dropped, less those after); proposals-MB what the live pipeline's
+// caches kept of the proposals' texts (the live bytes at rest before the
+// idle return's admission.Admitter.Retain, less those after; with
+// HTC_NO_RETAIN=1 it is not called, at ready either, to compare). HTC_HEAP_PROFILE=file writes the heap
 // profiles at rest to file.ready and file.after (go tool pprof -diff_base
 // file.ready file.after).
 //
@@ -112,6 +115,10 @@ func heapAfterCreates(b *testing.B, path, class, bin string, n, creates, configs
 	// the first admission builds what every later one uses (the embedded
 	// tests' report, a channel's joined text): ready is read after it
 	decide(b, a, mixCreate(0, n, class, false))
+	retain := os.Getenv("HTC_NO_RETAIN") == ""
+	if retain { // as every idle memory return does
+		a.Retain()
+	}
 	readySpans, readyLive := heapAtRest()
 	writeHeapProfile(b, ".ready")
 
@@ -161,7 +168,13 @@ func heapAfterCreates(b *testing.B, path, class, bin string, n, creates, configs
 	proposed, r = admission.Report{}, admission.Report{}
 	require.NotEmpty(b, source.kept, "the config UPDATEs listed")
 	_, listedLive := heapAtRest()
-	source.stop() // the idle return stops the prepared watchers that listed
+	// the idle return makes the live pipeline's caches forget the
+	// proposals' texts (HTC_NO_RETAIN=1: not, to compare)
+	if retain {
+		a.Retain()
+	}
+	_, retainedLive := heapAtRest()
+	source.stop() // and stops the prepared watchers that listed
 	returnSpans, returnLive := heapAtReturn()
 	_, stoppedLive := heapAtRest()
 	afterSpans, afterLive := heapAtRest()
@@ -171,7 +184,8 @@ func heapAfterCreates(b *testing.B, path, class, bin string, n, creates, configs
 	b.ReportMetric(mb(readyLive), "ready-live-MB")
 	b.ReportMetric(mb(afterSpans), "after-spans-MB")
 	b.ReportMetric(mb(afterLive), "after-live-MB")
-	b.ReportMetric(mb(listedLive)-mb(stoppedLive), "listed-store-MB")
+	b.ReportMetric(mb(retainedLive)-mb(stoppedLive), "listed-store-MB")
+	b.ReportMetric(mb(listedLive)-mb(retainedLive), "proposals-MB")
 	b.ReportMetric(mb(returnSpans), "return-spans-MB")
 	b.ReportMetric(mb(returnLive), "return-live-MB")
 	b.ReportMetric(mb(afterSpans)-mb(readySpans), "grew-spans-MB")

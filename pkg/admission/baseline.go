@@ -183,3 +183,20 @@ func (b *Baseline) runnableCode() func(fingerprint string) bool {
 		return false
 	}
 }
+
+// Retain makes the caches of the current State's pipeline forget what
+// they keep of bundles other than its baseline's (dryrun.Pipeline.Retain):
+// after admissions, the texts of their proposals. The controller calls it
+// at its idle memory return; the next admission is answered as before, a
+// little slower once. Without a baseline of the State's pipeline it does
+// nothing (a new config's first round has not been judged yet).
+func (a *Admitter) Retain() {
+	st := a.State()
+	b := a.Baseline(st)
+	if b == nil {
+		return
+	}
+	if v := b.Diagnosis.Verdict(); v != nil && v.Bundle != nil {
+		st.Pipeline.Retain(v.Bundle)
+	}
+}

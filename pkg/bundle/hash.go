@@ -106,3 +106,28 @@ func (h *Hasher) digest(content string) [sha256.Size]byte {
 	}
 	return d
 }
+
+// Retain forgets every digest whose content is not one of b's files (by
+// identity, as the digests are kept): the changed files of proposals,
+// which the Hasher would otherwise keep alive at rest, up to its bounds.
+// A digest forgotten is computed again when asked for: Retain changes how
+// fast a Hash is, never its answer. A nil b forgets every digest.
+func (h *Hasher) Retain(b *Bundle) {
+	keep := map[contentKey]bool{}
+	if b != nil {
+		for _, f := range b.AllFiles() {
+			keep[contentKey{data: unsafe.StringData(f.Content), n: len(f.Content)}] = true
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for e := h.order.Front(); e != nil; {
+		next := e.Next()
+		if k := e.Value.(digestEntry).key; !keep[k] {
+			h.order.Remove(e)
+			delete(h.byKey, k)
+			h.bytes -= k.n
+		}
+		e = next
+	}
+}

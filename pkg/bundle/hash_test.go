@@ -62,3 +62,27 @@ func TestHasherIsBounded(t *testing.T) {
 }
 
 func unsafeData(s string) *byte { return unsafe.StringData(s) }
+
+// TestHasherRetainKeepsOnlyTheGivenBundlesFiles: Retain forgets every
+// digest but those of the given bundle's contents (by identity: equal
+// bytes elsewhere are another content); the hashes stay Hash's, the
+// forgotten contents hashed again.
+func TestHasherRetainKeepsOnlyTheGivenBundlesFiles(t *testing.T) {
+	big := strings.Repeat("backend b\n", 2*minDigestBytes)
+	live := &Bundle{Config: big, Maps: map[string]string{"a.map": big[:len(big)-10]}}
+	proposal := &Bundle{Config: big + "backend c\n", Maps: map[string]string{"a.map": strings.Clone(live.Maps["a.map"])}}
+	h := NewHasher()
+	h.Hash(live)
+	h.Hash(proposal)
+	h.Retain(&Bundle{Config: big, Maps: map[string]string{"a.map": strings.Clone(live.Maps["a.map"])}})
+	assert.Len(t, h.byKey, 1, "live's haproxy.cfg only: its map's bytes are elsewhere")
+	assert.Equal(t, len(big), h.bytes)
+	h.Retain(live)
+	hits := h.hits
+	assert.Equal(t, live.Hash(), h.Hash(live))
+	assert.Equal(t, 1, h.hits-hits, "haproxy.cfg was remembered, its map hashed again")
+	assert.Equal(t, proposal.Hash(), h.Hash(proposal))
+	h.Retain(nil)
+	assert.Empty(t, h.byKey)
+	assert.Zero(t, h.bytes)
+}

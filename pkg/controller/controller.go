@@ -215,7 +215,10 @@ func Run(ctx context.Context, opts Options) error {
 // proposed configs that listed (informer.Prepared.StopListed; the next
 // admission of such a config lists again) and the parts the informers'
 // share tables remember (informer.Watcher.ForgetShared; the next update
-// starts new copies of its parts). Neither changes what any render reads.
+// starts new copies of its parts) and what the live pipeline's caches keep
+// of proposals' bundles (admission.Admitter.Retain: their changed texts;
+// the next admission hashes, parses and scans its changed files again).
+// None changes what any render reads or any check answers.
 func (c *controller) atIdleReturn() {
 	if n := c.prepared.StopListed(); n > 0 {
 		c.log.Info("stopped the prepared watchers of proposed configs at an idle memory return", "watchers", n)
@@ -225,6 +228,7 @@ func (c *controller) atIdleReturn() {
 			w.ForgetShared()
 		}
 	}
+	c.admitter.Retain()
 }
 
 // drain returns the context the controller runs under: it ends

@@ -66,3 +66,13 @@ func (c *Checker) parsePhasesKept(ctx context.Context, b *bundle.Bundle, res *Re
 	}
 	return err
 }
+
+// retain forgets every outcome but the one of key (each holds the text of
+// its haproxy.cfg): what is forgotten is parsed again when asked for.
+func (p *parsedConfigs) retain(key parsedKey, ok bool) {
+	v, found := p.kept.Get(key)
+	p.kept.Clear()
+	if ok && found {
+		p.kept.Add(key, v)
+	}
+}

@@ -2,12 +2,14 @@ package haproxy
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/haproxy-template/htc/pkg/bundle"
 	"github.com/haproxy-template/htc/pkg/phase"
 )
 
@@ -45,4 +47,34 @@ func TestParsedConfigsAreParsePhases(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRetainKeepsTheLiveConfigsOutcomeOnly: Checker.Retain forgets the
+// parse outcomes and policy scans of every haproxy.cfg but the live
+// bundle's (each holds its text), and the live one's outcome answers as
+// before; a nil bundle forgets them all.
+func TestRetainKeepsTheLiveConfigsOutcomeOnly(t *testing.T) {
+	c := realChecker(t, Options{})
+	ctx := context.Background()
+	var bundles []*bundle.Bundle
+	for i := range 3 {
+		b := bundleFor("/nonexistent/htc", cacheConfig(cacheConfigs[0].parts)+strings.Repeat("# another text\n", i), testMaps(), nil)
+		bundles = append(bundles, b)
+		_ = c.parsePhasesKept(ctx, b, &Result{Durations: map[phase.Phase]time.Duration{}})
+		_, _ = c.evaluate(b, "")
+	}
+	require.Equal(t, 3, c.parsed.kept.Len())
+	live := bundles[1]
+	want := outcomeOf(c.parsePhases(ctx, live, &Result{Durations: map[phase.Phase]time.Duration{}}))
+	c.Retain(live)
+	assert.Equal(t, 1, c.parsed.kept.Len())
+	_, kept := c.parsed.kept.Get(parsedKey{config: live.Config, syntax: true, schema: true, chunkBytes: c.chunkBytes})
+	assert.True(t, kept, "the live haproxy.cfg's outcome is kept")
+	before := c.ParseCacheStats()
+	assert.Equal(t, want, outcomeOf(c.parsePhasesKept(ctx, live, &Result{Durations: map[phase.Phase]time.Duration{}})))
+	assert.Equal(t, before, c.ParseCacheStats(), "answered from the kept outcome")
+	assert.LessOrEqual(t, c.scans.Len(), 1, "at most the live haproxy.cfg's scan")
+	c.Retain(nil)
+	assert.Zero(t, c.parsed.kept.Len())
+	assert.Zero(t, c.scans.Len())
 }

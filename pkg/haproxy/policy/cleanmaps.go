@@ -173,3 +173,40 @@ func sharedRun(limit int, equal func(i, n int) bool) int {
 	}
 	return m
 }
+
+// retain forgets every content that is not one of keep (by identity, as
+// the contents are kept), and the last clean content of a name when it is
+// forgotten: the changed maps of proposals, which c would otherwise keep
+// alive at rest. A content forgotten is checked in full (or by its changed
+// lines) again: retain changes how fast a check is, never its answer.
+func (c *cleanMaps) retain(keep []string) {
+	if c == nil {
+		return
+	}
+	live := make(map[contentKey]bool, len(keep))
+	for _, s := range keep {
+		live[contentKey{unsafe.StringData(s), len(s)}] = true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for e := c.order.Front(); e != nil; {
+		next := e.Next()
+		if k := e.Value.(cleanEntry).key; !live[contentKey{k.data, k.n}] {
+			c.order.Remove(e)
+			delete(c.byKey, k)
+			c.bytes -= k.n
+		}
+		e = next
+	}
+	for nu, k := range c.last {
+		if _, ok := c.byKey[k]; !ok {
+			delete(c.last, nu)
+		}
+	}
+}
+
+// contentKey is a content by identity, however it is read.
+type contentKey struct {
+	data *byte
+	n    int
+}

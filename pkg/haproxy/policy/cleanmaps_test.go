@@ -83,6 +83,33 @@ func TestCleanMapsAreBounded(t *testing.T) {
 	assert.False(t, c.clean(strings.Repeat("y", maxCleanBytes+1), u), "a content beyond the bound is not kept")
 }
 
+// TestCleanMapsRetainKeepsOnlyTheGivenContents: retain forgets every
+// content but the given strings (by identity: equal bytes elsewhere are
+// another content), however each was read, and the names whose last
+// clean content it forgot; what it kept is answered as before.
+func TestCleanMapsRetainKeepsOnlyTheGivenContents(t *testing.T) {
+	c := newCleanMaps()
+	asMap, asPattern := mapfile.Use{AsMap: true}, mapfile.Use{AsPattern: true}
+	live, proposal := strings.Clone("a be\n"), strings.Clone("a be\nb be\n")
+	c.add("m", live, asMap)
+	c.add("m", live, asPattern)
+	c.add("m", proposal, asMap)
+	c.add("p", proposal, asMap)
+	c.retain([]string{live, strings.Clone(proposal)})
+	assert.True(t, c.clean(live, asMap))
+	assert.True(t, c.clean(live, asPattern))
+	assert.False(t, c.clean(proposal, asMap), "equal bytes elsewhere do not keep it")
+	assert.Len(t, c.byKey, 2)
+	assert.Equal(t, 2*len(live), c.bytes)
+	assert.Equal(t, live, c.similar("m", asPattern))
+	assert.Empty(t, c.similar("m", asMap)+c.similar("p", asMap), "no name keeps a content that was forgotten")
+	want := checkMapsWith(nil, []string{proposal}, []mapfile.Use{asMap})
+	assert.Equal(t, want, checkMapsWith(c, []string{proposal}, []mapfile.Use{asMap}))
+	c.retain(nil)
+	assert.Empty(t, c.byKey)
+	assert.Zero(t, c.bytes)
+}
+
 // TestChangedLinesAreTheLinesNotShared: the part of a content left to
 // check is its lines that are not whole lines of the clean content it
 // shares a prefix and suffix with.

@@ -122,3 +122,31 @@ func (s *policyScan) reuse(b *bundle.Bundle) *policyScan {
 	r.mapUse = maps.Clone(s.mapUse)
 	return &r
 }
+
+// Retain forgets what m keeps of bundles other than live: the scans of
+// another haproxy.cfg (each holds its text) and the clean map contents
+// that are not live's files (by identity). allowed and version are the
+// ones live's scan is kept under (a Checker's); scans of live under
+// others are forgotten too. What is forgotten is scanned again when asked
+// for: Retain changes how fast Evaluate is, never its answer. A nil live
+// forgets everything.
+func (m *Scans) Retain(live *bundle.Bundle, allowed []string, version string) {
+	var kept any
+	var key scanKey
+	var contents []string
+	if live != nil {
+		key = keyOf(live, allowed, version)
+		kept, _ = m.kept.Get(key)
+		for _, f := range live.AllFiles() {
+			contents = append(contents, f.Content)
+		}
+	}
+	m.kept.Clear()
+	if kept != nil {
+		m.kept.Add(key, kept)
+	}
+	m.clean.retain(contents)
+}
+
+// Len is how many scans m keeps.
+func (m *Scans) Len() int { return m.kept.Len() }

@@ -53,6 +53,7 @@ func FuzzScansAreEvaluate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, l1, l2 byte, steps []byte) {
 		cfg := policyCfg(memoLines[int(l1)%len(memoLines)] + "\n" + memoLines[int(l2)%len(memoLines)])
 		m := NewScans(2)
+		var last *bundle.Bundle
 		for i, st := range steps {
 			if i == 16 {
 				break
@@ -74,6 +75,13 @@ func FuzzScansAreEvaluate(f *testing.F) {
 			report, err := m.Evaluate(b, allowed, version)
 			require.Equal(t, wantErr, err, "step %d (%d)", i, st)
 			require.Equal(t, wantReport, report, "step %d (%d)", i, st)
+			switch st % 8 { // an idle return keeps one bundle's scan and maps
+			case 6:
+				m.Retain(last, nil, "")
+			case 7:
+				m.Retain(b, allowed, version)
+			}
+			last = b
 		}
 	})
 }
