@@ -42,6 +42,10 @@ import (
 //     (answers/s), and the cores the process kept busy meanwhile;
 //   - render: the CREATE's render alone (dryrun.Pipeline.Render).
 //
+// routes=1000_tls=1000 is bench-scale's WORKLOAD=gateway-tls at N=1000:
+// 1,000 HTTPRoutes, and 1,000 ListenerSets with a TLS Passthrough
+// listener each with a TLSRoute on each (prunedGatewayTLSStores).
+//
 // HTC_CPU_PROFILE=file writes the CPU profile of admit's admissions
 // alone, HTC_ALLOC_PROFILE=file the allocations profile before and after
 // them (file.before, file.after: go tool pprof -diff_base). Run it with the controller's GC setting (--gc-percent auto: 50):
@@ -52,7 +56,18 @@ func BenchmarkGatewayCreate(b *testing.B) {
 	if err != nil {
 		b.Skip("no haproxy in PATH")
 	}
-	const n = 10000
+	for _, state := range []struct{ n, tls int }{{10000, 0}, {1000, 1000}} {
+		name := fmt.Sprintf("routes=%d", state.n)
+		if state.tls > 0 {
+			name += fmt.Sprintf("_tls=%d", state.tls) // no comma: b.TempDir is in haproxy.cfg
+		}
+		b.Run(name, func(b *testing.B) { benchmarkGatewayCreate(b, bin, state.n, state.tls) })
+	}
+}
+
+// benchmarkGatewayCreate is BenchmarkGatewayCreate over n apps, the first
+// tls of them with a ListenerSet and a TLSRoute.
+func benchmarkGatewayCreate(b *testing.B, bin string, n, tls int) {
 	cfg, err := config.LoadFile("gateway/config.yaml")
 	require.NoError(b, err)
 	checker, err := haproxy.NewChecker(haproxy.Options{HAProxyPath: bin, TempDir: b.TempDir()})
@@ -60,7 +75,7 @@ func BenchmarkGatewayCreate(b *testing.B) {
 	b.Cleanup(checker.Wait)
 	p, err := dryrun.Build(cfg, dryrun.Env{CheckerFor: func(allowed []string) dryrun.Checker { return checker.Allowing(allowed) }})
 	require.NoError(b, err)
-	stores := prunedGatewayStores(b, p, n)
+	stores := prunedGatewayTLSStores(b, p, n, tls)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a busy machine
 	defer cancel()
 	a := &admission.Admitter{}
@@ -90,7 +105,7 @@ func BenchmarkGatewayCreate(b *testing.B) {
 		require.True(b, d.Allowed, d.Reason)
 	}
 	runtime.GC()
-	b.Run(fmt.Sprintf("routes=%d/admit", n), func(b *testing.B) {
+	b.Run("admit", func(b *testing.B) {
 		phases := map[phase.Phase]time.Duration{}
 		if f := os.Getenv("HTC_CPU_PROFILE"); f != "" { // the admissions alone
 			out, err := os.Create(f)
@@ -121,7 +136,7 @@ func BenchmarkGatewayCreate(b *testing.B) {
 			b.ReportMetric(float64(t)/float64(time.Millisecond)/float64(b.N), string(ph)+"-ms/op")
 		}
 	})
-	b.Run(fmt.Sprintf("routes=%d/admit-16-clients", n), func(b *testing.B) {
+	b.Run("admit-16-clients", func(b *testing.B) {
 		b.SetParallelism((16 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 		start, cpu := time.Now(), processCPU()
 		b.RunParallel(func(pb *testing.PB) {
@@ -135,7 +150,7 @@ func BenchmarkGatewayCreate(b *testing.B) {
 		b.ReportMetric(float64(b.N)/wall.Seconds(), "answers/s")
 		b.ReportMetric(float64(processCPU()-cpu)/float64(wall), "cores")
 	})
-	b.Run(fmt.Sprintf("routes=%d/render", n), func(b *testing.B) {
+	b.Run("render", func(b *testing.B) {
 		cpu := processCPU()
 		for b.Loop() {
 			set, err := store.ReadOnly(stores).WithChange("httproutes", store.Change{Operation: store.Create, Object: create()})
