@@ -40,7 +40,10 @@ import (
 //     counted) and the mean of each phase per CREATE;
 //   - admit-16-clients: 16 goroutines deciding CREATEs back to back
 //     (answers/s), and the cores the process kept busy meanwhile;
-//   - render: the CREATE's render alone (dryrun.Pipeline.Render).
+//   - render: the CREATE's render alone (dryrun.Pipeline.Render);
+//   - config-update-render: the render of a config UPDATE that changes
+//     haproxy.cfg as make bench-scale's do (a new pipeline carrying the
+//     live one's fragment records: dryrun.Pipeline.CarryFrom).
 //
 // routes=1000_tls=1000 is bench-scale's WORKLOAD=gateway-tls at N=1000:
 // 1,000 HTTPRoutes, and 1,000 ListenerSets with a TLS Passthrough
@@ -156,6 +159,19 @@ func benchmarkGatewayCreate(b *testing.B, bin string, n, tls int) {
 			set, err := store.ReadOnly(stores).WithChange("httproutes", store.Change{Operation: store.Create, Object: create()})
 			require.NoError(b, err)
 			_, err = p.Render(ctx, set)
+			require.NoError(b, err)
+		}
+		b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+	})
+	b.Run("config-update-render", func(b *testing.B) {
+		spec := cfg.DeepCopy()
+		spec.Spec.HAProxyConfig.Template += "{{- range $r := .resources.httproutes.List }}{{ if eq $r.metadata.name \"bench-scale-never\" }}{{ fail \"never\" }}{{ end }}{{ end }}\n"
+		cpu := processCPU()
+		for b.Loop() {
+			proposed, err := dryrun.Build(spec, dryrun.Env{CheckerFor: func(allowed []string) dryrun.Checker { return checker.Allowing(allowed) }})
+			require.NoError(b, err)
+			require.Positive(b, proposed.CarryFrom(p))
+			_, err = proposed.Render(ctx, store.ReadOnly(stores))
 			require.NoError(b, err)
 		}
 		b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")

@@ -26,7 +26,8 @@ import (
 // new hostname, one deleted, the Gateway's allowedListeners narrowed to
 // a Namespace selector (every set not allowed) and a Namespace labelled
 // to match it, the Gateway's status written (a new object), a second
-// TLSRoute on a set's listener, a TLSRoute to a missing set.
+// TLSRoute on a set's listener, a TLSRoute to a missing set; then a
+// config UPDATE (a new engine carrying the records: Engine.Carry).
 func TestGatewayListenerSetChangesRenderAsInFull(t *testing.T) {
 	for _, deny := range []bool{false, true} {
 		t.Run(fmt.Sprintf("denyInvalid=%v", deny), func(t *testing.T) { listenerSetChangesRenderAsInFull(t, deny) })
@@ -128,6 +129,22 @@ func listenerSetChangesRenderAsInFull(t *testing.T, deny bool) {
 		assert.Equal(t, want, render(store.ReadOnly(live), htcrender.Input{Record: true}), "step %d: after a %s of %s", i, change.Operation, s.key)
 	}
 	assert.Positive(t, e.FragmentStats().Reused, "renders reused fragments")
+
+	// A config UPDATE that changes haproxy.cfg, as make bench-scale's: a
+	// new engine with the live one's records and status decodings
+	// (Engine.Carry) renders as a new engine in full.
+	spec := cfg.Spec.DeepCopy()
+	spec.HAProxyConfig.Template += "{{- range $r := .resources.httproutes.List }}{{ if eq $r.metadata.name \"never\" }}{{ fail \"never\" }}{{ end }}{{ end }}\n"
+	carried, err := htcrender.New(spec)
+	require.NoError(t, err)
+	require.Positive(t, carried.Carry(e))
+	fresh, err := htcrender.New(spec)
+	require.NoError(t, err)
+	want := exactly(fresh.Render(context.Background(), htcrender.Input{Stores: store.ReadOnly(live), BaseDir: "/b", Full: true}))
+	assert.Equal(t, want, exactly(carried.Render(context.Background(), htcrender.Input{Stores: store.ReadOnly(live), BaseDir: "/b"})), "a config UPDATE")
+	if !deny { // denied: the state fails, and a failed render is rendered again in full
+		assert.Positive(t, carried.FragmentStats().Carried)
+	}
 }
 
 // appendNamespace appends Namespace name with labels to list.
