@@ -40,7 +40,14 @@ import (
 //     counted) and the mean of each phase per CREATE;
 //   - admit-16-clients: 16 goroutines deciding CREATEs back to back
 //     (answers/s), and the cores the process kept busy meanwhile;
-//   - render: the CREATE's render alone (dryrun.Pipeline.Render).
+//   - render: the CREATE's render alone (dryrun.Pipeline.Render);
+//   - config-update-render: the render of a config UPDATE that changes
+//     haproxy.cfg as make bench-scale's do (a new pipeline carrying the
+//     live one's fragment records: dryrun.Pipeline.CarryFrom).
+//
+// routes=1000_tls=1000 is bench-scale's WORKLOAD=gateway-tls at N=1000:
+// 1,000 HTTPRoutes, and 1,000 ListenerSets with a TLS Passthrough
+// listener each with a TLSRoute on each (prunedGatewayTLSStores).
 //
 // HTC_CPU_PROFILE=file writes the CPU profile of admit's admissions
 // alone, HTC_ALLOC_PROFILE=file the allocations profile before and after
@@ -52,7 +59,18 @@ func BenchmarkGatewayCreate(b *testing.B) {
 	if err != nil {
 		b.Skip("no haproxy in PATH")
 	}
-	const n = 10000
+	for _, state := range []struct{ n, tls int }{{10000, 0}, {1000, 1000}} {
+		name := fmt.Sprintf("routes=%d", state.n)
+		if state.tls > 0 {
+			name += fmt.Sprintf("_tls=%d", state.tls) // no comma: b.TempDir is in haproxy.cfg
+		}
+		b.Run(name, func(b *testing.B) { benchmarkGatewayCreate(b, bin, state.n, state.tls) })
+	}
+}
+
+// benchmarkGatewayCreate is BenchmarkGatewayCreate over n apps, the first
+// tls of them with a ListenerSet and a TLSRoute.
+func benchmarkGatewayCreate(b *testing.B, bin string, n, tls int) {
 	cfg, err := config.LoadFile("gateway/config.yaml")
 	require.NoError(b, err)
 	checker, err := haproxy.NewChecker(haproxy.Options{HAProxyPath: bin, TempDir: b.TempDir()})
@@ -60,7 +78,7 @@ func BenchmarkGatewayCreate(b *testing.B) {
 	b.Cleanup(checker.Wait)
 	p, err := dryrun.Build(cfg, dryrun.Env{CheckerFor: func(allowed []string) dryrun.Checker { return checker.Allowing(allowed) }})
 	require.NoError(b, err)
-	stores := prunedGatewayStores(b, p, n)
+	stores := prunedGatewayTLSStores(b, p, n, tls)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a busy machine
 	defer cancel()
 	a := &admission.Admitter{}
@@ -90,7 +108,7 @@ func BenchmarkGatewayCreate(b *testing.B) {
 		require.True(b, d.Allowed, d.Reason)
 	}
 	runtime.GC()
-	b.Run(fmt.Sprintf("routes=%d/admit", n), func(b *testing.B) {
+	b.Run("admit", func(b *testing.B) {
 		phases := map[phase.Phase]time.Duration{}
 		if f := os.Getenv("HTC_CPU_PROFILE"); f != "" { // the admissions alone
 			out, err := os.Create(f)
@@ -121,7 +139,7 @@ func BenchmarkGatewayCreate(b *testing.B) {
 			b.ReportMetric(float64(t)/float64(time.Millisecond)/float64(b.N), string(ph)+"-ms/op")
 		}
 	})
-	b.Run(fmt.Sprintf("routes=%d/admit-16-clients", n), func(b *testing.B) {
+	b.Run("admit-16-clients", func(b *testing.B) {
 		b.SetParallelism((16 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 		start, cpu := time.Now(), processCPU()
 		b.RunParallel(func(pb *testing.PB) {
@@ -135,12 +153,25 @@ func BenchmarkGatewayCreate(b *testing.B) {
 		b.ReportMetric(float64(b.N)/wall.Seconds(), "answers/s")
 		b.ReportMetric(float64(processCPU()-cpu)/float64(wall), "cores")
 	})
-	b.Run(fmt.Sprintf("routes=%d/render", n), func(b *testing.B) {
+	b.Run("render", func(b *testing.B) {
 		cpu := processCPU()
 		for b.Loop() {
 			set, err := store.ReadOnly(stores).WithChange("httproutes", store.Change{Operation: store.Create, Object: create()})
 			require.NoError(b, err)
 			_, err = p.Render(ctx, set)
+			require.NoError(b, err)
+		}
+		b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+	})
+	b.Run("config-update-render", func(b *testing.B) {
+		spec := cfg.DeepCopy()
+		spec.Spec.HAProxyConfig.Template += "{{- range $r := .resources.httproutes.List }}{{ if eq $r.metadata.name \"bench-scale-never\" }}{{ fail \"never\" }}{{ end }}{{ end }}\n"
+		cpu := processCPU()
+		for b.Loop() {
+			proposed, err := dryrun.Build(spec, dryrun.Env{CheckerFor: func(allowed []string) dryrun.Checker { return checker.Allowing(allowed) }})
+			require.NoError(b, err)
+			require.Positive(b, proposed.CarryFrom(p))
+			_, err = proposed.Render(ctx, store.ReadOnly(stores))
 			require.NoError(b, err)
 		}
 		b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")

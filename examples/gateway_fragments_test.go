@@ -364,7 +364,7 @@ func TestGatewayOneRouteChangeRendersOneFragment(t *testing.T) {
 	assert.Equal(t, was.Config, b.Config, "haproxy.cfg: the route is a route map entry")
 	after := e.FragmentStats()
 	assert.Equal(t, int64(2), after.Ran-before.Ran, "fragments run: the changed route's and the backend it emits")
-	assert.Equal(t, int64(3*n-2), after.Reused-before.Reused, "fragments reused: every other route's and backend's, and every status document's")
+	assert.Equal(t, int64(3*n-1), after.Reused-before.Reused, "fragments reused: every other route's and backend's, every status document's and the Gateway's listener merge (gw-listenerset-merged)")
 }
 
 // bundleFile is the content of the bundle's file at relPath, "" if none.

@@ -159,6 +159,14 @@ func liveHeap() int64 {
 // controller running p stores it (listed: transformed twice); as the API
 // server serves them with HTC_HEAP_SERVED=1 (asServed).
 func prunedGatewayStores(b *testing.B, p *dryrun.Pipeline, n int) map[string]*store.Store {
+	return prunedGatewayTLSStores(b, p, n, 0)
+}
+
+// prunedGatewayTLSStores is prunedGatewayStores with, for the first tls
+// apps, bench-scale's gateway-tls objects too (ClusterTLSPassthrough: a
+// ListenerSet with one TLS Passthrough listener and a TLSRoute on it),
+// the Gateway then admitting ListenerSets of every namespace.
+func prunedGatewayTLSStores(b *testing.B, p *dryrun.Pipeline, n, tls int) map[string]*store.Store {
 	stores := p.Model.NewStores()
 	transforms := map[watched.WatchKey]func(any) (any, error){}
 	seq := 0
@@ -189,6 +197,9 @@ func prunedGatewayStores(b *testing.B, p *dryrun.Pipeline, n int) map[string]*st
 		return schema.GroupVersionResource{Group: group, Version: v, Resource: resource}
 	}
 	class, gw := testutil.ClusterGateway("htc-system", "gw", "htc")
+	if tls > 0 {
+		require.NoError(b, unstructured.SetNestedMap(gw.Object, map[string]any{"namespaces": map[string]any{"from": "All"}}, "spec", "allowedListeners"))
+	}
 	add(gvr("gateway.networking.k8s.io", "gatewayclasses"), class)
 	add(gvr("gateway.networking.k8s.io", "gateways"), gw)
 	for i := range n {
@@ -196,6 +207,12 @@ func prunedGatewayStores(b *testing.B, p *dryrun.Pipeline, n int) map[string]*st
 		add(gvr("", "services"), svc)
 		add(gvr("discovery.k8s.io", "endpointslices"), eps)
 		add(gvr("gateway.networking.k8s.io", "httproutes"), testutil.ClusterHTTPRoute(svc.GetNamespace(), svc.GetName(), svc.GetName(), "htc-system", "gw"))
+	}
+	for i := range min(n, tls) { // after the apps, as bench-scale loads them
+		svc, _, _ := testutil.ClusterApp(i, false)
+		ls, tr := testutil.ClusterTLSPassthrough(svc.GetNamespace(), svc.GetName(), svc.GetName(), "htc-system", "gw")
+		add(gvr("gateway.networking.k8s.io", "listenersets"), ls)
+		add(gvr("gateway.networking.k8s.io", "tlsroutes"), tr)
 	}
 	return stores
 }

@@ -91,6 +91,27 @@ func ClusterHTTPRoute(ns, name, service, gwNS, gwName string) *unstructured.Unst
 				"backendRefs": []any{map[string]any{"name": service, "port": int64(80)}}}}}}}
 }
 
+// ClusterTLSPassthrough is a ListenerSet named name in ns on the Gateway
+// gwNS/gwName with one TLS Passthrough listener "tls" on port 443 for
+// host <name>.tls.example.com, and a TLSRoute of that host, named name
+// too, attached to the set and sending the stream to port 80 of Service
+// service: the extra objects of an app of bench-scale's gateway-tls
+// workload (its Gateway must admit ListenerSets of ns: allowedListeners).
+func ClusterTLSPassthrough(ns, name, service, gwNS, gwName string) (listenerSet, tlsRoute *unstructured.Unstructured) {
+	host := name + ".tls.example.com"
+	listenerSet = &unstructured.Unstructured{Object: map[string]any{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "ListenerSet",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec": map[string]any{"parentRef": map[string]any{"name": gwName, "namespace": gwNS},
+			"listeners": []any{map[string]any{"name": "tls", "port": int64(443), "protocol": "TLS", "hostname": host,
+				"tls": map[string]any{"mode": "Passthrough"}}}}}}
+	tlsRoute = &unstructured.Unstructured{Object: map[string]any{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "TLSRoute",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec": map[string]any{"parentRefs": []any{map[string]any{"group": "gateway.networking.k8s.io", "kind": "ListenerSet", "name": name}},
+			"hostnames": []any{host},
+			"rules":     []any{map[string]any{"backendRefs": []any{map[string]any{"name": service, "port": int64(80)}}}}}}}
+	return listenerSet, tlsRoute
+}
+
 // ApplyChange makes change in s, as the controller's informers would.
 func ApplyChange(t testing.TB, s *store.Store, change store.Change) {
 	t.Helper()

@@ -20,7 +20,9 @@ import (
 // it can include or call, each by the text of the source defining it) is
 // the same text in both engines, when extraContext and the output names
 // are equal too. A reach with an include of a computed name, or a node the
-// walk does not know, is never the same: such a fragment runs.
+// walk does not know, is never the same: such a fragment runs. The status
+// documents' decodings are carried with the records (statusdocs.Decoder.Carry:
+// decoding is a pure function of a document's text).
 
 // carried is what Carry handed an engine: another engine's records and the
 // fragment names that may apply them.
@@ -54,6 +56,7 @@ func (e *Engine) Carry(from *Engine) int {
 		return 0
 	}
 	e.carried.Store(&carried{table: t, same: same})
+	e.status.Carry(from.status)
 	return len(same)
 }
 

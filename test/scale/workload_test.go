@@ -57,18 +57,7 @@ func tlsObjects(i int) []loadObject {
 		return nil
 	}
 	svc, _, _ := testutil.ClusterApp(i, false)
-	ns, name := svc.GetNamespace(), svc.GetName()
-	host := name + ".tls.example.com"
-	ls := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "ListenerSet",
-		"metadata": map[string]any{"name": name, "namespace": ns},
-		"spec": map[string]any{"parentRef": map[string]any{"name": gatewayName, "namespace": gatewayNamespace},
-			"listeners": []any{map[string]any{"name": "tls", "port": int64(443), "protocol": "TLS", "hostname": host,
-				"tls": map[string]any{"mode": "Passthrough"}}}}}}
-	tr := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "TLSRoute",
-		"metadata": map[string]any{"name": name, "namespace": ns},
-		"spec": map[string]any{"parentRefs": []any{map[string]any{"group": "gateway.networking.k8s.io", "kind": "ListenerSet", "name": name}},
-			"hostnames": []any{host},
-			"rules":     []any{map[string]any{"backendRefs": []any{map[string]any{"name": name, "port": int64(80)}}}}}}}
+	ls, tr := testutil.ClusterTLSPassthrough(svc.GetNamespace(), svc.GetName(), svc.GetName(), gatewayNamespace, gatewayName)
 	return []loadObject{{gvrListenerSet, ls}, {gvrTLSRoute, tr}}
 }
 

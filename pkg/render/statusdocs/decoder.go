@@ -112,6 +112,24 @@ func (d *Decoder) Decode(text string, stores store.Set, sources func() *bundle.S
 	return nil, writerOf(sources(), text, de.Line), err
 }
 
+// Carry hands d, a new config's Decoder that has decoded nothing yet,
+// from's cache of decoded documents: decoding is a pure function of each
+// document's text (resourcestatus.ParseCached), so a config UPDATE's
+// first render, whose documents mostly have the texts of the live
+// render's, need not decode them all again. It is carried as a cache of a
+// render that did not record (d's first recording render replaces it), and
+// without from's resolution: d finds the objects of its documents itself,
+// with its own apiVersions. A nil d or from, or a d with a cache, carries
+// nothing.
+func (d *Decoder) Carry(from *Decoder) {
+	if d == nil || from == nil || d == from || d.cache.Load() != nil {
+		return
+	}
+	if c := from.cache.Load(); c != nil {
+		d.cache.CompareAndSwap(nil, &decodings{docs: c.docs, order: c.order})
+	}
+}
+
 // decodings is a Decoder's cache of decoded documents; recorded: a
 // recording render's, whose entries its kept resolution
 // (resourcestatus.Keep) is keyed on.

@@ -1,6 +1,7 @@
 package statusdocs
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -85,4 +86,48 @@ func TestGoodDocumentsAreDecodedAndResolved(t *testing.T) {
 		assert.Equal(t, "ingresses", docs[0].Store)
 	}
 	assert.NotNil(t, d.cache.Load())
+}
+
+// TestACarriedDecoderDecodesAsAFreshOne: a new config's Decoder given the
+// live one's decodings (Carry) decodes as a fresh Decoder of its config
+// does, the documents' statuses taken from the carried decodings (the
+// same maps); it resolves them with its own apiVersions (a config that
+// no longer writes the status of Ingresses refuses their documents), and
+// a Decoder that has decoded already keeps its own cache.
+func TestACarriedDecoderDecodesAsAFreshOne(t *testing.T) {
+	text := doc("Ingress", "networking.k8s.io/v1", "web")
+	noSources := func() *bundle.Sources { panic("no source map is built for good documents") }
+	live := New(spec(&config.Template{}))
+	was, _, err := live.Decode(text, stores(t), noSources, true)
+	require.NoError(t, err)
+	mapOf := func(docs []resourcestatus.Document) uintptr { return reflect.ValueOf(docs[0].Status).Pointer() }
+
+	d := New(spec(&config.Template{}))
+	d.Carry(live)
+	docs, _, err := d.Decode(text, stores(t), noSources, false)
+	require.NoError(t, err)
+	fresh, _, err := New(spec(&config.Template{})).Decode(text, stores(t), noSources, false)
+	require.NoError(t, err)
+	assert.Equal(t, fresh, docs)
+	assert.Equal(t, mapOf(was), mapOf(docs), "the carried decoding")
+
+	noStatus := spec(&config.Template{})
+	w := noStatus.WatchedResources["ingresses"]
+	w.WriteStatus = false
+	noStatus.WatchedResources["ingresses"] = w
+	refusing := New(noStatus)
+	refusing.Carry(live)
+	writer := bundle.ObjectRef{Store: "ingresses", Kind: "Ingress", Namespace: "a", Name: "writer"}
+	_, _, err = refusing.Decode(text, stores(t), writtenBy(writer, text), false)
+	var de *resourcestatus.Error
+	require.ErrorAs(t, err, &de, "its own apiVersions")
+
+	own := New(spec(&config.Template{}))
+	mine, _, err := own.Decode(text, stores(t), noSources, true)
+	require.NoError(t, err)
+	own.Carry(live)
+	again, _, err := own.Decode(text, stores(t), noSources, false)
+	require.NoError(t, err)
+	assert.Equal(t, mapOf(mine), mapOf(again), "its own cache")
+	assert.NotEqual(t, mapOf(was), mapOf(again))
 }
