@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
@@ -199,4 +200,21 @@ func (a *Admitter) Retain() {
 	if v := b.Diagnosis.Verdict(); v != nil && v.Bundle != nil {
 		st.Pipeline.Retain(v.Bundle)
 	}
+}
+
+// LearnShapes lets the current State's pipeline learn, from its
+// baseline's bundle, the shapes of backend sections proposals commonly
+// add (dryrun.Pipeline.LearnShapes), and returns how many haproxy -c runs
+// that took. The controller calls it in quiet periods. Without a baseline
+// it does nothing.
+func (a *Admitter) LearnShapes(ctx context.Context) int {
+	st := a.State()
+	b := a.Baseline(st)
+	if b == nil {
+		return 0
+	}
+	if v := b.Diagnosis.Verdict(); v != nil && v.Bundle != nil {
+		return st.Pipeline.LearnShapes(ctx, v.Bundle)
+	}
+	return 0
 }

@@ -179,7 +179,7 @@ func Run(ctx context.Context, opts Options) error {
 		r.OnQuiet(func() bool {
 			checking := c.shadow.Idle()
 			c.live.idle()
-			return checking
+			return c.learnShapes(ctx) || checking
 		})
 		r.Start() // before the config loop lists anything: the load is work
 		spawn("idle memory return", func() error { r.Run(ctx); return nil })
@@ -229,6 +229,23 @@ func (c *controller) atIdleReturn() {
 		}
 	}
 	c.admitter.Retain()
+}
+
+// learnShapesTimeout bounds one quiet period's learning of shapes.
+const learnShapesTimeout = 30 * time.Second
+
+// learnShapes lets the admitter learn, in a quiet period, the stub
+// verdicts of the backend section shapes the live configuration has most
+// (admission.Admitter.LearnShapes), and reports whether that ran haproxy
+// -c: then the idle memory return waits for a quiet period after it.
+func (c *controller) learnShapes(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, learnShapesTimeout)
+	defer cancel()
+	n := c.admitter.LearnShapes(ctx)
+	if n > 0 {
+		c.log.Debug("learned the stub verdicts of common backend section shapes in a quiet period", "stubs", n)
+	}
+	return n > 0
 }
 
 // drain returns the context the controller runs under: it ends

@@ -75,6 +75,9 @@ type Trace struct {
 	// SectionsCheckedAlone is how many added backend sections a stub
 	// configuration accepted instead (haproxy.Result.SectionsCheckedAlone).
 	SectionsCheckedAlone int
+	// SectionsShapeKnown reports that no stub ran for them: one of the
+	// same shape was accepted before (haproxy.Result.SectionsShapeKnown).
+	SectionsShapeKnown bool
 }
 
 // CheckOptions tune one check.
@@ -186,7 +189,7 @@ func (p *Pipeline) renderAndCheck(ctx context.Context, stores store.Set, opts Ch
 			}
 		}
 		v.Warnings, t.Overruled, t.SemanticReused, t.MapsCheckedAlone = res.Warnings, res.Overruled, res.SemanticReused, res.MapsCheckedAlone
-		t.SectionsCheckedAlone = res.SectionsCheckedAlone
+		t.SectionsCheckedAlone, t.SectionsShapeKnown = res.SectionsCheckedAlone, res.SectionsShapeKnown
 	}
 	return err
 }

@@ -80,6 +80,8 @@ type addedRuns struct {
 	mu     sync.Mutex
 	runs   *lru.Cache  // addedKey -> []*addedBase
 	shapes *stubShapes // stubs accepted, by shapeKey (shapes.go)
+	// learning is the live haproxy.cfg LearnShapes went through last (learn.go).
+	learning shapeLearning
 }
 
 // addedBase is an accepted bundle's haproxy.cfg as acceptedAdded reads it:
@@ -220,7 +222,8 @@ func (c *Checker) acceptedAdded(ctx context.Context, b *bundle.Bundle, p addedPr
 			cfg, kept := stubSections(p.parts, added, loads)
 			stub := stubFiles(b, cfg, kept, changed)
 			shape := shapeKey(p.parts, added, cfg, kept, stub)
-			if ok = c.added.shapes.known(shape); !ok {
+			known := c.added.shapes.known(shape)
+			if ok = known; !ok {
 				if ok = c.stubSectionsAccepted(ctx, stub); ok {
 					c.added.shapes.add(shape)
 				}
@@ -229,6 +232,7 @@ func (c *Checker) acceptedAdded(ctx context.Context, b *bundle.Bundle, p addedPr
 			if ok {
 				res.SectionsCheckedAlone = len(added)
 				res.MapsCheckedAlone = len(changed)
+				res.SectionsShapeKnown = known
 			}
 			return ok
 		}

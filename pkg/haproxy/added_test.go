@@ -140,7 +140,7 @@ func TestCheckAcceptsAddedBackendSectionsAlone(t *testing.T) {
 		alone                     int    // sections checked alone
 	}{
 		{"a section inserted", newBE, "", "a.example.com", nil, "stub", 1},
-		{"a section appended", "", newBE, "a.example.com", nil, "stub", 1},
+		{"a section appended: the shape of the one inserted (blank lines at the end do not count)", "", newBE, "a.example.com", nil, "", 1},
 		{"two sections, and a loose map", newBE, "\nbackend be_new2 from backends\n    server s1 127.0.0.1:8093\n", "b.example.com", nil, "stub", 2},
 		{"the same again", newBE, "", "a.example.com", nil, "", 0},
 		{"a section not addable", "\nbackend be_new from backends\n    stick-table type ip size 1k\n", "", "a.example.com", nil, "full", 0},

@@ -96,6 +96,10 @@ type Result struct {
 	// Checker.acceptedAdded), in this one or, of the same shape, in an
 	// earlier one (shapes.go); 0 when none.
 	SectionsCheckedAlone int
+	// SectionsShapeKnown reports that no stub ran for SectionsCheckedAlone:
+	// haproxy -c had accepted a stub of the same shape (shapes.go), for an
+	// earlier proposal or ahead of time (Checker.LearnShapes).
+	SectionsShapeKnown bool
 	// Durations holds how long each phase that ran took.
 	Durations map[phase.Phase]time.Duration
 }

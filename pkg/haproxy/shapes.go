@@ -53,7 +53,8 @@ func (s *stubShapes) add(key string) {
 
 // shapeKey is the key of the stub (cfg, kept: stubSections of parts'
 // added sections; stub: stubFiles) with each added section's shape in
-// place of its text; "" when a section has no shape or the shaped text
+// place of its text and each section's blank lines at its end dropped;
+// "" when a section has no shape or the shaped text
 // names a placeholdered name, reads a server-state file or may run Lua.
 func shapeKey(parts *cfgParts, added map[int]bool, cfg, kept string, stub *bundle.Bundle) string {
 	var sb strings.Builder
@@ -74,10 +75,10 @@ func shapeKey(parts *cfgParts, added map[int]bool, cfg, kept string, stub *bundl
 			}
 			text, names = shape, append(names, ns...)
 		}
-		sb.WriteString(text)
-		if !strings.HasSuffix(text, "\n") {
-			sb.WriteByte('\n')
-		}
+		// Blank lines at a section's end (HAProxy skips them) do not
+		// make another shape: the last section of a text has none.
+		sb.WriteString(strings.TrimRight(text, "\n"))
+		sb.WriteByte('\n')
 	}
 	shaped := sb.String()
 	if strings.Contains(shaped, "server-state") || strings.Contains(shaped, "lua") {
