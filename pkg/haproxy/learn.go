@@ -41,8 +41,8 @@ type shapeLearning struct {
 // shape after a start skips the stub (issue 34's CREATE p99) instead of
 // waiting for it. It returns how many stubs ran. It does nothing unless
 // the added-sections skip could apply to live (its key has an accepted
-// base), or for a live haproxy.cfg it went through last. The controller
-// calls it in quiet periods. Safe for concurrent use with checks.
+// base), and nothing for a live haproxy.cfg it went through last. The
+// controller calls it in quiet periods. Safe for concurrent use with checks.
 func (c *Checker) LearnShapes(ctx context.Context, live *bundle.Bundle) (ran int) {
 	if c.added == nil || c.fixtures || c.passed == nil || !c.shortcuts.On(shortcut.MapOnly) || live == nil {
 		return 0
@@ -60,12 +60,18 @@ func (c *Checker) LearnShapes(ctx context.Context, live *bundle.Bundle) (ran int
 		return 0
 	}
 	p := probeAdded(live, scan.LooseMaps, scan.AloneMaps)
-	if p.key == "" {
+	if p.key == "" { // the skip never applies to this haproxy.cfg
+		c.added.learning.last = sum
 		return 0
 	}
 	if _, ok := c.added.runs.Get(p.key); !ok {
-		return 0
+		return 0 // not accepted (yet): the next quiet period looks again
 	}
+	defer func() {
+		if ctx.Err() == nil {
+			c.added.learning.last = sum
+		}
+	}()
 	for _, i := range commonShapes(p.parts) {
 		if ran == maxLearnedShapes || ctx.Err() != nil {
 			return ran
@@ -81,9 +87,6 @@ func (c *Checker) LearnShapes(ctx context.Context, live *bundle.Bundle) (ran int
 		if c.stubSectionsAccepted(ctx, stub) {
 			c.added.shapes.add(shape)
 		}
-	}
-	if ctx.Err() == nil {
-		c.added.learning.last = sum
 	}
 	return ran
 }

@@ -62,6 +62,10 @@ func TestLearnShapesLetsTheFirstProposalOfACommonShapeSkipTheStub(t *testing.T) 
 			{name: "learn", cfg: bad1 + bad2 + plain1, learn: true, wantLog: "stub", wantRan: 1},
 			{name: "a proposal of that shape", cfg: bad1 + bad2 + plain1 + "\nbackend be_n from backends\n    server s1 10.1.1.1:7000 check weight 1\n", wantLog: "stub"},
 		}},
+		{name: "a configuration the skip cannot apply to", steps: []step{
+			{name: "live", cfg: live + ".if 1\n.endif\n", wantLog: "full"},
+			{name: "learn", cfg: live + ".if 1\n.endif\n", learn: true},
+		}},
 		{name: "the map-only shortcut off", off: true, steps: []step{
 			{name: "live", cfg: live, wantLog: "full"},
 			{name: "learn", cfg: live, learn: true},
