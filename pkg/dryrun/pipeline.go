@@ -128,7 +128,7 @@ func Build(cfg *config.HAProxyTemplateConfig, env Env) (*Pipeline, error) {
 	if cfg == nil {
 		return nil, errors.New("dryrun: nil config")
 	}
-	errs := validation.Validate(cfg)
+	errs, engine := validation.ValidateEngine(cfg)
 	errs = append(errs, ungranted(cfg.Spec.AllowedDirectives, env.Grant)...)
 	if len(errs) > 0 {
 		return nil, &InvalidConfigError{Errs: errs}
@@ -140,9 +140,10 @@ func Build(cfg *config.HAProxyTemplateConfig, env Env) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	engine, err := render.New(&cfg.Spec)
-	if err != nil {
-		return nil, fmt.Errorf("parsing templates of %s/%s: %w", cfg.Namespace, cfg.Name, err)
+	if engine == nil { // validation builds it; never expected
+		if engine, err = render.New(&cfg.Spec); err != nil {
+			return nil, fmt.Errorf("parsing templates of %s/%s: %w", cfg.Namespace, cfg.Name, err)
+		}
 	}
 	var checker Checker
 	var testChecker testrun.Checker

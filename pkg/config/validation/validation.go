@@ -31,14 +31,24 @@ import (
 // Validate returns every problem of cfg, or nil. Use ErrorList.ToAggregate()
 // for a single error.
 func Validate(cfg *config.HAProxyTemplateConfig) field.ErrorList {
+	errs, _ := ValidateEngine(cfg)
+	return errs
+}
+
+// ValidateEngine is Validate, and also returns the render engine it
+// built from cfg's templates to check them (render.New(&cfg.Spec); nil
+// when it did not get that far or the templates failed), so that a
+// caller building a pipeline need not parse and scan them again.
+func ValidateEngine(cfg *config.HAProxyTemplateConfig) (field.ErrorList, *render.Engine) {
 	spec := &cfg.Spec
 	specPath := field.NewPath("spec")
 	var errs field.ErrorList
 	errs = append(errs, validateWatched(spec, specPath.Child("watchedResources"))...)
-	errs = append(errs, validateTemplates(spec, specPath)...)
+	terrs, engine := validateTemplates(spec, specPath)
+	errs = append(errs, terrs...)
 	errs = append(errs, validateTests(spec, specPath.Child("validationTests"))...)
 	errs = append(errs, validateAllowed(spec.AllowedDirectives, specPath.Child("allowedDirectives"))...)
-	return errs
+	return errs, engine
 }
 
 // resourceName is a lower-case plural resource name such as "ingresses".
@@ -119,7 +129,7 @@ func unwrapIndexError(err error) string {
 	return msg
 }
 
-func validateTemplates(spec *config.HAProxyTemplateConfigSpec, p *field.Path) field.ErrorList {
+func validateTemplates(spec *config.HAProxyTemplateConfigSpec, p *field.Path) (field.ErrorList, *render.Engine) {
 	var errs field.ErrorList
 	if strings.TrimSpace(spec.HAProxyConfig.Template) == "" {
 		errs = append(errs, field.Required(p.Child("haproxyConfig", "template"), "the haproxy.cfg template must not be empty"))
@@ -132,16 +142,17 @@ func validateTemplates(spec *config.HAProxyTemplateConfigSpec, p *field.Path) fi
 		}
 	}
 	if len(errs) > 0 {
-		return errs
+		return errs, nil
 	}
-	if _, err := render.New(spec); err != nil {
+	engine, err := render.New(spec)
+	if err != nil {
 		var te *render.TemplateError
 		if errors.As(err, &te) {
-			return field.ErrorList{field.Invalid(templateField(p, te.Template), fmt.Sprintf("template %s line %d", te.Template, te.Line), te.Message)}
+			return field.ErrorList{field.Invalid(templateField(p, te.Template), fmt.Sprintf("template %s line %d", te.Template, te.Line), te.Message)}, nil
 		}
-		return field.ErrorList{field.Invalid(p, "templates", err.Error())}
+		return field.ErrorList{field.Invalid(p, "templates", err.Error())}, nil
 	}
-	return nil
+	return nil, engine
 }
 
 // badFileName explains why a map, file or certificate name cannot be a file
