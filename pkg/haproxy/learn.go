@@ -42,11 +42,14 @@ type shapeLearning struct {
 // waiting for it. It returns how many stubs ran. It does nothing unless
 // the added-sections skip could apply to live (its key has an accepted
 // base), and nothing for a live haproxy.cfg it went through last. The
-// controller calls it in quiet periods. Safe for concurrent use with checks.
+// controller calls it in quiet periods. Safe for concurrent use with
+// checks; Wait waits for it as for a Check.
 func (c *Checker) LearnShapes(ctx context.Context, live *bundle.Bundle) (ran int) {
 	if c.added == nil || c.fixtures || c.passed == nil || !c.shortcuts.On(shortcut.MapOnly) || live == nil {
 		return 0
 	}
+	c.active.Add(1) // its stubs are the checker's haproxy runs too (Wait)
+	defer c.active.Done()
 	k := contenthash.New()
 	k.String(live.Config)
 	sum := k.Sum256()

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -109,4 +110,41 @@ exit 0
 			}
 		})
 	}
+}
+
+// Wait waits for a LearnShapes whose stub is running, as for a Check: a
+// command stopping waits for every haproxy the checker started.
+func TestWaitWaitsForLearnShapes(t *testing.T) {
+	dir := t.TempDir()
+	started, release, done := filepath.Join(dir, "started"), filepath.Join(dir, "release"), filepath.Join(dir, "done")
+	c := fakeChecker(t, `cfg="$5"
+if head -n 1 "$cfg" | grep -q 'sections checked alone'; then
+  touch `+started+`
+  while [ ! -e `+release+` ]; do sleep 0.01; done
+  touch `+done+`
+fi
+exit 0
+`, Options{})
+	ws := newTestWorkspace(t)
+	const defs = "defaults backends\n    mode http\n    timeout connect 5s\n    timeout client 30s\n    timeout server 30s\n"
+	b := bundleFor(ws.Dir(), testConfig(defs+
+		"\nbackend be_a from backends\n    server s1 10.0.0.1:80\n"+
+		"\nbackend be_b from backends\n    server s1 10.0.0.2:80\n"), testMaps(), nil)
+	_, err := c.Check(context.Background(), b)
+	require.NoError(t, err)
+
+	// The test holds the count above zero while LearnShapes adds to it
+	// (a WaitGroup's Add from zero must come before its Wait).
+	c.active.Add(1)
+	go c.LearnShapes(context.Background(), b)
+	require.Eventually(t, func() bool { _, err := os.Stat(started); return err == nil }, 10*time.Second, 5*time.Millisecond, "the stub never started")
+	stubDone := make(chan bool)
+	go func() {
+		c.Wait()
+		_, err := os.Stat(done)
+		stubDone <- err == nil
+	}()
+	c.active.Done()
+	require.NoError(t, os.WriteFile(release, nil, 0o600))
+	assert.True(t, <-stubDone, "Wait returned while the stub ran")
 }
