@@ -113,15 +113,7 @@ func TestCheckAcceptsAddedBackendSectionsAlone(t *testing.T) {
 	switches := &shortcut.Switches{}
 	c := addedFake(t, runs, stubCfg).WithShortcuts(switches)
 	ws := newTestWorkspace(t)
-	log := func() string {
-		b, err := os.ReadFile(runs)
-		if os.IsNotExist(err) {
-			return ""
-		}
-		require.NoError(t, err)
-		_ = os.Remove(runs)
-		return strings.Join(strings.Fields(string(b)), " ")
-	}
+	log := func() string { return takeRuns(t, runs) }
 	const defs = "defaults backends\n    mode http\n    timeout connect 5s\n    timeout client 30s\n    timeout server 30s\n"
 	const be1 = "backend be1 from backends\n    server s1 127.0.0.1:8091 check\n"
 	const newBE = "\nbackend be_new from backends\n    server s1 127.0.0.1:8092 check ssl verify none\n"

@@ -106,3 +106,17 @@ const testBase = "/work/htc-bundle"
 
 // testVersion is the HAProxy version conditions are evaluated against.
 const testVersion = "3.0.11-1+deb13u5"
+
+// takeRuns returns what a fake haproxy wrote down in path, one word per
+// run ("full", "stub"), space-separated ("" when it wrote nothing), and
+// empties it for the next.
+func takeRuns(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return ""
+	}
+	require.NoError(t, err)
+	_ = os.Remove(path)
+	return strings.Join(strings.Fields(string(b)), " ")
+}

@@ -109,15 +109,7 @@ func TestCheckChecksAddedSectionsAndChangedRegexMapsInOneStub(t *testing.T) {
 	runs, stubCfg := filepath.Join(dir, "runs"), filepath.Join(dir, "stub.cfg")
 	c := addedFake(t, runs, stubCfg)
 	ws := newTestWorkspace(t)
-	log := func() string {
-		b, err := os.ReadFile(runs)
-		if os.IsNotExist(err) {
-			return ""
-		}
-		require.NoError(t, err)
-		_ = os.Remove(runs)
-		return strings.Join(strings.Fields(string(b)), " ")
-	}
+	log := func() string { return takeRuns(t, runs) }
 	const defs = "defaults backends\n    mode http\n    timeout connect 5s\n    timeout client 30s\n    timeout server 30s\n"
 	const regexLine = "    http-request set-var(txn.loc) path,map_reg({{dir}}/maps/regex.map)\n"
 	const be1 = "backend be1 from backends\n    server s1 127.0.0.1:8091 check\n"
