@@ -61,8 +61,8 @@ func (e *Engine) Carry(from *Engine) int {
 }
 
 // reaches returns the digest of the reach of every template whose reach is
-// known (tree.Reaches, computed once).
-func (e *Engine) reaches() map[string][sha256.Size]byte {
-	e.reachOnce.Do(func() { e.reach = tree.Reaches(e.root, e.definedBy) })
-	return e.reach
+// known (tree.Reaches, computed once for the template set).
+func (c *compiled) reaches() map[string][sha256.Size]byte {
+	c.reachOnce.Do(func() { c.reach = tree.Reaches(c.root, c.definedBy) })
+	return c.reach
 }

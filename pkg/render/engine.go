@@ -3,7 +3,6 @@ package render
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,16 +23,15 @@ import (
 	"github.com/haproxy-template/htc/pkg/render/funcs"
 	"github.com/haproxy-template/htc/pkg/render/reads"
 	"github.com/haproxy-template/htc/pkg/render/statusdocs"
-	"github.com/haproxy-template/htc/pkg/render/tree"
 	"github.com/haproxy-template/htc/pkg/store"
 )
 
 // Engine renders one configuration's templates. It parses them once (New)
 // and is safe for concurrent use by any number of goroutines.
 type Engine struct {
-	// root holds every parsed template, with placeholder per-render
-	// functions; Render executes a pooled clone bound to its own state.
-	root *template.Template
+	// compiled is the parsed, prepared and scanned template set (shared
+	// with every engine of the same template sources, see Templates).
+	*compiled
 	// outputs lists what Render renders, in bundle.Bundle.AllFiles order.
 	outputs []output
 	// names holds the output names of each kind, for pathFor.
@@ -49,8 +47,6 @@ type Engine struct {
 	npaths atomic.Int64
 	// regexps caches compiled regular expressions (package funcs).
 	regexps funcs.Regexps
-	// reads is what the templates can read of the stores' objects.
-	reads *reads.Set
 	// table holds the fragment records the last recording render kept
 	// (fragment.go).
 	table atomic.Pointer[fragments.Table]
@@ -63,12 +59,6 @@ type Engine struct {
 	// carried holds another engine's records Carry handed this one, used
 	// while table is nil (carry.go).
 	carried atomic.Pointer[carried]
-	// definedBy is the digest of the source defining each template, by
-	// template name; reach, computed once from it, the digest of each
-	// template's reach (carry.go).
-	definedBy map[string][sha256.Size]byte
-	reachOnce sync.Once
-	reach     map[string][sha256.Size]byte
 	// reused and ran count fragments (FragmentStats), carriedReused those
 	// of reused applied from carried records; confirmed the renders
 	// that reused records, failed and were rendered again in full; torn
@@ -258,6 +248,13 @@ func TemplateName(k bundle.Kind, name string) string {
 // template that does not exist) Err is a *TemplateError naming the template
 // and line.
 func New(spec *config.HAProxyTemplateConfigSpec) (*Engine, error) {
+	return (*Templates)(nil).New(spec)
+}
+
+// New is render.New, taking the template set from t when t holds one of
+// the same template sources, and keeping the one it compiles in t. A nil
+// t keeps nothing.
+func (t *Templates) New(spec *config.HAProxyTemplateConfigSpec) (*Engine, error) {
 	if spec == nil {
 		return nil, renderError("no configuration", errors.New("render.New: nil spec"))
 	}
@@ -293,58 +290,15 @@ func New(spec *config.HAProxyTemplateConfigSpec) (*Engine, error) {
 		}
 		sources = append(sources, source{name: name, text: spec.TemplateSnippets[name].Template})
 	}
-
-	placeholder := newRenderState(e, "")
-	newSet := func() *template.Template {
-		return template.New("").Option("missingkey=zero").Funcs(staticFuncs).
-			Funcs(dynamicFuncs(placeholder)).Funcs(guardedFuncs(placeholder))
-	}
-	proto, root := newSet(), newSet()
-	definedBy := map[string]string{}
-	e.definedBy = map[string][sha256.Size]byte{}
-	for _, src := range sources {
-		digest := sha256.Sum256([]byte(strconv.Quote(src.name) + src.text))
-		set, err := proto.Clone()
-		if err != nil {
-			return nil, renderError("internal: "+err.Error(), err)
-		}
-		if _, err := set.New(src.name).Parse(src.text); err != nil {
-			return nil, parseError(src.name, err)
-		}
-		for _, t := range sortedTemplates(set) {
-			if t.Name() == "" || t.Tree == nil {
-				continue
-			}
-			if owner, dup := definedBy[t.Name()]; dup {
-				return nil, templateError(src.name, tree.Line(t.Tree),
-					fmt.Sprintf("template %q is defined twice (also by %s)", t.Name(), owner))
-			}
-			definedBy[t.Name()] = src.name
-			e.definedBy[t.Name()] = digest
-			if _, err := root.AddParseTree(t.Name(), t.Tree); err != nil {
-				return nil, templateError(src.name, 0, err.Error())
-			}
-		}
-	}
-	for _, t := range sortedTemplates(root) {
-		if t.Tree == nil {
-			continue
-		}
-		if err := prepareTree(root, t.Tree); err != nil {
-			return nil, err
-		}
-	}
-	e.root = root
 	entries := make([]string, 0, len(e.outputs))
 	for _, o := range e.outputs {
 		entries = append(entries, o.tmpl)
 	}
-	e.reads = reads.Scan(root, entries)
-	// After the scan, which reads the templates as written: the calls it
-	// rewrites return what they returned (fused.go).
-	if err := fuseChannelReads(root); err != nil {
-		return nil, renderError("internal: "+err.Error(), err)
+	c, err := t.compile(sources, entries)
+	if err != nil {
+		return nil, err
 	}
+	e.compiled = c
 	return e, nil
 }
 
