@@ -40,6 +40,7 @@ import (
 	"github.com/haproxy-template/htc/pkg/haproxy/master"
 	"github.com/haproxy-template/htc/pkg/publish"
 	"github.com/haproxy-template/htc/pkg/redact"
+	"github.com/haproxy-template/htc/pkg/render"
 	"github.com/haproxy-template/htc/pkg/shadow"
 	"github.com/haproxy-template/htc/pkg/shortcut"
 	"github.com/haproxy-template/htc/pkg/watched"
@@ -413,11 +414,18 @@ func (c *controller) metricsHandler() http.Handler {
 	return mux
 }
 
+// templateSets is how many compiled template sets the controller's
+// pipelines share (render.Templates): the live config's, and those of
+// the configs proposed since, the most recent first. The live config's
+// costs nothing more (its engine holds it anyway); each other one holds
+// a parsed set, under 0.7 MB for the ingress-nginx library.
+const templateSets = 4
+
 // newController returns a controller whose pipelines check with checker
 // (nil: they can render but not check).
 func newController(opts Options, log *slog.Logger, dyn dynamic.Interface, mapper meta.RESTMapper, checker *haproxy.Checker) *controller {
 	switches := newSwitches(opts)
-	env := dryrun.Env{Tests: testrun.NewCache(16), Grant: opts.AllowedDirectives, Shortcuts: switches}
+	env := dryrun.Env{Tests: testrun.NewCache(16), Templates: render.NewTemplates(templateSets), Grant: opts.AllowedDirectives, Shortcuts: switches}
 	if checker != nil {
 		checker = checker.WithShortcuts(switches)
 		env.CheckerFor = func(allowed []string) dryrun.Checker { return checker.Allowing(allowed) }

@@ -63,6 +63,11 @@ type Env struct {
 	// Tests caches embedded test reports across pipelines by config hash;
 	// nil gives the pipeline a cache of its own.
 	Tests *testrun.Cache
+	// Templates keeps the compiled template sets across pipelines by the
+	// digest of their sources (render.Templates), so a config whose
+	// templates were compiled before is not parsed and scanned again; nil
+	// compiles every config's.
+	Templates *render.Templates
 	// RenderCheckTimeout bounds each render + check (not the embedded
 	// tests: TestTimeout), whatever ctx's deadline: a fixed bound against a
 	// template that loops, like haproxy.Options.Timeout for one haproxy -c.
@@ -128,7 +133,7 @@ func Build(cfg *config.HAProxyTemplateConfig, env Env) (*Pipeline, error) {
 	if cfg == nil {
 		return nil, errors.New("dryrun: nil config")
 	}
-	errs, engine := validation.ValidateEngine(cfg)
+	errs, engine := validation.ValidateEngine(cfg, env.Templates)
 	errs = append(errs, ungranted(cfg.Spec.AllowedDirectives, env.Grant)...)
 	if len(errs) > 0 {
 		return nil, &InvalidConfigError{Errs: errs}

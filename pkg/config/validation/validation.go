@@ -31,20 +31,22 @@ import (
 // Validate returns every problem of cfg, or nil. Use ErrorList.ToAggregate()
 // for a single error.
 func Validate(cfg *config.HAProxyTemplateConfig) field.ErrorList {
-	errs, _ := ValidateEngine(cfg)
+	errs, _ := ValidateEngine(cfg, nil)
 	return errs
 }
 
 // ValidateEngine is Validate, and also returns the render engine it
-// built from cfg's templates to check them (render.New(&cfg.Spec); nil
-// when it did not get that far or the templates failed), so that a
-// caller building a pipeline need not parse and scan them again.
-func ValidateEngine(cfg *config.HAProxyTemplateConfig) (field.ErrorList, *render.Engine) {
+// built from cfg's templates to check them (templates.New(&cfg.Spec),
+// which takes a template set compiled before from templates; nil
+// templates keep none; the engine is nil when validation did not get
+// that far or the templates failed), so that a caller building a
+// pipeline need not parse and scan them again.
+func ValidateEngine(cfg *config.HAProxyTemplateConfig, templates *render.Templates) (field.ErrorList, *render.Engine) {
 	spec := &cfg.Spec
 	specPath := field.NewPath("spec")
 	var errs field.ErrorList
 	errs = append(errs, validateWatched(spec, specPath.Child("watchedResources"))...)
-	terrs, engine := validateTemplates(spec, specPath)
+	terrs, engine := validateTemplates(spec, specPath, templates)
 	errs = append(errs, terrs...)
 	errs = append(errs, validateTests(spec, specPath.Child("validationTests"))...)
 	errs = append(errs, validateAllowed(spec.AllowedDirectives, specPath.Child("allowedDirectives"))...)
@@ -129,7 +131,7 @@ func unwrapIndexError(err error) string {
 	return msg
 }
 
-func validateTemplates(spec *config.HAProxyTemplateConfigSpec, p *field.Path) (field.ErrorList, *render.Engine) {
+func validateTemplates(spec *config.HAProxyTemplateConfigSpec, p *field.Path, templates *render.Templates) (field.ErrorList, *render.Engine) {
 	var errs field.ErrorList
 	if strings.TrimSpace(spec.HAProxyConfig.Template) == "" {
 		errs = append(errs, field.Required(p.Child("haproxyConfig", "template"), "the haproxy.cfg template must not be empty"))
@@ -144,7 +146,7 @@ func validateTemplates(spec *config.HAProxyTemplateConfigSpec, p *field.Path) (f
 	if len(errs) > 0 {
 		return errs, nil
 	}
-	engine, err := render.New(spec)
+	engine, err := templates.New(spec)
 	if err != nil {
 		var te *render.TemplateError
 		if errors.As(err, &te) {
