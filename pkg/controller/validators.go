@@ -29,11 +29,18 @@ func (c *controller) rules(model *watched.Model, log *slog.Logger) []webhook.Rul
 // validators returns the webhook validators of a config's rules: the
 // admitter's Decide (a config for the HAProxyTemplateConfig rule, a change
 // of a watched resource for the others), observed by the metrics, and the
-// watched resources' admissions by the shadow checks too.
+// watched resources' admissions by the shadow checks too. A config is
+// judged by the proposed one alone (webhook.ObjectAlone: the handler does
+// not decode the config it replaces).
 func (c *controller) validators(rules []webhook.Rule) map[string]webhook.Validator {
 	out := make(map[string]webhook.Validator, len(rules))
 	for _, r := range rules {
-		out[r.GVKString] = c.observed(r.GVKString, c.admitter.Decide, r.StoreKey != "")
+		watchedResource := r.StoreKey != ""
+		v := c.observed(r.GVKString, c.admitter.Decide, watchedResource)
+		if !watchedResource {
+			v = webhook.ObjectAlone(v)
+		}
+		out[r.GVKString] = v
 	}
 	return out
 }

@@ -72,17 +72,18 @@ func tooLarge() *httpError {
 }
 
 // parseObjects decodes the request's object (not for DELETE) and old object
-// (UPDATE, DELETE) and runs the structural check on the object the operation
-// is about: the new object, or the old one for DELETE. A non-empty reason
-// denies the request without running a validator.
-func parseObjects(req *admissionv1.AdmissionRequest) (obj, old *unstructured.Unstructured, reason string) {
+// (UPDATE unless objectAlone, DELETE) and runs the structural check on the
+// object the operation is about: the new object, or the old one for
+// DELETE. A non-empty reason denies the request without running a
+// validator.
+func parseObjects(req *admissionv1.AdmissionRequest, objectAlone bool) (obj, old *unstructured.Unstructured, reason string) {
 	var err error
 	if req.Operation != admissionv1.Delete {
 		if obj, err = decodeObject(req.Object.Raw); err != nil {
 			return nil, nil, "object is not a valid Kubernetes resource: " + err.Error()
 		}
 	}
-	if req.Operation == admissionv1.Update || req.Operation == admissionv1.Delete {
+	if (req.Operation == admissionv1.Update && !objectAlone) || req.Operation == admissionv1.Delete {
 		if len(req.OldObject.Raw) > 0 || req.Operation == admissionv1.Delete {
 			if old, err = decodeObject(req.OldObject.Raw); err != nil {
 				return nil, nil, "oldObject is not a valid Kubernetes resource: " + err.Error()

@@ -147,7 +147,9 @@ func (h *Handler) admit(ctx context.Context, start time.Time, budget time.Durati
 		out.Result, out.FailOpen = ResultAllowed, true
 		return allowedResponse(req.UID)
 	}
-	obj, old, reason := parseObjects(req)
+	v, registered := h.registry.Lookup(out.GVK)
+	_, alone := v.(objectAlone)
+	obj, old, reason := parseObjects(req, alone)
 	if reason != "" {
 		out.Result, out.Reason = ResultDenied, reason
 		return deniedResponse(req.UID, reason)
@@ -160,7 +162,6 @@ func (h *Handler) admit(ctx context.Context, start time.Time, budget time.Durati
 		out.Name = old.GetName()
 	}
 
-	v, registered := h.registry.Lookup(out.GVK)
 	if v == nil {
 		out.Result, out.FailOpen = ResultAllowed, true
 		switch {

@@ -161,6 +161,48 @@ func TestHandlerDeletePassesOldObject(t *testing.T) {
 	assert.Equal(t, "echo", reqs[0].OldObject.GetName())
 }
 
+// TestHandlerLeavesTheOldObjectOfAnObjectAloneValidator: for a validator
+// ObjectAlone marked, an UPDATE's oldObject is not decoded (one that does
+// not decode is not refused) and the request carries none; a DELETE's, the
+// only object, is.
+func TestHandlerLeavesTheOldObjectOfAnObjectAloneValidator(t *testing.T) {
+	tests := []struct {
+		name    string
+		op      admissionv1.Operation
+		old     []byte
+		alone   bool
+		allowed bool
+		hasOld  bool
+	}{
+		{"an UPDATE, marked", admissionv1.Update, ingress("echo", "old.example.com"), true, true, false},
+		{"an UPDATE whose oldObject does not decode, marked", admissionv1.Update, []byte(`{"kind": 1}`), true, true, false},
+		{"an UPDATE whose oldObject does not decode, not marked", admissionv1.Update, []byte(`{"kind": 1}`), false, false, false},
+		{"a DELETE, marked", admissionv1.Delete, ingress("echo", "old.example.com"), true, true, true},
+		{"an UPDATE, not marked", admissionv1.Update, ingress("echo", "old.example.com"), false, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := &fakeValidator{}
+			var registered Validator = v
+			if tt.alone {
+				registered = ObjectAlone(v)
+			}
+			h, _ := newTestHandler(registered)
+			rec := post(h, review("uid", tt.op, "echo", withOld(tt.old)))
+			require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+			resp := decodeResponse(t, rec.Body.Bytes())
+			require.Equal(t, tt.allowed, resp.Allowed, resp.Result)
+			if !tt.allowed {
+				assert.Contains(t, resp.Result.Message, "oldObject is not a valid Kubernetes resource")
+				return
+			}
+			reqs := v.requests()
+			require.Len(t, reqs, 1)
+			assert.Equal(t, tt.hasOld, reqs[0].OldObject != nil, "the request carries the old object")
+		})
+	}
+}
+
 func TestHandlerStructuralCheck(t *testing.T) {
 	nameless := ingress("", "echo.example.com")
 	generateName := bytes.Replace(nameless, []byte(`"metadata":{`), []byte(`"metadata":{"generateName":"echo-",`), 1)
