@@ -16,7 +16,6 @@ import (
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/dryrun/testrun"
-	"github.com/haproxy-template/htc/pkg/haproxy"
 	"github.com/haproxy-template/htc/pkg/phase"
 	renderpkg "github.com/haproxy-template/htc/pkg/render"
 	"github.com/haproxy-template/htc/pkg/store"
@@ -32,9 +31,9 @@ import (
 // haproxy.cfg's template that reads every Ingress's name and writes
 // nothing, so the rendered bundle is the live one. One unmeasured UPDATE
 // goes first, as in bench-scale (its embedded tests' report is then
-// cached by the config's hash). It reports p50-ms,
-// p99-ms, cpu-ms/op (the process's CPU per UPDATE) and the mean of each
-// phase.
+// cached by the config's hash). The Admitter has the controller's caches
+// of embedded test reports and template sets. It reports p50-ms, p99-ms,
+// cpu-ms/op (the process's CPU per UPDATE) and the mean of each phase.
 //
 //	go test -run '^$' -bench 'IngressLibrariesConfigUpdate' -benchtime 40x ./examples/
 func BenchmarkIngressLibrariesConfigUpdate(b *testing.B) {
@@ -43,36 +42,10 @@ func BenchmarkIngressLibrariesConfigUpdate(b *testing.B) {
 		b.Skip("no haproxy in PATH")
 	}
 	n := envInt(b, "HTC_CREATE_INGRESSES", 1000)
-	for _, lib := range []struct{ name, path, class string }{
-		{"ingress", "ingress/config.yaml", "htc"},
-		{"ingress-nginx", ngxConfigPath, "nginx"},
-	} {
-		cfg, err := config.LoadFile(lib.path)
-		require.NoError(b, err)
-		checker, err := haproxy.NewChecker(haproxy.Options{HAProxyPath: bin, TempDir: b.TempDir()})
-		require.NoError(b, err)
-		b.Cleanup(checker.Wait)
-		env := dryrun.Env{Tests: testrun.NewCache(16), Templates: renderpkg.NewTemplates(4), CheckerFor: func(allowed []string) dryrun.Checker { return checker.Allowing(allowed) }}
-		p, err := dryrun.Build(cfg, env)
-		require.NoError(b, err)
-		state := dataPlaneState(n, 8080)
-		for i, ing := range state["ingresses"] {
-			ing["spec"].(map[string]any)["ingressClassName"] = lib.class
-			scaleMix(ing, i, lib.class == "nginx")
-		}
-		stores := gatewayStores(b, cfg, state)
+	for _, lib := range benchLibraries {
+		live := newMixLive(b, bin, lib, n, dryrun.Env{Tests: testrun.NewCache(16), Templates: renderpkg.NewTemplates(4)})
+		a, cfg := live.a, live.cfg
 		ctx := context.Background()
-		a := &admission.Admitter{Env: env}
-		// The stores keep whole objects (nil: what a store of the
-		// controller's keeps when nothing prunes it).
-		kept := map[string]*watched.Keep{}
-		for _, r := range p.Model.All() {
-			kept[r.Key] = nil
-		}
-		a.SetState(&admission.State{Pipeline: p, Stores: stores, Kept: kept})
-		live, _ := p.Diagnose(ctx, store.ReadOnly(stores), dryrun.DiagnoseOptions{MaxRounds: 4, Record: true})
-		require.Nil(b, live.Verdict().Err, "the live state of %s fails", lib.name)
-		a.SetBaseline(&admission.Baseline{Pipeline: p, Diagnosis: live})
 		old := configObject(b, cfg)
 		b.Run(fmt.Sprintf("%s/mix/ingresses=%d", lib.name, n), func(b *testing.B) {
 			phases := map[phase.Phase]time.Duration{}

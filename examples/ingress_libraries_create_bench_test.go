@@ -80,29 +80,10 @@ func BenchmarkIngressLibrariesCreate(b *testing.B) {
 		b.Skip("no haproxy in PATH")
 	}
 	n := envInt(b, "HTC_CREATE_INGRESSES", 1000)
-	for _, lib := range []struct{ name, path, class string }{
-		{"ingress", "ingress/config.yaml", "htc"},
-		{"ingress-nginx", ngxConfigPath, "nginx"},
-	} {
-		cfg, err := config.LoadFile(lib.path)
-		require.NoError(b, err)
-		checker, err := haproxy.NewChecker(haproxy.Options{HAProxyPath: bin, TempDir: b.TempDir()})
-		require.NoError(b, err)
-		b.Cleanup(checker.Wait)
-		p, err := dryrun.Build(cfg, dryrun.Env{CheckerFor: func(allowed []string) dryrun.Checker { return checker.Allowing(allowed) }})
-		require.NoError(b, err)
-		state := dataPlaneState(n, 8080)
-		for i, ing := range state["ingresses"] {
-			ing["spec"].(map[string]any)["ingressClassName"] = lib.class
-			scaleMix(ing, i, lib.class == "nginx")
-		}
-		stores := gatewayStores(b, cfg, state)
+	for _, lib := range benchLibraries {
+		live := newMixLive(b, bin, lib, n, dryrun.Env{})
+		p, stores, a := live.p, live.stores, live.a
 		ctx := context.Background()
-		a := &admission.Admitter{}
-		a.SetState(&admission.State{Pipeline: p, Stores: stores})
-		live, _ := p.Diagnose(ctx, store.ReadOnly(stores), dryrun.DiagnoseOptions{MaxRounds: 4, Record: true})
-		require.Nil(b, live.Verdict().Err, "the live state of %s fails", lib.name)
-		a.SetBaseline(&admission.Baseline{Pipeline: p, Diagnosis: live})
 		created := 0
 		create := func(mapsOnly bool) *unstructured.Unstructured {
 			k := created
@@ -381,4 +362,57 @@ func childrenCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchLibrary is an Ingress library the admission benchmarks compare: its
+// config and the class its Ingresses name.
+type benchLibrary struct{ name, path, class string }
+
+// benchLibraries are the plain Ingress library and the ingress-nginx one.
+var benchLibraries = []benchLibrary{
+	{"ingress", "ingress/config.yaml", "htc"},
+	{"ingress-nginx", ngxConfigPath, "nginx"},
+}
+
+// mixLive is a library's live state in the admission benchmarks: its
+// config and pipeline, the stores holding n Ingresses of make
+// bench-scale's mix (scaleMix) of the library's class with their Services
+// and EndpointSlices, and an Admitter whose State and Baseline are those,
+// the live state diagnosed once with Record as the live loop does.
+type mixLive struct {
+	cfg    *config.HAProxyTemplateConfig
+	p      *dryrun.Pipeline
+	stores map[string]*store.Store
+	a      *admission.Admitter
+}
+
+// newMixLive builds lib's live state over n Ingresses of the mix, its
+// pipelines built with env and a checker running bin (env.CheckerFor is
+// set); the stores keep whole objects (State.Kept).
+func newMixLive(b *testing.B, bin string, lib benchLibrary, n int, env dryrun.Env) mixLive {
+	b.Helper()
+	cfg, err := config.LoadFile(lib.path)
+	require.NoError(b, err)
+	checker, err := haproxy.NewChecker(haproxy.Options{HAProxyPath: bin, TempDir: b.TempDir()})
+	require.NoError(b, err)
+	b.Cleanup(checker.Wait)
+	env.CheckerFor = func(allowed []string) dryrun.Checker { return checker.Allowing(allowed) }
+	p, err := dryrun.Build(cfg, env)
+	require.NoError(b, err)
+	state := dataPlaneState(n, 8080)
+	for i, ing := range state["ingresses"] {
+		ing["spec"].(map[string]any)["ingressClassName"] = lib.class
+		scaleMix(ing, i, lib.class == "nginx")
+	}
+	stores := gatewayStores(b, cfg, state)
+	kept := map[string]*watched.Keep{} // nil: whole objects
+	for _, r := range p.Model.All() {
+		kept[r.Key] = nil
+	}
+	a := &admission.Admitter{Env: env}
+	a.SetState(&admission.State{Pipeline: p, Stores: stores, Kept: kept})
+	live, _ := p.Diagnose(context.Background(), store.ReadOnly(stores), dryrun.DiagnoseOptions{MaxRounds: 4, Record: true})
+	require.Nil(b, live.Verdict().Err, "the live state of %s fails", lib.name)
+	a.SetBaseline(&admission.Baseline{Pipeline: p, Diagnosis: live})
+	return mixLive{cfg: cfg, p: p, stores: stores, a: a}
 }
