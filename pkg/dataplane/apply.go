@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/haproxy-template/htc/pkg/bundle"
+	"github.com/haproxy-template/htc/pkg/haproxy/master"
 	"github.com/haproxy-template/htc/pkg/haproxy/policy"
 )
 
@@ -155,8 +157,7 @@ func (sc ServerChange) apply(ctx context.Context, c Commander) error {
 		if _, err := do(ctx, c, "set server "+id+" state maint", ""); err != nil {
 			return err
 		}
-		_, err := do(ctx, c, "del server "+id, "")
-		return err
+		return delServer(ctx, c, id, drainWait)
 	}
 	switch sc.Op {
 	case OpRemove:
@@ -187,6 +188,45 @@ func (sc ServerChange) apply(ctx context.Context, c Commander) error {
 		return nil
 	}
 	return fmt.Errorf("unknown server operation %q", sc.Op)
+}
+
+// drainWait bounds how long removing a server waits for the streams it
+// still serves. In maintenance it takes no new one, and HAProxy 3.0
+// refuses "del server" while one it has is open (its answer: the server
+// "still has connections attached to it"; 3.1's "wait srv-removable" is
+// not in 3.0): a request under way as the server goes ends normally,
+// then the server goes. Past drainWait the removal fails and the caller
+// reloads, as for any failure: the old worker finishes those streams.
+const drainWait = time.Second
+
+// delServer deletes server id, in maintenance. While HAProxy refuses
+// because the server still has connections, it asks again after 5 ms,
+// then twice as long each time (at most 100 ms) until wait has passed or
+// ctx ends; any other answer is returned at once.
+func delServer(ctx context.Context, c Commander, id string, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	pause := 5 * time.Millisecond
+	for {
+		_, err := do(ctx, c, "del server "+id, "")
+		if err == nil || !stillConnected(err) || time.Now().Add(pause).After(deadline) {
+			return err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		pause = min(2*pause, 100*time.Millisecond)
+	}
+}
+
+// stillConnected reports whether err is HAProxy refusing to delete a
+// server that still has connections attached to it.
+func stillConnected(err error) bool {
+	ce, ok := errors.AsType[*master.CommandError](err)
+	return ok && strings.Contains(ce.Answer, "still has connections attached")
 }
 
 // addServer adds s (add server starts it in maintenance, its checks off),

@@ -16,7 +16,8 @@
 //   - Server lines of a backend or listen section, when haproxy.cfg is
 //     otherwise unchanged, line for line: a server added (add server,
 //     enable health/agent when it has checks, set server state ready
-//     unless disabled), removed (set server state maint, del server), its
+//     unless disabled), removed (set server state maint, del server,
+//     asked again while a stream it serves is open, for up to drainWait), its
 //     address and port, weight or disabled state changed (set server addr,
 //     weight, state), or another option changed (removed, then added with
 //     its new line).
