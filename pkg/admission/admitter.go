@@ -221,6 +221,15 @@ func (a *Admitter) Config(ctx context.Context, req Request) (Decision, Report) {
 	return a.redacted(st, req, d, r, listed...)
 }
 
+// proposedConfig decodes the HAProxyTemplateConfig req proposes: from
+// the JSON the webhook handed on, else from the object.
+func proposedConfig(req Request) (*config.HAProxyTemplateConfig, error) {
+	if req.ObjectJSON != nil {
+		return config.FromJSON(req.ObjectJSON)
+	}
+	return config.FromUnstructured(req.Object)
+}
+
 // config is Config's decision against the state st, and the stores it
 // listed for it.
 func (a *Admitter) config(ctx context.Context, st *State, req Request) (Decision, Report, []*store.Store) {
@@ -230,7 +239,7 @@ func (a *Admitter) config(ctx context.Context, st *State, req Request) (Decision
 	if name := (types.NamespacedName{Namespace: req.Object.GetNamespace(), Name: req.Object.GetName()}); a.OwnConfig.Name != "" && name != a.OwnConfig {
 		return Allow(fmt.Sprintf("HAProxyTemplateConfig %s is not checked: no htc controller uses it (this one uses %s)", name, a.OwnConfig)), Report{}, nil
 	}
-	cfg, err := config.FromUnstructured(req.Object)
+	cfg, err := proposedConfig(req)
 	if err != nil {
 		return Deny(phase.Config, err.Error()), Report{}, nil
 	}

@@ -2,6 +2,7 @@ package admission_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -241,6 +242,35 @@ func TestConfig(t *testing.T) {
 	v.RevealLiveState = true
 	d = decided(context.Background(), v.Config, broken)
 	assert.Equal(t, "no Ingress may exist", d.Reason, "htc check shows it: the requester supplied the state")
+}
+
+// A config the webhook hands on as JSON (webhook.ObjectJSON: the request's
+// Object holds its metadata alone) is judged as the same config decoded:
+// the same decision, whether it admits, fails to render or does not
+// decode. Were the JSON ignored, the metadata alone would be judged.
+func TestConfigHandedOnAsJSONIsJudgedAsDecoded(t *testing.T) {
+	v, _ := newValidator(t)
+	ctx := context.Background()
+	for name, doc := range map[string]string{
+		"good": strings.Replace(routingConfig, "{{- $svc := $.resources.services.Get $ing.metadata.namespace $ing.spec.rules0service }}\n", "", 1),
+		"fails to render": strings.Replace(routingConfig, "{{- $svc := $.resources.services.Get $ing.metadata.namespace $ing.spec.rules0service }}\n",
+			"{{- if $ing }}{{ fail \"no Ingress may exist\" }}{{ end }}\n", 1),
+		"an unknown field": strings.Replace(routingConfig, "spec:\n", "spec:\n  bogus: 1\n", 1),
+	} {
+		t.Run(name, func(t *testing.T) {
+			decoded := configReq(t, doc)
+			js, err := json.Marshal(decoded.Object.Object)
+			require.NoError(t, err)
+			head := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": decoded.Object.GetAPIVersion(), "kind": decoded.Object.GetKind(), "metadata": decoded.Object.Object["metadata"]}}
+			asJSON := admission.Request{Change: watched.Change{Resource: decoded.Resource, Operation: decoded.Operation, Object: head}, ObjectJSON: js}
+			want := decided(ctx, v.Config, decoded)
+			got := decided(ctx, v.Config, asJSON)
+			assert.Equal(t, want.Allowed, got.Allowed, "%s / %s", want.Reason, got.Reason)
+			assert.Equal(t, want.Phase, got.Phase)
+			assert.Equal(t, want.Reason, got.Reason)
+		})
+	}
 }
 
 // Decide is the one entry: a proposed HAProxyTemplateConfig is judged as a

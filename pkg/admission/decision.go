@@ -10,6 +10,11 @@ import (
 // AdmissionReview (or `htc check` from files).
 type Request struct {
 	watched.Change
+	// ObjectJSON is the object as the API server sent it, when the
+	// webhook hands it on instead of decoding it (webhook.ObjectJSON: an
+	// HAProxyTemplateConfig's). Object then holds only its apiVersion,
+	// kind and metadata.
+	ObjectJSON []byte
 }
 
 // Decision is the answer to one Request: what the response is built from

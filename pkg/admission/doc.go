@@ -45,8 +45,9 @@
 // its line, not counted as a hop. 15 hops in 9 files:
 //
 //	 1 webhook.Handler.ServeHTTP        webhook/handler.go   decode the AdmissionReview, the budget (timeoutOf)
-//	 2 webhook.Handler.admit            webhook/handler.go   not ready, other operations, the structural
-//	                                                         check, Registry.Lookup
+//	 2 webhook.Handler.admit            webhook/handler.go   not ready, other operations, Registry.Lookup,
+//	                                                         the objects decoded (a config's: its head and
+//	                                                         JSON, webhook.ObjectJSON), the structural check
 //	 3 webhook.Handler.validate         webhook/handler.go   the one deadline: set, the Validator under it,
 //	                                                         answered at it
 //	 4 controller.observed              controller/validators.go  (the controller's Validator) metrics,
@@ -73,7 +74,8 @@
 //
 // Admitter.Config (a proposed HAProxyTemplateConfig, Decide's first
 // branch) takes 6 and 7 in its own way: not this controller's config:
-// allowed, a warning; config.FromUnstructured and dryrun.Build
+// allowed, a warning; config.FromJSON (the JSON the webhook handed on,
+// else config.FromUnstructured of the object) and dryrun.Build
 // (validation, templates); storesFor (proposed.go: the live stores that
 // keep what it reads, else what the Source lists, one proposal listing at
 // a time; not listed in time: denied, saying so); a check slot; the

@@ -30,15 +30,16 @@ func (c *controller) rules(model *watched.Model, log *slog.Logger) []webhook.Rul
 // admitter's Decide (a config for the HAProxyTemplateConfig rule, a change
 // of a watched resource for the others), observed by the metrics, and the
 // watched resources' admissions by the shadow checks too. A config is
-// judged by the proposed one alone (webhook.ObjectAlone: the handler does
-// not decode the config it replaces).
+// judged by the proposed one alone, decoded from its JSON in one pass
+// (webhook.ObjectJSON: the handler decodes neither the config it
+// replaces nor more of the proposed one than its metadata).
 func (c *controller) validators(rules []webhook.Rule) map[string]webhook.Validator {
 	out := make(map[string]webhook.Validator, len(rules))
 	for _, r := range rules {
 		watchedResource := r.StoreKey != ""
 		v := c.observed(r.GVKString, c.admitter.Decide, watchedResource)
 		if !watchedResource {
-			v = webhook.ObjectAlone(v)
+			v = webhook.ObjectJSON(v)
 		}
 		out[r.GVKString] = v
 	}

@@ -3,6 +3,7 @@ package webhook
 import (
 	"bytes"
 	"encoding/json"
+	"encoding/json/jsontext"
 	"errors"
 	"fmt"
 	"io"
@@ -72,21 +73,27 @@ func tooLarge() *httpError {
 }
 
 // parseObjects decodes the request's object (not for DELETE) and old object
-// (UPDATE unless objectAlone, DELETE) and runs the structural check on the
+// (UPDATE unless ownJSON, DELETE) and runs the structural check on the
 // object the operation is about: the new object, or the old one for
-// DELETE. A non-empty reason denies the request without running a
+// DELETE. With ownJSON (a validator ObjectJSON marked), obj holds only the
+// object's apiVersion, kind and metadata, and objJSON is the object as
+// sent. A non-empty reason denies the request without running a
 // validator.
-func parseObjects(req *admissionv1.AdmissionRequest, objectAlone bool) (obj, old *unstructured.Unstructured, reason string) {
+func parseObjects(req *admissionv1.AdmissionRequest, ownJSON bool) (obj, old *unstructured.Unstructured, objJSON []byte, reason string) {
 	var err error
 	if req.Operation != admissionv1.Delete {
-		if obj, err = decodeObject(req.Object.Raw); err != nil {
-			return nil, nil, "object is not a valid Kubernetes resource: " + err.Error()
+		decode := decodeObject
+		if ownJSON {
+			decode, objJSON = decodeHead, req.Object.Raw
+		}
+		if obj, err = decode(req.Object.Raw); err != nil {
+			return nil, nil, nil, "object is not a valid Kubernetes resource: " + err.Error()
 		}
 	}
-	if (req.Operation == admissionv1.Update && !objectAlone) || req.Operation == admissionv1.Delete {
+	if (req.Operation == admissionv1.Update && !ownJSON) || req.Operation == admissionv1.Delete {
 		if len(req.OldObject.Raw) > 0 || req.Operation == admissionv1.Delete {
 			if old, err = decodeObject(req.OldObject.Raw); err != nil {
-				return nil, nil, "oldObject is not a valid Kubernetes resource: " + err.Error()
+				return nil, nil, nil, "oldObject is not a valid Kubernetes resource: " + err.Error()
 			}
 		}
 	}
@@ -95,21 +102,93 @@ func parseObjects(req *admissionv1.AdmissionRequest, objectAlone bool) (obj, old
 		subject = old
 	}
 	if subject.GetName() == "" && subject.GetGenerateName() == "" {
-		return nil, nil, reasonNameRequired
+		return nil, nil, nil, reasonNameRequired
 	}
-	return obj, old, ""
+	return obj, old, objJSON, ""
 }
 
 // decodeObject parses raw as an unstructured object (integers as int64, like
 // the informers' objects) that has an apiVersion and a kind.
 func decodeObject(raw []byte) (*unstructured.Unstructured, error) {
-	if t := bytes.TrimSpace(raw); len(t) == 0 || bytes.Equal(t, []byte("null")) {
+	if missing(raw) {
 		return nil, errors.New("it is missing")
 	}
 	var m map[string]any
 	if err := utiljson.Unmarshal(raw, &m); err != nil {
 		return nil, err
 	}
+	return checkedObject(m)
+}
+
+// decodeHead is decodeObject keeping only the object's apiVersion, kind
+// and metadata: raw is read whole (it must be one JSON object, as for
+// decodeObject: duplicate names allowed, the last one kept, and invalid
+// UTF-8 too), but only those three members are decoded.
+func decodeHead(raw []byte) (*unstructured.Unstructured, error) {
+	if missing(raw) {
+		return nil, errors.New("it is missing")
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	if tok, err := dec.ReadToken(); err != nil {
+		return nil, err
+	} else if tok.Kind() != '{' {
+		return nil, fmt.Errorf("the object is a JSON %s, not an object", kindName(tok.Kind()))
+	}
+	m := map[string]any{}
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return nil, err
+		}
+		switch k := name.String(); k {
+		case "apiVersion", "kind", "metadata":
+			v, err := dec.ReadValue()
+			if err != nil {
+				return nil, err
+			}
+			var x any
+			if err := utiljson.Unmarshal(v, &x); err != nil {
+				return nil, err
+			}
+			m[k] = x
+		default:
+			if err := dec.SkipValue(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil { // '}'
+		return nil, err
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return nil, errors.New("invalid JSON after the object")
+	}
+	return checkedObject(m)
+}
+
+// kindName names a JSON value of kind k.
+func kindName(k jsontext.Kind) string {
+	switch k {
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case '0':
+		return "number"
+	case 't', 'f':
+		return "boolean"
+	}
+	return "null"
+}
+
+// missing reports whether raw holds no object (nothing, or null).
+func missing(raw []byte) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) == 0 || bytes.Equal(t, []byte("null"))
+}
+
+// checkedObject is m as an object, when it has an apiVersion and a kind.
+func checkedObject(m map[string]any) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{Object: m}
 	if u.GetAPIVersion() == "" {
 		return nil, errors.New("apiVersion is missing")

@@ -148,8 +148,8 @@ func (h *Handler) admit(ctx context.Context, start time.Time, budget time.Durati
 		return allowedResponse(req.UID)
 	}
 	v, registered := h.registry.Lookup(out.GVK)
-	_, alone := v.(objectAlone)
-	obj, old, reason := parseObjects(req, alone)
+	_, ownJSON := v.(objectJSON)
+	obj, old, objJSON, reason := parseObjects(req, ownJSON)
 	if reason != "" {
 		out.Result, out.Reason = ResultDenied, reason
 		return deniedResponse(req.UID, reason)
@@ -178,7 +178,7 @@ func (h *Handler) admit(ctx context.Context, start time.Time, budget time.Durati
 		Operation: store.Operation(req.Operation),
 		Object:    obj,
 		OldObject: old,
-	}})
+	}, ObjectJSON: objJSON})
 	if !d.Allowed && d.Reason == "" {
 		d.Reason = "the change was denied without a reason"
 	}

@@ -161,44 +161,75 @@ func TestHandlerDeletePassesOldObject(t *testing.T) {
 	assert.Equal(t, "echo", reqs[0].OldObject.GetName())
 }
 
-// TestHandlerLeavesTheOldObjectOfAnObjectAloneValidator: for a validator
-// ObjectAlone marked, an UPDATE's oldObject is not decoded (one that does
-// not decode is not refused) and the request carries none; a DELETE's, the
-// only object, is.
-func TestHandlerLeavesTheOldObjectOfAnObjectAloneValidator(t *testing.T) {
+// TestHandlerHandsTheJSONOfAnObjectJSONValidator: for a validator
+// ObjectJSON marked, an UPDATE's oldObject is not decoded (one that does
+// not decode is not refused) and the request carries none; a DELETE's,
+// the only object, is. Its request carries the object as sent and, as
+// its Object, only the object's apiVersion, kind and metadata; an object
+// that does not parse, or names nothing, is refused as for any other.
+func TestHandlerHandsTheJSONOfAnObjectJSONValidator(t *testing.T) {
+	obj := ingress("echo", "echo.example.com")
 	tests := []struct {
-		name    string
-		op      admissionv1.Operation
-		old     []byte
-		alone   bool
-		allowed bool
-		hasOld  bool
+		name   string
+		op     admissionv1.Operation
+		obj    []byte
+		old    []byte
+		marked bool
+		reason string // a denial's, before any validator runs
+		hasOld bool
 	}{
-		{"an UPDATE, marked", admissionv1.Update, ingress("echo", "old.example.com"), true, true, false},
-		{"an UPDATE whose oldObject does not decode, marked", admissionv1.Update, []byte(`{"kind": 1}`), true, true, false},
-		{"an UPDATE whose oldObject does not decode, not marked", admissionv1.Update, []byte(`{"kind": 1}`), false, false, false},
-		{"a DELETE, marked", admissionv1.Delete, ingress("echo", "old.example.com"), true, true, true},
-		{"an UPDATE, not marked", admissionv1.Update, ingress("echo", "old.example.com"), false, true, true},
+		{name: "an UPDATE, marked", op: admissionv1.Update, obj: obj, old: ingress("echo", "old.example.com"), marked: true},
+		{name: "an UPDATE whose oldObject does not decode, marked", op: admissionv1.Update, obj: obj, old: []byte(`{"kind": 1}`), marked: true},
+		{name: "an UPDATE whose oldObject does not decode, not marked", op: admissionv1.Update, obj: obj, old: []byte(`{"kind": 1}`), reason: "oldObject is not a valid Kubernetes resource"},
+		{name: "a DELETE, marked", op: admissionv1.Delete, old: ingress("echo", "old.example.com"), marked: true, hasOld: true},
+		{name: "an UPDATE, not marked", op: admissionv1.Update, obj: obj, old: ingress("echo", "old.example.com"), hasOld: true},
+		{name: "a CREATE, marked", op: admissionv1.Create, obj: obj, marked: true},
+		{name: "a CREATE, not marked", op: admissionv1.Create, obj: obj},
+		{name: "a CREATE whose object is not a JSON object, marked", op: admissionv1.Create, obj: []byte(`["a"]`), marked: true, reason: "object is not a valid Kubernetes resource"},
+		{name: "a CREATE whose object has no kind, marked", op: admissionv1.Create, obj: []byte(`{"apiVersion":"v1","metadata":{"name":"a"}}`), marked: true, reason: "object is not a valid Kubernetes resource: kind is missing"},
+		{name: "a CREATE whose object names nothing, marked", op: admissionv1.Create, obj: ingress("", "echo.example.com"), marked: true, reason: reasonNameRequired},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			v := &fakeValidator{}
 			var registered Validator = v
-			if tt.alone {
-				registered = ObjectAlone(v)
+			if tt.marked {
+				registered = ObjectJSON(v)
 			}
 			h, _ := newTestHandler(registered)
-			rec := post(h, review("uid", tt.op, "echo", withOld(tt.old)))
+			opts := []reviewOpt{withOld(tt.old)}
+			if tt.obj != nil {
+				opts = append(opts, withObject(tt.obj))
+			}
+			rec := post(h, review("uid", tt.op, "echo", opts...))
 			require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 			resp := decodeResponse(t, rec.Body.Bytes())
-			require.Equal(t, tt.allowed, resp.Allowed, resp.Result)
-			if !tt.allowed {
-				assert.Contains(t, resp.Result.Message, "oldObject is not a valid Kubernetes resource")
+			require.Equal(t, tt.reason == "", resp.Allowed, resp.Result)
+			if tt.reason != "" {
+				assert.Contains(t, resp.Result.Message, tt.reason)
+				assert.Empty(t, v.requests(), "no validator runs")
 				return
 			}
 			reqs := v.requests()
 			require.Len(t, reqs, 1)
-			assert.Equal(t, tt.hasOld, reqs[0].OldObject != nil, "the request carries the old object")
+			req := reqs[0]
+			assert.Equal(t, tt.hasOld, req.OldObject != nil, "the request carries the old object")
+			if tt.obj == nil {
+				assert.Nil(t, req.ObjectJSON)
+				return
+			}
+			require.NotNil(t, req.Object)
+			assert.Equal(t, "echo", req.Object.GetName())
+			assert.Equal(t, "Ingress", req.Object.GetKind())
+			assert.Equal(t, map[string]string{"app": "echo"}, req.Object.GetLabels())
+			_, hasSpec := req.Object.Object["spec"]
+			if tt.marked {
+				assert.JSONEq(t, string(tt.obj), string(req.ObjectJSON), "the object as sent")
+				assert.False(t, hasSpec, "only the head is decoded")
+			} else {
+				assert.Nil(t, req.ObjectJSON)
+				assert.True(t, hasSpec, "the whole object is decoded")
+			}
 		})
 	}
 }

@@ -30,22 +30,26 @@ func (f ValidatorFunc) Admit(ctx context.Context, req admission.Request) (admiss
 	return f(ctx, req)
 }
 
-// ObjectAlone returns v marked as judging a CREATE or an UPDATE by its
-// object alone: the handler does not decode an UPDATE's oldObject for it,
-// and its requests carry none (a DELETE's is decoded: it is the only
-// object). An HAProxyTemplateConfig's admission judges the proposed config
-// alone, and its oldObject is as large as the config: decoding it took a
-// tenth of a config UPDATE's CPU with the ingress-nginx library (make
-// bench-scale's profile), before the garbage it left.
-func ObjectAlone(v Validator) Validator { return objectAloneValidator{v} }
+// ObjectJSON returns v marked as judging a CREATE or an UPDATE by its
+// object alone, which it decodes itself from Request.ObjectJSON (the
+// object's JSON as the API server sent it). The handler decodes no
+// oldObject for it, and of the object only its apiVersion, kind and
+// metadata (Request.Object, which the logs and the metrics name it by);
+// a DELETE's oldObject, its only object, is decoded in full. An
+// HAProxyTemplateConfig's admission judges the proposed config alone and
+// decodes it into its type in one pass (config.FromJSON): decoding the
+// config twice into maps, and the map into the type, took a third of a
+// config UPDATE's CPU with the ingress-nginx library (make bench-scale's
+// profile).
+func ObjectJSON(v Validator) Validator { return objectJSONValidator{v} }
 
-// objectAlone is implemented by the validators ObjectAlone returns.
-type objectAlone interface{ judgesObjectAlone() }
+// objectJSON is implemented by the validators ObjectJSON returns.
+type objectJSON interface{ decodesObjectJSON() }
 
-// objectAloneValidator is a Validator that ObjectAlone marked.
-type objectAloneValidator struct{ Validator }
+// objectJSONValidator is a Validator that ObjectJSON marked.
+type objectJSONValidator struct{ Validator }
 
-func (objectAloneValidator) judgesObjectAlone() {}
+func (objectJSONValidator) decodesObjectJSON() {}
 
 // gvkString formats gvk as the registry key: "version.Kind" for the core
 // group ("v1.Service") and "group/version.Kind" otherwise
