@@ -135,12 +135,8 @@ func BenchmarkIngressLibrariesCreate(b *testing.B) {
 				logSlowest(b, slow)
 				b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 				b.ReportMetric(float64(childrenCPU()-children)/float64(time.Millisecond)/float64(b.N), "haproxy-cpu-ms/op")
-				slices.Sort(walls)
-				b.ReportMetric(float64(walls[len(walls)/2])/float64(time.Millisecond), "p50-ms")
-				b.ReportMetric(float64(walls[len(walls)*99/100])/float64(time.Millisecond), "p99-ms")
-				for ph, t := range phases {
-					b.ReportMetric(float64(t)/float64(time.Millisecond)/float64(b.N), string(ph)+"-ms/op")
-				}
+				reportWalls(b, walls)
+				reportPhases(b, phases)
 				b.ReportMetric(float64(count[1])/float64(b.N), "semantic-share")
 				b.ReportMetric(float64(count[2])/float64(b.N), "alone-share")
 				b.ReportMetric(float64(count[3])/float64(b.N), "sections-share")
@@ -178,9 +174,7 @@ func BenchmarkIngressLibrariesCreate(b *testing.B) {
 			b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 			b.ReportMetric(float64(childrenCPU()-children)/float64(time.Millisecond)/float64(b.N), "haproxy-cpu-ms/op")
 			b.ReportMetric(float64(both)/float64(b.N), "both-share")
-			slices.Sort(walls)
-			b.ReportMetric(float64(walls[len(walls)/2])/float64(time.Millisecond), "p50-ms")
-			b.ReportMetric(float64(walls[len(walls)*99/100])/float64(time.Millisecond), "p99-ms")
+			reportWalls(b, walls)
 		})
 		for _, mapsOnly := range []bool{false, true} {
 			name := "admit-16-clients"
@@ -415,4 +409,18 @@ func newMixLive(b *testing.B, bin string, lib benchLibrary, n int, env dryrun.En
 	require.Nil(b, live.Verdict().Err, "the live state of %s fails", lib.name)
 	a.SetBaseline(&admission.Baseline{Pipeline: p, Diagnosis: live})
 	return mixLive{cfg: cfg, p: p, stores: stores, a: a}
+}
+
+// reportWalls reports the p50-ms and p99-ms of walls (sorting it).
+func reportWalls(b *testing.B, walls []time.Duration) {
+	slices.Sort(walls)
+	b.ReportMetric(float64(walls[len(walls)/2])/float64(time.Millisecond), "p50-ms")
+	b.ReportMetric(float64(walls[len(walls)*99/100])/float64(time.Millisecond), "p99-ms")
+}
+
+// reportPhases reports the mean of each phase's durations over b.N.
+func reportPhases(b *testing.B, phases map[phase.Phase]time.Duration) {
+	for ph, t := range phases {
+		b.ReportMetric(float64(t)/float64(time.Millisecond)/float64(b.N), string(ph)+"-ms/op")
+	}
 }
