@@ -20,8 +20,9 @@ import (
 //
 //	len (emitted X)   keys (emitted X)   values (emitted X)
 //	fragments NAME (emitted X)   get (emitted X) KEY   hasKey (emitted X) KEY
-//	len (emitted X P)
+//	len (emitted X P)   join SEP (values (emitted X))
 //
+// (the last one needs not even the list of values: emittedJoin)
 // New rewrites each of them, where the call is a pipeline's first command
 // and the channel's read is written as its argument (one pipeline of one
 // command: emitted and one argument), into a call of a function of its own (fusedFuncs) that reads
@@ -87,6 +88,12 @@ func fuseCommand(tr *parse.Tree, c *parse.CommandNode) {
 			return
 		}
 	}
+	if id.Ident == "join" && len(c.Args) == 3 {
+		if x, ok := valuesOfEmittedArg(c.Args[2]); ok {
+			c.Args = []parse.Node{parse.NewIdentifier("emittedJoin").SetTree(tr).SetPos(id.Pos), c.Args[1], x}
+			return
+		}
+	}
 	f, ok := fusedCalls[id.Ident]
 	if !ok || len(c.Args) != f.args {
 		return
@@ -112,6 +119,25 @@ func emittedArg(n parse.Node) (parse.Node, bool) {
 	return p.Cmds[0].Args[1], true
 }
 
+// valuesOfEmittedArg returns X when n is (values (emitted X)), or what
+// fuseCommand rewrites that into, (emittedValues X).
+func valuesOfEmittedArg(n parse.Node) (parse.Node, bool) {
+	p, ok := n.(*parse.PipeNode)
+	if !ok || p.IsAssign || len(p.Decl) > 0 || len(p.Cmds) != 1 || len(p.Cmds[0].Args) != 2 {
+		return nil, false
+	}
+	id, ok := p.Cmds[0].Args[0].(*parse.IdentifierNode)
+	switch {
+	case !ok:
+		return nil, false
+	case id.Ident == "emittedValues":
+		return p.Cmds[0].Args[1], true
+	case id.Ident == "values":
+		return emittedArg(p.Cmds[0].Args[1])
+	}
+	return nil, false
+}
+
 // emittedPrefixArgs returns X and P when n is (emitted X P).
 func emittedPrefixArgs(n parse.Node) (x, prefix parse.Node, ok bool) {
 	p, ok := n.(*parse.PipeNode)
@@ -130,7 +156,7 @@ func fusedFuncs(s *renderState) template.FuncMap {
 		"emittedLen": s.emittedLen, "emittedKeys": s.emittedKeys,
 		"emittedValues": s.emittedValues, "emittedFragments": s.emittedFragments,
 		"emittedGet": s.emittedGet, "emittedHasKey": s.emittedHasKey,
-		"emittedLenPrefix": s.emittedLenPrefix,
+		"emittedLenPrefix": s.emittedLenPrefix, "emittedJoin": s.emittedJoin,
 	}
 }
 
@@ -232,6 +258,34 @@ func (s *renderState) joinedValues(sep string, v any) (string, bool) {
 		s.frags.newlined[unsafe.Pointer(unsafe.StringData(text))] = nl
 	}
 	return text, ok
+}
+
+// emittedJoin is join SEP (values (emitted X)): the channel's values
+// joined, which a channel over the recording render's splices from the
+// text of its base (fragments.Channel.Joined), without the list of its
+// values that values would build (10,000 of them for a map of 10,000
+// routes): what joinedValues does, with join's checks (funcs.Set.JoinedText).
+// When the channel cannot answer, its values are joined.
+func (s *renderState) emittedJoin(sep, name string) (string, error) {
+	c, err := s.readWhole(name)
+	if err != nil {
+		return "", err
+	}
+	if err := s.Interrupted(); err != nil {
+		return "", err
+	}
+	if text, nl, ok := c.Joined(sep); ok {
+		if res, ok, err := s.guarded.JoinedText(sep, int64(c.Count()), text); ok {
+			if err == nil && text != "" {
+				if s.frags.newlined == nil {
+					s.frags.newlined = map[unsafe.Pointer]string{}
+				}
+				s.frags.newlined[unsafe.Pointer(unsafe.StringData(text))] = nl
+			}
+			return res, err
+		}
+	}
+	return s.guarded.Join(sep, c.Values())
 }
 
 // withNewline is printf "%s\n" str when str is a text joinedValues

@@ -50,6 +50,9 @@ func TestFusedChannelReadsReturnWhatTheCallsTheyReplaceReturn(t *testing.T) {
 					fn = "emittedLenPrefix"
 				}
 				require.Contains(t, fused.root.Lookup("haproxy.cfg").Root.String(), fn, "rewritten")
+				if tc.name == "join" {
+					require.Contains(t, fused.root.Lookup("haproxy.cfg").Root.String(), "emittedJoin", "rewritten")
+				}
 				require.NotContains(t, plain.root.Lookup("haproxy.cfg").Root.String(), fn, "not rewritten")
 				stores, set := fragmentStores(t)
 				for _, e := range []*Engine{fused, plain} {

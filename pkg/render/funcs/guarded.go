@@ -320,16 +320,9 @@ func (s *Set) repeat(count int, str string) (string, error) {
 func (s *Set) join(sep string, v any) (string, error) {
 	n := SatMul(listLen(v), int64(len(sep))+32)
 	if s.joined != nil {
-		// A text joined knows is of strings only (SetJoined): their
-		// size, which the scan below adds, is the text's less its
-		// separators, without reading 10,000 values.
 		if out, ok := s.joined(sep, v); ok {
-			k := listLen(v)
-			if size := int64(len(out)) - int64(len(sep))*max(k-1, 0); k > 0 && size >= 0 {
-				if err := s.m.Fits("join", SatAdd(n, size)); err != nil {
-					return "", err
-				}
-				return s.produced("join", out)
+			if res, ok, err := s.JoinedText(sep, listLen(v), out); ok {
+				return res, err
 			}
 		}
 	}
@@ -344,6 +337,27 @@ func (s *Set) join(sep string, v any) (string, error) {
 		return "", err
 	}
 	return s.produced("join", sprigJoin(sep, v))
+}
+
+// Join is the template function join: join SEP LIST.
+func (s *Set) Join(sep string, v any) (string, error) { return s.join(sep, v) }
+
+// JoinedText is join SEP LIST for a LIST of k strings whose join the
+// render knows to be out without joining them (SetJoined,
+// fragments.Channel.Joined): join's size check and record of what it
+// produced, false when out cannot be such a join (then join them). The
+// strings' size, which join adds by reading 10,000 values, is the text's
+// less its separators.
+func (s *Set) JoinedText(sep string, k int64, out string) (string, bool, error) {
+	size := int64(len(out)) - int64(len(sep))*max(k-1, 0)
+	if k <= 0 || size < 0 {
+		return "", false, nil
+	}
+	if err := s.m.Fits("join", SatAdd(SatMul(k, int64(len(sep))+32), size)); err != nil {
+		return "", true, err
+	}
+	res, err := s.produced("join", out)
+	return res, true, err
 }
 
 // indent implements sprig's indent.
