@@ -36,6 +36,11 @@ import (
 // it from one goroutine.
 type tracker struct {
 	log []sourceEvent
+	// strs are the store keys and paths the log's events name by their
+	// index (sourceEvent.n), each once (at: its index), so an event is 48
+	// bytes, not 64: a render of 10,000 Ingresses writes some 20,000.
+	strs []string
+	at   map[string]int
 	// frag is the fragment being run (fragment.go), nil when none: what
 	// the stores return then is recorded in it, and the tracker writes
 	// nothing down until the fragment's record is applied.
@@ -70,8 +75,7 @@ type sourceEvent struct {
 	kind eventKind
 	ran  bool              // fragment: the fragment ran (its record is not a reused one)
 	text bool              // fragment: the record wrote text
-	n    int               // write, fragment: the output offset; unwind: objects entered
-	key  string            // read: store key; finish, file: the file's path
+	n    int               // write, fragment: the output offset; unwind: objects entered; read: the store key's index in the tracker's strs; finish, file: the file path's
 	val  any               // read: the objects ([]map[string]any); enter, fragment: the element; file: the owner; finish: the text
 	rec  *fragments.Record // fragment: its record (nil: tr)
 	tr   *fragTrace        // fragment: what the source map reads of it, when the render traced it
@@ -108,7 +112,20 @@ const (
 // reset empties the tracker for the next render. The log is not reused: the
 // bundle of the last render may still build its source map from it.
 func (t *tracker) reset() {
-	t.log, t.frag, t.entered, t.moved, t.slim, t.returned = nil, nil, 0, false, false, nil
+	t.log, t.strs, t.at, t.frag, t.entered, t.moved, t.slim, t.returned = nil, nil, nil, nil, 0, false, false, nil
+}
+
+// str returns the index of s in t.strs, adding it the first time.
+func (t *tracker) str(s string) int {
+	if i, ok := t.at[s]; ok {
+		return i
+	}
+	if t.at == nil {
+		t.at = map[string]int{}
+	}
+	t.at[s] = len(t.strs)
+	t.strs = append(t.strs, s)
+	return len(t.strs) - 1
 }
 
 func (t *tracker) add(e sourceEvent) {
@@ -141,7 +158,7 @@ func (t *tracker) readStore(key string, r fragments.StoreCall) {
 		return
 	}
 	if (r.Method == "Get" || r.Method == "Fetch") && len(r.Objs) > 0 {
-		t.add(sourceEvent{kind: evRead, key: key, val: r.Objs})
+		t.add(sourceEvent{kind: evRead, n: t.str(key), val: r.Objs})
 		t.noteReturned(r.Objs)
 	}
 }
@@ -259,14 +276,14 @@ func (t *tracker) Wrote(off int) {
 
 // finish is called when an output is done.
 func (t *tracker) finish(relPath, text string) {
-	t.add(sourceEvent{kind: evFinish, key: relPath, val: text})
+	t.add(sourceEvent{kind: evFinish, n: t.str(relPath), val: text})
 	t.moved = true
 }
 
 // file is called when a file was added, owned by owner (nil: the current
 // object).
 func (t *tracker) file(relPath string, owner map[string]any) {
-	e := sourceEvent{kind: evFile, key: relPath}
+	e := sourceEvent{kind: evFile, n: t.str(relPath)}
 	if owner != nil {
 		e.val = owner
 	}
@@ -327,10 +344,10 @@ func (t *tracker) copied(moved map[*fragments.Record]*fragments.Record) {
 // sources returns a function that builds the source map of what the
 // tracker wrote down (nil when no object was tracked).
 func (t *tracker) sources() func() *bundle.Sources {
-	log, hint := t.log, [2]int{t.sizeHint, t.filesHint}
+	log, strs, hint := t.log, t.strs, [2]int{t.sizeHint, t.filesHint}
 	return func() *bundle.Sources {
 		sm := &sourcemap.Builder{SizeHint: hint[0], FilesHint: hint[1]}
-		replay(sm, log)
+		replay(sm, log, strs)
 		return sm.Sources()
 	}
 }
@@ -339,7 +356,7 @@ func (t *tracker) sources() func() *bundle.Sources {
 // stack of current objects, innermost last), or the explicit one.
 func (t *tracker) failedIn(explicit map[string]any) []bundle.ObjectRef {
 	sm := &sourcemap.Builder{SizeHint: t.sizeHint}
-	replay(sm, t.log)
+	replay(sm, t.log, t.strs)
 	if explicit != nil {
 		if ref, ok := sm.Named(explicit); ok {
 			return []bundle.ObjectRef{ref}
@@ -348,14 +365,15 @@ func (t *tracker) failedIn(explicit map[string]any) []bundle.ObjectRef {
 	return sm.Current()
 }
 
-// replay makes the calls of log on sm.
-func replay(sm *sourcemap.Builder, log []sourceEvent) {
+// replay makes the calls of log, whose store keys and paths are strs,
+// on sm.
+func replay(sm *sourcemap.Builder, log []sourceEvent, strs []string) {
 	for i := range log {
 		e := &log[i]
 		switch e.kind {
 		case evRead:
 			for _, o := range e.val.([]map[string]any) {
-				sm.Returned(e.key, o, nil)
+				sm.Returned(strs[e.n], o, nil)
 			}
 		case evEnter:
 			sm.Enter(e.val, nil)
@@ -366,10 +384,10 @@ func replay(sm *sourcemap.Builder, log []sourceEvent) {
 		case evWrite:
 			sm.Wrote(e.n)
 		case evFinish:
-			sm.Finish(e.key, e.val.(string))
+			sm.Finish(strs[e.n], e.val.(string))
 		case evFile:
 			owner, _ := e.val.(map[string]any)
-			sm.File(e.key, owner)
+			sm.File(strs[e.n], owner)
 		case evFragment:
 			if e.rec == nil {
 				replayTrace(sm, e.val, e.tr, e.n, e.text)
