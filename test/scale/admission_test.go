@@ -136,9 +136,10 @@ func mustJSON(v any) []byte {
 
 // createObject is a new route named name routing to the Service of app
 // (which exists and backs app's route already: a new route to an
-// existing backend, under the example library a change of the maps only).
+// existing backend, workload.existingRoute; under the example library a
+// change of the maps only).
 func (h *harness) createObject(name string, app int) *unstructured.Unstructured {
-	return newRoute(h.s.workload, name, app%h.s.n)
+	return h.s.workload.newRoute(name, app%h.s.n, h.s.workload.existingRoute)
 }
 
 // backendObject is a new route named name routing to the spare Service of
@@ -146,14 +147,15 @@ func (h *harness) createObject(name string, app int) *unstructured.Unstructured 
 // uses): the rendered haproxy.cfg gains a backend section. Each sample has
 // a spare of its own, so no cached decision or result can answer it.
 func (h *harness) backendObject(name string, run, k int) *unstructured.Unstructured {
-	return newRoute(h.s.workload, name, h.s.spareApp(run, k))
+	return h.s.workload.newRoute(name, h.s.spareApp(run, k), h.s.workload.appRoute)
 }
 
 // newRoute is a new route of w named name in the namespace of app
-// (testutil.ClusterApp) routing to app's Service, as the API server
-// presents a CREATE to webhooks.
-func newRoute(w workload, name string, app int) *unstructured.Unstructured {
-	obj := w.appRoute(name, app)
+// (testutil.ClusterApp) routing to app's Service, made by route
+// (appRoute or existingRoute), as the API server presents a CREATE to
+// webhooks.
+func (w workload) newRoute(name string, app int, route func(string, int) *unstructured.Unstructured) *unstructured.Unstructured {
+	obj := route(name, app)
 	applied(obj)
 	obj.SetUID(types.UID(newUID()))
 	obj.SetGeneration(1)

@@ -2,6 +2,7 @@ package scale
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -71,4 +72,63 @@ func TestNginxWorkloadIsServed(t *testing.T) {
 		t.Errorf("%d of 200 Ingresses carry no annotation; about one in twenty should", plain)
 	}
 	t.Logf("%d of 200 without annotations; haproxy.cfg %d lines", plain, strings.Count(v.Bundle.Config, "\n"))
+}
+
+// TestNginxWorkloadNewRoutesToExistingBackendsChangeOnlyMaps: over 100
+// apps of the ingress-nginx workload, each of 100 new Ingresses made as
+// bench-scale's "CREATE (new route, existing backend)" and its 16 clients
+// make them (existingRoute, the harness's names and apps) leaves
+// haproxy.cfg as it is: only maps change, as under the plain library. Made
+// as a loaded app's Ingress is (appRoute), some add a backend section,
+// which is what existingRoute corrects.
+func TestNginxWorkloadNewRoutesToExistingBackendsChangeOnlyMaps(t *testing.T) {
+	cfg, err := config.LoadFile(filepath.Join("..", "..", workloads["ingress-nginx"].config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := dryrun.Build(cfg, dryrun.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const apps = 100
+	w := workloads["ingress-nginx"]
+	stores := p.Model.NewStores()
+	for i := range apps {
+		svc, eps, _ := testutil.ClusterApp(i, false)
+		for key, obj := range map[string]*unstructured.Unstructured{"services": svc, "endpoints": eps, "ingresses": w.appRoute(svc.GetName(), i)} {
+			if err := stores[key].Add(obj); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ctx := context.Background()
+	live, err := p.RenderFull(ctx, store.ReadOnly(stores))
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := func(route func(string, int) *unstructured.Unstructured) (n int) {
+		for k := range apps {
+			obj := w.newRoute(fmt.Sprintf("bench-r1-s%d", k), (k*7919+104729)%apps, route)
+			proposal, err := store.ReadOnly(stores).WithChange("ingresses", store.Change{Operation: store.Create, Object: obj})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := p.RenderFull(ctx, proposal)
+			if err != nil {
+				t.Fatalf("%s: %v", obj.GetName(), err)
+			}
+			if b.Config != live.Config {
+				n++
+			}
+		}
+		return n
+	}
+	if n := changed(w.existingRoute); n != 0 {
+		t.Errorf("%d of %d new Ingresses to existing backends changed haproxy.cfg", n, apps)
+	}
+	if n := changed(w.appRoute); n == 0 {
+		t.Errorf("no new Ingress made as a loaded one changed haproxy.cfg: existingRoute corrects nothing")
+	} else {
+		t.Logf("made as a loaded Ingress, %d of %d changed haproxy.cfg", n, apps)
+	}
 }
