@@ -7,6 +7,7 @@ import (
 	"sync"
 	"text/template"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/lru"
 
 	"github.com/haproxy-template/htc/internal/contenthash"
@@ -43,16 +44,43 @@ type compiled struct {
 // templates alone. It is a memo of a pure function: compile reads nothing
 // but the sources and the outputs' names, all of them in the key, and
 // what it returns is never written to after; a failed compile is not kept.
-// Safe for concurrent use; at most the given number of sets, the least
-// recently used dropped first.
+// It keeps spec.extraContext decoded the same way, by the digest of its
+// JSON (extraContext): the decoded map is never written to (templates may
+// change only the maps they made, renderState.modifiable), so engines of
+// the same JSON share it. Safe for concurrent use; at most the given
+// number of sets and of extraContexts, the least recently used dropped
+// first.
 type Templates struct {
-	sets *lru.Cache // key (contenthash) -> *compiled
+	sets   *lru.Cache // key (contenthash) -> *compiled
+	extras *lru.Cache // sha256 of the JSON -> map[string]any
 }
 
 // NewTemplates returns a Templates keeping at most n template sets (at
-// least 1).
+// least 1), and as many decoded extraContexts.
 func NewTemplates(n int) *Templates {
-	return &Templates{sets: lru.New(max(n, 1))}
+	return &Templates{sets: lru.New(max(n, 1)), extras: lru.New(max(n, 1))}
+}
+
+// extraContext returns spec.extraContext's JSON decoded
+// (decodeExtraContext), from t when t holds that of the same JSON (t may
+// be nil). A failed decode is not kept.
+func (t *Templates) extraContext(raw *runtime.RawExtension) (map[string]any, error) {
+	data, err := extraContextJSON(raw)
+	if err != nil {
+		return nil, err
+	}
+	if t == nil {
+		return decodeExtraContext(data)
+	}
+	k := sha256.Sum256(data)
+	if m, ok := t.extras.Get(k); ok {
+		return m.(map[string]any), nil
+	}
+	m, err := decodeExtraContext(data)
+	if err == nil {
+		t.extras.Add(k, m)
+	}
+	return m, err
 }
 
 // compile returns the template set of sources whose outputs are the

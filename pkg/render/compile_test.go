@@ -2,12 +2,14 @@ package render
 
 import (
 	"context"
+	"reflect"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/store"
@@ -75,6 +77,51 @@ func TestTemplatesShareTheSetOfTheSameSources(t *testing.T) {
 			assert.Equal(t, fresh.Reads().Fields("ingresses"), second.Reads().Fields("ingresses"))
 		})
 	}
+}
+
+// TestTemplatesShareTheExtraContextOfTheSameJSON: an engine whose
+// extraContext is the JSON of an engine built before takes its decoded
+// map; other JSON is decoded again. Either way the map is the one a fresh
+// decode gives (the memo against the full computation), and a refused
+// extraContext is refused again with the same error and nothing is kept.
+func TestTemplatesShareTheExtraContextOfTheSameJSON(t *testing.T) {
+	const first = `{"port": 80, "hosts": ["a", "b"]}`
+	tests := []struct {
+		name   string
+		second *runtime.RawExtension
+		shared bool
+	}{
+		{name: "the same JSON", second: &runtime.RawExtension{Raw: []byte(first)}, shared: true},
+		{name: "another value", second: &runtime.RawExtension{Raw: []byte(`{"port": 81, "hosts": ["a", "b"]}`)}},
+		{name: "the same object spaced otherwise", second: &runtime.RawExtension{Raw: []byte(`{"port":80,"hosts":["a","b"]}`)}},
+		{name: "an object and no raw bytes", second: &runtime.RawExtension{Object: &unstructured.Unstructured{Object: map[string]any{"port": int64(80)}}}},
+		{name: "null", second: &runtime.RawExtension{Raw: []byte(`null`)}},
+		{name: "none", second: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			templates := NewTemplates(4)
+			a, err := templates.New(newSpec("x", withExtra(first)))
+			require.NoError(t, err)
+			spec := newSpec("x")
+			spec.ExtraContext = tt.second
+			b, err := templates.New(spec)
+			require.NoError(t, err)
+			fresh, err := New(spec)
+			require.NoError(t, err)
+			assert.Equal(t, fresh.extra, b.extra, "the decoded extraContext is a fresh decode's")
+			assert.Equal(t, tt.shared, reflect.ValueOf(a.extra).UnsafePointer() == reflect.ValueOf(b.extra).UnsafePointer(), "the map is shared")
+		})
+	}
+	t.Run("refused", func(t *testing.T) {
+		templates := NewTemplates(4)
+		_, err1 := templates.New(newSpec("x", withExtra(`[1]`)))
+		_, err2 := templates.New(newSpec("x", withExtra(`[1]`)))
+		require.Error(t, err1)
+		assert.Contains(t, err1.Error(), "spec.extraContext: must be a JSON object")
+		assert.Equal(t, err1.Error(), err2.Error())
+		assert.Zero(t, templates.extras.Len())
+	})
 }
 
 // TestTemplatesKeepNoFailedCompile: a config whose templates fail is

@@ -261,7 +261,7 @@ func (t *Templates) New(spec *config.HAProxyTemplateConfigSpec) (*Engine, error)
 	e := &Engine{names: map[bundle.Kind]map[string]struct{}{bundle.KindMap: {}, bundle.KindFile: {}, bundle.KindCert: {}},
 		parts: fragments.NewParts(0), channelNames: fragments.NewNames(0)}
 	e.sizes.Store(&renderSizes{})
-	extra, err := decodeExtraContext(spec.ExtraContext)
+	extra, err := t.extraContext(spec.ExtraContext)
 	if err != nil {
 		return nil, renderError("spec.extraContext: "+err.Error(), err)
 	}
@@ -486,20 +486,24 @@ func (e *Engine) DataContext(in Input) map[string]any {
 	return map[string]any{"resources": res, "extraContext": e.extra}
 }
 
-// decodeExtraContext decodes spec.extraContext as a JSON object; whole
-// numbers become int64 as in unstructured objects.
-func decodeExtraContext(raw *runtime.RawExtension) (map[string]any, error) {
-	m := map[string]any{}
+// extraContextJSON is spec.extraContext as JSON: its raw bytes, or its
+// object encoded when it has no raw bytes; nil for none.
+func extraContextJSON(raw *runtime.RawExtension) ([]byte, error) {
 	if raw == nil {
-		return m, nil
+		return nil, nil
 	}
 	data := raw.Raw
 	if len(bytes.TrimSpace(data)) == 0 && raw.Object != nil {
-		var err error
-		if data, err = json.Marshal(raw.Object); err != nil {
-			return nil, err
-		}
+		return json.Marshal(raw.Object)
 	}
+	return data, nil
+}
+
+// decodeExtraContext decodes extraContext's JSON (extraContextJSON) as a
+// JSON object, an empty one for none or null; whole numbers become int64
+// as in unstructured objects.
+func decodeExtraContext(data []byte) (map[string]any, error) {
+	m := map[string]any{}
 	if t := bytes.TrimSpace(data); len(t) == 0 || string(t) == "null" {
 		return m, nil
 	}
