@@ -19,6 +19,7 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/config/validation"
 	"github.com/haproxy-template/htc/pkg/dryrun"
 	"github.com/haproxy-template/htc/pkg/dryrun/testrun"
 	"github.com/haproxy-template/htc/pkg/phase"
@@ -38,8 +39,9 @@ import (
 // nothing, so the rendered bundle is the live one. One unmeasured UPDATE
 // goes first, as in bench-scale (its embedded tests' report is then
 // cached by the config's hash). The Admitter has the controller's caches
-// of embedded test reports and template sets. It reports p50-ms, p99-ms,
-// cpu-ms/op (the process's CPU per UPDATE) and the mean of each phase:
+// of embedded test reports, template sets and assertion patterns. It
+// reports p50-ms, p99-ms, cpu-ms/op (the process's CPU per UPDATE) and
+// the mean of each phase:
 // of the Admitter's Config alone (admitter), and through the webhook's
 // handler from the AdmissionReview's JSON, the config's validator marked
 // as the controller marks it (webhook) and unmarked
@@ -53,7 +55,7 @@ func BenchmarkIngressLibrariesConfigUpdate(b *testing.B) {
 	}
 	n := envInt(b, "HTC_CREATE_INGRESSES", 1000)
 	for _, lib := range benchLibraries {
-		live := newMixLive(b, bin, lib, n, dryrun.Env{Tests: testrun.NewCache(16), Templates: renderpkg.NewTemplates(4)})
+		live := newMixLive(b, bin, lib, n, dryrun.Env{Tests: testrun.NewCache(16), Templates: renderpkg.NewTemplates(4), Patterns: validation.NewPatterns(2048)})
 		a, cfg := live.a, live.cfg
 		ctx := context.Background()
 		old := configObject(b, cfg)

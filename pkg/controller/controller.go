@@ -27,6 +27,7 @@ import (
 	"github.com/haproxy-template/htc/internal/memreturn"
 	"github.com/haproxy-template/htc/pkg/admission"
 	"github.com/haproxy-template/htc/pkg/config"
+	"github.com/haproxy-template/htc/pkg/config/validation"
 	"github.com/haproxy-template/htc/pkg/controller/cfgstatus"
 	"github.com/haproxy-template/htc/pkg/controller/informer"
 	"github.com/haproxy-template/htc/pkg/controller/leader"
@@ -421,11 +422,17 @@ func (c *controller) metricsHandler() http.Handler {
 // a parsed set, under 0.7 MB for the ingress-nginx library.
 const templateSets = 4
 
+// assertionPatterns is how many regular expressions of embedded tests'
+// assertions the controller's pipelines remember as parsed
+// (validation.Patterns): those of a few configs (the ingress-nginx
+// library has 117), a digest and an outcome each.
+const assertionPatterns = 2048
+
 // newController returns a controller whose pipelines check with checker
 // (nil: they can render but not check).
 func newController(opts Options, log *slog.Logger, dyn dynamic.Interface, mapper meta.RESTMapper, checker *haproxy.Checker) *controller {
 	switches := newSwitches(opts)
-	env := dryrun.Env{Tests: testrun.NewCache(16), Templates: render.NewTemplates(templateSets), Grant: opts.AllowedDirectives, Shortcuts: switches}
+	env := dryrun.Env{Tests: testrun.NewCache(16), Templates: render.NewTemplates(templateSets), Patterns: validation.NewPatterns(assertionPatterns), Grant: opts.AllowedDirectives, Shortcuts: switches}
 	if checker != nil {
 		checker = checker.WithShortcuts(switches)
 		env.CheckerFor = func(allowed []string) dryrun.Checker { return checker.Allowing(allowed) }

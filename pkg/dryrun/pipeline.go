@@ -68,6 +68,11 @@ type Env struct {
 	// templates were compiled before is not parsed and scanned again; nil
 	// compiles every config's.
 	Templates *render.Templates
+	// Patterns keeps which regular expressions of the embedded tests'
+	// assertions parse (validation.Patterns), so that a config whose
+	// assertions were validated before is not parsed again; nil parses
+	// every config's.
+	Patterns *validation.Patterns
 	// RenderCheckTimeout bounds each render + check (not the embedded
 	// tests: TestTimeout), whatever ctx's deadline: a fixed bound against a
 	// template that loops, like haproxy.Options.Timeout for one haproxy -c.
@@ -133,7 +138,7 @@ func Build(cfg *config.HAProxyTemplateConfig, env Env) (*Pipeline, error) {
 	if cfg == nil {
 		return nil, errors.New("dryrun: nil config")
 	}
-	errs, engine := validation.ValidateEngine(cfg, env.Templates)
+	errs, engine := validation.ValidateEngine(cfg, validation.Memo{Templates: env.Templates, Patterns: env.Patterns})
 	errs = append(errs, ungranted(cfg.Spec.AllowedDirectives, env.Grant)...)
 	if len(errs) > 0 {
 		return nil, &InvalidConfigError{Errs: errs}

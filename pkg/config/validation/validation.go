@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"path"
 	"regexp"
-	"regexp/syntax"
 	"sort"
 	"strings"
 
@@ -32,24 +31,25 @@ import (
 // Validate returns every problem of cfg, or nil. Use ErrorList.ToAggregate()
 // for a single error.
 func Validate(cfg *config.HAProxyTemplateConfig) field.ErrorList {
-	errs, _ := ValidateEngine(cfg, nil)
+	errs, _ := ValidateEngine(cfg, Memo{})
 	return errs
 }
 
 // ValidateEngine is Validate, and also returns the render engine it
-// built from cfg's templates to check them (templates.New(&cfg.Spec),
-// which takes a template set compiled before from templates; nil
-// templates keep none; the engine is nil when validation did not get
-// that far or the templates failed), so that a caller building a
-// pipeline need not parse and scan them again.
-func ValidateEngine(cfg *config.HAProxyTemplateConfig, templates *render.Templates) (field.ErrorList, *render.Engine) {
+// built from cfg's templates to check them (memo.Templates.New(&cfg.Spec),
+// which takes a template set compiled before from memo.Templates; the
+// engine is nil when validation did not get that far or the templates
+// failed), so that a caller building a pipeline need not parse and scan
+// them again. The assertions' patterns are parsed only when
+// memo.Patterns does not hold them.
+func ValidateEngine(cfg *config.HAProxyTemplateConfig, memo Memo) (field.ErrorList, *render.Engine) {
 	spec := &cfg.Spec
 	specPath := field.NewPath("spec")
 	var errs field.ErrorList
 	errs = append(errs, validateWatched(spec, specPath.Child("watchedResources"))...)
-	terrs, engine := validateTemplates(spec, specPath, templates)
+	terrs, engine := validateTemplates(spec, specPath, memo.Templates)
 	errs = append(errs, terrs...)
-	errs = append(errs, validateTests(spec, specPath.Child("validationTests"))...)
+	errs = append(errs, validateTests(spec, specPath.Child("validationTests"), memo.Patterns)...)
 	errs = append(errs, validateAllowed(spec.AllowedDirectives, specPath.Child("allowedDirectives"))...)
 	return errs, engine
 }
@@ -210,7 +210,7 @@ func validateAllowed(allowed []string, p *field.Path) field.ErrorList {
 	return errs
 }
 
-func validateTests(spec *config.HAProxyTemplateConfigSpec, p *field.Path) field.ErrorList {
+func validateTests(spec *config.HAProxyTemplateConfigSpec, p *field.Path, patterns *Patterns) field.ErrorList {
 	var errs field.ErrorList
 	for _, name := range sortedKeys(spec.ValidationTests) {
 		t := spec.ValidationTests[name]
@@ -225,7 +225,7 @@ func validateTests(spec *config.HAProxyTemplateConfigSpec, p *field.Path) field.
 			errs = append(errs, field.Required(tp.Child("assertions"), "a test needs at least one assertion"))
 		}
 		for i, a := range t.Assertions {
-			errs = append(errs, validateAssertion(spec, a, tp.Child("assertions").Index(i))...)
+			errs = append(errs, validateAssertion(spec, a, tp.Child("assertions").Index(i), patterns)...)
 		}
 	}
 	return errs
@@ -238,17 +238,7 @@ var assertionTypes = []string{
 	string(config.AssertJSONPath), string(config.AssertDeterministic), string(config.AssertRenderingError),
 }
 
-// patternError is the error regexp.Compile returns for pattern, or nil:
-// every error regexp.Compile returns is syntax.Parse's in the Perl mode,
-// and what it does after parsing (simplify, compile the program, the
-// one-pass analysis) cannot fail, so parsing alone tells, for a fraction
-// of the cost (TestPatternErrorIsRegexpCompiles).
-func patternError(pattern string) error {
-	_, err := syntax.Parse(pattern, syntax.Perl)
-	return err
-}
-
-func validateAssertion(spec *config.HAProxyTemplateConfigSpec, a config.Assertion, p *field.Path) field.ErrorList {
+func validateAssertion(spec *config.HAProxyTemplateConfigSpec, a config.Assertion, p *field.Path, patterns *Patterns) field.ErrorList {
 	var errs field.ErrorList
 	if !contains(assertionTypes, string(a.Type)) {
 		return field.ErrorList{field.NotSupported(p.Child("type"), string(a.Type), assertionTypes)}
@@ -256,7 +246,7 @@ func validateAssertion(spec *config.HAProxyTemplateConfigSpec, a config.Assertio
 	needPattern := func() {
 		if a.Pattern == "" {
 			errs = append(errs, field.Required(p.Child("pattern"), fmt.Sprintf("%s needs a regular expression", a.Type)))
-		} else if err := patternError(a.Pattern); err != nil {
+		} else if err := patterns.check(a.Pattern); err != nil {
 			errs = append(errs, field.Invalid(p.Child("pattern"), a.Pattern, err.Error()))
 		}
 	}
@@ -275,7 +265,7 @@ func validateAssertion(spec *config.HAProxyTemplateConfigSpec, a config.Assertio
 			errs = append(errs, field.Required(p.Child("patterns"), "match_order needs at least two regular expressions"))
 		}
 		for i, pat := range a.Patterns {
-			if err := patternError(pat); err != nil {
+			if err := patterns.check(pat); err != nil {
 				errs = append(errs, field.Invalid(p.Child("patterns").Index(i), pat, err.Error()))
 			}
 		}

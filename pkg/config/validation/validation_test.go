@@ -9,6 +9,7 @@ import (
 
 	"github.com/haproxy-template/htc/pkg/config"
 	"github.com/haproxy-template/htc/pkg/config/validation"
+	"github.com/haproxy-template/htc/pkg/render"
 )
 
 const base = `
@@ -89,4 +90,31 @@ func TestValidationNamesTheField(t *testing.T) {
 
 func TestAllowedDirectivesAccepted(t *testing.T) {
 	assert.Empty(t, validate(t, "  validationTests:", "  allowedDirectives: [lua-load, env-expansion, \"path:/etc/ssl/certs\"]\n  validationTests:"))
+}
+
+// TestValidateEngineWithAMemoIsValidate: a config validated with a Memo
+// its patterns and templates are kept in, the first time and again, gets
+// Validate's findings.
+func TestValidateEngineWithAMemoIsValidate(t *testing.T) {
+	memo := validation.Memo{Templates: render.NewTemplates(4), Patterns: validation.NewPatterns(16)}
+	for _, tc := range []struct{ name, from, to string }{
+		{"valid", "", ""},
+		{"bad regex", `pattern: "x"`, `pattern: "("`},
+		{"bad regex in match_order", `{type: contains, target: "map:host.map", pattern: "x"}`, `{type: match_order, target: "map:host.map", patterns: ["a", "[z-a]", "(?z)"]}`},
+		{"the same pattern valid in one assertion, in another too", `[{type: contains, target: "map:host.map", pattern: "x"}]`, `[{type: contains, target: "map:host.map", pattern: "x"}, {type: not_contains, target: "map:host.map", pattern: "x"}]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := validate(t, tc.from, tc.to)
+			cfg, err := config.Parse([]byte(strings.Replace(base, tc.from, tc.to, 1)))
+			require.NoError(t, err)
+			for _, round := range []string{"first", "again"} {
+				errs, _ := validation.ValidateEngine(cfg, memo)
+				var got []string
+				for _, e := range errs {
+					got = append(got, e.Error())
+				}
+				assert.Equal(t, want, got, round)
+			}
+		})
+	}
 }
