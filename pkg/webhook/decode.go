@@ -44,7 +44,7 @@ func decodeReview(w http.ResponseWriter, r *http.Request) (*admissionv1.Admissio
 	if r.ContentLength > maxRequestBytes {
 		return nil, tooLarge()
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBytes))
+	body, err := readBody(w, r)
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return nil, tooLarge()
@@ -66,6 +66,21 @@ func decodeReview(w http.ResponseWriter, r *http.Request) (*admissionv1.Admissio
 		return nil, &httpError{http.StatusBadRequest, "AdmissionReview request has no uid"}
 	}
 	return review, nil
+}
+
+// readBody reads r's body whole, at most maxRequestBytes: into one buffer
+// of the length the request declares, when it declares one (io.ReadAll
+// grows its buffer step by step, allocating some four times a config
+// UPDATE's 400 KB), else as io.ReadAll does. A body longer than it
+// declares is still read whole, a shorter one is an error (net/http's).
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body := http.MaxBytesReader(w, r.Body, maxRequestBytes)
+	if r.ContentLength <= 0 {
+		return io.ReadAll(body)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, r.ContentLength+bytes.MinRead))
+	_, err := buf.ReadFrom(body)
+	return buf.Bytes(), err
 }
 
 func tooLarge() *httpError {

@@ -1,9 +1,13 @@
 package webhook
 
 import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -61,4 +65,30 @@ func FuzzDecodeHeadReadsTheHeadOfDecodeObject(f *testing.F) {
 		f.Add([]byte(raw))
 	}
 	f.Fuzz(headAgrees)
+}
+
+// TestReadBodyReadsTheWholeBody: the body is read whole whatever length
+// the request declares; with its own length, into one buffer that never
+// grew.
+func TestReadBodyReadsTheWholeBody(t *testing.T) {
+	body := bytes.Repeat([]byte(`{"a":"0123456789"}`), 20000)
+	for _, tt := range []struct {
+		name     string
+		declared int64
+	}{
+		{"its length", int64(len(body))},
+		{"none (chunked)", -1},
+		{"shorter than the body", 10},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodPost, "/validate", bytes.NewReader(body))
+			req.ContentLength = tt.declared
+			got, err := readBody(httptest.NewRecorder(), req)
+			require.NoError(t, err)
+			assert.Equal(t, body, got)
+			if tt.declared == int64(len(body)) {
+				assert.Equal(t, len(body)+bytes.MinRead, cap(got), "one buffer of the declared length")
+			}
+		})
+	}
 }

@@ -50,6 +50,7 @@ func TestHandlerRejectsRequestsThatAreNotAdmissionReviews(t *testing.T) {
 		contentType string
 		body        io.Reader
 		chunked     bool
+		declared    int64
 		status      int
 		message     string
 	}{
@@ -59,6 +60,7 @@ func TestHandlerRejectsRequestsThatAreNotAdmissionReviews(t *testing.T) {
 		{name: "no content type", method: http.MethodPost, body: bytes.NewReader(valid), status: http.StatusUnsupportedMediaType, message: "want application/json"},
 		{name: "yaml content type", method: http.MethodPost, contentType: "application/yaml", body: bytes.NewReader(valid), status: http.StatusUnsupportedMediaType, message: "want application/json"},
 		{name: "oversized body with length", method: http.MethodPost, contentType: "application/json", body: bytes.NewReader(make([]byte, maxRequestBytes+1)), status: http.StatusRequestEntityTooLarge, message: "exceeds"},
+		{name: "oversized body declaring a small length", method: http.MethodPost, contentType: "application/json", body: bytes.NewReader(make([]byte, maxRequestBytes+1)), declared: 100, status: http.StatusRequestEntityTooLarge, message: "exceeds"},
 		{name: "oversized body chunked", method: http.MethodPost, contentType: "application/json", body: bytes.NewReader(make([]byte, maxRequestBytes+1)), chunked: true, status: http.StatusRequestEntityTooLarge, message: "exceeds"},
 		{name: "not JSON", method: http.MethodPost, contentType: "application/json", body: strings.NewReader("{not json"), status: http.StatusBadRequest, message: "not an AdmissionReview"},
 		{name: "v1beta1", method: http.MethodPost, contentType: "application/json", body: strings.NewReader(`{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"u1"}}`), status: http.StatusBadRequest, message: `unsupported AdmissionReview apiVersion "admission.k8s.io/v1beta1"`},
@@ -79,6 +81,9 @@ func TestHandlerRejectsRequestsThatAreNotAdmissionReviews(t *testing.T) {
 			}
 			if tt.chunked {
 				req.ContentLength = -1
+			}
+			if tt.declared > 0 {
+				req.ContentLength = tt.declared
 			}
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, req)
