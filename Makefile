@@ -116,7 +116,7 @@ chart-test: haproxy ## only the Helm chart: helm lint, golden templates, server 
 bench: haproxy ## benchmarks (benchstat-friendly); BENCH=regexp, COUNT=n
 	$(WITH_HAPROXY) $(GO) test -run '^$$' -bench '$(or $(BENCH),.)' -benchmem -count $(or $(COUNT),1) -benchtime $(or $(BENCHTIME),3x) -timeout 60m ./...
 
-# make bench-scale N=1000|10000 [WORKLOAD=gateway] [RUNS=n] [PROFILE=dir] [MEMORY_LIMIT=q]: admission
+# make bench-scale N=1000|10000 [WORKLOAD=gateway] [RUNS=n] [REQUESTS=n] [PROFILE=dir] [MEMORY_LIMIT=q]: admission
 # at scale on a real API server (test/scale; skipped by make test and make bench). Loads N
 # Ingresses (WORKLOAD=gateway: HTTPRoutes on one Gateway, under the Gateway
 # library; WORKLOAD=gateway-tls: also 1,000 ListenerSets with a TLS
@@ -127,10 +127,11 @@ bench: haproxy ## benchmarks (benchstat-friendly); BENCH=regexp, COUNT=n
 # PROFILE=dir also profiles the first run's controller (CPU while it writes
 # the routes' status, heap at rest when ready and after the runs) and one more controller (heap when ready,
 # CPU during CREATEs, then during config UPDATEs) into dir. MEMORY_LIMIT=q runs the controller with --memory-limit q.
+# REQUESTS=n sends n sequential admissions of each kind per run (default 20; a p99 of 20 is their slowest).
 # Takes minutes (N=10000: about 10 per run).
-SCALE_CMD = make bench-scale N=$(or $(N),1000)$(if $(WORKLOAD), WORKLOAD=$(WORKLOAD))$(if $(RUNS), RUNS=$(RUNS))$(if $(PROFILE), PROFILE=$(PROFILE))$(if $(MEMORY_LIMIT), MEMORY_LIMIT=$(MEMORY_LIMIT))
-bench-scale: build haproxy ## admission at scale on a real API server, ratios to haproxy -c, into BENCHMARKS.md (N=1000|10000, WORKLOAD=ingress|ingress-nginx|gateway|gateway-headers|gateway-tls, RUNS=n, PROFILE=dir, MEMORY_LIMIT=q)
-	$(WITH_HAPROXY) HTC_SCALE_N=$(or $(N),1000) HTC_SCALE_WORKLOAD=$(or $(WORKLOAD),ingress) HTC_SCALE_RUNS=$(or $(RUNS),1) HTC_SCALE_PROFILE=$(PROFILE) HTC_SCALE_MEMORY_LIMIT=$(MEMORY_LIMIT) \
+SCALE_CMD = make bench-scale N=$(or $(N),1000)$(if $(WORKLOAD), WORKLOAD=$(WORKLOAD))$(if $(RUNS), RUNS=$(RUNS))$(if $(REQUESTS), REQUESTS=$(REQUESTS))$(if $(PROFILE), PROFILE=$(PROFILE))$(if $(MEMORY_LIMIT), MEMORY_LIMIT=$(MEMORY_LIMIT))
+bench-scale: build haproxy ## admission at scale on a real API server, ratios to haproxy -c, into BENCHMARKS.md (N=1000|10000, WORKLOAD=ingress|ingress-nginx|gateway|gateway-headers|gateway-tls, RUNS=n, REQUESTS=n, PROFILE=dir, MEMORY_LIMIT=q)
+	$(WITH_HAPROXY) HTC_SCALE_N=$(or $(N),1000) HTC_SCALE_WORKLOAD=$(or $(WORKLOAD),ingress) HTC_SCALE_RUNS=$(or $(RUNS),1) HTC_SCALE_REQUESTS=$(or $(REQUESTS),20) HTC_SCALE_PROFILE=$(PROFILE) HTC_SCALE_MEMORY_LIMIT=$(MEMORY_LIMIT) \
 	  HTC_SCALE_BIN=$(CURDIR)/$(BIN) HTC_SCALE_REPORT=$(CURDIR)/BENCHMARKS.md HTC_SCALE_COMMAND='$(SCALE_CMD)' \
 	  $(GO) test -count=1 -v -timeout 4h -run '^TestScale$$' ./test/scale/
 
