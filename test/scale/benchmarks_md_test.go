@@ -10,7 +10,7 @@ import (
 // it, replaced on every run for that N.
 const (
 	sectionTitle = "## At scale: a real API server, the controller as a process (`make bench-scale`)"
-	sectionIntro = `Written by ` + "`make bench-scale N=1000|10000 [WORKLOAD=gateway] [RUNS=n] [PROFILE=dir]`" + ` (test/scale; it
+	sectionIntro = `Written by ` + "`make bench-scale N=1000|10000 [WORKLOAD=gateway] [RUNS=n] [REQUESTS=n] [PROFILE=dir]`" + ` (test/scale; it
 replaces the block of its workload and N on every run). It starts etcd and kube-apiserver on
 127.0.0.1 from the test assets, installs the CRD and the example Ingress library
 (` + "`extraContext.bindAddress: 127.0.0.1`" + `; the Gateway library keeps its defaults), creates N Ingresses, N headless
@@ -43,7 +43,8 @@ status writes, one per route, are watch events and new live states). Their allow
 of allowed admissions as a share of the bare ` + "`haproxy -c`" + ` runs the cores
 could do: busy and timed-out denials are answers but not admissions. The client
 gives up at the chart's webhook timeout (an error). Ratios are to the floor of
-the same run; p99 of 20 samples is their maximum. The machine is shared: read the
+the same run; REQUESTS is 20 unless given, and a p99 of 20 samples is their maximum (of
+100, the second slowest). The machine is shared: read the
 load average beside each run.
 `
 )
